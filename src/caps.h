@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Capability names and sets (pure) and applying them in the child. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+
+/* Highest capability number the running kernel knows. */
+int nsr_caps_last(void);
+/* Mask of every capability the running kernel knows. */
+uint64_t nsr_caps_all(void);
+/* The effective set of the calling process. */
+int nsr_caps_current(uint64_t *ret);
+/* Leaves exactly `keep` in the bounding, permitted, effective, inheritable
+ * and ambient sets, so the caps survive execve whatever the uid is, and no
+ * other cap can come back. */
+int nsr_caps_set(uint64_t keep, nsr_error *err);

@@ -1,0 +1,612 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/capability.h>
+
+#include "cli.h"
+#include "options.h"
+
+typedef struct parser {
+        nsr_plan *plan;
+        bool bwrap_mode;
+        size_t total_args;          /* for the 9000-argument limit */
+        mode_t pending_perms;       /* NSR_PERMS_UNSET when none */
+        bool pending_size;
+        uint64_t size;
+        char **pending_overlay;     /* --overlay-src values not yet consumed */
+        bool seen_seccomp, seen_add_seccomp;
+        bool seen_argv0;
+        bool command_found;
+        char **command;             /* points into the caller's argv */
+        size_t n_command;
+} parser;
+
+static void warn_last(parser *ps, const char *opt) {
+        nsr_strv_push(&ps->plan->warnings, nsr_asprintf("%c" "Only the last %s option will take effect",
+                                                        ps->plan->level_prefix ? '1' : '0', opt));
+}
+
+static int parse_fd_arg(const char *s, int *ret, nsr_error *err) {
+        /* bwrap uses strtol: leading blanks and '+' are fine, a sign or junk
+         * after the number is not, and neither is a negative fd. */
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (!*s || !end || *end != '\0' || v < 0 || errno == ERANGE || v > INT_MAX)
+                return nsr_error_setx(err, EINVAL, "Invalid fd: %s", s);
+        *ret = (int) v;
+        return 0;
+}
+
+static int parse_id_arg(const char *s, const char *what, unsigned *ret, nsr_error *err) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (!*s || !end || *end != '\0' || v < 0 || errno == ERANGE || v > INT_MAX)
+                return nsr_error_setx(err, EINVAL, "Invalid %s: %s", what, s);
+        *ret = (unsigned) v;
+        return 0;
+}
+
+static int parse_octal_arg(const char *s, const char *opt, mode_t *ret, nsr_error *err) {
+        /* bwrap uses strtoul(..., 8): blanks and '+' are accepted, "-0" is 0,
+         * and any other negative number wraps to something above 07777. */
+        char *end = NULL;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 8);
+        if (!*s || !end || *end != '\0' || errno == ERANGE || v > 07777)
+                return nsr_error_setx(err, EINVAL, "%s takes an octal argument <= 07777", opt);
+        *ret = (mode_t) v;
+        return 0;
+}
+
+static int parse_size_arg(const char *s, uint64_t *ret, nsr_error *err) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 0);
+        if (errno != 0 || !isdigit((unsigned char) s[0]) || !end || *end != '\0' || v == 0)
+                return nsr_error_setx(err, EINVAL, "--size takes a non-zero number of bytes");
+        if (v > (unsigned long long) (SIZE_MAX >> 1))
+                return nsr_error_setx(err, EINVAL, "--size (for tmpfs) is limited to %zu", (size_t) (SIZE_MAX >> 1));
+        *ret = v;
+        return 0;
+}
+
+static int parse_cap_arg(const char *s, int *ret, nsr_error *err) {
+        if (strcasecmp(s, "ALL") == 0) {
+                *ret = -1;
+                return 0;
+        }
+        cap_value_t c;
+        if (cap_from_name(s, &c) < 0 || c < 0 || c > 63)
+                return nsr_error_setx(err, EINVAL, "unknown cap: %s", s);
+        *ret = (int) c;
+        return 0;
+}
+
+static int read_fd_data(int fd, char **ret, size_t *ret_len) {
+        /* A limit so a runaway pipe cannot eat memory: 64 MiB is far above
+         * any argument list or seccomp program. */
+        return nsr_read_all(fd, 64u << 20, ret, ret_len);
+}
+
+static nsr_op *add_op(parser *ps, nsr_op_type type, const char *source, const char *dest) {
+        nsr_op *op = nsr_plan_add_op(ps->plan, type);
+        op->source = source ? nsr_strdup(source) : NULL;
+        op->dest = dest ? nsr_strdup(dest) : NULL;
+        if (nsr_op_type_takes_perms(type)) {
+                op->perms = ps->pending_perms;
+                ps->pending_perms = NSR_PERMS_UNSET;
+        }
+        if (type == NSR_OP_TMPFS && ps->pending_size) {
+                op->size = ps->size;
+                ps->pending_size = false;
+        }
+        return op;
+}
+
+static int parse_list(parser *ps, char *const *args, size_t n, bool in_args_file, nsr_error *err);
+
+/* Handles one option whose arguments are vals[0..nargs). */
+static int handle(parser *ps, const nsr_option *o, const char *typed, char *const *vals, bool in_args_file,
+                  nsr_error *err) {
+        nsr_plan *p = ps->plan;
+        nsr_op *op;
+        int r, fd;
+
+        switch (o->id) {
+        case NSR_OPT_HELP:
+        case NSR_OPT_VERSION:
+                return 0; /* handled by the caller */
+        case NSR_OPT_ARGS: {
+                _cleanup_free_ char *data = NULL;
+                size_t len = 0;
+                r = parse_fd_arg(vals[0], &fd, err);
+                if (r < 0)
+                        return r;
+                r = read_fd_data(fd, &data, &len);
+                if (r < 0)
+                        return nsr_error_set(err, -r, "Can't read --args data");
+                close(fd);
+                _cleanup_strv_free_ char **words = NULL;
+                size_t i = 0;
+                while (i < len) {
+                        size_t l = strnlen(data + i, len - i);
+                        nsr_strv_push(&words, nsr_strndup(data + i, l));
+                        i += l + 1;
+                }
+                size_t nw = nsr_strv_length(words);
+                ps->total_args += nw;
+                if (ps->total_args > NSR_MAX_ARGS)
+                        return nsr_error_setx(err, E2BIG, "Exceeded maximum number of arguments %u", NSR_MAX_ARGS);
+                return parse_list(ps, words, nw, true, err);
+        }
+        case NSR_OPT_ARGV0:
+                if (ps->seen_argv0)
+                        return nsr_error_setx(err, EINVAL, "--argv0 used multiple times");
+                ps->seen_argv0 = true;
+                p->argv0 = nsr_strdup(vals[0]);
+                return 0;
+        case NSR_OPT_LEVEL_PREFIX:
+                p->level_prefix = true;
+                return 0;
+        case NSR_OPT_UNSHARE_ALL:
+                p->unshare_user_try = p->unshare_ipc = p->unshare_pid = true;
+                p->unshare_uts = p->unshare_cgroup_try = p->unshare_net = true;
+                return 0;
+        case NSR_OPT_SHARE_NET:
+                p->unshare_net = false;
+                return 0;
+        case NSR_OPT_UNSHARE_USER:
+                p->unshare_user = true;
+                return 0;
+        case NSR_OPT_UNSHARE_USER_TRY:
+                p->unshare_user_try = true;
+                return 0;
+        case NSR_OPT_UNSHARE_IPC:
+                p->unshare_ipc = true;
+                return 0;
+        case NSR_OPT_UNSHARE_PID:
+                p->unshare_pid = true;
+                return 0;
+        case NSR_OPT_UNSHARE_NET:
+                p->unshare_net = true;
+                return 0;
+        case NSR_OPT_UNSHARE_UTS:
+                p->unshare_uts = true;
+                return 0;
+        case NSR_OPT_UNSHARE_CGROUP:
+                p->unshare_cgroup = true;
+                return 0;
+        case NSR_OPT_UNSHARE_CGROUP_TRY:
+                p->unshare_cgroup_try = true;
+                return 0;
+        case NSR_OPT_USERNS:
+        case NSR_OPT_USERNS2:
+        case NSR_OPT_PIDNS:
+        case NSR_OPT_SYNC_FD:
+        case NSR_OPT_BLOCK_FD:
+        case NSR_OPT_USERNS_BLOCK_FD:
+        case NSR_OPT_INFO_FD:
+        case NSR_OPT_JSON_STATUS_FD: {
+                int *slot = o->id == NSR_OPT_USERNS           ? &p->userns_fd
+                            : o->id == NSR_OPT_USERNS2        ? &p->userns2_fd
+                            : o->id == NSR_OPT_PIDNS          ? &p->pidns_fd
+                            : o->id == NSR_OPT_SYNC_FD        ? &p->sync_fd
+                            : o->id == NSR_OPT_BLOCK_FD       ? &p->block_fd
+                            : o->id == NSR_OPT_USERNS_BLOCK_FD ? &p->userns_block_fd
+                            : o->id == NSR_OPT_INFO_FD        ? &p->info_fd
+                                                              : &p->json_status_fd;
+                if (*slot != -1)
+                        warn_last(ps, o->name);
+                return parse_fd_arg(vals[0], slot, err);
+        }
+        case NSR_OPT_DISABLE_USERNS:
+                p->disable_userns = true;
+                return 0;
+        case NSR_OPT_ASSERT_USERNS_DISABLED:
+                p->assert_userns_disabled = true;
+                return 0;
+        case NSR_OPT_UID:
+        case NSR_OPT_GID: {
+                bool is_uid = o->id == NSR_OPT_UID;
+                unsigned v = 0;
+                if (is_uid ? p->has_uid : p->has_gid)
+                        warn_last(ps, o->name);
+                r = parse_id_arg(vals[0], is_uid ? "uid" : "gid", &v, err);
+                if (r < 0)
+                        return r;
+                if (is_uid) {
+                        p->uid = v;
+                        p->has_uid = true;
+                } else {
+                        p->gid = v;
+                        p->has_gid = true;
+                }
+                return 0;
+        }
+        case NSR_OPT_HOSTNAME:
+                for (size_t i = 0; i < p->n_ops; i++)
+                        if (p->ops[i].type == NSR_OP_HOSTNAME) {
+                                warn_last(ps, o->name);
+                                break;
+                        }
+                add_op(ps, NSR_OP_HOSTNAME, NULL, vals[0]);
+                return 0;
+        case NSR_OPT_CHDIR:
+                if (p->chdir)
+                        warn_last(ps, o->name);
+                free(p->chdir);
+                p->chdir = nsr_strdup(vals[0]);
+                return 0;
+        case NSR_OPT_CLEARENV:
+                nsr_plan_add_env(p, NSR_ENV_CLEAR, NULL, NULL);
+                return 0;
+        case NSR_OPT_SETENV:
+                /* setenv(3) refuses an empty name or one with '='. */
+                if (!vals[0][0] || strchr(vals[0], '='))
+                        return nsr_error_setx(err, EINVAL, "setenv failed");
+                nsr_plan_add_env(p, NSR_ENV_SET, vals[0], vals[1]);
+                return 0;
+        case NSR_OPT_UNSETENV:
+                if (!vals[0][0] || strchr(vals[0], '='))
+                        return nsr_error_setx(err, EINVAL, "unsetenv failed");
+                nsr_plan_add_env(p, NSR_ENV_UNSET, vals[0], NULL);
+                return 0;
+        case NSR_OPT_LOCK_FILE:
+                nsr_strv_extend(&p->lock_files, vals[0]);
+                return 0;
+        case NSR_OPT_BIND:
+        case NSR_OPT_BIND_TRY:
+                op = add_op(ps, NSR_OP_BIND, vals[0], vals[1]);
+                op->flags |= o->id == NSR_OPT_BIND_TRY ? NSR_OPF_TRY : 0;
+                return 0;
+        case NSR_OPT_DEV_BIND:
+        case NSR_OPT_DEV_BIND_TRY:
+                op = add_op(ps, NSR_OP_DEV_BIND, vals[0], vals[1]);
+                op->flags |= o->id == NSR_OPT_DEV_BIND_TRY ? NSR_OPF_TRY : 0;
+                return 0;
+        case NSR_OPT_RO_BIND:
+        case NSR_OPT_RO_BIND_TRY:
+                op = add_op(ps, NSR_OP_RO_BIND, vals[0], vals[1]);
+                op->flags |= o->id == NSR_OPT_RO_BIND_TRY ? NSR_OPF_TRY : 0;
+                return 0;
+        case NSR_OPT_BIND_FD:
+        case NSR_OPT_RO_BIND_FD:
+                r = parse_fd_arg(vals[0], &fd, err);
+                if (r < 0)
+                        return r;
+                op = add_op(ps, o->id == NSR_OPT_BIND_FD ? NSR_OP_BIND_FD : NSR_OP_RO_BIND_FD, NULL, vals[1]);
+                op->fd = fd;
+                return 0;
+        case NSR_OPT_REMOUNT_RO:
+                add_op(ps, NSR_OP_REMOUNT_RO, NULL, vals[0]);
+                return 0;
+        case NSR_OPT_OVERLAY_SRC:
+                nsr_strv_extend(&ps->pending_overlay, vals[0]);
+                return 0;
+        case NSR_OPT_OVERLAY:
+        case NSR_OPT_TMP_OVERLAY:
+        case NSR_OPT_RO_OVERLAY: {
+                size_t have = nsr_strv_length(ps->pending_overlay);
+                if (o->id == NSR_OPT_RO_OVERLAY && have < 2)
+                        return nsr_error_setx(err, EINVAL, "--ro-overlay requires at least two --overlay-src");
+                if (have < 1)
+                        return nsr_error_setx(err, EINVAL, "%s requires at least one --overlay-src", o->name);
+                if (o->id == NSR_OPT_OVERLAY) {
+                        op = add_op(ps, NSR_OP_OVERLAY, vals[0], vals[2]);
+                        op->workdir = nsr_strdup(vals[1]);
+                } else
+                        op = add_op(ps, o->id == NSR_OPT_TMP_OVERLAY ? NSR_OP_TMP_OVERLAY : NSR_OP_RO_OVERLAY, NULL,
+                                    vals[0]);
+                op->overlay_srcs = TAKE_PTR(ps->pending_overlay);
+                return 0;
+        }
+        case NSR_OPT_EXEC_LABEL:
+        case NSR_OPT_FILE_LABEL: {
+                char **slot = o->id == NSR_OPT_EXEC_LABEL ? &p->exec_label : &p->file_label;
+                if (*slot)
+                        warn_last(ps, o->name);
+                /* nsrun is built without libselinux, like a bwrap built
+                 * without SELinux support. */
+                return nsr_error_setx(err, ENOTSUP, "labeling not supported on this system");
+        }
+        case NSR_OPT_PROC:
+                add_op(ps, NSR_OP_PROC, NULL, vals[0]);
+                return 0;
+        case NSR_OPT_DEV:
+                add_op(ps, NSR_OP_DEV, NULL, vals[0]);
+                return 0;
+        case NSR_OPT_TMPFS:
+                add_op(ps, NSR_OP_TMPFS, NULL, vals[0]);
+                return 0;
+        case NSR_OPT_MQUEUE:
+                add_op(ps, NSR_OP_MQUEUE, NULL, vals[0]);
+                return 0;
+        case NSR_OPT_DIR:
+                add_op(ps, NSR_OP_DIR, NULL, vals[0]);
+                return 0;
+        case NSR_OPT_FILE:
+        case NSR_OPT_BIND_DATA:
+        case NSR_OPT_RO_BIND_DATA:
+                r = parse_fd_arg(vals[0], &fd, err);
+                if (r < 0)
+                        return r;
+                op = add_op(ps,
+                            o->id == NSR_OPT_FILE        ? NSR_OP_FILE
+                            : o->id == NSR_OPT_BIND_DATA ? NSR_OP_BIND_DATA
+                                                         : NSR_OP_RO_BIND_DATA,
+                            NULL, vals[1]);
+                op->fd = fd;
+                return 0;
+        case NSR_OPT_SYMLINK:
+                add_op(ps, NSR_OP_SYMLINK, vals[0], vals[1]);
+                return 0;
+        case NSR_OPT_SECCOMP: {
+                if (ps->seen_add_seccomp)
+                        return nsr_error_setx(err, EINVAL, "--seccomp cannot be combined with --add-seccomp-fd");
+                if (ps->seen_seccomp)
+                        warn_last(ps, o->name);
+                r = parse_fd_arg(vals[0], &fd, err);
+                if (r < 0)
+                        return r;
+                ps->seen_seccomp = true;
+                /* Last one wins: drop an earlier --seccomp. */
+                for (size_t i = 0; i < p->n_seccomp; i++)
+                        free(p->seccomp[i].data);
+                p->n_seccomp = 0;
+                p->seccomp = nsr_realloc_array(p->seccomp, 1, sizeof(nsr_seccomp_prog));
+                p->seccomp[0] = (nsr_seccomp_prog){ .kind = NSR_SECCOMP_FD, .fd = fd };
+                p->n_seccomp = 1;
+                return 0;
+        }
+        case NSR_OPT_ADD_SECCOMP_FD: {
+                if (ps->seen_seccomp)
+                        return nsr_error_setx(err, EINVAL, "--add-seccomp-fd cannot be combined with --seccomp");
+                r = parse_fd_arg(vals[0], &fd, err);
+                if (r < 0)
+                        return r;
+                ps->seen_add_seccomp = true;
+                char *data = NULL;
+                size_t len = 0;
+                r = read_fd_data(fd, &data, &len);
+                if (r < 0)
+                        return nsr_error_set(err, -r, "Can't read seccomp data");
+                close(fd);
+                if (len % 8 != 0) {
+                        free(data);
+                        return nsr_error_setx(err, EINVAL, "Invalid seccomp data, must be multiple of 8");
+                }
+                p->seccomp = nsr_realloc_array(p->seccomp, p->n_seccomp + 1, sizeof(nsr_seccomp_prog));
+                p->seccomp[p->n_seccomp++] =
+                        (nsr_seccomp_prog){ .kind = NSR_SECCOMP_DATA, .fd = fd, .data = data, .len = len };
+                return 0;
+        }
+        case NSR_OPT_NEW_SESSION:
+                p->new_session = true;
+                return 0;
+        case NSR_OPT_DIE_WITH_PARENT:
+                p->die_with_parent = true;
+                return 0;
+        case NSR_OPT_AS_PID_1:
+                p->as_pid_1 = true;
+                return 0;
+        case NSR_OPT_CAP_ADD:
+        case NSR_OPT_CAP_DROP: {
+                int cap = 0;
+                r = parse_cap_arg(vals[0], &cap, err);
+                if (r < 0)
+                        return r;
+                p->caps = nsr_realloc_array(p->caps, p->n_caps + 1, sizeof(nsr_cap_edit));
+                p->caps[p->n_caps++] = (nsr_cap_edit){ .add = o->id == NSR_OPT_CAP_ADD, .cap = cap };
+                return 0;
+        }
+        case NSR_OPT_PERMS: {
+                mode_t m;
+                if (ps->pending_perms != NSR_PERMS_UNSET)
+                        return nsr_error_setx(err, EINVAL, "--perms given twice for the same action");
+                r = parse_octal_arg(vals[0], "--perms", &m, err);
+                if (r < 0)
+                        return r;
+                ps->pending_perms = m;
+                return 0;
+        }
+        case NSR_OPT_SIZE: {
+                uint64_t v = 0;
+                if (ps->pending_size)
+                        return nsr_error_setx(err, EINVAL, "--size given twice for the same action");
+                r = parse_size_arg(vals[0], &v, err);
+                if (r < 0)
+                        return r;
+                ps->pending_size = true;
+                ps->size = v;
+                return 0;
+        }
+        case NSR_OPT_CHMOD: {
+                mode_t m;
+                r = parse_octal_arg(vals[0], "--chmod", &m, err);
+                if (r < 0)
+                        return r;
+                op = add_op(ps, NSR_OP_CHMOD, NULL, vals[1]);
+                op->perms = m;
+                return 0;
+        }
+        case NSR_OPT_TRACE_BWRAP:
+                p->trace_bwrap = true;
+                return 0;
+        case NSR_OPT_TRACE_BWRAP_FD:
+                if (p->trace_bwrap_fd != -1)
+                        warn_last(ps, o->name);
+                return parse_fd_arg(vals[0], &p->trace_bwrap_fd, err);
+        case NSR_OPT_SECCOMP_POLICY:
+                if (!vals[0][0])
+                        return nsr_error_setx(err, EINVAL, "--seccomp-policy needs a name or a path");
+                nsr_strv_extend(&p->seccomp_policies, vals[0]);
+                return 0;
+        case _NSR_OPT_MAX:
+        case _NSR_OPT_INVALID:
+                break;
+        }
+        (void) typed;
+        (void) in_args_file;
+        return nsr_error_setx(err, EINVAL, "Unknown option %s", typed);
+}
+
+/* bwrap's checks after every option: a pending modifier must be consumed by
+ * the very next option. */
+static int check_modifiers(parser *ps, nsr_opt_id id, nsr_error *err) {
+        if (id != NSR_OPT_PERMS && id != NSR_OPT_SIZE) {
+                if (ps->pending_perms != NSR_PERMS_UNSET)
+                        return nsr_error_setx(err, EINVAL, "--perms must be followed by an option that creates a file");
+                if (ps->pending_size)
+                        return nsr_error_setx(err, EINVAL, "--size must be followed by --tmpfs");
+        }
+        if (id != NSR_OPT_OVERLAY_SRC && ps->pending_overlay)
+                return nsr_error_setx(err, EINVAL,
+                                      "--overlay-src must be followed by another --overlay-src or one of --overlay, "
+                                      "--tmp-overlay, or --ro-overlay");
+        return 0;
+}
+
+/* Parses a list of words. Stops at "--" or the first non-option word; at
+ * the top level that word starts the command, inside an --args file the
+ * rest of the file is ignored (bwrap does the same). */
+static int parse_list(parser *ps, char *const *args, size_t n, bool in_args_file, nsr_error *err) {
+        size_t i = 0;
+        while (i < n) {
+                const char *a = args[i];
+                if (streq(a, "--")) {
+                        i++;
+                        if (!in_args_file) {
+                                ps->command_found = true;
+                                ps->command = (char **) args + i;
+                                ps->n_command = n - i;
+                        }
+                        return 0;
+                }
+                if (a[0] != '-') {
+                        if (!in_args_file) {
+                                ps->command_found = true;
+                                ps->command = (char **) args + i;
+                                ps->n_command = n - i;
+                        }
+                        return 0;
+                }
+
+                const nsr_option *o = nsr_options_find(a, ps->bwrap_mode);
+                const char *inline_val = NULL;
+                _cleanup_free_ char *name = NULL;
+                if (!o && !ps->bwrap_mode && a[1] == '-' && strchr(a, '=')) {
+                        /* nsrun's own options also take --opt=VALUE. */
+                        const char *eq = strchr(a, '=');
+                        name = nsr_strndup(a, (size_t) (eq - a));
+                        const nsr_option *c = nsr_options_find(name, false);
+                        if (c && !(c->flags & NSR_OPTF_BWRAP) && c->nargs == 1) {
+                                o = c;
+                                inline_val = eq + 1;
+                        }
+                }
+                if (!o)
+                        return nsr_error_setx(err, EINVAL, "Unknown option %s", a);
+
+                if (o->id == NSR_OPT_ARGS && in_args_file)
+                        return nsr_error_setx(err, EINVAL, "--args not supported in arguments file");
+                if (o->id == NSR_OPT_HELP || o->id == NSR_OPT_VERSION) {
+                        ps->command_found = false;
+                        return o->id == NSR_OPT_HELP ? 1 : 2;
+                }
+
+                char *vals[3] = { NULL, NULL, NULL };
+                if (inline_val) {
+                        vals[0] = (char *) inline_val;
+                        i += 1;
+                } else if (o->id == NSR_OPT_OVERLAY_SRC) {
+                        /* bwrap checks no argument count here: a trailing
+                         * --overlay-src just ends parsing, and the pending
+                         * check below reports it. */
+                        if (i + 1 >= n) {
+                                i = n;
+                                break;
+                        }
+                        vals[0] = args[i + 1];
+                        i += 2;
+                } else {
+                        if (n - i < (size_t) o->nargs + 1) {
+                                if (o->missing_msg)
+                                        return nsr_error_setx(err, EINVAL, "%s", o->missing_msg);
+                                return nsr_error_setx(err, EINVAL, "%s takes %s", a,
+                                                      o->nargs == 1   ? "an argument"
+                                                      : o->nargs == 2 ? "two arguments"
+                                                                      : "three arguments");
+                        }
+                        for (unsigned k = 0; k < o->nargs; k++)
+                                vals[k] = args[i + 1 + k];
+                        i += 1 + o->nargs;
+                }
+
+                int r = handle(ps, o, a, vals, in_args_file, err);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        return r;
+                r = check_modifiers(ps, o->id, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int nsr_cli_parse(char *const *args, size_t n, bool bwrap_mode, nsr_plan **ret_plan, nsr_cli_result *ret,
+                  nsr_error *err) {
+        parser ps = {
+                .plan = nsr_plan_new(),
+                .bwrap_mode = bwrap_mode,
+                .total_args = n,
+                .pending_perms = NSR_PERMS_UNSET,
+        };
+        nsr_cli_result res = { .action = NSR_CLI_RUN };
+        int r;
+
+        if (ps.total_args > NSR_MAX_ARGS) {
+                r = nsr_error_setx(err, E2BIG, "Exceeded maximum number of arguments %u", NSR_MAX_ARGS);
+                goto finish;
+        }
+
+        r = parse_list(&ps, args, n, false, err);
+        if (r == 1) {
+                res.action = NSR_CLI_HELP;
+                r = 0;
+                goto finish;
+        }
+        if (r == 2) {
+                res.action = NSR_CLI_VERSION;
+                r = 0;
+                goto finish;
+        }
+        if (r < 0)
+                goto finish;
+        if (ps.pending_overlay) {
+                r = nsr_error_setx(err, EINVAL,
+                                   "--overlay-src must be followed by another --overlay-src or one of --overlay, "
+                                   "--tmp-overlay, or --ro-overlay");
+                goto finish;
+        }
+        if (ps.command_found && ps.n_command > 0) {
+                ps.plan->argv = nsr_malloc0((ps.n_command + 1) * sizeof(char *));
+                for (size_t i = 0; i < ps.n_command; i++)
+                        ps.plan->argv[i] = nsr_strdup(ps.command[i]);
+        } else
+                res.action = NSR_CLI_NO_COMMAND;
+        r = 0;
+
+finish:
+        res.level_prefix = ps.plan->level_prefix;
+        nsr_strv_free(ps.pending_overlay);
+        *ret_plan = ps.plan;
+        *ret = res;
+        return r;
+}

@@ -1,0 +1,656 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The process model:
+ *
+ *   nsrun (monitor, host namespaces)
+ *     └─ child, cloned into the new namespaces: maps ids, builds the root
+ *          └─ pid 1 reaper (unless --as-pid-1 or nothing needs one)
+ *               └─ the command
+ *
+ * The child reports a setup failure as an nsr_error over the close-on-exec
+ * "error pipe" and exits; the monitor prints it. A successful exec closes
+ * the pipe, which is how the monitor knows the command really started. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "caps.h"
+#include "launch.h"
+#include "mount.h"
+#include "netns.h"
+#include "reaper.h"
+#include "syscalls.h"
+
+extern char **environ;
+
+typedef struct launch {
+        const nsr_plan *plan;
+        const nsr_launch_extra *extra;
+        nsr_bpf *progs;         /* every BPF program, in load order */
+        size_t n_progs;
+        char **env;
+        uint64_t caps_keep;
+        bool caps_touch;
+        char *host_tty;
+        char *old_cwd;
+        uid_t real_uid;
+        gid_t real_gid;
+        int err_pipe[2];        /* child -> monitor: nsr_error, CLOEXEC */
+        int status_pipe[2];     /* reaper -> monitor: the command's wait status */
+        int go_pipe[2];         /* monitor -> child: release; HUP = monitor died */
+        sigset_t old_mask;
+        struct rlimit old_nofile;
+        bool raised_nofile;
+} launch;
+
+/* ---- the sandbox child ---------------------------------------------- */
+
+_noreturn_ static void child_fail(launch *l, const nsr_error *e) {
+        (void) nsr_write_all(l->err_pipe[1], e, sizeof(*e));
+        _exit(1);
+}
+
+static int write_proc_self(const char *file, const char *data) {
+        _cleanup_close_ int fd = open(file, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return nsr_write_all(fd, data, strlen(data));
+}
+
+static int write_id_maps(uid_t inside_uid, uid_t outside_uid, gid_t inside_gid, gid_t outside_gid, bool deny_setgroups,
+                         nsr_error *err) {
+        char buf[64];
+        int r;
+        snprintf(buf, sizeof(buf), "%u %u 1\n", (unsigned) inside_uid, (unsigned) outside_uid);
+        r = write_proc_self("/proc/self/uid_map", buf);
+        if (r < 0)
+                return nsr_error_set(err, -r, "setting up uid map");
+        if (deny_setgroups) {
+                r = write_proc_self("/proc/self/setgroups", "deny\n");
+                if (r < 0 && r != -ENOENT)
+                        return nsr_error_set(err, -r, "error writing to setgroups");
+        }
+        snprintf(buf, sizeof(buf), "%u %u 1\n", (unsigned) inside_gid, (unsigned) outside_gid);
+        r = write_proc_self("/proc/self/gid_map", buf);
+        if (r < 0)
+                return nsr_error_set(err, -r, "setting up gid map");
+        return 0;
+}
+
+/* Is the monitor still there? It holds the write end of go_pipe for its
+ * whole life, so a hangup on our end means it is gone. getppid() cannot
+ * tell across a pid namespace. */
+static bool monitor_alive(const launch *l) {
+        if (l->go_pipe[0] < 0)
+                return true;
+        struct pollfd p = { .fd = l->go_pipe[0], .events = POLLIN };
+        if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR)))
+                return false;
+        return true;
+}
+
+static int set_parent_death(const launch *l, nsr_error *err) {
+        if (!l->plan->die_with_parent)
+                return 0;
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+                return nsr_error_set(err, errno, "prctl");
+        if (!monitor_alive(l))
+                _exit(1);
+        return 0;
+}
+
+static int load_seccomp(const launch *l, nsr_error *err) {
+        for (size_t i = 0; i < l->n_progs; i++) {
+                struct sock_fprog prog = {
+                        .len = (unsigned short) (l->progs[i].len / 8),
+                        .filter = (struct sock_filter *) l->progs[i].data,
+                };
+                if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+                        if (errno == EINVAL)
+                                return nsr_error_setx(err, EINVAL,
+                                                      "Unable to set up system call filtering as requested: "
+                                                      "prctl(PR_SET_SECCOMP) reported EINVAL. (Hint: this requires a kernel "
+                                                      "configured with CONFIG_SECCOMP and CONFIG_SECCOMP_FILTER.)");
+                        return nsr_error_set(err, errno, "prctl(PR_SET_SECCOMP)");
+                }
+        }
+        return 0;
+}
+
+static bool has_slash(const char *s) {
+        return strchr(s, '/') != NULL;
+}
+
+/* execvp with the sandbox's PATH (not nsrun's), the way bwrap behaves after
+ * editing its own environment. */
+static void exec_command(launch *l) {
+        const nsr_plan *p = l->plan;
+        char **argv = p->argv;
+        _cleanup_free_ char **args = NULL;
+        if (p->argv0) {
+                size_t n = nsr_strv_length(argv);
+                args = nsr_malloc0((n + 1) * sizeof(char *));
+                for (size_t i = 0; i < n; i++)
+                        args[i] = argv[i];
+                args[0] = p->argv0;
+                argv = args;
+        }
+        environ = l->env;
+        if (has_slash(p->argv[0]))
+                execv(p->argv[0], argv);
+        else
+                execvp(p->argv[0], argv);
+}
+
+static void choose_cwd(launch *l, nsr_error *err, int *r) {
+        const nsr_plan *p = l->plan;
+        const char *cwd = NULL;
+        if (p->chdir) {
+                if (chdir(p->chdir) < 0) {
+                        *r = nsr_error_set(err, errno, "Can't chdir to %s", p->chdir);
+                        return;
+                }
+                cwd = p->chdir;
+        } else if (l->old_cwd && chdir(l->old_cwd) == 0)
+                cwd = l->old_cwd;
+        else {
+                const char *home = NULL;
+                for (char **e = l->env; e && *e; e++)
+                        if (nsr_startswith(*e, "HOME="))
+                                home = *e + 5;
+                if (home && chdir(home) == 0)
+                        cwd = home;
+                else
+                        cwd = "/";
+        }
+        /* PWD is always set last, even after --clearenv. */
+        _cleanup_free_ char *pwd = nsr_asprintf("PWD=%s", cwd);
+        bool replaced = false;
+        for (char **e = l->env; e && *e; e++)
+                if (nsr_startswith(*e, "PWD=")) {
+                        free(*e);
+                        *e = TAKE_PTR(pwd);
+                        replaced = true;
+                        break;
+                }
+        if (!replaced)
+                nsr_strv_push(&l->env, TAKE_PTR(pwd));
+        *r = 0;
+}
+
+static int take_locks(const nsr_plan *p, nsr_error *err) {
+        for (size_t i = 0; p->lock_files && p->lock_files[i]; i++) {
+                /* Held by the process that becomes pid 1; POSIX locks belong
+                 * to the process, so the command's copy of the fd (closed
+                 * on exec) does not release it. */
+                int fd = open(p->lock_files[i], O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        return nsr_error_set(err, errno, "Unable to open lock file %s", p->lock_files[i]);
+                struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+                if (fcntl(fd, F_SETLK, &fl) < 0)
+                        return nsr_error_set(err, errno, "Unable to lock file %s", p->lock_files[i]);
+        }
+        return 0;
+}
+
+static bool need_reaper(const nsr_plan *p) {
+        if (p->as_pid_1)
+                return false;
+        return p->unshare_pid || p->lock_files || p->sync_fd != -1;
+}
+
+_noreturn_ static void child_main(launch *l) {
+        const nsr_plan *p = l->plan;
+        nsr_error e = { 0 };
+        int r;
+
+        l->err_pipe[0] = safe_close(l->err_pipe[0]);
+        l->status_pipe[0] = safe_close(l->status_pipe[0]);
+        l->go_pipe[1] = safe_close(l->go_pipe[1]);
+        if (p->info_fd >= 0)
+                close(p->info_fd);
+        if (p->json_status_fd >= 0)
+                close(p->json_status_fd);
+
+        if (p->userns_block_fd != -1 && l->go_pipe[0] >= 0) {
+                char c;
+                (void) nsr_read_full(l->go_pipe[0], &c, 1);
+        }
+
+        /* ids: with --dev, devpts needs root mapped, so map the caller to 0
+         * now and to the requested ids in a nested namespace later. */
+        uid_t ns_uid = p->needs_devpts ? 0 : p->uid;
+        gid_t ns_gid = p->needs_devpts ? 0 : p->gid;
+        if (p->unshare_user && p->userns_block_fd == -1) {
+                r = write_id_maps(ns_uid, l->real_uid, ns_gid, l->real_gid, true, &e);
+                if (r < 0)
+                        child_fail(l, &e);
+        } else {
+                ns_uid = p->uid;
+                ns_gid = p->gid;
+        }
+
+        if (p->unshare_net && nsr_netns_loopback_up(&e) < 0)
+                child_fail(l, &e);
+
+        mode_t old_umask = umask(0);
+        nsr_mount_ctx mctx = { .host_tty = l->host_tty, .fresh_proc = p->unshare_pid || p->pidns_fd != -1 };
+        if (nsr_mount_build_root(p, &mctx, &e) < 0)
+                child_fail(l, &e);
+
+        if (p->unshare_user && p->userns_block_fd == -1 &&
+            (ns_uid != p->uid || ns_gid != p->gid || p->disable_userns)) {
+                if (p->disable_userns) {
+                        r = write_proc_self("/proc/sys/user/max_user_namespaces", "1");
+                        if (r == -ENOENT || r == -EACCES)
+                                child_fail(l, (nsr_error_set(&e, -r, "cannot open /proc/sys/user/max_user_namespaces"), &e));
+                        if (r < 0)
+                                child_fail(l, (nsr_error_set(&e, -r, "sysctl user.max_user_namespaces = 1"), &e));
+                }
+                if (unshare(CLONE_NEWUSER) < 0)
+                        child_fail(l, (nsr_error_set(&e, errno, "unshare user ns"), &e));
+                if (write_id_maps(p->uid, ns_uid, p->gid, ns_gid, false, &e) < 0)
+                        child_fail(l, &e);
+        }
+        if (p->disable_userns || p->assert_userns_disabled) {
+                if (unshare(CLONE_NEWUSER) == 0)
+                        child_fail(l, (nsr_error_setx(&e, EPERM,
+                                                      "creation of new user namespaces was not disabled as requested"),
+                                       &e));
+        }
+
+        if (p->block_fd != -1) {
+                char c;
+                (void) nsr_read_full(p->block_fd, &c, 1);
+                close(p->block_fd);
+        }
+
+        umask(old_umask);
+        choose_cwd(l, &e, &r);
+        if (r < 0)
+                child_fail(l, &e);
+        if (p->new_session && setsid() < 0)
+                child_fail(l, (nsr_error_set(&e, errno, "setsid"), &e));
+
+        if (take_locks(p, &e) < 0)
+                child_fail(l, &e);
+
+        if (need_reaper(p)) {
+                pid_t cmd = fork();
+                if (cmd < 0)
+                        child_fail(l, (nsr_error_set(&e, errno, "Can't fork for pid 1"), &e));
+                if (cmd > 0) {
+                        /* pid 1: keep only what it needs. */
+                        l->err_pipe[1] = safe_close(l->err_pipe[1]);
+                        if (set_parent_death(l, &e) < 0)
+                                _exit(1);
+                        (void) nsr_caps_set(0, &e);
+                        (void) prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                        (void) load_seccomp(l, &e);
+                        nsr_reaper_run(cmd, l->status_pipe[1]);
+                }
+                if (p->sync_fd != -1)
+                        close(p->sync_fd);
+        }
+        l->status_pipe[1] = safe_close(l->status_pipe[1]);
+
+        /* The command. */
+        if (set_parent_death(l, &e) < 0)
+                child_fail(l, &e);
+        l->go_pipe[0] = safe_close(l->go_pipe[0]);
+        if (l->caps_touch && nsr_caps_set(l->caps_keep, &e) < 0)
+                child_fail(l, &e);
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                child_fail(l, (nsr_error_set(&e, errno, "prctl(PR_SET_NO_NEW_PRIVS) failed"), &e));
+        if (l->raised_nofile)
+                (void) setrlimit(RLIMIT_NOFILE, &l->old_nofile);
+        if (load_seccomp(l, &e) < 0)
+                child_fail(l, &e);
+        signal(SIGCHLD, SIG_DFL);
+        sigprocmask(SIG_SETMASK, &l->old_mask, NULL);
+
+        exec_command(l);
+        e = (nsr_error){ .kind = NSR_ERR_EXEC };
+        nsr_error_set(&e, errno, "execvp %s", p->argv[0]);
+        e.kind = NSR_ERR_EXEC;
+        child_fail(l, &e);
+}
+
+/* ---- the monitor ----------------------------------------------------- */
+
+static const struct {
+        const char *name;
+        unsigned bit;
+} ns_order[] = {
+        { "cgroup", NSR_NS_CGROUP }, { "ipc", NSR_NS_IPC }, { "mnt", NSR_NS_MNT },
+        { "net", NSR_NS_NET },       { "pid", NSR_NS_PID }, { "uts", NSR_NS_UTS },
+};
+
+static int write_info(const launch *l, pid_t child, nsr_error *err) {
+        const nsr_plan *p = l->plan;
+        if (p->info_fd == -1 && p->json_status_fd == -1)
+                return 0;
+        unsigned ns = nsr_plan_unshared(p);
+        char info[1024], line[1024];
+        size_t il = 0, jl = 0;
+        il += (size_t) snprintf(info + il, sizeof(info) - il, "{\n    \"child-pid\": %i", (int) child);
+        jl += (size_t) snprintf(line + jl, sizeof(line) - jl, "{ \"child-pid\": %i", (int) child);
+        for (size_t i = 0; i < ELEMENTSOF(ns_order); i++) {
+                if (!(ns & ns_order[i].bit))
+                        continue;
+                char path[64];
+                struct stat st;
+                snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int) child, ns_order[i].name);
+                if (stat(path, &st) < 0)
+                        continue;
+                il += (size_t) snprintf(info + il, sizeof(info) - il, ",\n    \"%s-namespace\": %ju", ns_order[i].name,
+                                        (uintmax_t) st.st_ino);
+                jl += (size_t) snprintf(line + jl, sizeof(line) - jl, ", \"%s-namespace\": %ju", ns_order[i].name,
+                                        (uintmax_t) st.st_ino);
+        }
+        il += (size_t) snprintf(info + il, sizeof(info) - il, "\n}\n");
+        jl += (size_t) snprintf(line + jl, sizeof(line) - jl, " }\n");
+        if (p->info_fd != -1) {
+                int r = nsr_write_all(p->info_fd, info, il);
+                close(p->info_fd);
+                if (r < 0)
+                        return nsr_error_set(err, -r, "Write to info_fd");
+        }
+        if (p->json_status_fd != -1) {
+                int r = nsr_write_all(p->json_status_fd, line, jl);
+                if (r < 0)
+                        return nsr_error_set(err, -r, "Write to info_fd");
+        }
+        return 0;
+}
+
+static void write_exit_status(const nsr_plan *p, int code) {
+        if (p->json_status_fd == -1)
+                return;
+        char buf[64];
+        int n = snprintf(buf, sizeof(buf), "{ \"exit-code\": %i }\n", code);
+        (void) nsr_write_all(p->json_status_fd, buf, (size_t) n);
+}
+
+static int clone_error(const nsr_plan *p, int e, nsr_error *err) {
+        if (p->unshare_user && e == EINVAL)
+                return nsr_error_setx(err, e,
+                                      "Creating new namespace failed, likely because the kernel does not support user "
+                                      "namespaces.  bwrap must be installed setuid on such systems.");
+        if (p->unshare_user && e == EPERM)
+                return nsr_error_setx(err, e,
+                                      "No permissions to create a new namespace, likely because the kernel does not "
+                                      "allow non-privileged user namespaces. On e.g. debian this can be enabled with "
+                                      "'sysctl kernel.unprivileged_userns_clone=1'.");
+        if (e == ENOSPC)
+                return nsr_error_setx(err, e,
+                                      "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces "
+                                      "exceeded (ENOSPC)");
+        return nsr_error_set(err, e, "Creating new namespace failed");
+}
+
+static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *err) {
+        const nsr_plan *p = l->plan;
+        sigset_t set;
+        nsr_forwarded_sigset(&set);
+        sigaddset(&set, SIGCHLD);
+        _cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+        if (sfd < 0)
+                return nsr_error_set(err, errno, "Can't create signalfd");
+
+        nsr_error child_err = { 0 };
+        size_t err_got = 0;
+        bool err_eof = false, have_status = false, child_gone = false;
+        int status = 0;
+
+        for (;;) {
+                struct pollfd fds[3] = {
+                        { .fd = sfd, .events = POLLIN },
+                        { .fd = err_eof ? -1 : l->err_pipe[0], .events = POLLIN },
+                        { .fd = have_status ? -1 : l->status_pipe[0], .events = POLLIN },
+                };
+                if (poll(fds, 3, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return nsr_error_set(err, errno, "poll");
+                }
+                if (fds[1].revents) {
+                        ssize_t n = read(l->err_pipe[0], (char *) &child_err + err_got, sizeof(child_err) - err_got);
+                        if (n > 0)
+                                err_got += (size_t) n;
+                        else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+                                err_eof = true;
+                }
+                if (fds[2].revents) {
+                        int st;
+                        int n = nsr_read_full(l->status_pipe[0], &st, sizeof(st));
+                        if (n == (int) sizeof(st)) {
+                                status = st;
+                                have_status = true;
+                        } else
+                                l->status_pipe[0] = safe_close(l->status_pipe[0]);
+                }
+                if (fds[0].revents) {
+                        struct signalfd_siginfo si;
+                        if (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
+                                if (si.ssi_signo == SIGCHLD) {
+                                        int st;
+                                        pid_t w = waitpid(child, &st, WNOHANG);
+                                        if (w == child) {
+                                                child_gone = true;
+                                                if (!have_status) {
+                                                        status = st;
+                                                        have_status = true;
+                                                }
+                                        }
+                                } else if (!child_gone)
+                                        (void) kill(child, (int) si.ssi_signo);
+                        }
+                }
+                /* An error report is complete, or the command ran and we
+                 * know its status: done. With a reaper the status arrives
+                 * before pid 1 exits (bwrap returns at that point too). */
+                if (err_got == sizeof(child_err))
+                        break;
+                if (have_status && (err_eof || child_gone)) {
+                        if (!err_eof) {
+                                /* Drain whatever the child left in the pipe. */
+                                ssize_t n;
+                                while ((n = read(l->err_pipe[0], (char *) &child_err + err_got,
+                                                 sizeof(child_err) - err_got)) > 0)
+                                        err_got += (size_t) n;
+                        }
+                        break;
+                }
+        }
+
+        if (err_got == sizeof(child_err)) {
+                if (!child_gone)
+                        (void) waitpid(child, NULL, 0);
+                child_err.msg[sizeof(child_err.msg) - 1] = '\0';
+                *err = child_err;
+                return -(child_err.code ? child_err.code : EIO);
+        }
+        ret->exec_done = true;
+        ret->wait_status = status;
+        ret->exit_code = nsr_exit_code_from_status(status);
+        write_exit_status(p, ret->exit_code);
+        return 0;
+}
+
+static int read_seccomp_fd(const nsr_seccomp_prog *sp, nsr_bpf *ret, nsr_error *err) {
+        char *data = NULL;
+        size_t len = 0;
+        int r = nsr_read_all(sp->fd, 64u << 20, &data, &len);
+        if (r < 0)
+                return nsr_error_set(err, -r, "Can't read seccomp data");
+        close(sp->fd);
+        if (len % 8 != 0) {
+                free(data);
+                return nsr_error_setx(err, EINVAL, "Invalid seccomp data, must be multiple of 8");
+        }
+        *ret = (nsr_bpf){ .data = data, .len = len };
+        return 0;
+}
+
+static void launch_done(launch *l) {
+        for (size_t i = 0; i < l->n_progs; i++)
+                free(l->progs[i].data);
+        free(l->progs);
+        nsr_strv_free(l->env);
+        free(l->host_tty);
+        free(l->old_cwd);
+        for (int i = 0; i < 2; i++) {
+                safe_close(l->err_pipe[i]);
+                safe_close(l->status_pipe[i]);
+                safe_close(l->go_pipe[i]);
+        }
+}
+
+int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_result *ret, nsr_error *err) {
+        launch l = {
+                .plan = p,
+                .extra = extra,
+                .err_pipe = { -1, -1 },
+                .status_pipe = { -1, -1 },
+                .go_pipe = { -1, -1 },
+                .real_uid = getuid(),
+                .real_gid = getgid(),
+        };
+        int r;
+        nsr_launch_result res = { .exit_code = 1 };
+
+        /* Every BPF program, in the order they stack: policies first, then
+         * the caller's own programs. */
+        size_t n_extra = extra ? extra->n_bpf : 0;
+        l.progs = nsr_malloc0((n_extra + p->n_seccomp + 1) * sizeof(nsr_bpf));
+        for (size_t i = 0; i < n_extra; i++) {
+                l.progs[l.n_progs].data = nsr_malloc0(extra->bpf[i].len + 1);
+                memcpy(l.progs[l.n_progs].data, extra->bpf[i].data, extra->bpf[i].len);
+                l.progs[l.n_progs++].len = extra->bpf[i].len;
+        }
+        for (size_t i = 0; i < p->n_seccomp; i++) {
+                const nsr_seccomp_prog *sp = &p->seccomp[i];
+                if (sp->kind == NSR_SECCOMP_FD) {
+                        r = read_seccomp_fd(sp, &l.progs[l.n_progs], err);
+                        if (r < 0)
+                                goto out;
+                        l.n_progs++;
+                } else {
+                        l.progs[l.n_progs].data = nsr_malloc0(sp->len + 1);
+                        memcpy(l.progs[l.n_progs].data, sp->data, sp->len);
+                        l.progs[l.n_progs++].len = sp->len;
+                }
+        }
+
+        l.env = nsr_plan_build_env(p, environ);
+
+        /* Capabilities: a caller who is not root keeps only --cap-add; real
+         * root keeps what it has unless told otherwise. */
+        uint64_t start = 0;
+        if (l.real_uid == 0)
+                (void) nsr_caps_current(&start);
+        bool edited = nsr_plan_caps(p, start, nsr_caps_all(), &l.caps_keep);
+        /* Without --cap-add/--cap-drop, root's sets are left alone. */
+        l.caps_touch = l.real_uid != 0 || edited;
+
+        if (isatty(STDOUT_FILENO)) {
+                const char *t = ttyname(STDOUT_FILENO);
+                if (t && *t)
+                        l.host_tty = nsr_strdup(t);
+        }
+        {
+                char *cwd = getcwd(NULL, 0);
+                l.old_cwd = cwd;
+        }
+
+        /* Many binds need many fds at once; raise the soft limit for the
+         * setup and give the command the original one back. */
+        size_t need = nsr_mount_fds_needed(p) + 64;
+        if (getrlimit(RLIMIT_NOFILE, &l.old_nofile) == 0 && l.old_nofile.rlim_cur != RLIM_INFINITY &&
+            need > l.old_nofile.rlim_cur) {
+                struct rlimit nl = l.old_nofile;
+                nl.rlim_cur = l.old_nofile.rlim_max;
+                if (setrlimit(RLIMIT_NOFILE, &nl) == 0)
+                        l.raised_nofile = true;
+        }
+
+        if (pipe2(l.err_pipe, O_CLOEXEC) < 0 || pipe2(l.status_pipe, O_CLOEXEC) < 0) {
+                r = nsr_error_set(err, errno, "pipe2()");
+                goto out;
+        }
+        if ((p->userns_block_fd != -1 || p->die_with_parent) && pipe2(l.go_pipe, O_CLOEXEC) < 0) {
+                r = nsr_error_set(err, errno, "pipe2()");
+                goto out;
+        }
+
+        sigset_t block;
+        nsr_forwarded_sigset(&block);
+        sigaddset(&block, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &block, &l.old_mask);
+
+        if (p->die_with_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) {
+                r = nsr_error_set(err, errno, "prctl");
+                goto out_mask;
+        }
+
+        unsigned long flags = CLONE_NEWNS | SIGCHLD;
+        if (p->unshare_user)
+                flags |= CLONE_NEWUSER;
+        if (p->unshare_pid)
+                flags |= CLONE_NEWPID;
+        if (p->unshare_net)
+                flags |= CLONE_NEWNET;
+        if (p->unshare_ipc)
+                flags |= CLONE_NEWIPC;
+        if (p->unshare_uts)
+                flags |= CLONE_NEWUTS;
+        if (p->unshare_cgroup)
+                flags |= CLONE_NEWCGROUP;
+
+        pid_t child = nsr_raw_clone(flags, NULL);
+        if (child < 0) {
+                r = clone_error(p, errno, err);
+                goto out_mask;
+        }
+        if (child == 0)
+                child_main(&l);
+
+        res.child_pid = child;
+        l.err_pipe[1] = safe_close(l.err_pipe[1]);
+        l.status_pipe[1] = safe_close(l.status_pipe[1]);
+        l.go_pipe[0] = safe_close(l.go_pipe[0]);
+
+        r = write_info(&l, child, err);
+        if (r < 0) {
+                kill(child, SIGKILL);
+                (void) waitpid(child, NULL, 0);
+                goto out_mask;
+        }
+        if (p->userns_block_fd != -1) {
+                char c;
+                (void) nsr_read_full(p->userns_block_fd, &c, 1);
+                close(p->userns_block_fd);
+                (void) nsr_write_all(l.go_pipe[1], "x", 1);
+        }
+
+        r = monitor(&l, child, &res, err);
+
+out_mask:
+        sigprocmask(SIG_SETMASK, &l.old_mask, NULL);
+out:
+        launch_done(&l);
+        *ret = res;
+        return r;
+}

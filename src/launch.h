@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Carrying a validated plan out: clone, the sandbox child, the monitor. */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "plan.h"
+
+typedef struct nsr_bpf {
+        char *data;
+        size_t len;
+} nsr_bpf;
+
+typedef struct nsr_launch_result {
+        int exit_code;     /* what nsrun exits with: the command's code or 128+N */
+        int wait_status;   /* the command's raw wait status, when known */
+        bool exec_done;    /* the command was executed */
+        pid_t child_pid;
+} nsr_launch_result;
+
+/* Extra inputs the plan does not carry itself. */
+typedef struct nsr_launch_extra {
+        /* Seccomp BPF programs to load before the plan's own --seccomp and
+         * --add-seccomp-fd programs (compiled --seccomp-policy files). */
+        const nsr_bpf *bpf;
+        size_t n_bpf;
+} nsr_launch_extra;
+
+/* Runs the plan and waits for the command. Returns 0 when the command ran
+ * (its status is in *ret), or a negative errno with err set when nsrun
+ * could not set up or execute the command. */
+int nsr_launch(const nsr_plan *plan, const nsr_launch_extra *extra, nsr_launch_result *ret, nsr_error *err);

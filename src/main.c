@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The only place that prints errors and exits. */
+#include "config.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "cli.h"
+#include "launch.h"
+#include "options.h"
+#include "plan.h"
+#include "trace.h"
+
+#define BWRAP_VERSION "bubblewrap 0.11.1"
+
+typedef struct ctx {
+        bool bwrap_mode;
+        const char *prog;      /* argv[0] as invoked, for usage */
+        bool level_prefix;
+} ctx;
+
+static const char *prefix_of(const ctx *c) {
+        return c->bwrap_mode ? "bwrap" : "nsrun";
+}
+
+static void print_error(const ctx *c, const nsr_error *e) {
+        char buf[NSR_ERROR_MSG_MAX + 256];
+        nsr_error_format(e, buf, sizeof(buf));
+        fprintf(stderr, "%s%s: %s\n", c->level_prefix ? "<3>" : "", prefix_of(c), buf);
+}
+
+static void print_warnings(const ctx *c, char **warnings) {
+        for (size_t i = 0; warnings && warnings[i]; i++)
+                fprintf(stderr, "%s%s: %s\n", NSR_WARNING_LEVEL_PREFIX(warnings[i]) ? "<4>" : "", prefix_of(c),
+                        NSR_WARNING_TEXT(warnings[i]));
+}
+
+static bool invoked_as_bwrap(const char *argv0) {
+        const char *base = strrchr(argv0, '/');
+        base = base ? base + 1 : argv0;
+        return streq(base, "bwrap");
+}
+
+static int run_plan(ctx *c, nsr_plan *plan) {
+        nsr_error err = { 0 };
+        nsr_caller caller;
+        nsr_caller_detect(&caller);
+        if (nsr_plan_validate(plan, &caller, &err) < 0) {
+                print_error(c, &err);
+                return 1;
+        }
+        if (!plan->argv) {
+                nsr_options_help(stderr, c->prog, c->bwrap_mode);
+                return 1;
+        }
+
+        if (plan->trace_bwrap) {
+                _cleanup_free_ char *line = nsr_trace_shell(plan);
+                fputs(line, stdout);
+                return 0;
+        }
+        if (plan->trace_bwrap_fd != -1) {
+                size_t len = 0;
+                _cleanup_free_ char *nul = nsr_trace_nul(plan, &len);
+                int r = nsr_write_all(plan->trace_bwrap_fd, nul, len);
+                close(plan->trace_bwrap_fd);
+                if (r < 0) {
+                        nsr_error_set(&err, -r, "Write to --trace-bwrap-fd");
+                        print_error(c, &err);
+                        return 1;
+                }
+        }
+
+        nsr_launch_result res;
+        if (nsr_launch(plan, NULL, &res, &err) < 0) {
+                print_error(c, &err);
+                return 1;
+        }
+        return res.exit_code;
+}
+
+int main(int argc, char **argv) {
+        ctx c = { .prog = argc > 0 && argv[0] ? argv[0] : "nsrun" };
+        c.bwrap_mode = invoked_as_bwrap(c.prog);
+
+        /* bwrap answers "--version" before touching anything else. */
+        if (argc == 2 && streq(argv[1], "--version")) {
+                puts(c.bwrap_mode ? BWRAP_VERSION : PACKAGE_NAME " " PACKAGE_VERSION);
+                return 0;
+        }
+        /* A parent may have left SIGCHLD ignored, which would make our
+         * waits fail. */
+        signal(SIGCHLD, SIG_DFL);
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+                nsr_error err = { 0 };
+                nsr_error_set(&err, errno, "prctl(PR_SET_NO_NEW_PRIVS) failed");
+                print_error(&c, &err);
+                return 1;
+        }
+
+        if (argc < 2) {
+                nsr_options_help(stderr, c.prog, c.bwrap_mode);
+                return 1;
+        }
+
+        nsr_error err = { 0 };
+        _cleanup_(nsr_plan_freep) nsr_plan *plan = NULL;
+        nsr_cli_result res;
+        int r = nsr_cli_parse(argv + 1, (size_t) argc - 1, c.bwrap_mode, &plan, &res, &err);
+        c.level_prefix = res.level_prefix;
+        print_warnings(&c, plan ? plan->warnings : NULL);
+        if (r < 0) {
+                print_error(&c, &err);
+                return 1;
+        }
+        switch (res.action) {
+        case NSR_CLI_HELP:
+                nsr_options_help(stdout, c.prog, c.bwrap_mode);
+                return 0;
+        case NSR_CLI_VERSION:
+                puts(c.bwrap_mode ? BWRAP_VERSION : PACKAGE_NAME " " PACKAGE_VERSION);
+                return 0;
+        case NSR_CLI_RUN:
+        case NSR_CLI_NO_COMMAND:
+                break;
+        case _NSR_CLI_ACTION_MAX:
+        case _NSR_CLI_ACTION_INVALID:
+                return 1;
+        }
+        return run_plan(&c, plan);
+}

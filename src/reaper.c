@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+
+#include "reaper.h"
+
+void nsr_forwarded_sigset(sigset_t *set) {
+        static const int sigs[] = { NSR_FORWARDED_SIGNALS };
+        sigemptyset(set);
+        for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
+                sigaddset(set, sigs[i]);
+}
+
+int nsr_exit_code_from_status(int status) {
+        if (WIFEXITED(status))
+                return WEXITSTATUS(status);
+        if (WIFSIGNALED(status))
+                return 128 + WTERMSIG(status);
+        return 255;
+}
+
+_noreturn_ void nsr_reaper_run(pid_t command, int status_fd) {
+        sigset_t set;
+        nsr_forwarded_sigset(&set);
+        sigaddset(&set, SIGCHLD);
+        int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+        int command_status = -1;
+
+        /* pid 1 gets only the signals it has asked for; a blocked signal
+         * read from a signalfd counts, so nothing here can kill us except
+         * SIGKILL, which takes the whole namespace down anyway. */
+        for (;;) {
+                pid_t p;
+                int st;
+                while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+                        if (p == command) {
+                                command_status = st;
+                                if (status_fd >= 0) {
+                                        (void) nsr_write_all(status_fd, &st, sizeof(st));
+                                        status_fd = safe_close(status_fd);
+                                }
+                        }
+                }
+                if (p < 0 && errno == ECHILD)
+                        break;
+                if (sfd < 0) {
+                        /* No signalfd: fall back to a blocking wait. */
+                        p = waitpid(-1, &st, 0);
+                        if (p == command) {
+                                command_status = st;
+                                if (status_fd >= 0) {
+                                        (void) nsr_write_all(status_fd, &st, sizeof(st));
+                                        status_fd = safe_close(status_fd);
+                                }
+                        }
+                        if (p < 0 && errno == ECHILD)
+                                break;
+                        continue;
+                }
+                struct signalfd_siginfo si;
+                ssize_t n = read(sfd, &si, sizeof(si));
+                if (n != (ssize_t) sizeof(si))
+                        continue;
+                if (si.ssi_signo != SIGCHLD && command_status == -1)
+                        (void) kill(command, (int) si.ssi_signo);
+        }
+        _exit(command_status == -1 ? 1 : nsr_exit_code_from_status(command_status));
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* pid 1 of the sandbox: reaps zombies, forwards signals to the command and
+ * passes the command's status out. */
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include "util.h"
+
+/* The signals nsrun forwards to the command: bwrap's pid 1 forwards none
+ * (bubblewrap#369), so Ctrl-C and kill never reached the command. */
+#define NSR_FORWARDED_SIGNALS SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2
+
+void nsr_forwarded_sigset(sigset_t *set);
+
+/* Runs the reaper loop until no child is left, then exits with the
+ * command's status (128+N for a signal). status_fd receives the command's
+ * raw wait status as soon as it is known (an int), then is closed. The
+ * signal mask must already block SIGCHLD and the forwarded signals. */
+_noreturn_ void nsr_reaper_run(pid_t command, int status_fd);
+
+/* Converts a wait status to a shell exit code: the code, 128+signal, or
+ * 255. */
+int nsr_exit_code_from_status(int status);

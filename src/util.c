@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "util.h"
+
+_noreturn_ static void oom(void) {
+        static const char msg[] = "nsrun: out of memory\n";
+        (void) !write(STDERR_FILENO, msg, sizeof(msg) - 1);
+        abort();
+}
+
+void *nsr_malloc0(size_t n) {
+        void *p = calloc(1, n ? n : 1);
+        if (!p)
+                oom();
+        return p;
+}
+
+void *nsr_realloc_array(void *p, size_t n, size_t size) {
+        if (size && n > SIZE_MAX / size)
+                oom();
+        void *q = realloc(p, (n * size) != 0 ? n * size : 1);
+        if (!q)
+                oom();
+        return q;
+}
+
+char *nsr_strdup(const char *s) {
+        char *r = strdup(s);
+        if (!r)
+                oom();
+        return r;
+}
+
+char *nsr_strndup(const char *s, size_t n) {
+        char *r = strndup(s, n);
+        if (!r)
+                oom();
+        return r;
+}
+
+char *nsr_asprintf(const char *fmt, ...) {
+        va_list ap;
+        char *r = NULL;
+        va_start(ap, fmt);
+        int k = vasprintf(&r, fmt, ap);
+        va_end(ap);
+        if (k < 0)
+                oom();
+        return r;
+}
+
+void nsr_strv_free(char **v) {
+        if (!v)
+                return;
+        for (char **i = v; *i; i++)
+                free(*i);
+        free(v);
+}
+
+size_t nsr_strv_length(char *const *v) {
+        size_t n = 0;
+        while (v && v[n])
+                n++;
+        return n;
+}
+
+int nsr_strv_push(char ***v, char *s) {
+        size_t n = nsr_strv_length(*v);
+        char **w = nsr_realloc_array(*v, n + 2, sizeof(char *));
+        w[n] = s;
+        w[n + 1] = NULL;
+        *v = w;
+        return 0;
+}
+
+int nsr_strv_extend(char ***v, const char *s) {
+        return nsr_strv_push(v, nsr_strdup(s));
+}
+
+char **nsr_strv_copy(char *const *v) {
+        size_t n = nsr_strv_length(v);
+        char **w = nsr_malloc0((n + 1) * sizeof(char *));
+        for (size_t i = 0; i < n; i++)
+                w[i] = nsr_strdup(v[i]);
+        return w;
+}
+
+bool nsr_strv_contains(char *const *v, const char *s) {
+        for (size_t i = 0; v && v[i]; i++)
+                if (streq(v[i], s))
+                        return true;
+        return false;
+}
+
+bool nsr_startswith(const char *s, const char *prefix) {
+        return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+bool nsr_endswith(const char *s, const char *suffix) {
+        size_t a = strlen(s), b = strlen(suffix);
+        return a >= b && memcmp(s + a - b, suffix, b) == 0;
+}
+
+/* strtoull accepts leading blanks and a minus sign (wrapping the value);
+ * callers of these parsers want neither. */
+static int parse_unsigned(const char *s, int base, unsigned long long max, unsigned long long *ret) {
+        char *end = NULL;
+        if (!s || !*s || isspace((unsigned char) *s) || *s == '-' || *s == '+')
+                return -EINVAL;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, base);
+        if (errno == ERANGE)
+                return -ERANGE;
+        if (errno != 0 || !end || *end != '\0')
+                return -EINVAL;
+        if (v > max)
+                return -ERANGE;
+        *ret = v;
+        return 0;
+}
+
+int nsr_parse_int(const char *s, int *ret) {
+        unsigned long long v;
+        bool neg = s && *s == '-';
+        int r = parse_unsigned(neg ? s + 1 : s, 10, neg ? (unsigned long long) INT_MAX + 1 : INT_MAX, &v);
+        if (r < 0)
+                return r;
+        *ret = neg ? (int) -(long long) v : (int) v;
+        return 0;
+}
+
+int nsr_parse_fd(const char *s, int *ret) {
+        unsigned long long v;
+        int r = parse_unsigned(s, 10, INT_MAX, &v);
+        if (r < 0)
+                return r;
+        *ret = (int) v;
+        return 0;
+}
+
+int nsr_parse_u32(const char *s, uint32_t *ret) {
+        unsigned long long v;
+        int r = parse_unsigned(s, 10, UINT32_MAX, &v);
+        if (r < 0)
+                return r;
+        *ret = (uint32_t) v;
+        return 0;
+}
+
+int nsr_parse_u64(const char *s, uint64_t *ret) {
+        unsigned long long v;
+        int r = parse_unsigned(s, 10, UINT64_MAX, &v);
+        if (r < 0)
+                return r;
+        *ret = v;
+        return 0;
+}
+
+int nsr_parse_octal_mode(const char *s, mode_t *ret) {
+        unsigned long long v;
+        int r = parse_unsigned(s, 8, 07777, &v);
+        if (r < 0)
+                return r;
+        *ret = (mode_t) v;
+        return 0;
+}
+
+int nsr_read_all(int fd, size_t max, char **ret, size_t *ret_len) {
+        size_t len = 0, cap = 4096;
+        char *buf = nsr_malloc0(cap + 1);
+        for (;;) {
+                if (len == cap) {
+                        if (cap >= max) {
+                                free(buf);
+                                return -EFBIG;
+                        }
+                        cap = cap * 2 > max ? max : cap * 2;
+                        buf = nsr_realloc_array(buf, cap + 1, 1);
+                }
+                ssize_t k = read(fd, buf + len, cap - len);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        int e = errno;
+                        free(buf);
+                        return -e;
+                }
+                if (k == 0)
+                        break;
+                len += (size_t) k;
+        }
+        buf[len] = '\0';
+        *ret = buf;
+        if (ret_len)
+                *ret_len = len;
+        return 0;
+}
+
+int nsr_read_full(int fd, void *buf, size_t len) {
+        size_t done = 0;
+        while (done < len) {
+                ssize_t k = read(fd, (char *) buf + done, len - done);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                done += (size_t) k;
+        }
+        return (int) done;
+}
+
+int nsr_write_all(int fd, const void *buf, size_t len) {
+        const char *p = buf;
+        while (len > 0) {
+                ssize_t k = write(fd, p, len);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        return -EIO;
+                p += k;
+                len -= (size_t) k;
+        }
+        return 0;
+}
+
+int nsr_write_file_at(int dirfd, const char *path, const char *data) {
+        _cleanup_close_ int fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        return nsr_write_all(fd, data, strlen(data));
+}
+
+char *nsr_path_join(const char *a, const char *b) {
+        size_t la = strlen(a);
+        while (la > 0 && a[la - 1] == '/')
+                la--;
+        while (*b == '/')
+                b++;
+        return nsr_asprintf("%.*s/%s", (int) la, a, b);
+}
+
+char *nsr_path_normalize(const char *p) {
+        size_t n = strlen(p);
+        char *out = nsr_malloc0(n + 2);
+        size_t o = 0;
+        bool abs = p[0] == '/';
+        if (abs)
+                out[o++] = '/';
+        const char *s = p;
+        while (*s) {
+                while (*s == '/')
+                        s++;
+                if (!*s)
+                        break;
+                const char *e = strchrnul(s, '/');
+                size_t l = (size_t) (e - s);
+                if (!(l == 1 && s[0] == '.')) {
+                        if (o > 0 && out[o - 1] != '/')
+                                out[o++] = '/';
+                        memcpy(out + o, s, l);
+                        o += l;
+                }
+                s = e;
+        }
+        if (o == 0)
+                out[o++] = '.';
+        out[o] = '\0';
+        return out;
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Small helpers shared by every module: cleanup attributes, string vectors,
+ * strict number parsing and full reads and writes. */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <string.h>
+#include <unistd.h>
+
+#define _unused_ __attribute__((unused))
+#define _noreturn_ __attribute__((noreturn))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _must_check_ __attribute__((warn_unused_result))
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+
+/* DEFINE_CLEANUP_FUNC(type, func) makes funcp(type *) that calls func(*p)
+ * when *p is not NULL; _cleanup_(funcp) then runs it at scope exit. */
+#define DEFINE_CLEANUP_FUNC(type, func)                                        \
+        static inline void func##p(type *p) {                                  \
+                if (*p)                                                        \
+                        func(*p);                                              \
+        }
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+
+static inline void nsr_freep(void *p) {
+        free(*(void **) p);
+}
+#define _cleanup_free_ _cleanup_(nsr_freep)
+
+static inline void nsr_closep(int *fd) {
+        if (*fd >= 0) {
+                int saved = errno;
+                close(*fd);
+                errno = saved;
+        }
+}
+#define _cleanup_close_ _cleanup_(nsr_closep)
+
+static inline void nsr_fclosep(FILE **f) {
+        if (*f)
+                fclose(*f);
+}
+#define _cleanup_fclose_ _cleanup_(nsr_fclosep)
+
+void nsr_strv_free(char **v);
+DEFINE_CLEANUP_FUNC(char **, nsr_strv_free)
+#define _cleanup_strv_free_ _cleanup_(nsr_strv_freep)
+
+/* Ownership moves only through these two. */
+#define TAKE_PTR(p)                                                            \
+        ({                                                                     \
+                __typeof__(p) _taken = (p);                                    \
+                (p) = NULL;                                                    \
+                _taken;                                                        \
+        })
+#define TAKE_FD(fd)                                                            \
+        ({                                                                     \
+                int _taken = (fd);                                             \
+                (fd) = -1;                                                     \
+                _taken;                                                        \
+        })
+
+static inline int safe_close(int fd) {
+        if (fd >= 0) {
+                int saved = errno;
+                close(fd);
+                errno = saved;
+        }
+        return -1;
+}
+
+/* Allocation failure is not recoverable in a launcher; these abort with a
+ * message instead of spreading NULL checks over every caller. */
+void *nsr_malloc0(size_t n);
+void *nsr_realloc_array(void *p, size_t n, size_t size);
+char *nsr_strdup(const char *s);
+char *nsr_strndup(const char *s, size_t n);
+char *nsr_asprintf(const char *fmt, ...) _printf_(1, 2);
+
+/* String vectors: NULL-terminated arrays of owned strings. */
+size_t nsr_strv_length(char *const *v);
+int nsr_strv_push(char ***v, char *s); /* takes ownership of s */
+int nsr_strv_extend(char ***v, const char *s);
+char **nsr_strv_copy(char *const *v);
+bool nsr_strv_contains(char *const *v, const char *s);
+
+static inline bool streq(const char *a, const char *b) {
+        return a && b && strcmp(a, b) == 0;
+}
+bool nsr_startswith(const char *s, const char *prefix);
+bool nsr_endswith(const char *s, const char *suffix);
+
+/* Strict parsers: the whole string must be consumed, no sign games, no
+ * overflow. They return 0 or -EINVAL / -ERANGE and set *ret only on success. */
+int nsr_parse_int(const char *s, int *ret);
+int nsr_parse_fd(const char *s, int *ret);
+int nsr_parse_u32(const char *s, uint32_t *ret);
+int nsr_parse_u64(const char *s, uint64_t *ret);
+int nsr_parse_octal_mode(const char *s, mode_t *ret);
+
+/* Read until EOF, at most max bytes (-EFBIG beyond). The buffer is
+ * NUL-terminated for convenience; *ret_len excludes that NUL. */
+int nsr_read_all(int fd, size_t max, char **ret, size_t *ret_len);
+int nsr_write_all(int fd, const void *buf, size_t len);
+int nsr_read_full(int fd, void *buf, size_t len); /* returns bytes read, short only on EOF */
+int nsr_write_file_at(int dirfd, const char *path, const char *data);
+
+/* Joins a and b with exactly one slash. */
+char *nsr_path_join(const char *a, const char *b);
+/* Strips duplicate and trailing slashes and "." components (no symlink
+ * resolution). Returns a new string. */
+char *nsr_path_normalize(const char *p);
