@@ -8,9 +8,11 @@
 #include <sys/prctl.h>
 
 #include "cli.h"
+#include "cmd.h"
 #include "launch.h"
 #include "options.h"
 #include "plan.h"
+#include "seccomp.h"
 #include "trace.h"
 
 #define BWRAP_VERSION "bubblewrap 0.11.1"
@@ -43,6 +45,13 @@ static bool invoked_as_bwrap(const char *argv0) {
         return streq(base, "bwrap");
 }
 
+static const struct {
+        const char *name;
+        int (*fn)(int argc, char **argv);
+} subcommands[] = {
+        { "seccomp", nsr_cmd_seccomp },
+};
+
 static int run_plan(ctx *c, nsr_plan *plan) {
         nsr_error err = { 0 };
         nsr_caller caller;
@@ -73,12 +82,31 @@ static int run_plan(ctx *c, nsr_plan *plan) {
                 }
         }
 
-        nsr_launch_result res;
-        if (nsr_launch(plan, NULL, &res, &err) < 0) {
-                print_error(c, &err);
-                return 1;
+        /* --seccomp-policy files are compiled (or taken from the cache)
+         * here, before anything is created. */
+        size_t n_pol = nsr_strv_length(plan->seccomp_policies);
+        nsr_bpf *bpf = nsr_malloc0((n_pol + 1) * sizeof(nsr_bpf));
+        int rc = 0;
+        for (size_t i = 0; i < n_pol; i++) {
+                if (nsr_seccomp_policy_bpf(plan->seccomp_policies[i], &bpf[i].data, &bpf[i].len, &err) < 0) {
+                        print_error(c, &err);
+                        rc = 1;
+                        goto out;
+                }
         }
-        return res.exit_code;
+        nsr_launch_extra extra = { .bpf = bpf, .n_bpf = n_pol };
+        nsr_launch_result res;
+        if (nsr_launch(plan, &extra, &res, &err) < 0) {
+                print_error(c, &err);
+                rc = 1;
+                goto out;
+        }
+        rc = res.exit_code;
+out:
+        for (size_t i = 0; i < n_pol; i++)
+                free(bpf[i].data);
+        free(bpf);
+        return rc;
 }
 
 int main(int argc, char **argv) {
@@ -104,6 +132,12 @@ int main(int argc, char **argv) {
                 nsr_options_help(stderr, c.prog, c.bwrap_mode);
                 return 1;
         }
+        /* A subcommand is only ever the first word, and never under the
+         * bwrap name: "nsrun -- seccomp" runs a command called seccomp. */
+        if (!c.bwrap_mode)
+                for (size_t i = 0; i < ELEMENTSOF(subcommands); i++)
+                        if (streq(argv[1], subcommands[i].name))
+                                return subcommands[i].fn(argc - 1, argv + 1);
 
         nsr_error err = { 0 };
         _cleanup_(nsr_plan_freep) nsr_plan *plan = NULL;

@@ -1,0 +1,58 @@
+# Shared helpers for the integration tests (POSIX sh, TAP output).
+# The harness sets NSRUN, NSR_HELPERS, NSR_TESTS, NSR_STAGE and NSR_WHO
+# (root or user).
+: "${NSRUN:?run through tests/integration/harness}"
+_n=0
+_failed=0
+
+ok() { _n=$((_n + 1)); echo "ok $_n - $*"; }
+not_ok() { _n=$((_n + 1)); _failed=$((_failed + 1)); echo "not ok $_n - $*"; }
+skip() { _n=$((_n + 1)); echo "ok $_n - $1 # SKIP $2"; }
+diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
+done_testing() { echo "1..$_n"; exit 0; }
+skip_all() { echo "1..0 # SKIP $*"; exit 0; }
+
+# check DESC COMMAND...: ok if the command succeeds
+check() {
+	_d=$1; shift
+	if "$@"; then ok "$_d"; else not_ok "$_d"; fi
+}
+
+# is GOT EXPECTED DESC
+is() {
+	if [ "$1" = "$2" ]; then ok "$3"; else
+		not_ok "$3"; diag "got:      '$1'" "expected: '$2'"; fi
+}
+
+# like GOT PATTERN DESC (grep -E pattern)
+like() {
+	if printf '%s\n' "$1" | grep -Eq -- "$2"; then ok "$3"; else
+		not_ok "$3"; diag "got: '$1'" "expected to match: '$2'"; fi
+}
+
+# unlike GOT PATTERN DESC
+unlike() {
+	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
+		not_ok "$3"; diag "got: '$1'" "expected not to match: '$2'"; else ok "$3"; fi
+}
+
+# run COMMAND...: sets $out, $err and $rc
+run() {
+	_o=$(mktemp) _e=$(mktemp)
+	"$@" >"$_o" 2>"$_e"
+	rc=$?
+	out=$(cat "$_o") err=$(cat "$_e")
+	rm -f "$_o" "$_e"
+}
+
+# A minimal root for most tests: the host read-only.
+BASE="--ro-bind / /"
+
+is_root() { [ "$(id -u)" -eq 0 ]; }
+
+# A scratch dir the current user owns, removed at exit.
+scratch() {
+	_s=$(mktemp -d "${TMPDIR:-/tmp}/nsr-t.XXXXXX")
+	chmod 0755 "$_s"
+	echo "$_s"
+}
