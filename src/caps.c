@@ -64,3 +64,28 @@ int nsr_caps_set(uint64_t keep, nsr_error *err) {
         }
         return 0;
 }
+
+static int get_sets(struct __user_cap_data_struct d[2]) {
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+        return syscall(SYS_capget, &h, d) < 0 ? -errno : 0;
+}
+
+int nsr_caps_permitted(uint64_t *ret) {
+        struct __user_cap_data_struct d[2];
+        int r = get_sets(d);
+        if (r < 0)
+                return r;
+        *ret = (uint64_t) d[0].permitted | ((uint64_t) d[1].permitted << 32);
+        return 0;
+}
+
+int nsr_caps_raise_effective(uint64_t caps) {
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+        struct __user_cap_data_struct d[2];
+        int r = get_sets(d);
+        if (r < 0)
+                return r;
+        d[0].effective = (uint32_t) caps;
+        d[1].effective = (uint32_t) (caps >> 32);
+        return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
+}

@@ -13,6 +13,10 @@ int nsr_caps_last(void);
 uint64_t nsr_caps_all(void);
 /* The effective set of the calling process. */
 int nsr_caps_current(uint64_t *ret);
+/* The permitted set of the calling process. */
+int nsr_caps_permitted(uint64_t *ret);
+/* Makes the effective set exactly caps (must be within permitted). */
+int nsr_caps_raise_effective(uint64_t caps);
 /* Leaves exactly `keep` in the bounding, permitted, effective, inheritable
  * and ambient sets, so the caps survive execve whatever the uid is, and no
  * other cap can come back. */

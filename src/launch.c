@@ -22,6 +22,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -49,6 +50,7 @@ typedef struct launch {
         int err_pipe[2];        /* child -> monitor: nsr_error, CLOEXEC */
         int status_pipe[2];     /* reaper -> monitor: the command's wait status */
         int go_pipe[2];         /* monitor -> child: release; HUP = monitor died */
+        int pid_pipe[2];        /* --pidns: the sandbox's real pid, child -> monitor */
         sigset_t old_mask;
         struct rlimit old_nofile;
         bool raised_nofile;
@@ -61,28 +63,31 @@ _noreturn_ static void child_fail(launch *l, const nsr_error *e) {
         _exit(1);
 }
 
-static int write_proc_self(const char *file, const char *data) {
-        _cleanup_close_ int fd = open(file, O_WRONLY | O_CLOEXEC);
+/* file is relative to /proc. The child keeps an fd to the /proc it started
+ * with, because after the pivot the sandbox's /proc may be missing, read-only
+ * or belong to another pid namespace. */
+static int write_proc(int procfd, const char *file, const char *data) {
+        _cleanup_close_ int fd = openat(procfd, file, O_WRONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
         return nsr_write_all(fd, data, strlen(data));
 }
 
-static int write_id_maps(uid_t inside_uid, uid_t outside_uid, gid_t inside_gid, gid_t outside_gid, bool deny_setgroups,
+static int write_id_maps(int procfd, uid_t inside_uid, uid_t outside_uid, gid_t inside_gid, gid_t outside_gid, bool deny_setgroups,
                          nsr_error *err) {
         char buf[64];
         int r;
         snprintf(buf, sizeof(buf), "%u %u 1\n", (unsigned) inside_uid, (unsigned) outside_uid);
-        r = write_proc_self("/proc/self/uid_map", buf);
+        r = write_proc(procfd, "self/uid_map", buf);
         if (r < 0)
                 return nsr_error_set(err, -r, "setting up uid map");
         if (deny_setgroups) {
-                r = write_proc_self("/proc/self/setgroups", "deny\n");
+                r = write_proc(procfd, "self/setgroups", "deny\n");
                 if (r < 0 && r != -ENOENT)
                         return nsr_error_set(err, -r, "error writing to setgroups");
         }
         snprintf(buf, sizeof(buf), "%u %u 1\n", (unsigned) inside_gid, (unsigned) outside_gid);
-        r = write_proc_self("/proc/self/gid_map", buf);
+        r = write_proc(procfd, "self/gid_map", buf);
         if (r < 0)
                 return nsr_error_set(err, -r, "setting up gid map");
         return 0;
@@ -210,6 +215,44 @@ static bool need_reaper(const nsr_plan *p) {
         return p->unshare_pid || p->lock_files || p->sync_fd != -1;
 }
 
+static int send_own_pid(int sock) {
+        struct ucred cred = { .pid = getpid(), .uid = getuid(), .gid = getgid() };
+        char buf[CMSG_SPACE(sizeof(cred))];
+        memset(buf, 0, sizeof(buf));
+        char data = 'p';
+        struct iovec iov = { .iov_base = &data, .iov_len = 1 };
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf) };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_CREDENTIALS;
+        c->cmsg_len = CMSG_LEN(sizeof(cred));
+        memcpy(CMSG_DATA(c), &cred, sizeof(cred));
+        return sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+static int recv_pid(int sock, pid_t *ret) {
+        struct ucred cred;
+        char buf[CMSG_SPACE(sizeof(cred))];
+        char data;
+        struct iovec iov = { .iov_base = &data, .iov_len = 1 };
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf) };
+        ssize_t n;
+        do
+                n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        if (n == 0)
+                return -ENODATA;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+                        memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+                        *ret = cred.pid;
+                        return 0;
+                }
+        return -ENODATA;
+}
+
 _noreturn_ static void child_main(launch *l) {
         const nsr_plan *p = l->plan;
         nsr_error e = { 0 };
@@ -218,22 +261,71 @@ _noreturn_ static void child_main(launch *l) {
         l->err_pipe[0] = safe_close(l->err_pipe[0]);
         l->status_pipe[0] = safe_close(l->status_pipe[0]);
         l->go_pipe[1] = safe_close(l->go_pipe[1]);
+        l->pid_pipe[0] = safe_close(l->pid_pipe[0]);
         if (p->info_fd >= 0)
                 close(p->info_fd);
         if (p->json_status_fd >= 0)
                 close(p->json_status_fd);
+
+        _cleanup_close_ int procfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (procfd < 0)
+                child_fail(l, (nsr_error_set(&e, errno, "Can't open /proc"), &e));
 
         if (p->userns_block_fd != -1 && l->go_pipe[0] >= 0) {
                 char c;
                 (void) nsr_read_full(l->go_pipe[0], &c, 1);
         }
 
+        if (p->userns_fd != -1) {
+                /* The monitor joined the user namespace; switch ids only
+                 * when asked to, keeping the caps setup needs. */
+                if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+                        child_fail(l, (nsr_error_set(&e, errno, "prctl(PR_SET_KEEPCAPS) failed"), &e));
+                if (p->gid != l->real_gid && setresgid(p->gid, p->gid, p->gid) < 0)
+                        child_fail(l, (nsr_error_set(&e, errno, "unable to switch to gid %u", (unsigned) p->gid), &e));
+                if (p->uid != l->real_uid && setresuid(p->uid, p->uid, p->uid) < 0)
+                        child_fail(l, (nsr_error_set(&e, errno, "unable to switch to uid %u", (unsigned) p->uid), &e));
+                uint64_t all = 0;
+                (void) nsr_caps_permitted(&all);
+                if (nsr_caps_raise_effective(all) < 0)
+                        child_fail(l, (nsr_error_set(&e, errno, "capset failed"), &e));
+        }
+
+        if (p->pidns_fd != -1) {
+                /* Join the pid namespace: only children enter it, so fork;
+                 * with --unshare-pid, nest a new one inside and fork again
+                 * (unshare(CLONE_NEWPID) is refused right after a setns).
+                 * The process that goes on reports its pid with
+                 * SCM_CREDENTIALS, which the kernel translates into the
+                 * monitor's pid namespace; the middle processes leave and
+                 * the monitor, a child subreaper, adopts the sandbox. */
+                if (setns(p->pidns_fd, CLONE_NEWPID) < 0)
+                        child_fail(l, (nsr_error_set(&e, errno, "Setting pidns failed"), &e));
+                pid_t pid = fork();
+                if (pid < 0)
+                        child_fail(l, (nsr_error_set(&e, errno, "Can't fork for --pidns"), &e));
+                if (pid > 0)
+                        _exit(0);
+                if (p->unshare_pid) {
+                        if (unshare(CLONE_NEWPID) < 0)
+                                child_fail(l, (nsr_error_set(&e, errno, "unshare pid ns"), &e));
+                        pid = fork();
+                        if (pid < 0)
+                                child_fail(l, (nsr_error_set(&e, errno, "Can't fork for --pidns"), &e));
+                        if (pid > 0)
+                                _exit(0);
+                }
+                if (send_own_pid(l->pid_pipe[1]) < 0)
+                        child_fail(l, (nsr_error_set(&e, errno, "Can't send pid"), &e));
+        }
+        l->pid_pipe[1] = safe_close(l->pid_pipe[1]);
+
         /* ids: with --dev, devpts needs root mapped, so map the caller to 0
          * now and to the requested ids in a nested namespace later. */
         uid_t ns_uid = p->needs_devpts ? 0 : p->uid;
         gid_t ns_gid = p->needs_devpts ? 0 : p->gid;
         if (p->unshare_user && p->userns_block_fd == -1) {
-                r = write_id_maps(ns_uid, l->real_uid, ns_gid, l->real_gid, true, &e);
+                r = write_id_maps(procfd, ns_uid, l->real_uid, ns_gid, l->real_gid, true, &e);
                 if (r < 0)
                         child_fail(l, &e);
         } else {
@@ -249,10 +341,13 @@ _noreturn_ static void child_main(launch *l) {
         if (nsr_mount_build_root(p, &mctx, &e) < 0)
                 child_fail(l, &e);
 
+        if (p->userns2_fd != -1 && setns(p->userns2_fd, CLONE_NEWUSER) < 0)
+                child_fail(l, (nsr_error_set(&e, errno, "Setting userns2 failed"), &e));
+
         if (p->unshare_user && p->userns_block_fd == -1 &&
             (ns_uid != p->uid || ns_gid != p->gid || p->disable_userns)) {
                 if (p->disable_userns) {
-                        r = write_proc_self("/proc/sys/user/max_user_namespaces", "1");
+                        r = write_proc(procfd, "sys/user/max_user_namespaces", "1");
                         if (r == -ENOENT || r == -EACCES)
                                 child_fail(l, (nsr_error_set(&e, -r, "cannot open /proc/sys/user/max_user_namespaces"), &e));
                         if (r < 0)
@@ -260,7 +355,7 @@ _noreturn_ static void child_main(launch *l) {
                 }
                 if (unshare(CLONE_NEWUSER) < 0)
                         child_fail(l, (nsr_error_set(&e, errno, "unshare user ns"), &e));
-                if (write_id_maps(p->uid, ns_uid, p->gid, ns_gid, false, &e) < 0)
+                if (write_id_maps(procfd, p->uid, ns_uid, p->gid, ns_gid, false, &e) < 0)
                         child_fail(l, &e);
         }
         if (p->disable_userns || p->assert_userns_disabled) {
@@ -445,9 +540,13 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                         struct signalfd_siginfo si;
                         if (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
                                 if (si.ssi_signo == SIGCHLD) {
+                                        /* Also reaps the middle processes
+                                         * of --pidns, adopted as subreaper. */
                                         int st;
-                                        pid_t w = waitpid(child, &st, WNOHANG);
-                                        if (w == child) {
+                                        pid_t w;
+                                        while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
+                                                if (w != child)
+                                                        continue;
                                                 child_gone = true;
                                                 if (!have_status) {
                                                         status = st;
@@ -515,6 +614,7 @@ static void launch_done(launch *l) {
                 safe_close(l->err_pipe[i]);
                 safe_close(l->status_pipe[i]);
                 safe_close(l->go_pipe[i]);
+                safe_close(l->pid_pipe[i]);
         }
 }
 
@@ -525,6 +625,7 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
                 .err_pipe = { -1, -1 },
                 .status_pipe = { -1, -1 },
                 .go_pipe = { -1, -1 },
+                .pid_pipe = { -1, -1 },
                 .real_uid = getuid(),
                 .real_gid = getgid(),
         };
@@ -595,6 +696,31 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
                 goto out;
         }
 
+        if (p->pidns_fd != -1) {
+                int one = 1;
+                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, l.pid_pipe) < 0 ||
+                    setsockopt(l.pid_pipe[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
+                        r = nsr_error_set(err, errno, "Can't create intermediate pids socket");
+                        goto out;
+                }
+                if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+                        r = nsr_error_set(err, errno, "prctl(PR_SET_CHILD_SUBREAPER)");
+                        goto out;
+                }
+        }
+
+        /* Join --userns here, so that every namespace the clone creates is
+         * owned by it. */
+        if (p->userns_fd != -1 && setns(p->userns_fd, CLONE_NEWUSER) < 0) {
+                if (errno == EINVAL)
+                        r = nsr_error_setx(err, EINVAL,
+                                           "Joining the specified user namespace failed, it might not be a descendant "
+                                           "of the current user namespace.");
+                else
+                        r = nsr_error_set(err, errno, "Joining specified user namespace failed");
+                goto out;
+        }
+
         sigset_t block;
         nsr_forwarded_sigset(&block);
         sigaddset(&block, SIGCHLD);
@@ -608,7 +734,7 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
         unsigned long flags = CLONE_NEWNS | SIGCHLD;
         if (p->unshare_user)
                 flags |= CLONE_NEWUSER;
-        if (p->unshare_pid)
+        if (p->unshare_pid && p->pidns_fd == -1)
                 flags |= CLONE_NEWPID;
         if (p->unshare_net)
                 flags |= CLONE_NEWNET;
@@ -627,10 +753,34 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
         if (child == 0)
                 child_main(&l);
 
-        res.child_pid = child;
         l.err_pipe[1] = safe_close(l.err_pipe[1]);
         l.status_pipe[1] = safe_close(l.status_pipe[1]);
         l.go_pipe[0] = safe_close(l.go_pipe[0]);
+        l.pid_pipe[1] = safe_close(l.pid_pipe[1]);
+
+        if (p->pidns_fd != -1) {
+                /* The middle process exits after sending the pid; once it
+                 * is reaped the sandbox is our (subreaper) child. */
+                pid_t real = 0;
+                l.pid_pipe[1] = safe_close(l.pid_pipe[1]);
+                int n = recv_pid(l.pid_pipe[0], &real);
+                if (n < 0 || real <= 0) {
+                        /* The child failed before it could report: its
+                         * error is in the error pipe. */
+                        (void) waitpid(child, NULL, 0);
+                        nsr_error ce = { 0 };
+                        if (nsr_read_full(l.err_pipe[0], &ce, sizeof(ce)) == (int) sizeof(ce)) {
+                                *err = ce;
+                                r = -(ce.code ? ce.code : EIO);
+                        } else
+                                r = nsr_error_setx(err, EIO, "No pid returned on socket");
+                        goto out_mask;
+                }
+                child = real;
+        }
+        res.child_pid = child;
+        if (p->userns2_fd != -1)
+                (void) setns(p->userns2_fd, CLONE_NEWUSER);
 
         r = write_info(&l, child, err);
         if (r < 0) {

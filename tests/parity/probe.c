@@ -55,6 +55,9 @@
  *     stable on one machine: tmpfs size=, mode=; devpts ptmxmode= ...).
  *   - propagation is reduced to shared/master/unbindable/private with
  *     the peer group numbers dropped.
+ *   - a mount that is overmounted (another mount sits on its root), or
+ *     whose parent chain contains such a mount, ends with " hidden": the
+ *     sandboxed command cannot reach it by path.
  *   - lines are then sorted *stably* by mount point.  This removes
  *     differences in the interleaving of unrelated mounts (e.g. two
  *     implementations creating /proc and /dev in different orders), while
@@ -652,6 +655,8 @@ struct mnt
   char *sopts;    /* superblock options */
   char *prop;
   int stack_index; /* index among mounts on the same mount point */
+  long pidx;       /* index of the parent mount, -1 if not in the table */
+  int covered;     /* another mount sits on top of this one's root */
   size_t order;
 };
 
@@ -773,16 +778,35 @@ static void section_mounts(void)
 
   for (i = 0; i < n; i++)
     {
-      const struct mnt *p = NULL;
-      char parent[PATH_MAX + 16];
-      int is_tmpfs = strcmp (m[i].fstype, "tmpfs") == 0;
-
+      m[i].pidx = -1;
       for (j = 0; j < n; j++)
-        if (m[j].id == m[i].parent && j != i)
+        if (j != i && m[j].id == m[i].parent)
           {
-            p = &m[j];
+            m[i].pidx = (long) j;
+            if (strcmp (m[j].mountpoint, m[i].mountpoint) == 0)
+              m[j].covered = 1;
             break;
           }
+    }
+
+  for (i = 0; i < n; i++)
+    {
+      const struct mnt *p = m[i].pidx >= 0 ? &m[m[i].pidx] : NULL;
+      char parent[PATH_MAX + 16];
+      int is_tmpfs = strcmp (m[i].fstype, "tmpfs") == 0;
+      int hidden = m[i].covered;
+      long c, steps;
+
+      /* hidden: this mount is overmounted, or some ancestor is overmounted
+       * by a mount other than the one on the path down to this mount; then
+       * nothing of it can be reached by path from inside the sandbox */
+      for (c = (long) i, steps = 0; !hidden && m[c].pidx >= 0 && steps <= (long) n;
+           c = m[c].pidx, steps++)
+        {
+          const struct mnt *pm = &m[m[c].pidx];
+          if (pm->covered && strcmp (pm->mountpoint, m[c].mountpoint) != 0)
+            hidden = 1;
+        }
       if (p)
         snprintf (parent, sizeof parent, "%s#%d", p->mountpoint, p->stack_index);
       else
@@ -790,9 +814,10 @@ static void section_mounts(void)
       /* Reuse the root field to hold the full formatted line. */
       {
         char *buf;
-        if (asprintf (&buf, "mount %s#%d fstype=%s opts=%s root=%s sopts=%s parent=%s prop=%s",
+        if (asprintf (&buf, "mount %s#%d fstype=%s opts=%s root=%s sopts=%s parent=%s prop=%s%s",
                       m[i].mountpoint, m[i].stack_index, m[i].fstype, m[i].opts,
-                      is_tmpfs ? "-" : m[i].root, m[i].sopts, parent, m[i].prop) < 0)
+                      is_tmpfs ? "-" : m[i].root, m[i].sopts, parent, m[i].prop,
+                      hidden ? " hidden" : "") < 0)
           buf = NULL;
         m[i].root = buf;
       }
