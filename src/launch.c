@@ -528,11 +528,17 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                                 err_eof = true;
                 }
                 if (fds[2].revents) {
-                        int st;
-                        int n = nsr_read_full(l->status_pipe[0], &st, sizeof(st));
-                        if (n == (int) sizeof(st)) {
-                                status = st;
+                        nsr_reaper_status msg;
+                        int n = nsr_read_full(l->status_pipe[0], &msg, sizeof(msg));
+                        if (n == (int) sizeof(msg)) {
+                                status = msg.wait_status;
                                 have_status = true;
+                                if (msg.last && !child_gone) {
+                                        /* pid 1 exits now: reap it, so no
+                                         * zombie outlives us. */
+                                        (void) waitpid(child, NULL, 0);
+                                        child_gone = true;
+                                }
                         } else
                                 l->status_pipe[0] = safe_close(l->status_pipe[0]);
                 }
@@ -663,8 +669,10 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
         if (l.real_uid == 0)
                 (void) nsr_caps_current(&start);
         bool edited = nsr_plan_caps(p, start, nsr_caps_all(), &l.caps_keep);
-        /* Without --cap-add/--cap-drop, root's sets are left alone. */
-        l.caps_touch = l.real_uid != 0 || edited;
+        /* Without --cap-add/--cap-drop, real root's sets are left alone,
+         * except that in a user namespace (where the new namespace would
+         * grant every cap) the sets are cut back to what root had. */
+        l.caps_touch = l.real_uid != 0 || edited || p->unshare_user || p->userns_fd != -1;
 
         if (isatty(STDOUT_FILENO)) {
                 const char *t = ttyname(STDOUT_FILENO);

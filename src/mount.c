@@ -238,6 +238,9 @@ static int new_fs(const char *type, const char *const *opts, unsigned attrs) {
         _cleanup_close_ int fs = fsopen(type, FSOPEN_CLOEXEC);
         if (fs < 0)
                 return -errno;
+        /* The mount table shows the source as bwrap's mount(2) calls do. */
+        if (fsconfig(fs, FSCONFIG_SET_STRING, "source", type, 0) < 0)
+                return -errno;
         for (size_t i = 0; opts && opts[i]; i += 2) {
                 int r = opts[i + 1] ? fsconfig(fs, FSCONFIG_SET_STRING, opts[i], opts[i + 1], 0)
                                     : fsconfig(fs, FSCONFIG_SET_FLAG, opts[i], NULL, 0);
@@ -303,6 +306,30 @@ static char *fd_real_path(int fd) {
         return nsr_strdup(buf);
 }
 
+/* The caller's fd names a mount of the caller's mount namespace, which
+ * open_tree cannot clone from ours. Find the same file by its path in our
+ * copy of the tree and make sure it is the same inode, as bwrap does. */
+static int reopen_fd_here(int fd, nsr_error *err) {
+        struct stat a, b;
+        if (fstat(fd, &a) < 0)
+                /* bwrap resolves /proc/self/fd/N, which does not exist for
+                 * a closed fd. */
+                return nsr_error_setx(err, ENOENT, "Can't find source path /proc/self/fd/%d: %s", fd,
+                                      strerror(errno == EBADF ? ENOENT : errno));
+        _cleanup_free_ char *path = fd_real_path(fd);
+        if (path[0] != '/')
+                return nsr_error_setx(err, ENOENT, "Can't find source path /proc/self/fd/%d: No such file or directory",
+                                      fd);
+        int here = open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+        if (here < 0)
+                return nsr_error_set(err, errno, "Can't find source path %s", path);
+        if (fstat(here, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+                safe_close(here);
+                return nsr_error_setx(err, EBUSY, "Race condition binding dirfd");
+        }
+        return here;
+}
+
 /* Step 2: resolve and clone every host source, in op order. */
 static int prepare_sources(builder *b, nsr_error *err) {
         const nsr_plan *plan = b->plan;
@@ -317,10 +344,9 @@ static int prepare_sources(builder *b, nsr_error *err) {
                                 attrs |= MOUNT_ATTR_RDONLY;
                         _cleanup_close_ int src = -1;
                         if (op->type == NSR_OP_BIND_FD || op->type == NSR_OP_RO_BIND_FD) {
-                                src = fcntl(op->fd, F_DUPFD_CLOEXEC, 3);
+                                src = reopen_fd_here(op->fd, err);
                                 if (src < 0)
-                                        return nsr_error_set(err, errno, "Can't find source path /proc/self/fd/%d",
-                                                             op->fd);
+                                        return src;
                         } else {
                                 src = open(op->source, O_PATH | O_CLOEXEC);
                                 if (src < 0) {
@@ -741,6 +767,8 @@ static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
 
         _cleanup_close_ int fs = fsopen("overlay", FSOPEN_CLOEXEC);
         int r = fs < 0 ? -errno : 0;
+        if (r == 0 && fsconfig(fs, FSCONFIG_SET_STRING, "source", "overlay", 0) < 0)
+                r = -errno;
         for (size_t k = 0; r == 0 && fd_paths && fd_paths[k]; k++)
                 if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", fd_paths[k], 0) < 0)
                         r = -errno;
@@ -781,6 +809,12 @@ static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
                 return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
         }
         return 0;
+}
+
+static int fchmod_path(int fd, mode_t mode) {
+        char p[64];
+        snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+        return chmod(p, mode);
 }
 
 static bool op_targets_root(const char *dest) {
@@ -875,9 +909,12 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
                 goto out;
         }
         {
-                static const char *const opts[] = { "mode", "0755", NULL };
-                _cleanup_close_ int mnt = new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+                /* No mode option: the root is chmodded to 0755 below, so the
+                 * mount table shows the same options as bwrap's root. */
+                _cleanup_close_ int mnt = new_fs("tmpfs", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
                 r = mnt < 0 ? mnt : 0;
+                if (r == 0 && fchmod_path(mnt, 0755) < 0)
+                        r = -errno;
                 if (r == 0 && move_mount(mnt, "", b.scratch, NEWROOT_NAME, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                         r = -errno;
                 if (r < 0) {

@@ -34,24 +34,30 @@ _noreturn_ void nsr_reaper_run(pid_t command, int status_fd) {
         for (;;) {
                 pid_t p;
                 int st;
-                while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+                bool report = false;
+                while ((p = waitpid(-1, &st, WNOHANG)) > 0)
                         if (p == command) {
                                 command_status = st;
-                                if (status_fd >= 0) {
-                                        (void) nsr_write_all(status_fd, &st, sizeof(st));
-                                        status_fd = safe_close(status_fd);
-                                }
+                                report = status_fd >= 0;
                         }
+                bool last = p < 0 && errno == ECHILD;
+                if (report) {
+                        /* "last" tells the monitor we are about to exit, so
+                         * it can reap us instead of leaving a zombie. */
+                        nsr_reaper_status msg = { .wait_status = command_status, .last = last };
+                        (void) nsr_write_all(status_fd, &msg, sizeof(msg));
+                        status_fd = safe_close(status_fd);
                 }
-                if (p < 0 && errno == ECHILD)
+                if (last)
                         break;
                 if (sfd < 0) {
-                        /* No signalfd: fall back to a blocking wait. */
+                        /* No signalfd: block in waitpid instead. */
                         p = waitpid(-1, &st, 0);
                         if (p == command) {
                                 command_status = st;
                                 if (status_fd >= 0) {
-                                        (void) nsr_write_all(status_fd, &st, sizeof(st));
+                                        nsr_reaper_status msg = { .wait_status = st, .last = false };
+                                        (void) nsr_write_all(status_fd, &msg, sizeof(msg));
                                         status_fd = safe_close(status_fd);
                                 }
                         }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "util.h"
@@ -13,6 +14,12 @@
 #define NSR_FORWARDED_SIGNALS SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2
 
 void nsr_forwarded_sigset(sigset_t *set);
+
+/* What pid 1 tells the monitor when the command exits. */
+typedef struct nsr_reaper_status {
+        int wait_status;
+        bool last;      /* no other process is left: pid 1 exits right away */
+} nsr_reaper_status;
 
 /* Runs the reaper loop until no child is left, then exits with the
  * command's status (128+N for a signal). status_fd receives the command's

@@ -56,3 +56,6 @@ scratch() {
 	chmod 0755 "$_s"
 	echo "$_s"
 }
+
+# An empty root with only /usr from the host (Debian 12 is merged-/usr).
+MINROOT="--tmpfs / --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/sbin /sbin --symlink usr/lib /lib --symlink usr/lib64 /lib64"

@@ -1,0 +1,83 @@
+#!/bin/sh
+# --bind, --ro-bind, --dev-bind, the -try forms, --bind-fd, --ro-bind-fd,
+# --remount-ro: the real effect on files, not just the mount table.
+. "$NSR_TESTS/lib.sh"
+d=$(scratch)
+mkdir -p "$d/src/sub" "$d/ro"
+echo data > "$d/src/file"
+echo ro > "$d/ro/file"
+
+run "$NSRUN" $BASE --bind "$d/src" /mnt -- sh -c 'echo new > /mnt/created && cat /mnt/file'
+is "$rc:$out" "0:data" "--bind: the source is visible at the destination"
+is "$(cat "$d/src/created" 2>/dev/null)" "new" "--bind: writes reach the host"
+
+run "$NSRUN" $BASE --ro-bind "$d/ro" /mnt -- sh -c 'echo x > /mnt/file'
+like "$err" "Read-only file system" "--ro-bind: a write fails with EROFS"
+is "$(cat "$d/ro/file")" "ro" "--ro-bind: the host file is unchanged"
+
+# A submount under a read-only bind is read-only too (one recursive
+# mount_setattr), even though it was writable where it came from.
+run "$NSRUN" --bind / / --tmpfs /mnt --dir /mnt/inner --bind "$d/src" /mnt/inner -- true
+run "$NSRUN" $BASE --bind "$d/src" /mnt/w --ro-bind /mnt /mnt -- sh -c 'touch /mnt/w/x'
+like "$err" "Read-only file system" "--ro-bind makes an existing submount read-only"
+run "$NSRUN" $BASE --tmpfs /mnt --bind "$d/src" /mnt/w -- sh -c 'touch /mnt/w/rw-ok && echo ok'
+is "$out" "ok" "a writable bind inside a tmpfs stays writable"
+
+# Binds are nosuid and, except --dev-bind, nodev.
+run "$NSRUN" $BASE --bind "$d/src" /mnt -- sh -c 'grep " /mnt " /proc/self/mountinfo'
+like "$out" " /mnt [a-z]+,nosuid,nodev" "--bind is nosuid,nodev"
+run "$NSRUN" $BASE --dev-bind /dev /dev -- sh -c 'echo hi > /dev/null && head -c 1 /dev/zero | od -An -tx1'
+is "$rc:$(echo $out)" "0:00" "--dev-bind: device nodes work"
+run "$NSRUN" $BASE --bind /dev /mnt -- sh -c 'head -c 1 /mnt/zero'
+like "$err" "Permission denied" "--bind of /dev: device nodes do not work (nodev)"
+
+# -try forms.
+run "$NSRUN" $BASE --bind-try "$d/missing" /mnt/nope -- sh -c 'test -e /mnt/nope; echo $?'
+is "$rc:$out" "0:1" "--bind-try with a missing source is skipped, leaving no mount point"
+run "$NSRUN" $BASE --ro-bind-try "$d/ro" /mnt -- cat /mnt/file
+is "$out" "ro" "--ro-bind-try with an existing source binds it"
+run "$NSRUN" $BASE --dev-bind-try "$d/missing" /mnt -- true
+is "$rc" 0 "--dev-bind-try with a missing source is skipped"
+run "$NSRUN" $BASE --bind "$d/missing" /mnt -- true
+is "$rc:$err" "1:nsrun: Can't find source path $d/missing: No such file or directory" "--bind with a missing source fails with bwrap's message"
+
+# Files and created mount points.
+run "$NSRUN" $BASE --tmpfs /tmp --ro-bind "$d/src/file" /tmp/a/b/f -- sh -c 'cat /tmp/a/b/f; stat -c %a /tmp/a /tmp/a/b'
+is "$out" "data
+700
+700" "binding a file creates missing parents 0700, as bwrap does"
+run "$NSRUN" $BASE --tmpfs /tmp --bind "$d/src" /tmp/x --bind-try "$d/missing" /tmp/y -- sh -c 'stat -c "%F" /tmp/x; ls /tmp'
+is "$out" "directory
+x" "a directory mount point is created; a skipped -try op creates nothing"
+
+# --bind-fd / --ro-bind-fd
+exec 5<"$d/src"
+run "$NSRUN" $BASE --ro-bind-fd 5 /mnt -- sh -c 'cat /mnt/file; touch /mnt/z'
+is "$out" "data" "--ro-bind-fd binds the directory open on the fd"
+like "$err" "Read-only" "--ro-bind-fd is read-only"
+run "$NSRUN" $BASE --bind-fd 5 /mnt -- sh -c 'touch /mnt/from-fd'
+check "--bind-fd is writable" test -e "$d/src/from-fd"
+exec 5<&-
+run "$NSRUN" $BASE --bind-fd 9 /mnt -- true
+is "$rc" 1 "--bind-fd with a closed fd fails"
+
+# --remount-ro is not recursive.
+run "$NSRUN" $BASE --bind "$d/src" /mnt --bind "$d/src/sub" /mnt/sub --remount-ro /mnt -- sh -c 'touch /mnt/a 2>/dev/null || echo ro; touch /mnt/sub/b && echo rw'
+is "$out" "ro
+rw" "--remount-ro makes the mount read-only but not its submounts"
+run "$NSRUN" $BASE --remount-ro /nonexistent-path -- true
+like "$rc:$err" "^1:nsrun: Can't remount readonly on /newroot/nonexistent-path" "--remount-ro of a missing path fails"
+
+# Sources are resolved as the caller: a path the caller cannot read fails.
+if ! is_root && ! test -x /root; then
+	run "$NSRUN" $BASE --bind /root/anything /mnt -- true
+	is "$rc:$err" "1:nsrun: Can't find source path /root/anything: Permission denied" "a source the caller cannot reach is refused"
+fi
+
+# Symlinks in destinations resolve inside the new root, never on the host.
+run "$NSRUN" $MINROOT --dir /etc --symlink /etc /link --ro-bind "$d/src" /link/x -- /usr/bin/test -e /etc/x/file
+is "$rc" 0 "an absolute symlink made by --symlink points inside the sandbox"
+check "the host /etc was not touched" test ! -e /etc/x
+
+rm -rf "$d"
+done_testing
