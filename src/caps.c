@@ -38,7 +38,7 @@ int nsr_caps_current(uint64_t *ret) {
         return 0;
 }
 
-int nsr_caps_set(uint64_t keep, nsr_error *err) {
+int nsr_caps_bound(uint64_t keep, nsr_error *err) {
         int last = nsr_caps_last();
         for (int c = 0; c <= last; c++) {
                 if (keep & (UINT64_C(1) << c))
@@ -46,6 +46,11 @@ int nsr_caps_set(uint64_t keep, nsr_error *err) {
                 if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL && errno != EPERM)
                         return nsr_error_set(err, errno, "Dropping capability %d from bounds", c);
         }
+        return 0;
+}
+
+int nsr_caps_set(uint64_t keep, nsr_error *err) {
+        int last = nsr_caps_last();
         struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
         struct __user_cap_data_struct d[2];
         for (int i = 0; i < 2; i++) {

@@ -17,7 +17,9 @@ int nsr_caps_current(uint64_t *ret);
 int nsr_caps_permitted(uint64_t *ret);
 /* Makes the effective set exactly caps (must be within permitted). */
 int nsr_caps_raise_effective(uint64_t caps);
-/* Leaves exactly `keep` in the bounding, permitted, effective, inheritable
- * and ambient sets, so the caps survive execve whatever the uid is, and no
- * other cap can come back. */
+/* Cuts the bounding set down to `keep`. */
+int nsr_caps_bound(uint64_t keep, nsr_error *err);
+/* Leaves exactly `keep` in the permitted, effective, inheritable and
+ * ambient sets, so the caps survive execve whatever the uid is. With
+ * no_new_privs set, execve can never add to them. */
 int nsr_caps_set(uint64_t keep, nsr_error *err);

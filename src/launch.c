@@ -43,6 +43,7 @@ typedef struct launch {
         char **env;
         uint64_t caps_keep;
         bool caps_touch;
+        bool caps_bounding;     /* also cut the bounding set (user namespaces) */
         char *host_tty;
         char *old_cwd;
         uid_t real_uid;
@@ -390,6 +391,7 @@ _noreturn_ static void child_main(launch *l) {
                         l->err_pipe[1] = safe_close(l->err_pipe[1]);
                         if (set_parent_death(l, &e) < 0)
                                 _exit(1);
+                        (void) nsr_caps_bound(0, &e);
                         (void) nsr_caps_set(0, &e);
                         (void) prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
                         (void) load_seccomp(l, &e);
@@ -404,6 +406,8 @@ _noreturn_ static void child_main(launch *l) {
         if (set_parent_death(l, &e) < 0)
                 child_fail(l, &e);
         l->go_pipe[0] = safe_close(l->go_pipe[0]);
+        if (l->caps_bounding && nsr_caps_bound(l->caps_keep, &e) < 0)
+                child_fail(l, &e);
         if (l->caps_touch && nsr_caps_set(l->caps_keep, &e) < 0)
                 child_fail(l, &e);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -669,10 +673,12 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
         if (l.real_uid == 0)
                 (void) nsr_caps_current(&start);
         bool edited = nsr_plan_caps(p, start, nsr_caps_all(), &l.caps_keep);
-        /* Without --cap-add/--cap-drop, real root's sets are left alone,
-         * except that in a user namespace (where the new namespace would
-         * grant every cap) the sets are cut back to what root had. */
-        l.caps_touch = l.real_uid != 0 || edited || p->unshare_user || p->userns_fd != -1;
+        /* Without --cap-add/--cap-drop, real root's sets are left alone, as
+         * bwrap leaves them: no_new_privs keeps execve from granting more
+         * than the process has. A new user namespace resets the bounding
+         * set to everything, so there it is cut back to what is kept. */
+        l.caps_touch = l.real_uid != 0 || edited;
+        l.caps_bounding = p->unshare_user || p->userns_fd != -1;
 
         if (isatty(STDOUT_FILENO)) {
                 const char *t = ttyname(STDOUT_FILENO);

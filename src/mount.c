@@ -893,9 +893,10 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
          * files and --tmp-overlay layers. It sits on /tmp of the old root,
          * which the sandbox never sees. */
         {
-                static const char *const opts[] = { "mode", "0755", NULL };
-                _cleanup_close_ int mnt = new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+                _cleanup_close_ int mnt = new_fs("tmpfs", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
                 r = mnt < 0 ? mnt : 0;
+                if (r == 0 && fchmod_path(mnt, 0755) < 0)
+                        r = -errno;
                 if (r == 0 && move_mount(mnt, "", AT_FDCWD, SCRATCH, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                         r = -errno;
                 if (r < 0) {
