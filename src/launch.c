@@ -628,123 +628,93 @@ static void launch_done(launch *l) {
         }
 }
 
-int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_result *ret, nsr_error *err) {
-        launch l = {
-                .plan = p,
-                .extra = extra,
-                .err_pipe = { -1, -1 },
-                .status_pipe = { -1, -1 },
-                .go_pipe = { -1, -1 },
-                .pid_pipe = { -1, -1 },
-                .real_uid = getuid(),
-                .real_gid = getgid(),
-        };
-        int r;
-        nsr_launch_result res = { .exit_code = 1 };
+/* Everything that can be worked out before any process is created. */
+static int prepare(launch *l, nsr_error *err) {
+        const nsr_plan *p = l->plan;
+        const nsr_launch_extra *extra = l->extra;
 
         /* Every BPF program, in the order they stack: policies first, then
          * the caller's own programs. */
         size_t n_extra = extra ? extra->n_bpf : 0;
-        l.progs = nsr_malloc0((n_extra + p->n_seccomp + 1) * sizeof(nsr_bpf));
+        l->progs = nsr_malloc0((n_extra + p->n_seccomp + 1) * sizeof(nsr_bpf));
         for (size_t i = 0; i < n_extra; i++) {
-                l.progs[l.n_progs].data = nsr_malloc0(extra->bpf[i].len + 1);
-                memcpy(l.progs[l.n_progs].data, extra->bpf[i].data, extra->bpf[i].len);
-                l.progs[l.n_progs++].len = extra->bpf[i].len;
+                l->progs[l->n_progs].data = nsr_malloc0(extra->bpf[i].len + 1);
+                memcpy(l->progs[l->n_progs].data, extra->bpf[i].data, extra->bpf[i].len);
+                l->progs[l->n_progs++].len = extra->bpf[i].len;
         }
         for (size_t i = 0; i < p->n_seccomp; i++) {
                 const nsr_seccomp_prog *sp = &p->seccomp[i];
                 if (sp->kind == NSR_SECCOMP_FD) {
-                        r = read_seccomp_fd(sp, &l.progs[l.n_progs], err);
+                        int r = read_seccomp_fd(sp, &l->progs[l->n_progs], err);
                         if (r < 0)
-                                goto out;
-                        l.n_progs++;
+                                return r;
+                        l->n_progs++;
                 } else {
-                        l.progs[l.n_progs].data = nsr_malloc0(sp->len + 1);
-                        memcpy(l.progs[l.n_progs].data, sp->data, sp->len);
-                        l.progs[l.n_progs++].len = sp->len;
+                        l->progs[l->n_progs].data = nsr_malloc0(sp->len + 1);
+                        memcpy(l->progs[l->n_progs].data, sp->data, sp->len);
+                        l->progs[l->n_progs++].len = sp->len;
                 }
         }
 
-        l.env = nsr_plan_build_env(p, environ);
+        l->env = nsr_plan_build_env(p, environ);
 
         /* Capabilities: a caller who is not root keeps only --cap-add; real
-         * root keeps what it has unless told otherwise. */
+         * root starts from what it has. Without --cap-add/--cap-drop, real
+         * root's sets are left alone, as bwrap leaves them: no_new_privs
+         * keeps execve from granting more than the process has. A new user
+         * namespace resets the bounding set to everything, so there it is
+         * cut back to what is kept. */
         uint64_t start = 0;
-        if (l.real_uid == 0)
+        if (l->real_uid == 0)
                 (void) nsr_caps_current(&start);
-        bool edited = nsr_plan_caps(p, start, nsr_caps_all(), &l.caps_keep);
-        /* Without --cap-add/--cap-drop, real root's sets are left alone, as
-         * bwrap leaves them: no_new_privs keeps execve from granting more
-         * than the process has. A new user namespace resets the bounding
-         * set to everything, so there it is cut back to what is kept. */
-        l.caps_touch = l.real_uid != 0 || edited;
-        l.caps_bounding = p->unshare_user || p->userns_fd != -1;
+        bool edited = nsr_plan_caps(p, start, nsr_caps_all(), &l->caps_keep);
+        l->caps_touch = l->real_uid != 0 || edited;
+        l->caps_bounding = p->unshare_user || p->userns_fd != -1;
 
         if (isatty(STDOUT_FILENO)) {
                 const char *t = ttyname(STDOUT_FILENO);
                 if (t && *t)
-                        l.host_tty = nsr_strdup(t);
+                        l->host_tty = nsr_strdup(t);
         }
-        {
-                char *cwd = getcwd(NULL, 0);
-                l.old_cwd = cwd;
-        }
+        l->old_cwd = getcwd(NULL, 0);
 
         /* Many binds need many fds at once; raise the soft limit for the
          * setup and give the command the original one back. */
         size_t need = nsr_mount_fds_needed(p) + 64;
-        if (getrlimit(RLIMIT_NOFILE, &l.old_nofile) == 0 && l.old_nofile.rlim_cur != RLIM_INFINITY &&
-            need > l.old_nofile.rlim_cur) {
-                struct rlimit nl = l.old_nofile;
-                nl.rlim_cur = l.old_nofile.rlim_max;
+        if (getrlimit(RLIMIT_NOFILE, &l->old_nofile) == 0 && l->old_nofile.rlim_cur != RLIM_INFINITY &&
+            need > l->old_nofile.rlim_cur) {
+                struct rlimit nl = l->old_nofile;
+                nl.rlim_cur = l->old_nofile.rlim_max;
                 if (setrlimit(RLIMIT_NOFILE, &nl) == 0)
-                        l.raised_nofile = true;
+                        l->raised_nofile = true;
         }
 
-        if (pipe2(l.err_pipe, O_CLOEXEC) < 0 || pipe2(l.status_pipe, O_CLOEXEC) < 0) {
-                r = nsr_error_set(err, errno, "pipe2()");
-                goto out;
-        }
-        if ((p->userns_block_fd != -1 || p->die_with_parent) && pipe2(l.go_pipe, O_CLOEXEC) < 0) {
-                r = nsr_error_set(err, errno, "pipe2()");
-                goto out;
-        }
-
+        if (pipe2(l->err_pipe, O_CLOEXEC) < 0 || pipe2(l->status_pipe, O_CLOEXEC) < 0)
+                return nsr_error_set(err, errno, "pipe2()");
+        if ((p->userns_block_fd != -1 || p->die_with_parent) && pipe2(l->go_pipe, O_CLOEXEC) < 0)
+                return nsr_error_set(err, errno, "pipe2()");
         if (p->pidns_fd != -1) {
                 int one = 1;
-                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, l.pid_pipe) < 0 ||
-                    setsockopt(l.pid_pipe[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
-                        r = nsr_error_set(err, errno, "Can't create intermediate pids socket");
-                        goto out;
-                }
-                if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
-                        r = nsr_error_set(err, errno, "prctl(PR_SET_CHILD_SUBREAPER)");
-                        goto out;
-                }
+                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, l->pid_pipe) < 0 ||
+                    setsockopt(l->pid_pipe[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0)
+                        return nsr_error_set(err, errno, "Can't create intermediate pids socket");
+                if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+                        return nsr_error_set(err, errno, "prctl(PR_SET_CHILD_SUBREAPER)");
         }
 
         /* Join --userns here, so that every namespace the clone creates is
          * owned by it. */
         if (p->userns_fd != -1 && setns(p->userns_fd, CLONE_NEWUSER) < 0) {
                 if (errno == EINVAL)
-                        r = nsr_error_setx(err, EINVAL,
-                                           "Joining the specified user namespace failed, it might not be a descendant "
-                                           "of the current user namespace.");
-                else
-                        r = nsr_error_set(err, errno, "Joining specified user namespace failed");
-                goto out;
+                        return nsr_error_setx(err, EINVAL,
+                                              "Joining the specified user namespace failed, it might not be a "
+                                              "descendant of the current user namespace.");
+                return nsr_error_set(err, errno, "Joining specified user namespace failed");
         }
+        return 0;
+}
 
-        sigset_t block;
-        nsr_forwarded_sigset(&block);
-        sigaddset(&block, SIGCHLD);
-        sigprocmask(SIG_BLOCK, &block, &l.old_mask);
-
-        if (p->die_with_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) {
-                r = nsr_error_set(err, errno, "prctl");
-                goto out_mask;
-        }
-
+static unsigned long clone_flags(const nsr_plan *p) {
         unsigned long flags = CLONE_NEWNS | SIGCHLD;
         if (p->unshare_user)
                 flags |= CLONE_NEWUSER;
@@ -758,62 +728,94 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
                 flags |= CLONE_NEWUTS;
         if (p->unshare_cgroup)
                 flags |= CLONE_NEWCGROUP;
+        return flags;
+}
 
-        pid_t child = nsr_raw_clone(flags, NULL);
-        if (child < 0) {
-                r = clone_error(p, errno, err);
-                goto out_mask;
+/* With --pidns the cloned child forks into the joined namespace and leaves;
+ * the sandbox reports its pid. */
+static int adopt_pidns_child(launch *l, pid_t middle, pid_t *ret, nsr_error *err) {
+        pid_t real = 0;
+        int n = recv_pid(l->pid_pipe[0], &real);
+        if (n >= 0 && real > 0) {
+                *ret = real;
+                return 0;
         }
-        if (child == 0)
-                child_main(&l);
+        /* The child failed before it could report: its error is in the
+         * error pipe. */
+        (void) waitpid(middle, NULL, 0);
+        nsr_error ce = { 0 };
+        if (nsr_read_full(l->err_pipe[0], &ce, sizeof(ce)) == (int) sizeof(ce)) {
+                *err = ce;
+                return -(ce.code ? ce.code : EIO);
+        }
+        return nsr_error_setx(err, EIO, "No pid returned on socket");
+}
 
-        l.err_pipe[1] = safe_close(l.err_pipe[1]);
-        l.status_pipe[1] = safe_close(l.status_pipe[1]);
-        l.go_pipe[0] = safe_close(l.go_pipe[0]);
-        l.pid_pipe[1] = safe_close(l.pid_pipe[1]);
+/* Creates the sandbox and monitors it. Signals are blocked around it. */
+static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
+        const nsr_plan *p = l->plan;
+        int r;
+
+        if (p->die_with_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+                return nsr_error_set(err, errno, "prctl");
+
+        pid_t child = nsr_raw_clone(clone_flags(p), NULL);
+        if (child < 0)
+                return clone_error(p, errno, err);
+        if (child == 0)
+                child_main(l);
+
+        l->err_pipe[1] = safe_close(l->err_pipe[1]);
+        l->status_pipe[1] = safe_close(l->status_pipe[1]);
+        l->go_pipe[0] = safe_close(l->go_pipe[0]);
+        l->pid_pipe[1] = safe_close(l->pid_pipe[1]);
 
         if (p->pidns_fd != -1) {
-                /* The middle process exits after sending the pid; once it
-                 * is reaped the sandbox is our (subreaper) child. */
-                pid_t real = 0;
-                l.pid_pipe[1] = safe_close(l.pid_pipe[1]);
-                int n = recv_pid(l.pid_pipe[0], &real);
-                if (n < 0 || real <= 0) {
-                        /* The child failed before it could report: its
-                         * error is in the error pipe. */
-                        (void) waitpid(child, NULL, 0);
-                        nsr_error ce = { 0 };
-                        if (nsr_read_full(l.err_pipe[0], &ce, sizeof(ce)) == (int) sizeof(ce)) {
-                                *err = ce;
-                                r = -(ce.code ? ce.code : EIO);
-                        } else
-                                r = nsr_error_setx(err, EIO, "No pid returned on socket");
-                        goto out_mask;
-                }
-                child = real;
+                r = adopt_pidns_child(l, child, &child, err);
+                if (r < 0)
+                        return r;
         }
-        res.child_pid = child;
+        res->child_pid = child;
         if (p->userns2_fd != -1)
                 (void) setns(p->userns2_fd, CLONE_NEWUSER);
 
-        r = write_info(&l, child, err);
+        r = write_info(l, child, err);
         if (r < 0) {
                 kill(child, SIGKILL);
                 (void) waitpid(child, NULL, 0);
-                goto out_mask;
+                return r;
         }
         if (p->userns_block_fd != -1) {
                 char c;
                 (void) nsr_read_full(p->userns_block_fd, &c, 1);
                 close(p->userns_block_fd);
-                (void) nsr_write_all(l.go_pipe[1], "x", 1);
+                (void) nsr_write_all(l->go_pipe[1], "x", 1);
         }
+        return monitor(l, child, res, err);
+}
 
-        r = monitor(&l, child, &res, err);
+int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_result *ret, nsr_error *err) {
+        launch l = {
+                .plan = p,
+                .extra = extra,
+                .err_pipe = { -1, -1 },
+                .status_pipe = { -1, -1 },
+                .go_pipe = { -1, -1 },
+                .pid_pipe = { -1, -1 },
+                .real_uid = getuid(),
+                .real_gid = getgid(),
+        };
+        nsr_launch_result res = { .exit_code = 1 };
 
-out_mask:
-        sigprocmask(SIG_SETMASK, &l.old_mask, NULL);
-out:
+        int r = prepare(&l, err);
+        if (r >= 0) {
+                sigset_t block;
+                nsr_forwarded_sigset(&block);
+                sigaddset(&block, SIGCHLD);
+                sigprocmask(SIG_BLOCK, &block, &l.old_mask);
+                r = run(&l, &res, err);
+                sigprocmask(SIG_SETMASK, &l.old_mask, NULL);
+        }
         launch_done(&l);
         *ret = res;
         return r;

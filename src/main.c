@@ -86,27 +86,22 @@ static int run_plan(ctx *c, nsr_plan *plan) {
          * here, before anything is created. */
         size_t n_pol = nsr_strv_length(plan->seccomp_policies);
         nsr_bpf *bpf = nsr_malloc0((n_pol + 1) * sizeof(nsr_bpf));
-        int rc = 0;
-        for (size_t i = 0; i < n_pol; i++) {
-                if (nsr_seccomp_policy_bpf(plan->seccomp_policies[i], &bpf[i].data, &bpf[i].len, &err) < 0) {
-                        print_error(c, &err);
-                        rc = 1;
-                        goto out;
-                }
+        int r = 0;
+        for (size_t i = 0; i < n_pol && r >= 0; i++)
+                r = nsr_seccomp_policy_bpf(plan->seccomp_policies[i], &bpf[i].data, &bpf[i].len, &err);
+        nsr_launch_result res = { .exit_code = 1 };
+        if (r >= 0) {
+                nsr_launch_extra extra = { .bpf = bpf, .n_bpf = n_pol };
+                r = nsr_launch(plan, &extra, &res, &err);
         }
-        nsr_launch_extra extra = { .bpf = bpf, .n_bpf = n_pol };
-        nsr_launch_result res;
-        if (nsr_launch(plan, &extra, &res, &err) < 0) {
-                print_error(c, &err);
-                rc = 1;
-                goto out;
-        }
-        rc = res.exit_code;
-out:
         for (size_t i = 0; i < n_pol; i++)
                 free(bpf[i].data);
         free(bpf);
-        return rc;
+        if (r < 0) {
+                print_error(c, &err);
+                return 1;
+        }
+        return res.exit_code;
 }
 
 int main(int argc, char **argv) {

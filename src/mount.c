@@ -112,6 +112,37 @@ static int open_in_root(int root, const char *path, int flags) {
 /* Opens the parent of dest as an O_PATH dir, creating missing components
  * with mode. *ret_name points into the normalised copy returned in
  * *ret_norm. */
+/* Walks parent from the top, creating missing components with mode. Each
+ * prefix is resolved from the root again, so symlinks inside resolve as the
+ * sandbox would see them. */
+static int make_parents(int root, const char *parent, mode_t mode) {
+        _cleanup_close_ int cur = open_in_root(root, "/", O_PATH | O_DIRECTORY);
+        if (cur < 0)
+                return cur;
+        size_t plen = strlen(parent);
+        for (size_t i = 1; i <= plen; i++) {
+                if (i < plen && parent[i] != '/')
+                        continue;
+                _cleanup_free_ char *prefix = nsr_strndup(parent, i);
+                int next = open_in_root(root, prefix, O_PATH | O_DIRECTORY);
+                if (next == -ENOENT) {
+                        const char *comp = strrchr(prefix, '/');
+                        comp = comp ? comp + 1 : prefix;
+                        if (mkdirat(cur, comp, mode) < 0 && errno != EEXIST)
+                                return -errno;
+                        next = open_in_root(root, prefix, O_PATH | O_DIRECTORY);
+                }
+                if (next < 0)
+                        return next;
+                safe_close(cur);
+                cur = next;
+        }
+        return TAKE_FD(cur);
+}
+
+/* Opens the parent of dest as an O_PATH dir, creating missing components
+ * with mode. *ret_name points into the normalised copy returned in
+ * *ret_norm. */
 static int open_parent(int root, const char *dest, mode_t mode, char **ret_norm, const char **ret_name) {
         _cleanup_free_ char *norm = nsr_path_normalize(dest);
         char *slash = strrchr(norm, '/');
@@ -130,37 +161,8 @@ static int open_parent(int root, const char *dest, mode_t mode, char **ret_norm,
         }
 
         int fd = open_in_root(root, parent, O_PATH | O_DIRECTORY);
-        if (fd >= 0 || fd != -ENOENT)
-                goto done;
-
-        /* Walk from the top, creating what is missing. Each prefix is
-         * resolved from the root again so symlinks inside resolve as the
-         * sandbox would see them. */
-        _cleanup_close_ int cur = open_in_root(root, "/", O_PATH | O_DIRECTORY);
-        if (cur < 0)
-                return cur;
-        size_t plen = strlen(parent);
-        for (size_t i = 0; i <= plen; i++) {
-                if (i < plen && parent[i] != '/')
-                        continue;
-                if (i == 0)
-                        continue;
-                _cleanup_free_ char *prefix = nsr_strndup(parent, i);
-                int next = open_in_root(root, prefix, O_PATH | O_DIRECTORY);
-                if (next == -ENOENT) {
-                        const char *comp = strrchr(prefix, '/');
-                        comp = comp ? comp + 1 : prefix;
-                        if (mkdirat(cur, comp, mode) < 0 && errno != EEXIST)
-                                return -errno;
-                        next = open_in_root(root, prefix, O_PATH | O_DIRECTORY);
-                }
-                if (next < 0)
-                        return next;
-                safe_close(cur);
-                cur = next;
-        }
-        fd = TAKE_FD(cur);
-done:
+        if (fd == -ENOENT)
+                fd = make_parents(root, parent, mode);
         if (fd < 0)
                 return fd;
         *ret_name = name;
