@@ -430,7 +430,8 @@ START_TEST(test_help_version_actions) {
         ck_assert_int_eq(b.res.action, NSR_CLI_VERSION);
 
         /* options before it are processed; what follows is never looked at */
-        _cleanup_parsed_ parsed c = parse(true, W("--unshare-pid", "--chdir", "a", "--chdir", "b", "--help", "--foo"));
+        _cleanup_parsed_ parsed c = parse(true, W("--unshare-pid", "--chdir", "a", "--chdir", "b", "--help",
+                "--foo"));
         ck_assert_int_eq(c.r, 0);
         ck_assert_int_eq(c.res.action, NSR_CLI_HELP);
         ck_assert(c.plan->unshare_pid);
@@ -594,12 +595,14 @@ START_TEST(test_fd_values) {
         static const struct {
                 const char *s;
                 int fd;
-        } good[] = { { "0", 0 }, { "3", 3 }, { "007", 7 }, { " 4", 4 }, { "+5", 5 }, { "-0", 0 }, { "2147483647", 2147483647 } };
+        } good[] = { { "0", 0 }, { "3", 3 }, { "007", 7 }, { " 4", 4 }, { "+5", 5 }, { "-0", 0 },
+                { "2147483647", 2147483647 } };
         for (size_t i = 0; i < ELEMENTSOF(good); i++) {
                 const char *s = good[i].s;
                 _cleanup_plan_ nsr_plan *p =
                         B_OK("--userns", s, "--userns2", s, "--pidns", s, "--sync-fd", s, "--block-fd", s,
-                             "--userns-block-fd", s, "--info-fd", s, "--json-status-fd", s, "--seccomp", s, "--bind-fd",
+                             "--userns-block-fd", s, "--info-fd", s, "--json-status-fd", s, "--seccomp", s,
+                                     "--bind-fd",
                              s, "/a", "--ro-bind-fd", s, "/b", "--file", s, "/c", "--bind-data", s, "/d",
                              "--ro-bind-data", s, "/e", "true");
                 int fd = good[i].fd;
@@ -717,10 +720,13 @@ END_TEST
 
 START_TEST(test_no_warning_when_repeated) {
         _cleanup_plan_ nsr_plan *p =
-                B_OK("--lock-file", "/a", "--lock-file", "/a", "--setenv", "A", "1", "--setenv", "A", "2", "--unsetenv",
+                B_OK("--lock-file", "/a", "--lock-file", "/a", "--setenv", "A", "1", "--setenv", "A", "2",
+                        "--unsetenv",
                      "A", "--unsetenv", "A", "--clearenv", "--clearenv", "--bind", "/a", "/a", "--bind", "/a", "/a",
-                     "--cap-add", "ALL", "--cap-add", "ALL", "--cap-drop", "ALL", "--cap-drop", "ALL", "--unshare-pid",
-                     "--unshare-pid", "--tmpfs", "/t", "--tmpfs", "/t", "--dir", "/d", "--dir", "/d", "--level-prefix",
+                     "--cap-add", "ALL", "--cap-add", "ALL", "--cap-drop", "ALL", "--cap-drop", "ALL",
+                             "--unshare-pid",
+                     "--unshare-pid", "--tmpfs", "/t", "--tmpfs", "/t", "--dir", "/d", "--dir", "/d",
+                             "--level-prefix",
                      "--level-prefix", "--new-session", "--new-session", "--overlay-src", "/x", "--overlay-src", "/x",
                      "--ro-overlay", "/o", "true");
         ck_assert_ptr_null(p->warnings);
@@ -987,7 +993,8 @@ START_TEST(test_chmod) {
         ck_assert_uint_eq(op_at(p, 2)->perms, 0644);
         ck_assert_uint_eq(op_at(p, 3)->perms, 0);
 
-        static const char *const bad[] = { "8", "", "10000", "0x7", "abc", "-1", "755 ", "7 55", "99999999999999999999999" };
+        static const char *const bad[] = { "8", "", "10000", "0x7", "abc", "-1", "755 ", "7 55",
+                "99999999999999999999999" };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                 err_(true, "--chmod takes an octal argument <= 07777", W("--chmod", bad[i], "/x", "true"), __LINE__);
 }
@@ -1005,7 +1012,8 @@ END_TEST
 
 START_TEST(test_perms_consumers) {
         _cleanup_plan_ nsr_plan *p =
-                B_OK("--perms", "0700", "--tmpfs", "/t", "--perms", "0750", "--dir", "/d", "--perms", "0644", "--file",
+                B_OK("--perms", "0700", "--tmpfs", "/t", "--perms", "0750", "--dir", "/d", "--perms", "0644",
+                        "--file",
                      "3", "/f", "--perms", "0640", "--bind-data", "4", "/b", "--perms", "0444", "--ro-bind-data", "5",
                      "/r", "--perms", "0", "--dir", "/z", "--dir", "/default", "true");
         ck_assert_uint_eq(p->n_ops, 7);
@@ -1031,7 +1039,8 @@ START_TEST(test_perms_values) {
                 _cleanup_plan_ nsr_plan *p = ok_(true, W("--perms", good[i].s, "--dir", "/d", "true"), __LINE__);
                 ck_assert_uint_eq(op_at(p, 0)->perms, good[i].m);
         }
-        static const char *const bad[] = { "", "8", "10000", "0x1ff", "rwx", "-1", "755 ", "0755\n", "77777777777777777777777" };
+        static const char *const bad[] = { "", "8", "10000", "0x1ff", "rwx", "-1", "755 ", "0755\n",
+                "77777777777777777777777" };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                 err_(true, "--perms takes an octal argument <= 07777", W("--perms", bad[i], "--dir", "/d", "true"),
                      __LINE__);
@@ -1129,7 +1138,8 @@ END_TEST
 
 START_TEST(test_overlays) {
         _cleanup_plan_ nsr_plan *p =
-                B_OK("--overlay-src", "/l1", "--overlay-src", "/l2", "--overlay", "/rw", "/work", "/o1", "--overlay-src",
+                B_OK("--overlay-src", "/l1", "--overlay-src", "/l2", "--overlay", "/rw", "/work", "/o1",
+                        "--overlay-src",
                      "/l3", "--tmp-overlay", "/o2", "--overlay-src", "/l4", "--overlay-src", "/l5", "--overlay-src",
                      "/l6", "--ro-overlay", "/o3", "true");
         ck_assert_uint_eq(p->n_ops, 3);
@@ -1153,7 +1163,8 @@ START_TEST(test_overlays) {
         }
 
         /* --overlay-src takes the next word whatever it is */
-        _cleanup_plan_ nsr_plan *q = B_OK("--overlay-src", "--", "--overlay-src", "--help", "--ro-overlay", "/o", "true");
+        _cleanup_plan_ nsr_plan *q = B_OK("--overlay-src", "--", "--overlay-src", "--help", "--ro-overlay",
+                "/o", "true");
         assert_strv(op_at(q, 0)->overlay_srcs, W("--", "--help"));
 }
 END_TEST
@@ -1164,7 +1175,8 @@ START_TEST(test_overlay_errors) {
         B_ERR("--overlay requires at least one --overlay-src", "--overlay", "/rw", "/w", "/d", "true");
         B_ERR("--tmp-overlay requires at least one --overlay-src", "--tmp-overlay", "/d", "true");
         B_ERR("--ro-overlay requires at least two --overlay-src", "--ro-overlay", "/d", "true");
-        B_ERR("--ro-overlay requires at least two --overlay-src", "--overlay-src", "/a", "--ro-overlay", "/d", "true");
+        B_ERR("--ro-overlay requires at least two --overlay-src", "--overlay-src", "/a", "--ro-overlay", "/d",
+                "true");
         /* sources are used up by each overlay */
         B_ERR("--tmp-overlay requires at least one --overlay-src", "--overlay-src", "/a", "--tmp-overlay", "/d",
               "--tmp-overlay", "/e", "true");
@@ -1260,8 +1272,10 @@ START_TEST(test_seccomp_errors) {
 
         int fd = pipe_with(buf, 8);
         fdstr f = fd_to_str(fd);
-        B_ERR("--seccomp cannot be combined with --add-seccomp-fd", "--add-seccomp-fd", f.s, "--seccomp", "3", "true");
-        B_ERR("--add-seccomp-fd cannot be combined with --seccomp", "--seccomp", "3", "--add-seccomp-fd", "4", "true");
+        B_ERR("--seccomp cannot be combined with --add-seccomp-fd", "--add-seccomp-fd", f.s, "--seccomp", "3",
+                "true");
+        B_ERR("--add-seccomp-fd cannot be combined with --seccomp", "--seccomp", "3", "--add-seccomp-fd", "4",
+                "true");
         /* the combination is checked before the fd */
         B_ERR("--add-seccomp-fd cannot be combined with --seccomp", "--seccomp", "3", "--add-seccomp-fd", "x");
         int fd2 = pipe_with(buf, 8);
@@ -1283,13 +1297,15 @@ END_TEST
 
 START_TEST(test_caps) {
         _cleanup_plan_ nsr_plan *p =
-                B_OK("--cap-drop", "ALL", "--cap-add", "CAP_NET_RAW", "--cap-add", "cap_sys_admin", "--cap-drop", "all",
+                B_OK("--cap-drop", "ALL", "--cap-add", "CAP_NET_RAW", "--cap-add", "cap_sys_admin",
+                        "--cap-drop", "all",
                      "--cap-add", "12", "--cap-add", "Cap_Chown", "--cap-drop", "aLl", "true");
         ck_assert_uint_eq(p->n_caps, 7);
         static const struct {
                 bool add;
                 int cap;
-        } want[] = { { false, -1 }, { true, 13 }, { true, 21 }, { false, -1 }, { true, 12 }, { true, 0 }, { false, -1 } };
+        } want[] = { { false, -1 }, { true, 13 }, { true, 21 }, { false, -1 }, { true, 12 }, { true, 0 },
+                { false, -1 } };
         for (size_t i = 0; i < ELEMENTSOF(want); i++) {
                 ck_assert_int_eq(p->caps[i].add, want[i].add);
                 ck_assert_int_eq(p->caps[i].cap, want[i].cap);
@@ -1344,13 +1360,15 @@ END_TEST
 
 START_TEST(test_args_equals_argv) {
         /* --args FD is the same as its words in place */
-        const char *const *words = W("--ro-bind", "/usr", "/usr", "--perms", "0700", "--tmpfs", "/tmp", "--overlay-src",
+        const char *const *words = W("--ro-bind", "/usr", "/usr", "--perms", "0700", "--tmpfs", "/tmp",
+                "--overlay-src",
                                      "/a", "--tmp-overlay", "/o", "--setenv", "X", "1", "--cap-add", "ALL");
         int fd = args_pipe(words, true);
         fdstr f = fd_to_str(fd);
         _cleanup_plan_ nsr_plan *a = B_OK("--unshare-pid", "--args", f.s, "--dir", "/d", "sh", "-c", "x");
         _cleanup_plan_ nsr_plan *b =
-                B_OK("--unshare-pid", "--ro-bind", "/usr", "/usr", "--perms", "0700", "--tmpfs", "/tmp", "--overlay-src",
+                B_OK("--unshare-pid", "--ro-bind", "/usr", "/usr", "--perms", "0700", "--tmpfs", "/tmp",
+                        "--overlay-src",
                      "/a", "--tmp-overlay", "/o", "--setenv", "X", "1", "--cap-add", "ALL", "--dir", "/d", "sh", "-c",
                      "x");
         _cleanup_free_ char *d = test_plan_diff(a, b, 0);
@@ -1598,11 +1616,13 @@ START_TEST(test_validate_userns_block_fd) {
                 const nsr_caller *c = everyone[i];
                 /* the implicit user namespace comes after this check, and
                  * --unshare-all only asks for one if possible */
-                V_ERR(c, "--userns-block-fd requires --unshare-user", "--userns-block-fd", "3", "--info-fd", "4", "true");
+                V_ERR(c, "--userns-block-fd requires --unshare-user", "--userns-block-fd", "3", "--info-fd",
+                        "4", "true");
                 V_ERR(c, "--userns-block-fd requires --unshare-user", "--unshare-all", "--userns-block-fd", "3",
                       "--info-fd", "4", "true");
                 V_ERR(c, "--userns-block-fd requires --info-fd", "--unshare-user", "--userns-block-fd", "3", "true");
-                _cleanup_plan_ nsr_plan *p = V_OK(c, "--unshare-user", "--userns-block-fd", "3", "--info-fd", "4", "true");
+                _cleanup_plan_ nsr_plan *p = V_OK(c, "--unshare-user", "--userns-block-fd", "3", "--info-fd",
+                        "4", "true");
                 /* even without a command */
                 V_ERR(c, "--userns-block-fd requires --unshare-user", "--userns-block-fd", "3");
         }
