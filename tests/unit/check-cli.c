@@ -1441,6 +1441,26 @@ START_TEST(test_args_pending_modifiers) {
 }
 END_TEST
 
+START_TEST(test_args_modifiers_across_files) {
+        /* pending state is shared: the file's first option may consume a
+         * --perms or --overlay-src given before --args */
+        int fd = args_pipe(W("--dir", "/d"), true);
+        fdstr f = fd_to_str(fd);
+        _cleanup_plan_ nsr_plan *p = B_OK("--perms", "0700", "--args", f.s, "true");
+        ck_assert_uint_eq(op_at(p, 0)->perms, 0700);
+
+        int fd2 = args_pipe(W("--overlay-src", "/b", "--tmp-overlay", "/o"), true);
+        fdstr f2 = fd_to_str(fd2);
+        _cleanup_plan_ nsr_plan *q = B_OK("--overlay-src", "/a", "--args", f2.s, "true");
+        assert_strv(op_at(q, 0)->overlay_srcs, W("/a", "/b"));
+
+        /* but any other first option reports it from inside the file */
+        int fd3 = args_pipe(W("--unshare-pid", "--dir", "/d"), true);
+        fdstr f3 = fd_to_str(fd3);
+        B_ERR("--perms must be followed by an option that creates a file", "--perms", "0700", "--args", f3.s, "true");
+}
+END_TEST
+
 START_TEST(test_args_nested) {
         int fd = args_pipe(W("--unshare-pid", "--args", "0"), true);
         fdstr f = fd_to_str(fd);
@@ -1951,6 +1971,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_args_empty_words);
         tcase_add_test(tc, test_args_command_dropped);
         tcase_add_test(tc, test_args_pending_modifiers);
+        tcase_add_test(tc, test_args_modifiers_across_files);
         tcase_add_test(tc, test_args_nested);
         tcase_add_test(tc, test_args_repeated_and_special);
         tcase_add_test(tc, test_max_args);
