@@ -526,14 +526,12 @@ static int parse_list(parser *ps, char *const *args, size_t n, bool in_args_file
                         i += 1;
                 } else if (o->id == NSR_OPT_OVERLAY_SRC) {
                         /* bwrap checks no argument count here: a trailing
-                         * --overlay-src just ends parsing, and the pending
-                         * check below reports it. */
-                        if (i + 1 >= n) {
-                                i = n;
-                                break;
-                        }
-                        vals[0] = args[i + 1];
-                        i += 2;
+                         * --overlay-src is still a pending source (with no
+                         * path), so the usual checks run and the pending
+                         * check after parsing reports it. The placeholder
+                         * can never reach an overlay: nothing follows it. */
+                        vals[0] = i + 1 < n ? args[i + 1] : (char *) "";
+                        i = i + 1 < n ? i + 2 : n;
                 } else {
                         if (n - i < (size_t) o->nargs + 1) {
                                 if (o->missing_msg)

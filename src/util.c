@@ -173,15 +173,20 @@ int nsr_parse_octal_mode(const char *s, mode_t *ret) {
 }
 
 int nsr_read_all(int fd, size_t max, char **ret, size_t *ret_len) {
-        size_t len = 0, cap = 4096;
+        /* We read up to one byte past max: that byte is what tells "exactly
+         * max bytes, then EOF" apart from "too much". */
+        if (max > SIZE_MAX / 2)
+                max = SIZE_MAX / 2;
+        size_t limit = max + 1;
+        size_t len = 0, cap = limit < 4096 ? limit : 4096;
         char *buf = nsr_malloc0(cap + 1);
         for (;;) {
+                if (len > max) {
+                        free(buf);
+                        return -EFBIG;
+                }
                 if (len == cap) {
-                        if (cap >= max) {
-                                free(buf);
-                                return -EFBIG;
-                        }
-                        cap = cap * 2 > max ? max : cap * 2;
+                        cap = cap > limit / 2 ? limit : cap * 2;
                         buf = nsr_realloc_array(buf, cap + 1, 1);
                 }
                 ssize_t k = read(fd, buf + len, cap - len);

@@ -1,6 +1,524 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* util.c and error.c: strict number parsers, string vectors, paths, full
+ * reads, and the fixed-size error type. */
 #include "config.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "error.h"
 #include "unit.h"
-START_TEST(test_placeholder) { ck_assert_int_eq(1, 1); }
+#include "util.h"
+
+/* ---- nsr_parse_int -------------------------------------------------------- */
+
+START_TEST(test_parse_int_good) {
+        static const struct {
+                const char *s;
+                int v;
+        } good[] = {
+                { "0", 0 },
+                { "7", 7 },
+                { "-7", -7 },
+                { "-0", 0 },
+                { "007", 7 }, /* base 10: leading zeros are not octal */
+                { "2147483647", INT_MAX },
+                { "-2147483648", INT_MIN },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+                int v = 12345;
+                ck_assert_msg(nsr_parse_int(good[i].s, &v) == 0, "%s", good[i].s);
+                ck_assert_int_eq(v, good[i].v);
+        }
+}
 END_TEST
-static Suite *suite(void) { Suite *s = suite_create("util"); TCase *tc = tcase_create("core"); tcase_add_test(tc, test_placeholder); suite_add_tcase(s, tc); return s; }
+
+START_TEST(test_parse_int_bad) {
+        static const struct {
+                const char *s;
+                int r;
+        } bad[] = {
+                { "", -EINVAL },        { " 1", -EINVAL },      { "1 ", -EINVAL },
+                { "\t1", -EINVAL },     { "+1", -EINVAL },      { "--1", -EINVAL },
+                { "-+1", -EINVAL },     { "- 1", -EINVAL },     { "-", -EINVAL },
+                { "1x", -EINVAL },      { "x1", -EINVAL },      { "0x10", -EINVAL },
+                { "1.0", -EINVAL },     { "2147483648", -ERANGE }, { "-2147483649", -ERANGE },
+                { "99999999999999999999999", -ERANGE },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                int v = 12345;
+                ck_assert_msg(nsr_parse_int(bad[i].s, &v) == bad[i].r, "%s", bad[i].s);
+                ck_assert_msg(v == 12345, "%s: *ret changed on failure", bad[i].s);
+        }
+        int v = 1;
+        ck_assert_int_eq(nsr_parse_int(NULL, &v), -EINVAL);
+        ck_assert_int_eq(v, 1);
+}
+END_TEST
+
+/* ---- nsr_parse_fd --------------------------------------------------------- */
+
+START_TEST(test_parse_fd) {
+        int v = -5;
+        ck_assert_int_eq(nsr_parse_fd("0", &v), 0);
+        ck_assert_int_eq(v, 0);
+        ck_assert_int_eq(nsr_parse_fd("3", &v), 0);
+        ck_assert_int_eq(v, 3);
+        ck_assert_int_eq(nsr_parse_fd("2147483647", &v), 0);
+        ck_assert_int_eq(v, INT_MAX);
+
+        v = -5;
+        ck_assert_int_eq(nsr_parse_fd("-1", &v), -EINVAL);
+        ck_assert_int_eq(nsr_parse_fd("-0", &v), -EINVAL);
+        ck_assert_int_eq(nsr_parse_fd("", &v), -EINVAL);
+        ck_assert_int_eq(nsr_parse_fd(" 3", &v), -EINVAL);
+        ck_assert_int_eq(nsr_parse_fd("+3", &v), -EINVAL);
+        ck_assert_int_eq(nsr_parse_fd("3 ", &v), -EINVAL);
+        ck_assert_int_eq(nsr_parse_fd("3a", &v), -EINVAL);
+        ck_assert_int_eq(nsr_parse_fd("x", &v), -EINVAL);
+        ck_assert_int_eq(nsr_parse_fd("2147483648", &v), -ERANGE);
+        ck_assert_int_eq(nsr_parse_fd("18446744073709551616", &v), -ERANGE);
+        ck_assert_int_eq(v, -5);
+}
+END_TEST
+
+/* ---- nsr_parse_u32 / u64 -------------------------------------------------- */
+
+START_TEST(test_parse_u32) {
+        uint32_t v = 9;
+        ck_assert_int_eq(nsr_parse_u32("0", &v), 0);
+        ck_assert_uint_eq(v, 0);
+        ck_assert_int_eq(nsr_parse_u32("4294967295", &v), 0);
+        ck_assert_uint_eq(v, UINT32_MAX);
+        ck_assert_int_eq(nsr_parse_u32("010", &v), 0);
+        ck_assert_uint_eq(v, 10);
+
+        v = 9;
+        ck_assert_int_eq(nsr_parse_u32("4294967296", &v), -ERANGE);
+        ck_assert_int_eq(nsr_parse_u32("-1", &v), -EINVAL);
+        ck_assert_int_eq(nsr_parse_u32("+1", &v), -EINVAL);
+        ck_assert_int_eq(nsr_parse_u32(" 1", &v), -EINVAL);
+        ck_assert_int_eq(nsr_parse_u32("", &v), -EINVAL);
+        ck_assert_int_eq(nsr_parse_u32("1k", &v), -EINVAL);
+        ck_assert_int_eq(nsr_parse_u32("0x1", &v), -EINVAL);
+        ck_assert_uint_eq(v, 9);
+}
+END_TEST
+
+START_TEST(test_parse_u64) {
+        uint64_t v = 9;
+        ck_assert_int_eq(nsr_parse_u64("0", &v), 0);
+        ck_assert_uint_eq(v, 0);
+        ck_assert_int_eq(nsr_parse_u64("18446744073709551615", &v), 0);
+        ck_assert(v == UINT64_MAX);
+        ck_assert_int_eq(nsr_parse_u64("4294967296", &v), 0);
+        ck_assert(v == UINT64_C(4294967296));
+
+        v = 9;
+        ck_assert_int_eq(nsr_parse_u64("18446744073709551616", &v), -ERANGE);
+        ck_assert_int_eq(nsr_parse_u64("-1", &v), -EINVAL);
+        ck_assert_int_eq(nsr_parse_u64("+1", &v), -EINVAL);
+        ck_assert_int_eq(nsr_parse_u64("\n1", &v), -EINVAL);
+        ck_assert_int_eq(nsr_parse_u64("", &v), -EINVAL);
+        ck_assert_int_eq(nsr_parse_u64("12 ", &v), -EINVAL);
+        ck_assert_int_eq(nsr_parse_u64("1e3", &v), -EINVAL);
+        ck_assert_uint_eq(v, 9);
+}
+END_TEST
+
+/* ---- nsr_parse_octal_mode ------------------------------------------------- */
+
+START_TEST(test_parse_octal_mode) {
+        mode_t m = 1;
+        ck_assert_int_eq(nsr_parse_octal_mode("0", &m), 0);
+        ck_assert_uint_eq(m, 0);
+        ck_assert_int_eq(nsr_parse_octal_mode("755", &m), 0);
+        ck_assert_uint_eq(m, 0755);
+        ck_assert_int_eq(nsr_parse_octal_mode("0644", &m), 0);
+        ck_assert_uint_eq(m, 0644);
+        ck_assert_int_eq(nsr_parse_octal_mode("07777", &m), 0);
+        ck_assert_uint_eq(m, 07777);
+        ck_assert_int_eq(nsr_parse_octal_mode("01777", &m), 0);
+        ck_assert_uint_eq(m, 01777);
+
+        m = 1;
+        ck_assert_int_eq(nsr_parse_octal_mode("10000", &m), -ERANGE);
+        ck_assert_int_eq(nsr_parse_octal_mode("8", &m), -EINVAL);
+        ck_assert_int_eq(nsr_parse_octal_mode("0758", &m), -EINVAL);
+        ck_assert_int_eq(nsr_parse_octal_mode("", &m), -EINVAL);
+        ck_assert_int_eq(nsr_parse_octal_mode(" 755", &m), -EINVAL);
+        ck_assert_int_eq(nsr_parse_octal_mode("+755", &m), -EINVAL);
+        ck_assert_int_eq(nsr_parse_octal_mode("-0", &m), -EINVAL);
+        ck_assert_int_eq(nsr_parse_octal_mode("0x1ff", &m), -EINVAL);
+        ck_assert_int_eq(nsr_parse_octal_mode("755\n", &m), -EINVAL);
+        ck_assert_uint_eq(m, 1);
+}
+END_TEST
+
+/* ---- string vectors ------------------------------------------------------- */
+
+START_TEST(test_strv) {
+        char **v = NULL;
+        ck_assert_uint_eq(nsr_strv_length(v), 0);
+        ck_assert(!nsr_strv_contains(v, "a"));
+
+        ck_assert_int_eq(nsr_strv_extend(&v, "a"), 0);
+        ck_assert_int_eq(nsr_strv_push(&v, nsr_strdup("")), 0);
+        ck_assert_int_eq(nsr_strv_extend(&v, "c"), 0);
+        ck_assert_uint_eq(nsr_strv_length(v), 3);
+        ck_assert_str_eq(v[0], "a");
+        ck_assert_str_eq(v[1], "");
+        ck_assert_str_eq(v[2], "c");
+        ck_assert_ptr_null(v[3]);
+        ck_assert(nsr_strv_contains(v, "a"));
+        ck_assert(nsr_strv_contains(v, ""));
+        ck_assert(!nsr_strv_contains(v, "b"));
+        ck_assert(!nsr_strv_contains(v, NULL));
+
+        char **w = nsr_strv_copy(v);
+        ck_assert_uint_eq(nsr_strv_length(w), 3);
+        for (size_t i = 0; i < 3; i++) {
+                ck_assert_ptr_ne(w[i], v[i]);
+                ck_assert_str_eq(w[i], v[i]);
+        }
+        ck_assert_ptr_null(w[3]);
+        nsr_strv_free(w);
+
+        char **e = nsr_strv_copy(NULL);
+        ck_assert_ptr_nonnull(e);
+        ck_assert_ptr_null(e[0]);
+        nsr_strv_free(e);
+
+        nsr_strv_free(v);
+        nsr_strv_free(NULL);
+}
+END_TEST
+
+START_TEST(test_strv_cleanup) {
+        /* The cleanup attribute frees the vector and accepts NULL. */
+        _cleanup_strv_free_ char **none = NULL;
+        _cleanup_strv_free_ char **v = NULL;
+        for (int i = 0; i < 100; i++)
+                nsr_strv_push(&v, nsr_asprintf("%d", i));
+        ck_assert_uint_eq(nsr_strv_length(v), 100);
+        ck_assert_str_eq(v[99], "99");
+        char **taken = TAKE_PTR(v);
+        ck_assert_ptr_null(v);
+        nsr_strv_free(taken);
+        (void) none;
+}
+END_TEST
+
+START_TEST(test_startswith_endswith) {
+        ck_assert(nsr_startswith("--bind", "--"));
+        ck_assert(nsr_startswith("--bind", ""));
+        ck_assert(nsr_startswith("--bind", "--bind"));
+        ck_assert(!nsr_startswith("--bind", "--bind-try"));
+        ck_assert(!nsr_startswith("", "x"));
+        ck_assert(nsr_endswith("a.policy", ".policy"));
+        ck_assert(nsr_endswith("a", ""));
+        ck_assert(!nsr_endswith("policy", ".policy"));
+        ck_assert(streq("a", "a"));
+        ck_assert(!streq("a", "b"));
+        ck_assert(!streq(NULL, "a"));
+        ck_assert(!streq("a", NULL));
+        ck_assert(!streq(NULL, NULL));
+}
+END_TEST
+
+/* ---- paths ---------------------------------------------------------------- */
+
+START_TEST(test_path_join) {
+        static const char *const cases[][3] = {
+                { "/a", "b", "/a/b" },        { "/a/", "b", "/a/b" },     { "/a", "/b", "/a/b" },
+                { "/a///", "///b", "/a/b" },  { "/", "b", "/b" },         { "/", "/", "/" },
+                { "a", "b/c", "a/b/c" },      { "/newroot", "/etc/x", "/newroot/etc/x" },
+                { "", "b", "/b" },            { "/a", "", "/a/" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *j = nsr_path_join(cases[i][0], cases[i][1]);
+                ck_assert_msg(streq(j, cases[i][2]), "join(%s, %s) = %s, want %s", cases[i][0], cases[i][1], j,
+                              cases[i][2]);
+        }
+}
+END_TEST
+
+START_TEST(test_path_normalize) {
+        static const char *const cases[][2] = {
+                { "/", "/" },         { "//", "/" },           { "/.", "/" },          { "/./", "/" },
+                { "/a/b", "/a/b" },   { "/a//b/", "/a/b" },    { "//a/./b/.", "/a/b" }, { "a/./b", "a/b" },
+                { "./a", "a" },       { ".", "." },            { "", "." },            { "./", "." },
+                { "a/../b", "a/../b" }, /* no ".." resolution: that needs the filesystem */
+                { "/a/.b/..c", "/a/.b/..c" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *n = nsr_path_normalize(cases[i][0]);
+                ck_assert_msg(streq(n, cases[i][1]), "normalize(%s) = %s, want %s", cases[i][0], n, cases[i][1]);
+        }
+}
+END_TEST
+
+/* ---- full reads and writes ------------------------------------------------ */
+
+/* A pipe whose read end holds exactly len bytes of data and then EOF. */
+static int pipe_with(const void *data, size_t len) {
+        int p[2];
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        ck_assert_int_ge(fcntl(p[1], F_SETPIPE_SZ, 1 << 20), (int) len);
+        ck_assert_int_eq(nsr_write_all(p[1], data, len), 0);
+        close(p[1]);
+        return p[0];
+}
+
+static char *filled(size_t len, char c) {
+        char *s = nsr_malloc0(len + 1);
+        memset(s, c, len);
+        return s;
+}
+
+START_TEST(test_read_all) {
+        static const char data[] = "hello\0world";
+        _cleanup_close_ int fd = pipe_with(data, sizeof(data) - 1);
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 99;
+        ck_assert_int_eq(nsr_read_all(fd, 1024, &buf, &len), 0);
+        ck_assert_uint_eq(len, sizeof(data) - 1);
+        ck_assert_mem_eq(buf, data, sizeof(data) - 1);
+        ck_assert_int_eq(buf[len], '\0'); /* NUL-terminated for convenience */
+}
+END_TEST
+
+START_TEST(test_read_all_empty) {
+        _cleanup_close_ int fd = pipe_with("", 0);
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 99;
+        ck_assert_int_eq(nsr_read_all(fd, 0, &buf, &len), 0);
+        ck_assert_uint_eq(len, 0);
+        ck_assert_str_eq(buf, "");
+}
+END_TEST
+
+START_TEST(test_read_all_limit) {
+        /* Sizes around the limit and around the internal 4096-byte
+         * buffer steps: exactly max bytes is fine, one more is -EFBIG. */
+        static const struct {
+                size_t data, max;
+                int r;
+        } cases[] = {
+                { 10, 10, 0 },          { 11, 10, -EFBIG },      { 100, 10, -EFBIG },    { 1, 0, -EFBIG },
+                { 4095, 4096, 0 },      { 4096, 4096, 0 },       { 4097, 4096, -EFBIG }, { 5000, 5000, 0 },
+                { 5001, 5000, -EFBIG }, { 8192, 8192, 0 },       { 8193, 8192, -EFBIG }, { 20000, 100000, 0 },
+                { 100000, 65536, -EFBIG },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *data = filled(cases[i].data, 'x');
+                _cleanup_close_ int fd = pipe_with(data, cases[i].data);
+                char *buf = (char *) "untouched";
+                size_t len = 99;
+                int r = nsr_read_all(fd, cases[i].max, &buf, &len);
+                ck_assert_msg(r == cases[i].r, "%zu bytes, max %zu: got %d, want %d", cases[i].data, cases[i].max, r,
+                              cases[i].r);
+                if (r == 0) {
+                        ck_assert_uint_eq(len, cases[i].data);
+                        ck_assert_mem_eq(buf, data, len);
+                        free(buf);
+                } else {
+                        ck_assert_str_eq(buf, "untouched"); /* ret_* untouched on failure */
+                        ck_assert_uint_eq(len, 99);
+                }
+        }
+}
+END_TEST
+
+START_TEST(test_read_all_bad_fd) {
+        char *buf = NULL;
+        ck_assert_int_eq(nsr_read_all(-1, 100, &buf, NULL), -EBADF);
+        ck_assert_ptr_null(buf);
+}
+END_TEST
+
+START_TEST(test_read_full_write_all) {
+        int p[2];
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        ck_assert_int_eq(nsr_write_all(p[1], "abcdef", 6), 0);
+        close(p[1]);
+        char buf[16] = { 0 };
+        ck_assert_int_eq(nsr_read_full(p[0], buf, 4), 4);
+        ck_assert_mem_eq(buf, "abcd", 4);
+        /* short only at EOF */
+        ck_assert_int_eq(nsr_read_full(p[0], buf, sizeof(buf)), 2);
+        ck_assert_mem_eq(buf, "ef", 2);
+        ck_assert_int_eq(nsr_read_full(p[0], buf, sizeof(buf)), 0);
+        close(p[0]);
+        ck_assert_int_eq(nsr_write_all(-1, "x", 1), -EBADF);
+}
+END_TEST
+
+/* ---- nsr_error ------------------------------------------------------------ */
+
+START_TEST(test_error_set) {
+        nsr_error e = { 0 };
+        ck_assert_int_eq(nsr_error_set(&e, ENOENT, "Can't find source path %s", "/nope"), -ENOENT);
+        ck_assert_int_eq(e.code, ENOENT);
+        ck_assert(e.with_errno);
+        ck_assert_int_eq(e.kind, NSR_ERR_SETUP);
+        ck_assert_str_eq(e.msg, "Can't find source path /nope");
+        char buf[256];
+        nsr_error_format(&e, buf, sizeof(buf));
+        ck_assert_str_eq(buf, "Can't find source path /nope: No such file or directory");
+
+        /* a negative code is taken as -errno */
+        ck_assert_int_eq(nsr_error_set(&e, -EACCES, "open %s", "x"), -EACCES);
+        ck_assert_int_eq(e.code, EACCES);
+        nsr_error_format(&e, buf, sizeof(buf));
+        ck_assert_str_eq(buf, "open x: Permission denied");
+
+        /* code 0: no strerror suffix, and the return value is still < 0 */
+        ck_assert_int_eq(nsr_error_set(&e, 0, "odd"), -EIO);
+        ck_assert(!e.with_errno);
+        nsr_error_format(&e, buf, sizeof(buf));
+        ck_assert_str_eq(buf, "odd");
+
+        /* a NULL error is allowed: only the return value matters then */
+        ck_assert_int_eq(nsr_error_set(NULL, EPERM, "x"), -EPERM);
+        ck_assert_int_eq(nsr_error_setx(NULL, EPERM, "x"), -EPERM);
+        ck_assert_int_eq(nsr_error_prefix(NULL, "x"), -EIO);
+}
+END_TEST
+
+START_TEST(test_error_setx) {
+        nsr_error e = { 0 };
+        ck_assert_int_eq(nsr_error_setx(&e, EINVAL, "Unknown option %s", "--foo"), -EINVAL);
+        ck_assert_int_eq(e.code, EINVAL);
+        ck_assert(!e.with_errno);
+        char buf[256];
+        nsr_error_format(&e, buf, sizeof(buf));
+        ck_assert_str_eq(buf, "Unknown option --foo");
+
+        /* the kind is kept when already chosen */
+        nsr_error u = { .kind = NSR_ERR_USAGE };
+        nsr_error_setx(&u, EINVAL, "x");
+        ck_assert_int_eq(u.kind, NSR_ERR_USAGE);
+
+        nsr_error_clear(&u);
+        ck_assert_int_eq(u.code, 0);
+        ck_assert_int_eq(u.kind, NSR_ERR_NONE);
+        ck_assert_str_eq(u.msg, "");
+        nsr_error_clear(NULL);
+}
+END_TEST
+
+START_TEST(test_error_prefix) {
+        nsr_error e = { 0 };
+        nsr_error_set(&e, ENOENT, "open %s", "/x");
+        ck_assert_int_eq(nsr_error_prefix(&e, "Can't mount %s", "/y"), -ENOENT);
+        ck_assert_str_eq(e.msg, "Can't mount /y: open /x");
+        ck_assert(e.with_errno);
+        char buf[256];
+        nsr_error_format(&e, buf, sizeof(buf));
+        ck_assert_str_eq(buf, "Can't mount /y: open /x: No such file or directory");
+
+        nsr_error z = { 0 };
+        nsr_error_setx(&z, 0, "inner");
+        ck_assert_int_eq(nsr_error_prefix(&z, "outer"), -EIO);
+        ck_assert_str_eq(z.msg, "outer: inner");
+}
+END_TEST
+
+START_TEST(test_error_truncation) {
+        /* Messages longer than the fixed buffer are cut, never overflow, and
+         * stay NUL-terminated. */
+        _cleanup_free_ char *longs = filled(5000, 'a');
+        nsr_error e = { 0 };
+        nsr_error_set(&e, ENOENT, "%s", longs);
+        ck_assert_uint_eq(strlen(e.msg), NSR_ERROR_MSG_MAX - 1);
+
+        /* a long prefix on a long message */
+        _cleanup_free_ char *longp = filled(3000, 'p');
+        nsr_error_prefix(&e, "%s", longp);
+        ck_assert_uint_eq(strlen(e.msg), NSR_ERROR_MSG_MAX - 1);
+        for (size_t i = 0; i < NSR_ERROR_MSG_MAX - 1; i++)
+                ck_assert_int_eq(e.msg[i], 'p');
+
+        /* a short prefix keeps ": " and as much of the old text as fits */
+        nsr_error_setx(&e, EINVAL, "%s", longs);
+        nsr_error_prefix(&e, "pre");
+        ck_assert_uint_eq(strlen(e.msg), NSR_ERROR_MSG_MAX - 1);
+        ck_assert(nsr_startswith(e.msg, "pre: aaa"));
+
+        /* a prefix of exactly MSG_MAX - 2 characters leaves room for ":" only */
+        _cleanup_free_ char *p2 = filled(NSR_ERROR_MSG_MAX - 2, 'q');
+        nsr_error_setx(&e, EINVAL, "old");
+        nsr_error_prefix(&e, "%s", p2);
+        ck_assert_uint_eq(strlen(e.msg), NSR_ERROR_MSG_MAX - 1);
+        ck_assert_int_eq(e.msg[NSR_ERROR_MSG_MAX - 2], ':');
+
+        /* format into small buffers */
+        nsr_error_set(&e, ENOENT, "%s", longs);
+        char big[NSR_ERROR_MSG_MAX + 256];
+        nsr_error_format(&e, big, sizeof(big));
+        ck_assert(nsr_endswith(big, "a: No such file or directory"));
+        char small[8];
+        nsr_error_format(&e, small, sizeof(small));
+        ck_assert_str_eq(small, "aaaaaaa");
+        char one[1] = { 'x' };
+        nsr_error_format(&e, one, sizeof(one));
+        ck_assert_int_eq(one[0], '\0');
+}
+END_TEST
+
+START_TEST(test_error_fixed_size) {
+        /* It crosses a pipe as plain bytes. */
+        nsr_error e = { 0 }, f = { 0 };
+        nsr_error_set(&e, EACCES, "Can't mkdir %s", "/x");
+        int p[2];
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        ck_assert_int_eq(nsr_write_all(p[1], &e, sizeof(e)), 0);
+        ck_assert_int_eq(nsr_read_full(p[0], &f, sizeof(f)), (int) sizeof(f));
+        close(p[0]);
+        close(p[1]);
+        ck_assert_int_eq(f.code, EACCES);
+        ck_assert_str_eq(f.msg, "Can't mkdir /x");
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("util");
+        TCase *tc = tcase_create("parse");
+        tcase_add_test(tc, test_parse_int_good);
+        tcase_add_test(tc, test_parse_int_bad);
+        tcase_add_test(tc, test_parse_fd);
+        tcase_add_test(tc, test_parse_u32);
+        tcase_add_test(tc, test_parse_u64);
+        tcase_add_test(tc, test_parse_octal_mode);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("strings");
+        tcase_add_test(tc, test_strv);
+        tcase_add_test(tc, test_strv_cleanup);
+        tcase_add_test(tc, test_startswith_endswith);
+        tcase_add_test(tc, test_path_join);
+        tcase_add_test(tc, test_path_normalize);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("io");
+        tcase_add_test(tc, test_read_all);
+        tcase_add_test(tc, test_read_all_empty);
+        tcase_add_test(tc, test_read_all_limit);
+        tcase_add_test(tc, test_read_all_bad_fd);
+        tcase_add_test(tc, test_read_full_write_all);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("error");
+        tcase_add_test(tc, test_error_set);
+        tcase_add_test(tc, test_error_setx);
+        tcase_add_test(tc, test_error_prefix);
+        tcase_add_test(tc, test_error_truncation);
+        tcase_add_test(tc, test_error_fixed_size);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
 NSR_UNIT_MAIN(suite)
