@@ -157,9 +157,11 @@ static int handle(parser *ps, const nsr_option *o, const char *typed, char *cons
         case NSR_OPT_UNSHARE_ALL:
                 p->unshare_user_try = p->unshare_ipc = p->unshare_pid = true;
                 p->unshare_uts = p->unshare_cgroup_try = p->unshare_net = true;
+                p->share_net = false;
                 return 0;
         case NSR_OPT_SHARE_NET:
                 p->unshare_net = false;
+                p->share_net = true;
                 return 0;
         case NSR_OPT_UNSHARE_USER:
                 p->unshare_user = true;
@@ -175,6 +177,7 @@ static int handle(parser *ps, const nsr_option *o, const char *typed, char *cons
                 return 0;
         case NSR_OPT_UNSHARE_NET:
                 p->unshare_net = true;
+                p->share_net = false;
                 return 0;
         case NSR_OPT_UNSHARE_UTS:
                 p->unshare_uts = true;
@@ -446,6 +449,57 @@ static int handle(parser *ps, const nsr_option *o, const char *typed, char *cons
                 if (!vals[0][0])
                         return nsr_error_setx(err, EINVAL, "--seccomp-policy needs a name or a path");
                 nsr_strv_extend(&p->seccomp_policies, vals[0]);
+                return 0;
+        case NSR_OPT_PROJECT:
+                if (!vals[0][0])
+                        return nsr_error_setx(err, EINVAL, "%s needs a directory", typed);
+                nsr_strv_extend(&p->proj.projects, vals[0]);
+                return 0;
+        case NSR_OPT_HOME: {
+                nsr_home_mode m = nsr_home_mode_from_string(vals[0]);
+                if (m < 0)
+                        return nsr_error_setx(err, EINVAL, "--home takes overlay, ro or hide, not \"%s\"", vals[0]);
+                p->proj.home = m;
+                return 0;
+        }
+        case NSR_OPT_HIDE:
+        case NSR_OPT_RW:
+        case NSR_OPT_RO:
+                if (vals[0][0] != '/' && !nsr_startswith(vals[0], "~/"))
+                        return nsr_error_setx(err, EINVAL, "%s needs an absolute path (or ~/...), not \"%s\"", o->name,
+                                              vals[0]);
+                nsr_strv_extend(o->id == NSR_OPT_HIDE ? &p->proj.hide : o->id == NSR_OPT_RW ? &p->proj.rw : &p->proj.ro,
+                                vals[0]);
+                return 0;
+        case NSR_OPT_KEEP_ENV:
+                nsr_strv_extend(&p->proj.keep_env, vals[0]);
+                return 0;
+        case NSR_OPT_ALLOW_NESTED:
+                p->proj.allow_nested = true;
+                return 0;
+        case NSR_OPT_STATE_DIR:
+                if (!vals[0][0])
+                        return nsr_error_setx(err, EINVAL, "--state-dir needs a directory");
+                free(p->proj.state_dir);
+                p->proj.state_dir = nsr_strdup(vals[0]);
+                return 0;
+        case NSR_OPT_REPORT:
+                free(p->proj.report_file);
+                p->proj.report_file = nsr_strdup(vals[0]);
+                return 0;
+        case NSR_OPT_REPORT_FD:
+                return parse_fd_arg(vals[0], &p->proj.report_fd, err);
+        case NSR_OPT_DISCARD:
+                p->proj.discard = true;
+                return 0;
+        case NSR_OPT_KEEP:
+                p->proj.keep = true;
+                return 0;
+        case NSR_OPT_QUIET:
+                p->proj.quiet = true;
+                return 0;
+        case NSR_OPT_VERBOSE:
+                p->proj.verbose = true;
                 return 0;
         case _NSR_OPT_MAX:
         case _NSR_OPT_INVALID:

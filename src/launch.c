@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 
 #include "caps.h"
+#include "landlock.h"
 #include "launch.h"
 #include "mount.h"
 #include "netns.h"
@@ -44,6 +45,7 @@ typedef struct launch {
         uint64_t caps_keep;
         bool caps_touch;
         bool caps_bounding;     /* also cut the bounding set (user namespaces) */
+        bool landlock_scope;    /* asked for and available (ABI >= 6) */
         char *host_tty;
         char *old_cwd;
         uid_t real_uid;
@@ -74,11 +76,13 @@ static int write_proc(int procfd, const char *file, const char *data) {
         return nsr_write_all(fd, data, strlen(data));
 }
 
-static int write_id_maps(int procfd, uid_t inside_uid, uid_t outside_uid, gid_t inside_gid, gid_t outside_gid, bool deny_setgroups,
-                         nsr_error *err) {
+/* count is 1 for the usual single mapping; project mode maps real root's
+ * whole range so overlay copy-up works for files of every owner. */
+static int write_id_maps(int procfd, uid_t inside_uid, uid_t outside_uid, gid_t inside_gid, gid_t outside_gid,
+                         bool deny_setgroups, unsigned count, nsr_error *err) {
         char buf[64];
         int r;
-        snprintf(buf, sizeof(buf), "%u %u 1\n", (unsigned) inside_uid, (unsigned) outside_uid);
+        snprintf(buf, sizeof(buf), "%u %u %u\n", (unsigned) inside_uid, (unsigned) outside_uid, count);
         r = write_proc(procfd, "self/uid_map", buf);
         if (r < 0)
                 return nsr_error_set(err, -r, "setting up uid map");
@@ -87,7 +91,7 @@ static int write_id_maps(int procfd, uid_t inside_uid, uid_t outside_uid, gid_t 
                 if (r < 0 && r != -ENOENT)
                         return nsr_error_set(err, -r, "error writing to setgroups");
         }
-        snprintf(buf, sizeof(buf), "%u %u 1\n", (unsigned) inside_gid, (unsigned) outside_gid);
+        snprintf(buf, sizeof(buf), "%u %u %u\n", (unsigned) inside_gid, (unsigned) outside_gid, count);
         r = write_proc(procfd, "self/gid_map", buf);
         if (r < 0)
                 return nsr_error_set(err, -r, "setting up gid map");
@@ -326,7 +330,10 @@ _noreturn_ static void child_main(launch *l) {
         uid_t ns_uid = p->needs_devpts ? 0 : p->uid;
         gid_t ns_gid = p->needs_devpts ? 0 : p->gid;
         if (p->unshare_user && p->userns_block_fd == -1) {
-                r = write_id_maps(procfd, ns_uid, l->real_uid, ns_gid, l->real_gid, true, &e);
+                if (p->map_all_ids && l->real_uid == 0)
+                        r = write_id_maps(procfd, 0, 0, 0, 0, false, UINT32_MAX, &e);
+                else
+                        r = write_id_maps(procfd, ns_uid, l->real_uid, ns_gid, l->real_gid, true, 1, &e);
                 if (r < 0)
                         child_fail(l, &e);
         } else {
@@ -356,7 +363,7 @@ _noreturn_ static void child_main(launch *l) {
                 }
                 if (unshare(CLONE_NEWUSER) < 0)
                         child_fail(l, (nsr_error_set(&e, errno, "unshare user ns"), &e));
-                if (write_id_maps(procfd, p->uid, ns_uid, p->gid, ns_gid, false, &e) < 0)
+                if (write_id_maps(procfd, p->uid, ns_uid, p->gid, ns_gid, false, 1, &e) < 0)
                         child_fail(l, &e);
         }
         if (p->disable_userns || p->assert_userns_disabled) {
@@ -412,6 +419,8 @@ _noreturn_ static void child_main(launch *l) {
                 child_fail(l, &e);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 child_fail(l, (nsr_error_set(&e, errno, "prctl(PR_SET_NO_NEW_PRIVS) failed"), &e));
+        if (l->landlock_scope && nsr_landlock_scope(&e) < 0)
+                child_fail(l, &e);
         if (l->raised_nofile)
                 (void) setrlimit(RLIMIT_NOFILE, &l->old_nofile);
         if (load_seccomp(l, &e) < 0)
@@ -670,6 +679,7 @@ static int prepare(launch *l, nsr_error *err) {
         bool edited = nsr_plan_caps(p, start, nsr_caps_all(), &l->caps_keep);
         l->caps_touch = l->real_uid != 0 || edited;
         l->caps_bounding = p->unshare_user || p->userns_fd != -1;
+        l->landlock_scope = p->landlock_scope && nsr_landlock_abi() >= 6;
 
         if (isatty(STDOUT_FILENO)) {
                 const char *t = ttyname(STDOUT_FILENO);

@@ -385,6 +385,16 @@ static int prepare_sources(builder *b, nsr_error *err) {
                                 pr->lower_fds[k] = fd;
                                 pr->lower_real[k] = fd_real_path(fd);
                         }
+                        if (op->flags & NSR_OPF_VERIFY) {
+                                /* Project mode resolved this dir before it
+                                 * created anything; if the path now leads
+                                 * elsewhere, something swapped it. */
+                                struct stat st;
+                                if (n == 0 || fstat(pr->lower_fds[0], &st) < 0 || st.st_dev != op->verify_dev ||
+                                    st.st_ino != op->verify_ino)
+                                        return nsr_error_setx(err, ESTALE, "%s changed while the sandbox was being built",
+                                                              op->dest);
+                        }
                         if (op->type == NSR_OP_OVERLAY) {
                                 pr->upper_fd = open_source(op->source, err);
                                 if (pr->upper_fd < 0)

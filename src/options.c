@@ -124,6 +124,32 @@ const nsr_option nsr_options[_NSR_OPT_MAX] = {
                                      "Write the equivalent bwrap argv, NUL-separated, to FD, then run", N, NULL },
         [NSR_OPT_SECCOMP_POLICY] = { "--seccomp-policy", NULL, NSR_OPT_SECCOMP_POLICY, 1, "NAME|PATH",
                                      "Apply a seccomp policy file (repeatable; filters stack)", N, NULL },
+        [NSR_OPT_PROJECT] = { "--project", "-p", NSR_OPT_PROJECT, 1, "DIR",
+                              "Project mode: run on DIR through an overlay, then report and apply\n"
+                              "the changes (repeatable)", N, NULL },
+        [NSR_OPT_HOME] = { "--home", NULL, NSR_OPT_HOME, 1, "overlay|ro|hide",
+                           "Project mode: home writable but thrown away (default), read-only,\n"
+                           "or an empty tmpfs", N, NULL },
+        [NSR_OPT_HIDE] = { "--hide", NULL, NSR_OPT_HIDE, 1, "PATH", "Project mode: hide PATH too (repeatable)", N, NULL },
+        [NSR_OPT_RW] = { "--rw", NULL, NSR_OPT_RW, 1, "PATH",
+                         "Project mode: bind PATH writable and live, outside the transaction", N, NULL },
+        [NSR_OPT_RO] = { "--ro", NULL, NSR_OPT_RO, 1, "PATH", "Project mode: bind PATH read-only", N, NULL },
+        [NSR_OPT_KEEP_ENV] = { "--keep-env", NULL, NSR_OPT_KEEP_ENV, 1, "NAME",
+                               "Project mode: keep variable NAME although it looks secret", N, NULL },
+        [NSR_OPT_ALLOW_NESTED] = { "--allow-nested", NULL, NSR_OPT_ALLOW_NESTED, 0, NULL,
+                                   "Project mode: let the command build its own sandbox (default-nested policy)", N, NULL },
+        [NSR_OPT_STATE_DIR] = { "--state-dir", NULL, NSR_OPT_STATE_DIR, 1, "DIR",
+                                "Project mode: where runs, layers and backups live", N, NULL },
+        [NSR_OPT_REPORT] = { "--report", NULL, NSR_OPT_REPORT, 1, "FILE", "Project mode: write the JSON report to FILE", N, NULL },
+        [NSR_OPT_REPORT_FD] = { "--report-fd", NULL, NSR_OPT_REPORT_FD, 1, "FD",
+                                "Project mode: write the JSON report to FD", N, NULL },
+        [NSR_OPT_DISCARD] = { "--discard", NULL, NSR_OPT_DISCARD, 0, NULL,
+                              "Project mode: report the changes but apply nothing", N, NULL },
+        [NSR_OPT_KEEP] = { "--keep", NULL, NSR_OPT_KEEP, 0, NULL,
+                           "Project mode: keep the run for review instead of applying it", N, NULL },
+        [NSR_OPT_QUIET] = { "--quiet", "-q", NSR_OPT_QUIET, 0, NULL, "Project mode: no summary on stderr", N, NULL },
+        [NSR_OPT_VERBOSE] = { "--verbose", "-v", NSR_OPT_VERBOSE, 0, NULL,
+                              "Project mode: list every change on stderr", N, NULL },
 };
 
 #undef B

@@ -12,6 +12,7 @@ nsr_plan *nsr_plan_new(void) {
         p->userns_fd = p->userns2_fd = p->pidns_fd = -1;
         p->info_fd = p->json_status_fd = p->block_fd = p->userns_block_fd = p->sync_fd = -1;
         p->trace_bwrap_fd = -1;
+        p->proj.report_fd = -1;
         return p;
 }
 
@@ -42,6 +43,13 @@ nsr_plan *nsr_plan_free(nsr_plan *p) {
         free(p->file_label);
         nsr_strv_free(p->argv);
         nsr_strv_free(p->warnings);
+        nsr_strv_free(p->proj.projects);
+        nsr_strv_free(p->proj.hide);
+        nsr_strv_free(p->proj.rw);
+        nsr_strv_free(p->proj.ro);
+        nsr_strv_free(p->proj.keep_env);
+        free(p->proj.state_dir);
+        free(p->proj.report_file);
         free(p);
         return NULL;
 }
@@ -155,6 +163,118 @@ mode_t nsr_op_perms(const nsr_op *op) {
         /* Ops without --perms: bwrap's internal value is 0, which makes
          * their missing parents 0700. */
         return 0;
+}
+
+static const char *const home_modes[_NSR_HOME_MODE_MAX] = {
+        [NSR_HOME_OVERLAY] = "overlay",
+        [NSR_HOME_RO] = "ro",
+        [NSR_HOME_HIDE] = "hide",
+};
+
+const char *nsr_home_mode_to_string(nsr_home_mode m) {
+        if (m < 0 || m >= _NSR_HOME_MODE_MAX)
+                return NULL;
+        return home_modes[m];
+}
+
+nsr_home_mode nsr_home_mode_from_string(const char *s) {
+        for (int i = 0; i < _NSR_HOME_MODE_MAX; i++)
+                if (streq(home_modes[i], s))
+                        return (nsr_home_mode) i;
+        return _NSR_HOME_MODE_INVALID;
+}
+
+#define MOVE_ARRAY(dst, ndst, src, nsrc, type)                                 \
+        do {                                                                   \
+                (dst) = nsr_realloc_array((dst), (ndst) + (nsrc) + 1, sizeof(type)); \
+                for (size_t _i = 0; _i < (nsrc); _i++)                          \
+                        (dst)[(ndst)++] = (src)[_i];                           \
+                free(src);                                                     \
+                (src) = NULL;                                                  \
+                (nsrc) = 0;                                                    \
+        } while (0)
+
+static void move_strv(char ***dst, char ***src) {
+        for (size_t i = 0; *src && (*src)[i]; i++)
+                nsr_strv_push(dst, (*src)[i]);
+        free(*src);
+        *src = NULL;
+}
+
+#define TAKE_SCALAR_FD(field)                                                  \
+        do {                                                                   \
+                if (u->field != -1)                                            \
+                        p->field = u->field;                                   \
+        } while (0)
+
+#define TAKE_SCALAR_STR(field)                                                 \
+        do {                                                                   \
+                if (u->field) {                                                \
+                        free(p->field);                                        \
+                        p->field = TAKE_PTR(u->field);                         \
+                }                                                              \
+        } while (0)
+
+void nsr_plan_append(nsr_plan *p, nsr_plan *u) {
+        MOVE_ARRAY(p->ops, p->n_ops, u->ops, u->n_ops, nsr_op);
+        MOVE_ARRAY(p->env, p->n_env, u->env, u->n_env, nsr_env_edit);
+        MOVE_ARRAY(p->caps, p->n_caps, u->caps, u->n_caps, nsr_cap_edit);
+        if (u->n_seccomp) {
+                for (size_t i = 0; i < p->n_seccomp; i++)
+                        free(p->seccomp[i].data);
+                free(p->seccomp);
+                p->seccomp = TAKE_PTR(u->seccomp);
+                p->n_seccomp = u->n_seccomp;
+                u->n_seccomp = 0;
+        }
+        /* The user's own policies replace the profile's. */
+        if (u->seccomp_policies) {
+                nsr_strv_free(p->seccomp_policies);
+                p->seccomp_policies = TAKE_PTR(u->seccomp_policies);
+        }
+        move_strv(&p->lock_files, &u->lock_files);
+        move_strv(&p->warnings, &u->warnings);
+
+        p->unshare_user |= u->unshare_user;
+        p->unshare_user_try |= u->unshare_user_try;
+        p->unshare_ipc |= u->unshare_ipc;
+        p->unshare_pid |= u->unshare_pid;
+        p->unshare_net = u->share_net ? false : (p->unshare_net || u->unshare_net);
+        p->unshare_uts |= u->unshare_uts;
+        p->unshare_cgroup |= u->unshare_cgroup;
+        p->unshare_cgroup_try |= u->unshare_cgroup_try;
+        p->disable_userns |= u->disable_userns;
+        p->assert_userns_disabled |= u->assert_userns_disabled;
+        p->die_with_parent |= u->die_with_parent;
+        p->new_session |= u->new_session;
+        p->as_pid_1 |= u->as_pid_1;
+        p->level_prefix |= u->level_prefix;
+        p->trace_bwrap |= u->trace_bwrap;
+        TAKE_SCALAR_FD(userns_fd);
+        TAKE_SCALAR_FD(userns2_fd);
+        TAKE_SCALAR_FD(pidns_fd);
+        TAKE_SCALAR_FD(info_fd);
+        TAKE_SCALAR_FD(json_status_fd);
+        TAKE_SCALAR_FD(block_fd);
+        TAKE_SCALAR_FD(userns_block_fd);
+        TAKE_SCALAR_FD(sync_fd);
+        TAKE_SCALAR_FD(trace_bwrap_fd);
+        TAKE_SCALAR_STR(chdir);
+        TAKE_SCALAR_STR(argv0);
+        TAKE_SCALAR_STR(exec_label);
+        TAKE_SCALAR_STR(file_label);
+        if (u->has_uid) {
+                p->uid = u->uid;
+                p->has_uid = true;
+        }
+        if (u->has_gid) {
+                p->gid = u->gid;
+                p->has_gid = true;
+        }
+        if (u->argv) {
+                nsr_strv_free(p->argv);
+                p->argv = TAKE_PTR(u->argv);
+        }
 }
 
 static bool file_starts_with(const char *path, const char *prefix, bool exact) {

@@ -39,6 +39,7 @@ typedef enum nsr_op_type {
 
 typedef enum nsr_op_flags {
         NSR_OPF_TRY = 1 << 0,        /* a missing source skips the op */
+        NSR_OPF_VERIFY = 1 << 1,     /* the first source must still be verify_dev/verify_ino */
 } nsr_op_flags;
 
 /* Sentinel for "no --perms given". bwrap creates missing parents of ops
@@ -56,6 +57,8 @@ typedef struct nsr_op {
         int fd;                /* BIND_FD, FILE, BIND_DATA: the caller's fd */
         mode_t perms;          /* --perms, or NSR_PERMS_UNSET; CHMOD's mode */
         uint64_t size;         /* --size for TMPFS, 0 = kernel default */
+        dev_t verify_dev;      /* NSR_OPF_VERIFY: project mode resolved the */
+        ino_t verify_ino;      /* path once; the mount must get that dir */
 } nsr_op;
 
 typedef enum nsr_env_action {
@@ -91,6 +94,25 @@ typedef struct nsr_seccomp_prog {
         char *data;            /* NSR_SECCOMP_DATA: the BPF bytes */
         size_t len;
 } nsr_seccomp_prog;
+
+typedef enum nsr_home_mode {
+        NSR_HOME_OVERLAY,      /* visible, writes go to a throwaway layer */
+        NSR_HOME_RO,           /* read-only, like the rest of the host */
+        NSR_HOME_HIDE,         /* an empty tmpfs holding only the projects */
+        _NSR_HOME_MODE_MAX,
+        _NSR_HOME_MODE_INVALID = -EINVAL,
+} nsr_home_mode;
+
+/* Project mode settings (nsrun only). */
+typedef struct nsr_project_opts {
+        char **projects;       /* as given on the command line */
+        nsr_home_mode home;
+        char **hide, **rw, **ro, **keep_env;
+        char *state_dir;
+        char *report_file;
+        int report_fd;         /* -1 when unset */
+        bool allow_nested, discard, keep, quiet, verbose;
+} nsr_project_opts;
 
 /* Namespace bits, in the order bwrap reports them. */
 typedef enum nsr_ns {
@@ -142,6 +164,15 @@ typedef struct nsr_plan {
         /* nsrun only */
         bool trace_bwrap;
         int trace_bwrap_fd;
+        nsr_project_opts proj;
+        /* --share-net came after the last --unshare-net/--unshare-all:
+         * project mode's own --unshare-net must then give way. */
+        bool share_net;
+        /* Map the caller's whole id range (project mode, real root), so
+         * that overlay copy-up works for files of every owner. */
+        bool map_all_ids;
+        /* Scope abstract unix sockets and signals with Landlock (ABI 6). */
+        bool landlock_scope;
 
         /* warnings met while parsing, printed by main in order */
         char **warnings;
@@ -174,6 +205,13 @@ const char *nsr_op_type_to_string(nsr_op_type t);
 mode_t nsr_op_perms(const nsr_op *op);
 /* Whether an op takes --perms / --size. */
 bool nsr_op_type_takes_perms(nsr_op_type t);
+
+/* Appends u's ops, edits and settings to p, as if u's words had been
+ * written after p's on one command line (used to put the user's own bwrap
+ * options after the project-mode profile). u is left empty. */
+void nsr_plan_append(nsr_plan *p, nsr_plan *u);
+const char *nsr_home_mode_to_string(nsr_home_mode m);
+nsr_home_mode nsr_home_mode_from_string(const char *s);
 
 /* Fills the caller description from the running process. */
 void nsr_caller_detect(nsr_caller *ret);

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Applying a change set to the live project as one transaction, and
+ * undoing it later.
+ *
+ * Layout (inside the run dir, see state.h):
+ *   journal            the apply journal of this run
+ *   backup/pN/PATH     the project's original of every path the apply
+ *                      replaced or deleted (project N of the run)
+ *   applied/pN         fingerprints of the paths the apply wrote
+ *   conflict/pN/PATH   the sandbox's version of paths that conflicted
+ *
+ * The apply:
+ *   1. The caller holds the project lock (state.c).
+ *   2. Conflicts are found first: a live path whose ctime is at or after
+ *      the run's start, or that appeared or disappeared since the run
+ *      captured it (nsr_change.old), is never overwritten; the sandbox's
+ *      version is moved to conflict/pN/PATH and reported. The other
+ *      changes still apply.
+ *   3. The journal lists every step and is made durable before anything
+ *      in the project changes.
+ *   4. Each step first moves the live original into backup/pN/PATH, then
+ *      moves the new version in (rename(2) when the run dir shares the
+ *      project's file system, O(1); a copy otherwise, written to a
+ *      temporary name beside the target and renamed into place).
+ *   5. One syncfs() of the project (and of the run dir), then the journal
+ *      is marked done.
+ *   Any failure (ENOSPC included) rolls the whole apply back. A crash at
+ *   any point leaves each file either old or new; nsr_commit_recover()
+ *   rolls an unfinished journal back as a whole.
+ *
+ * New entries lose setuid and setgid bits, security.capability and
+ * user.overlay.* xattrs; modes and mtimes are kept. Every path inside the
+ * project is opened with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)
+ * from the project's dir fd, so no symlink can lead the apply outside. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "changeset.h"
+#include "error.h"
+
+typedef struct nsr_commit_conflict {
+        char *path;      /* relative to the project root */
+        char *reason;    /* "changed on the host during the run", ... */
+        char *kept_at;   /* absolute path of the sandbox's version */
+} nsr_commit_conflict;
+
+typedef struct nsr_commit_result {
+        size_t applied;              /* changes applied */
+        nsr_commit_conflict *conflicts;
+        size_t n_conflicts;
+} nsr_commit_result;
+
+void nsr_commit_result_done(nsr_commit_result *r);
+
+typedef struct nsr_commit_opts {
+        int project_fd;              /* O_PATH|O_DIRECTORY fd of the live project */
+        const char *project_path;    /* for messages and kept_at paths */
+        int upper_fd;                /* the project's overlay upper dir (the new versions) */
+        int run_fd;                  /* the run dir */
+        const char *run_path;        /* the run dir's absolute path, for kept_at */
+        unsigned project_index;      /* N in pN */
+        struct timespec run_start;   /* CLOCK_REALTIME_COARSE, taken before the overlay was mounted */
+} nsr_commit_opts;
+
+/* Applies cs (sorted, protected paths already removed). Returns 0 when
+ * every change applied or conflicted; a negative errno, with everything
+ * rolled back, when the apply failed. */
+int nsr_commit_apply(const nsr_changeset *cs, const nsr_commit_opts *o, nsr_commit_result *ret, nsr_error *err);
+
+/* Finishes or rolls back, as a whole, every unfinished journal of runs that
+ * touched project_path. Call with the project lock held, before anything
+ * else touches the project. *ret_recovered counts the journals handled
+ * (main.c says so on stderr). */
+int nsr_commit_recover(int statefd, const char *project_path, int project_fd, size_t *ret_recovered, nsr_error *err);
+
+typedef struct nsr_undo_opts {
+        int project_fd;
+        const char *project_path;
+        int run_fd;                 /* the run being undone */
+        unsigned project_index;
+        int undo_run_fd;            /* a new run dir that journals and backs up the undo */
+        bool force;                 /* also restore paths changed since the apply */
+} nsr_undo_opts;
+
+typedef struct nsr_undo_result {
+        size_t restored;
+        char **refused;             /* paths changed since the apply (not restored without force) */
+} nsr_undo_result;
+
+void nsr_undo_result_done(nsr_undo_result *r);
+
+/* Restores what the run's apply replaced or deleted, from its backups, and
+ * removes what it created. Journaled and backed up like an apply, so an
+ * undo can itself be undone. */
+int nsr_commit_undo(const nsr_undo_opts *o, nsr_undo_result *ret, nsr_error *err);

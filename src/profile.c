@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <ctype.h>
+#include <fnmatch.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "profile.h"
+
+#define MAX_LIST_ENTRIES 4096
+
+static const char *env_get(char *const *env, const char *name, size_t len) {
+        for (size_t i = 0; env && env[i]; i++)
+                if (strncmp(env[i], name, len) == 0 && env[i][len] == '=')
+                        return env[i] + len + 1;
+        return NULL;
+}
+
+char *nsr_profile_expand(const char *line, const char *home, char *const *env) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f)
+                return NULL;
+        const char *s = line;
+        bool ok = true;
+        if (s[0] == '~' && (s[1] == '/' || s[1] == '\0')) {
+                if (!home || home[0] != '/')
+                        ok = false;
+                else
+                        fputs(home, f);
+                s++;
+        }
+        while (ok && *s) {
+                if (*s != '$') {
+                        fputc(*s++, f);
+                        continue;
+                }
+                s++;
+                bool brace = *s == '{';
+                if (brace)
+                        s++;
+                const char *start = s;
+                while (isalnum((unsigned char) *s) || *s == '_')
+                        s++;
+                size_t n = (size_t) (s - start);
+                if (brace) {
+                        if (*s != '}') {
+                                ok = false;
+                                break;
+                        }
+                        s++;
+                }
+                const char *v = n ? env_get(env, start, n) : NULL;
+                if (!v) {
+                        ok = false;
+                        break;
+                }
+                fputs(v, f);
+        }
+        fclose(f);
+        if (!ok) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
+int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f)
+                return nsr_error_set(err, errno, "cannot read the profile file %s", path);
+        char **list = nsr_malloc0(sizeof(char *));
+        char line[PATH_MAX + 64];
+        size_t n = 0;
+        while (fgets(line, sizeof(line), f)) {
+                char *s = line;
+                while (isspace((unsigned char) *s))
+                        s++;
+                char *e = s + strlen(s);
+                while (e > s && isspace((unsigned char) e[-1]))
+                        *--e = '\0';
+                if (!*s || *s == '#')
+                        continue;
+                if (++n > MAX_LIST_ENTRIES) {
+                        nsr_strv_free(list);
+                        return nsr_error_setx(err, E2BIG, "%s: more than %d entries", path, MAX_LIST_ENTRIES);
+                }
+                nsr_strv_extend(&list, s);
+        }
+        *ret = list;
+        return 0;
+}
+
+bool nsr_profile_env_denied(const char *name, char *const *patterns) {
+        for (size_t i = 0; patterns && patterns[i]; i++)
+                if (fnmatch(patterns[i], name, FNM_CASEFOLD) == 0)
+                        return true;
+        return false;
+}
+
+static bool under(const char *path, const char *dir) {
+        size_t l = strlen(dir);
+        if (l == 1 && dir[0] == '/')
+                return true;
+        return strncmp(path, dir, l) == 0 && (path[l] == '/' || path[l] == '\0');
+}
+
+bool nsr_profile_is_protected(const char *rel, bool git_is_file) {
+        if (streq(rel, ".git"))
+                return git_is_file;
+        if (!nsr_startswith(rel, ".git/"))
+                return false;
+        const char *r = rel + 5;
+        if (under(r, "hooks") || streq(r, "config") || streq(r, "config.worktree") || under(r, "worktrees"))
+                return true;
+        if (nsr_startswith(r, "modules/")) {
+                const char *m = strchr(r + 8, '/');
+                if (!m)
+                        return false;
+                m++;
+                return under(m, "hooks") || streq(m, "config");
+        }
+        return false;
+}
+
+/* ---- building the plan ------------------------------------------------ */
+
+typedef struct builder {
+        nsr_plan *p;
+        const nsr_profile_ctx *ctx;
+        char **hidden;        /* dirs already covered, so their insides are skipped */
+} builder;
+
+static nsr_op *op2(builder *b, nsr_op_type t, const char *src, const char *dest) {
+        nsr_op *op = nsr_plan_add_op(b->p, t);
+        op->source = src ? nsr_strdup(src) : NULL;
+        op->dest = dest ? nsr_strdup(dest) : NULL;
+        return op;
+}
+
+static bool covered(builder *b, const char *path) {
+        for (size_t i = 0; b->hidden && b->hidden[i]; i++)
+                if (under(path, b->hidden[i]))
+                        return true;
+        return false;
+}
+
+/* An empty read-only tmpfs over a dir, /dev/null over anything else. */
+static void hide(builder *b, const char *path) {
+        struct stat st;
+        if (covered(b, path) || stat(path, &st) < 0)
+                return;
+        if (S_ISDIR(st.st_mode)) {
+                op2(b, NSR_OP_TMPFS, NULL, path)->perms = 0755;
+                op2(b, NSR_OP_REMOUNT_RO, NULL, path);
+                nsr_strv_extend(&b->hidden, path);
+        } else
+                op2(b, NSR_OP_RO_BIND, "/dev/null", path);
+}
+
+static void hide_pattern(builder *b, const char *pattern) {
+        glob_t g;
+        if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
+                return;
+        for (size_t i = 0; i < g.gl_pathc; i++)
+                hide(b, g.gl_pathv[i]);
+        globfree(&g);
+}
+
+static int add_hidden(builder *b, nsr_error *err) {
+        const nsr_profile_ctx *c = b->ctx;
+        _cleanup_free_ char *file = nsr_asprintf("%s/profiles/hide.list", c->datadir);
+        _cleanup_strv_free_ char **list = NULL;
+        int r = nsr_profile_read_list(file, &list, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; list[i]; i++) {
+                _cleanup_free_ char *x = nsr_profile_expand(list[i], c->home, c->env);
+                if (x && x[0] == '/')
+                        hide_pattern(b, x);
+        }
+        for (size_t i = 0; b->p->proj.hide && b->p->proj.hide[i]; i++) {
+                _cleanup_free_ char *x = nsr_profile_expand(b->p->proj.hide[i], c->home, c->env);
+                if (!x)
+                        return nsr_error_setx(err, EINVAL, "--hide %s: cannot expand it", b->p->proj.hide[i]);
+                hide_pattern(b, x);
+        }
+        return 0;
+}
+
+/* With the network shared, DNS needs /etc/resolv.conf, which on many
+ * systems links into /run (systemd-resolved, NetworkManager). Bind the
+ * target file (never its dir: resolved keeps a socket beside it) back into
+ * the hidden /run. */
+static void keep_resolv_conf(builder *b) {
+        char target[PATH_MAX];
+        if (!realpath("/etc/resolv.conf", target))
+                return;
+        if (under(target, "/run") || under(target, "/var/run"))
+                op2(b, NSR_OP_RO_BIND, target, target)->flags |= NSR_OPF_TRY;
+}
+
+static const char *runtime_dir(const nsr_profile_ctx *c, char *buf, size_t len) {
+        const char *x = env_get(c->env, "XDG_RUNTIME_DIR", strlen("XDG_RUNTIME_DIR"));
+        if (x && x[0] == '/' && !streq(x, "/"))
+                return x;
+        snprintf(buf, len, "/run/user/%u", (unsigned) c->uid);
+        return buf;
+}
+
+static void add_env(builder *b, nsr_error *err) {
+        const nsr_profile_ctx *c = b->ctx;
+        _cleanup_free_ char *file = nsr_asprintf("%s/profiles/env-deny.list", c->datadir);
+        _cleanup_strv_free_ char **deny = NULL;
+        if (nsr_profile_read_list(file, &deny, err) < 0)
+                deny = NULL; /* reported by the caller through err */
+        for (size_t i = 0; c->env && c->env[i]; i++) {
+                const char *eq = strchr(c->env[i], '=');
+                if (!eq)
+                        continue;
+                _cleanup_free_ char *name = nsr_strndup(c->env[i], (size_t) (eq - c->env[i]));
+                if (!*name || nsr_strv_contains(b->p->proj.keep_env, name))
+                        continue;
+                if (nsr_profile_env_denied(name, deny))
+                        nsr_plan_add_env(b->p, NSR_ENV_UNSET, name, NULL);
+        }
+        nsr_plan_add_env(b->p, NSR_ENV_SET, "NSRUN", "1");
+}
+
+static void protect_git(builder *b, const char *project) {
+        _cleanup_free_ char *git = nsr_path_join(project, ".git");
+        struct stat st;
+        if (lstat(git, &st) < 0)
+                return;
+        if (S_ISREG(st.st_mode)) {
+                op2(b, NSR_OP_RO_BIND, git, git);
+                return;
+        }
+        if (!S_ISDIR(st.st_mode))
+                return;
+        static const char *const fixed[] = { "hooks", "config", "config.worktree" };
+        for (size_t i = 0; i < ELEMENTSOF(fixed); i++) {
+                _cleanup_free_ char *p = nsr_path_join(git, fixed[i]);
+                if (lstat(p, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+                        op2(b, NSR_OP_RO_BIND, p, p);
+        }
+        static const char *const globs[] = { "modules/*/hooks", "modules/*/config", "worktrees" };
+        for (size_t i = 0; i < ELEMENTSOF(globs); i++) {
+                _cleanup_free_ char *pat = nsr_path_join(git, globs[i]);
+                glob_t g;
+                if (glob(pat, GLOB_NOSORT, NULL, &g) != 0)
+                        continue;
+                for (size_t k = 0; k < g.gl_pathc; k++)
+                        if (lstat(g.gl_pathv[k], &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+                                op2(b, NSR_OP_RO_BIND, g.gl_pathv[k], g.gl_pathv[k]);
+                globfree(&g);
+        }
+}
+
+static void builder_done(builder *b) {
+        nsr_strv_free(b->hidden);
+}
+
+int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, nsr_error *err) {
+        _cleanup_(nsr_plan_freep) nsr_plan *p = nsr_plan_new();
+        _cleanup_(builder_done) builder b = { .p = p, .ctx = c };
+        int r;
+
+        /* The project options travel with the plan. */
+        p->proj = user->proj;
+        memset(&user->proj, 0, sizeof(user->proj));
+        user->proj.report_fd = -1;
+
+        p->unshare_user = p->unshare_pid = p->unshare_ipc = p->unshare_uts = true;
+        p->unshare_cgroup_try = p->unshare_net = true;
+        p->die_with_parent = p->new_session = true;
+        p->map_all_ids = c->uid == 0;
+        p->landlock_scope = true;
+        if (c->uid == 0) {
+                /* Real root keeps its caps by default; not here. */
+                p->caps = nsr_malloc0(sizeof(nsr_cap_edit));
+                p->caps[0] = (nsr_cap_edit){ .add = false, .cap = -1 };
+                p->n_caps = 1;
+        }
+        nsr_strv_extend(&p->seccomp_policies, p->proj.allow_nested ? "default-nested" : "default");
+
+        /* The host, read-only; fresh /dev, /proc, /tmp and /var/tmp. */
+        op2(&b, NSR_OP_RO_BIND, "/", "/");
+        op2(&b, NSR_OP_DEV, NULL, "/dev");
+        op2(&b, NSR_OP_PROC, NULL, "/proc");
+        op2(&b, NSR_OP_TMPFS, NULL, "/tmp");
+        op2(&b, NSR_OP_TMPFS, NULL, "/var/tmp");
+        nsr_strv_extend(&b.hidden, "/tmp");
+        nsr_strv_extend(&b.hidden, "/var/tmp");
+
+        /* /run holds every host socket (D-Bus, docker.sock, the agents):
+         * an empty read-only tmpfs, with a private runtime dir. */
+        char rtbuf[64];
+        const char *rt = runtime_dir(c, rtbuf, sizeof(rtbuf));
+        op2(&b, NSR_OP_TMPFS, NULL, "/run");
+        struct stat st;
+        if (lstat("/var/run", &st) == 0 && S_ISDIR(st.st_mode)) {
+                op2(&b, NSR_OP_TMPFS, NULL, "/var/run");
+                op2(&b, NSR_OP_REMOUNT_RO, NULL, "/var/run");
+                nsr_strv_extend(&b.hidden, "/var/run");
+        }
+        op2(&b, NSR_OP_TMPFS, NULL, rt)->perms = 0700;
+        if (user->share_net)
+                keep_resolv_conf(&b);
+        op2(&b, NSR_OP_REMOUNT_RO, NULL, "/run");
+        nsr_strv_extend(&b.hidden, "/run");
+        nsr_plan_add_env(p, NSR_ENV_SET, "XDG_RUNTIME_DIR", rt);
+
+        /* The home: a throwaway writable layer by default. */
+        bool home_ok = c->home && c->home[0] == '/' && !streq(c->home, "/") && stat(c->home, &st) == 0 &&
+                       S_ISDIR(st.st_mode);
+        if (home_ok && p->proj.home == NSR_HOME_OVERLAY) {
+                nsr_op *op = op2(&b, NSR_OP_TMP_OVERLAY, NULL, c->home);
+                nsr_strv_extend(&op->overlay_srcs, c->home);
+        } else if (home_ok && p->proj.home == NSR_HOME_HIDE) {
+                op2(&b, NSR_OP_TMPFS, NULL, c->home)->perms = 0700;
+                nsr_strv_extend(&b.hidden, c->home);
+        }
+
+        r = add_hidden(&b, err);
+        if (r < 0)
+                return r;
+        /* The state dir holds other runs' layers and backups. */
+        hide(&b, c->state_dir);
+
+        for (size_t i = 0; i < c->n_projects; i++) {
+                const nsr_profile_project *pr = &c->projects[i];
+                nsr_op *op = op2(&b, NSR_OP_OVERLAY, pr->upper, pr->path);
+                op->workdir = nsr_strdup(pr->work);
+                nsr_strv_extend(&op->overlay_srcs, pr->path);
+                op->flags |= NSR_OPF_VERIFY;
+                op->verify_dev = pr->dev;
+                op->verify_ino = pr->ino;
+                protect_git(&b, pr->path);
+        }
+        for (size_t i = 0; p->proj.ro && p->proj.ro[i]; i++) {
+                _cleanup_free_ char *x = nsr_profile_expand(p->proj.ro[i], c->home, c->env);
+                if (!x)
+                        return nsr_error_setx(err, EINVAL, "--ro %s: cannot expand it", p->proj.ro[i]);
+                op2(&b, NSR_OP_RO_BIND, x, x);
+        }
+        for (size_t i = 0; p->proj.rw && p->proj.rw[i]; i++) {
+                _cleanup_free_ char *x = nsr_profile_expand(p->proj.rw[i], c->home, c->env);
+                if (!x)
+                        return nsr_error_setx(err, EINVAL, "--rw %s: cannot expand it", p->proj.rw[i]);
+                op2(&b, NSR_OP_BIND, x, x);
+        }
+
+        add_env(&b, err);
+        nsr_error_clear(err);
+
+        /* Start where the caller is when that is inside a project. */
+        const char *cwd = c->n_projects ? c->projects[0].path : "/";
+        for (size_t i = 0; c->cwd && i < c->n_projects; i++)
+                if (under(c->cwd, c->projects[i].path))
+                        cwd = c->cwd;
+        p->chdir = nsr_strdup(cwd);
+
+        nsr_plan_append(p, user);
+        *ret = TAKE_PTR(p);
+        return 0;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nsrun's state outside every project: runs, their overlay layers,
+ * journals and backups, and the per-project locks.
+ *
+ *   STATE/runs/RUN/            one dir per run (0700)
+ *       meta                   what the run was: see nsr_run_meta
+ *       p0/upper p0/work ...   the overlay layers of project 0, 1, ...
+ *       backup/p0/...          originals the apply replaced or deleted
+ *       journal                the apply journal (commit.c)
+ *       report.json            the run's report
+ *   STATE/projects/KEY/lock    flock()ed while a run applies to the project
+ *   STATE/projects/KEY/path    the project's absolute path
+ *
+ * Run ids sort by time: 20261125T221530.123Z-3f9a1c. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "error.h"
+
+#define NSR_RUN_ID_MAX 64
+
+/* --state-dir, else $XDG_STATE_HOME/nsrun, else ~/.local/state/nsrun. */
+int nsr_state_dir_resolve(const char *opt, char *const *env, char **ret, nsr_error *err);
+/* Creates the state dir (0700, parents as needed) and opens it. */
+int nsr_state_open(const char *dir, nsr_error *err);
+/* A new run id from the time and random bytes. */
+void nsr_run_id_new(char ret[NSR_RUN_ID_MAX]);
+/* A run id is only ever [0-9A-Za-z.-]; anything else is refused before it
+ * becomes a path. */
+bool nsr_run_id_is_valid(const char *id);
+/* Creates runs/RUN with p0..pN-1/{upper,work}; returns the run dir fd. */
+int nsr_run_create(int statefd, const char *run_id, size_t n_projects, nsr_error *err);
+/* Opens an existing run dir. */
+int nsr_run_open(int statefd, const char *run_id, nsr_error *err);
+/* The stable key of a project path (a hash), as hex. */
+void nsr_project_key(const char *abs_path, char ret[17]);
+/* Takes the project's exclusive lock, waiting for it; returns the fd that
+ * holds it (closing it releases the lock). */
+int nsr_project_lock(int statefd, const char *abs_path, nsr_error *err);
+/* Removes a directory tree below dirfd (no symlink is followed; modes the
+ * sandbox set to 000 are fixed first). */
+int nsr_rm_rf_at(int dirfd, const char *name, nsr_error *err);
