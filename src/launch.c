@@ -509,6 +509,7 @@ static int clone_error(const nsr_plan *p, int e, nsr_error *err) {
 }
 
 static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *err) {
+        nsr_launch_result *res = ret;
         const nsr_plan *p = l->plan;
         sigset_t set;
         nsr_forwarded_sigset(&set);
@@ -572,8 +573,11 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                                                         have_status = true;
                                                 }
                                         }
-                                } else if (!child_gone)
+                                } else if (!child_gone) {
+                                        if (!res->forwarded_signal)
+                                                res->forwarded_signal = (int) si.ssi_signo;
                                         (void) kill(child, (int) si.ssi_signo);
+                                }
                         }
                 }
                 /* An error report is complete, or the command ran and we
@@ -604,6 +608,11 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
         ret->wait_status = status;
         ret->exit_code = nsr_exit_code_from_status(status);
         write_exit_status(p, ret->exit_code);
+        if (l->extra && l->extra->kill_leftovers && !child_gone) {
+                /* SIGKILL to pid 1 takes the whole pid namespace down. */
+                (void) kill(child, SIGKILL);
+                (void) waitpid(child, NULL, 0);
+        }
         return 0;
 }
 
@@ -786,6 +795,7 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
                         return r;
         }
         res->child_pid = child;
+        res->landlock = l->landlock_scope;
         if (p->userns2_fd != -1)
                 (void) setns(p->userns2_fd, CLONE_NEWUSER);
 

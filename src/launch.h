@@ -18,6 +18,8 @@ typedef struct nsr_launch_result {
         int wait_status;   /* the command's raw wait status, when known */
         bool exec_done;    /* the command was executed */
         pid_t child_pid;
+        int forwarded_signal; /* the first signal nsrun got and passed on, or 0 */
+        bool landlock;     /* Landlock scoping was applied */
 } nsr_launch_result;
 
 /* Extra inputs the plan does not carry itself. */
@@ -26,6 +28,10 @@ typedef struct nsr_launch_extra {
          * --add-seccomp-fd programs (compiled --seccomp-policy files). */
         const nsr_bpf *bpf;
         size_t n_bpf;
+        /* Once the command's status is known, kill whatever is left in the
+         * sandbox and wait for it (project mode: nothing may write while
+         * nsrun captures and applies). Needs a pid namespace. */
+        bool kill_leftovers;
 } nsr_launch_extra;
 
 /* Runs the plan and waits for the command. Returns 0 when the command ran

@@ -2,6 +2,7 @@
 /* The only place that prints errors and exits. */
 #include "config.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "launch.h"
 #include "options.h"
 #include "plan.h"
+#include "project.h"
 #include "seccomp.h"
 #include "trace.h"
 
@@ -52,8 +54,138 @@ static const struct {
         { "seccomp", nsr_cmd_seccomp },
 };
 
+static int write_report(const nsr_plan *plan, const char *json, nsr_error *err) {
+        if (!json)
+                return 0;
+        size_t len = strlen(json);
+        if (plan->proj.report_file) {
+                _cleanup_close_ int fd = open(plan->proj.report_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                int r = fd < 0 ? -errno : nsr_write_all(fd, json, len);
+                if (r >= 0)
+                        r = nsr_write_all(fd, "\n", 1);
+                if (r < 0)
+                        return nsr_error_set(err, -r, "--report %s", plan->proj.report_file);
+        }
+        if (plan->proj.report_fd != -1) {
+                int r = nsr_write_all(plan->proj.report_fd, json, len);
+                if (r >= 0)
+                        r = nsr_write_all(plan->proj.report_fd, "\n", 1);
+                close(plan->proj.report_fd);
+                if (r < 0)
+                        return nsr_error_set(err, -r, "--report-fd %d", plan->proj.report_fd);
+        }
+        return 0;
+}
+
+static int write_trace(ctx *c, nsr_plan *plan, nsr_error *err) {
+        if (plan->trace_bwrap) {
+                _cleanup_free_ char *line = nsr_trace_shell(plan);
+                fputs(line, stdout);
+                return 1;
+        }
+        if (plan->trace_bwrap_fd != -1) {
+                size_t len = 0;
+                _cleanup_free_ char *nul = nsr_trace_nul(plan, &len);
+                int r = nsr_write_all(plan->trace_bwrap_fd, nul, len);
+                close(plan->trace_bwrap_fd);
+                if (r < 0)
+                        return nsr_error_set(err, -r, "Write to --trace-bwrap-fd");
+        }
+        (void) c;
+        return 0;
+}
+
+/* Project mode: nsrun's own failures exit 125, so callers can tell them
+ * from the command's statuses. */
+static int run_project(ctx *c, nsr_plan *user) {
+        nsr_error err = { 0 };
+        _cleanup_(nsr_project_freep) nsr_project *pj = NULL;
+        if (nsr_project_prepare(user, &pj, &err) < 0) {
+                print_error(c, &err);
+                return NSR_EXIT_FAILURE;
+        }
+        nsr_plan *plan = nsr_project_plan(pj);
+        nsr_caller caller;
+        nsr_caller_detect(&caller);
+        if (nsr_plan_validate(plan, &caller, &err) < 0) {
+                print_error(c, &err);
+                return NSR_EXIT_FAILURE;
+        }
+        if (!plan->argv) {
+                nsr_options_help(stderr, c->prog, c->bwrap_mode);
+                return NSR_EXIT_FAILURE;
+        }
+        int r = write_trace(c, plan, &err);
+        if (r < 0) {
+                print_error(c, &err);
+                return NSR_EXIT_FAILURE;
+        }
+        if (r > 0)
+                return 0;
+
+        nsr_project_outcome o = { 0 };
+        if (nsr_project_run(pj, &o, &err) < 0) {
+                print_error(c, &err);
+                return NSR_EXIT_FAILURE;
+        }
+        for (size_t i = 0; o.messages && o.messages[i]; i++)
+                fprintf(stderr, "%s\n", o.messages[i]);
+        if (!plan->proj.quiet)
+                for (size_t i = 0; o.summary && o.summary[i]; i++)
+                        fprintf(stderr, "%s\n", o.summary[i]);
+        if (o.listing)
+                fputs(o.listing, stderr);
+        int code = o.exit_code;
+        if (write_report(plan, o.report_json, &err) < 0) {
+                print_error(c, &err);
+                code = NSR_EXIT_FAILURE;
+        }
+        nsr_project_outcome_done(&o);
+        return code;
+}
+
+/* Options that only make sense with --project. */
+static const char *project_only_option(const nsr_plan *p) {
+        const nsr_project_opts *o = &p->proj;
+        if (o->home != NSR_HOME_OVERLAY)
+                return "--home";
+        if (o->hide)
+                return "--hide";
+        if (o->rw)
+                return "--rw";
+        if (o->ro)
+                return "--ro";
+        if (o->keep_env)
+                return "--keep-env";
+        if (o->allow_nested)
+                return "--allow-nested";
+        if (o->state_dir)
+                return "--state-dir";
+        if (o->report_file)
+                return "--report";
+        if (o->report_fd != -1)
+                return "--report-fd";
+        if (o->discard)
+                return "--discard";
+        if (o->keep)
+                return "--keep";
+        if (o->quiet)
+                return "--quiet";
+        if (o->verbose)
+                return "--verbose";
+        return NULL;
+}
+
 static int run_plan(ctx *c, nsr_plan *plan) {
         nsr_error err = { 0 };
+        if (plan->proj.projects)
+                return run_project(c, plan);
+        const char *only = project_only_option(plan);
+        if (only) {
+                nsr_error_setx(&err, EINVAL, "%s only works in project mode (--project DIR)", only);
+                print_error(c, &err);
+                return 1;
+        }
         nsr_caller caller;
         nsr_caller_detect(&caller);
         if (nsr_plan_validate(plan, &caller, &err) < 0) {
@@ -64,23 +196,13 @@ static int run_plan(ctx *c, nsr_plan *plan) {
                 nsr_options_help(stderr, c->prog, c->bwrap_mode);
                 return 1;
         }
-
-        if (plan->trace_bwrap) {
-                _cleanup_free_ char *line = nsr_trace_shell(plan);
-                fputs(line, stdout);
+        int tr = write_trace(c, plan, &err);
+        if (tr < 0) {
+                print_error(c, &err);
+                return 1;
+        }
+        if (tr > 0)
                 return 0;
-        }
-        if (plan->trace_bwrap_fd != -1) {
-                size_t len = 0;
-                _cleanup_free_ char *nul = nsr_trace_nul(plan, &len);
-                int r = nsr_write_all(plan->trace_bwrap_fd, nul, len);
-                close(plan->trace_bwrap_fd);
-                if (r < 0) {
-                        nsr_error_set(&err, -r, "Write to --trace-bwrap-fd");
-                        print_error(c, &err);
-                        return 1;
-                }
-        }
 
         /* --seccomp-policy files are compiled (or taken from the cache)
          * here, before anything is created. */

@@ -274,6 +274,17 @@ char **nsr_trace_notes(const nsr_plan *p) {
                 addf(&v, "fd %d: a user namespace to switch to after setup", p->userns2_fd);
         if (p->pidns_fd != -1)
                 addf(&v, "fd %d: a pid namespace to join", p->pidns_fd);
+        for (size_t i = 0; i < p->n_ops; i++)
+                if (p->ops[i].flags & NSR_OPF_VERIFY)
+                        addf(&v, "nsrun-only: %s is resolved once; the overlay fails if it changes before the mount",
+                             p->ops[i].dest);
+        if (p->landlock_scope)
+                addf(&v, "nsrun-only: Landlock scopes abstract unix sockets and signals to the sandbox (ABI 6+)");
+        if (p->map_all_ids)
+                addf(&v, "nsrun-only: the whole uid/gid range is mapped into the user namespace");
+        if (p->proj.projects)
+                addf(&v, "nsrun-only: after the command, the changes in the upper layers are captured, reported and "
+                         "%s", p->proj.discard ? "discarded" : p->proj.keep ? "kept for review" : "committed to the projects as one transaction");
         if (p->seccomp_policies) {
                 char *list = nsr_strdup("");
                 for (size_t i = 0; p->seccomp_policies[i]; i++) {

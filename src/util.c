@@ -285,3 +285,48 @@ char *nsr_path_normalize(const char *p) {
         out[o] = '\0';
         return out;
 }
+
+const char *nsr_datadir(void) {
+        const char *d = getenv("NSRUN_DATADIR");
+        return d && *d ? d : NSR_PKGDATADIR;
+}
+
+char *nsr_hex_encode(const void *data, size_t len) {
+        static const char digits[] = "0123456789abcdef";
+        const unsigned char *s = data;
+        char *out = nsr_malloc0(2 * len + 1);
+        for (size_t i = 0; i < len; i++) {
+                out[2 * i] = digits[s[i] >> 4];
+                out[2 * i + 1] = digits[s[i] & 15];
+        }
+        return out;
+}
+
+static int hexval(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+int nsr_hex_decode(const char *hex, char **ret, size_t *ret_len) {
+        size_t n = strlen(hex);
+        if (n % 2 != 0)
+                return -EINVAL;
+        char *out = nsr_malloc0(n / 2 + 1);
+        for (size_t i = 0; i < n / 2; i++) {
+                int a = hexval(hex[2 * i]), b = hexval(hex[2 * i + 1]);
+                if (a < 0 || b < 0) {
+                        free(out);
+                        return -EINVAL;
+                }
+                out[i] = (char) (a << 4 | b);
+        }
+        *ret = out;
+        if (ret_len)
+                *ret_len = n / 2;
+        return 0;
+}

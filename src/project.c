@@ -1,0 +1,580 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "capture.h"
+#include "commit.h"
+#include "launch.h"
+#include "profile.h"
+#include "project.h"
+#include "report.h"
+#include "seccomp.h"
+
+extern char **environ;
+
+typedef struct project_entry {
+        char *path;            /* realpath */
+        int fd;                /* O_PATH|O_DIRECTORY, opened once */
+        dev_t dev;
+        ino_t ino;
+        char *upper, *work;    /* host paths of its layers */
+        nsr_changeset *changes;
+        nsr_changeset *protected_changes;
+        nsr_commit_result commit;
+        const char *outcome;
+        char **errors;
+} project_entry;
+
+struct nsr_project {
+        nsr_plan *plan;
+        char run_id[NSR_RUN_ID_MAX];
+        char *state_dir;
+        char *run_dir;
+        project_entry *p;
+        size_t n;
+        char **command;
+};
+
+nsr_project *nsr_project_free(nsr_project *pj) {
+        if (!pj)
+                return NULL;
+        nsr_plan_free(pj->plan);
+        for (size_t i = 0; i < pj->n; i++) {
+                project_entry *e = &pj->p[i];
+                free(e->path);
+                safe_close(e->fd);
+                free(e->upper);
+                free(e->work);
+                nsr_changeset_free(e->changes);
+                nsr_changeset_free(e->protected_changes);
+                nsr_commit_result_done(&e->commit);
+                nsr_strv_free(e->errors);
+        }
+        free(pj->p);
+        free(pj->state_dir);
+        free(pj->run_dir);
+        nsr_strv_free(pj->command);
+        free(pj);
+        return NULL;
+}
+
+nsr_plan *nsr_project_plan(nsr_project *pj) {
+        return pj->plan;
+}
+
+void nsr_project_outcome_done(nsr_project_outcome *o) {
+        nsr_strv_free(o->messages);
+        nsr_strv_free(o->summary);
+        free(o->listing);
+        free(o->report_json);
+        *o = (nsr_project_outcome){ 0 };
+}
+
+static bool under(const char *path, const char *dir) {
+        size_t l = strlen(dir);
+        if (l == 1 && dir[0] == '/')
+                return true;
+        return strncmp(path, dir, l) == 0 && (path[l] == '/' || path[l] == '\0');
+}
+
+static const char *env_get(const char *name) {
+        const char *v = getenv(name);
+        return v && *v ? v : NULL;
+}
+
+/* The real path of a dir that may not exist yet: the nearest existing
+ * ancestor, resolved, plus the rest. */
+static char *real_or_planned(const char *path) {
+        char buf[PATH_MAX];
+        if (realpath(path, buf))
+                return nsr_strdup(buf);
+        _cleanup_free_ char *parent = nsr_strdup(path);
+        char *slash = strrchr(parent, '/');
+        if (!slash || slash == parent)
+                return nsr_strdup(path);
+        *slash = '\0';
+        _cleanup_free_ char *rp = real_or_planned(parent);
+        return nsr_path_join(rp, slash + 1);
+}
+
+static int resolve_project(const char *arg, project_entry *e, nsr_error *err) {
+        char buf[PATH_MAX];
+        if (!realpath(arg, buf))
+                return nsr_error_set(err, errno, "project %s", arg);
+        if (streq(buf, "/"))
+                return nsr_error_setx(err, EINVAL, "project %s is the whole host; name a directory", arg);
+        int fd = open(buf, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "project %s", arg);
+        struct stat st;
+        if (fstat(fd, &st) < 0) {
+                close(fd);
+                return nsr_error_set(err, errno, "project %s", arg);
+        }
+        e->path = nsr_strdup(buf);
+        e->fd = fd;
+        e->dev = st.st_dev;
+        e->ino = st.st_ino;
+        return 0;
+}
+
+int nsr_project_prepare(nsr_plan *user, nsr_project **ret, nsr_error *err) {
+        _cleanup_(nsr_project_freep) nsr_project *pj = nsr_malloc0(sizeof(*pj));
+        nsr_project_opts *o = &user->proj;
+        int r;
+
+        if (o->keep && o->discard)
+                return nsr_error_setx(err, EINVAL, "--keep and --discard cannot be combined");
+
+        pj->n = nsr_strv_length(o->projects);
+        pj->p = nsr_malloc0((pj->n + 1) * sizeof(project_entry));
+        for (size_t i = 0; i < pj->n; i++)
+                pj->p[i].fd = -1;
+        for (size_t i = 0; i < pj->n; i++) {
+                r = resolve_project(o->projects[i], &pj->p[i], err);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < pj->n; i++)
+                for (size_t k = i + 1; k < pj->n; k++)
+                        if (under(pj->p[i].path, pj->p[k].path) || under(pj->p[k].path, pj->p[i].path))
+                                return nsr_error_setx(err, EINVAL,
+                                                      "projects %s and %s overlap: one is inside the other",
+                                                      pj->p[i].path, pj->p[k].path);
+
+        _cleanup_free_ char *state = NULL;
+        r = nsr_state_dir_resolve(o->state_dir, environ, &state, err);
+        if (r < 0)
+                return r;
+        pj->state_dir = real_or_planned(state);
+        for (size_t i = 0; i < pj->n; i++) {
+                if (under(pj->state_dir, pj->p[i].path))
+                        return nsr_error_setx(err, EINVAL,
+                                              "the state dir %s is inside the project %s, where the sandbox could "
+                                              "reach it; choose another with --state-dir",
+                                              pj->state_dir, pj->p[i].path);
+                if (under(pj->p[i].path, pj->state_dir))
+                        return nsr_error_setx(err, EINVAL, "the project %s is inside the state dir %s",
+                                              pj->p[i].path, pj->state_dir);
+        }
+
+        nsr_run_id_new(pj->run_id);
+        pj->run_dir = nsr_asprintf("%s/runs/%s", pj->state_dir, pj->run_id);
+        _cleanup_free_ nsr_profile_project *pp = nsr_malloc0((pj->n + 1) * sizeof(nsr_profile_project));
+        for (size_t i = 0; i < pj->n; i++) {
+                pj->p[i].upper = nsr_asprintf("%s/p%zu/upper", pj->run_dir, i);
+                pj->p[i].work = nsr_asprintf("%s/p%zu/work", pj->run_dir, i);
+                pp[i] = (nsr_profile_project){ .path = pj->p[i].path,
+                                               .upper = pj->p[i].upper,
+                                               .work = pj->p[i].work,
+                                               .dev = pj->p[i].dev,
+                                               .ino = pj->p[i].ino };
+        }
+        pj->command = nsr_strv_copy(user->argv);
+
+        _cleanup_free_ char *cwd = getcwd(NULL, 0);
+        nsr_profile_ctx ctx = {
+                .uid = getuid(),
+                .gid = getgid(),
+                .home = env_get("HOME"),
+                .cwd = cwd,
+                .env = environ,
+                .datadir = nsr_datadir(),
+                .state_dir = pj->state_dir,
+                .projects = pp,
+                .n_projects = pj->n,
+        };
+        r = nsr_profile_build(user, &ctx, &pj->plan, err);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(pj);
+        return 0;
+}
+
+/* ---- after the command ------------------------------------------------- */
+
+static void msg(nsr_project_outcome *o, const char *fmt, ...) _printf_(2, 3);
+static void msg(nsr_project_outcome *o, const char *fmt, ...) {
+        va_list ap;
+        char *s = NULL;
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                s = NULL;
+        va_end(ap);
+        if (s)
+                nsr_strv_push(&o->messages, s);
+}
+
+typedef struct protect_ctx {
+        bool git_is_file;
+} protect_ctx;
+
+static bool is_protected(const nsr_change *c, void *userdata) {
+        const protect_ctx *pc = userdata;
+        return nsr_profile_is_protected(c->path, pc->git_is_file);
+}
+
+static int capture_project(project_entry *e, int run_fd, size_t i, nsr_error *err) {
+        char rel[32];
+        snprintf(rel, sizeof(rel), "p%zu/upper", i);
+        _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (upper < 0)
+                return nsr_error_set(err, errno, "%s: cannot open the upper layer", e->path);
+        int r = nsr_capture_scan(upper, e->fd, NULL, &e->changes, err);
+        if (r < 0)
+                return nsr_error_prefix(err, "%s: capturing the changes", e->path);
+        /* .git protection: a .git that is a file (a worktree pointer), or
+         * becomes one, is protected as a whole. */
+        protect_ctx pc = { .git_is_file = false };
+        struct stat st;
+        if (fstatat(e->fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode))
+                pc.git_is_file = true;
+        const nsr_change *g = nsr_changeset_lookup(e->changes, ".git");
+        if (g && g->type != NSR_ENTRY_DIR)
+                pc.git_is_file = true;
+        return nsr_changeset_split(e->changes, is_protected, &pc, &e->protected_changes);
+}
+
+/* Is there, near the top of the project, an entry the caller does not
+ * own? Copy-up of those fails with EOVERFLOW inside a user namespace.
+ * Bounded: called only to explain a failing command. */
+static const char *foreign_owner_hint(int dirfd, uid_t uid, char *buf, size_t len) {
+        int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return NULL;
+        }
+        const char *found = NULL;
+        struct dirent *de;
+        unsigned n = 0;
+        while (!found && (de = readdir(d)) && n++ < 10000) {
+                if (streq(de->d_name, "..") || streq(de->d_name, "."))
+                        continue;
+                struct stat st;
+                if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid != uid) {
+                        snprintf(buf, len, "%s (owned by uid %u)", de->d_name, (unsigned) st.st_uid);
+                        found = buf;
+                }
+        }
+        closedir(d);
+        return found;
+}
+
+static void layers_of(const nsr_plan *p, const nsr_launch_result *lr, char ***ret) {
+        char **v = nsr_malloc0(sizeof(char *));
+        if (p->unshare_user)
+                nsr_strv_extend(&v, "userns");
+        nsr_strv_extend(&v, "mountns");
+        if (p->unshare_pid)
+                nsr_strv_extend(&v, "pidns");
+        if (p->unshare_net)
+                nsr_strv_extend(&v, "netns");
+        if (p->unshare_ipc)
+                nsr_strv_extend(&v, "ipcns");
+        if (p->unshare_uts)
+                nsr_strv_extend(&v, "utsns");
+        nsr_strv_extend(&v, "overlay");
+        if (p->seccomp_policies || p->n_seccomp)
+                nsr_strv_extend(&v, "seccomp");
+        if (lr->landlock)
+                nsr_strv_extend(&v, "landlock");
+        *ret = v;
+}
+
+static int write_run_file(int run_fd, const char *name, const char *data) {
+        _cleanup_free_ char *tmp = nsr_asprintf("%s.tmp", name);
+        _cleanup_close_ int fd = openat(run_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        int r = nsr_write_all(fd, data, strlen(data));
+        if (r < 0)
+                return r;
+        if (renameat(run_fd, tmp, run_fd, name) < 0)
+                return -errno;
+        return 0;
+}
+
+/* The run's meta file: what the run was, for history, diff and commit. */
+static void write_meta(nsr_project *pj, int run_fd, const char *state, const struct timespec *started) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f)
+                return;
+        char when[32] = "";
+        (void) nsr_report_format_time(started, when, sizeof(when));
+        fprintf(f, "version 1\nrun %s\nstate %s\nstarted %s\nstart_ns %lld.%09ld\n", pj->run_id, state, when,
+                (long long) started->tv_sec, started->tv_nsec);
+        for (size_t i = 0; i < pj->n; i++) {
+                _cleanup_free_ char *hex = nsr_hex_encode(pj->p[i].path, strlen(pj->p[i].path));
+                fprintf(f, "project %s\n", hex);
+        }
+        for (size_t i = 0; pj->command && pj->command[i]; i++) {
+                _cleanup_free_ char *hex = nsr_hex_encode(pj->command[i], strlen(pj->command[i]));
+                fprintf(f, "arg %s\n", hex);
+        }
+        fclose(f);
+        (void) write_run_file(run_fd, "meta", buf);
+        free(buf);
+}
+
+int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
+        nsr_plan *p = pj->plan;
+        nsr_project_outcome o = { .exit_code = NSR_EXIT_FAILURE };
+        int r;
+
+        _cleanup_close_ int statefd = nsr_state_open(pj->state_dir, err);
+        if (statefd < 0)
+                return statefd;
+
+        /* An apply that was interrupted (nsrun killed) is finished or
+         * rolled back, as a whole, before anything else. */
+        for (size_t i = 0; i < pj->n; i++) {
+                _cleanup_close_ int lock = nsr_project_lock(statefd, pj->p[i].path, err);
+                if (lock < 0)
+                        return lock;
+                size_t n = 0;
+                r = nsr_commit_recover(statefd, pj->p[i].path, pj->p[i].fd, &n, err);
+                if (r < 0)
+                        return nsr_error_prefix(err, "%s: recovering an interrupted apply", pj->p[i].path);
+                if (n > 0)
+                        msg(&o, "nsrun: %s: rolled back %zu interrupted apply%s before this run", pj->p[i].path, n,
+                            n == 1 ? "" : "s");
+        }
+
+        _cleanup_close_ int run_fd = nsr_run_create(statefd, pj->run_id, pj->n, err);
+        if (run_fd < 0)
+                return run_fd;
+
+        size_t n_pol = nsr_strv_length(p->seccomp_policies);
+        nsr_bpf *bpf = nsr_malloc0((n_pol + 1) * sizeof(nsr_bpf));
+        r = 0;
+        for (size_t i = 0; i < n_pol && r >= 0; i++)
+                r = nsr_seccomp_policy_bpf(p->seccomp_policies[i], &bpf[i].data, &bpf[i].len, err);
+
+        struct timespec started, run_start, ended;
+        clock_gettime(CLOCK_REALTIME, &started);
+        /* Conflicts compare host ctimes with this. File timestamps come
+         * from the coarse clock, which lags; a conflict found wrongly only
+         * keeps a file aside, one missed would lose a host edit. */
+        clock_gettime(CLOCK_REALTIME_COARSE, &run_start);
+        write_meta(pj, run_fd, "running", &run_start);
+
+        nsr_launch_result lr = { .exit_code = NSR_EXIT_FAILURE };
+        if (r >= 0) {
+                nsr_launch_extra extra = { .bpf = bpf, .n_bpf = n_pol, .kill_leftovers = true };
+                r = nsr_launch(p, &extra, &lr, err);
+        }
+        for (size_t i = 0; i < n_pol; i++)
+                free(bpf[i].data);
+        free(bpf);
+        clock_gettime(CLOCK_REALTIME, &ended);
+
+        if (r < 0) {
+                /* Nothing ran: nothing to capture. The command could not be
+                 * executed (126/127), or nsrun failed (125). */
+                if (err->kind == NSR_ERR_EXEC)
+                        o.exit_code = err->code == ENOENT ? NSR_EXIT_NOT_FOUND : NSR_EXIT_NOT_EXECUTABLE;
+                char buf[NSR_ERROR_MSG_MAX + 256];
+                nsr_error_format(err, buf, sizeof(buf));
+                msg(&o, "nsrun: %s", buf);
+                nsr_error e2 = { 0 };
+                _cleanup_free_ char *rel = nsr_asprintf("runs/%s", pj->run_id);
+                (void) nsr_rm_rf_at(statefd, rel, &e2);
+                *out = o;
+                return 0;
+        }
+        o.exit_code = lr.exit_code;
+
+        /* Capture every project's changes. */
+        bool capture_failed = false;
+        for (size_t i = 0; i < pj->n; i++) {
+                nsr_error ce = { 0 };
+                if (capture_project(&pj->p[i], run_fd, i, &ce) < 0) {
+                        char buf[NSR_ERROR_MSG_MAX + 256];
+                        nsr_error_format(&ce, buf, sizeof(buf));
+                        nsr_strv_extend(&pj->p[i].errors, buf);
+                        msg(&o, "nsrun: %s", buf);
+                        capture_failed = true;
+                }
+        }
+
+        bool interrupted = lr.forwarded_signal != 0;
+        const char *run_outcome;
+        if (capture_failed)
+                run_outcome = "failed";
+        else if (interrupted || p->proj.keep)
+                run_outcome = "kept";
+        else if (p->proj.discard)
+                run_outcome = "discarded";
+        else
+                run_outcome = "committed";
+
+        bool apply_failed = false, any_conflict = false;
+        for (size_t i = 0; i < pj->n; i++) {
+                project_entry *e = &pj->p[i];
+                if (!e->changes) {
+                        e->outcome = "failed";
+                        continue;
+                }
+                if (!streq(run_outcome, "committed")) {
+                        e->outcome = run_outcome;
+                        continue;
+                }
+                char rel[32];
+                snprintf(rel, sizeof(rel), "p%zu/upper", i);
+                _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                _cleanup_close_ int lock = nsr_project_lock(statefd, e->path, err);
+                nsr_error ae = { 0 };
+                nsr_commit_opts co = {
+                        .project_fd = e->fd,
+                        .project_path = e->path,
+                        .upper_fd = upper,
+                        .run_fd = run_fd,
+                        .run_path = pj->run_dir,
+                        .project_index = (unsigned) i,
+                        .run_start = run_start,
+                };
+                if (upper < 0 || lock < 0 || nsr_commit_apply(e->changes, &co, &e->commit, &ae) < 0) {
+                        char buf[NSR_ERROR_MSG_MAX + 256];
+                        if (upper < 0 || lock < 0)
+                                nsr_error_format(err, buf, sizeof(buf));
+                        else
+                                nsr_error_format(&ae, buf, sizeof(buf));
+                        nsr_strv_extend(&e->errors, buf);
+                        msg(&o, "nsrun: %s: the apply failed and was rolled back: %s", e->path, buf);
+                        e->outcome = "failed";
+                        apply_failed = true;
+                        continue;
+                }
+                if (e->commit.n_conflicts > 0) {
+                        e->outcome = "conflict";
+                        any_conflict = true;
+                } else
+                        e->outcome = "committed";
+        }
+        if (apply_failed) {
+                run_outcome = "failed";
+                o.exit_code = NSR_EXIT_FAILURE;
+        } else if (any_conflict)
+                run_outcome = "conflict";
+
+        /* The layers: an applied or discarded run needs them no more; a
+         * kept run keeps its upper dirs for diff and commit. */
+        for (size_t i = 0; i < pj->n; i++) {
+                char rel[32];
+                nsr_error ce = { 0 };
+                snprintf(rel, sizeof(rel), "p%zu/work", i);
+                (void) nsr_rm_rf_at(run_fd, rel, &ce);
+                if (!streq(pj->p[i].outcome, "kept")) {
+                        snprintf(rel, sizeof(rel), "p%zu/upper", i);
+                        (void) nsr_rm_rf_at(run_fd, rel, &ce);
+                }
+        }
+        write_meta(pj, run_fd, run_outcome, &run_start);
+
+        /* Explanations. */
+        int ws = lr.wait_status;
+        if (lr.exit_code != 0 && getuid() != 0) {
+                for (size_t i = 0; i < pj->n; i++) {
+                        char hint[NAME_MAX + 64];
+                        const char *h = foreign_owner_hint(pj->p[i].fd, getuid(), hint, sizeof(hint));
+                        if (h)
+                                msg(&o,
+                                    "nsrun: %s: note: %s and maybe more are not yours; the sandbox cannot change them "
+                                    "(copy-up fails with EOVERFLOW, \"Value too large for defined data type\")",
+                                    pj->p[i].path, h);
+                }
+        }
+        for (size_t i = 0; i < pj->n; i++) {
+                project_entry *e = &pj->p[i];
+                if (e->changes) {
+                        _cleanup_free_ char *line = nsr_report_summary(e->path, e->changes, e->outcome, pj->run_id);
+                        nsr_strv_extend(&o.summary, line);
+                }
+                if (e->protected_changes && !nsr_changeset_is_empty(e->protected_changes))
+                        msg(&o, "nsrun: %s: dropped %zu change%s to protected git paths (hooks, config), e.g. %s",
+                            e->path, nsr_changeset_size(e->protected_changes),
+                            nsr_changeset_size(e->protected_changes) == 1 ? "" : "s",
+                            e->protected_changes->changes[0].path);
+                for (size_t k = 0; k < e->commit.n_conflicts; k++)
+                        msg(&o, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s", e->path,
+                            e->commit.conflicts[k].path, e->commit.conflicts[k].reason, e->commit.conflicts[k].kept_at);
+        }
+        if (streq(run_outcome, "kept"))
+                msg(&o, "nsrun: run %s kept%s: review it with \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
+                        "discard %s\"",
+                    pj->run_id, interrupted ? " (nsrun was interrupted)" : "", pj->run_id, pj->run_id, pj->run_id);
+        if (p->proj.verbose) {
+                char *all = nsr_strdup("");
+                for (size_t i = 0; i < pj->n; i++) {
+                        if (!pj->p[i].changes)
+                                continue;
+                        _cleanup_free_ char *l = nsr_report_listing(pj->p[i].changes);
+                        char *n = nsr_asprintf("%s%s", all, l);
+                        free(all);
+                        all = n;
+                }
+                o.listing = all;
+        }
+
+        /* The report. */
+        _cleanup_strv_free_ char **layers = NULL;
+        layers_of(p, &lr, &layers);
+        nsr_report_project *rp = nsr_malloc0((pj->n + 1) * sizeof(nsr_report_project));
+        nsr_report_conflict **rc = nsr_malloc0((pj->n + 1) * sizeof(nsr_report_conflict *));
+        for (size_t i = 0; i < pj->n; i++) {
+                project_entry *e = &pj->p[i];
+                rc[i] = nsr_malloc0((e->commit.n_conflicts + 1) * sizeof(nsr_report_conflict));
+                for (size_t k = 0; k < e->commit.n_conflicts; k++)
+                        rc[i][k] = (nsr_report_conflict){ .path = e->commit.conflicts[k].path,
+                                                          .reason = e->commit.conflicts[k].reason,
+                                                          .kept_at = e->commit.conflicts[k].kept_at };
+                rp[i] = (nsr_report_project){ .path = e->path,
+                                              .outcome = e->outcome,
+                                              .changes = e->changes,
+                                              .protected_changes = e->protected_changes,
+                                              .conflicts = rc[i],
+                                              .n_conflicts = e->commit.n_conflicts,
+                                              .errors = e->errors };
+        }
+        nsr_report rep = {
+                .run_id = pj->run_id,
+                .command = pj->command,
+                .exit_code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1,
+                .signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0,
+                .outcome = run_outcome,
+                .started_at = started,
+                .duration_ms = (uint64_t) ((ended.tv_sec - started.tv_sec) * 1000 +
+                                           (ended.tv_nsec - started.tv_nsec) / 1000000),
+                .layers = layers,
+                .interrupted = interrupted,
+                .projects = rp,
+                .n_projects = pj->n,
+        };
+        size_t len = 0;
+        nsr_error je = { 0 };
+        if (nsr_report_to_json(&rep, 0, &o.report_json, &len, &je) < 0) {
+                char buf[NSR_ERROR_MSG_MAX + 256];
+                nsr_error_format(&je, buf, sizeof(buf));
+                msg(&o, "nsrun: cannot build the report: %s", buf);
+        } else
+                (void) write_run_file(run_fd, "report.json", o.report_json);
+        for (size_t i = 0; i < pj->n; i++)
+                free(rc[i]);
+        free(rc);
+        free(rp);
+
+        *out = o;
+        return 0;
+}

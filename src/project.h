@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Project mode, end to end: resolve the projects and the state dir, expand
+ * the profile into a plan, run it, capture what changed, apply it as a
+ * transaction, and build the report. main.c prints what this returns. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "error.h"
+#include "plan.h"
+#include "state.h"
+
+typedef struct nsr_project nsr_project;
+
+/* nsrun's own failures in project mode exit with this, so callers can tell
+ * them from the command's own statuses. */
+#define NSR_EXIT_FAILURE 125
+#define NSR_EXIT_NOT_EXECUTABLE 126
+#define NSR_EXIT_NOT_FOUND 127
+
+/* Resolves the projects (each opened once, O_PATH) and the state dir, and
+ * builds the expanded plan; creates nothing. Takes the contents of user. */
+int nsr_project_prepare(nsr_plan *user, nsr_project **ret, nsr_error *err);
+nsr_project *nsr_project_free(nsr_project *pj);
+DEFINE_CLEANUP_FUNC(nsr_project *, nsr_project_free)
+
+/* The expanded plan, for validation and the trace. */
+nsr_plan *nsr_project_plan(nsr_project *pj);
+
+typedef struct nsr_project_outcome {
+        int exit_code;        /* what nsrun exits with */
+        char **messages;      /* lines for stderr (recovery notes, errors), in order */
+        char **summary;       /* one line per project, unless --quiet */
+        char *listing;        /* --verbose: every change */
+        char *report_json;    /* the report, NULL if none could be built */
+} nsr_project_outcome;
+
+void nsr_project_outcome_done(nsr_project_outcome *o);
+
+/* Runs the prepared project. Returns a negative errno (err set) only when
+ * nothing ran; otherwise fills *ret, whose exit_code says how it went. */
+int nsr_project_run(nsr_project *pj, nsr_project_outcome *ret, nsr_error *err);
