@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A unified diff of two texts (Myers' O(ND) algorithm). Pure. */
+#pragma once
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "error.h"
+
+/* Limits: beyond them the caller gets -E2BIG and prints a summary line
+ * instead of a diff. */
+#define NSR_DIFF_MAX_LINES 200000
+#define NSR_DIFF_MAX_EDITS 20000
+
+/* Whether data looks like text: no NUL byte in the first 8 KiB. */
+int nsr_diff_is_text(const char *data, size_t len);
+
+/* Writes "--- a_label\n+++ b_label\n" and the hunks (3 lines of context)
+ * to f. Writes nothing when the texts are equal. */
+int nsr_diff_unified(const char *a, size_t alen, const char *b, size_t blen, const char *a_label,
+                     const char *b_label, FILE *f, nsr_error *err);

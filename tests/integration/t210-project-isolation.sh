@@ -1,0 +1,147 @@
+#!/bin/sh
+# Project mode: one test per leak. Secrets in files and the environment,
+# host sockets, loopback TCP, writes outside the project, .git protection,
+# setuid bits, unmounting the masks, TIOCSTI.
+. "$NSR_TESTS/lib.sh"
+export NSRUN_DATADIR="$NSR_STAGE"
+d=$(scratch)
+P=$d/proj
+mkdir -p "$P"
+NS="--state-dir $d/state"
+[ -n "${HOME:-}" ] && [ -d "$HOME" ] && [ -w "$HOME" ] || skip_all "needs a writable HOME"
+
+# A secret in the home dir, and a history file.
+mkdir -p "$HOME/.ssh"
+echo "PRIVATE KEY" > "$HOME/.ssh/id_nsrtest"
+echo "secret history" > "$HOME/.bash_history.nsrtest"
+run "$NSRUN" -p "$P" $NS -- sh -c 'ls -A ~/.ssh | wc -l; cat ~/.ssh/id_nsrtest 2>&1; touch ~/.ssh/x 2>&1'
+like "$out" "^0
+cat: .*No such file or directory" "~/.ssh is an empty directory inside"
+like "$out" "Read-only file system" "... and read-only"
+run "$NSRUN" -p "$P" $NS --hide "$HOME/.bash_history.nsrtest" -- cat "$HOME/.bash_history.nsrtest"
+is "$rc:$out" "0:" "--hide makes a file read as empty (/dev/null)"
+if is_root; then
+	run "$NSRUN" -p "$P" $NS -- sh -c 'wc -c < /etc/shadow'
+	is "$out" "0" "/etc/shadow is hidden even from root"
+fi
+
+# Secrets in the environment.
+run env GITHUB_TOKEN=ghp_x MY_API_KEY=k AWS_PROFILE=p DATABASE_URL=postgres://u:p@h SSH_AUTH_SOCK=/tmp/a HARMLESS=ok \
+	"$NSRUN" -p "$P" $NS -- sh -c 'env | sort | grep -E "^(GITHUB_TOKEN|MY_API_KEY|AWS_PROFILE|DATABASE_URL|SSH_AUTH_SOCK|HARMLESS)="'
+is "$out" "HARMLESS=ok" "secret-looking variables are dropped, others kept"
+run env GITHUB_TOKEN=ghp_x "$NSRUN" -p "$P" $NS --keep-env GITHUB_TOKEN -- sh -c 'echo $GITHUB_TOKEN'
+is "$out" "ghp_x" "--keep-env keeps one"
+
+# Host sockets: one in $XDG_RUNTIME_DIR, one under /run when we can.
+rt=$d/xdg; mkdir -p "$rt"; chmod 700 "$rt"
+python3 -c '
+import socket, sys, time, os
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); time.sleep(30)' "$rt/agent.sock" &
+sock=$!
+for _ in $(seq 50); do [ -S "$rt/agent.sock" ] && break; sleep 0.1; done
+run env XDG_RUNTIME_DIR="$rt" "$NSRUN" -p "$P" $NS -- sh -c 'echo $XDG_RUNTIME_DIR; stat -c %a "$XDG_RUNTIME_DIR"; ls -A "$XDG_RUNTIME_DIR" | wc -l; python3 -c "
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try: s.connect(sys.argv[1]); print(\"reached\")
+except OSError as e: print(\"unreachable\", e.errno)" '"$rt/agent.sock"
+like "$out" "^$rt
+700
+0
+unreachable" "\$XDG_RUNTIME_DIR is a private empty 0700 dir; the host socket is unreachable"
+run python3 -c "
+import socket
+s = socket.socket(socket.AF_UNIX); s.connect('$rt/agent.sock'); print('reached')"
+is "$out" "reached" "the same socket is reachable outside (the test can fail)"
+kill $sock 2>/dev/null
+if is_root; then
+	mkdir -p /run/nsrun-test
+	python3 -c '
+import socket, time
+s = socket.socket(socket.AF_UNIX); s.bind("/run/nsrun-test/s.sock"); s.listen(1); time.sleep(30)' &
+	sock=$!
+	for _ in $(seq 50); do [ -S /run/nsrun-test/s.sock ] && break; sleep 0.1; done
+	run "$NSRUN" -p "$P" $NS -- sh -c 'ls -A /run; test -e /run/nsrun-test/s.sock && echo visible'
+	unlike "$out" "visible|nsrun-test" "/run is hidden: host sockets there are invisible"
+	kill $sock 2>/dev/null; rm -rf /run/nsrun-test
+fi
+run "$NSRUN" -p "$P" $NS -- sh -c 'touch /run/x 2>&1; test -w /run && echo writable'
+like "$out" "Read-only file system" "/run inside is read-only"
+
+# Loopback TCP on the host is unreachable; --share-net opens it.
+pf=$d/port
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(5)
+open(sys.argv[1], "w").write(str(s.getsockname()[1])); time.sleep(30)' "$pf" &
+srv=$!
+for _ in $(seq 50); do [ -s "$pf" ] && break; sleep 0.1; done
+port=$(cat "$pf")
+probe="import socket
+try: socket.create_connection(('127.0.0.1', $port), 2); print('reached')
+except OSError as e: print('unreachable')"
+run "$NSRUN" -p "$P" $NS -- python3 -c "$probe"
+is "$out" "unreachable" "a host service on 127.0.0.1 is unreachable"
+run "$NSRUN" -p "$P" $NS --share-net -- python3 -c "$probe"
+is "$out" "reached" "--share-net opens the host's loopback (documented)"
+kill $srv 2>/dev/null
+
+# Writes outside the project.
+run "$NSRUN" -p "$P" $NS -- sh -c 'touch /etc/nsr-x 2>&1; echo home > ~/nsr-home-write; cat ~/nsr-home-write; touch /tmp/nsr-tmp'
+like "$out" "Read-only file system" "the host root is read-only"
+like "$out" "home$" "the home dir is writable inside (a throwaway layer)"
+check "... but nothing reaches the host's home" test ! -e "$HOME/nsr-home-write"
+check "... nor the host's /tmp" test ! -e /tmp/nsr-tmp
+check "... nor /etc" test ! -e /etc/nsr-x
+run "$NSRUN" -p "$P" $NS --home ro -- sh -c 'touch ~/nsr-ro 2>&1'
+like "$out" "Read-only file system" "--home ro makes the home read-only"
+run "$NSRUN" -p "$P" $NS --home hide -- sh -c 'ls -A ~ | wc -l'
+is "$out" "0" "--home hide shows an empty home"
+mkdir -p "$d/cache"
+run "$NSRUN" -p "$P" $NS --rw "$d/cache" -- sh -c "echo live > '$d/cache/c'"
+is "$(cat "$d/cache/c" 2>/dev/null)" "live" "--rw paths are writable and live"
+
+# .git protection.
+if command -v git >/dev/null 2>&1; then
+	G=$d/repo; mkdir -p "$G"
+	(cd "$G" && git init -q && git config user.email t@t && git config user.name t && echo a > a && git add a && git commit -qm init) >/dev/null 2>&1
+	run "$NSRUN" -p "$G" $NS -- sh -c 'echo evil > .git/hooks/pre-commit 2>&1; chmod +x .git/hooks/pre-commit 2>&1; git config core.hooksPath /tmp 2>&1; echo b > b; git add b && git -c user.email=t@t -c user.name=t commit -qm two && echo committed-inside'
+	like "$out" "Read-only file system" ".git/hooks is read-only inside"
+	like "$out" "committed-inside" "a normal git add and commit work inside"
+	check "no hook reached the host" test ! -e "$G/.git/hooks/pre-commit"
+	is "$(git -C "$G" config core.hooksPath)" "" ".git/config was not changed"
+	is "$(git -C "$G" log --format=%s | head -1)" "two" "the commit made inside is applied"
+	N=$d/fresh; mkdir -p "$N"
+	run "$NSRUN" -p "$N" $NS --report "$d/gi.json" -- sh -c 'git init -q && echo "#!/bin/sh" > .git/hooks/post-checkout && echo ok'
+	check "a hook created by git init during the run is dropped" test ! -e "$N/.git/hooks/post-checkout"
+	like "$err" "dropped [0-9]+ changes? to protected git paths" "... and the summary says so"
+	like "$(python3 -c 'import json,sys; print([c["path"] for c in json.load(open(sys.argv[1]))["projects"][0]["protected"]])' "$d/gi.json")" "\.git/hooks/post-checkout" "... and the report lists it as protected"
+else
+	skip ".git protection" "git is not installed"
+fi
+
+# setuid bits never reach the project.
+run "$NSRUN" -p "$P" $NS -- sh -c 'cp /bin/true suid && chmod 4755 suid; stat -c %a suid'
+is "$(stat -c %a "$P/suid" 2>/dev/null)" "755" "a setuid bit set inside is stripped at apply"
+
+# The masks cannot be undone from inside.
+run "$NSRUN" -p "$P" $NS -- sh -c 'umount /run 2>&1; umount -l ~/.ssh 2>&1; cat /proc/self/status | grep -E "^(CapEff|Seccomp):"'
+unlike "$out" "^$" "umount runs"
+like "$out" "CapEff:	0000000000000000" "no capabilities inside"
+like "$out" "Seccomp:	2" "a seccomp filter is on"
+run "$NSRUN" -p "$P" $NS -- sh -c 'umount /run && echo unmounted'
+unlike "$out" "unmounted" "the /run mask cannot be unmounted"
+
+# TIOCSTI on a real pty.
+if command -v script >/dev/null 2>&1; then
+	run script -qec "$NSRUN -p $P $NS -- python3 -c '
+import fcntl, termios
+try: fcntl.ioctl(0, termios.TIOCSTI, b\"x\"); print(\"injected\")
+except OSError as e: print(\"blocked\", e.errno)'" /dev/null
+	like "$out" "blocked" "TIOCSTI cannot inject into the caller's terminal"
+else
+	skip "TIOCSTI" "script(1) is not installed"
+fi
+rm -rf "$HOME/.ssh/id_nsrtest" "$HOME/.bash_history.nsrtest"
+rmdir "$HOME/.ssh" 2>/dev/null
+rm -rf "$d"
+done_testing
