@@ -84,7 +84,7 @@ typedef struct nsr_change {
         nsr_entry_old old;
 } nsr_change;
 
-/* Default and hard limits on the number of changes in one set. */
+/* The default limit on the number of changes in one set (max_changes). */
 #define NSR_CHANGESET_MAX_CHANGES_DEFAULT ((size_t) 10 * 1000 * 1000)
 
 typedef struct nsr_changeset {
