@@ -628,6 +628,8 @@ static int compare_files(scan *s, int ufd, int lfd, const char *name, const stru
                          const struct stat *lst) {
         fixup fx;
         struct stat fst;
+        bool differ, xd = false;
+        unsigned meta;
         _cleanup_close_ int uf = fixup_open(s, ufd, name, ust, FILE_FLAGS, &fx);
         _cleanup_close_ int lf = -1;
         int r;
@@ -644,7 +646,7 @@ static int compare_files(scan *s, int ufd, int lfd, const char *name, const stru
         if (r < 0)
                 goto out;
 
-        bool differ = ust->st_size != lst->st_size;
+        differ = ust->st_size != lst->st_size;
         if (!differ) {
                 lf = xopenat(lfd, name, FILE_FLAGS);
                 if (lf < 0) {
@@ -665,7 +667,7 @@ static int compare_files(scan *s, int ufd, int lfd, const char *name, const stru
                         goto out;
                 differ = r > 0;
         }
-        unsigned meta = meta_diff(ust, lst);
+        meta = meta_diff(ust, lst);
         if (differ) {
                 nsr_change c = { .kind = NSR_CHANGE_MODIFIED, .meta = meta };
                 fill_new(&c, ust);
@@ -673,7 +675,6 @@ static int compare_files(scan *s, int ufd, int lfd, const char *name, const stru
                 r = add(s, &c);
                 goto out;
         }
-        bool xd;
         r = xattrs_differ(s, &(xside){ .fd = uf, .upper = true }, &(xside){ .fd = lf }, &xd);
         if (r < 0)
                 goto out;
