@@ -98,6 +98,12 @@ static int write_id_maps(int procfd, uid_t inside_uid, uid_t outside_uid, gid_t 
         return 0;
 }
 
+/* Real root in project mode maps its whole id range, which only a process
+ * outside the new user namespace may write. */
+static bool parent_maps_ids(const launch *l) {
+        return l->plan->map_all_ids && l->real_uid == 0 && l->plan->unshare_user && l->plan->userns_block_fd == -1;
+}
+
 /* Is the monitor still there? It holds the write end of go_pipe for its
  * whole life, so a hangup on our end means it is gone. getppid() cannot
  * tell across a pid namespace. */
@@ -276,7 +282,7 @@ _noreturn_ static void child_main(launch *l) {
         if (procfd < 0)
                 child_fail(l, (nsr_error_set(&e, errno, "Can't open /proc"), &e));
 
-        if (p->userns_block_fd != -1 && l->go_pipe[0] >= 0) {
+        if ((p->userns_block_fd != -1 || parent_maps_ids(l)) && l->go_pipe[0] >= 0) {
                 char c;
                 (void) nsr_read_full(l->go_pipe[0], &c, 1);
         }
@@ -330,12 +336,16 @@ _noreturn_ static void child_main(launch *l) {
         uid_t ns_uid = p->needs_devpts ? 0 : p->uid;
         gid_t ns_gid = p->needs_devpts ? 0 : p->gid;
         if (p->unshare_user && p->userns_block_fd == -1) {
-                if (p->map_all_ids && l->real_uid == 0)
-                        r = write_id_maps(procfd, 0, 0, 0, 0, false, UINT32_MAX, &e);
-                else
+                /* A map of more than our own id needs CAP_SETUID in the
+                 * parent namespace: the monitor wrote it already. */
+                if (!parent_maps_ids(l)) {
                         r = write_id_maps(procfd, ns_uid, l->real_uid, ns_gid, l->real_gid, true, 1, &e);
-                if (r < 0)
-                        child_fail(l, &e);
+                        if (r < 0)
+                                child_fail(l, &e);
+                } else {
+                        ns_uid = 0;
+                        ns_gid = 0;
+                }
         } else {
                 ns_uid = p->uid;
                 ns_gid = p->gid;
@@ -710,7 +720,7 @@ static int prepare(launch *l, nsr_error *err) {
 
         if (pipe2(l->err_pipe, O_CLOEXEC) < 0 || pipe2(l->status_pipe, O_CLOEXEC) < 0)
                 return nsr_error_set(err, errno, "pipe2()");
-        if ((p->userns_block_fd != -1 || p->die_with_parent) && pipe2(l->go_pipe, O_CLOEXEC) < 0)
+        if ((p->userns_block_fd != -1 || p->die_with_parent || parent_maps_ids(l)) && pipe2(l->go_pipe, O_CLOEXEC) < 0)
                 return nsr_error_set(err, errno, "pipe2()");
         if (p->pidns_fd != -1) {
                 int one = 1;
@@ -809,6 +819,19 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
                 char c;
                 (void) nsr_read_full(p->userns_block_fd, &c, 1);
                 close(p->userns_block_fd);
+                (void) nsr_write_all(l->go_pipe[1], "x", 1);
+        } else if (parent_maps_ids(l)) {
+                char path[64];
+                snprintf(path, sizeof(path), "/proc/%d", (int) child);
+                _cleanup_close_ int pfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                r = pfd < 0 ? -errno : write_proc(pfd, "uid_map", "0 0 4294967295\n");
+                if (r >= 0)
+                        r = write_proc(pfd, "gid_map", "0 0 4294967295\n");
+                if (r < 0) {
+                        kill(child, SIGKILL);
+                        (void) waitpid(child, NULL, 0);
+                        return nsr_error_set(err, -r, "setting up uid map");
+                }
                 (void) nsr_write_all(l->go_pipe[1], "x", 1);
         }
         return monitor(l, child, res, err);
