@@ -8,3 +8,9 @@
 #pragma once
 
 int nsr_cmd_seccomp(int argc, char **argv);
+int nsr_cmd_diff(int argc, char **argv);
+int nsr_cmd_commit(int argc, char **argv);
+int nsr_cmd_discard(int argc, char **argv);
+int nsr_cmd_undo(int argc, char **argv);
+int nsr_cmd_history(int argc, char **argv);
+int nsr_cmd_gc(int argc, char **argv);

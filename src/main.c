@@ -51,7 +51,9 @@ static const struct {
         const char *name;
         int (*fn)(int argc, char **argv);
 } subcommands[] = {
-        { "seccomp", nsr_cmd_seccomp },
+        { "seccomp", nsr_cmd_seccomp }, { "diff", nsr_cmd_diff },       { "commit", nsr_cmd_commit },
+        { "discard", nsr_cmd_discard }, { "undo", nsr_cmd_undo },       { "history", nsr_cmd_history },
+        { "gc", nsr_cmd_gc },
 };
 
 static int write_report(const nsr_plan *plan, const char *json, nsr_error *err) {

@@ -221,25 +221,38 @@ static bool is_protected(const nsr_change *c, void *userdata) {
         return nsr_profile_is_protected(c->path, pc->git_is_file);
 }
 
-static int capture_project(project_entry *e, int run_fd, size_t i, nsr_error *err) {
+int nsr_project_capture(int run_fd, size_t index, int project_fd, nsr_changeset **ret_changes,
+                        nsr_changeset **ret_protected, nsr_error *err) {
         char rel[32];
-        snprintf(rel, sizeof(rel), "p%zu/upper", i);
+        snprintf(rel, sizeof(rel), "p%zu/upper", index);
         _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (upper < 0)
-                return nsr_error_set(err, errno, "%s: cannot open the upper layer", e->path);
-        int r = nsr_capture_scan(upper, e->fd, NULL, &e->changes, err);
+                return nsr_error_set(err, errno, "cannot open the upper layer");
+        _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL;
+        int r = nsr_capture_scan(upper, project_fd, NULL, &cs, err);
         if (r < 0)
-                return nsr_error_prefix(err, "%s: capturing the changes", e->path);
+                return nsr_error_prefix(err, "capturing the changes");
         /* .git protection: a .git that is a file (a worktree pointer), or
          * becomes one, is protected as a whole. */
         protect_ctx pc = { .git_is_file = false };
         struct stat st;
-        if (fstatat(e->fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode))
+        if (fstatat(project_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode))
                 pc.git_is_file = true;
-        const nsr_change *g = nsr_changeset_lookup(e->changes, ".git");
+        const nsr_change *g = nsr_changeset_lookup(cs, ".git");
         if (g && g->type != NSR_ENTRY_DIR)
                 pc.git_is_file = true;
-        return nsr_changeset_split(e->changes, is_protected, &pc, &e->protected_changes);
+        r = nsr_changeset_split(cs, is_protected, &pc, ret_protected);
+        if (r < 0)
+                return nsr_error_set(err, -r, "splitting protected changes");
+        *ret_changes = TAKE_PTR(cs);
+        return 0;
+}
+
+static int capture_project(project_entry *e, int run_fd, size_t i, nsr_error *err) {
+        int r = nsr_project_capture(run_fd, i, e->fd, &e->changes, &e->protected_changes, err);
+        if (r < 0)
+                return nsr_error_prefix(err, "%s", e->path);
+        return 0;
 }
 
 /* Is there, near the top of the project, an entry the caller does not
@@ -304,28 +317,32 @@ static int write_run_file(int run_fd, const char *name, const char *data) {
         return 0;
 }
 
-/* The run's meta file: what the run was, for history, diff and commit. */
-static void write_meta(nsr_project *pj, int run_fd, const char *state, const struct timespec *started) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        if (!f)
-                return;
-        char when[32] = "";
-        (void) nsr_report_format_time(started, when, sizeof(when));
-        fprintf(f, "version 1\nrun %s\nstate %s\nstarted %s\nstart_ns %lld.%09ld\n", pj->run_id, state, when,
-                (long long) started->tv_sec, started->tv_nsec);
+/* The run's meta file: what the run was, for history, diff, commit and
+ * undo. */
+static void write_meta(nsr_project *pj, int run_fd, const char *state, const struct timespec *start, int wait_status,
+                       bool ran) {
+        nsr_run_meta m = {
+                .state = (char *) state,
+                .kind = (char *) "run",
+                .start = *start,
+                .projects = NULL,
+                .argv = pj->command,
+                .exit_code = ran && WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1,
+                .signal = ran && WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0,
+        };
+        snprintf(m.run_id, sizeof(m.run_id), "%s", pj->run_id);
+        char **paths = nsr_malloc0((pj->n + 1) * sizeof(char *));
+        m.counts = nsr_malloc0((pj->n + 1) * sizeof(*m.counts));
         for (size_t i = 0; i < pj->n; i++) {
-                _cleanup_free_ char *hex = nsr_hex_encode(pj->p[i].path, strlen(pj->p[i].path));
-                fprintf(f, "project %s\n", hex);
+                paths[i] = pj->p[i].path;
+                for (int k = 0; k < 5 && pj->p[i].changes; k++)
+                        m.counts[i][k] = nsr_changeset_count(pj->p[i].changes, (nsr_change_kind) k);
         }
-        for (size_t i = 0; pj->command && pj->command[i]; i++) {
-                _cleanup_free_ char *hex = nsr_hex_encode(pj->command[i], strlen(pj->command[i]));
-                fprintf(f, "arg %s\n", hex);
-        }
-        fclose(f);
-        (void) write_run_file(run_fd, "meta", buf);
-        free(buf);
+        m.projects = paths;
+        nsr_error e = { 0 };
+        (void) nsr_run_meta_write(run_fd, &m, &e);
+        free(paths);
+        free(m.counts);
 }
 
 int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
@@ -368,7 +385,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
          * from the coarse clock, which lags; a conflict found wrongly only
          * keeps a file aside, one missed would lose a host edit. */
         clock_gettime(CLOCK_REALTIME_COARSE, &run_start);
-        write_meta(pj, run_fd, "running", &run_start);
+        write_meta(pj, run_fd, "running", &run_start, 0, false);
 
         nsr_launch_result lr = { .exit_code = NSR_EXIT_FAILURE };
         if (r >= 0) {
@@ -481,7 +498,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         (void) nsr_rm_rf_at(run_fd, rel, &ce);
                 }
         }
-        write_meta(pj, run_fd, run_outcome, &run_start);
+        write_meta(pj, run_fd, run_outcome, &run_start, lr.wait_status, true);
 
         /* Explanations. */
         int ws = lr.wait_status;
@@ -575,6 +592,8 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         free(rc);
         free(rp);
 
+        /* Retention runs in a detached process, never on this run's path. */
+        nsr_state_gc_background(pj->state_dir, 7, NSR_BACKUP_LIMIT_DEFAULT);
         *out = o;
         return 0;
 }

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "changeset.h"
 #include "plan.h"
 #include "state.h"
 
@@ -38,6 +39,11 @@ typedef struct nsr_project_outcome {
 } nsr_project_outcome;
 
 void nsr_project_outcome_done(nsr_project_outcome *o);
+
+/* Turns the upper layer of project `index` of a run into a change set,
+ * with the changes to protected git paths split off. */
+int nsr_project_capture(int run_fd, size_t index, int project_fd, nsr_changeset **ret_changes,
+                        nsr_changeset **ret_protected, nsr_error *err);
 
 /* Runs the prepared project. Returns a negative errno (err set) only when
  * nothing ran; otherwise fills *ret, whose exit_code says how it went. */

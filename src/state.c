@@ -8,6 +8,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "state.h"
 #include "util.h"
@@ -216,4 +217,275 @@ int nsr_rm_rf_at(int dirfd, const char *name, nsr_error *err) {
         if (r < 0)
                 return nsr_error_set(err, -r, "cannot remove %s", name);
         return 0;
+}
+
+void nsr_run_meta_done(nsr_run_meta *m) {
+        free(m->state);
+        free(m->kind);
+        free(m->undoes);
+        nsr_strv_free(m->projects);
+        nsr_strv_free(m->argv);
+        free(m->counts);
+        memset(m, 0, sizeof(*m));
+}
+
+int nsr_run_meta_write(int run_fd, const nsr_run_meta *m, nsr_error *err) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f)
+                return nsr_error_set(err, ENOMEM, "run meta");
+        fprintf(f, "version 1\nrun %s\nkind %s\nstate %s\nstart %lld.%09ld\n", m->run_id, m->kind ? m->kind : "run",
+                m->state ? m->state : "running", (long long) m->start.tv_sec, m->start.tv_nsec);
+        if (m->undoes)
+                fprintf(f, "undoes %s\n", m->undoes);
+        if (m->exit_code >= 0)
+                fprintf(f, "exit %d\n", m->exit_code);
+        if (m->signal > 0)
+                fprintf(f, "signal %d\n", m->signal);
+        for (size_t i = 0; m->projects && m->projects[i]; i++) {
+                _cleanup_free_ char *hex = nsr_hex_encode(m->projects[i], strlen(m->projects[i]));
+                fprintf(f, "project %s", hex);
+                if (m->counts)
+                        for (int k = 0; k < 5; k++)
+                                fprintf(f, " %lu", m->counts[i][k]);
+                fputc('\n', f);
+        }
+        for (size_t i = 0; m->argv && m->argv[i]; i++) {
+                _cleanup_free_ char *hex = nsr_hex_encode(m->argv[i], strlen(m->argv[i]));
+                fprintf(f, "arg %s\n", hex);
+        }
+        if (fclose(f) != 0) {
+                free(buf);
+                return nsr_error_set(err, ENOMEM, "run meta");
+        }
+        _cleanup_close_ int fd = openat(run_fd, "meta.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        int r = fd < 0 ? -errno : nsr_write_all(fd, buf, len);
+        free(buf);
+        if (r >= 0 && renameat(run_fd, "meta.tmp", run_fd, "meta") < 0)
+                r = -errno;
+        if (r < 0)
+                return nsr_error_set(err, -r, "cannot write the run's meta file");
+        return 0;
+}
+
+int nsr_run_meta_read(int run_fd, nsr_run_meta *ret, nsr_error *err) {
+        _cleanup_close_ int fd = openat(run_fd, "meta", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "cannot read the run's meta file");
+        _cleanup_free_ char *data = NULL;
+        int r = nsr_read_all(fd, 16u << 20, &data, NULL);
+        if (r < 0)
+                return nsr_error_set(err, -r, "cannot read the run's meta file");
+        nsr_run_meta m = { .exit_code = -1 };
+        size_t n_proj = 0;
+        for (char *line = data, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                char *sp = strchr(line, ' ');
+                if (!sp)
+                        continue;
+                *sp = '\0';
+                const char *key = line, *val = sp + 1;
+                if (streq(key, "run"))
+                        snprintf(m.run_id, sizeof(m.run_id), "%s", val);
+                else if (streq(key, "state"))
+                        free(m.state), m.state = nsr_strdup(val);
+                else if (streq(key, "kind"))
+                        free(m.kind), m.kind = nsr_strdup(val);
+                else if (streq(key, "undoes"))
+                        free(m.undoes), m.undoes = nsr_strdup(val);
+                else if (streq(key, "start")) {
+                        long long s = 0;
+                        long ns = 0;
+                        if (sscanf(val, "%lld.%ld", &s, &ns) == 2)
+                                m.start = (struct timespec){ .tv_sec = s, .tv_nsec = ns };
+                } else if (streq(key, "exit"))
+                        m.exit_code = atoi(val);
+                else if (streq(key, "signal"))
+                        m.signal = atoi(val);
+                else if (streq(key, "project") || streq(key, "arg")) {
+                        char *sp2 = strchr(val, ' ');
+                        _cleanup_free_ char *hex = sp2 ? nsr_strndup(val, (size_t) (sp2 - val)) : nsr_strdup(val);
+                        char *bytes = NULL;
+                        if (nsr_hex_decode(hex, &bytes, NULL) < 0)
+                                continue;
+                        if (streq(key, "arg")) {
+                                nsr_strv_push(&m.argv, bytes);
+                                continue;
+                        }
+                        nsr_strv_push(&m.projects, bytes);
+                        m.counts = nsr_realloc_array(m.counts, n_proj + 1, sizeof(*m.counts));
+                        memset(m.counts[n_proj], 0, sizeof(*m.counts));
+                        if (sp2)
+                                sscanf(sp2, " %lu %lu %lu %lu %lu", &m.counts[n_proj][0], &m.counts[n_proj][1],
+                                       &m.counts[n_proj][2], &m.counts[n_proj][3], &m.counts[n_proj][4]);
+                        n_proj++;
+                }
+        }
+        if (!m.state || !m.run_id[0]) {
+                nsr_run_meta_done(&m);
+                return nsr_error_setx(err, EINVAL, "the run's meta file is damaged");
+        }
+        *ret = m;
+        return 0;
+}
+
+static int cmp_desc(const void *a, const void *b) {
+        return -strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+int nsr_state_list_runs(int statefd, char ***ret, nsr_error *err) {
+        int fd = openat(statefd, "runs", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "cannot list the runs");
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return nsr_error_set(err, errno, "cannot list the runs");
+        }
+        char **v = nsr_malloc0(sizeof(char *));
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (nsr_run_id_is_valid(de->d_name))
+                        nsr_strv_extend(&v, de->d_name);
+        closedir(d);
+        qsort(v, nsr_strv_length(v), sizeof(char *), cmp_desc);
+        *ret = v;
+        return 0;
+}
+
+static uint64_t tree_size(int parent, const char *name, unsigned depth) {
+        struct stat st;
+        if (depth > 256 || fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return 0;
+        uint64_t total = (uint64_t) st.st_blocks * 512;
+        if (!S_ISDIR(st.st_mode))
+                return total;
+        int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return total;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return total;
+        }
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+                        total += tree_size(dirfd(d), de->d_name, depth + 1);
+        closedir(d);
+        return total;
+}
+
+typedef struct gc_run {
+        char *id;
+        nsr_run_meta meta;
+        uint64_t size;
+        bool gone;
+} gc_run;
+
+static int remove_run(int statefd, gc_run *g, nsr_gc_stats *st, nsr_error *err) {
+        _cleanup_free_ char *rel = nsr_asprintf("runs/%s", g->id);
+        int r = nsr_rm_rf_at(statefd, rel, err);
+        if (r < 0)
+                return r;
+        g->gone = true;
+        st->removed++;
+        st->bytes += g->size;
+        return 0;
+}
+
+int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stats *ret, nsr_error *err) {
+        _cleanup_strv_free_ char **ids = NULL;
+        nsr_gc_stats st = { 0 };
+        int r = nsr_state_list_runs(statefd, &ids, err);
+        if (r < 0)
+                return r;
+        size_t n = nsr_strv_length(ids);
+        gc_run *runs = nsr_malloc0((n + 1) * sizeof(gc_run));
+        _cleanup_close_ int runs_fd = openat(statefd, "runs", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        time_t cutoff = now.tv_sec - (time_t) keep_days * 86400;
+        for (size_t i = 0; i < n; i++) {
+                runs[i].id = ids[i];
+                nsr_error e = { 0 };
+                _cleanup_close_ int fd = nsr_run_open(statefd, ids[i], &e);
+                if (fd < 0 || nsr_run_meta_read(fd, &runs[i].meta, &e) < 0) {
+                        runs[i].gone = true; /* not ours to judge: leave it */
+                        continue;
+                }
+                runs[i].size = tree_size(runs_fd, ids[i], 0);
+        }
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                gc_run *g = &runs[i];
+                if (g->gone || streq(g->meta.state, "running"))
+                        continue;
+                if (g->meta.start.tv_sec < cutoff)
+                        r = remove_run(statefd, g, &st, err);
+        }
+        /* The quota, project by project, newest first. */
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                if (runs[i].gone || !runs[i].meta.projects)
+                        continue;
+                for (size_t p = 0; runs[i].meta.projects[p]; p++) {
+                        const char *proj = runs[i].meta.projects[p];
+                        uint64_t sum = 0;
+                        bool newest = true;
+                        for (size_t k = 0; k < n && r >= 0; k++) {
+                                gc_run *g = &runs[k];
+                                if (g->gone || !nsr_strv_contains(g->meta.projects, proj))
+                                        continue;
+                                sum += g->size;
+                                if (!newest && sum > backup_limit && !streq(g->meta.state, "running"))
+                                        r = remove_run(statefd, g, &st, err);
+                                newest = false;
+                        }
+                }
+        }
+        for (size_t i = 0; i < n; i++)
+                nsr_run_meta_done(&runs[i].meta);
+        free(runs);
+        if (ret)
+                *ret = st;
+        return r < 0 ? r : 0;
+}
+
+void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t backup_limit) {
+        _cleanup_free_ char *stamp = nsr_path_join(state_dir, "gc.stamp");
+        struct stat st;
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        if (stat(stamp, &st) == 0 && now.tv_sec - st.st_mtime < 3600)
+                return;
+        _cleanup_close_ int sf = open(stamp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (sf < 0)
+                return;
+        pid_t pid = fork();
+        if (pid < 0)
+                return;
+        if (pid > 0) {
+                (void) waitpid(pid, NULL, 0);
+                return;
+        }
+        /* A grandchild in its own session, with no fd of the caller's:
+         * whoever reads nsrun's output must not wait for it. */
+        if (setsid() < 0 || fork() != 0)
+                _exit(0);
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null >= 0) {
+                dup2(null, 0);
+                dup2(null, 1);
+                dup2(null, 2);
+        }
+        closefrom(3);
+        (void) nice(10);
+        int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (statefd >= 0) {
+                nsr_error e = { 0 };
+                (void) nsr_state_gc(statefd, keep_days, backup_limit, NULL, &e);
+        }
+        _exit(0);
 }

@@ -27,6 +27,44 @@
 int nsr_state_dir_resolve(const char *opt, char *const *env, char **ret, nsr_error *err);
 /* Creates the state dir (0700, parents as needed) and opens it. */
 int nsr_state_open(const char *dir, nsr_error *err);
+/* What a run was: STATE/runs/RUN/meta, a line file ("key value"), with
+ * byte strings (paths, argv) hex-encoded. */
+typedef struct nsr_run_meta {
+        char run_id[NSR_RUN_ID_MAX];
+        char *state;           /* running, committed, conflict, kept, discarded, failed, undone */
+        char *kind;            /* "run", or "undo" for the run an undo made */
+        char *undoes;          /* kind undo: the run it undid */
+        struct timespec start; /* the run's start (conflict checks compare ctimes with it) */
+        char **projects;       /* absolute paths */
+        char **argv;
+        int exit_code;         /* -1: none */
+        int signal;            /* 0: none */
+        /* per project: created, modified, deleted, type_changed, metadata_changed */
+        unsigned long (*counts)[5];
+} nsr_run_meta;
+
+void nsr_run_meta_done(nsr_run_meta *m);
+int nsr_run_meta_write(int run_fd, const nsr_run_meta *m, nsr_error *err);
+int nsr_run_meta_read(int run_fd, nsr_run_meta *ret, nsr_error *err);
+/* Every run id under STATE/runs, newest first. */
+int nsr_state_list_runs(int statefd, char ***ret, nsr_error *err);
+
+#define NSR_BACKUP_LIMIT_DEFAULT ((uint64_t) 2 << 30)
+
+typedef struct nsr_gc_stats {
+        size_t removed;
+        uint64_t bytes;
+} nsr_gc_stats;
+
+/* Retention: removes runs older than keep_days, then, per project, the
+ * oldest runs once the project's runs take more than backup_limit bytes;
+ * the newest run of each project always stays. Runs still running (or
+ * crashed with an apply unfinished) are left for recovery. */
+int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stats *ret, nsr_error *err);
+/* Runs nsr_state_gc() in a detached background process, at most once an
+ * hour, so retention never sits on a run's critical path. */
+void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t backup_limit);
+
 /* A new run id from the time and random bytes. */
 void nsr_run_id_new(char ret[NSR_RUN_ID_MAX]);
 /* A run id is only ever [0-9A-Za-z.-]; anything else is refused before it

@@ -1,0 +1,662 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The run subcommands: diff, commit, discard, undo, history, gc.
+ * Front ends: they print and pick exit codes (0 success, 1 failure, 3 when
+ * undo refused some paths). */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cmd.h"
+#include "syscalls.h"
+#include "commit.h"
+#include "json.h"
+#include "project.h"
+#include "report.h"
+#include "state.h"
+#include "textdiff.h"
+#include "utf8.h"
+
+extern char **environ;
+
+#define DIFF_MAX_FILE (8u << 20)
+
+typedef struct args {
+        const char *state_dir;
+        const char *project;
+        const char *run;
+        bool json, force, help;
+        long keep_days;          /* -1: default */
+        uint64_t backup_limit;   /* 0: default */
+} args;
+
+static void err_print(const nsr_error *e) {
+        char buf[NSR_ERROR_MSG_MAX + 256];
+        nsr_error_format(e, buf, sizeof(buf));
+        fprintf(stderr, "nsrun: %s\n", buf);
+}
+
+static int parse_size(const char *s, uint64_t *ret) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || end == s || v == 0)
+                return -EINVAL;
+        uint64_t mult = 1;
+        if (*end == 'K' || *end == 'k')
+                mult = 1024, end++;
+        else if (*end == 'M' || *end == 'm')
+                mult = 1024 * 1024, end++;
+        else if (*end == 'G' || *end == 'g')
+                mult = 1024ULL * 1024 * 1024, end++;
+        if (*end == 'i' && mult > 1)
+                end++;
+        if (*end == 'B')
+                end++;
+        if (*end)
+                return -EINVAL;
+        *ret = v * mult;
+        return 0;
+}
+
+/* Options: --opt VALUE or --opt=VALUE. allowed: which flags the command
+ * takes ("psjfkb"). */
+static int parse_args(int argc, char **argv, const char *allowed, args *a) {
+        *a = (args){ .keep_days = -1 };
+        for (int i = 1; i < argc; i++) {
+                const char *s = argv[i];
+                const char *val = NULL;
+                _cleanup_free_ char *name = NULL;
+                const char *eq = s[0] == '-' && s[1] == '-' ? strchr(s, '=') : NULL;
+                if (eq) {
+                        name = nsr_strndup(s, (size_t) (eq - s));
+                        val = eq + 1;
+                        s = name;
+                }
+#define NEED_VALUE()                                                                                               \
+        do {                                                                                                       \
+                if (!val) {                                                                                        \
+                        if (i + 1 >= argc) {                                                                       \
+                                fprintf(stderr, "nsrun: %s %s takes an argument\n", argv[0], s);                   \
+                                return -EINVAL;                                                                    \
+                        }                                                                                          \
+                        val = argv[++i];                                                                           \
+                }                                                                                                  \
+        } while (0)
+                if (streq(s, "--help") || streq(s, "-h"))
+                        a->help = true;
+                else if (streq(s, "--state-dir") && strchr(allowed, 's')) {
+                        NEED_VALUE();
+                        a->state_dir = val;
+                } else if ((streq(s, "--project") || streq(s, "-p")) && strchr(allowed, 'p')) {
+                        NEED_VALUE();
+                        a->project = val;
+                } else if (streq(s, "--json") && strchr(allowed, 'j'))
+                        a->json = true;
+                else if (streq(s, "--force") && strchr(allowed, 'f'))
+                        a->force = true;
+                else if (streq(s, "--keep-days") && strchr(allowed, 'k')) {
+                        NEED_VALUE();
+                        char *end = NULL;
+                        a->keep_days = strtol(val, &end, 10);
+                        if (!*val || *end || a->keep_days < 0) {
+                                fprintf(stderr, "nsrun: --keep-days takes a number of days, not \"%s\"\n", val);
+                                return -EINVAL;
+                        }
+                } else if (streq(s, "--backup-limit") && strchr(allowed, 'b')) {
+                        NEED_VALUE();
+                        if (parse_size(val, &a->backup_limit) < 0) {
+                                fprintf(stderr, "nsrun: --backup-limit takes a size such as 2G, not \"%s\"\n", val);
+                                return -EINVAL;
+                        }
+                } else if (s[0] == '-' && s[1]) {
+                        fprintf(stderr, "nsrun: %s: unknown option %s\n", argv[0], s);
+                        return -EINVAL;
+                } else if (!a->run && strchr(allowed, 'r'))
+                        a->run = s;
+                else {
+                        fprintf(stderr, "nsrun: %s: unexpected argument \"%s\"\n", argv[0], s);
+                        return -EINVAL;
+                }
+#undef NEED_VALUE
+        }
+        return 0;
+}
+
+static int open_state(const args *a, char **ret_dir) {
+        nsr_error e = { 0 };
+        _cleanup_free_ char *dir = NULL;
+        if (nsr_state_dir_resolve(a->state_dir, environ, &dir, &e) < 0) {
+                err_print(&e);
+                return -1;
+        }
+        int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+                fprintf(stderr, "nsrun: no state dir at %s (%s): no runs yet\n", dir, strerror(errno));
+                return -1;
+        }
+        if (ret_dir)
+                *ret_dir = TAKE_PTR(dir);
+        return fd;
+}
+
+static int open_run(int statefd, const char *run, nsr_run_meta *meta) {
+        nsr_error e = { 0 };
+        int fd = nsr_run_open(statefd, run, &e);
+        if (fd < 0) {
+                err_print(&e);
+                return -1;
+        }
+        if (nsr_run_meta_read(fd, meta, &e) < 0) {
+                nsr_error_prefix(&e, "run %s", run);
+                err_print(&e);
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+static char *realpath_or_self(const char *p) {
+        char *r = realpath(p, NULL);
+        return r ? r : nsr_strdup(p);
+}
+
+static int find_project(const nsr_run_meta *m, const char *path) {
+        for (size_t i = 0; m->projects && m->projects[i]; i++)
+                if (streq(m->projects[i], path))
+                        return (int) i;
+        return -1;
+}
+
+/* ---- diff --------------------------------------------------------------- */
+
+static int read_at(int dirfd, const char *path, char **ret, size_t *ret_len) {
+        int fd = nsr_openat2(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t) st.st_size > DIFF_MAX_FILE) {
+                close(fd);
+                return -EFBIG;
+        }
+        int r = nsr_read_all(fd, DIFF_MAX_FILE, ret, ret_len);
+        close(fd);
+        return r;
+}
+
+static void diff_change(int upper, int project, const nsr_change *c) {
+        _cleanup_free_ char *shown = nsr_utf8_escape(c->path);
+        if (c->type != NSR_ENTRY_FILE || c->kind == NSR_CHANGE_METADATA_CHANGED ||
+            (c->kind == NSR_CHANGE_TYPE_CHANGED && c->old.type != NSR_ENTRY_FILE)) {
+                const char *k = nsr_change_kind_to_string(c->kind);
+                if (c->type == NSR_ENTRY_SYMLINK && c->target) {
+                        _cleanup_free_ char *t = nsr_utf8_escape(c->target);
+                        printf("%s %s %s -> %s\n", k, nsr_entry_type_to_string(c->type), shown, t);
+                } else if (c->kind == NSR_CHANGE_DELETED && c->type == NSR_ENTRY_DIR)
+                        printf("%s dir %s (%llu entries below)\n", k, shown, (unsigned long long) c->descendants);
+                else
+                        printf("%s %s %s (mode %04o)\n", k, nsr_entry_type_to_string(c->type), shown,
+                               (unsigned) c->mode);
+                return;
+        }
+        _cleanup_free_ char *a = NULL, *b = NULL;
+        size_t al = 0, bl = 0;
+        int ra = 0, rb = 0;
+        if (c->old.exists && c->old.type == NSR_ENTRY_FILE)
+                ra = read_at(project, c->path, &a, &al);
+        else
+                a = nsr_strdup("");
+        if (c->kind != NSR_CHANGE_DELETED)
+                rb = read_at(upper, c->path, &b, &bl);
+        else
+                b = nsr_strdup("");
+        if (ra < 0 || rb < 0 || !nsr_diff_is_text(a, al) || !nsr_diff_is_text(b, bl)) {
+                printf("%s file %s: binary or too large (%llu bytes)\n", nsr_change_kind_to_string(c->kind), shown,
+                       (unsigned long long) c->size);
+                return;
+        }
+        _cleanup_free_ char *la = c->old.exists ? nsr_asprintf("a/%s", shown) : nsr_strdup("/dev/null");
+        _cleanup_free_ char *lb = c->kind != NSR_CHANGE_DELETED ? nsr_asprintf("b/%s", shown) : nsr_strdup("/dev/null");
+        nsr_error e = { 0 };
+        if (nsr_diff_unified(a, al, b, bl, la, lb, stdout, &e) < 0)
+                printf("%s file %s: too many differences to show\n", nsr_change_kind_to_string(c->kind), shown);
+}
+
+int nsr_cmd_diff(int argc, char **argv) {
+        args a;
+        if (parse_args(argc, argv, "sr", &a) < 0)
+                return 1;
+        if (a.help || !a.run) {
+                fputs("usage: nsrun diff [--state-dir DIR] RUN\n"
+                      "Show what a kept run changed: a unified diff for text files, one line for the rest.\n",
+                      a.help ? stdout : stderr);
+                return a.help ? 0 : 1;
+        }
+        _cleanup_close_ int statefd = open_state(&a, NULL);
+        if (statefd < 0)
+                return 1;
+        _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
+        _cleanup_close_ int run_fd = open_run(statefd, a.run, &m);
+        if (run_fd < 0)
+                return 1;
+        for (size_t i = 0; m.projects && m.projects[i]; i++) {
+                char rel[32];
+                snprintf(rel, sizeof(rel), "p%zu/upper", i);
+                _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (upper < 0) {
+                        printf("# %s: the run is %s; its layers are gone (%lu created, %lu modified, %lu deleted)\n",
+                               m.projects[i], m.state, m.counts[i][0], m.counts[i][1], m.counts[i][2]);
+                        continue;
+                }
+                _cleanup_close_ int project = open(m.projects[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (project < 0) {
+                        fprintf(stderr, "nsrun: %s: %s\n", m.projects[i], strerror(errno));
+                        return 1;
+                }
+                _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL, *prot = NULL;
+                nsr_error e = { 0 };
+                if (nsr_project_capture(run_fd, i, project, &cs, &prot, &e) < 0) {
+                        nsr_error_prefix(&e, "%s", m.projects[i]);
+                        err_print(&e);
+                        return 1;
+                }
+                printf("# %s (run %s, %s)\n", m.projects[i], m.run_id, m.state);
+                _cleanup_close_ int upper_rd = openat(run_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                for (size_t k = 0; k < cs->n_changes; k++)
+                        diff_change(upper_rd >= 0 ? upper_rd : upper, project, &cs->changes[k]);
+                for (size_t k = 0; k < prot->n_changes; k++) {
+                        _cleanup_free_ char *s = nsr_utf8_escape(prot->changes[k].path);
+                        printf("protected %s (will not be applied)\n", s);
+                }
+        }
+        return 0;
+}
+
+/* ---- commit and discard --------------------------------------------------- */
+
+int nsr_cmd_commit(int argc, char **argv) {
+        args a;
+        if (parse_args(argc, argv, "sr", &a) < 0)
+                return 1;
+        if (a.help || !a.run) {
+                fputs("usage: nsrun commit [--state-dir DIR] RUN\n"
+                      "Apply a kept run to its projects, as one transaction.\n",
+                      a.help ? stdout : stderr);
+                return a.help ? 0 : 1;
+        }
+        _cleanup_free_ char *state_dir = NULL;
+        _cleanup_close_ int statefd = open_state(&a, &state_dir);
+        if (statefd < 0)
+                return 1;
+        _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
+        _cleanup_close_ int run_fd = open_run(statefd, a.run, &m);
+        if (run_fd < 0)
+                return 1;
+        if (!streq(m.state, "kept")) {
+                fprintf(stderr, "nsrun: run %s is %s, not kept: nothing to commit\n", m.run_id, m.state);
+                return 1;
+        }
+        _cleanup_free_ char *run_path = nsr_asprintf("%s/runs/%s", state_dir, m.run_id);
+        int rc = 0;
+        bool conflict = false;
+        for (size_t i = 0; m.projects && m.projects[i]; i++) {
+                nsr_error e = { 0 };
+                _cleanup_close_ int project = open(m.projects[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+                _cleanup_close_ int lock = project < 0 ? -1 : nsr_project_lock(statefd, m.projects[i], &e);
+                if (project < 0 || lock < 0) {
+                        fprintf(stderr, "nsrun: %s: %s\n", m.projects[i], project < 0 ? strerror(errno) : e.msg);
+                        rc = 1;
+                        continue;
+                }
+                size_t n = 0;
+                if (nsr_commit_recover(statefd, m.projects[i], project, &n, &e) < 0) {
+                        err_print(&e);
+                        rc = 1;
+                        continue;
+                }
+                if (n)
+                        fprintf(stderr, "nsrun: %s: rolled back %zu interrupted apply%s first\n", m.projects[i], n,
+                                n == 1 ? "" : "s");
+                _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL, *prot = NULL;
+                if (nsr_project_capture(run_fd, i, project, &cs, &prot, &e) < 0) {
+                        nsr_error_prefix(&e, "%s", m.projects[i]);
+                        err_print(&e);
+                        rc = 1;
+                        continue;
+                }
+                char rel[32];
+                snprintf(rel, sizeof(rel), "p%zu/upper", i);
+                _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                nsr_commit_result res = { 0 };
+                nsr_commit_opts co = {
+                        .project_fd = project,
+                        .project_path = m.projects[i],
+                        .upper_fd = upper,
+                        .run_fd = run_fd,
+                        .run_path = run_path,
+                        .project_index = (unsigned) i,
+                        /* Conflicts are judged against the run's own start. */
+                        .run_start = m.start,
+                };
+                if (nsr_commit_apply(cs, &co, &res, &e) < 0) {
+                        nsr_error_prefix(&e, "%s: the apply failed and was rolled back", m.projects[i]);
+                        err_print(&e);
+                        rc = 1;
+                        nsr_commit_result_done(&res);
+                        continue;
+                }
+                for (size_t k = 0; k < res.n_conflicts; k++)
+                        fprintf(stderr, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s\n",
+                                m.projects[i], res.conflicts[k].path, res.conflicts[k].reason, res.conflicts[k].kept_at);
+                conflict |= res.n_conflicts > 0;
+                _cleanup_free_ char *line =
+                        nsr_report_summary(m.projects[i], cs, res.n_conflicts ? "conflict" : "committed", m.run_id);
+                fprintf(stderr, "%s\n", line);
+                nsr_commit_result_done(&res);
+                nsr_error ce = { 0 };
+                (void) nsr_rm_rf_at(run_fd, rel, &ce);
+                snprintf(rel, sizeof(rel), "p%zu/work", i);
+                (void) nsr_rm_rf_at(run_fd, rel, &ce);
+        }
+        free(m.state);
+        m.state = nsr_strdup(rc ? "failed" : conflict ? "conflict" : "committed");
+        nsr_error e = { 0 };
+        (void) nsr_run_meta_write(run_fd, &m, &e);
+        return rc;
+}
+
+int nsr_cmd_discard(int argc, char **argv) {
+        args a;
+        if (parse_args(argc, argv, "sr", &a) < 0)
+                return 1;
+        if (a.help || !a.run) {
+                fputs("usage: nsrun discard [--state-dir DIR] RUN\nDrop a kept run.\n", a.help ? stdout : stderr);
+                return a.help ? 0 : 1;
+        }
+        _cleanup_close_ int statefd = open_state(&a, NULL);
+        if (statefd < 0)
+                return 1;
+        _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
+        _cleanup_close_ int run_fd = open_run(statefd, a.run, &m);
+        if (run_fd < 0)
+                return 1;
+        if (!streq(m.state, "kept")) {
+                fprintf(stderr, "nsrun: run %s is %s, not kept: nothing to discard\n", m.run_id, m.state);
+                return 1;
+        }
+        for (size_t i = 0; m.projects && m.projects[i]; i++) {
+                char rel[32];
+                nsr_error e = { 0 };
+                snprintf(rel, sizeof(rel), "p%zu", i);
+                if (nsr_rm_rf_at(run_fd, rel, &e) < 0) {
+                        err_print(&e);
+                        return 1;
+                }
+        }
+        free(m.state);
+        m.state = nsr_strdup("discarded");
+        nsr_error e = { 0 };
+        if (nsr_run_meta_write(run_fd, &m, &e) < 0) {
+                err_print(&e);
+                return 1;
+        }
+        fprintf(stderr, "nsrun: run %s discarded\n", m.run_id);
+        return 0;
+}
+
+/* ---- undo ------------------------------------------------------------------ */
+
+static bool applied_state(const char *s) {
+        return streq(s, "committed") || streq(s, "conflict");
+}
+
+int nsr_cmd_undo(int argc, char **argv) {
+        args a;
+        if (parse_args(argc, argv, "spfr", &a) < 0)
+                return 1;
+        if (a.help || (!a.run && !a.project)) {
+                fputs("usage: nsrun undo [--state-dir DIR] [-p DIR] [--force] [RUN]\n"
+                      "Restore what a run applied (by default the project's last applied run) from its backups.\n"
+                      "Paths changed since that run are refused unless --force. An undo is a run of its own:\n"
+                      "undo it by its run id to get the changes back.\n",
+                      a.help ? stdout : stderr);
+                return a.help ? 0 : 1;
+        }
+        _cleanup_free_ char *state_dir = NULL;
+        _cleanup_close_ int statefd = open_state(&a, &state_dir);
+        if (statefd < 0)
+                return 1;
+        _cleanup_free_ char *project = a.project ? realpath_or_self(a.project) : NULL;
+        _cleanup_free_ char *run = a.run ? nsr_strdup(a.run) : NULL;
+        nsr_error e = { 0 };
+        if (!run) {
+                /* The project's last applied run that is not an undo. */
+                _cleanup_strv_free_ char **runs = NULL;
+                if (nsr_state_list_runs(statefd, &runs, &e) < 0) {
+                        err_print(&e);
+                        return 1;
+                }
+                for (size_t i = 0; runs[i] && !run; i++) {
+                        _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
+                        _cleanup_close_ int fd = nsr_run_open(statefd, runs[i], &e);
+                        if (fd < 0 || nsr_run_meta_read(fd, &m, &e) < 0)
+                                continue;
+                        if (applied_state(m.state) && !streq(m.kind, "undo") && find_project(&m, project) >= 0)
+                                run = nsr_strdup(runs[i]);
+                }
+                if (!run) {
+                        fprintf(stderr, "nsrun: %s: no applied run to undo\n", project);
+                        return 1;
+                }
+        }
+        _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
+        _cleanup_close_ int run_fd = open_run(statefd, run, &m);
+        if (run_fd < 0)
+                return 1;
+        if (!applied_state(m.state)) {
+                fprintf(stderr, "nsrun: run %s is %s: only an applied run can be undone\n", m.run_id, m.state);
+                return 1;
+        }
+
+        char undo_id[NSR_RUN_ID_MAX];
+        nsr_run_id_new(undo_id);
+        _cleanup_close_ int undo_fd = nsr_run_create(statefd, undo_id, 0, &e);
+        if (undo_fd < 0) {
+                err_print(&e);
+                return 1;
+        }
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME_COARSE, &now);
+        nsr_run_meta um = { .kind = (char *) "undo", .undoes = m.run_id, .state = (char *) "running", .start = now,
+                            .exit_code = -1, .projects = m.projects };
+        snprintf(um.run_id, sizeof(um.run_id), "%s", undo_id);
+        um.counts = nsr_malloc0((nsr_strv_length(m.projects) + 1) * sizeof(*um.counts));
+        (void) nsr_run_meta_write(undo_fd, &um, &e);
+
+        int rc = 0;
+        size_t refused = 0, restored = 0;
+        for (size_t i = 0; m.projects && m.projects[i]; i++) {
+                if (project && !streq(project, m.projects[i]))
+                        continue;
+                _cleanup_close_ int pfd = open(m.projects[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+                _cleanup_close_ int lock = pfd < 0 ? -1 : nsr_project_lock(statefd, m.projects[i], &e);
+                if (pfd < 0 || lock < 0) {
+                        fprintf(stderr, "nsrun: %s: %s\n", m.projects[i], pfd < 0 ? strerror(errno) : e.msg);
+                        rc = 1;
+                        continue;
+                }
+                size_t n = 0;
+                if (nsr_commit_recover(statefd, m.projects[i], pfd, &n, &e) < 0) {
+                        err_print(&e);
+                        rc = 1;
+                        continue;
+                }
+                nsr_undo_result ur = { 0 };
+                nsr_undo_opts uo = { .project_fd = pfd,
+                                     .project_path = m.projects[i],
+                                     .run_fd = run_fd,
+                                     .project_index = (unsigned) i,
+                                     .undo_run_fd = undo_fd,
+                                     .force = a.force };
+                if (nsr_commit_undo(&uo, &ur, &e) < 0) {
+                        nsr_error_prefix(&e, "%s: the undo failed and was rolled back", m.projects[i]);
+                        err_print(&e);
+                        rc = 1;
+                        nsr_undo_result_done(&ur);
+                        continue;
+                }
+                for (size_t k = 0; ur.refused && ur.refused[k]; k++) {
+                        _cleanup_free_ char *s = nsr_utf8_escape(ur.refused[k]);
+                        fprintf(stderr, "nsrun: %s: %s changed since run %s; not restored (use --force)\n",
+                                m.projects[i], s, m.run_id);
+                        refused++;
+                }
+                restored += ur.restored;
+                um.counts[i][1] = ur.restored;
+                nsr_undo_result_done(&ur);
+        }
+        um.state = (char *) (rc ? "failed" : "committed");
+        (void) nsr_run_meta_write(undo_fd, &um, &e);
+        free(um.counts);
+        if (rc == 0) {
+                free(m.state);
+                m.state = nsr_strdup("undone");
+                (void) nsr_run_meta_write(run_fd, &m, &e);
+        }
+        fprintf(stderr, "nsrun: undid run %s: %zu path%s restored%s (undo run %s)\n", m.run_id, restored,
+                restored == 1 ? "" : "s", refused ? ", some refused" : "", undo_id);
+        if (rc)
+                return 1;
+        return refused ? 3 : 0;
+}
+
+/* ---- history ------------------------------------------------------------------ */
+
+int nsr_cmd_history(int argc, char **argv) {
+        args a;
+        if (parse_args(argc, argv, "spj", &a) < 0)
+                return 1;
+        if (a.help) {
+                fputs("usage: nsrun history [--state-dir DIR] [-p DIR] [--json]\nList runs, newest first.\n", stdout);
+                return 0;
+        }
+        _cleanup_close_ int statefd = open_state(&a, NULL);
+        if (statefd < 0)
+                return a.json ? (puts("[]"), 0) : 0;
+        _cleanup_free_ char *project = a.project ? realpath_or_self(a.project) : NULL;
+        nsr_error e = { 0 };
+        _cleanup_strv_free_ char **runs = NULL;
+        if (nsr_state_list_runs(statefd, &runs, &e) < 0) {
+                err_print(&e);
+                return 1;
+        }
+        _cleanup_(nsr_json_freep) nsr_json *j = a.json ? nsr_json_new(stdout, 0, 0) : NULL;
+        if (j)
+                nsr_json_array_begin(j, NULL);
+        for (size_t i = 0; runs[i]; i++) {
+                _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
+                _cleanup_close_ int fd = nsr_run_open(statefd, runs[i], &e);
+                if (fd < 0 || nsr_run_meta_read(fd, &m, &e) < 0)
+                        continue;
+                if (project && find_project(&m, project) < 0)
+                        continue;
+                char when[32] = "";
+                (void) nsr_report_format_time(&m.start, when, sizeof(when));
+                if (j) {
+                        nsr_json_object_begin(j, NULL);
+                        nsr_json_string(j, "run_id", m.run_id);
+                        nsr_json_string(j, "kind", m.kind ? m.kind : "run");
+                        nsr_json_string(j, "started_at", when);
+                        nsr_json_strv(j, "command", m.argv);
+                        if (m.exit_code >= 0)
+                                nsr_json_int(j, "exit_code", m.exit_code);
+                        else
+                                nsr_json_null(j, "exit_code");
+                        if (m.signal > 0)
+                                nsr_json_string(j, "signal", nsr_report_signal_name(m.signal));
+                        else
+                                nsr_json_null(j, "signal");
+                        nsr_json_string(j, "outcome", m.state);
+                        if (m.undoes)
+                                nsr_json_string(j, "undoes", m.undoes);
+                        nsr_json_array_begin(j, "projects");
+                        for (size_t k = 0; m.projects && m.projects[k]; k++) {
+                                nsr_json_object_begin(j, NULL);
+                                nsr_json_string(j, "path", m.projects[k]);
+                                static const char *const names[5] = { "created", "modified", "deleted",
+                                                                      "type_changed", "metadata_changed" };
+                                for (int c = 0; c < 5; c++)
+                                        nsr_json_uint(j, names[c], m.counts[k][c]);
+                                nsr_json_object_end(j);
+                        }
+                        nsr_json_array_end(j);
+                        nsr_json_object_end(j);
+                        continue;
+                }
+                _cleanup_free_ char *cmd = nsr_strdup("");
+                for (size_t k = 0; m.argv && m.argv[k]; k++) {
+                        _cleanup_free_ char *s = nsr_utf8_escape(m.argv[k]);
+                        char *n = nsr_asprintf("%s%s%s", cmd, k ? " " : "", s);
+                        free(cmd);
+                        cmd = n;
+                }
+                char status[32];
+                if (m.signal > 0)
+                        snprintf(status, sizeof(status), "%s", nsr_report_signal_name(m.signal));
+                else if (m.exit_code >= 0)
+                        snprintf(status, sizeof(status), "exit %d", m.exit_code);
+                else
+                        snprintf(status, sizeof(status), "-");
+                for (size_t k = 0; m.projects && m.projects[k]; k++) {
+                        if (project && !streq(project, m.projects[k]))
+                                continue;
+                        if (streq(m.kind ? m.kind : "run", "undo"))
+                                printf("%s  %-9s  undo of %s  %s\n", m.run_id, m.state, m.undoes ? m.undoes : "?",
+                                       m.projects[k]);
+                        else
+                                printf("%s  %-9s  %-8s  +%lu ~%lu -%lu  %s  %s\n", m.run_id, m.state, status,
+                                       m.counts[k][0], m.counts[k][1] + m.counts[k][3] + m.counts[k][4],
+                                       m.counts[k][2], m.projects[k], cmd);
+                }
+        }
+        if (j) {
+                nsr_json_array_end(j);
+                if (nsr_json_finish(j, "history", NULL, NULL, &e) < 0) {
+                        err_print(&e);
+                        return 1;
+                }
+                putchar('\n');
+        }
+        return 0;
+}
+
+/* ---- gc ------------------------------------------------------------------------ */
+
+int nsr_cmd_gc(int argc, char **argv) {
+        args a;
+        if (parse_args(argc, argv, "skb", &a) < 0)
+                return 1;
+        if (a.help) {
+                fputs("usage: nsrun gc [--state-dir DIR] [--keep-days N] [--backup-limit SIZE]\n"
+                      "Prune runs older than N days (default 7) and, per project, the oldest runs whose backups\n"
+                      "exceed SIZE (default 2G); the newest run of each project is always kept.\n",
+                      stdout);
+                return 0;
+        }
+        _cleanup_close_ int statefd = open_state(&a, NULL);
+        if (statefd < 0)
+                return 0;
+        nsr_error e = { 0 };
+        nsr_gc_stats st = { 0 };
+        if (nsr_state_gc(statefd, a.keep_days < 0 ? 7 : a.keep_days, a.backup_limit ? a.backup_limit : NSR_BACKUP_LIMIT_DEFAULT,
+                         &st, &e) < 0) {
+                err_print(&e);
+                return 1;
+        }
+        fprintf(stderr, "nsrun: gc: removed %zu run%s (%llu bytes)\n", st.removed, st.removed == 1 ? "" : "s",
+                (unsigned long long) st.bytes);
+        return 0;
+}
