@@ -489,6 +489,21 @@ static int handle(parser *ps, const nsr_option *o, const char *typed, char *cons
                 return 0;
         case NSR_OPT_REPORT_FD:
                 return parse_fd_arg(vals[0], &p->proj.report_fd, err);
+        case NSR_OPT_EVENTS_FD:
+                return parse_fd_arg(vals[0], &p->proj.events_fd, err);
+        case NSR_OPT_KEEP_DAYS: {
+                unsigned v = 0;
+                r = parse_id_arg(vals[0], "--keep-days", &v, err);
+                if (r < 0)
+                        return nsr_error_setx(err, EINVAL, "--keep-days takes a number of days, not \"%s\"", vals[0]);
+                p->proj.keep_days = (long) v;
+                return 0;
+        }
+        case NSR_OPT_BACKUP_LIMIT:
+                r = nsr_parse_size_suffix(vals[0], &p->proj.backup_limit);
+                if (r < 0)
+                        return nsr_error_setx(err, EINVAL, "--backup-limit takes a size such as 2G, not \"%s\"", vals[0]);
+                return 0;
         case NSR_OPT_DISCARD:
                 p->proj.discard = true;
                 return 0;

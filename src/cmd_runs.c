@@ -39,29 +39,6 @@ static void err_print(const nsr_error *e) {
         fprintf(stderr, "nsrun: %s\n", buf);
 }
 
-static int parse_size(const char *s, uint64_t *ret) {
-        char *end = NULL;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno || end == s || v == 0)
-                return -EINVAL;
-        uint64_t mult = 1;
-        if (*end == 'K' || *end == 'k')
-                mult = 1024, end++;
-        else if (*end == 'M' || *end == 'm')
-                mult = 1024 * 1024, end++;
-        else if (*end == 'G' || *end == 'g')
-                mult = 1024ULL * 1024 * 1024, end++;
-        if (*end == 'i' && mult > 1)
-                end++;
-        if (*end == 'B')
-                end++;
-        if (*end)
-                return -EINVAL;
-        *ret = v * mult;
-        return 0;
-}
-
 /* Options: --opt VALUE or --opt=VALUE. allowed: which flags the command
  * takes ("psjfkb"). */
 static int parse_args(int argc, char **argv, const char *allowed, args *a) {
@@ -108,7 +85,7 @@ static int parse_args(int argc, char **argv, const char *allowed, args *a) {
                         }
                 } else if (streq(s, "--backup-limit") && strchr(allowed, 'b')) {
                         NEED_VALUE();
-                        if (parse_size(val, &a->backup_limit) < 0) {
+                        if (nsr_parse_size_suffix(val, &a->backup_limit) < 0) {
                                 fprintf(stderr, "nsrun: --backup-limit takes a size such as 2G, not \"%s\"\n", val);
                                 return -EINVAL;
                         }

@@ -175,6 +175,12 @@ static const char *project_only_option(const nsr_plan *p) {
                 return "--quiet";
         if (o->verbose)
                 return "--verbose";
+        if (o->events_fd != -1)
+                return "--events-fd";
+        if (o->keep_days != -1)
+                return "--keep-days";
+        if (o->backup_limit)
+                return "--backup-limit";
         return NULL;
 }
 

@@ -150,6 +150,12 @@ const nsr_option nsr_options[_NSR_OPT_MAX] = {
         [NSR_OPT_QUIET] = { "--quiet", "-q", NSR_OPT_QUIET, 0, NULL, "Project mode: no summary on stderr", N, NULL },
         [NSR_OPT_VERBOSE] = { "--verbose", "-v", NSR_OPT_VERBOSE, 0, NULL,
                               "Project mode: list every change on stderr", N, NULL },
+        [NSR_OPT_EVENTS_FD] = { "--events-fd", NULL, NSR_OPT_EVENTS_FD, 1, "FD",
+                                "Project mode: stream JSON lines of changes to FD while the command runs", N, NULL },
+        [NSR_OPT_KEEP_DAYS] = { "--keep-days", NULL, NSR_OPT_KEEP_DAYS, 1, "N",
+                                "Project mode: prune runs and backups older than N days (default 7)", N, NULL },
+        [NSR_OPT_BACKUP_LIMIT] = { "--backup-limit", NULL, NSR_OPT_BACKUP_LIMIT, 1, "SIZE",
+                                   "Project mode: prune the oldest runs beyond SIZE per project (default 2G)", N, NULL },
 };
 
 #undef B

@@ -97,6 +97,9 @@ typedef enum nsr_opt_id {
         NSR_OPT_KEEP,
         NSR_OPT_QUIET,
         NSR_OPT_VERBOSE,
+        NSR_OPT_EVENTS_FD,
+        NSR_OPT_KEEP_DAYS,
+        NSR_OPT_BACKUP_LIMIT,
         _NSR_OPT_MAX,
         _NSR_OPT_INVALID = -EINVAL,
 } nsr_opt_id;

@@ -13,6 +13,8 @@ nsr_plan *nsr_plan_new(void) {
         p->info_fd = p->json_status_fd = p->block_fd = p->userns_block_fd = p->sync_fd = -1;
         p->trace_bwrap_fd = -1;
         p->proj.report_fd = -1;
+        p->proj.events_fd = -1;
+        p->proj.keep_days = -1;
         return p;
 }
 

@@ -111,6 +111,9 @@ typedef struct nsr_project_opts {
         char *state_dir;
         char *report_file;
         int report_fd;         /* -1 when unset */
+        int events_fd;         /* -1 when unset */
+        long keep_days;        /* -1: the default */
+        uint64_t backup_limit; /* 0: the default */
         bool allow_nested, discard, keep, quiet, verbose;
 } nsr_project_opts;
 

@@ -11,6 +11,7 @@
 
 #include "capture.h"
 #include "commit.h"
+#include "events.h"
 #include "launch.h"
 #include "profile.h"
 #include "project.h"
@@ -387,11 +388,30 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         clock_gettime(CLOCK_REALTIME_COARSE, &run_start);
         write_meta(pj, run_fd, "running", &run_start, 0, false);
 
+        /* nsrun's own fds never reach the sandbox: a command that could
+         * write to the report or the event stream could forge them. */
+        if (p->proj.report_fd != -1)
+                (void) fcntl(p->proj.report_fd, F_SETFD, FD_CLOEXEC);
+        if (p->proj.events_fd != -1)
+                (void) fcntl(p->proj.events_fd, F_SETFD, FD_CLOEXEC);
+        pid_t watcher = -1;
+        int watcher_stop = -1;
+        if (r >= 0 && p->proj.events_fd != -1) {
+                nsr_events_project *ev = nsr_malloc0((pj->n + 1) * sizeof(nsr_events_project));
+                for (size_t i = 0; i < pj->n; i++)
+                        ev[i] = (nsr_events_project){ .path = pj->p[i].path, .upper = pj->p[i].upper };
+                r = nsr_events_start(p->proj.events_fd, ev, pj->n, &watcher, &watcher_stop, err);
+                free(ev);
+        }
+
         nsr_launch_result lr = { .exit_code = NSR_EXIT_FAILURE };
         if (r >= 0) {
                 nsr_launch_extra extra = { .bpf = bpf, .n_bpf = n_pol, .kill_leftovers = true };
                 r = nsr_launch(p, &extra, &lr, err);
         }
+        nsr_events_stop(watcher, watcher_stop);
+        if (p->proj.events_fd != -1)
+                p->proj.events_fd = safe_close(p->proj.events_fd);
         for (size_t i = 0; i < n_pol; i++)
                 free(bpf[i].data);
         free(bpf);
@@ -593,7 +613,8 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         free(rp);
 
         /* Retention runs in a detached process, never on this run's path. */
-        nsr_state_gc_background(pj->state_dir, 7, NSR_BACKUP_LIMIT_DEFAULT);
+        nsr_state_gc_background(pj->state_dir, p->proj.keep_days < 0 ? 7 : p->proj.keep_days,
+                                p->proj.backup_limit ? p->proj.backup_limit : NSR_BACKUP_LIMIT_DEFAULT);
         *out = o;
         return 0;
 }

@@ -172,6 +172,32 @@ int nsr_parse_octal_mode(const char *s, mode_t *ret) {
         return 0;
 }
 
+int nsr_parse_size_suffix(const char *s, uint64_t *ret) {
+        char *end = NULL;
+        if (!s || !isdigit((unsigned char) *s))
+                return -EINVAL;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || v == 0)
+                return -EINVAL;
+        unsigned shift = 0;
+        switch (*end) {
+        case 'K': case 'k': shift = 10; end++; break;
+        case 'M': case 'm': shift = 20; end++; break;
+        case 'G': case 'g': shift = 30; end++; break;
+        case 'T': case 't': shift = 40; end++; break;
+        default: break;
+        }
+        if (shift && *end == 'i')
+                end++;
+        if (*end == 'B')
+                end++;
+        if (*end || (shift && v > (UINT64_MAX >> shift)))
+                return -EINVAL;
+        *ret = (uint64_t) v << shift;
+        return 0;
+}
+
 int nsr_read_all(int fd, size_t max, char **ret, size_t *ret_len) {
         /* We read up to one byte past max: that byte is what tells "exactly
          * max bytes, then EOF" apart from "too much". */

@@ -105,6 +105,9 @@ int nsr_parse_fd(const char *s, int *ret);
 int nsr_parse_u32(const char *s, uint32_t *ret);
 int nsr_parse_u64(const char *s, uint64_t *ret);
 int nsr_parse_octal_mode(const char *s, mode_t *ret);
+/* A byte count with an optional K, M, G or T suffix (powers of 1024, "iB"
+ * or "B" allowed after it); zero is refused. */
+int nsr_parse_size_suffix(const char *s, uint64_t *ret);
 
 /* Read until EOF, at most max bytes (-EFBIG beyond). The buffer is
  * NUL-terminated for convenience; *ret_len excludes that NUL. */
