@@ -1,0 +1,35 @@
+#!/bin/sh
+# --seccomp-policy may be repeated and the filters stack in order, and the
+# --seccomp / --add-seccomp-fd programs stack after them. Without any of
+# them, nsrun, like bwrap, loads no filter.
+. "$NSR_TESTS/lib.sh"
+. "$NSR_TESTS/seccomp-lib.sh"
+
+d=$(scratch)
+# Two policies that deny the same call with different errnos. Among filters
+# that return an errno, the kernel takes the most recently loaded one.
+printf 'deny ioctl errno EXDEV if arg1 & 0xffffffff == 0x5401  # TCGETS\n' > "$d/a.policy"
+printf 'deny ioctl errno EXFULL if arg1 & 0xffffffff == 0x5401\n' > "$d/b.policy"
+printf 'deny ioctl errno EDQUOT if arg1 & 0xffffffff == 0x5401\n' > "$d/c.policy"
+$NSRUN seccomp compile "$d/c.policy" -o "$d/c.bpf"
+
+run $NSRUN $SBX -- "$PROBE" ioctl_tcgets
+is "$out" "ioctl_tcgets EBADF" "no policy: the call reaches the kernel"
+run $NSRUN $SBX --seccomp-policy "$d/a.policy" --seccomp-policy "$d/b.policy" -- "$PROBE" ioctl_tcgets
+is "$out" "ioctl_tcgets EXFULL" "a then b: b was loaded last"
+run $NSRUN $SBX --seccomp-policy "$d/b.policy" --seccomp-policy "$d/a.policy" -- "$PROBE" ioctl_tcgets
+is "$out" "ioctl_tcgets EXDEV" "b then a: a was loaded last"
+run $NSRUN $SBX --add-seccomp-fd 3 --seccomp-policy "$d/a.policy" -- "$PROBE" ioctl_tcgets 3<"$d/c.bpf"
+is "$out" "ioctl_tcgets EDQUOT" "--add-seccomp-fd stacks after the policies, wherever it is given"
+run $NSRUN $SBX --seccomp 3 --seccomp-policy "$d/a.policy" -- "$PROBE" ioctl_tcgets 3<"$d/c.bpf"
+is "$out" "ioctl_tcgets EDQUOT" "--seccomp stacks after the policies too"
+
+filters() { awk '/^Seccomp_filters:/ { print $2 }'; }
+base=$($NSRUN $SBX -- cat /proc/self/status | filters)
+mine=$(filters < /proc/self/status)
+is "$base" "$mine" "without a policy nsrun loads no filter, like bwrap"
+n=$($NSRUN $SBX --seccomp-policy "$d/a.policy" --seccomp-policy default --add-seccomp-fd 3 -- cat /proc/self/status 3<"$d/c.bpf" | filters)
+is "$n" $((base + 3)) "two policies and one program are three filters"
+
+rm -rf "$d"
+seccomp_done_testing
