@@ -293,10 +293,10 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
         op2(&b, NSR_OP_RO_BIND, "/", "/");
         op2(&b, NSR_OP_DEV, NULL, "/dev");
         op2(&b, NSR_OP_PROC, NULL, "/proc");
+        /* Not marked hidden: a home or project under /tmp is mounted back
+         * on top of these, and mount points can be made in them. */
         op2(&b, NSR_OP_TMPFS, NULL, "/tmp");
         op2(&b, NSR_OP_TMPFS, NULL, "/var/tmp");
-        nsr_strv_extend(&b.hidden, "/tmp");
-        nsr_strv_extend(&b.hidden, "/var/tmp");
 
         /* /run holds every host socket (D-Bus, docker.sock, the agents):
          * an empty read-only tmpfs, with a private runtime dir. */
@@ -314,7 +314,6 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
                 keep_resolv_conf(&b);
         op2(&b, NSR_OP_REMOUNT_RO, NULL, "/run");
         nsr_strv_extend(&b.hidden, "/run");
-        nsr_plan_add_env(p, NSR_ENV_SET, "XDG_RUNTIME_DIR", rt);
 
         /* The home: a throwaway writable layer by default. */
         bool home_ok = c->home && c->home[0] == '/' && !streq(c->home, "/") && stat(c->home, &st) == 0 &&
@@ -358,6 +357,7 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
 
         add_env(&b, err);
         nsr_error_clear(err);
+        nsr_plan_add_env(p, NSR_ENV_SET, "XDG_RUNTIME_DIR", rt);
 
         /* Start where the caller is when that is inside a project. */
         const char *cwd = c->n_projects ? c->projects[0].path : "/";

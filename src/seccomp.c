@@ -577,8 +577,9 @@ int nsr_seccomp_compile(const nsr_policy *p, char **ret_data, size_t *ret_len, n
         _cleanup_(release_ctx) scmp_filter_ctx main_ctx = NULL;
         _cleanup_free_ char *prog = NULL;
         _cleanup_free_ struct sock_filter *prefix = NULL;
-        size_t prog_len = 0, prefix_len = 0;
-        int r = 0;
+        size_t prog_len = 0, prefix_len = 0, insns, total;
+        char *data;
+        int k, r = 0;
 
         for (size_t i = 0; i < n_arches; i++) {
                 _cleanup_(release_ctx) scmp_filter_ctx ctx = NULL;
@@ -593,7 +594,7 @@ int nsr_seccomp_compile(const nsr_policy *p, char **ret_data, size_t *ret_len, n
                         main_ctx = TAKE_PTR(ctx);
                         continue;
                 }
-                int k = seccomp_merge(main_ctx, ctx);
+                k = seccomp_merge(main_ctx, ctx);
                 if (k < 0) {
                         r = nsr_error_setx(err, -k, "libseccomp could not merge the %s filter: %s", arch_name(c.arch),
                                            strerror(-k));
@@ -613,14 +614,14 @@ int nsr_seccomp_compile(const nsr_policy *p, char **ret_data, size_t *ret_len, n
                 if (r < 0)
                         goto out;
         }
-        size_t insns = prefix_len + prog_len / sizeof(struct sock_filter);
+        insns = prefix_len + prog_len / sizeof(struct sock_filter);
         if (insns > NSR_SECCOMP_MAX_INSNS) {
                 r = nsr_error_setx(err, E2BIG, "%s: the filter has %zu instructions; the kernel allows at most %u",
                                    p->files[0], insns, NSR_SECCOMP_MAX_INSNS);
                 goto out;
         }
-        size_t total = insns * sizeof(struct sock_filter);
-        char *data = nsr_malloc0(total);
+        total = insns * sizeof(struct sock_filter);
+        data = nsr_malloc0(total);
         if (prefix_len)
                 memcpy(data, prefix, prefix_len * sizeof(struct sock_filter));
         memcpy(data + prefix_len * sizeof(struct sock_filter), prog, prog_len);

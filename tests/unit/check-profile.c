@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* profile.c: expansion of project mode into plan ops; state.c: run ids
+ * and run meta files; textdiff.c. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plan.h"
+#include "profile.h"
+#include "state.h"
+#include "textdiff.h"
+#include "trace.h"
+#include "unit.h"
+#include "util.h"
+
+START_TEST(test_protected) {
+        ck_assert(nsr_profile_is_protected(".git/hooks", false));
+        ck_assert(nsr_profile_is_protected(".git/hooks/pre-commit", false));
+        ck_assert(nsr_profile_is_protected(".git/config", false));
+        ck_assert(nsr_profile_is_protected(".git/config.worktree", false));
+        ck_assert(nsr_profile_is_protected(".git/modules/sub/hooks/x", false));
+        ck_assert(nsr_profile_is_protected(".git/modules/sub/config", false));
+        ck_assert(nsr_profile_is_protected(".git/worktrees/w/HEAD", false));
+        ck_assert(nsr_profile_is_protected(".git", true));
+        ck_assert(!nsr_profile_is_protected(".git", false));
+        ck_assert(!nsr_profile_is_protected(".git/index", false));
+        ck_assert(!nsr_profile_is_protected(".git/objects/ab/cd", false));
+        ck_assert(!nsr_profile_is_protected(".git/hooksx", false));
+        ck_assert(!nsr_profile_is_protected(".git/configx", false));
+        ck_assert(!nsr_profile_is_protected(".git/modules/sub", false));
+        ck_assert(!nsr_profile_is_protected(".gitignore", false));
+        ck_assert(!nsr_profile_is_protected("src/.git/hooks", false));
+}
+END_TEST
+
+START_TEST(test_expand) {
+        char *env[] = { "HOME=/home/u", "XDG_CONFIG_HOME=/cfg", "EMPTY=", NULL };
+        _cleanup_free_ char *a = nsr_profile_expand("~/.ssh", "/home/u", env);
+        ck_assert_str_eq(a, "/home/u/.ssh");
+        _cleanup_free_ char *b = nsr_profile_expand("$XDG_CONFIG_HOME/gh", "/home/u", env);
+        ck_assert_str_eq(b, "/cfg/gh");
+        _cleanup_free_ char *c = nsr_profile_expand("${XDG_CONFIG_HOME}/x/$HOME", "/h", env);
+        ck_assert_str_eq(c, "/cfg/x//home/u");
+        ck_assert_ptr_null(nsr_profile_expand("$UNSET/x", "/h", env));
+        ck_assert_ptr_null(nsr_profile_expand("~/x", NULL, env));
+        ck_assert_ptr_null(nsr_profile_expand("${BROKEN", "/h", env));
+        _cleanup_free_ char *d = nsr_profile_expand("/etc/shadow", NULL, env);
+        ck_assert_str_eq(d, "/etc/shadow");
+        _cleanup_free_ char *e = nsr_profile_expand("~user", "/h", env);
+        ck_assert_str_eq(e, "~user"); /* only "~/" is the home */
+}
+END_TEST
+
+START_TEST(test_env_denied) {
+        char *pat[] = { "*TOKEN*", "*_KEY", "AWS_*", "SSH_AUTH_SOCK", NULL };
+        ck_assert(nsr_profile_env_denied("GITHUB_TOKEN", pat));
+        ck_assert(nsr_profile_env_denied("github_token", pat));
+        ck_assert(nsr_profile_env_denied("TOKENIZER", pat));
+        ck_assert(nsr_profile_env_denied("OPENAI_API_KEY", pat));
+        ck_assert(nsr_profile_env_denied("AWS_SECRET_ACCESS_KEY", pat));
+        ck_assert(nsr_profile_env_denied("SSH_AUTH_SOCK", pat));
+        ck_assert(!nsr_profile_env_denied("PATH", pat));
+        ck_assert(!nsr_profile_env_denied("KEYBOARD", pat));
+        ck_assert(!nsr_profile_env_denied("SSH_AUTH_SOCKET", pat));
+}
+END_TEST
+
+static char *tmpdir_new(void) {
+        char tmpl[] = "/tmp/nsr-unit-profile.XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(tmpl));
+        return nsr_strdup(tmpl);
+}
+
+static void write_file(const char *dir, const char *name, const char *text) {
+        _cleanup_free_ char *p = nsr_path_join(dir, name);
+        FILE *f = fopen(p, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+/* The profile as trace words: the stable way to compare plans. */
+static char *trace_of(const nsr_plan *p) {
+        _cleanup_strv_free_ char **v = nsr_trace_argv(p);
+        char *s = nsr_strdup("");
+        for (size_t i = 0; v[i]; i++) {
+                char *n = nsr_asprintf("%s%s%s", s, i ? " " : "", v[i]);
+                free(s);
+                s = n;
+        }
+        return s;
+}
+
+START_TEST(test_build) {
+        _cleanup_free_ char *d = tmpdir_new();
+        _cleanup_free_ char *home = nsr_path_join(d, "home");
+        _cleanup_free_ char *data = nsr_path_join(d, "data");
+        _cleanup_free_ char *profiles = nsr_path_join(d, "data/profiles");
+        _cleanup_free_ char *proj = nsr_path_join(d, "home/proj");
+        _cleanup_free_ char *git = nsr_path_join(d, "home/proj/.git/hooks");
+        _cleanup_free_ char *ssh = nsr_path_join(d, "home/.ssh");
+        ck_assert_int_eq(mkdir(home, 0755), 0);
+        ck_assert_int_eq(mkdir(data, 0755), 0);
+        ck_assert_int_eq(mkdir(profiles, 0755), 0);
+        ck_assert_int_eq(mkdir(proj, 0755), 0);
+        _cleanup_free_ char *gitdir = nsr_path_join(d, "home/proj/.git");
+        ck_assert_int_eq(mkdir(gitdir, 0755), 0);
+        ck_assert_int_eq(mkdir(git, 0755), 0);
+        ck_assert_int_eq(mkdir(ssh, 0700), 0);
+        write_file(home, ".netrc", "machine x\n");
+        write_file(profiles, "hide.list", "# comment\n\n  ~/.ssh  \n~/.netrc\n~/.missing\n$NOPE/x\n");
+        write_file(profiles, "env-deny.list", "*TOKEN*\n");
+        _cleanup_free_ char *upper = nsr_path_join(d, "state/runs/R/p0/upper");
+        _cleanup_free_ char *work = nsr_path_join(d, "state/runs/R/p0/work");
+        _cleanup_free_ char *state = nsr_path_join(d, "state");
+        struct stat st;
+        ck_assert_int_eq(stat(proj, &st), 0);
+        nsr_profile_project pp = { .path = proj, .upper = upper, .work = work, .dev = st.st_dev, .ino = st.st_ino };
+        char *env[] = { "GH_TOKEN=x", "PATH=/bin", "XDG_RUNTIME_DIR=/run/user/1000", NULL };
+        nsr_profile_ctx ctx = { .uid = 1000, .gid = 1000, .home = home, .cwd = "/elsewhere", .env = env,
+                                .datadir = data, .state_dir = state, .projects = &pp, .n_projects = 1 };
+        nsr_plan *user = nsr_plan_new();
+        nsr_strv_extend(&user->argv, "make");
+        nsr_plan_add_env(user, NSR_ENV_SET, "MINE", "1");
+        user->unshare_net = false;
+        nsr_plan *p = NULL;
+        nsr_error err = { 0 };
+        ck_assert_int_eq(nsr_profile_build(user, &ctx, &p, &err), 0);
+        _cleanup_free_ char *t = trace_of(p);
+        _cleanup_free_ char *expect = nsr_asprintf(
+                "--unshare-user --unshare-ipc --unshare-pid --unshare-net --unshare-uts --unshare-cgroup-try "
+                "--unsetenv GH_TOKEN --setenv NSRUN 1 --setenv XDG_RUNTIME_DIR /run/user/1000 --setenv MINE 1 "
+                "--chdir %s --die-with-parent --new-session "
+                "--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /var/tmp --tmpfs /run "
+                "--perms 0700 --tmpfs /run/user/1000 --remount-ro /run "
+                "--overlay-src %s --tmp-overlay %s "
+                "--perms 0755 --tmpfs %s --remount-ro %s --ro-bind /dev/null %s/.netrc "
+                "--overlay-src %s --overlay %s %s %s --ro-bind %s %s -- make",
+                proj, home, home, ssh, ssh, home, proj, upper, work, proj, git, git);
+        ck_assert_msg(streq(t, expect), "got\n%s\nwant\n%s", t, expect);
+        ck_assert_ptr_nonnull(p->seccomp_policies);
+        ck_assert_str_eq(p->seccomp_policies[0], "default");
+        ck_assert(p->landlock_scope);
+        ck_assert(!p->map_all_ids);
+        /* the project overlay carries the inode it must still be */
+        bool verified = false;
+        for (size_t i = 0; i < p->n_ops; i++)
+                if (p->ops[i].type == NSR_OP_OVERLAY)
+                        verified = (p->ops[i].flags & NSR_OPF_VERIFY) && p->ops[i].verify_ino == st.st_ino;
+        ck_assert(verified);
+        nsr_plan_free(p);
+        nsr_plan_free(user);
+        _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", d);
+        ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+START_TEST(test_build_user_wins) {
+        /* --share-net after the profile's --unshare-net; the user's policy
+         * replaces the profile's; cwd inside the project is kept. */
+        _cleanup_free_ char *d = tmpdir_new();
+        _cleanup_free_ char *profiles = nsr_path_join(d, "profiles");
+        ck_assert_int_eq(mkdir(profiles, 0755), 0);
+        write_file(profiles, "hide.list", "");
+        write_file(profiles, "env-deny.list", "");
+        struct stat st;
+        ck_assert_int_eq(stat(d, &st), 0);
+        nsr_profile_project pp = { .path = d, .upper = "/s/u", .work = "/s/w", .dev = st.st_dev, .ino = st.st_ino };
+        _cleanup_free_ char *cwd = nsr_path_join(d, "sub");
+        char *env[] = { NULL };
+        nsr_profile_ctx ctx = { .uid = 0, .gid = 0, .home = NULL, .cwd = cwd, .env = env, .datadir = d,
+                                .state_dir = "/nonexistent-state", .projects = &pp, .n_projects = 1 };
+        nsr_plan *user = nsr_plan_new();
+        nsr_strv_extend(&user->argv, "true");
+        user->share_net = true;
+        nsr_strv_extend(&user->seccomp_policies, "strict");
+        user->proj.allow_nested = true;
+        nsr_plan *p = NULL;
+        nsr_error err = { 0 };
+        ck_assert_int_eq(nsr_profile_build(user, &ctx, &p, &err), 0);
+        ck_assert(!p->unshare_net);
+        ck_assert_str_eq(p->seccomp_policies[0], "strict");
+        ck_assert_ptr_null(p->seccomp_policies[1]);
+        ck_assert_str_eq(p->chdir, cwd);
+        ck_assert(p->map_all_ids);            /* real root maps its whole range */
+        ck_assert_uint_eq(p->n_caps, 1);       /* ... and drops every cap */
+        ck_assert(!p->caps[0].add);
+        ck_assert_int_eq(p->caps[0].cap, -1);
+        nsr_plan_free(p);
+        nsr_plan_free(user);
+        _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", d);
+        ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+START_TEST(test_run_ids) {
+        char a[NSR_RUN_ID_MAX], b[NSR_RUN_ID_MAX];
+        nsr_run_id_new(a);
+        nsr_run_id_new(b);
+        ck_assert(nsr_run_id_is_valid(a));
+        ck_assert_str_ne(a, b);
+        ck_assert(!nsr_run_id_is_valid(""));
+        ck_assert(!nsr_run_id_is_valid(".."));
+        ck_assert(!nsr_run_id_is_valid("a/b"));
+        ck_assert(!nsr_run_id_is_valid(".hidden"));
+        ck_assert(!nsr_run_id_is_valid("x y"));
+}
+END_TEST
+
+START_TEST(test_meta_roundtrip) {
+        _cleanup_free_ char *d = tmpdir_new();
+        _cleanup_close_ int fd = open(d, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        char *projects[] = { "/p/one", "/p/with\nnewline\xff", NULL };
+        char *argv[] = { "sh", "-c", "echo 'x y'", "", NULL };
+        unsigned long counts[2][5] = { { 1, 2, 3, 4, 5 }, { 0, 0, 7, 0, 0 } };
+        nsr_run_meta m = { .state = "committed", .kind = "run", .start = { 1234, 5678 }, .projects = projects,
+                           .argv = argv, .exit_code = 3, .signal = 0, .counts = counts };
+        snprintf(m.run_id, sizeof(m.run_id), "20261125T000000.000Z-abcdef");
+        nsr_error err = { 0 };
+        ck_assert_int_eq(nsr_run_meta_write(fd, &m, &err), 0);
+        nsr_run_meta r = { 0 };
+        ck_assert_int_eq(nsr_run_meta_read(fd, &r, &err), 0);
+        ck_assert_str_eq(r.run_id, m.run_id);
+        ck_assert_str_eq(r.state, "committed");
+        ck_assert_int_eq(r.start.tv_sec, 1234);
+        ck_assert_int_eq(r.start.tv_nsec, 5678);
+        ck_assert_int_eq(r.exit_code, 3);
+        ck_assert_str_eq(r.projects[1], projects[1]);
+        ck_assert_str_eq(r.argv[2], "echo 'x y'");
+        ck_assert_str_eq(r.argv[3], "");
+        ck_assert_uint_eq(r.counts[0][4], 5);
+        ck_assert_uint_eq(r.counts[1][2], 7);
+        nsr_run_meta_done(&r);
+        _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", d);
+        ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+static char *diff_of(const char *a, const char *b) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        nsr_error err = { 0 };
+        ck_assert_int_eq(nsr_diff_unified(a, strlen(a), b, strlen(b), "a", "b", f, &err), 0);
+        fclose(f);
+        return buf;
+}
+
+START_TEST(test_textdiff) {
+        _cleanup_free_ char *same = diff_of("x\ny\n", "x\ny\n");
+        ck_assert_str_eq(same, "");
+        _cleanup_free_ char *one = diff_of("a\nb\nc\n", "a\nB\nc\n");
+        ck_assert_str_eq(one, "--- a\n+++ b\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n");
+        _cleanup_free_ char *add = diff_of("", "new\n");
+        ck_assert_str_eq(add, "--- a\n+++ b\n@@ -0,0 +1,1 @@\n+new\n");
+        _cleanup_free_ char *nonl = diff_of("a\n", "a\nb");
+        ck_assert_str_eq(nonl, "--- a\n+++ b\n@@ -1,1 +1,2 @@\n a\n+b\n\\ No newline at end of file\n");
+        /* two changes far apart: two hunks */
+        char a[200] = "", b[200] = "";
+        for (int i = 0; i < 20; i++) {
+                char l[8];
+                snprintf(l, sizeof(l), "%d\n", i);
+                strcat(a, l);
+                strcat(b, i == 2 || i == 17 ? "X\n" : l);
+        }
+        _cleanup_free_ char *two = diff_of(a, b);
+        ck_assert_str_eq(two, "--- a\n+++ b\n@@ -1,6 +1,6 @@\n 0\n 1\n-2\n+X\n 3\n 4\n 5\n"
+                              "@@ -15,6 +15,6 @@\n 14\n 15\n 16\n-17\n+X\n 18\n 19\n");
+        ck_assert(nsr_diff_is_text("abc", 3));
+        ck_assert(!nsr_diff_is_text("a\0c", 3));
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("profile");
+        TCase *tc = tcase_create("core");
+        tcase_add_test(tc, test_protected);
+        tcase_add_test(tc, test_expand);
+        tcase_add_test(tc, test_env_denied);
+        tcase_add_test(tc, test_build);
+        tcase_add_test(tc, test_build_user_wins);
+        tcase_add_test(tc, test_run_ids);
+        tcase_add_test(tc, test_meta_roundtrip);
+        tcase_add_test(tc, test_textdiff);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+NSR_UNIT_MAIN(suite)
