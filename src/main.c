@@ -53,7 +53,7 @@ static const struct {
 } subcommands[] = {
         { "seccomp", nsr_cmd_seccomp }, { "diff", nsr_cmd_diff },       { "commit", nsr_cmd_commit },
         { "discard", nsr_cmd_discard }, { "undo", nsr_cmd_undo },       { "history", nsr_cmd_history },
-        { "gc", nsr_cmd_gc },
+        { "gc", nsr_cmd_gc },           { "doctor", nsr_cmd_doctor },
 };
 
 static int write_report(const nsr_plan *plan, const char *json, nsr_error *err) {
