@@ -5,8 +5,8 @@
 #
 # Skips (with the reason) as the unprivileged user and without
 # apparmor_parser (Debian: apt-get install apparmor); a profile the parser
-# rejects fails. The AppArmor 4 rules ("userns," and abi 4.0) need
-# apparmor_parser 4.0 (Ubuntu 24.04); an older parser (Debian 12 has
+# rejects fails. The AppArmor 4 rules ("userns,", "mqueue," and abi 4.0)
+# need apparmor_parser 4.0 (Ubuntu 24.04); an older parser (Debian 12 has
 # 3.0.8) compiles the profile without them, and says so.
 . "$NSR_TESTS/lib.sh"
 is_root || skip_all "apparmor_parser runs as root only (running as $NSR_WHO)"
@@ -32,9 +32,9 @@ if [ "${version%%.*}" -ge 4 ] 2>/dev/null; then
 	is "$rc" 0 "apparmor_parser $version compiles the profile"
 	[ "$rc" -eq 0 ] || diag "$err"
 else
-	skip "the userns rule and abi 4.0" "apparmor_parser ${version:-?} predates AppArmor 4.0"
+	skip "the userns and mqueue rules and abi 4.0" "apparmor_parser ${version:-?} predates AppArmor 4.0"
 	compiled=$d/nsrun-3
-	sed -e 's|^abi <abi/4.0>,$|abi <abi/3.0>,|' -e '/^[[:space:]]*userns,$/d' "$profile" > "$compiled"
+	sed -e 's|^abi <abi/4.0>,$|abi <abi/3.0>,|' -e '/^[[:space:]]*\(userns\|mqueue\),$/d' "$profile" > "$compiled"
 	run "$parser" -QTK "$compiled"
 	is "$rc" 0 "apparmor_parser ${version:-?} compiles the profile without its AppArmor 4 rules"
 	[ "$rc" -eq 0 ] || diag "$err"
