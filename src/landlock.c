@@ -22,9 +22,14 @@ struct ruleset_attr {
         uint64_t scoped;
 };
 
-int nsr_landlock_abi(void) {
+int nsr_landlock_abi_probe(void) {
         long v = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
-        return v < 0 ? 0 : (int) v;
+        return v < 0 ? -errno : (int) v;
+}
+
+int nsr_landlock_abi(void) {
+        int v = nsr_landlock_abi_probe();
+        return v < 0 ? 0 : v;
 }
 
 int nsr_landlock_scope(nsr_error *err) {

@@ -12,6 +12,10 @@
 
 /* The Landlock ABI version, 0 when Landlock is unavailable. */
 int nsr_landlock_abi(void);
+/* The same, or -errno saying why it is unavailable: -ENOSYS (not built
+ * in, or hidden by a seccomp filter), -EOPNOTSUPP (built in, not enabled
+ * at boot). */
+int nsr_landlock_abi_probe(void);
 /* Restricts the calling process so it can reach neither abstract unix
  * sockets nor processes (signals) outside its own Landlock domain. Needs
  * ABI 6 and no_new_privs. */

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "cmd.h"
+#include "hostcheck.h"
 #include "launch.h"
 #include "options.h"
 #include "plan.h"
@@ -32,7 +33,11 @@ static const char *prefix_of(const ctx *c) {
 static void print_error(const ctx *c, const nsr_error *e) {
         char buf[NSR_ERROR_MSG_MAX + 256];
         nsr_error_format(e, buf, sizeof(buf));
-        fprintf(stderr, "%s%s: %s\n", c->level_prefix ? "<3>" : "", prefix_of(c), buf);
+        /* A failure doctor can explain points to it, except under the
+         * bwrap name, whose messages stay bwrap's exact text. */
+        const char *hint = c->bwrap_mode ? NULL : nsr_hostcheck_hint(e);
+        fprintf(stderr, "%s%s: %s%s%s\n", c->level_prefix ? "<3>" : "", prefix_of(c), buf, hint ? "; " : "",
+                hint ? hint : "");
 }
 
 static void print_warnings(const ctx *c, char **warnings) {
@@ -53,7 +58,7 @@ static const struct {
 } subcommands[] = {
         { "seccomp", nsr_cmd_seccomp }, { "diff", nsr_cmd_diff },       { "commit", nsr_cmd_commit },
         { "discard", nsr_cmd_discard }, { "undo", nsr_cmd_undo },       { "history", nsr_cmd_history },
-        { "gc", nsr_cmd_gc },
+        { "gc", nsr_cmd_gc },           { "doctor", nsr_cmd_doctor },
 };
 
 static int write_report(const nsr_plan *plan, const char *json, nsr_error *err) {

@@ -230,5 +230,6 @@ void nsr_options_help(FILE *f, const char *prog, bool bwrap_mode) {
               "    undo [-p DIR] [RUN]          Restore what a run applied, from its backups\n"
               "    history [-p DIR] [--json]    List runs\n"
               "    gc                           Prune old runs and backups\n"
+              "    doctor [--json]              Check what this host lets nsrun do\n"
               "\nSee nsrun(1).\n", f);
 }

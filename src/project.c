@@ -12,6 +12,7 @@
 #include "capture.h"
 #include "commit.h"
 #include "events.h"
+#include "hostcheck.h"
 #include "launch.h"
 #include "profile.h"
 #include "project.h"
@@ -424,7 +425,10 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         o.exit_code = err->code == ENOENT ? NSR_EXIT_NOT_FOUND : NSR_EXIT_NOT_EXECUTABLE;
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(err, buf, sizeof(buf));
-                msg(&o, "nsrun: %s", buf);
+                /* Project mode is never bwrap mode: a failure doctor can
+                 * explain points to it, as in main.c. */
+                const char *hint = nsr_hostcheck_hint(err);
+                msg(&o, "nsrun: %s%s%s", buf, hint ? "; " : "", hint ? hint : "");
                 nsr_error e2 = { 0 };
                 _cleanup_free_ char *rel = nsr_asprintf("runs/%s", pj->run_id);
                 (void) nsr_rm_rf_at(statefd, rel, &e2);
