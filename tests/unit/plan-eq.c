@@ -9,8 +9,8 @@
 #if defined(__x86_64__)
 /* A tripwire: a field added to nsr_plan or nsr_op must be compared below
  * (then update the size here). */
-static_assert(sizeof(nsr_plan) == 208, "nsr_plan changed: update tests/unit/plan-eq.c");
-static_assert(sizeof(nsr_op) == 56, "nsr_op changed: update tests/unit/plan-eq.c");
+static_assert(sizeof(nsr_plan) == 312, "nsr_plan changed: update tests/unit/plan-eq.c");
+static_assert(sizeof(nsr_op) == 72, "nsr_op changed: update tests/unit/plan-eq.c");
 #endif
 
 static const char *show(const char *s) {
@@ -55,6 +55,8 @@ static char *diff_op(const nsr_op *x, const nsr_op *y) {
         DIFF_INT("fd", x->fd, y->fd);
         DIFF_INT("perms", x->perms, y->perms);
         DIFF_INT("size", x->size, y->size);
+        DIFF_INT("verify_dev", x->verify_dev, y->verify_dev);
+        DIFF_INT("verify_ino", x->verify_ino, y->verify_ino);
         return NULL;
 }
 
@@ -140,7 +142,27 @@ char *test_plan_diff(const nsr_plan *a, const nsr_plan *b, unsigned flags) {
                 DIFF_STRV("seccomp_policies", a->seccomp_policies, b->seccomp_policies);
                 DIFF_INT("trace_bwrap", a->trace_bwrap, b->trace_bwrap);
                 DIFF_INT("trace_bwrap_fd", a->trace_bwrap_fd, b->trace_bwrap_fd);
+                DIFF_INT("map_all_ids", a->map_all_ids, b->map_all_ids);
+                DIFF_INT("landlock_scope", a->landlock_scope, b->landlock_scope);
+                DIFF_STRV("proj.projects", a->proj.projects, b->proj.projects);
+                DIFF_INT("proj.home", a->proj.home, b->proj.home);
+                DIFF_STRV("proj.hide", a->proj.hide, b->proj.hide);
+                DIFF_STRV("proj.rw", a->proj.rw, b->proj.rw);
+                DIFF_STRV("proj.ro", a->proj.ro, b->proj.ro);
+                DIFF_STRV("proj.keep_env", a->proj.keep_env, b->proj.keep_env);
+                DIFF_STR("proj.state_dir", a->proj.state_dir, b->proj.state_dir);
+                DIFF_STR("proj.report_file", a->proj.report_file, b->proj.report_file);
+                DIFF_INT("proj.report_fd", a->proj.report_fd, b->proj.report_fd);
+                DIFF_INT("proj.events_fd", a->proj.events_fd, b->proj.events_fd);
+                DIFF_INT("proj.keep_days", a->proj.keep_days, b->proj.keep_days);
+                DIFF_INT("proj.backup_limit", a->proj.backup_limit, b->proj.backup_limit);
+                DIFF_INT("proj.flags", a->proj.allow_nested | a->proj.discard << 1 | a->proj.keep << 2 |
+                                               a->proj.quiet << 3 | a->proj.verbose << 4,
+                         b->proj.allow_nested | b->proj.discard << 1 | b->proj.keep << 2 | b->proj.quiet << 3 |
+                                 b->proj.verbose << 4);
         }
+        /* share_net records only which net option came last while parsing;
+         * the resulting unshare_net is compared above. */
 
         DIFF_INT("resolved", a->resolved, b->resolved);
         DIFF_INT("needs_devpts", a->needs_devpts, b->needs_devpts);
