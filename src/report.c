@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "json.h"
+#include "report.h"
+#include "utf8.h"
+
+static const char *const signal_names[] = {
+        [SIGHUP] = "SIGHUP",   [SIGINT] = "SIGINT",       [SIGQUIT] = "SIGQUIT", [SIGILL] = "SIGILL",
+        [SIGTRAP] = "SIGTRAP", [SIGABRT] = "SIGABRT",     [SIGBUS] = "SIGBUS",   [SIGFPE] = "SIGFPE",
+        [SIGKILL] = "SIGKILL", [SIGUSR1] = "SIGUSR1",     [SIGSEGV] = "SIGSEGV", [SIGUSR2] = "SIGUSR2",
+        [SIGPIPE] = "SIGPIPE", [SIGALRM] = "SIGALRM",     [SIGTERM] = "SIGTERM", [SIGSTKFLT] = "SIGSTKFLT",
+        [SIGCHLD] = "SIGCHLD", [SIGCONT] = "SIGCONT",     [SIGSTOP] = "SIGSTOP", [SIGTSTP] = "SIGTSTP",
+        [SIGTTIN] = "SIGTTIN", [SIGTTOU] = "SIGTTOU",     [SIGURG] = "SIGURG",   [SIGXCPU] = "SIGXCPU",
+        [SIGXFSZ] = "SIGXFSZ", [SIGVTALRM] = "SIGVTALRM", [SIGPROF] = "SIGPROF", [SIGWINCH] = "SIGWINCH",
+        [SIGIO] = "SIGIO",     [SIGPWR] = "SIGPWR",       [SIGSYS] = "SIGSYS",
+};
+
+const char *nsr_report_signal_name(int sig) {
+        if (sig <= 0 || (size_t) sig >= ELEMENTSOF(signal_names))
+                return NULL;
+        return signal_names[sig];
+}
+
+int nsr_report_format_time(const struct timespec *ts, char *buf, size_t len) {
+        struct tm tm;
+        time_t t = ts->tv_sec;
+        long ms = ts->tv_nsec / 1000000;
+        if (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L)
+                return -EINVAL;
+        if (!gmtime_r(&t, &tm) || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999)
+                return -EOVERFLOW;
+        int n = snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+        if (n < 0 || (size_t) n >= len)
+                return -ENOBUFS;
+        return 0;
+}
+
+/* ---- text ------------------------------------------------------------- */
+
+static void append(char **buf, size_t *len, const char *s) {
+        size_t l = strlen(s);
+        *buf = nsr_realloc_array(*buf, *len + l + 1, 1);
+        memcpy(*buf + *len, s, l + 1);
+        *len += l;
+}
+
+static const char *human_kind(nsr_change_kind k) {
+        switch (k) {
+        case NSR_CHANGE_CREATED:
+                return "created";
+        case NSR_CHANGE_MODIFIED:
+                return "modified";
+        case NSR_CHANGE_DELETED:
+                return "deleted";
+        case NSR_CHANGE_TYPE_CHANGED:
+                return "type changed";
+        case NSR_CHANGE_METADATA_CHANGED:
+                return "metadata changed";
+        case _NSR_CHANGE_KIND_MAX:
+        case _NSR_CHANGE_KIND_INVALID:
+                break;
+        }
+        return "?";
+}
+
+char *nsr_report_summary(const char *project_path, const nsr_changeset *cs, const char *outcome,
+                         const char *run_id) {
+        _cleanup_free_ char *p = nsr_utf8_escape(project_path ? project_path : "");
+        char *buf = nsr_asprintf("nsrun: %s: ", p);
+        size_t len = strlen(buf);
+        bool any = false;
+        for (int k = 0; k < _NSR_CHANGE_KIND_MAX; k++) {
+                size_t n = nsr_changeset_count(cs, (nsr_change_kind) k);
+                if (n == 0)
+                        continue;
+                _cleanup_free_ char *part = nsr_asprintf("%s%zu %s", any ? ", " : "", n,
+                                                         human_kind((nsr_change_kind) k));
+                append(&buf, &len, part);
+                any = true;
+        }
+        if (!any)
+                append(&buf, &len, "no changes");
+        if (outcome) {
+                _cleanup_free_ char *o = nsr_utf8_escape(outcome);
+                append(&buf, &len, "; ");
+                append(&buf, &len, o);
+        }
+        if (run_id) {
+                _cleanup_free_ char *r = nsr_utf8_escape(run_id);
+                _cleanup_free_ char *part = nsr_asprintf(" (run %s)", r);
+                append(&buf, &len, part);
+        }
+        return buf;
+}
+
+static char *meta_list(unsigned meta) {
+        static const struct {
+                unsigned flag;
+                const char *name;
+        } names[] = {
+                { NSR_META_MODE, "mode" },
+                { NSR_META_OWNER, "owner" },
+                { NSR_META_XATTRS, "xattrs" },
+                { NSR_META_MTIME, "mtime" },
+        };
+        char *buf = nsr_strdup("");
+        size_t len = 0;
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (meta & names[i].flag) {
+                        if (len > 0)
+                                append(&buf, &len, ", ");
+                        append(&buf, &len, names[i].name);
+                }
+        return buf;
+}
+
+char *nsr_report_listing(const nsr_changeset *cs) {
+        char *buf = nsr_strdup("");
+        size_t len = 0;
+        for (size_t i = 0; i < nsr_changeset_size(cs); i++) {
+                const nsr_change *c = &cs->changes[i];
+                _cleanup_free_ char *p = nsr_utf8_escape(c->path);
+                _cleanup_free_ char *extra = NULL;
+                if (c->target) {
+                        _cleanup_free_ char *t = nsr_utf8_escape(c->target);
+                        extra = nsr_asprintf(" -> %s", t);
+                } else if (c->kind == NSR_CHANGE_DELETED && c->type == NSR_ENTRY_DIR)
+                        extra = nsr_asprintf(" (%" PRIu64 " entries below)", c->descendants);
+                if (c->kind == NSR_CHANGE_TYPE_CHANGED && c->old.exists) {
+                        _cleanup_free_ char *prev = TAKE_PTR(extra);
+                        extra = nsr_asprintf("%s (was %s)", prev ? prev : "", nsr_entry_type_to_string(c->old.type));
+                } else if (c->kind == NSR_CHANGE_METADATA_CHANGED && c->meta) {
+                        _cleanup_free_ char *m = meta_list(c->meta);
+                        _cleanup_free_ char *prev = TAKE_PTR(extra);
+                        extra = nsr_asprintf("%s (%s)", prev ? prev : "", m);
+                }
+                _cleanup_free_ char *line = nsr_asprintf("%-16s %s%s%s\n", nsr_change_kind_to_string(c->kind), p,
+                                                         c->type == NSR_ENTRY_DIR ? "/" : "", extra ? extra : "");
+                append(&buf, &len, line);
+        }
+        return buf;
+}
+
+/* ---- JSON ------------------------------------------------------------- */
+
+static void emit_change(nsr_json *j, const nsr_change *c) {
+        char mode[16];
+        snprintf(mode, sizeof(mode), "%04o", (unsigned) (c->mode & 07777));
+        nsr_json_object_begin(j, NULL);
+        nsr_json_string(j, "path", c->path);
+        nsr_json_string(j, "change", nsr_change_kind_to_string(c->kind));
+        nsr_json_string(j, "type", nsr_entry_type_to_string(c->type));
+        nsr_json_uint(j, "size", c->size);
+        nsr_json_string(j, "mode", mode);
+        if (c->target)
+                nsr_json_string(j, "target", c->target);
+        bool dir_gone = (c->kind == NSR_CHANGE_DELETED && c->type == NSR_ENTRY_DIR) ||
+                        (c->kind == NSR_CHANGE_TYPE_CHANGED && c->old.exists && c->old.type == NSR_ENTRY_DIR);
+        if (dir_gone)
+                nsr_json_uint(j, "descendants", c->descendants);
+        nsr_json_object_end(j);
+}
+
+static void emit_changes(nsr_json *j, const char *key, const nsr_changeset *cs) {
+        nsr_json_array_begin(j, key);
+        for (size_t i = 0; i < nsr_changeset_size(cs); i++)
+                emit_change(j, &cs->changes[i]);
+        nsr_json_array_end(j);
+}
+
+static void emit_project(nsr_json *j, const nsr_report_project *p) {
+        nsr_json_object_begin(j, NULL);
+        nsr_json_string(j, "path", p->path);
+        nsr_json_string(j, "outcome", p->outcome);
+        emit_changes(j, "changes", p->changes);
+        emit_changes(j, "protected", p->protected_changes);
+        nsr_json_array_begin(j, "conflicts");
+        for (size_t i = 0; i < p->n_conflicts; i++) {
+                nsr_json_object_begin(j, NULL);
+                nsr_json_string(j, "path", p->conflicts[i].path);
+                nsr_json_string(j, "reason", p->conflicts[i].reason);
+                nsr_json_string(j, "kept_at", p->conflicts[i].kept_at);
+                nsr_json_object_end(j);
+        }
+        nsr_json_array_end(j);
+        nsr_json_strv(j, "errors", p->errors);
+        nsr_json_object_end(j);
+}
+
+static int emit_report(nsr_json *j, const nsr_report *r, nsr_error *err) {
+        char when[32];
+        int k = nsr_report_format_time(&r->started_at, when, sizeof(when));
+        if (k < 0)
+                return nsr_error_setx(err, -k, "report: start time out of range");
+
+        nsr_json_object_begin(j, NULL);
+        nsr_json_int(j, "version", NSR_REPORT_VERSION);
+        nsr_json_string(j, "run_id", r->run_id);
+        nsr_json_strv(j, "command", r->command);
+        if (r->exit_code >= 0)
+                nsr_json_int(j, "exit_code", r->exit_code);
+        else
+                nsr_json_null(j, "exit_code");
+        if (r->signal > 0) {
+                const char *name = nsr_report_signal_name(r->signal);
+                char other[32];
+                if (!name) {
+                        /* Real-time signals have no fixed name. */
+                        snprintf(other, sizeof(other), "SIG%d", r->signal);
+                        name = other;
+                }
+                nsr_json_string(j, "signal", name);
+        } else
+                nsr_json_null(j, "signal");
+        nsr_json_string(j, "outcome", r->outcome);
+        nsr_json_string(j, "started_at", when);
+        nsr_json_uint(j, "duration_ms", r->duration_ms);
+        nsr_json_strv(j, "layers", r->layers);
+        if (r->interrupted)
+                nsr_json_bool(j, "interrupted", true);
+        nsr_json_array_begin(j, "projects");
+        for (size_t i = 0; i < r->n_projects; i++)
+                emit_project(j, &r->projects[i]);
+        nsr_json_array_end(j);
+        nsr_json_object_end(j);
+        return 0;
+}
+
+static int report_json(const nsr_report *r, FILE *f, unsigned flags, char **ret, size_t *ret_len,
+                       nsr_error *err) {
+        size_t max = r->max_bytes ? r->max_bytes : NSR_REPORT_MAX_BYTES;
+        _cleanup_(nsr_json_freep) nsr_json *j =
+                nsr_json_new(f, max, (flags & NSR_REPORT_PRETTY) ? NSR_JSON_PRETTY : 0);
+        int k = emit_report(j, r, err);
+        if (k < 0)
+                return k;
+        return nsr_json_finish(j, "report", ret, ret_len, err);
+}
+
+int nsr_report_write_json(const nsr_report *r, FILE *f, unsigned flags, nsr_error *err) {
+        if (!f)
+                return nsr_error_setx(err, EINVAL, "report: no output stream");
+        return report_json(r, f, flags, NULL, NULL, err);
+}
+
+int nsr_report_to_json(const nsr_report *r, unsigned flags, char **ret, size_t *ret_len, nsr_error *err) {
+        return report_json(r, NULL, flags, ret, ret_len, err);
+}

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What a run did, for humans (one summary line per project, an optional
+ * listing) and for programs (a JSON document, version 1).
+ *
+ * The functions here only format; main.c prints. Byte strings from file
+ * names and argv are shown with nsr_utf8_escape() in text, and losslessly
+ * in JSON (see json.h: U+FFFD plus a "<key>_b64" sibling).
+ *
+ * JSON document, version 1 (member order as written):
+ *
+ *   {
+ *     "version": 1,
+ *     "run_id": "R",
+ *     "command": ["argv0", ...],        + "command_b64": [...] if any
+ *                                         element is not UTF-8, with
+ *                                         every element encoded
+ *     "exit_code": 0 | null,
+ *     "signal": "SIGTERM" | null,
+ *     "outcome": "applied",
+ *     "started_at": "2026-11-25T22:10:00.123Z",
+ *     "duration_ms": 1234,
+ *     "layers": ["...", ...],
+ *     "interrupted": true,               only when interrupted
+ *     "projects": [ {
+ *         "path": "/p",
+ *         "outcome": "applied",
+ *         "changes": [ CHANGE, ... ],
+ *         "protected": [ CHANGE, ... ],   changes dropped because they
+ *                                         touch protected paths
+ *         "conflicts": [ {"path", "reason", "kept_at"}, ... ],
+ *         "errors": ["...", ...]
+ *     } ]
+ *   }
+ *
+ *   CHANGE = {"path", "change" (kind name), "type", "size", "mode" ("0644"),
+ *             "target" (symlinks that exist after the run only),
+ *             "descendants" (deleted dirs and dirs replaced by another
+ *             type only)}
+ *
+ * Every "path", "target", "kept_at" and "command" element follows the
+ * _b64 rule. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "changeset.h"
+#include "error.h"
+
+#define NSR_REPORT_VERSION 1
+/* A report larger than this is refused (-EFBIG) rather than written. */
+#define NSR_REPORT_MAX_BYTES ((size_t) 256 * 1024 * 1024)
+
+enum {
+        NSR_REPORT_PRETTY = 1u << 0, /* indented JSON */
+};
+
+typedef struct nsr_report_conflict {
+        const char *path;    /* relative to the project root */
+        const char *reason;  /* e.g. "changed on the host during the run" */
+        const char *kept_at; /* where the sandbox's version was kept */
+} nsr_report_conflict;
+
+typedef struct nsr_report_project {
+        const char *path;                   /* the project root, absolute */
+        const char *outcome;                /* "applied", "kept", "discarded", "failed", ... */
+        const nsr_changeset *changes;       /* NULL means none; written in set order */
+        const nsr_changeset *protected_changes; /* NULL means none */
+        const nsr_report_conflict *conflicts;
+        size_t n_conflicts;
+        char *const *errors; /* NULL-terminated, may be NULL */
+} nsr_report_project;
+
+/* Filled in by the caller; the report only borrows these pointers. */
+typedef struct nsr_report {
+        const char *run_id;
+        char *const *command;      /* argv, NULL-terminated */
+        int exit_code;             /* < 0: null (killed by a signal, or never ran) */
+        int signal;                /* 0: null */
+        const char *outcome;
+        struct timespec started_at; /* CLOCK_REALTIME */
+        uint64_t duration_ms;
+        char *const *layers;       /* NULL-terminated, may be NULL */
+        bool interrupted;          /* written only when true */
+        const nsr_report_project *projects;
+        size_t n_projects;
+        size_t max_bytes;          /* 0: NSR_REPORT_MAX_BYTES */
+} nsr_report;
+
+/* Writes the JSON document to f, or returns it in *ret (NUL-terminated,
+ * *ret_len without the NUL). flags: NSR_REPORT_PRETTY. Nothing is returned
+ * on failure; a partial document may have been written to f. */
+int nsr_report_write_json(const nsr_report *r, FILE *f, unsigned flags, nsr_error *err);
+int nsr_report_to_json(const nsr_report *r, unsigned flags, char **ret, size_t *ret_len, nsr_error *err);
+
+/* One line, without a trailing newline:
+ *   "nsrun: /p: 3 created, 1 modified, 2 deleted; applied (run R)"
+ * Kinds with a zero count are left out ("no changes" when there are
+ * none), "type_changed" reads "type changed". outcome and run_id may be
+ * NULL, which leaves out "; outcome" and " (run R)". */
+char *nsr_report_summary(const char *project_path, const nsr_changeset *cs, const char *outcome,
+                         const char *run_id);
+
+/* One line per change, each ending in a newline ("" when empty):
+ *   "created          src/new.c"
+ *   "deleted          build/ (120 entries below)"
+ *   "modified         link -> new-target"
+ * The kind name padded to 16 columns, the escaped path, "/" after dirs. */
+char *nsr_report_listing(const nsr_changeset *cs);
+
+/* "SIGHUP" .. "SIGSYS" for 1..31; NULL for anything else. */
+const char *nsr_report_signal_name(int sig);
+
+/* RFC 3339 UTC with milliseconds: "2026-11-25T22:10:00.123Z". buf must
+ * hold 32 bytes. Returns -EOVERFLOW for a year outside 0..9999. */
+int nsr_report_format_time(const struct timespec *ts, char *buf, size_t len);

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <string.h>
+
+#include "utf8.h"
+#include "util.h"
+
+static bool is_cont(unsigned char c) {
+        return (c & 0xc0) == 0x80;
+}
+
+int nsr_utf8_decode(const char *str, size_t len, uint32_t *ret_cp) {
+        const unsigned char *s = (const unsigned char *) str;
+        unsigned char c = s[0];
+        size_t n;
+        uint32_t cp;
+        /* The valid range of the second byte depends on the first one: that
+         * is what rules out overlongs (E0 80..9F, F0 80..8F), surrogates
+         * (ED A0..BF) and values above U+10FFFF (F4 90..BF). */
+        unsigned char lo = 0x80, hi = 0xbf;
+
+        if (c < 0x80) {
+                *ret_cp = c;
+                return 1;
+        }
+        if (c >= 0xc2 && c <= 0xdf) {
+                n = 2;
+                cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+                n = 3;
+                cp = c & 0x0f;
+                if (c == 0xe0)
+                        lo = 0xa0;
+                else if (c == 0xed)
+                        hi = 0x9f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+                n = 4;
+                cp = c & 0x07;
+                if (c == 0xf0)
+                        lo = 0x90;
+                else if (c == 0xf4)
+                        hi = 0x8f;
+        } else
+                return -1; /* 80..C1 and F5..FF never start a sequence */
+
+        for (size_t i = 1; i < n; i++) {
+                if (i >= len)
+                        return -(int) i;
+                unsigned char d = s[i];
+                if (i == 1 ? (d < lo || d > hi) : !is_cont(d))
+                        return -(int) i;
+                cp = (cp << 6) | (d & 0x3f);
+        }
+        *ret_cp = cp;
+        return (int) n;
+}
+
+bool nsr_utf8_valid(const char *s, size_t len) {
+        size_t i = 0;
+        while (i < len) {
+                uint32_t cp;
+                int k = nsr_utf8_decode(s + i, len - i, &cp);
+                if (k < 0)
+                        return false;
+                i += (size_t) k;
+        }
+        return true;
+}
+
+char *nsr_utf8_sanitize(const char *s, size_t len) {
+        /* Each replaced subpart is at least one byte and becomes three. */
+        if (len > (SIZE_MAX - 1) / 3)
+                abort();
+        char *out = nsr_malloc0(len * 3 + 1);
+        size_t o = 0, i = 0;
+        while (i < len) {
+                uint32_t cp;
+                int k = nsr_utf8_decode(s + i, len - i, &cp);
+                if (k > 0) {
+                        memcpy(out + o, s + i, (size_t) k);
+                        o += (size_t) k;
+                        i += (size_t) k;
+                } else {
+                        memcpy(out + o, "\xef\xbf\xbd", 3);
+                        o += 3;
+                        i += (size_t) -k;
+                }
+        }
+        out[o] = '\0';
+        return out;
+}
+
+char *nsr_utf8_escape(const char *s) {
+        static const char hex[] = "0123456789abcdef";
+        size_t len = strlen(s);
+        if (len > (SIZE_MAX - 1) / 4)
+                abort();
+        char *out = nsr_malloc0(len * 4 + 1);
+        size_t o = 0, i = 0;
+        while (i < len) {
+                unsigned char c = (unsigned char) s[i];
+                uint32_t cp = 0;
+                int k = nsr_utf8_decode(s + i, len - i, &cp);
+                if (k > 0 && cp >= 0x20 && cp != 0x7f && !(cp >= 0x80 && cp < 0xa0)) {
+                        if (c == '\\')
+                                out[o++] = '\\';
+                        memcpy(out + o, s + i, (size_t) k);
+                        o += (size_t) k;
+                        i += (size_t) k;
+                        continue;
+                }
+                size_t n = k > 0 ? (size_t) k : (size_t) -k;
+                for (size_t j = 0; j < n; j++) {
+                        unsigned char b = (unsigned char) s[i + j];
+                        out[o++] = '\\';
+                        if (b == '\n')
+                                out[o++] = 'n';
+                        else if (b == '\t')
+                                out[o++] = 't';
+                        else if (b == '\r')
+                                out[o++] = 'r';
+                        else {
+                                out[o++] = 'x';
+                                out[o++] = hex[b >> 4];
+                                out[o++] = hex[b & 15];
+                        }
+                }
+                i += n;
+        }
+        out[o] = '\0';
+        return out;
+}
