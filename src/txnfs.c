@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
-#include "state.h"
 #include "syscalls.h"
 #include "txnfs.h"
 #include "util.h"
@@ -211,8 +210,54 @@ int nsr_txnfs_rename(int olddir, const char *oldname, int newdir, const char *ne
         return r;
 }
 
+/* Our own rm -rf, because it runs inside projects: every mode change goes
+ * through an O_PATH|O_NOFOLLOW fd, so an entry swapped for a symlink in
+ * the meantime cannot redirect it. */
+static int rm_rec(int dirfd, const char *name, unsigned depth) {
+        struct stat st;
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISDIR(st.st_mode))
+                return unlinkat(dirfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+        if (depth >= NSR_TXNFS_MAX_DEPTH)
+                return -ELOOP;
+        if (st.st_uid == geteuid() && (st.st_mode & 0700) != 0700) {
+                _cleanup_close_ int pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                struct stat now;
+                if (pfd >= 0 && fstat(pfd, &now) == 0 && S_ISDIR(now.st_mode))
+                        (void) nsr_txnfs_fd_chmod(pfd, (now.st_mode & 07777) | 0700);
+        }
+        int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return -errno;
+        }
+        int r = 0;
+        for (;;) {
+                errno = 0;
+                struct dirent *de = readdir(d);
+                if (!de) {
+                        if (errno)
+                                r = -errno;
+                        break;
+                }
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                r = rm_rec(fd, de->d_name, depth + 1);
+                if (r < 0)
+                        break;
+        }
+        closedir(d);
+        if (r < 0)
+                return r;
+        return unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
+}
+
 int nsr_txnfs_rm_rf(int dirfd, const char *name) {
-        return nsr_rm_rf_at(dirfd, name, NULL);
+        return rm_rec(dirfd, name, 0);
 }
 
 static int prune_rec(int dirfd, const char *name, bool *kept, unsigned depth) {
