@@ -678,8 +678,8 @@ int nsr_journal_read(int fd, bool header_only, nsr_journal **ret, nsr_error *err
                 if (nsr_startswith(r.line, "plan ")) {
                         char want[16];
                         snprintf(want, sizeof(want), "%08" PRIx32, crc);
-                        if (streq(r.line + 5, want) && j->n_steps == n_steps) {
-                                if (malformed) {
+                        if (streq(r.line + 5, want)) {
+                                if (malformed || j->n_steps != n_steps) {
                                         reader_done(&r);
                                         return nsr_error_setx(err, EBADMSG, "the journal's steps are malformed");
                                 }
