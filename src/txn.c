@@ -662,8 +662,10 @@ int nsr_txn_run(nsr_txn *t, nsr_error *err) {
                 (void) unlinkat(t->run_fd, name, 0);
                 return r;
         }
-        /* The journal's name must be durable too, before the project changes. */
-        if ((r = fsync_dir_at(t->run_fd, "journal")) < 0 || (r = fsync_dir_at(t->run_fd, ".")) < 0)
+        /* The journal's name must be durable too, before the project changes
+         * (and the run dir's, in its parent). */
+        if ((r = fsync_dir_at(t->run_fd, "journal")) < 0 || (r = fsync_dir_at(t->run_fd, ".")) < 0 ||
+            (r = fsync_dir_at(t->run_fd, "..")) < 0)
                 return rollback_after_failure(t, nsr_error_set(err, -r, "cannot fsync the journal dir"), 0, err);
         HOOK_CRASH("NSRUN_TEST_CRASH_AT", 0, 99);
 
