@@ -640,6 +640,39 @@ START_TEST(test_merge_created_dir) {
 }
 END_TEST
 
+START_TEST(test_opaque_dir) {
+        /* rm -rf d; mkdir d; echo > d/new in the sandbox: overlay makes d
+         * opaque; the change set lists the deleted and created children. */
+        fixture f;
+        fx_init(&f);
+        put(f.project_fd, "d/old1", "1\n", 0644);
+        put(f.project_fd, "d/old2/x", "x\n", 0644);
+        fx_start_run(&f);
+        put(f.upper_fd, "d/new", "new\n", 0644);
+        _cleanup_free_ char *ud = nsr_asprintf("%s/p0/upper/d", f.run_path);
+        if (has_user_xattrs(ud))
+                ck_assert_int_eq(setxattr(ud, "user.overlay.opaque", "y", 1, 0), 0);
+        ck_assert_int_eq(fchmodat(f.upper_fd, "d", 0755, 0), 0);
+        fx_change(&f, "d/old1", NSR_CHANGE_DELETED);
+        fx_change(&f, "d/old2", NSR_CHANGE_DELETED);
+        fx_change(&f, "d/old2/x", NSR_CHANGE_DELETED);
+        fx_change(&f, "d/new", NSR_CHANGE_CREATED);
+        nsr_commit_result res = { 0 };
+        fx_apply_ok(&f, &res);
+        ck_assert_uint_eq(res.n_conflicts, 0);
+        ck_assert_uint_eq(res.stats.steps, 3);
+        assert_content(f.project_fd, "d/new", "new\n");
+        ck_assert(!exists_at(f.project_fd, "d/old1"));
+        ck_assert(!exists_at(f.project_fd, "d/old2"));
+        _cleanup_free_ char *d = nsr_asprintf("%s/d", f.project);
+        char v[8];
+        ck_assert_int_lt(getxattr(d, "user.overlay.opaque", v, sizeof(v)), 0);
+        assert_content(f.run_fd, "backup/p0/d/old2/x", "x\n");
+        nsr_commit_result_done(&res);
+        fx_done(&f);
+}
+END_TEST
+
 START_TEST(test_type_changes) {
         fixture f;
         fx_init(&f);
@@ -1249,6 +1282,54 @@ START_TEST(test_crash_during_recovery) {
 }
 END_TEST
 
+START_TEST(test_recover_without_source) {
+        /* The upper dir is gone by the time of the recovery: the new
+         * versions are parked in RUN/rollback/p0, the project is restored. */
+        if (!need_hooks("recovery without a source dir"))
+                return;
+        fixture f;
+        fx_init(&f);
+        _cleanup_free_ char *before = NULL, *upper_before = NULL;
+        scenario_setup(&f, &before, &upper_before);
+        ck_assert_int_eq(crash_apply(&f, "NSRUN_TEST_CRASH_AT", 10), 99);
+        ck_assert_int_eq(renameat(f.run_fd, "p0/upper", f.run_fd, "p0/upper.moved"), 0);
+        size_t n = 0;
+        nsr_error err = { 0 };
+        ck_assert_msg(nsr_commit_recover(f.state_fd, f.project, f.project_fd, &n, &err) == 0, "%s", err.msg);
+        ck_assert_uint_eq(n, 1);
+        _cleanup_free_ char *after = snapshot(f.project_fd);
+        ck_assert_str_eq(after, before);
+        assert_content(f.run_fd, "rollback/p0/mod.txt", "new mod\n");
+        assert_content(f.run_fd, "rollback/p0/newdir/two/three", "3\n");
+        assert_content(f.run_fd, "rollback/p0/sub/" ODD, "odd new\n");
+        fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_malformed_journal) {
+        /* A plan whose checksum is right but whose steps do not parse is a
+         * bug, not a torn write: recovery fails loudly and marks nothing. */
+        fixture f;
+        fx_init(&f);
+        ck_assert_int_eq(mkdirat(f.run_fd, "journal", 0700), 0);
+        _cleanup_free_ char *hex = nsr_hex_encode(f.project, strlen(f.project));
+        _cleanup_free_ char *plan = nsr_asprintf("nsrun-journal 1\ntoken 0123456789abcdef\nkind apply\nproject %s\n"
+                                                 "index 0\nrun-start 1 0\nsource - 0 0\nundoes -\nsteps 1\n"
+                                                 "s 1 frobnicate - 61 - -\n",
+                                                 hex);
+        _cleanup_free_ char *j = nsr_asprintf("%splan %08x\n", plan, (unsigned) nsr_crc32(0, plan, strlen(plan)));
+        put(f.run_fd, "journal/p0", j, 0600);
+        size_t n = 0;
+        nsr_error err = { 0 };
+        ck_assert_int_eq(nsr_commit_recover(f.state_fd, f.project, f.project_fd, &n, &err), -EBADMSG);
+        ck_assert_ptr_nonnull(strstr(err.msg, "malformed"));
+        _cleanup_free_ char *tail = journal_tail(f.run_fd);
+        ck_assert(nsr_startswith(tail, "plan "));
+        ck_assert_uint_eq(nsr_crc32(0, "123456789", 9), 0xCBF43926);
+        fx_done(&f);
+}
+END_TEST
+
 START_TEST(test_torn_journal) {
         /* A journal cut before its plan line: nothing was done; recovery
          * marks it and moves on. Another project's journal is left alone. */
@@ -1717,6 +1798,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_created_dir_one_rename);
         tcase_add_test(tc, test_excluded_entries_set_aside);
         tcase_add_test(tc, test_merge_created_dir);
+        tcase_add_test(tc, test_opaque_dir);
         tcase_add_test(tc, test_type_changes);
         tcase_add_test(tc, test_metadata_changes);
         tcase_add_test(tc, test_privileges_stripped);
@@ -1735,6 +1817,8 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_crash_every_step);
         tcase_add_test(tc, test_crash_during_recovery);
         tcase_add_test(tc, test_torn_journal);
+        tcase_add_test(tc, test_recover_without_source);
+        tcase_add_test(tc, test_malformed_journal);
         suite_add_tcase(s, tc);
         tc = tcase_create("undo");
         tcase_set_timeout(tc, 60);
