@@ -616,7 +616,13 @@ static int read_tail_state(int fd, nsr_journal *j) {
         if (n < 0)
                 return -errno;
         buf[n] = '\0';
-        for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        char *start = buf;
+        if (off > 0) { /* the window starts inside a line: skip its end */
+                start = strchr(buf, '\n');
+                if (!start)
+                        return 0;
+        }
+        for (char *save = NULL, *l = strtok_r(start, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
                 if (streq(l, "done"))
                         j->done = true;
                 else if (streq(l, "swept"))
