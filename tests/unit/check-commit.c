@@ -1282,6 +1282,51 @@ START_TEST(test_crash_during_recovery) {
 }
 END_TEST
 
+START_TEST(test_crash_big_journal) {
+        /* A journal larger than the tail recovery reads to find its state. */
+        if (!need_hooks("crash with a large journal"))
+                return;
+        fixture f;
+        fx_init(&f);
+        bool ok = true;
+        for (int i = 0; i < 300; i++) {
+                char p[64];
+                snprintf(p, sizeof(p), "dir-with-a-longish-name/file-%05d", i);
+                put(f.project_fd, p, "old\n", 0644);
+        }
+        fx_start_run(&f);
+        for (int i = 0; i < 300; i++) {
+                char p[64];
+                snprintf(p, sizeof(p), "dir-with-a-longish-name/file-%05d", i);
+                put(f.upper_fd, p, "new\n", 0644);
+                ok = ok && fx_change_quiet(&f, p, NSR_CHANGE_MODIFIED);
+        }
+        ck_assert(ok);
+        ck_assert_int_eq(nsr_changeset_sort(f.cs, NULL), 0);
+        _cleanup_free_ char *before = snapshot(f.project_fd);
+        ck_assert_int_eq(crash_apply(&f, "NSRUN_TEST_CRASH_AT", 200), 99);
+        struct stat st;
+        ck_assert_int_eq(fstatat(f.run_fd, "journal/p0", &st, 0), 0);
+        ck_assert_int_gt(st.st_size, 8192);
+        size_t n = 0;
+        nsr_error err = { 0 };
+        ck_assert_msg(nsr_commit_recover(f.state_fd, f.project, f.project_fd, &n, &err) == 0, "%s", err.msg);
+        ck_assert_uint_eq(n, 1);
+        _cleanup_free_ char *after = snapshot(f.project_fd);
+        ck_assert_str_eq(after, before);
+        ck_assert_int_eq(nsr_commit_recover(f.state_fd, f.project, f.project_fd, &n, &err), 0);
+        ck_assert_uint_eq(n, 0);
+        /* Applied again, with no conflict from the ctimes the rollback
+         * changed. */
+        nsr_commit_result res = { 0 };
+        fx_apply_ok(&f, &res);
+        ck_assert_uint_eq(res.n_conflicts, 0);
+        assert_content(f.project_fd, "dir-with-a-longish-name/file-00299", "new\n");
+        nsr_commit_result_done(&res);
+        fx_done(&f);
+}
+END_TEST
+
 START_TEST(test_recover_without_source) {
         /* The upper dir is gone by the time of the recovery: the new
          * versions are parked in RUN/rollback/p0, the project is restored. */
@@ -1817,6 +1862,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_crash_every_step);
         tcase_add_test(tc, test_crash_during_recovery);
         tcase_add_test(tc, test_torn_journal);
+        tcase_add_test(tc, test_crash_big_journal);
         tcase_add_test(tc, test_recover_without_source);
         tcase_add_test(tc, test_malformed_journal);
         suite_add_tcase(s, tc);
