@@ -3,11 +3,19 @@
  * undoing it later.
  *
  * Layout (inside the run dir, see state.h):
- *   journal            the apply journal of this run
+ *   journal/pN         the journal of project N's apply (or undo); one per
+ *                      project, since each project applies on its own lock
  *   backup/pN/PATH     the project's original of every path the apply
  *                      replaced or deleted (project N of the run)
  *   applied/pN         fingerprints of the paths the apply wrote
  *   conflict/pN/PATH   the sandbox's version of paths that conflicted
+ *   excluded/pN/PATH   entries of the upper dir that were not in the change
+ *                      set (protected paths) below a dir created as a whole;
+ *                      set aside so the dir can move in one rename
+ *   rollback/pN/PATH   new versions that a recovery could not put back into
+ *                      their source dir (it was gone)
+ * The journal format and the recovery protocol are described at the top
+ * of txn.c (the transaction engine behind this API).
  *
  * The apply:
  *   1. The caller holds the project lock (state.c).
@@ -36,6 +44,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "changeset.h"
@@ -44,20 +53,29 @@
 typedef struct nsr_commit_conflict {
         char *path;      /* relative to the project root */
         char *reason;    /* "changed on the host during the run", ... */
-        char *kept_at;   /* absolute path of the sandbox's version */
+        char *kept_at;   /* absolute path of the sandbox's version; NULL when
+                          * there is none (a deletion, or a dir's metadata) */
 } nsr_commit_conflict;
+
+/* What a transaction did, for tests and benchmarks. */
+typedef struct nsr_commit_stats {
+        size_t steps;     /* journaled steps (a dir created as a whole is one) */
+        size_t renames;   /* rename(2) calls that changed the project */
+        uint64_t copied;  /* entries copied because a rename would cross mounts */
+} nsr_commit_stats;
 
 typedef struct nsr_commit_result {
         size_t applied;              /* changes applied */
         nsr_commit_conflict *conflicts;
         size_t n_conflicts;
+        nsr_commit_stats stats;
 } nsr_commit_result;
 
 void nsr_commit_result_done(nsr_commit_result *r);
 
 typedef struct nsr_commit_opts {
         int project_fd;              /* O_PATH|O_DIRECTORY fd of the live project */
-        const char *project_path;    /* for messages and kept_at paths */
+        const char *project_path;    /* absolute; recorded in the journal (recovery matches it) */
         int upper_fd;                /* the project's overlay upper dir (the new versions) */
         int run_fd;                  /* the run dir */
         const char *run_path;        /* the run dir's absolute path, for kept_at */
@@ -67,18 +85,24 @@ typedef struct nsr_commit_opts {
 
 /* Applies cs (sorted, protected paths already removed). Returns 0 when
  * every change applied or conflicted; a negative errno, with everything
- * rolled back, when the apply failed. */
+ * rolled back, when the apply failed (*ret is then untouched). The upper
+ * dir is consumed: applied entries move out of it, conflicting ones move to
+ * conflict/pN. Fails with -EEXIST if this run already applied to project
+ * N, and -EBUSY if an unfinished journal waits for nsr_commit_recover(). */
 int nsr_commit_apply(const nsr_changeset *cs, const nsr_commit_opts *o, nsr_commit_result *ret, nsr_error *err);
 
-/* Finishes or rolls back, as a whole, every unfinished journal of runs that
- * touched project_path. Call with the project lock held, before anything
- * else touches the project. *ret_recovered counts the journals handled
- * (main.c says so on stderr). */
+/* Rolls back, as a whole, every unfinished journal (apply or undo) of runs
+ * under statefd/runs that touched project_path, newest first; new versions
+ * go back to their source dir, so the run can be applied again. Journals
+ * that are done only get their leftover temporary entries removed. Call
+ * with the project lock held, before anything else touches the project.
+ * *ret_recovered counts the journals rolled back (main.c says so on
+ * stderr). Idempotent: a crash during recovery is recovered again. */
 int nsr_commit_recover(int statefd, const char *project_path, int project_fd, size_t *ret_recovered, nsr_error *err);
 
 typedef struct nsr_undo_opts {
         int project_fd;
-        const char *project_path;
+        const char *project_path;   /* absolute, as for the apply */
         int run_fd;                 /* the run being undone */
         unsigned project_index;
         int undo_run_fd;            /* a new run dir that journals and backs up the undo */
@@ -86,13 +110,18 @@ typedef struct nsr_undo_opts {
 } nsr_undo_opts;
 
 typedef struct nsr_undo_result {
-        size_t restored;
-        char **refused;             /* paths changed since the apply (not restored without force) */
+        size_t restored;            /* steps of the apply undone */
+        char **refused;             /* paths changed since the apply (not restored without force),
+                                     * or whose backup is gone (an undo already done) */
+        nsr_commit_stats stats;
 } nsr_undo_result;
 
 void nsr_undo_result_done(nsr_undo_result *r);
 
 /* Restores what the run's apply replaced or deleted, from its backups, and
- * removes what it created. Journaled and backed up like an apply, so an
- * undo can itself be undone. */
+ * removes what it created (into undo_run_fd's backup/pN, never unlinked).
+ * Journaled and backed up like an apply, so an undo can itself be undone:
+ * pass the undo's run dir as run_fd. The run must have a done journal for
+ * project_index (-ENOENT otherwise). Undo the newest run first: the
+ * fingerprints refuse paths a later run changed. */
 int nsr_commit_undo(const nsr_undo_opts *o, nsr_undo_result *ret, nsr_error *err);
