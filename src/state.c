@@ -309,7 +309,7 @@ int nsr_run_meta_read(int run_fd, nsr_run_meta *ret, nsr_error *err) {
                         char *sp2 = strchr(val, ' ');
                         _cleanup_free_ char *hex = sp2 ? nsr_strndup(val, (size_t) (sp2 - val)) : nsr_strdup(val);
                         char *bytes = NULL;
-                        if (nsr_hex_decode(hex, &bytes, NULL) < 0)
+                        if (nsr_hex_decode(hex, strlen(hex), &bytes, NULL) < 0)
                                 continue;
                         if (streq(key, "arg")) {
                                 nsr_strv_push(&m.argv, bytes);

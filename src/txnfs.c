@@ -19,41 +19,6 @@
 
 /* ---- encoding ------------------------------------------------------------ */
 
-char *nsr_hex_encode(const void *p, size_t n) {
-        static const char digits[] = "0123456789abcdef";
-        const unsigned char *s = p;
-        char *r = nsr_malloc0(n * 2 + 1);
-        for (size_t i = 0; i < n; i++) {
-                r[2 * i] = digits[s[i] >> 4];
-                r[2 * i + 1] = digits[s[i] & 15];
-        }
-        return r;
-}
-
-static int hexval(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        return -1;
-}
-
-int nsr_hex_decode(const char *s, size_t len, char **ret, size_t *ret_len) {
-        if (len % 2)
-                return -EINVAL;
-        _cleanup_free_ char *r = nsr_malloc0(len / 2 + 1);
-        for (size_t i = 0; i < len / 2; i++) {
-                int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
-                if (hi < 0 || lo < 0)
-                        return -EINVAL;
-                r[i] = (char) (hi << 4 | lo);
-        }
-        if (ret_len)
-                *ret_len = len / 2;
-        *ret = TAKE_PTR(r);
-        return 0;
-}
-
 uint32_t nsr_crc32(uint32_t crc, const void *p, size_t n) {
         /* Half-byte table of the reflected IEEE polynomial 0xEDB88320. */
         static const uint32_t t[16] = {

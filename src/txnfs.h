@@ -25,11 +25,6 @@
 #define NSR_TXNFS_MAX_ENTRIES ((uint64_t) 50 * 1000 * 1000)
 
 /* ---- encoding -------------------------------------------------------------- */
-/* Lower-case hex of n bytes; a new string. */
-char *nsr_hex_encode(const void *p, size_t n);
-/* Decodes len hex digits (even, [0-9a-f]); the result is NUL-terminated,
- * *ret_len excludes that NUL. -EINVAL on bad input. */
-int nsr_hex_decode(const char *s, size_t len, char **ret, size_t *ret_len);
 /* CRC-32 (IEEE, reflected), continuing from crc (start with 0). */
 uint32_t nsr_crc32(uint32_t crc, const void *p, size_t n);
 

@@ -338,8 +338,7 @@ static int hexval(char c) {
         return -1;
 }
 
-int nsr_hex_decode(const char *hex, char **ret, size_t *ret_len) {
-        size_t n = strlen(hex);
+int nsr_hex_decode(const char *hex, size_t n, char **ret, size_t *ret_len) {
         if (n % 2 != 0)
                 return -EINVAL;
         char *out = nsr_malloc0(n / 2 + 1);

@@ -119,10 +119,12 @@ int nsr_write_file_at(int dirfd, const char *path, const char *data);
 /* Where nsrun's data files live: $NSRUN_DATADIR when set (tests run
  * uninstalled), else $(pkgdatadir). */
 const char *nsr_datadir(void);
-/* Lower-case hex of len bytes; nsr_hex_decode returns -EINVAL for bad
- * input. Used to store arbitrary bytes (paths, argv) in line files. */
+/* Lower-case hex of len bytes. Used to store arbitrary bytes (paths, argv,
+ * xattrs) in line files. */
 char *nsr_hex_encode(const void *data, size_t len);
-int nsr_hex_decode(const char *hex, char **ret, size_t *ret_len);
+/* Decodes len hex digits (an even count); the result is NUL-terminated.
+ * -EINVAL for bad input. */
+int nsr_hex_decode(const char *hex, size_t len, char **ret, size_t *ret_len);
 
 /* Joins a and b with exactly one slash. */
 char *nsr_path_join(const char *a, const char *b);
