@@ -325,9 +325,15 @@ int nsr_cmd_commit(int argc, char **argv) {
                         nsr_commit_result_done(&res);
                         continue;
                 }
-                for (size_t k = 0; k < res.n_conflicts; k++)
-                        fprintf(stderr, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s\n",
-                                m.projects[i], res.conflicts[k].path, res.conflicts[k].reason, res.conflicts[k].kept_at);
+                for (size_t k = 0; k < res.n_conflicts; k++) {
+                        _cleanup_free_ char *shown = nsr_utf8_escape(res.conflicts[k].path);
+                        if (res.conflicts[k].kept_at)
+                                fprintf(stderr, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s\n",
+                                        m.projects[i], shown, res.conflicts[k].reason, res.conflicts[k].kept_at);
+                        else
+                                fprintf(stderr, "nsrun: %s: conflict: %s %s; left as the host has it\n", m.projects[i],
+                                        shown, res.conflicts[k].reason);
+                }
                 conflict |= res.n_conflicts > 0;
                 _cleanup_free_ char *line =
                         nsr_report_summary(m.projects[i], cs, res.n_conflicts ? "conflict" : "committed", m.run_id);

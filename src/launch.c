@@ -780,6 +780,50 @@ static int adopt_pidns_child(launch *l, pid_t middle, pid_t *ret, nsr_error *err
         return nsr_error_setx(err, EIO, "No pid returned on socket");
 }
 
+/* The identity map over every id range this namespace has: the whole
+ * range for real root on the host, and only what there is when nsrun
+ * itself runs in a user namespace (nested in a sandbox or a container). */
+static int identity_map(const char *self_map, char **ret) {
+        _cleanup_close_ int fd = open(self_map, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        _cleanup_free_ char *data = NULL;
+        int r = nsr_read_all(fd, 64 * 1024, &data, NULL);
+        if (r < 0)
+                return r;
+        char *out = nsr_strdup("");
+        for (char *line = strtok(data, "\n"); line; line = strtok(NULL, "\n")) {
+                unsigned long inside, outside, count;
+                if (sscanf(line, "%lu %lu %lu", &inside, &outside, &count) != 3)
+                        continue;
+                char *n = nsr_asprintf("%s%lu %lu %lu\n", out, inside, inside, count);
+                free(out);
+                out = n;
+        }
+        *ret = out;
+        return 0;
+}
+
+static int write_full_maps(pid_t child, nsr_error *err) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d", (int) child);
+        _cleanup_close_ int pfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (pfd < 0)
+                return nsr_error_set(err, errno, "setting up uid map");
+        _cleanup_free_ char *umap = NULL, *gmap = NULL;
+        int r = identity_map("/proc/self/uid_map", &umap);
+        if (r >= 0)
+                r = write_proc(pfd, "uid_map", umap);
+        if (r < 0)
+                return nsr_error_set(err, -r, "setting up uid map");
+        r = identity_map("/proc/self/gid_map", &gmap);
+        if (r >= 0)
+                r = write_proc(pfd, "gid_map", gmap);
+        if (r < 0)
+                return nsr_error_set(err, -r, "setting up gid map");
+        return 0;
+}
+
 /* Creates the sandbox and monitors it. Signals are blocked around it. */
 static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         const nsr_plan *p = l->plan;
@@ -821,16 +865,11 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
                 close(p->userns_block_fd);
                 (void) nsr_write_all(l->go_pipe[1], "x", 1);
         } else if (parent_maps_ids(l)) {
-                char path[64];
-                snprintf(path, sizeof(path), "/proc/%d", (int) child);
-                _cleanup_close_ int pfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-                r = pfd < 0 ? -errno : write_proc(pfd, "uid_map", "0 0 4294967295\n");
-                if (r >= 0)
-                        r = write_proc(pfd, "gid_map", "0 0 4294967295\n");
+                r = write_full_maps(child, err);
                 if (r < 0) {
                         kill(child, SIGKILL);
                         (void) waitpid(child, NULL, 0);
-                        return nsr_error_set(err, -r, "setting up uid map");
+                        return r;
                 }
                 (void) nsr_write_all(l->go_pipe[1], "x", 1);
         }

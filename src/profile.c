@@ -150,7 +150,10 @@ static bool covered(builder *b, const char *path) {
         return false;
 }
 
-/* An empty read-only tmpfs over a dir, /dev/null over anything else. */
+/* An empty read-only tmpfs over a dir, /dev/null over anything else. The
+ * /dev/null bind must allow devices (binds are nodev by default, and a
+ * nodev /dev/null cannot even be opened), then is made read-only: in bwrap
+ * terms --dev-bind plus --remount-ro, on that one file. */
 static void hide(builder *b, const char *path) {
         struct stat st;
         if (covered(b, path) || stat(path, &st) < 0)
@@ -159,8 +162,10 @@ static void hide(builder *b, const char *path) {
                 op2(b, NSR_OP_TMPFS, NULL, path)->perms = 0755;
                 op2(b, NSR_OP_REMOUNT_RO, NULL, path);
                 nsr_strv_extend(&b->hidden, path);
-        } else
-                op2(b, NSR_OP_RO_BIND, "/dev/null", path);
+        } else {
+                op2(b, NSR_OP_DEV_BIND, "/dev/null", path);
+                op2(b, NSR_OP_REMOUNT_RO, NULL, path);
+        }
 }
 
 static void hide_pattern(builder *b, const char *pattern) {

@@ -18,6 +18,7 @@
 #include "project.h"
 #include "report.h"
 #include "seccomp.h"
+#include "utf8.h"
 
 extern char **environ;
 
@@ -548,9 +549,16 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                             e->path, nsr_changeset_size(e->protected_changes),
                             nsr_changeset_size(e->protected_changes) == 1 ? "" : "s",
                             e->protected_changes->changes[0].path);
-                for (size_t k = 0; k < e->commit.n_conflicts; k++)
-                        msg(&o, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s", e->path,
-                            e->commit.conflicts[k].path, e->commit.conflicts[k].reason, e->commit.conflicts[k].kept_at);
+                for (size_t k = 0; k < e->commit.n_conflicts; k++) {
+                        const nsr_commit_conflict *cf = &e->commit.conflicts[k];
+                        _cleanup_free_ char *shown = nsr_utf8_escape(cf->path);
+                        if (cf->kept_at)
+                                msg(&o, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s", e->path,
+                                    shown, cf->reason, cf->kept_at);
+                        else
+                                msg(&o, "nsrun: %s: conflict: %s %s; left as the host has it", e->path, shown,
+                                    cf->reason);
+                }
         }
         if (streq(run_outcome, "kept"))
                 msg(&o, "nsrun: run %s kept%s: review it with \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "

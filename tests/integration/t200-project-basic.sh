@@ -14,7 +14,7 @@ json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval
 run "$NSRUN" -p "$P" $NS --report "$d/r.json" -- sh -c 'echo new > new; echo changed > mod; rm del; rm -r gone; mkdir -p made/inner; echo in > made/inner/f; pwd'
 is "$rc" 0 "project mode runs the command"
 is "$out" "$P" "the command starts in the project root"
-like "$err" "^nsrun: $P: 4 created, 1 modified, 2 deleted; committed \(run [0-9T.Z-]+\)$" "the summary line on stderr"
+like "$err" "^nsrun: $P: 4 created, 1 modified, 2 deleted; committed \(run [0-9A-Za-z.-]+\)$" "the summary line on stderr"
 is "$(cat "$P/new"):$(cat "$P/mod"):$(cat "$P/made/inner/f")" "new:changed:in" "created and modified files are applied"
 check "deleted files are gone" test ! -e "$P/del" -a ! -e "$P/gone"
 is "$(cat "$P/keep")" "keep" "untouched files stay"
@@ -34,7 +34,7 @@ check "--discard applies nothing" test ! -e "$P/discarded"
 is "$(json "$d/r2.json" 'd["outcome"]')" "discarded" "--discard: outcome discarded"
 
 run "$NSRUN" -p "$P" $NS --keep -- sh -c 'echo k > kept'
-like "$err" "run [0-9T.Z-]+ kept" "--keep keeps the run and says so"
+like "$err" "run [0-9A-Za-z.-]+ kept" "--keep keeps the run and says so"
 check "--keep applies nothing" test ! -e "$P/kept"
 
 run "$NSRUN" -p "$P" $NS -- sh -c 'echo partial > partial; exit 3'

@@ -104,7 +104,7 @@ is "$(cat "$d/cache/c" 2>/dev/null)" "live" "--rw paths are writable and live"
 if command -v git >/dev/null 2>&1; then
 	G=$d/repo; mkdir -p "$G"
 	(cd "$G" && git init -q && git config user.email t@t && git config user.name t && echo a > a && git add a && git commit -qm init) >/dev/null 2>&1
-	run "$NSRUN" -p "$G" $NS -- sh -c 'echo evil > .git/hooks/pre-commit 2>&1; chmod +x .git/hooks/pre-commit 2>&1; git config core.hooksPath /tmp 2>&1; echo b > b; git add b && git -c user.email=t@t -c user.name=t commit -qm two && echo committed-inside'
+	run "$NSRUN" -p "$G" $NS -- sh -c '(echo evil > .git/hooks/pre-commit) 2>&1; chmod +x .git/hooks/pre-commit 2>&1; git config core.hooksPath /tmp 2>&1; echo b > b; git add b && git -c user.email=t@t -c user.name=t commit -qm two && echo committed-inside'
 	like "$out" "Read-only file system" ".git/hooks is read-only inside"
 	like "$out" "committed-inside" "a normal git add and commit work inside"
 	check "no hook reached the host" test ! -e "$G/.git/hooks/pre-commit"

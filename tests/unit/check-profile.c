@@ -138,9 +138,9 @@ START_TEST(test_build) {
                 "--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /var/tmp --tmpfs /run "
                 "--perms 0700 --tmpfs /run/user/1000 --remount-ro /run "
                 "--overlay-src %s --tmp-overlay %s "
-                "--perms 0755 --tmpfs %s --remount-ro %s --ro-bind /dev/null %s/.netrc "
+                "--perms 0755 --tmpfs %s --remount-ro %s --dev-bind /dev/null %s/.netrc --remount-ro %s/.netrc "
                 "--overlay-src %s --overlay %s %s %s --ro-bind %s %s -- make",
-                proj, home, home, ssh, ssh, home, proj, upper, work, proj, git, git);
+                proj, home, home, ssh, ssh, home, home, proj, upper, work, proj, git, git);
         ck_assert_msg(streq(t, expect), "got\n%s\nwant\n%s", t, expect);
         ck_assert_ptr_nonnull(p->seccomp_policies);
         ck_assert_str_eq(p->seccomp_policies[0], "default");
