@@ -222,7 +222,12 @@ static const struct {
 } nsrun_options[] = {
         { "--trace-bwrap", 0 },
         { "--trace-bwrap-fd", 1 },
-        { "--seccomp-policy", 1 },
+        { "--seccomp-policy", 1 }, { "--project", 1 },     { "-p", 1 },         { "--home", 1 },
+        { "--hide", 1 },           { "--rw", 1 },          { "--ro", 1 },       { "--keep-env", 1 },
+        { "--allow-nested", 0 },   { "--state-dir", 1 },   { "--report", 1 },   { "--report-fd", 1 },
+        { "--discard", 0 },        { "--keep", 0 },        { "--quiet", 0 },    { "-q", 0 },
+        { "--verbose", 0 },        { "-v", 0 },            { "--events-fd", 1 }, { "--keep-days", 1 },
+        { "--backup-limit", 1 },
 };
 
 START_TEST(test_table_bwrap_options) {
@@ -264,10 +269,11 @@ START_TEST(test_table_nsrun_options) {
                 ck_assert(!(o->flags & NSR_OPTF_BWRAP));
                 ck_assert(o->flags & NSR_OPTF_NSRUN);
         }
+        /* every nsrun-only option (and each short form) is listed above */
         size_t n = 0;
         for (size_t i = 0; i < _NSR_OPT_MAX; i++)
                 if (!(nsr_options[i].flags & NSR_OPTF_BWRAP))
-                        n++;
+                        n += nsr_options[i].short_name ? 2 : 1;
         ck_assert_uint_eq(n, ELEMENTSOF(nsrun_options));
 }
 END_TEST
@@ -365,8 +371,11 @@ START_TEST(test_help_nsrun) {
         _cleanup_free_ char *h = help_text("nsrun", false);
         ck_assert(nsr_startswith(h, "usage: nsrun [OPTIONS...] [--] COMMAND [ARGS...]\n"));
         for (size_t i = 0; i < ELEMENTSOF(nsrun_options); i++) {
+                /* "    --opt" or, after a short form, "    -o, --opt" */
                 _cleanup_free_ char *needle = nsr_asprintf("\n    %s", nsrun_options[i].name);
-                ck_assert_msg(strstr(h, needle) != NULL, "%s not in nsrun's help", nsrun_options[i].name);
+                _cleanup_free_ char *after_short = nsr_asprintf(", %s", nsrun_options[i].name);
+                ck_assert_msg(strstr(h, needle) != NULL || strstr(h, after_short) != NULL, "%s not in nsrun's help",
+                              nsrun_options[i].name);
         }
         for (size_t i = 0; i < ELEMENTSOF(bwrap_options); i++) {
                 _cleanup_free_ char *needle = nsr_asprintf("\n    %s ", bwrap_options[i].name);
@@ -736,6 +745,54 @@ START_TEST(test_no_warning_when_repeated) {
         _cleanup_plan_ nsr_plan *r = N_OK("--trace-bwrap-fd", "3", "--trace-bwrap-fd=4", "true");
         assert_warnings(r, W("0Only the last --trace-bwrap-fd option will take effect"));
         ck_assert_int_eq(r->trace_bwrap_fd, 4);
+}
+END_TEST
+
+START_TEST(test_project_options) {
+        _cleanup_plan_ nsr_plan *p = N_OK("-p", "/a", "--project=/b", "--home", "hide", "--hide", "~/.x", "--rw",
+                                          "/c", "--ro=/d", "--keep-env", "TOKEN", "--allow-nested", "--state-dir", "s",
+                                          "--report", "r.json", "--report-fd=5", "--keep", "-q", "--verbose",
+                                          "--events-fd", "6", "--keep-days=3", "--backup-limit", "500M", "true");
+        ck_assert_str_eq(p->proj.projects[0], "/a");
+        ck_assert_str_eq(p->proj.projects[1], "/b");
+        ck_assert_int_eq(p->proj.home, NSR_HOME_HIDE);
+        ck_assert_str_eq(p->proj.hide[0], "~/.x");
+        ck_assert_str_eq(p->proj.rw[0], "/c");
+        ck_assert_str_eq(p->proj.ro[0], "/d");
+        ck_assert_str_eq(p->proj.keep_env[0], "TOKEN");
+        ck_assert(p->proj.allow_nested && p->proj.keep && p->proj.quiet && p->proj.verbose && !p->proj.discard);
+        ck_assert_str_eq(p->proj.state_dir, "s");
+        ck_assert_str_eq(p->proj.report_file, "r.json");
+        ck_assert_int_eq(p->proj.report_fd, 5);
+        ck_assert_int_eq(p->proj.events_fd, 6);
+        ck_assert_int_eq(p->proj.keep_days, 3);
+        ck_assert_uint_eq(p->proj.backup_limit, (uint64_t) 500 << 20);
+        N_ERR("--home takes overlay, ro or hide, not \"rw\"", "--home", "rw", "true");
+        N_ERR("--hide needs an absolute path (or ~/...), not \"rel\"", "--hide", "rel", "true");
+        N_ERR("--rw needs an absolute path (or ~/...), not \"x\"", "--rw=x", "true");
+        N_ERR("--backup-limit takes a size such as 2G, not \"lots\"", "--backup-limit", "lots", "true");
+        N_ERR("--backup-limit takes a size such as 2G, not \"0\"", "--backup-limit", "0", "true");
+        N_ERR("--keep-days takes a number of days, not \"-1\"", "--keep-days", "-1", "true");
+        N_ERR("--project needs a directory", "--project", "", "true");
+        N_ERR("-p needs a directory", "-p", "", "true");
+        N_ERR("Invalid fd: x", "--events-fd", "x", "true");
+        B_ERR("Unknown option --project", "--project", "/a", "true");
+        B_ERR("Unknown option -p", "-p", "/a", "true");
+        /* --share-net records that it came last: project mode's own
+         * --unshare-net must give way to it */
+        _cleanup_plan_ nsr_plan *q = N_OK("--unshare-net", "--share-net", "true");
+        ck_assert(q->share_net && !q->unshare_net);
+        _cleanup_plan_ nsr_plan *r = N_OK("--share-net", "--unshare-all", "true");
+        ck_assert(!r->share_net && r->unshare_net);
+        uint64_t v = 0;
+        ck_assert_int_eq(nsr_parse_size_suffix("2G", &v), 0);
+        ck_assert_uint_eq(v, (uint64_t) 2 << 30);
+        ck_assert_int_eq(nsr_parse_size_suffix("10KiB", &v), 0);
+        ck_assert_uint_eq(v, 10240);
+        ck_assert_int_eq(nsr_parse_size_suffix("7", &v), 0);
+        ck_assert_uint_eq(v, 7);
+        ck_assert_int_lt(nsr_parse_size_suffix("1X", &v), 0);
+        ck_assert_int_lt(nsr_parse_size_suffix("99999999999T", &v), 0);
 }
 END_TEST
 
@@ -1963,6 +2020,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_caps);
         tcase_add_test(tc, test_process_flags);
         tcase_add_test(tc, test_nsrun_options);
+        tcase_add_test(tc, test_project_options);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("args");
