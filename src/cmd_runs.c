@@ -456,6 +456,7 @@ int nsr_cmd_undo(int argc, char **argv) {
         nsr_run_meta um = { .kind = (char *) "undo", .undoes = m.run_id, .state = (char *) "running", .start = now,
                             .exit_code = -1, .projects = m.projects };
         snprintf(um.run_id, sizeof(um.run_id), "%s", undo_id);
+        nsr_run_meta_set_owner(&um);
         um.counts = nsr_malloc0((nsr_strv_length(m.projects) + 1) * sizeof(*um.counts));
         (void) nsr_run_meta_write(undo_fd, &um, &e);
 
@@ -504,7 +505,9 @@ int nsr_cmd_undo(int argc, char **argv) {
         um.state = (char *) (rc ? "failed" : "committed");
         (void) nsr_run_meta_write(undo_fd, &um, &e);
         free(um.counts);
-        if (rc == 0) {
+        /* A run with refused paths stays applied, so that "undo --force
+         * RUN" can finish the job. */
+        if (rc == 0 && refused == 0) {
                 free(m.state);
                 m.state = nsr_strdup("undone");
                 (void) nsr_run_meta_write(run_fd, &m, &e);
@@ -611,7 +614,6 @@ int nsr_cmd_history(int argc, char **argv) {
                         err_print(&e);
                         return 1;
                 }
-                putchar('\n');
         }
         return 0;
 }

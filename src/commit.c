@@ -978,7 +978,9 @@ static int plan_undo_step(uplanner *p, const nsr_step *rs, nsr_error *err) {
                 add_undo_step(p, NSR_STEP_REMOVE, rs->path, lmnt, &st, NULL);
                 return 0;
         case NSR_STEP_REPLACE:
-                if (!src || (!force && (!exists || !live_matches(p, rs->path)))) {
+                if (!src)
+                        return 0; /* its backup is gone: an earlier undo of this run restored it */
+                if (!force && (!exists || !live_matches(p, rs->path))) {
                         refuse(p, rs->path);
                         return 0;
                 }
@@ -986,7 +988,9 @@ static int plan_undo_step(uplanner *p, const nsr_step *rs, nsr_error *err) {
                               &sst);
                 return 0;
         case NSR_STEP_REMOVE:
-                if (!src || (exists && !force)) {
+                if (!src)
+                        return 0; /* restored by an earlier undo of this run */
+                if (exists && !force) {
                         refuse(p, rs->path);
                         return 0;
                 }

@@ -103,8 +103,7 @@ static void write_line(watcher *w, const char *event, int proj, const char *rel,
         nsr_error e = { 0 };
         (void) nsr_json_finish(j, "event", NULL, NULL, &e);
         nsr_json_free(j);
-        fputc('\n', f);
-        fclose(f);
+        fclose(f); /* the writer ended the line */
         (void) nsr_write_all(w->out, buf, len);
         free(buf);
 }

@@ -68,15 +68,11 @@ static int write_report(const nsr_plan *plan, const char *json, nsr_error *err) 
         if (plan->proj.report_file) {
                 _cleanup_close_ int fd = open(plan->proj.report_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
                 int r = fd < 0 ? -errno : nsr_write_all(fd, json, len);
-                if (r >= 0)
-                        r = nsr_write_all(fd, "\n", 1);
                 if (r < 0)
                         return nsr_error_set(err, -r, "--report %s", plan->proj.report_file);
         }
         if (plan->proj.report_fd != -1) {
                 int r = nsr_write_all(plan->proj.report_fd, json, len);
-                if (r >= 0)
-                        r = nsr_write_all(plan->proj.report_fd, "\n", 1);
                 close(plan->proj.report_fd);
                 if (r < 0)
                         return nsr_error_set(err, -r, "--report-fd %d", plan->proj.report_fd);

@@ -334,6 +334,7 @@ static void write_meta(nsr_project *pj, int run_fd, const char *state, const str
                 .signal = ran && WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0,
         };
         snprintf(m.run_id, sizeof(m.run_id), "%s", pj->run_id);
+        nsr_run_meta_set_owner(&m);
         char **paths = nsr_malloc0((pj->n + 1) * sizeof(char *));
         m.counts = nsr_malloc0((pj->n + 1) * sizeof(*m.counts));
         for (size_t i = 0; i < pj->n; i++) {

@@ -9,6 +9,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <signal.h>
 
 #include "state.h"
 #include "util.h"
@@ -239,6 +240,8 @@ int nsr_run_meta_write(int run_fd, const nsr_run_meta *m, nsr_error *err) {
                 m->state ? m->state : "running", (long long) m->start.tv_sec, m->start.tv_nsec);
         if (m->undoes)
                 fprintf(f, "undoes %s\n", m->undoes);
+        if (m->pid > 0)
+                fprintf(f, "owner %d %llu %s\n", (int) m->pid, m->pid_start, m->boot[0] ? m->boot : "-");
         if (m->exit_code >= 0)
                 fprintf(f, "exit %d\n", m->exit_code);
         if (m->signal > 0)
@@ -384,6 +387,7 @@ typedef struct gc_run {
         nsr_run_meta meta;
         uint64_t size;
         bool gone;
+        bool busy;
 } gc_run;
 
 static int remove_run(int statefd, gc_run *g, nsr_gc_stats *st, nsr_error *err) {
@@ -418,12 +422,17 @@ int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stat
                         continue;
                 }
                 runs[i].size = tree_size(runs_fd, ids[i], 0);
+                /* A live run, or an apply waiting for recovery, is not ours
+                 * to prune. An orphaned run (its nsrun died) is. */
+                if ((streq(runs[i].meta.state, "running") && !nsr_run_meta_is_orphan(&runs[i].meta)) ||
+                    !nsr_run_journals_settled(fd))
+                        runs[i].busy = true;
         }
         for (size_t i = 0; i < n && r >= 0; i++) {
                 gc_run *g = &runs[i];
-                if (g->gone || streq(g->meta.state, "running"))
+                if (g->gone || g->busy)
                         continue;
-                if (g->meta.start.tv_sec < cutoff)
+                if (g->meta.start.tv_sec <= cutoff)
                         r = remove_run(statefd, g, &st, err);
         }
         /* The quota, project by project, newest first. */
@@ -439,7 +448,7 @@ int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stat
                                 if (g->gone || !nsr_strv_contains(g->meta.projects, proj))
                                         continue;
                                 sum += g->size;
-                                if (!newest && sum > backup_limit && !streq(g->meta.state, "running"))
+                                if (!newest && sum > backup_limit && !g->busy)
                                         r = remove_run(statefd, g, &st, err);
                                 newest = false;
                         }
@@ -488,4 +497,101 @@ void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t bac
                 (void) nsr_state_gc(statefd, keep_days, backup_limit, NULL, &e);
         }
         _exit(0);
+}
+
+static unsigned long long proc_start_time(pid_t pid) {
+        char path[64], buf[1024];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        int n = nsr_read_full(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        /* The comm field may hold spaces and parens: skip to the last ')'. */
+        char *s = strrchr(buf, ')');
+        if (!s)
+                return 0;
+        unsigned long long v = 0;
+        /* fields after comm: state(3) ... starttime(22) */
+        int field = 2;
+        for (char *t = strtok(s + 1, " "); t; t = strtok(NULL, " "))
+                if (++field == 22) {
+                        v = strtoull(t, NULL, 10);
+                        break;
+                }
+        return v;
+}
+
+static void boot_id(char ret[40]) {
+        ret[0] = '\0';
+        _cleanup_close_ int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        int n = nsr_read_full(fd, ret, 39);
+        if (n < 0)
+                n = 0;
+        ret[n] = '\0';
+        char *nl = strchr(ret, '\n');
+        if (nl)
+                *nl = '\0';
+}
+
+void nsr_run_meta_set_owner(nsr_run_meta *m) {
+        m->pid = getpid();
+        m->pid_start = proc_start_time(m->pid);
+        boot_id(m->boot);
+}
+
+bool nsr_run_meta_is_orphan(const nsr_run_meta *m) {
+        if (!streq(m->state, "running"))
+                return false;
+        if (m->pid <= 0)
+                return true; /* no owner recorded: older than owner records */
+        char now[40];
+        boot_id(now);
+        if (m->boot[0] && now[0] && !streq(now, m->boot))
+                return true;
+        if (kill(m->pid, 0) < 0 && errno == ESRCH)
+                return true;
+        return proc_start_time(m->pid) != m->pid_start;
+}
+
+static bool journal_settled(int dirfd, const char *name) {
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return false;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return false;
+        /* The settling lines are appended last: read the tail. */
+        off_t off = st.st_size > 65536 ? st.st_size - 65536 : 0;
+        if (lseek(fd, off, SEEK_SET) < 0)
+                return false;
+        _cleanup_free_ char *data = NULL;
+        if (nsr_read_all(fd, 65536 + 1, &data, NULL) < 0)
+                return false;
+        for (char *line = strtok(data, "\n"); line; line = strtok(NULL, "\n"))
+                if (streq(line, "done") || streq(line, "rolled-back"))
+                        return true;
+        return false;
+}
+
+bool nsr_run_journals_settled(int run_fd) {
+        int fd = openat(run_fd, "journal", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return errno == ENOENT;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return false;
+        }
+        bool settled = true;
+        struct dirent *de;
+        while (settled && (de = readdir(d)))
+                if (de->d_name[0] != '.')
+                        settled = journal_settled(dirfd(d), de->d_name);
+        closedir(d);
+        return settled;
 }

@@ -41,7 +41,20 @@ typedef struct nsr_run_meta {
         int signal;            /* 0: none */
         /* per project: created, modified, deleted, type_changed, metadata_changed */
         unsigned long (*counts)[5];
+        /* Who runs it, to tell a live run from one whose nsrun died. */
+        pid_t pid;
+        unsigned long long pid_start; /* the process's start time, against pid reuse */
+        char boot[40];                /* the kernel's boot id */
 } nsr_run_meta;
+
+/* Fills the owner fields (pid, start time, boot id) for the calling
+ * process. */
+void nsr_run_meta_set_owner(nsr_run_meta *m);
+/* A run still marked running whose nsrun is gone. */
+bool nsr_run_meta_is_orphan(const nsr_run_meta *m);
+/* Whether every apply journal in the run dir is settled (done or rolled
+ * back): an unsettled one waits for recovery and must not be pruned. */
+bool nsr_run_journals_settled(int run_fd);
 
 void nsr_run_meta_done(nsr_run_meta *m);
 int nsr_run_meta_write(int run_fd, const nsr_run_meta *m, nsr_error *err);

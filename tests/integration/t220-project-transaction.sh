@@ -1,0 +1,209 @@
+#!/bin/sh
+# Project mode II: the apply as a transaction. Concurrent runs, conflicts
+# with host edits, kill -9 during the run and during a 20k-file apply,
+# ENOSPC, interruption, keep/diff/commit, undo, history, the event stream,
+# retention.
+. "$NSR_TESTS/lib.sh"
+export NSRUN_DATADIR="$NSR_STAGE"
+d=$(scratch)
+S=$d/state
+NS="--state-dir $S"
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+tree_sum() { (cd "$1" && find . -path ./.nsrun-skip -prune -o -printf '%p %y %m %s\n' | LC_ALL=C sort; find . -type f -exec md5sum {} + | LC_ALL=C sort) | md5sum | cut -d' ' -f1; }
+runs_of() { ls "$S/runs" 2>/dev/null | wc -l; }
+
+# --- four concurrent runs on one project apply one after another ----------
+P=$d/conc; mkdir -p "$P"; echo base > "$P/shared"
+for i in 1 2 3 4; do
+	"$NSRUN" -p "$P" $NS --report "$d/c$i.json" -- sh -c "echo $i > own$i; sleep 0.3; echo run$i > shared" 2>"$d/c$i.err" &
+done
+wait
+all=1; for i in 1 2 3 4; do [ "$(cat "$P/own$i" 2>/dev/null)" = "$i" ] || all=0; done
+is "$all" 1 "four concurrent runs each applied their own file"
+like "$(cat "$P/shared")" "^run[1-4]$" "the shared file holds one run's version whole"
+committed=0 conflicts=0
+for i in 1 2 3 4; do
+	o=$(json "$d/c$i.json" 'd["outcome"]')
+	[ "$o" = committed ] && committed=$((committed + 1))
+	[ "$o" = conflict ] && conflicts=$((conflicts + 1))
+done
+is "$committed:$conflicts" "1:3" "one run wrote the shared file; the three that ran meanwhile conflicted"
+kept=$(for i in 1 2 3 4; do json "$d/c$i.json" '[c["kept_at"] for p in d["projects"] for c in p["conflicts"]]'; done | grep -o "'[^']*'" | tr -d "'" | head -1)
+like "$(cat "$kept" 2>/dev/null)" "^run[1-4]$" "a conflicting run's version is kept in its run dir"
+like "$(cat "$d"/c*.err)" "conflict: shared changed" "stderr says there was a conflict"
+
+# --- a host edit during the run ------------------------------------------
+P=$d/host; mkdir -p "$P"; echo original > "$P/f"; echo other > "$P/g"
+sleep 0.1 # a file changed in the same clock tick as the run's start counts as changed during it
+"$NSRUN" -p "$P" $NS --report "$d/h.json" -- sh -c 'sleep 1; echo sandbox > f; echo sandbox > g; echo new > n; exit 4' 2>"$d/h.err" &
+w=$!
+sleep 0.4
+echo host > "$P/f"
+wait $w
+st=$?
+is "$st" 4 "a conflict does not change the exit status"
+is "$(cat "$P/f"):$(cat "$P/g"):$(cat "$P/n")" "host:sandbox:new" "the host edit is never overwritten; the other changes apply"
+is "$(json "$d/h.json" 'd["outcome"], [c["path"] for c in d["projects"][0]["conflicts"]]')" "('conflict', ['f'])" "report: outcome conflict, with the path"
+kept=$(json "$d/h.json" 'd["projects"][0]["conflicts"][0]["kept_at"]')
+is "$(cat "$kept" 2>/dev/null)" "sandbox" "the sandbox's version is at kept_at"
+like "$(cat "$d/h.err")" "conflict" "stderr names the conflict"
+
+# --- keep, diff, commit; then undo, undo again, undo refused, --force ------
+P=$d/rev; mkdir -p "$P"; printf 'one\ntwo\nthree\n' > "$P/text"; echo stay > "$P/stay"
+orig=$(tree_sum "$P")
+run "$NSRUN" -p "$P" $NS --keep -- sh -c 'printf "one\nTWO\nthree\n" > text; echo x > added; rm stay'
+run_id=$(echo "$err" | sed -n 's/.*run \([0-9A-Za-z.-]*\) kept.*/\1/p' | head -1)
+like "$run_id" "^[0-9]{8}T" "--keep prints the run id"
+is "$(tree_sum "$P")" "$orig" "a kept run changes nothing"
+run "$NSRUN" diff $NS "$run_id"
+is "$rc" 0 "nsrun diff exits 0"
+like "$out" "^-two$" "nsrun diff shows removed lines"
+like "$out" "^\+TWO$" "... and added lines"
+like "$out" "\+\+\+ b/added" "... and created text files"
+like "$out" "^\+\+\+ /dev/null$" "... and deleted text files"
+run "$NSRUN" commit $NS "$run_id"
+is "$rc" 0 "nsrun commit applies the kept run"
+is "$(cat "$P/text" | sed -n 2p):$(cat "$P/added"):$(test -e "$P/stay" && echo yes || echo no)" "TWO:x:no" "... with every change"
+run "$NSRUN" commit $NS "$run_id"
+is "$rc" 1 "a run cannot be committed twice"
+applied1=$(tree_sum "$P")
+run "$NSRUN" -p "$P" $NS -- sh -c 'echo second > second'
+applied2=$(tree_sum "$P")
+run "$NSRUN" undo $NS -p "$P"
+is "$rc" 0 "undo restores the last applied run"
+is "$(tree_sum "$P")" "$applied1" "... exactly"
+run "$NSRUN" undo $NS -p "$P"
+is "$rc" 0 "undo after undo steps back one more run"
+is "$(tree_sum "$P")" "$orig" "... to the original project"
+undo_run=$("$NSRUN" history $NS -p "$P" --json | python3 -c 'import json,sys; print([r["run_id"] for r in json.load(sys.stdin) if r["kind"] == "undo"][0])')
+run "$NSRUN" undo $NS "$undo_run"
+is "$rc" 0 "an undo run can itself be undone"
+is "$(tree_sum "$P")" "$applied1" "... bringing its changes back"
+# undo refuses what the host changed since the run
+Q=$d/refuse; mkdir -p "$Q"; echo v0 > "$Q/x"; echo w0 > "$Q/y"
+sleep 0.1
+run "$NSRUN" -p "$Q" $NS -- sh -c 'echo v1 > x; echo w1 > y'
+echo "host edit" > "$Q/x"
+run "$NSRUN" undo $NS -p "$Q"
+is "$rc" 3 "undo refuses a path changed since the run (exit 3)"
+like "$err" "x changed since run" "... and says which"
+is "$(cat "$Q/x"):$(cat "$Q/y")" "host edit:w0" "... leaving the host's version, restoring the rest"
+refused_run=$("$NSRUN" history $NS -p "$Q" --json | python3 -c 'import json,sys; print([r["run_id"] for r in json.load(sys.stdin) if r["kind"] == "run"][0])')
+run "$NSRUN" undo $NS --force "$refused_run"
+is "$rc" 0 "undo --force restores it anyway"
+is "$(cat "$Q/x")" "v0" "... to the version before the run"
+run "$NSRUN" history $NS -p "$P"
+like "$out" "undone" "history lists the undone runs"
+is "$(echo "$out" | grep -c "$P")" "$(echo "$out" | wc -l)" "history lists only this project's runs"
+
+# --- kill -9 during the run ----------------------------------------------
+P=$d/k1; mkdir -p "$P"; echo old > "$P/f"
+"$NSRUN" -p "$P" $NS -- sh -c 'echo new > f; sleep 30' &
+w=$!
+sleep 1
+kill -KILL $w; wait $w 2>/dev/null
+sleep 0.5
+is "$(cat "$P/f")" "old" "kill -9 during the run applies nothing"
+pgrep -f "sleep 30" >/dev/null && not_ok "the sandbox dies with nsrun" || ok "the sandbox dies with nsrun"
+run "$NSRUN" -p "$P" $NS -- true
+is "$rc" 0 "the next run on that project works"
+
+# --- kill -9 during a 20k-file apply ---------------------------------------
+S2=$d/state-big
+P=$d/big; mkdir -p "$P"
+python3 -c "
+import os, sys
+for d in range(100):
+    os.mkdir(os.path.join(sys.argv[1], str(d)))
+    for f in range(200):
+        open(os.path.join(sys.argv[1], str(d), str(f)), 'w').write('old')
+" "$P"
+before=$(tree_sum "$P")
+"$NSRUN" -p "$P" --state-dir "$S2" -- sh -c 'for d in $(seq 0 99); do for f in $(seq 0 199); do echo new > $d/$f; done; done' 2>/dev/null &
+w=$!
+killed=no
+for _ in $(seq 6000); do
+	if [ -n "$(grep -l "^plan " "$S2"/runs/*/journal/p0 2>/dev/null)" ]; then
+		kill -KILL $w && killed=yes
+		break
+	fi
+	sleep 0.01
+done
+wait $w 2>/dev/null
+if [ "$killed" = yes ]; then
+	bad=$(find "$P" -type f ! -size -1 -exec sh -c 'for f; do c=$(cat "$f"); [ "$c" = old ] || [ "$c" = new ] || echo "$f"; done' sh {} + | wc -l)
+	is "$bad" 0 "after kill -9 mid-apply every file is either old or new"
+	run "$NSRUN" -p "$P" --state-dir "$S2" -- true
+	like "$err" "rolled back 1 interrupted apply" "the next nsrun rolls the interrupted apply back and says so"
+	is "$(tree_sum "$P")" "$before" "... as a whole: the project is as before the run"
+else
+	not_ok "the apply was caught in the middle"; diag "nsrun finished before its journal was seen"
+fi
+rm -rf "$S2"
+
+# --- ENOSPC in the middle of an apply rolls back ---------------------------
+# The project is a 1 MiB tmpfs (a private mount, in a user namespace of its
+# own when not root); the state dir is elsewhere, so the apply copies.
+cat > "$d/enospc.sh" <<'EOS'
+d=$1 nsrun=$2
+P=$d/small
+mkdir -p "$P" && mount -t tmpfs -o size=1m tmpfs "$P" || exit 99
+mkdir -p "$P/keep"; echo precious > "$P/keep/a"; echo old > "$P/b"
+sum() { (cd "$P" && find . -printf '%p %y %m %s\n' | LC_ALL=C sort; find . -type f -exec md5sum {} + | LC_ALL=C sort) | md5sum; }
+before=$(sum)
+"$nsrun" -p "$P" --state-dir "$d/state-nospc" --report "$d/nospc.json" -- sh -c 'head -c 600000 /dev/urandom > b1; head -c 600000 /dev/urandom > b2; echo new > b; rm keep/a' 2>"$d/nospc.err"
+echo "rc=$?"
+[ "$(sum)" = "$before" ] && echo "unchanged" || echo "changed"
+EOS
+if is_root; then
+	out=$(unshare -m sh "$d/enospc.sh" "$d" "$NSRUN")
+else
+	out=$(unshare -Urm sh "$d/enospc.sh" "$d" "$NSRUN")
+fi
+like "$out" "rc=125" "ENOSPC during the apply: exit 125"
+like "$out" "unchanged" "... and the project is exactly as before"
+like "$(cat "$d/nospc.json" 2>/dev/null)" '"outcome":"failed"' "... outcome failed"
+like "$(cat "$d/nospc.err" 2>/dev/null)" "rolled back" "... and stderr says it was rolled back"
+
+# --- interruption: SIGTERM to nsrun reaches the command; the run is kept ----
+P=$d/intr; mkdir -p "$P"
+"$NSRUN" -p "$P" $NS --report "$d/i.json" -- sh -c 'trap "echo caught > t; exit 9" TERM; echo x > before; while :; do sleep 0.1; done' 2>"$d/i.err" &
+w=$!
+sleep 1
+kill -TERM $w
+wait $w
+st=$?
+is "$st" 9 "SIGTERM is forwarded; nsrun exits with the command's status"
+is "$(json "$d/i.json" 'd["outcome"], d.get("interrupted")')" "('kept', True)" "an interrupted run is kept, not applied"
+check "... nothing reached the project" test ! -e "$P/before"
+like "$(cat "$d/i.err")" "kept \(nsrun was interrupted\)" "... and stderr says so"
+run "$NSRUN" -p "$P" $NS --report "$d/i2.json" -- sh -c 'echo y > own; kill -TERM $$'
+is "$(json "$d/i2.json" 'd["outcome"], d.get("interrupted", False)')" "('committed', False)" "a command killed by a signal on its own still applies"
+
+# --- the event stream of a build -------------------------------------------
+P=$d/ev; mkdir -p "$P/src"; echo 'int main(void){return 0;}' > "$P/src/m.c"; echo old > "$P/log"
+run "$NSRUN" -p "$P" $NS --events-fd 3 -- sh -c 'mkdir -p build; cc -o build/m src/m.c; echo built >> log; echo tmp > t; rm t; mv log log2' 3>"$d/events"
+python3 - "$d/events" > "$d/ev.txt" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    print(e["event"], e.get("path", ""), e.get("from", ""))
+PY
+like "$(cat "$d/ev.txt")" "^create build $" "--events-fd: a new dir"
+like "$(cat "$d/ev.txt")" "^create build/m $" "--events-fd: the build output"
+like "$(cat "$d/ev.txt")" "^modify log $" "--events-fd: an existing file modified"
+like "$(cat "$d/ev.txt")" "^create t $" "--events-fd: a temporary file"
+like "$(cat "$d/ev.txt")" "^delete t $" "--events-fd: its deletion"
+like "$(cat "$d/ev.txt")" "^rename log2 log$" "--events-fd: a rename"
+is "$(grep -c '^create build/m ' "$d/ev.txt")" "1" "--events-fd: repeated events for one path are coalesced"
+
+# --- history and retention ---------------------------------------------------
+run "$NSRUN" history $NS --json
+is "$rc" 0 "history --json"
+is "$(echo "$out" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(all(set(x) >= {"run_id","started_at","command","exit_code","outcome","projects"} for x in r))')" "True" "history --json objects carry id, time, command, status, outcome, projects"
+n=$(runs_of)
+run "$NSRUN" gc $NS --keep-days 0
+is "$rc" 0 "nsrun gc"
+is "$(runs_of)" "0" "gc --keep-days 0 prunes every finished run"
+rm -rf "$d"
+done_testing
