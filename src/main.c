@@ -103,7 +103,7 @@ static int write_trace(ctx *c, nsr_plan *plan, nsr_error *err) {
 static int run_project(ctx *c, nsr_plan *user) {
         nsr_error err = { 0 };
         _cleanup_(nsr_project_freep) nsr_project *pj = NULL;
-        if (nsr_project_prepare(user, &pj, &err) < 0) {
+        if (nsr_project_prepare(user, !user->trace_bwrap, &pj, &err) < 0) {
                 print_error(c, &err);
                 return NSR_EXIT_FAILURE;
         }

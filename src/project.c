@@ -128,7 +128,7 @@ static int resolve_project(const char *arg, project_entry *e, nsr_error *err) {
         return 0;
 }
 
-int nsr_project_prepare(nsr_plan *user, nsr_project **ret, nsr_error *err) {
+int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, nsr_error *err) {
         _cleanup_(nsr_project_freep) nsr_project *pj = nsr_malloc0(sizeof(*pj));
         nsr_project_opts *o = &user->proj;
         int r;
@@ -166,6 +166,15 @@ int nsr_project_prepare(nsr_plan *user, nsr_project **ret, nsr_error *err) {
                 if (under(pj->p[i].path, pj->state_dir))
                         return nsr_error_setx(err, EINVAL, "the project %s is inside the state dir %s",
                                               pj->p[i].path, pj->state_dir);
+        }
+
+        /* The profile hides the state dir, which must exist for that (a
+         * trace creates nothing and shows the hiding it can). */
+        if (create_state) {
+                int fd = nsr_state_open(pj->state_dir, err);
+                if (fd < 0)
+                        return fd;
+                close(fd);
         }
 
         nsr_run_id_new(pj->run_id);
@@ -430,6 +439,13 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 /* Project mode is never bwrap mode: a failure doctor can
                  * explain points to it, as in main.c. */
                 const char *hint = nsr_hostcheck_hint(err);
+                if (!hint && nsr_startswith(err->msg, "Can't make overlay mount") &&
+                    (err->code == EINVAL || err->code == EOPNOTSUPP))
+                        /* The usual cause: the project already sits on an
+                         * overlay (nsrun or a container inside nsrun), and
+                         * the kernel stacks overlays only two deep. */
+                        hint = "the project's file system cannot be an overlay's lower layer here (an overlay "
+                               "stack too deep?); \"nsrun doctor\" shows the stacking depth left";
                 msg(&o, "nsrun: %s%s%s", buf, hint ? "; " : "", hint ? hint : "");
                 nsr_error e2 = { 0 };
                 _cleanup_free_ char *rel = nsr_asprintf("runs/%s", pj->run_id);

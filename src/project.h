@@ -22,8 +22,9 @@ typedef struct nsr_project nsr_project;
 #define NSR_EXIT_NOT_FOUND 127
 
 /* Resolves the projects (each opened once, O_PATH) and the state dir, and
- * builds the expanded plan; creates nothing. Takes the contents of user. */
-int nsr_project_prepare(nsr_plan *user, nsr_project **ret, nsr_error *err);
+ * builds the expanded plan. Creates the state dir when create_state (not
+ * for --trace-bwrap, which creates nothing). Takes the contents of user. */
+int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, nsr_error *err);
 nsr_project *nsr_project_free(nsr_project *pj);
 DEFINE_CLEANUP_FUNC(nsr_project *, nsr_project_free)
 
