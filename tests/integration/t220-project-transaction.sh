@@ -98,13 +98,14 @@ is "$(echo "$out" | grep -c "$P")" "$(echo "$out" | wc -l)" "history lists only 
 
 # --- kill -9 during the run ----------------------------------------------
 P=$d/k1; mkdir -p "$P"; echo old > "$P/f"
-"$NSRUN" -p "$P" $NS -- sh -c 'echo new > f; sleep 30' &
+tok=30.$$ # a sleep nothing else on the machine runs
+"$NSRUN" -p "$P" $NS -- sh -c "echo new > f; sleep $tok" &
 w=$!
 sleep 1
 kill -KILL $w; wait $w 2>/dev/null
 sleep 0.5
 is "$(cat "$P/f")" "old" "kill -9 during the run applies nothing"
-pgrep -f "sleep 30" >/dev/null && not_ok "the sandbox dies with nsrun" || ok "the sandbox dies with nsrun"
+pgrep -f "sleep $tok" >/dev/null && not_ok "the sandbox dies with nsrun" || ok "the sandbox dies with nsrun"
 run "$NSRUN" -p "$P" $NS -- true
 is "$rc" 0 "the next run on that project works"
 
