@@ -62,7 +62,7 @@ for _ in $(seq 50); do [ -s "$d/started" ] && break; sleep 0.1; done
 kill -KILL "$(cat "$d/nsrun.pid")" 2>/dev/null
 sleep 1
 check "--die-with-parent: the sandbox dies with nsrun" test ! -e "$d/alive"
-pgrep -f "echo survived" >/dev/null && not_ok "no sandbox process is left" || ok "no sandbox process is left"
+pgrep -f "$d/alive" >/dev/null && not_ok "no sandbox process is left" || ok "no sandbox process is left"
 wait $parent 2>/dev/null
 
 # --new-session: no controlling terminal, so TIOCSTI cannot inject.
