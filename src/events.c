@@ -126,12 +126,16 @@ static void emit(watcher *w, char kind, int proj, const char *rel) {
 /* What an entry appearing in upper means. */
 static char classify(watcher *w, int proj, const char *rel) {
         _cleanup_free_ char *up = nsr_path_join(w->projects[proj].upper, rel);
+        _cleanup_free_ char *lo = nsr_path_join(w->projects[proj].path, rel);
         struct stat st;
-        if (lstat(up, &st) < 0)
-                return 0;
+        if (lstat(up, &st) < 0) {
+                /* Gone again before we looked (a short-lived temp file):
+                 * it was created all the same, unless the project has the
+                 * name, where a later event says what happened. */
+                return lstat(lo, &st) < 0 ? 'c' : 0;
+        }
         if (S_ISCHR(st.st_mode) && major(st.st_rdev) == 0 && minor(st.st_rdev) == 0)
                 return 'd';
-        _cleanup_free_ char *lo = nsr_path_join(w->projects[proj].path, rel);
         return lstat(lo, &st) == 0 ? 'm' : 'c';
 }
 

@@ -74,9 +74,11 @@ cp "$NSR_SECCOMP_DIR"/*.policy "$d/pol/"
 printf 'include nesting\n' > "$d/pol/mine.policy"
 n0=$(entries)
 run $NSRUN $SBX --seccomp-policy "$d/pol/mine.policy" -- true
+is "$rc:$err" "0:" "a policy of one's own launches"
 is "$(entries)" $((n0 + 1)) "a policy of one's own gets its own entry"
 echo '# edited' >> "$d/pol/nesting.policy"
 run $NSRUN $SBX --seccomp-policy "$d/pol/mine.policy" -- true
+is "$rc:$err" "0:" "and launches after an included file is edited"
 is "$(entries)" $((n0 + 2)) "editing an included file gives a new entry"
 
 # A cache that cannot be used never fails a launch.
