@@ -10,6 +10,11 @@
 #include "util.h"
 
 int nsr_caps_last(void) {
+        /* Read once: the launch asks in the parent and again in the child,
+         * which shares this memory, and the value never changes. */
+        static int cached = -1;
+        if (cached >= 0)
+                return cached;
         char buf[16];
         _cleanup_close_ int fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
         if (fd >= 0) {
@@ -18,10 +23,10 @@ int nsr_caps_last(void) {
                         buf[n] = '\0';
                         int v = atoi(buf);
                         if (v > 0 && v < 64)
-                                return v;
+                                return cached = v;
                 }
         }
-        return CAP_LAST_CAP;
+        return cached = CAP_LAST_CAP;
 }
 
 uint64_t nsr_caps_all(void) {

@@ -22,6 +22,7 @@
 
 #include "hostcheck-internal.h"
 #include "landlock.h"
+#include "mountlib.h"
 #include "netns.h"
 #include "syscalls.h"
 
@@ -655,6 +656,12 @@ static void probe_clone3(const void *arg, nsr_check *out, size_t n) {
 static void probe_cgroup(const void *arg, nsr_check *out, size_t n) {
         const probe_ctx *pc = arg;
         (void) n;
+        const char *why = NULL;
+        if (!nsr_mountlib_available(&why)) {
+                check_fail(out, "cannot read the mount table: %s", why);
+                check_fix(out, "install libmount (Debian: libmount1)");
+                return;
+        }
         struct libmnt_table *tb = mnt_new_table_from_file("/proc/self/mountinfo");
         struct libmnt_fs *fs = NULL;
         struct libmnt_iter *it = mnt_new_iter(MNT_ITER_BACKWARD);

@@ -9,8 +9,9 @@
  *      parsing, no per-submount remounts. This happens first, while the
  *      host tree is untouched, so a source such as "/" never contains our
  *      own scratch mounts, and each source is resolved exactly once.
- *   3. Mount a scratch tmpfs on /tmp (invisible later) and the new root
- *      tmpfs on /tmp/newroot.
+ *   3. Mount the new root tmpfs on /tmp of the old root (invisible later),
+ *      or, when an op needs room for files of its own, a scratch tmpfs
+ *      there and the new root on /tmp/newroot inside it.
  *   4. Run the ops in order. Destinations are resolved with
  *      RESOLVE_IN_ROOT against the new root, so a symlink made by an earlier
  *      op can never point a later mount outside the sandbox.
@@ -824,9 +825,50 @@ static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
 }
 
 static int fchmod_path(int fd, mode_t mode) {
+        /* fsmount() gives an O_PATH fd, which fchmod() refuses; fchmodat2()
+         * (Linux 6.6) takes it as is and spares a walk through /proc. */
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+        if (syscall(SYS_fchmodat2, fd, "", mode, AT_EMPTY_PATH) == 0)
+                return 0;
+        if (errno != ENOSYS && errno != EINVAL)
+                return -1;
         char p[64];
         snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
         return chmod(p, mode);
+}
+
+/* A detached tmpfs whose root is 0755. No mode option: the mount table
+ * then shows the same options as bwrap's root. */
+static int new_tmpfs_0755(int *ret) {
+        int mnt = new_fs("tmpfs", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        if (mnt < 0)
+                return mnt;
+        if (fchmod_path(mnt, 0755) < 0) {
+                int r = -errno;
+                close(mnt);
+                return r;
+        }
+        *ret = mnt;
+        return 0;
+}
+
+static bool plan_needs_scratch(const nsr_plan *plan) {
+        for (size_t i = 0; i < plan->n_ops; i++) {
+                nsr_op_type t = plan->ops[i].type;
+                if (t == NSR_OP_BIND_DATA || t == NSR_OP_RO_BIND_DATA || t == NSR_OP_TMP_OVERLAY)
+                        return true;
+        }
+        return false;
+}
+
+/* The new root, through the path it is mounted on (so a mount stacked on
+ * it later is seen). */
+static int open_root(const builder *b) {
+        if (b->scratch >= 0)
+                return openat(b->scratch, NEWROOT_NAME, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        return open(SCRATCH, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
 static bool op_targets_root(const char *dest) {
@@ -901,41 +943,38 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
         if (r < 0)
                 goto out;
 
-        /* The scratch tmpfs holds the new root's mount point, --bind-data
-         * files and --tmp-overlay layers. It sits on /tmp of the old root,
-         * which the sandbox never sees. */
-        {
-                _cleanup_close_ int mnt = new_fs("tmpfs", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-                r = mnt < 0 ? mnt : 0;
-                if (r == 0 && fchmod_path(mnt, 0755) < 0)
-                        r = -errno;
+        /* The new root is a tmpfs on /tmp of the old root, which the
+         * sandbox never sees. When an op needs room for files of its own
+         * (--bind-data, --tmp-overlay), a scratch tmpfs goes there first and
+         * the new root on /tmp/newroot inside it; a launch that needs none
+         * saves making (and tearing down) that second superblock. */
+        if (plan_needs_scratch(plan)) {
+                _cleanup_close_ int mnt = -1;
+                r = new_tmpfs_0755(&mnt);
                 if (r == 0 && move_mount(mnt, "", AT_FDCWD, SCRATCH, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                         r = -errno;
                 if (r < 0) {
                         r = nsr_error_setx(err, -r, "Failed to mount tmpfs: %s", mount_strerror(-r));
                         goto out;
                 }
-        }
-        b.scratch = open(SCRATCH, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (b.scratch < 0 || mkdirat(b.scratch, NEWROOT_NAME, 0755) < 0) {
-                r = nsr_error_set(err, errno, "Creating newroot failed");
-                goto out;
+                b.scratch = open(SCRATCH, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (b.scratch < 0 || mkdirat(b.scratch, NEWROOT_NAME, 0755) < 0) {
+                        r = nsr_error_set(err, errno, "Creating newroot failed");
+                        goto out;
+                }
         }
         {
-                /* No mode option: the root is chmodded to 0755 below, so the
-                 * mount table shows the same options as bwrap's root. */
-                _cleanup_close_ int mnt = new_fs("tmpfs", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-                r = mnt < 0 ? mnt : 0;
-                if (r == 0 && fchmod_path(mnt, 0755) < 0)
-                        r = -errno;
-                if (r == 0 && move_mount(mnt, "", b.scratch, NEWROOT_NAME, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                _cleanup_close_ int mnt = -1;
+                r = new_tmpfs_0755(&mnt);
+                if (r == 0 && move_mount(mnt, "", b.scratch >= 0 ? b.scratch : AT_FDCWD,
+                                         b.scratch >= 0 ? NEWROOT_NAME : SCRATCH, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                         r = -errno;
                 if (r < 0) {
                         r = nsr_error_setx(err, -r, "setting up newroot bind: %s", mount_strerror(-r));
                         goto out;
                 }
         }
-        b.root = openat(b.scratch, NEWROOT_NAME, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        b.root = open_root(&b);
         if (b.root < 0) {
                 r = nsr_error_set(err, errno, "Creating newroot failed");
                 goto out;
@@ -946,11 +985,11 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
                 if (r < 0)
                         goto out;
                 /* A mount on "/" covers the root we hold an fd to; lookups
-                 * starting from that fd would not see it. Re-open through
-                 * the scratch dir, which crosses into the top mount. */
+                 * starting from that fd would not see it. Re-open by path,
+                 * which crosses into the top mount. */
                 if (plan->ops[i].dest && op_targets_root(plan->ops[i].dest)) {
                         safe_close(b.root);
-                        b.root = openat(b.scratch, NEWROOT_NAME, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                        b.root = open_root(&b);
                         if (b.root < 0) {
                                 r = nsr_error_set(err, errno, "Creating newroot failed");
                                 goto out;
