@@ -44,9 +44,13 @@ int nsr_caps_current(uint64_t *ret) {
 }
 
 int nsr_caps_bound(uint64_t keep, nsr_error *err) {
+        return nsr_caps_bound_drop(~keep, err);
+}
+
+int nsr_caps_bound_drop(uint64_t drop, nsr_error *err) {
         int last = nsr_caps_last();
         for (int c = 0; c <= last; c++) {
-                if (keep & (UINT64_C(1) << c))
+                if (!(drop & (UINT64_C(1) << c)))
                         continue;
                 if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL && errno != EPERM)
                         return nsr_error_set(err, errno, "Dropping capability %d from bounds", c);

@@ -19,6 +19,9 @@ int nsr_caps_permitted(uint64_t *ret);
 int nsr_caps_raise_effective(uint64_t caps);
 /* Cuts the bounding set down to `keep`. */
 int nsr_caps_bound(uint64_t keep, nsr_error *err);
+/* Drops just the capabilities in DROP from the bounding set (one prctl
+ * each: a set that was cut before a fork need not be cut again). */
+int nsr_caps_bound_drop(uint64_t drop, nsr_error *err);
 /* Leaves exactly `keep` in the permitted, effective, inheritable and
  * ambient sets, so the caps survive execve whatever the uid is. With
  * no_new_privs set, execve can never add to them. */

@@ -399,7 +399,17 @@ _noreturn_ static void child_main(launch *l) {
         if (take_locks(p, &e) < 0)
                 child_fail(l, &e);
 
+        /* What is still in the bounding set. */
+        uint64_t bound = nsr_caps_all();
         if (need_reaper(p)) {
+                /* The bounding set is inherited: cut it here, once, for both
+                 * pid 1 and the command, instead of one prctl per
+                 * capability in each of them. */
+                if (l->caps_bounding) {
+                        if (nsr_caps_bound(l->caps_keep, &e) < 0)
+                                child_fail(l, &e);
+                        bound = l->caps_keep;
+                }
                 pid_t cmd = fork();
                 if (cmd < 0)
                         child_fail(l, (nsr_error_set(&e, errno, "Can't fork for pid 1"), &e));
@@ -408,7 +418,7 @@ _noreturn_ static void child_main(launch *l) {
                         l->err_pipe[1] = safe_close(l->err_pipe[1]);
                         if (set_parent_death(l, &e) < 0)
                                 _exit(1);
-                        (void) nsr_caps_bound(0, &e);
+                        (void) nsr_caps_bound_drop(bound, &e);
                         (void) nsr_caps_set(0, &e);
                         (void) prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
                         (void) load_seccomp(l, &e);
@@ -423,7 +433,7 @@ _noreturn_ static void child_main(launch *l) {
         if (set_parent_death(l, &e) < 0)
                 child_fail(l, &e);
         l->go_pipe[0] = safe_close(l->go_pipe[0]);
-        if (l->caps_bounding && nsr_caps_bound(l->caps_keep, &e) < 0)
+        if (l->caps_bounding && (bound & ~l->caps_keep) && nsr_caps_bound(l->caps_keep, &e) < 0)
                 child_fail(l, &e);
         if (l->caps_touch && nsr_caps_set(l->caps_keep, &e) < 0)
                 child_fail(l, &e);
