@@ -104,6 +104,19 @@ static bool parent_maps_ids(const launch *l) {
         return l->plan->map_all_ids && l->real_uid == 0 && l->plan->unshare_user && l->plan->userns_block_fd == -1;
 }
 
+/* The child waits for the monitor's go before it sets anything up: the
+ * monitor writes the id maps first, or the user asked to block. */
+static bool child_waits_early(const launch *l) {
+        return l->plan->userns_block_fd != -1 || parent_maps_ids(l);
+}
+
+/* Otherwise the child builds the sandbox at once but waits before the
+ * command starts while the monitor writes --info-fd/--json-status-fd: if
+ * that write fails, the command must never run (as with bwrap). */
+static bool child_waits_late(const launch *l) {
+        return !child_waits_early(l) && (l->plan->info_fd != -1 || l->plan->json_status_fd != -1);
+}
+
 /* Is the monitor still there? It holds the write end of go_pipe for its
  * whole life, so a hangup on our end means it is gone. getppid() cannot
  * tell across a pid namespace. */
@@ -282,7 +295,7 @@ _noreturn_ static void child_main(launch *l) {
         if (procfd < 0)
                 child_fail(l, (nsr_error_set(&e, errno, "Can't open /proc"), &e));
 
-        if ((p->userns_block_fd != -1 || parent_maps_ids(l)) && l->go_pipe[0] >= 0) {
+        if (child_waits_early(l) && l->go_pipe[0] >= 0) {
                 char c;
                 (void) nsr_read_full(l->go_pipe[0], &c, 1);
         }
@@ -432,6 +445,11 @@ _noreturn_ static void child_main(launch *l) {
         /* The command. */
         if (set_parent_death(l, &e) < 0)
                 child_fail(l, &e);
+        if (child_waits_late(l)) {
+                char c;
+                if (nsr_read_full(l->go_pipe[0], &c, 1) != 1)
+                        _exit(1); /* the monitor failed and says why */
+        }
         l->go_pipe[0] = safe_close(l->go_pipe[0]);
         if (l->caps_bounding && (bound & ~l->caps_keep) && nsr_caps_bound(l->caps_keep, &e) < 0)
                 child_fail(l, &e);
@@ -730,7 +748,7 @@ static int prepare(launch *l, nsr_error *err) {
 
         if (pipe2(l->err_pipe, O_CLOEXEC) < 0 || pipe2(l->status_pipe, O_CLOEXEC) < 0)
                 return nsr_error_set(err, errno, "pipe2()");
-        if ((p->userns_block_fd != -1 || p->die_with_parent || parent_maps_ids(l)) && pipe2(l->go_pipe, O_CLOEXEC) < 0)
+        if ((child_waits_early(l) || child_waits_late(l) || p->die_with_parent) && pipe2(l->go_pipe, O_CLOEXEC) < 0)
                 return nsr_error_set(err, errno, "pipe2()");
         if (p->pidns_fd != -1) {
                 int one = 1;
@@ -863,6 +881,12 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         if (p->userns2_fd != -1)
                 (void) setns(p->userns2_fd, CLONE_NEWUSER);
 
+#ifdef NSR_TEST_HOOKS
+        /* A slow monitor: the tests show the command waits for it. */
+        const char *delay = getenv("NSRUN_TEST_MONITOR_DELAY_MS");
+        if (delay)
+                (void) usleep((useconds_t) atoi(delay) * 1000);
+#endif
         r = write_info(l, child, err);
         if (r < 0) {
                 kill(child, SIGKILL);
@@ -882,7 +906,8 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
                         return r;
                 }
                 (void) nsr_write_all(l->go_pipe[1], "x", 1);
-        }
+        } else if (child_waits_late(l))
+                (void) nsr_write_all(l->go_pipe[1], "x", 1);
         return monitor(l, child, res, err);
 }
 
