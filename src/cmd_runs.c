@@ -148,6 +148,19 @@ static int find_project(const nsr_run_meta *m, const char *path) {
         return -1;
 }
 
+/* Did the run change project I (all of them when I < 0)? A run that
+ * changed nothing applied nothing: it has no journal to undo. */
+static bool run_changed(const nsr_run_meta *m, int i) {
+        for (size_t k = 0; m->projects && m->projects[k]; k++) {
+                if (i >= 0 && (size_t) i != k)
+                        continue;
+                for (size_t c = 0; c < ELEMENTSOF(m->counts[k]); c++)
+                        if (m->counts && m->counts[k][c])
+                                return true;
+        }
+        return false;
+}
+
 /* ---- diff --------------------------------------------------------------- */
 
 static int read_at(int dirfd, const char *path, char **ret, size_t *ret_len) {
@@ -402,9 +415,9 @@ int nsr_cmd_undo(int argc, char **argv) {
                 return 1;
         if (a.help || (!a.run && !a.project)) {
                 fputs("usage: nsrun undo [--state-dir DIR] [-p DIR] [--force] [RUN]\n"
-                      "Restore what a run applied (by default the project's last applied run) from its backups.\n"
-                      "Paths changed since that run are refused unless --force. An undo is a run of its own:\n"
-                      "undo it by its run id to get the changes back.\n",
+                      "Restore what a run applied from its backups: by default the project's last applied\n"
+                      "run that changed something. Paths changed since that run are refused unless --force.\n"
+                      "An undo is a run of its own: undo it by its run id to get the changes back.\n",
                       a.help ? stdout : stderr);
                 return a.help ? 0 : 1;
         }
@@ -416,7 +429,7 @@ int nsr_cmd_undo(int argc, char **argv) {
         _cleanup_free_ char *run = a.run ? nsr_strdup(a.run) : NULL;
         nsr_error e = { 0 };
         if (!run) {
-                /* The project's last applied run that is not an undo. */
+                /* The project's last applied run that is not an undo and changed something. */
                 _cleanup_strv_free_ char **runs = NULL;
                 if (nsr_state_list_runs(statefd, &runs, &e) < 0) {
                         err_print(&e);
@@ -427,7 +440,8 @@ int nsr_cmd_undo(int argc, char **argv) {
                         _cleanup_close_ int fd = nsr_run_open(statefd, runs[i], &e);
                         if (fd < 0 || nsr_run_meta_read(fd, &m, &e) < 0)
                                 continue;
-                        if (applied_state(m.state) && !streq(m.kind, "undo") && find_project(&m, project) >= 0)
+                        if (applied_state(m.state) && !streq(m.kind, "undo") && find_project(&m, project) >= 0 &&
+                            run_changed(&m, find_project(&m, project)))
                                 run = nsr_strdup(runs[i]);
                 }
                 if (!run) {
@@ -442,6 +456,11 @@ int nsr_cmd_undo(int argc, char **argv) {
         if (!applied_state(m.state)) {
                 fprintf(stderr, "nsrun: run %s is %s: only an applied run can be undone\n", m.run_id, m.state);
                 return 1;
+        }
+        if (!run_changed(&m, project ? find_project(&m, project) : -1)) {
+                fprintf(stderr, "nsrun: run %s changed nothing%s%s: nothing to undo\n", m.run_id, project ? " in " : "",
+                        project ? project : "");
+                return 0;
         }
 
         char undo_id[NSR_RUN_ID_MAX];
@@ -464,6 +483,8 @@ int nsr_cmd_undo(int argc, char **argv) {
         size_t refused = 0, restored = 0;
         for (size_t i = 0; m.projects && m.projects[i]; i++) {
                 if (project && !streq(project, m.projects[i]))
+                        continue;
+                if (!run_changed(&m, (int) i))
                         continue;
                 _cleanup_close_ int pfd = open(m.projects[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
                 _cleanup_close_ int lock = pfd < 0 ? -1 : nsr_project_lock(statefd, m.projects[i], &e);

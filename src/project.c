@@ -490,6 +490,14 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         e->outcome = run_outcome;
                         continue;
                 }
+                if (nsr_changeset_is_empty(e->changes)) {
+                        /* Nothing to apply: no lock, journal, backups or
+                         * fsync, the common case of a command that only
+                         * reads. Undo knows such a run has nothing to
+                         * restore (its counts are all 0). */
+                        e->outcome = "committed";
+                        continue;
+                }
                 char rel[32];
                 snprintf(rel, sizeof(rel), "p%zu/upper", i);
                 _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);

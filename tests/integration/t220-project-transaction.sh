@@ -69,8 +69,16 @@ is "$rc" 1 "a run cannot be committed twice"
 applied1=$(tree_sum "$P")
 run "$NSRUN" -p "$P" $NS -- sh -c 'echo second > second'
 applied2=$(tree_sum "$P")
+# A command that only reads commits nothing: no journal, and undo skips it.
+run "$NSRUN" -p "$P" $NS --report "$d/noop.json" -- cat second
+noop_run=$(json "$d/noop.json" 'd["run_id"]')
+is "$rc:$(json "$d/noop.json" 'd["outcome"]')" "0:committed" "a run that changes nothing commits"
+is "$(ls "$S/runs/$noop_run" | grep -c -e journal -e backup -e applied)" 0 "... without a journal, backups or fingerprints"
+run "$NSRUN" undo $NS "$noop_run"
+like "$rc:$err" "^0:nsrun: run $noop_run changed nothing: nothing to undo" "undoing it says there is nothing to undo"
+is "$(tree_sum "$P")" "$applied2" "... and touches nothing"
 run "$NSRUN" undo $NS -p "$P"
-is "$rc" 0 "undo restores the last applied run"
+is "$rc" 0 "undo restores the last applied run (not the read-only one after it)"
 is "$(tree_sum "$P")" "$applied1" "... exactly"
 run "$NSRUN" undo $NS -p "$P"
 is "$rc" 0 "undo after undo steps back one more run"
