@@ -434,7 +434,12 @@ _noreturn_ static void child_main(launch *l) {
                         (void) nsr_caps_bound_drop(bound, &e);
                         (void) nsr_caps_set(0, &e);
                         (void) prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-                        (void) load_seccomp(l, &e);
+                        /* nsrun's own policies filter the command; pid 1
+                         * gets a far smaller and stricter filter of its own.
+                         * Programs the caller passed (bwrap's --seccomp,
+                         * --add-seccomp-fd) it loads as bwrap does. */
+                        if (l->n_progs > 0 && (p->n_seccomp > 0 || nsr_reaper_confine() < 0))
+                                (void) load_seccomp(l, &e);
                         nsr_reaper_run(cmd, l->status_pipe[1]);
                 }
                 if (p->sync_fd != -1)

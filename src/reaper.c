@@ -1,7 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "reaper.h"
@@ -73,4 +80,41 @@ _noreturn_ void nsr_reaper_run(pid_t command, int status_fd) {
                         (void) kill(command, (int) si.ssi_signo);
         }
         _exit(command_status == -1 ? 1 : nsr_exit_code_from_status(command_status));
+}
+
+#if defined(__x86_64__) && !defined(__ILP32__)
+#define REAPER_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__) && defined(__AARCH64EL__)
+#define REAPER_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#elif defined(__i386__)
+#define REAPER_AUDIT_ARCH AUDIT_ARCH_I386
+#endif
+
+int nsr_reaper_confine(void) {
+#ifdef REAPER_AUDIT_ARCH
+        /* What nsr_reaper_run() and glibc under it call. An x32 number has
+         * bit 30 set, so it matches none of these. */
+        static const unsigned allowed[] = {
+                SYS_read,      SYS_write,   SYS_close,        SYS_wait4,        SYS_kill,
+                SYS_signalfd4, SYS_exit,    SYS_exit_group,   SYS_rt_sigreturn, SYS_rt_sigprocmask,
+                SYS_restart_syscall,
+        };
+#define N_ALLOWED (sizeof(allowed) / sizeof(allowed[0]))
+        struct sock_filter f[4 + 2 * N_ALLOWED + 1];
+        size_t n = 0;
+        f[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+        f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, REAPER_AUDIT_ARCH, 1, 0);
+        f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+        f[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+        for (size_t i = 0; i < N_ALLOWED; i++) {
+                f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, allowed[i], 0, 1);
+                f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        }
+        f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA));
+#undef N_ALLOWED
+        struct sock_fprog prog = { .len = (unsigned short) n, .filter = f };
+        return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0 ? -errno : 0;
+#else
+        return -EOPNOTSUPP;
+#endif
 }

@@ -31,5 +31,23 @@ is "$base" "$mine" "without a policy nsrun loads no filter, like bwrap"
 n=$($NSRUN $SBX --seccomp-policy "$d/a.policy" --seccomp-policy default --add-seccomp-fd 3 -- cat /proc/self/status 3<"$d/c.bpf" | filters)
 is "$n" $((base + 3)) "two policies and one program are three filters"
 
+# pid 1 (the reaper, under --unshare-pid): with nsrun's own policies it gets
+# one small filter of its own; with programs from the caller it loads them
+# all, as bwrap's pid 1 does.
+n=$($NSRUN $SBX --seccomp-policy "$d/a.policy" --seccomp-policy default -- cat /proc/1/status | filters)
+is "$n" $((base + 1)) "with policies, pid 1 has one filter of its own"
+n=$($NSRUN $SBX --seccomp-policy "$d/a.policy" --add-seccomp-fd 3 -- cat /proc/1/status 3<"$d/c.bpf" | filters)
+is "$n" $((base + 2)) "with a caller's program, pid 1 loads every filter (bwrap's way)"
+# The reaper still does its job under its filter: it reaps an orphan,
+# forwards a signal and reports the command's status.
+$NSRUN $SBX --seccomp-policy default -- sh -c 'trap "exit 7" TERM; (sleep 0.1 &); i=0; while [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done' &
+pid=$!
+sleep 0.5
+kill -TERM $pid
+wait $pid
+is "$?" 7 "the confined pid 1 forwards SIGTERM and reports the command's status"
+run $NSRUN $SBX --seccomp-policy default -- sh -c 'sleep 0.3 & exit 3'
+is "$rc" 3 "and waits out an orphan left behind"
+
 rm -rf "$d"
 seccomp_done_testing
