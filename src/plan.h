@@ -40,6 +40,10 @@ typedef enum nsr_op_type {
 typedef enum nsr_op_flags {
         NSR_OPF_TRY = 1 << 0,        /* a missing source skips the op */
         NSR_OPF_VERIFY = 1 << 1,     /* the first source must still be verify_dev/verify_ino */
+        /* PROC: where a new procfs is refused (EPERM: the visible /proc has
+         * locked overmounts, as in a container or a root-run bwrap), bind
+         * the current /proc instead (nesting; project mode only) */
+        NSR_OPF_PROC_FALLBACK = 1 << 2,
 } nsr_op_flags;
 
 /* Sentinel for "no --perms given". bwrap creates missing parents of ops

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <fnmatch.h>
 #include <glob.h>
+#include <linux/capability.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -288,16 +289,26 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
         p->landlock_scope = true;
         if (c->uid == 0) {
                 /* Real root keeps its caps by default; not here. */
-                p->caps = nsr_malloc0(sizeof(nsr_cap_edit));
+                p->caps = nsr_malloc0(2 * sizeof(nsr_cap_edit));
                 p->caps[0] = (nsr_cap_edit){ .add = false, .cap = -1 };
                 p->n_caps = 1;
+                /* Except, with --allow-nested, CAP_SETFCAP: since Linux
+                 * 5.12 a new user namespace may map uid 0 only if its
+                 * creator had it, so without it a nested nsrun or bwrap
+                 * run as uid 0 could build no sandbox at all. It grants
+                 * nothing else here: no_new_privs voids file capabilities
+                 * at exec, the host's file systems belong to the initial
+                 * user namespace, and the apply strips security.capability
+                 * from whatever enters a project. */
+                if (p->proj.allow_nested)
+                        p->caps[p->n_caps++] = (nsr_cap_edit){ .add = true, .cap = CAP_SETFCAP };
         }
         nsr_strv_extend(&p->seccomp_policies, p->proj.allow_nested ? "default-nested" : "default");
 
         /* The host, read-only; fresh /dev, /proc, /tmp and /var/tmp. */
         op2(&b, NSR_OP_RO_BIND, "/", "/");
         op2(&b, NSR_OP_DEV, NULL, "/dev");
-        op2(&b, NSR_OP_PROC, NULL, "/proc");
+        op2(&b, NSR_OP_PROC, NULL, "/proc")->flags |= NSR_OPF_PROC_FALLBACK;
         /* Not marked hidden: a home or project under /tmp is mounted back
          * on top of these, and mount points can be made in them. */
         op2(&b, NSR_OP_TMPFS, NULL, "/tmp");

@@ -25,6 +25,17 @@
 
 /* --state-dir, else $XDG_STATE_HOME/nsrun, else ~/.local/state/nsrun. */
 int nsr_state_dir_resolve(const char *opt, char *const *env, char **ret, nsr_error *err);
+/* The state dir a run uses: --state-dir (opt) as given; else the default
+ * above, unless it cannot hold runs here: it cannot be created or written
+ * (a read-only home, as inside a sandbox), or it lies on an overlay, which
+ * cannot hold overlay upper dirs (inside nsrun's project mode the home is
+ * one). Then $TMPDIR/nsrun-state-UID (or /tmp/...), created 0700, and
+ * refused unless it is a real dir of the caller's that nobody else may
+ * write; *ret_note then says where and why, for stderr (NULL otherwise).
+ * With for_run false (subcommands, traces: nothing is created), the
+ * fallback is chosen only when the default does not exist and it does. */
+int nsr_state_dir_choose(const char *opt, char *const *env, bool for_run, char **ret, char **ret_note,
+                         nsr_error *err);
 /* Creates the state dir (0700, parents as needed) and opens it. */
 int nsr_state_open(const char *dir, nsr_error *err);
 /* What a run was: STATE/runs/RUN/meta, a line file ("key value"), with
