@@ -131,7 +131,8 @@ static char classify(watcher *w, int proj, const char *rel) {
                 return 0;
         if (S_ISCHR(st.st_mode) && major(st.st_rdev) == 0 && minor(st.st_rdev) == 0)
                 return 'd';
-        _cleanup_free_ char *lo = nsr_path_join(w->projects[proj].path, rel);
+        const char *lower = w->projects[proj].lower ? w->projects[proj].lower : w->projects[proj].path;
+        _cleanup_free_ char *lo = nsr_path_join(lower, rel);
         return lstat(lo, &st) == 0 ? 'm' : 'c';
 }
 

@@ -107,6 +107,15 @@ typedef enum nsr_home_mode {
         _NSR_HOME_MODE_INVALID = -EINVAL,
 } nsr_home_mode;
 
+/* --sandbox: how much isolation project mode insists on. */
+typedef enum nsr_sandbox_mode {
+        NSR_SANDBOX_REQUIRED,    /* the namespace sandbox, or refuse (exit 125) */
+        NSR_SANDBOX_BEST_EFFORT, /* without user namespaces: Landlock and seccomp */
+        NSR_SANDBOX_OFF,         /* no isolation (debugging); still captured and reported */
+        _NSR_SANDBOX_MODE_MAX,
+        _NSR_SANDBOX_MODE_INVALID = -EINVAL,
+} nsr_sandbox_mode;
+
 /* Project mode settings (nsrun only). */
 typedef struct nsr_project_opts {
         char **projects;       /* as given on the command line */
@@ -118,6 +127,9 @@ typedef struct nsr_project_opts {
         int events_fd;         /* -1 when unset */
         long keep_days;        /* -1: the default */
         uint64_t backup_limit; /* 0: the default */
+        uint64_t snapshot_limit; /* 0: the default */
+        nsr_sandbox_mode sandbox;
+        bool no_overlay;       /* live writes, captured against a snapshot */
         bool allow_nested, discard, keep, quiet, verbose;
 } nsr_project_opts;
 
@@ -219,6 +231,9 @@ bool nsr_op_type_takes_perms(nsr_op_type t);
 void nsr_plan_append(nsr_plan *p, nsr_plan *u);
 const char *nsr_home_mode_to_string(nsr_home_mode m);
 nsr_home_mode nsr_home_mode_from_string(const char *s);
+/* "required", "best-effort", "off". */
+const char *nsr_sandbox_mode_to_string(nsr_sandbox_mode m);
+nsr_sandbox_mode nsr_sandbox_mode_from_string(const char *s);
 
 /* Fills the caller description from the running process. */
 void nsr_caller_detect(nsr_caller *ret);

@@ -129,6 +129,62 @@ bool nsr_profile_is_protected(const char *rel, bool git_is_file) {
         return false;
 }
 
+/* ---- what the profile hides, as paths ---------------------------------- */
+
+static const char *runtime_dir(const nsr_profile_ctx *c, char *buf, size_t len);
+
+static void add_real(char ***v, const char *path) {
+        char buf[PATH_MAX];
+        struct stat st;
+        /* The real path: a symlink's target is what must stay unreadable
+         * (a symlink itself gives nothing to read). */
+        if (lstat(path, &st) < 0 || !realpath(path, buf))
+                return;
+        if (!nsr_strv_contains(*v, buf))
+                nsr_strv_extend(v, buf);
+}
+
+static void add_real_pattern(char ***v, const char *pattern) {
+        glob_t g;
+        if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
+                return;
+        for (size_t i = 0; i < g.gl_pathc; i++)
+                add_real(v, g.gl_pathv[i]);
+        globfree(&g);
+}
+
+int nsr_profile_hidden(const nsr_project_opts *o, const nsr_profile_ctx *c, char ***ret, nsr_error *err) {
+        _cleanup_strv_free_ char **v = nsr_malloc0(sizeof(char *));
+        /* What namespace mode replaces with private mounts, and /run with
+         * the host's sockets. */
+        static const char *const fixed[] = { "/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue" };
+        for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
+                add_real(&v, fixed[i]);
+        char rtbuf[64];
+        add_real(&v, runtime_dir(c, rtbuf, sizeof(rtbuf)));
+        add_real(&v, c->state_dir);
+        if (o->home == NSR_HOME_HIDE && c->home && c->home[0] == '/' && !streq(c->home, "/"))
+                add_real(&v, c->home);
+        _cleanup_free_ char *file = nsr_asprintf("%s/profiles/hide.list", c->datadir);
+        _cleanup_strv_free_ char **list = NULL;
+        int r = nsr_profile_read_list(file, &list, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; list[i]; i++) {
+                _cleanup_free_ char *x = nsr_profile_expand(list[i], c->home, c->env);
+                if (x && x[0] == '/')
+                        add_real_pattern(&v, x);
+        }
+        for (size_t i = 0; o->hide && o->hide[i]; i++) {
+                _cleanup_free_ char *x = nsr_profile_expand(o->hide[i], c->home, c->env);
+                if (!x)
+                        return nsr_error_setx(err, EINVAL, "--hide %s: cannot expand it", o->hide[i]);
+                add_real_pattern(&v, x);
+        }
+        *ret = TAKE_PTR(v);
+        return 0;
+}
+
 /* ---- building the plan ------------------------------------------------ */
 
 typedef struct builder {
@@ -350,9 +406,17 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
 
         for (size_t i = 0; i < c->n_projects; i++) {
                 const nsr_profile_project *pr = &c->projects[i];
-                nsr_op *op = op2(&b, NSR_OP_OVERLAY, pr->upper, pr->path);
-                op->workdir = nsr_strdup(pr->work);
-                nsr_strv_extend(&op->overlay_srcs, pr->path);
+                nsr_op *op;
+                if (pr->live)
+                        /* --no-overlay: the project itself, writable; a
+                         * snapshot taken before the run catches the
+                         * changes. */
+                        op = op2(&b, NSR_OP_BIND, pr->path, pr->path);
+                else {
+                        op = op2(&b, NSR_OP_OVERLAY, pr->upper, pr->path);
+                        op->workdir = nsr_strdup(pr->work);
+                        nsr_strv_extend(&op->overlay_srcs, pr->path);
+                }
                 op->flags |= NSR_OPF_VERIFY;
                 op->verify_dev = pr->dev;
                 op->verify_ino = pr->ino;
