@@ -1175,36 +1175,38 @@ int nsr_commit_revert_live(const nsr_changeset *cs, const nsr_live_opts *o, char
         return 0;
 }
 
-typedef struct prune_ctx {
-        char **keep; /* sorted by nsr_journal_path_cmp */
-        size_t n;
-} prune_ctx;
-
-static int keep_cmp(const void *a, const void *b) {
-        return nsr_journal_path_cmp(*(char *const *) a, *(char *const *) b);
-}
-
-/* Keeps the backups of the steps and the dirs that lead to them; removes
- * the rest of the snapshot, which the undo will never need. */
-static int prune_cb(int dirfd, const char *name, const char *rel, const struct stat *st, void *userdata) {
-        (void) st;
-        const prune_ctx *pc = userdata;
-        if (!*rel)
-                return 0;
-        size_t lo = 0, hi = pc->n;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (nsr_journal_path_cmp(pc->keep[mid], rel) < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
+/* The snapshot becomes the run's backup dir, holding only what the steps
+ * replaced or removed: the snapshot is set aside as RUN/trash/pN, and the
+ * originals move from it into a new backup/pN (renames, O(changes)). The
+ * rest, O(project), is the trash's, which the caller removes off the
+ * run's path (nsr_state_trash_background). */
+static int snapshot_to_backup(const nsr_journal *j, const nsr_live_opts *o, nsr_error *err) {
+        char name[32], trash[32];
+        snprintf(name, sizeof(name), "backup/p%u", o->project_index);
+        snprintf(trash, sizeof(trash), "trash/p%u", o->project_index);
+        if (mkdirat(o->run_fd, "trash", 0700) < 0 && errno != EEXIST)
+                return nsr_error_set(err, errno, "cannot create the trash dir");
+        int r = nsr_txnfs_rename(o->run_fd, name, o->run_fd, trash, RENAME_NOREPLACE);
+        if (r < 0)
+                return nsr_error_set(err, -r, "cannot set the snapshot aside");
+        if (mkdirat(o->run_fd, name, 0700) < 0)
+                return nsr_error_set(err, errno, "cannot create the backup dir");
+        _cleanup_close_ int from = openat(o->run_fd, trash, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int to = openat(o->run_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (from < 0 || to < 0)
+                return nsr_error_set(err, errno, "cannot open the backup dirs");
+        for (size_t k = 0; k < j->n_steps; k++) {
+                const nsr_step *s = &j->steps[k];
+                if (!nsr_step_has_orig(s))
+                        continue;
+                const char *leaf = NULL, *tleaf = NULL;
+                _cleanup_close_ int fp = nsr_txnfs_open_parent(from, s->path, &leaf);
+                _cleanup_close_ int tp = fp < 0 ? fp : nsr_txnfs_open_parent_mkdir(to, s->path, &tleaf);
+                r = tp < 0 ? tp : nsr_txnfs_rename(fp, leaf, tp, tleaf, RENAME_NOREPLACE);
+                if (r < 0)
+                        return nsr_txn_path_error(err, r, "cannot keep the original of", s->path);
         }
-        if (lo < pc->n && streq(pc->keep[lo], rel))
-                return 1;
-        if (lo < pc->n && nsr_path_is_below(pc->keep[lo], rel))
-                return 0;
-        int r = nsr_txnfs_rm_rf(dirfd, name);
-        return r < 0 ? r : 1;
+        return 0;
 }
 
 static int live_step(nsr_journal *j, nsr_step_op op, const char *path, const struct stat *live,
@@ -1351,6 +1353,14 @@ int nsr_commit_record_live(const nsr_changeset *cs, const nsr_live_opts *o, nsr_
                         return r;
                 i = next;
         }
+        /* The backups first: a journal that says "done" must find them. */
+        r = snapshot_to_backup(j, o, err);
+        if (r < 0)
+                return r;
+        snap = safe_close(snap);
+        snap = open_snapshot(o, err);
+        if (snap < 0)
+                return snap;
         nsr_commit_result res = { .applied = cs->n_changes };
         nsr_txn t = {
                 .j = j,
@@ -1366,20 +1376,6 @@ int nsr_commit_record_live(const nsr_changeset *cs, const nsr_live_opts *o, nsr_
         r = nsr_txn_record(&t, err);
         if (r < 0)
                 return r;
-
-        /* The snapshot becomes the run's backup dir: only what the steps
-         * replaced or deleted stays. */
-        _cleanup_free_ char **keep = nsr_malloc0((j->n_steps + 1) * sizeof(char *));
-        size_t n = 0;
-        for (size_t k = 0; k < j->n_steps; k++)
-                if (nsr_step_has_orig(&j->steps[k]))
-                        keep[n++] = j->steps[k].path;
-        if (n > 1)
-                qsort(keep, n, sizeof(char *), keep_cmp);
-        prune_ctx pc = { .keep = keep, .n = n };
-        char name[32];
-        snprintf(name, sizeof(name), "backup/p%u", o->project_index);
-        (void) nsr_txnfs_walk(o->run_fd, name, "", NSR_TXNFS_WALK_FORCE, prune_cb, &pc);
         *ret = res;
         return 0;
 }

@@ -152,8 +152,10 @@ int nsr_commit_revert_live(const nsr_changeset *cs, const nsr_live_opts *o, char
  * dir is one place step, a dir changed in place a meta step, and so on),
  * and applied/pN with the fingerprints of the live entries. New entries
  * lose setuid and setgid bits and file capabilities first, as an apply
- * strips them. Then the snapshot is pruned down to the originals of the
- * replaced and removed paths, which are exactly the backups an undo
- * restores. The journal appears only once complete (never a journal a
- * recovery would roll back). */
+ * strips them. The backup dir then holds only the originals of the
+ * replaced and removed paths, moved out of the snapshot (O(changes)),
+ * which are exactly the backups an undo restores; the rest of the
+ * snapshot is left in RUN/trash/pN for the caller to remove. The journal
+ * appears only once complete (never a journal a recovery would roll
+ * back). */
 int nsr_commit_record_live(const nsr_changeset *cs, const nsr_live_opts *o, nsr_commit_result *ret, nsr_error *err);

@@ -983,10 +983,18 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         (void) nsr_rm_rf_at(run_fd, rel, &ce);
                 }
                 if (pj->live && streq(pj->p[i].outcome, "discarded")) {
+                        char trash[32];
                         snprintf(rel, sizeof(rel), "backup/p%zu", i);
-                        (void) nsr_rm_rf_at(run_fd, rel, &ce);
+                        snprintf(trash, sizeof(trash), "trash/p%zu", i);
+                        if (mkdirat(run_fd, "trash", 0700) < 0 && errno != EEXIST)
+                                (void) nsr_rm_rf_at(run_fd, rel, &ce);
+                        else if (renameat(run_fd, rel, run_fd, trash) < 0)
+                                (void) nsr_rm_rf_at(run_fd, rel, &ce);
                 }
         }
+        /* What is left of the snapshots goes off the run's path. */
+        if (pj->live)
+                nsr_state_trash_background(pj->run_dir);
         write_meta(pj, run_fd, run_outcome, &run_start, lr.wait_status, true);
 
         /* Explanations. */

@@ -259,7 +259,9 @@ static int copy_data(walk *w, int sfd, int dfd, uint64_t size) {
                                       "the snapshot would copy more than the limit of %" PRIu64 " bytes (--snapshot-limit)",
                                       w->limit);
         uint64_t total = 0;
-        bool plain = false;
+        /* NSR_SNAPSHOT_NO_REFLINK copies bytes: copy_file_range() would
+         * share them anyway where the file system can (XFS, btrfs). */
+        bool plain = w->o->flags & NSR_SNAPSHOT_NO_REFLINK;
         while (!plain) {
                 ssize_t k = copy_file_range(sfd, NULL, dfd, NULL, (size_t) 1 << 30, 0);
                 if (k < 0) {

@@ -41,7 +41,7 @@
 #define NSR_SNAPSHOT_MAX_DEPTH 256u
 
 enum {
-        NSR_SNAPSHOT_NO_REFLINK = 1u << 0, /* always copy (tests, benchmarks) */
+        NSR_SNAPSHOT_NO_REFLINK = 1u << 0, /* always copy the bytes (tests, benchmarks) */
 };
 
 typedef struct nsr_snapshot_opts {

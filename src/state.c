@@ -519,6 +519,12 @@ int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stat
                         runs[i].gone = true; /* not ours to judge: leave it */
                         continue;
                 }
+                /* What a run's own removal left behind (its nsrun died
+                 * first): never needed. */
+                if (!streq(runs[i].meta.state, "running")) {
+                        nsr_error te = { 0 };
+                        (void) nsr_rm_rf_at(fd, "trash", &te);
+                }
                 runs[i].size = tree_size(runs_fd, ids[i], 0);
                 /* A live run, or an apply waiting for recovery, is not ours
                  * to prune. An orphaned run (its nsrun died) is. */
@@ -560,25 +566,17 @@ int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stat
         return r < 0 ? r : 0;
 }
 
-void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t backup_limit) {
-        _cleanup_free_ char *stamp = nsr_path_join(state_dir, "gc.stamp");
-        struct stat st;
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        if (stat(stamp, &st) == 0 && now.tv_sec - st.st_mtime < 3600)
-                return;
-        _cleanup_close_ int sf = open(stamp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (sf < 0)
-                return;
+/* A grandchild in its own session, with no fd of the caller's and a low
+ * priority: whoever reads nsrun's output must not wait for it. Returns
+ * false in the caller, true in the grandchild. */
+static bool detach(void) {
         pid_t pid = fork();
         if (pid < 0)
-                return;
+                return false;
         if (pid > 0) {
                 (void) waitpid(pid, NULL, 0);
-                return;
+                return false;
         }
-        /* A grandchild in its own session, with no fd of the caller's:
-         * whoever reads nsrun's output must not wait for it. */
         if (setsid() < 0 || fork() != 0)
                 _exit(0);
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -589,6 +587,30 @@ void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t bac
         }
         closefrom(3);
         (void) nice(10);
+        return true;
+}
+
+void nsr_state_trash_background(const char *run_dir) {
+        if (!detach())
+                return;
+        int fd = open(run_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd >= 0) {
+                nsr_error e = { 0 };
+                (void) nsr_rm_rf_at(fd, "trash", &e);
+        }
+        _exit(0);
+}
+
+void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t backup_limit) {
+        _cleanup_free_ char *stamp = nsr_path_join(state_dir, "gc.stamp");
+        struct stat st;
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        if (stat(stamp, &st) == 0 && now.tv_sec - st.st_mtime < 3600)
+                return;
+        _cleanup_close_ int sf = open(stamp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (sf < 0 || !detach())
+                return;
         int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (statefd >= 0) {
                 nsr_error e = { 0 };

@@ -6,6 +6,7 @@
  *       meta                   what the run was: see nsr_run_meta
  *       p0/upper p0/work ...   the overlay layers of project 0, 1, ...
  *       backup/p0/...          originals the apply replaced or deleted
+ *       trash/                 what is left of snapshots, removed in the background
  *       journal                the apply journal (commit.c)
  *       report.json            the run's report
  *   STATE/projects/KEY/lock    flock()ed while a run applies to the project
@@ -85,6 +86,9 @@ typedef struct nsr_gc_stats {
  * the newest run of each project always stays. Runs still running (or
  * crashed with an apply unfinished) are left for recovery. */
 int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stats *ret, nsr_error *err);
+/* Removes RUN/trash (what is left of a snapshot once the backups are out
+ * of it) in a detached background process. */
+void nsr_state_trash_background(const char *run_dir);
 /* Runs nsr_state_gc() in a detached background process, at most once an
  * hour, so retention never sits on a run's critical path. */
 void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t backup_limit);
