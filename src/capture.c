@@ -31,6 +31,10 @@ typedef struct scan {
         size_t path_len;
         char *buf_a, *buf_b;   /* file chunks, xattr values, symlink targets */
         char *list_a, *list_b; /* xattr name lists */
+        bool trees;            /* NSR_CAPTURE_TREES */
+        const char *layer[2];  /* names of the upper and lower side, for messages */
+        const nsr_capture_prior *(*prior)(void *userdata, const char *rel);
+        void *prior_userdata;
 } scan;
 
 /* An upper entry made readable for a while, see fixup_open(). */
@@ -74,8 +78,8 @@ static int failx(scan *s, int r, const char *what, const char *layer) {
         return nsr_error_setx(s->err, r, "capture: %s '%s' in %s", what, p, layer);
 }
 
-#define UPPER "the upper dir"
-#define LOWER "the project"
+#define UPPER (s->layer[0])
+#define LOWER (s->layer[1])
 
 /* ---- paths ------------------------------------------------------------ */
 
@@ -570,7 +574,7 @@ static int add_meta_or_drop(scan *s, const struct stat *ust, const struct stat *
 }
 
 static int compare_dirs(scan *s, int ufd, int lfd, const char *name, const struct stat *ust,
-                        const struct stat *lst, unsigned depth) {
+                        const struct stat *lst, bool same, unsigned depth) {
         int r = check_depth(s, depth, true);
         if (r < 0)
                 return r;
@@ -587,20 +591,28 @@ static int compare_dirs(scan *s, int ufd, int lfd, const char *name, const struc
                 r = fail(s, lsub, "cannot open", LOWER);
                 goto out;
         }
-        r = has_xattr(s, usub, REDIRECT_XATTR);
-        if (r > 0)
-                r = failx(s, EPROTO, "a redirected dir (" REDIRECT_XATTR ") is not supported:", UPPER);
-        if (r < 0)
-                goto out;
-        r = is_opaque(s, usub, &opaque);
-        if (r < 0)
-                goto out;
-        r = xattrs_differ(s, &(xside){ .fd = usub, .upper = true }, &(xside){ .fd = lsub }, &xd);
-        if (r < 0)
-                goto out;
-        r = add_meta_or_drop(s, ust, lst, meta_diff(ust, lst) | (xd ? NSR_META_XATTRS : 0), NULL);
-        if (r < 0)
-                goto out;
+        if (s->trees)
+                /* Two plain trees: whatever lower has and upper lacks was
+                 * deleted, as below an opaque dir. */
+                opaque = true;
+        else {
+                r = has_xattr(s, usub, REDIRECT_XATTR);
+                if (r > 0)
+                        r = failx(s, EPROTO, "a redirected dir (" REDIRECT_XATTR ") is not supported:", UPPER);
+                if (r < 0)
+                        goto out;
+                r = is_opaque(s, usub, &opaque);
+                if (r < 0)
+                        goto out;
+        }
+        if (!same) {
+                r = xattrs_differ(s, &(xside){ .fd = usub, .upper = true }, &(xside){ .fd = lsub }, &xd);
+                if (r < 0)
+                        goto out;
+                r = add_meta_or_drop(s, ust, lst, meta_diff(ust, lst) | (xd ? NSR_META_XATTRS : 0), NULL);
+                if (r < 0)
+                        goto out;
+        }
         r = scan_dir(s, usub, lsub, opaque, depth);
 out:;
         int k = fixup_restore(s, &fx);
@@ -640,7 +652,7 @@ static int compare_files(scan *s, int ufd, int lfd, const char *name, const stru
         /* With metacopy the upper file holds no data: comparing it with
          * lower would report a bogus change. userxattr forbids metacopy, so
          * seeing it means something else wrote this upper dir. */
-        r = has_xattr(s, uf, METACOPY_XATTR);
+        r = s->trees ? 0 : has_xattr(s, uf, METACOPY_XATTR);
         if (r > 0)
                 r = failx(s, EPROTO, "a metacopy file (" METACOPY_XATTR ") is not supported:", UPPER);
         if (r < 0)
@@ -719,12 +731,23 @@ static int compare_unopened(scan *s, int ufd, int lfd, const char *name, const s
         return add_meta_or_drop(s, ust, lst, meta | (xd ? NSR_META_XATTRS : 0), target);
 }
 
+/* Trees mode: the entry is the one recorded before the command ran, and
+ * nothing about it changed since (ctime moves with every change to the
+ * inode's content or metadata and cannot be set from user space). */
+static bool unchanged_since(const nsr_capture_prior *p, const struct stat *ust) {
+        return p && p->dev == ust->st_dev && p->ino == ust->st_ino && ts_eq(&p->ctime, &ust->st_ctim);
+}
+
 static int scan_entry(scan *s, int ufd, int lfd, const char *name, unsigned depth) {
         struct stat ust, lst;
         bool have_lower = false;
         int r = xfstatat(s, ufd, name, &ust);
         if (r < 0)
                 return fail(s, r, "cannot stat", UPPER);
+        const nsr_capture_prior *p = s->prior ? s->prior(s->prior_userdata, s->path) : NULL;
+        bool same = unchanged_since(p, &ust);
+        if (same && !S_ISDIR(ust.st_mode))
+                return 0; /* the snapshot has it as it is: not even a lookup there */
         if (lfd >= 0) {
                 r = xfstatat(s, lfd, name, &lst);
                 if (r >= 0)
@@ -732,15 +755,23 @@ static int scan_entry(scan *s, int ufd, int lfd, const char *name, unsigned dept
                 else if (r != -ENOENT)
                         return fail(s, r, "cannot stat", LOWER);
         }
-        /* Whiteouts share one inode, so nlink says nothing here. */
-        if (is_whiteout(&ust))
+        /* Whiteouts share one inode, so nlink says nothing here. A plain
+         * tree has no whiteouts: a 0:0 device there is just a device. */
+        if (!s->trees && is_whiteout(&ust))
                 return have_lower ? add_deleted(s, lfd, name, &lst, depth) : 0;
         if (!have_lower)
                 return add_new(s, ufd, -1, name, &ust, NULL, depth);
         if (nsr_entry_type_from_mode(ust.st_mode) != nsr_entry_type_from_mode(lst.st_mode))
                 return add_new(s, ufd, lfd, name, &ust, &lst, depth);
+        if (p) {
+                /* A copy cannot always keep owner and mode (a user cannot
+                 * chown): compare with the original's. */
+                lst.st_mode = (lst.st_mode & S_IFMT) | (p->mode & 07777);
+                lst.st_uid = p->uid;
+                lst.st_gid = p->gid;
+        }
         if (S_ISDIR(ust.st_mode))
-                return compare_dirs(s, ufd, lfd, name, &ust, &lst, depth);
+                return compare_dirs(s, ufd, lfd, name, &ust, &lst, same, depth);
         if (S_ISREG(ust.st_mode))
                 return compare_files(s, ufd, lfd, name, &ust, &lst);
         return compare_unopened(s, ufd, lfd, name, &ust, &lst);
@@ -808,11 +839,16 @@ int nsr_capture_scan(int upper_dirfd, int lower_dirfd, const nsr_capture_opts *o
         _cleanup_(nsr_changeset_freep) nsr_changeset *cs = nsr_changeset_new();
         cs->max_changes = opts->max_changes ? opts->max_changes : NSR_CAPTURE_MAX_CHANGES_DEFAULT;
         _cleanup_free_ scan *s = nsr_malloc0(sizeof(scan));
+        bool trees = opts->flags & NSR_CAPTURE_TREES;
         *s = (scan){
                 .cs = cs,
                 .max_depth = opts->max_depth ? opts->max_depth : NSR_CAPTURE_MAX_DEPTH_DEFAULT,
                 .flags = opts->flags,
                 .err = err,
+                .trees = trees,
+                .layer = { trees ? "the project" : "the upper dir", trees ? "the snapshot" : "the project" },
+                .prior = opts->prior,
+                .prior_userdata = opts->prior_userdata,
         };
         _cleanup_free_ char *buf_a = s->buf_a = nsr_malloc0(XATTR_BUF_SIZE + 1);
         _cleanup_free_ char *buf_b = s->buf_b = nsr_malloc0(XATTR_BUF_SIZE + 1);
@@ -841,8 +877,9 @@ int nsr_capture_scan(int upper_dirfd, int lower_dirfd, const nsr_capture_opts *o
                 r = fail(s, lfd, "cannot open", LOWER);
                 goto out;
         }
-        r = is_opaque(s, ufd, &opaque);
-        if (r < 0)
+        if (trees)
+                opaque = true;
+        else if ((r = is_opaque(s, ufd, &opaque)) < 0)
                 goto out;
         r = scan_dir(s, ufd, lfd, opaque, 0);
 out:;

@@ -60,6 +60,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
 
 #include "changeset.h"
 #include "error.h"
@@ -72,7 +74,23 @@
 
 enum {
         NSR_CAPTURE_NO_MODE_FIXUP = 1u << 0, /* never chmod upper entries */
+        /* Two plain trees instead of an overlay's layers: "upper" is the
+         * live project after the command, "lower" a snapshot taken before
+         * it (best-effort and --no-overlay modes, see snapshot.h). Every
+         * dir is compared in full, as if opaque; nothing is a whiteout, and
+         * no user.overlay.* xattr means anything. */
+        NSR_CAPTURE_TREES = 1u << 1,
 };
+
+/* Trees mode: what the upper entry was when the snapshot was taken. */
+typedef struct nsr_capture_prior {
+        dev_t dev;
+        ino_t ino;
+        struct timespec ctime;
+        mode_t mode;
+        uid_t uid;
+        gid_t gid;
+} nsr_capture_prior;
 
 /* Counters, for tests and diagnostics. */
 typedef struct nsr_capture_stats {
@@ -88,6 +106,14 @@ typedef struct nsr_capture_opts {
         unsigned max_depth; /* 0: NSR_CAPTURE_MAX_DEPTH_DEFAULT; at most NSR_CAPTURE_MAX_DEPTH_LIMIT */
         unsigned flags;     /* NSR_CAPTURE_* */
         nsr_capture_stats *stats; /* optional, filled in on success and failure */
+        /* Trees mode, optional: the record of an upper entry (by relative
+         * path) from before the command, or NULL. An entry whose device,
+         * inode and ctime still match is unchanged without reading it (a
+         * dir is still descended into); otherwise its mode and owner are
+         * compared with the record's rather than with the lower copy's,
+         * which a caller who is not root could not chown. */
+        const nsr_capture_prior *(*prior)(void *userdata, const char *rel);
+        void *prior_userdata;
 } nsr_capture_opts;
 
 /* Scans the upper dir against the lower dir (both dir fds, O_PATH is fine;

@@ -504,6 +504,23 @@ static int handle(parser *ps, const nsr_option *o, const char *typed, char *cons
                 if (r < 0)
                         return nsr_error_setx(err, EINVAL, "--backup-limit takes a size such as 2G, not \"%s\"", vals[0]);
                 return 0;
+        case NSR_OPT_SNAPSHOT_LIMIT:
+                r = nsr_parse_size_suffix(vals[0], &p->proj.snapshot_limit);
+                if (r < 0)
+                        return nsr_error_setx(err, EINVAL, "--snapshot-limit takes a size such as 1G, not \"%s\"",
+                                              vals[0]);
+                return 0;
+        case NSR_OPT_SANDBOX: {
+                nsr_sandbox_mode m = nsr_sandbox_mode_from_string(vals[0]);
+                if (m < 0)
+                        return nsr_error_setx(err, EINVAL, "--sandbox takes required, best-effort or off, not \"%s\"",
+                                              vals[0]);
+                p->proj.sandbox = m;
+                return 0;
+        }
+        case NSR_OPT_NO_OVERLAY:
+                p->proj.no_overlay = true;
+                return 0;
         case NSR_OPT_DISCARD:
                 p->proj.discard = true;
                 return 0;

@@ -87,10 +87,12 @@ static void print_text(const nsr_check *checks, nsr_verdict v) {
         case NSR_VERDICT_DEGRADED:
                 if (!core)
                         printf("verdict: degraded: no user namespace sandbox (%s); project mode can only run "
-                               "best-effort, confined by Landlock and seccomp\n",
+                               "best-effort (--sandbox=best-effort), confined by Landlock and seccomp\n",
                                failed);
                 else if (!checks[NSR_CHECK_OVERLAY].ok || !checks[NSR_CHECK_OVERLAY_DEPTH].ok)
-                        printf("verdict: degraded: without %s; project mode needs --no-overlay here\n", failed);
+                        printf("verdict: degraded: without %s; project mode runs with --no-overlay here (it "
+                               "switches by itself)\n",
+                               failed);
                 else
                         printf("verdict: degraded: nsrun runs, but without %s\n", failed);
                 break;

@@ -105,8 +105,8 @@ static int parse_args(int argc, char **argv, const char *allowed, args *a) {
 
 static int open_state(const args *a, char **ret_dir) {
         nsr_error e = { 0 };
-        _cleanup_free_ char *dir = NULL;
-        if (nsr_state_dir_resolve(a->state_dir, environ, &dir, &e) < 0) {
+        _cleanup_free_ char *dir = NULL, *note = NULL;
+        if (nsr_state_dir_choose(a->state_dir, environ, false, &dir, &note, &e) < 0) {
                 err_print(&e);
                 return -1;
         }

@@ -125,3 +125,37 @@ void nsr_undo_result_done(nsr_undo_result *r);
  * project_index (-ENOENT otherwise). Undo the newest run first: the
  * fingerprints refuse paths a later run changed. */
 int nsr_commit_undo(const nsr_undo_opts *o, nsr_undo_result *ret, nsr_error *err);
+
+/* ---- changes made live -----------------------------------------------------
+ * In best-effort mode (no user namespace) and with --no-overlay, the
+ * command writes to the project itself, and a snapshot taken before it ran
+ * (snapshot.h) is at RUN/backup/pN. There is nothing left to apply; what
+ * these two do makes the run look like an apply that is done, so that
+ * history, the report and undo work as for any other run. */
+typedef struct nsr_live_opts {
+        int project_fd;            /* O_PATH|O_DIRECTORY fd of the live project */
+        const char *project_path;  /* absolute */
+        int run_fd;                /* the run dir, holding backup/pN (the snapshot) */
+        unsigned project_index;    /* N in pN */
+        struct timespec run_start;
+} nsr_live_opts;
+
+/* Puts every change in cs (the protected paths' changes, sorted) back as
+ * the snapshot has it: a created entry is removed, a deleted or changed one
+ * comes back from the snapshot (moved out of it), a dir's changed mode is
+ * set back. A path that cannot be reverted is listed in *ret_failed
+ * ("'PATH': reason"), and the others still are. */
+int nsr_commit_revert_live(const nsr_changeset *cs, const nsr_live_opts *o, char ***ret_failed, nsr_error *err);
+
+/* Records cs (sorted, protected paths removed and reverted) as a done
+ * apply: journal/pN with the steps an apply would have taken (a created
+ * dir is one place step, a dir changed in place a meta step, and so on),
+ * and applied/pN with the fingerprints of the live entries. New entries
+ * lose setuid and setgid bits and file capabilities first, as an apply
+ * strips them. The backup dir then holds only the originals of the
+ * replaced and removed paths, moved out of the snapshot (O(changes)),
+ * which are exactly the backups an undo restores; the rest of the
+ * snapshot is left in RUN/trash/pN for the caller to remove. The journal
+ * appears only once complete (never a journal a recovery would roll
+ * back). */
+int nsr_commit_record_live(const nsr_changeset *cs, const nsr_live_opts *o, nsr_commit_result *ret, nsr_error *err);

@@ -126,7 +126,8 @@ static void emit(watcher *w, char kind, int proj, const char *rel) {
 /* What an entry appearing in upper means. */
 static char classify(watcher *w, int proj, const char *rel) {
         _cleanup_free_ char *up = nsr_path_join(w->projects[proj].upper, rel);
-        _cleanup_free_ char *lo = nsr_path_join(w->projects[proj].path, rel);
+        const char *lower = w->projects[proj].lower ? w->projects[proj].lower : w->projects[proj].path;
+        _cleanup_free_ char *lo = nsr_path_join(lower, rel);
         struct stat st;
         if (lstat(up, &st) < 0) {
                 /* Gone again before we looked (a short-lived temp file):

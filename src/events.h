@@ -12,7 +12,10 @@
  * Why the upper dir: every write through the overlay lands there, while a
  * watch on the project (the lower dir) sees nothing. A whiteout appearing
  * is a deletion; an entry appearing that the project already has is a
- * modification (overlay's copy-up). fanotify would add nothing here: on an
+ * modification (overlay's copy-up). With --no-overlay and in best-effort
+ * mode the command writes to the project itself: the watches are on the
+ * project, and the snapshot taken before the run tells what is new.
+ * fanotify would add nothing here: on an
  * unprivileged caller it only offers inode marks, the same granularity as
  * inotify. Writes through mmap are not seen by either; the capture after
  * the run still finds them. */
@@ -25,7 +28,10 @@
 
 typedef struct nsr_events_project {
         const char *path;     /* the project, as reported */
-        const char *upper;    /* its upper dir on the host */
+        const char *upper;    /* its upper dir on the host; with writes made live, the project itself */
+        const char *lower;    /* what an entry is compared with to tell a creation from a
+                               * modification: NULL for the project (overlay), or the
+                               * snapshot taken before the run (live writes) */
 } nsr_events_project;
 
 /* Starts the watcher. It runs until nsr_events_stop(). Returns its pid. */

@@ -102,7 +102,7 @@ const char *nsr_userns_step_to_string(nsr_userns_step s) {
 #define FIX_APPARMOR                                                                                               \
         "load nsrun's AppArmor profile, which lets nsrun (and only nsrun) use user namespaces: make "           \
         "install-apparmor, then apparmor_parser -r " NSR_APPARMOR_DIR "/nsrun"
-#define FIX_BEST_EFFORT "or use project mode's best-effort mode (Landlock and seccomp, no namespaces)"
+#define FIX_BEST_EFFORT "or run project mode with --sandbox=best-effort (Landlock and seccomp, no namespaces)"
 
 static void explain_create(const nsr_userns_facts *f, char *reason, size_t rl, char *fix, size_t fl) {
         errtext et = errtxt(f->error);

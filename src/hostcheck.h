@@ -94,6 +94,12 @@ typedef struct nsr_hostcheck_opts {
  * failed check. */
 int nsr_hostcheck_run(const nsr_hostcheck_opts *o, nsr_check ret[_NSR_CHECK_ID_MAX], nsr_error *err);
 
+/* Whether this process can build the namespace sandbox: the userns
+ * checks (a user namespace, its id maps, a mount in it), run in a child.
+ * When not, reason gets doctor's explanation of the first failure. For
+ * best-effort mode, which falls back to Landlock and seccomp. */
+bool nsr_hostcheck_userns_works(char *reason, size_t len);
+
 /* The verdict for a complete set of checks (indexed by id). Pure. */
 nsr_verdict nsr_hostcheck_verdict(const nsr_check checks[_NSR_CHECK_ID_MAX]);
 

@@ -834,3 +834,20 @@ int nsr_hostcheck_run(const nsr_hostcheck_opts *o, nsr_check ret[_NSR_CHECK_ID_M
                 return nsr_error_set(err, -first, "cannot start the doctor's probes");
         return 0;
 }
+
+bool nsr_hostcheck_userns_works(char *reason, size_t len) {
+        probe_ctx pc = { .uid = getuid(), .gid = getgid(), .parent = getppid() };
+        static const nsr_check_id ids[3] = { NSR_CHECK_USERNS, NSR_CHECK_UID_MAP, NSR_CHECK_USERNS_MOUNT };
+        nsr_check got[3];
+        int r = nsr_hostcheck_fork(probe_userns, &pc, ids, 3, NSR_HOSTCHECK_TIMEOUT_MS, got);
+        if (r < 0) {
+                snprintf(reason, len, "the probe could not start: %s", errtxt(-r).s);
+                return false;
+        }
+        for (size_t i = 0; i < 3; i++)
+                if (!got[i].ok) {
+                        snprintf(reason, len, "%s", got[i].detail);
+                        return false;
+                }
+        return true;
+}

@@ -13,6 +13,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -46,6 +47,7 @@ typedef struct launch {
         bool caps_touch;
         bool caps_bounding;     /* also cut the bounding set (user namespaces) */
         bool landlock_scope;    /* asked for and available (ABI >= 6) */
+        bool can_map_all;       /* uid 0 with CAP_SETUID and CAP_SETGID: may map every id it has */
         char *host_tty;
         char *old_cwd;
         uid_t real_uid;
@@ -101,7 +103,7 @@ static int write_id_maps(int procfd, uid_t inside_uid, uid_t outside_uid, gid_t 
 /* Real root in project mode maps its whole id range, which only a process
  * outside the new user namespace may write. */
 static bool parent_maps_ids(const launch *l) {
-        return l->plan->map_all_ids && l->real_uid == 0 && l->plan->unshare_user && l->plan->userns_block_fd == -1;
+        return l->plan->map_all_ids && l->can_map_all && l->plan->unshare_user && l->plan->userns_block_fd == -1;
 }
 
 /* The child waits for the monitor's go before it sets anything up: the
@@ -732,6 +734,12 @@ static int prepare(launch *l, nsr_error *err) {
         l->caps_touch = l->real_uid != 0 || edited;
         l->caps_bounding = p->unshare_user || p->userns_fd != -1;
         l->landlock_scope = p->landlock_scope && nsr_landlock_abi() >= 6;
+        /* uid 0 is not always root: inside a sandbox that dropped its
+         * capabilities (nsrun's own project mode), writing a map of more
+         * than one id fails with EPERM, so map just ourselves there. */
+        uint64_t eff = 0;
+        l->can_map_all = l->real_uid == 0 && nsr_caps_current(&eff) >= 0 &&
+                         (eff & (UINT64_C(1) << CAP_SETUID)) && (eff & (UINT64_C(1) << CAP_SETGID));
 
         if (isatty(STDOUT_FILENO)) {
                 const char *t = ttyname(STDOUT_FILENO);

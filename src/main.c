@@ -98,6 +98,11 @@ static int write_trace(ctx *c, nsr_plan *plan, nsr_error *err) {
         return 0;
 }
 
+static void print_note(const char *line, void *userdata) {
+        const ctx *c = userdata;
+        fprintf(stderr, "%s%s\n", c->level_prefix ? "<5>" : "", line);
+}
+
 /* Project mode: nsrun's own failures exit 125, so callers can tell them
  * from the command's statuses. */
 static int run_project(ctx *c, nsr_plan *user) {
@@ -127,6 +132,7 @@ static int run_project(ctx *c, nsr_plan *user) {
                 return 0;
 
         nsr_project_outcome o = { 0 };
+        nsr_project_set_notify(pj, print_note, c);
         if (nsr_project_run(pj, &o, &err) < 0) {
                 print_error(c, &err);
                 return NSR_EXIT_FAILURE;
@@ -182,6 +188,12 @@ static const char *project_only_option(const nsr_plan *p) {
                 return "--keep-days";
         if (o->backup_limit)
                 return "--backup-limit";
+        if (o->sandbox != NSR_SANDBOX_REQUIRED)
+                return "--sandbox";
+        if (o->no_overlay)
+                return "--no-overlay";
+        if (o->snapshot_limit)
+                return "--snapshot-limit";
         return NULL;
 }
 

@@ -363,6 +363,9 @@ static int prepare_sources(builder *b, nsr_error *err) {
                         struct stat st;
                         if (fstat(src, &st) < 0)
                                 return nsr_error_set(err, errno, "Can't get type of source %s", op->source);
+                        if ((op->flags & NSR_OPF_VERIFY) && (st.st_dev != op->verify_dev || st.st_ino != op->verify_ino))
+                                return nsr_error_setx(err, ESTALE, "%s changed while the sandbox was being built",
+                                                      op->dest);
                         pr->is_dir = S_ISDIR(st.st_mode);
                         pr->src_real = fd_real_path(src);
                         int tree = clone_tree(src, "", true, attrs);
@@ -514,12 +517,19 @@ static int do_proc(builder *b, const nsr_op *op, nsr_error *err) {
                 return nsr_error_set(err, -target, "Can't mkdir %s", op->dest);
         _cleanup_free_ char *n = newroot_path(op->dest);
         int r;
-        if (b->ctx->fresh_proc) {
+        bool fresh = b->ctx->fresh_proc;
+        if (fresh) {
                 _cleanup_close_ int mnt = new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NODEV);
                 r = mnt < 0 ? mnt : attach(mnt, target);
-                if (r < 0)
+                /* The kernel refuses a new procfs that would show more than
+                 * the visible one, which has locked overmounts inside a
+                 * container or a root-run bwrap: nested, take that one. */
+                if (r == -EPERM && (op->flags & NSR_OPF_PROC_FALLBACK))
+                        fresh = false;
+                else if (r < 0)
                         return mount_error(err, -r, "Can't mount proc on %s", n);
-        } else {
+        }
+        if (!fresh) {
                 _cleanup_close_ int tree = clone_tree(AT_FDCWD, "/proc", true, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
                 r = tree < 0 ? tree : attach(tree, target);
                 if (r < 0) {

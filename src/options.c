@@ -156,6 +156,16 @@ const nsr_option nsr_options[_NSR_OPT_MAX] = {
                                 "Project mode: prune runs and backups older than N days (default 7)", N, NULL },
         [NSR_OPT_BACKUP_LIMIT] = { "--backup-limit", NULL, NSR_OPT_BACKUP_LIMIT, 1, "SIZE",
                                    "Project mode: prune the oldest runs beyond SIZE per project (default 2G)", N, NULL },
+        [NSR_OPT_SANDBOX] = { "--sandbox", NULL, NSR_OPT_SANDBOX, 1, "required|best-effort|off",
+                              "Project mode: insist on the namespace sandbox (default), fall back to\n"
+                              "Landlock and seccomp where user namespaces are forbidden, or no\n"
+                              "isolation at all (debugging)", N, NULL },
+        [NSR_OPT_NO_OVERLAY] = { "--no-overlay", NULL, NSR_OPT_NO_OVERLAY, 0, NULL,
+                                 "Project mode: bind the projects writable instead of overlaying them;\n"
+                                 "a snapshot taken before the run captures the changes", N, NULL },
+        [NSR_OPT_SNAPSHOT_LIMIT] = { "--snapshot-limit", NULL, NSR_OPT_SNAPSHOT_LIMIT, 1, "SIZE",
+                                     "Project mode: refuse a snapshot that would copy more than SIZE\n"
+                                     "(default 1G; reflinked data is free)", N, NULL },
 };
 
 #undef B

@@ -100,6 +100,9 @@ typedef enum nsr_opt_id {
         NSR_OPT_EVENTS_FD,
         NSR_OPT_KEEP_DAYS,
         NSR_OPT_BACKUP_LIMIT,
+        NSR_OPT_SANDBOX,
+        NSR_OPT_NO_OVERLAY,
+        NSR_OPT_SNAPSHOT_LIMIT,
         _NSR_OPT_MAX,
         _NSR_OPT_INVALID = -EINVAL,
 } nsr_opt_id;

@@ -186,6 +186,25 @@ nsr_home_mode nsr_home_mode_from_string(const char *s) {
         return _NSR_HOME_MODE_INVALID;
 }
 
+static const char *const sandbox_modes[_NSR_SANDBOX_MODE_MAX] = {
+        [NSR_SANDBOX_REQUIRED] = "required",
+        [NSR_SANDBOX_BEST_EFFORT] = "best-effort",
+        [NSR_SANDBOX_OFF] = "off",
+};
+
+const char *nsr_sandbox_mode_to_string(nsr_sandbox_mode m) {
+        if (m < 0 || m >= _NSR_SANDBOX_MODE_MAX)
+                return NULL;
+        return sandbox_modes[m];
+}
+
+nsr_sandbox_mode nsr_sandbox_mode_from_string(const char *s) {
+        for (int i = 0; i < _NSR_SANDBOX_MODE_MAX; i++)
+                if (streq(sandbox_modes[i], s))
+                        return (nsr_sandbox_mode) i;
+        return _NSR_SANDBOX_MODE_INVALID;
+}
+
 #define MOVE_ARRAY(dst, ndst, src, nsrc, type)                                 \
         do {                                                                   \
                 (dst) = nsr_realloc_array((dst), (ndst) + (nsrc) + 1, sizeof(type)); \

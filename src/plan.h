@@ -40,6 +40,10 @@ typedef enum nsr_op_type {
 typedef enum nsr_op_flags {
         NSR_OPF_TRY = 1 << 0,        /* a missing source skips the op */
         NSR_OPF_VERIFY = 1 << 1,     /* the first source must still be verify_dev/verify_ino */
+        /* PROC: where a new procfs is refused (EPERM: the visible /proc has
+         * locked overmounts, as in a container or a root-run bwrap), bind
+         * the current /proc instead (nesting; project mode only) */
+        NSR_OPF_PROC_FALLBACK = 1 << 2,
 } nsr_op_flags;
 
 /* Sentinel for "no --perms given". bwrap creates missing parents of ops
@@ -103,6 +107,15 @@ typedef enum nsr_home_mode {
         _NSR_HOME_MODE_INVALID = -EINVAL,
 } nsr_home_mode;
 
+/* --sandbox: how much isolation project mode insists on. */
+typedef enum nsr_sandbox_mode {
+        NSR_SANDBOX_REQUIRED,    /* the namespace sandbox, or refuse (exit 125) */
+        NSR_SANDBOX_BEST_EFFORT, /* without user namespaces: Landlock and seccomp */
+        NSR_SANDBOX_OFF,         /* no isolation (debugging); still captured and reported */
+        _NSR_SANDBOX_MODE_MAX,
+        _NSR_SANDBOX_MODE_INVALID = -EINVAL,
+} nsr_sandbox_mode;
+
 /* Project mode settings (nsrun only). */
 typedef struct nsr_project_opts {
         char **projects;       /* as given on the command line */
@@ -114,6 +127,9 @@ typedef struct nsr_project_opts {
         int events_fd;         /* -1 when unset */
         long keep_days;        /* -1: the default */
         uint64_t backup_limit; /* 0: the default */
+        uint64_t snapshot_limit; /* 0: the default */
+        nsr_sandbox_mode sandbox;
+        bool no_overlay;       /* live writes, captured against a snapshot */
         bool allow_nested, discard, keep, quiet, verbose;
 } nsr_project_opts;
 
@@ -215,6 +231,9 @@ bool nsr_op_type_takes_perms(nsr_op_type t);
 void nsr_plan_append(nsr_plan *p, nsr_plan *u);
 const char *nsr_home_mode_to_string(nsr_home_mode m);
 nsr_home_mode nsr_home_mode_from_string(const char *s);
+/* "required", "best-effort", "off". */
+const char *nsr_sandbox_mode_to_string(nsr_sandbox_mode m);
+nsr_sandbox_mode nsr_sandbox_mode_from_string(const char *s);
 
 /* Fills the caller description from the running process. */
 void nsr_caller_detect(nsr_caller *ret);

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <fnmatch.h>
 #include <glob.h>
+#include <linux/capability.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -126,6 +127,62 @@ bool nsr_profile_is_protected(const char *rel, bool git_is_file) {
                 return under(m, "hooks") || streq(m, "config");
         }
         return false;
+}
+
+/* ---- what the profile hides, as paths ---------------------------------- */
+
+static const char *runtime_dir(const nsr_profile_ctx *c, char *buf, size_t len);
+
+static void add_real(char ***v, const char *path) {
+        char buf[PATH_MAX];
+        struct stat st;
+        /* The real path: a symlink's target is what must stay unreadable
+         * (a symlink itself gives nothing to read). */
+        if (lstat(path, &st) < 0 || !realpath(path, buf))
+                return;
+        if (!nsr_strv_contains(*v, buf))
+                nsr_strv_extend(v, buf);
+}
+
+static void add_real_pattern(char ***v, const char *pattern) {
+        glob_t g;
+        if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
+                return;
+        for (size_t i = 0; i < g.gl_pathc; i++)
+                add_real(v, g.gl_pathv[i]);
+        globfree(&g);
+}
+
+int nsr_profile_hidden(const nsr_project_opts *o, const nsr_profile_ctx *c, char ***ret, nsr_error *err) {
+        _cleanup_strv_free_ char **v = nsr_malloc0(sizeof(char *));
+        /* What namespace mode replaces with private mounts, and /run with
+         * the host's sockets. */
+        static const char *const fixed[] = { "/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue" };
+        for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
+                add_real(&v, fixed[i]);
+        char rtbuf[64];
+        add_real(&v, runtime_dir(c, rtbuf, sizeof(rtbuf)));
+        add_real(&v, c->state_dir);
+        if (o->home == NSR_HOME_HIDE && c->home && c->home[0] == '/' && !streq(c->home, "/"))
+                add_real(&v, c->home);
+        _cleanup_free_ char *file = nsr_asprintf("%s/profiles/hide.list", c->datadir);
+        _cleanup_strv_free_ char **list = NULL;
+        int r = nsr_profile_read_list(file, &list, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; list[i]; i++) {
+                _cleanup_free_ char *x = nsr_profile_expand(list[i], c->home, c->env);
+                if (x && x[0] == '/')
+                        add_real_pattern(&v, x);
+        }
+        for (size_t i = 0; o->hide && o->hide[i]; i++) {
+                _cleanup_free_ char *x = nsr_profile_expand(o->hide[i], c->home, c->env);
+                if (!x)
+                        return nsr_error_setx(err, EINVAL, "--hide %s: cannot expand it", o->hide[i]);
+                add_real_pattern(&v, x);
+        }
+        *ret = TAKE_PTR(v);
+        return 0;
 }
 
 /* ---- building the plan ------------------------------------------------ */
@@ -288,16 +345,26 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
         p->landlock_scope = true;
         if (c->uid == 0) {
                 /* Real root keeps its caps by default; not here. */
-                p->caps = nsr_malloc0(sizeof(nsr_cap_edit));
+                p->caps = nsr_malloc0(2 * sizeof(nsr_cap_edit));
                 p->caps[0] = (nsr_cap_edit){ .add = false, .cap = -1 };
                 p->n_caps = 1;
+                /* Except, with --allow-nested, CAP_SETFCAP: since Linux
+                 * 5.12 a new user namespace may map uid 0 only if its
+                 * creator had it, so without it a nested nsrun or bwrap
+                 * run as uid 0 could build no sandbox at all. It grants
+                 * nothing else here: no_new_privs voids file capabilities
+                 * at exec, the host's file systems belong to the initial
+                 * user namespace, and the apply strips security.capability
+                 * from whatever enters a project. */
+                if (p->proj.allow_nested)
+                        p->caps[p->n_caps++] = (nsr_cap_edit){ .add = true, .cap = CAP_SETFCAP };
         }
         nsr_strv_extend(&p->seccomp_policies, p->proj.allow_nested ? "default-nested" : "default");
 
         /* The host, read-only; fresh /dev, /proc, /tmp and /var/tmp. */
         op2(&b, NSR_OP_RO_BIND, "/", "/");
         op2(&b, NSR_OP_DEV, NULL, "/dev");
-        op2(&b, NSR_OP_PROC, NULL, "/proc");
+        op2(&b, NSR_OP_PROC, NULL, "/proc")->flags |= NSR_OPF_PROC_FALLBACK;
         /* Not marked hidden: a home or project under /tmp is mounted back
          * on top of these, and mount points can be made in them. */
         op2(&b, NSR_OP_TMPFS, NULL, "/tmp");
@@ -339,9 +406,17 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
 
         for (size_t i = 0; i < c->n_projects; i++) {
                 const nsr_profile_project *pr = &c->projects[i];
-                nsr_op *op = op2(&b, NSR_OP_OVERLAY, pr->upper, pr->path);
-                op->workdir = nsr_strdup(pr->work);
-                nsr_strv_extend(&op->overlay_srcs, pr->path);
+                nsr_op *op;
+                if (pr->live)
+                        /* --no-overlay: the project itself, writable; a
+                         * snapshot taken before the run catches the
+                         * changes. */
+                        op = op2(&b, NSR_OP_BIND, pr->path, pr->path);
+                else {
+                        op = op2(&b, NSR_OP_OVERLAY, pr->upper, pr->path);
+                        op->workdir = nsr_strdup(pr->work);
+                        nsr_strv_extend(&op->overlay_srcs, pr->path);
+                }
                 op->flags |= NSR_OPF_VERIFY;
                 op->verify_dev = pr->dev;
                 op->verify_ino = pr->ino;

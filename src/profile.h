@@ -20,6 +20,7 @@ typedef struct nsr_profile_project {
         const char *work;      /* host path of the overlay work dir */
         dev_t dev;             /* what path was when nsrun resolved it */
         ino_t ino;
+        bool live;             /* --no-overlay: bound writable, no overlay (upper, work unused) */
 } nsr_profile_project;
 
 typedef struct nsr_profile_ctx {
@@ -37,6 +38,14 @@ typedef struct nsr_profile_ctx {
 /* Builds the project-mode plan: the profile's ops and settings, then the
  * user's plan appended (user is emptied). */
 int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *ctx, nsr_plan **ret, nsr_error *err);
+
+/* The host paths the profile keeps from the command, as real paths of
+ * those that exist: /run and /var/run (host sockets), the runtime dir, the
+ * state dir, hide.list and --hide (globs expanded), the home with --home
+ * hide, and what namespace mode replaces with private mounts (/tmp,
+ * /var/tmp, /dev/shm, /dev/mqueue). Best-effort mode, which cannot mount,
+ * hides them with Landlock instead (confine.h). */
+int nsr_profile_hidden(const nsr_project_opts *o, const nsr_profile_ctx *ctx, char ***ret, nsr_error *err);
 
 /* Whether a path relative to a project root is one of the protected git
  * paths: .git/hooks, .git/config, .git/config.worktree,

@@ -9,8 +9,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <libmount/libmount.h>
+
 #include "capture.h"
 #include "commit.h"
+#include "confine.h"
 #include "events.h"
 #include "hostcheck.h"
 #include "launch.h"
@@ -18,6 +21,7 @@
 #include "project.h"
 #include "report.h"
 #include "seccomp.h"
+#include "snapshot.h"
 #include "utf8.h"
 
 extern char **environ;
@@ -33,7 +37,15 @@ typedef struct project_entry {
         nsr_commit_result commit;
         const char *outcome;
         char **errors;
+        nsr_snapshot *snap;    /* live writes: the project before the run */
 } project_entry;
+
+/* What confines the command. */
+typedef enum confinement {
+        CONF_NAMESPACES, /* the namespace sandbox (overlay or, with live writes, binds) */
+        CONF_LANDLOCK,   /* best-effort mode: Landlock and seccomp, no namespaces */
+        CONF_NONE,       /* --sandbox=off */
+} confinement;
 
 struct nsr_project {
         nsr_plan *plan;
@@ -43,6 +55,15 @@ struct nsr_project {
         project_entry *p;
         size_t n;
         char **command;
+        /* Live writes (--no-overlay, an overlay impossible here, best-effort
+         * mode, --sandbox=off): the projects are written in place and
+         * captured against snapshots. All projects of a run alike. */
+        bool live;
+        char **notes;          /* for stderr before the run (the state dir chosen, ...) */
+        char **hidden;         /* best-effort mode: what Landlock keeps from the command */
+        char **ro, **rw;       /* --ro and --rw, expanded */
+        void (*notify)(const char *line, void *userdata);
+        void *notify_data;
 };
 
 nsr_project *nsr_project_free(nsr_project *pj) {
@@ -59,13 +80,36 @@ nsr_project *nsr_project_free(nsr_project *pj) {
                 nsr_changeset_free(e->protected_changes);
                 nsr_commit_result_done(&e->commit);
                 nsr_strv_free(e->errors);
+                nsr_snapshot_free(e->snap);
         }
         free(pj->p);
         free(pj->state_dir);
         free(pj->run_dir);
         nsr_strv_free(pj->command);
+        nsr_strv_free(pj->notes);
+        nsr_strv_free(pj->hidden);
+        nsr_strv_free(pj->ro);
+        nsr_strv_free(pj->rw);
         free(pj);
         return NULL;
+}
+
+void nsr_project_set_notify(nsr_project *pj, void (*fn)(const char *line, void *userdata), void *userdata) {
+        pj->notify = fn;
+        pj->notify_data = userdata;
+}
+
+static void note(nsr_project *pj, const char *fmt, ...) _printf_(2, 3);
+static void note(nsr_project *pj, const char *fmt, ...) {
+        va_list ap;
+        char *s = NULL;
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                s = NULL;
+        va_end(ap);
+        if (s && pj->notify)
+                pj->notify(s, pj->notify_data);
+        free(s);
 }
 
 nsr_plan *nsr_project_plan(nsr_project *pj) {
@@ -128,6 +172,34 @@ static int resolve_project(const char *arg, project_entry *e, nsr_error *err) {
         return 0;
 }
 
+/* Can the project be an overlay's lower layer? Not when it already sits
+ * on an overlay whose own layers are overlays: the kernel stacks two deep.
+ * mountinfo gives a lower bound (layers named by paths that no longer
+ * resolve count as plain), so a failing mount is caught later too. */
+static bool overlay_possible(const project_entry *e) {
+        struct libmnt_table *tb = mnt_new_table_from_file("/proc/self/mountinfo");
+        if (!tb)
+                return true;
+        int depth = nsr_hostcheck_overlay_depth(tb, e->path, e->dev);
+        mnt_unref_table(tb);
+        return depth < 2;
+}
+
+static int expand_paths(char **in, const char *opt, char ***ret, nsr_error *err) {
+        const char *home = env_get("HOME");
+        char **v = nsr_malloc0(sizeof(char *));
+        for (size_t i = 0; in && in[i]; i++) {
+                char *x = nsr_profile_expand(in[i], home, environ);
+                if (!x) {
+                        nsr_strv_free(v);
+                        return nsr_error_setx(err, EINVAL, "%s %s: cannot expand it", opt, in[i]);
+                }
+                nsr_strv_push(&v, x);
+        }
+        *ret = v;
+        return 0;
+}
+
 int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, nsr_error *err) {
         _cleanup_(nsr_project_freep) nsr_project *pj = nsr_malloc0(sizeof(*pj));
         nsr_project_opts *o = &user->proj;
@@ -152,10 +224,18 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
                                                       "projects %s and %s overlap: one is inside the other",
                                                       pj->p[i].path, pj->p[k].path);
 
-        _cleanup_free_ char *state = NULL;
-        r = nsr_state_dir_resolve(o->state_dir, environ, &state, err);
+        if (o->keep && (o->no_overlay || o->sandbox == NSR_SANDBOX_OFF))
+                return nsr_error_setx(err, EINVAL,
+                                      "--keep needs the overlay: with %s the command writes to the projects "
+                                      "themselves, so there is nothing to keep aside",
+                                      o->no_overlay ? "--no-overlay" : "--sandbox=off");
+
+        _cleanup_free_ char *state = NULL, *state_note = NULL;
+        r = nsr_state_dir_choose(o->state_dir, environ, create_state, &state, &state_note, err);
         if (r < 0)
                 return r;
+        if (state_note)
+                nsr_strv_push(&pj->notes, TAKE_PTR(state_note));
         pj->state_dir = real_or_planned(state);
         for (size_t i = 0; i < pj->n; i++) {
                 if (under(pj->state_dir, pj->p[i].path))
@@ -179,6 +259,23 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
 
         nsr_run_id_new(pj->run_id);
         pj->run_dir = nsr_asprintf("%s/runs/%s", pj->state_dir, pj->run_id);
+        pj->live = o->no_overlay || o->sandbox == NSR_SANDBOX_OFF;
+        const char *deep = NULL;
+        for (size_t i = 0; i < pj->n && !pj->live; i++)
+                if (!overlay_possible(&pj->p[i]))
+                        deep = pj->p[i].path;
+        if (deep) {
+                if (o->keep)
+                        return nsr_error_setx(err, EINVAL,
+                                              "%s is on an overlay stack as deep as the kernel allows, so it needs "
+                                              "--no-overlay, which cannot be combined with --keep",
+                                              deep);
+                pj->live = true;
+                nsr_strv_push(&pj->notes,
+                              nsr_asprintf("%s is on an overlay stack as deep as the kernel allows: running with "
+                                           "--no-overlay (writes go to the projects, a snapshot backs them)",
+                                           deep));
+        }
         _cleanup_free_ nsr_profile_project *pp = nsr_malloc0((pj->n + 1) * sizeof(nsr_profile_project));
         for (size_t i = 0; i < pj->n; i++) {
                 pj->p[i].upper = nsr_asprintf("%s/p%zu/upper", pj->run_dir, i);
@@ -187,7 +284,8 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
                                                .upper = pj->p[i].upper,
                                                .work = pj->p[i].work,
                                                .dev = pj->p[i].dev,
-                                               .ino = pj->p[i].ino };
+                                               .ino = pj->p[i].ino,
+                                               .live = pj->live };
         }
         pj->command = nsr_strv_copy(user->argv);
 
@@ -203,6 +301,19 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
                 .projects = pp,
                 .n_projects = pj->n,
         };
+        /* Best-effort mode needs, should it come to that, the profile's
+         * hidden paths as paths: Landlock hides them by not granting
+         * them. */
+        if (o->sandbox == NSR_SANDBOX_BEST_EFFORT) {
+                r = nsr_profile_hidden(o, &ctx, &pj->hidden, err);
+                if (r < 0)
+                        return r;
+        }
+        r = expand_paths(o->ro, "--ro", &pj->ro, err);
+        if (r >= 0)
+                r = expand_paths(o->rw, "--rw", &pj->rw, err);
+        if (r < 0)
+                return r;
         r = nsr_profile_build(user, &ctx, &pj->plan, err);
         if (r < 0)
                 return r;
@@ -233,6 +344,22 @@ static bool is_protected(const nsr_change *c, void *userdata) {
         return nsr_profile_is_protected(c->path, pc->git_is_file);
 }
 
+/* Moves the changes to protected git paths out of cs. before_fd is the
+ * project as it was before the run (the overlay's lower, or the
+ * snapshot): a .git that is a file there (a worktree pointer), or that
+ * becomes one, is protected as a whole. */
+static int split_protected(nsr_changeset *cs, int before_fd, nsr_changeset **ret_protected, nsr_error *err) {
+        protect_ctx pc = { .git_is_file = false };
+        struct stat st;
+        if (fstatat(before_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode))
+                pc.git_is_file = true;
+        const nsr_change *g = nsr_changeset_lookup(cs, ".git");
+        if (g && g->type != NSR_ENTRY_DIR)
+                pc.git_is_file = true;
+        int r = nsr_changeset_split(cs, is_protected, &pc, ret_protected);
+        return r < 0 ? nsr_error_set(err, -r, "splitting protected changes") : 0;
+}
+
 int nsr_project_capture(int run_fd, size_t index, int project_fd, nsr_changeset **ret_changes,
                         nsr_changeset **ret_protected, nsr_error *err) {
         char rel[32];
@@ -244,18 +371,9 @@ int nsr_project_capture(int run_fd, size_t index, int project_fd, nsr_changeset 
         int r = nsr_capture_scan(upper, project_fd, NULL, &cs, err);
         if (r < 0)
                 return nsr_error_prefix(err, "capturing the changes");
-        /* .git protection: a .git that is a file (a worktree pointer), or
-         * becomes one, is protected as a whole. */
-        protect_ctx pc = { .git_is_file = false };
-        struct stat st;
-        if (fstatat(project_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode))
-                pc.git_is_file = true;
-        const nsr_change *g = nsr_changeset_lookup(cs, ".git");
-        if (g && g->type != NSR_ENTRY_DIR)
-                pc.git_is_file = true;
-        r = nsr_changeset_split(cs, is_protected, &pc, ret_protected);
+        r = split_protected(cs, project_fd, ret_protected, err);
         if (r < 0)
-                return nsr_error_set(err, -r, "splitting protected changes");
+                return r;
         *ret_changes = TAKE_PTR(cs);
         return 0;
 }
@@ -295,24 +413,37 @@ static const char *foreign_owner_hint(int dirfd, uid_t uid, char *buf, size_t le
         return found;
 }
 
-static void layers_of(const nsr_plan *p, const nsr_launch_result *lr, char ***ret) {
+static void layers_of(const nsr_plan *p, confinement conf, bool live, bool landlock, char ***ret) {
         char **v = nsr_malloc0(sizeof(char *));
-        if (p->unshare_user)
-                nsr_strv_extend(&v, "userns");
-        nsr_strv_extend(&v, "mountns");
-        if (p->unshare_pid)
-                nsr_strv_extend(&v, "pidns");
-        if (p->unshare_net)
-                nsr_strv_extend(&v, "netns");
-        if (p->unshare_ipc)
-                nsr_strv_extend(&v, "ipcns");
-        if (p->unshare_uts)
-                nsr_strv_extend(&v, "utsns");
-        nsr_strv_extend(&v, "overlay");
-        if (p->seccomp_policies || p->n_seccomp)
+        switch (conf) {
+        case CONF_NONE:
+                nsr_strv_extend(&v, "none");
+                break;
+        case CONF_LANDLOCK:
+                if (landlock)
+                        nsr_strv_extend(&v, "landlock");
                 nsr_strv_extend(&v, "seccomp");
-        if (lr->landlock)
-                nsr_strv_extend(&v, "landlock");
+                break;
+        case CONF_NAMESPACES:
+                if (p->unshare_user)
+                        nsr_strv_extend(&v, "userns");
+                nsr_strv_extend(&v, "mountns");
+                if (p->unshare_pid)
+                        nsr_strv_extend(&v, "pidns");
+                if (p->unshare_net)
+                        nsr_strv_extend(&v, "netns");
+                if (p->unshare_ipc)
+                        nsr_strv_extend(&v, "ipcns");
+                if (p->unshare_uts)
+                        nsr_strv_extend(&v, "utsns");
+                if (!live)
+                        nsr_strv_extend(&v, "overlay");
+                if (p->seccomp_policies || p->n_seccomp)
+                        nsr_strv_extend(&v, "seccomp");
+                if (landlock)
+                        nsr_strv_extend(&v, "landlock");
+                break;
+        }
         *ret = v;
 }
 
@@ -358,11 +489,311 @@ static void write_meta(nsr_project *pj, int run_fd, const char *state, const str
         free(m.counts);
 }
 
+/* ---- live writes: snapshots, the other launchers ------------------------- */
+
+/* Every live project gets its snapshot (once) at RUN/backup/pN. */
+static int take_snapshots(nsr_project *pj, int run_fd, nsr_error *err) {
+        const nsr_project_opts *o = &pj->plan->proj;
+        if (mkdirat(run_fd, "backup", 0700) < 0 && errno != EEXIST)
+                return nsr_error_set(err, errno, "cannot create the backup dir");
+        _cleanup_close_ int bdir = openat(run_fd, "backup", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (bdir < 0)
+                return nsr_error_set(err, errno, "cannot open the backup dir");
+        for (size_t i = 0; i < pj->n; i++) {
+                project_entry *e = &pj->p[i];
+                if (e->snap)
+                        continue;
+                char name[32];
+                snprintf(name, sizeof(name), "p%zu", i);
+                nsr_snapshot_opts so = { .limit = o->snapshot_limit };
+                int r = nsr_snapshot_take(e->fd, bdir, name, &so, &e->snap, err);
+                if (r < 0)
+                        return nsr_error_prefix(err, "%s", e->path);
+        }
+        return 0;
+}
+
+/* The plan's project overlays become writable binds (live writes). */
+static void use_binds(nsr_project *pj) {
+        nsr_plan *p = pj->plan;
+        for (size_t i = 0; i < p->n_ops; i++) {
+                nsr_op *op = &p->ops[i];
+                if (op->type != NSR_OP_OVERLAY || !(op->flags & NSR_OPF_VERIFY))
+                        continue;
+                op->type = NSR_OP_BIND;
+                free(op->source);
+                op->source = nsr_strdup(op->dest);
+                free(op->workdir);
+                op->workdir = NULL;
+                nsr_strv_free(op->overlay_srcs);
+                op->overlay_srcs = NULL;
+        }
+}
+
+static void switch_to_live(nsr_project *pj) {
+        pj->live = true;
+        use_binds(pj);
+}
+
+/* The seccomp programs: the plan's policies, and in best-effort mode
+ * fallback.policy on top (no sockets at all); --sandbox=off: none. The
+ * plan's own --seccomp/--add-seccomp-fd programs stay namespace mode's. */
+static int compile_filters(const nsr_plan *p, confinement conf, nsr_bpf **ret, size_t *ret_n, nsr_error *err) {
+        size_t n_pol = conf == CONF_NONE ? 0 : nsr_strv_length(p->seccomp_policies);
+        size_t n = n_pol + (conf == CONF_LANDLOCK ? 1 : 0);
+        nsr_bpf *bpf = nsr_malloc0((n + 1) * sizeof(nsr_bpf));
+        int r = 0;
+        for (size_t i = 0; i < n && r >= 0; i++)
+                r = nsr_seccomp_policy_bpf(i < n_pol ? p->seccomp_policies[i] : "fallback", &bpf[i].data,
+                                           &bpf[i].len, err);
+        *ret = bpf;
+        *ret_n = n;
+        return r;
+}
+
+static void free_filters(nsr_bpf *bpf, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(bpf[i].data);
+        free(bpf);
+}
+
+/* Best-effort mode's Landlock ruleset; -1 (and why, in *why) when
+ * Landlock is missing, which leaves seccomp alone. */
+static int landlock_ruleset(nsr_project *pj, const char *tmpdir, int *ret_fd, char *why, size_t why_len,
+                            nsr_error *err) {
+        *ret_fd = -1;
+        int abi = nsr_landlock_abi_probe();
+        if (abi < 0) {
+                snprintf(why, why_len, "no Landlock: %s", strerror(-abi));
+                return 0;
+        }
+        _cleanup_strv_free_ char **paths = nsr_malloc0(sizeof(char *));
+        for (size_t i = 0; i < pj->n; i++)
+                nsr_strv_extend(&paths, pj->p[i].path);
+        nsr_confine_paths cp = {
+                .hidden = pj->hidden, .projects = paths, .rw = pj->rw, .ro = pj->ro, .tmpdir = tmpdir,
+        };
+        _cleanup_(nsr_confine_rules_done) nsr_landlock_rules rules = { 0 };
+        int r = nsr_confine_rules(&cp, &rules, err);
+        if (r < 0)
+                return r;
+        int fd = -1;
+        nsr_landlock_info info;
+        r = nsr_landlock_build(&rules, &fd, &info, err);
+        if (r < 0)
+                return r;
+        snprintf(why, why_len, "Landlock ABI %d: %zu rules%s%s", info.abi, info.n_rules,
+                 info.tcp ? ", no TCP" : ", TCP not covered (ABI < 4)",
+                 info.scope ? ", scoped" : "");
+        *ret_fd = fd;
+        return 0;
+}
+
+typedef struct attempt {
+        confinement conf;
+        char reason[NSR_CHECK_TEXT_MAX + 64]; /* why not the namespace sandbox */
+        bool landlock;                       /* a Landlock ruleset confines the command */
+} attempt;
+
+/* One launch: the command runs, or nothing ran (-errno, err set). */
+static int launch_once(nsr_project *pj, int run_fd, attempt *a, nsr_launch_result *lr, nsr_error *err) {
+        nsr_plan *p = pj->plan;
+        nsr_bpf *bpf = NULL;
+        size_t n_bpf = 0;
+        int r = compile_filters(p, a->conf, &bpf, &n_bpf, err);
+        _cleanup_close_ int ruleset = -1;
+        _cleanup_free_ char *tmpdir = NULL;
+        if (r >= 0 && a->conf == CONF_LANDLOCK) {
+                /* The private TMPDIR, inside the run dir (the state dir is
+                 * hidden; this one dir is granted). */
+                tmpdir = nsr_asprintf("%s/tmp", pj->run_dir);
+                if (mkdirat(run_fd, "tmp", 0700) < 0 && errno != EEXIST)
+                        r = nsr_error_set(err, errno, "cannot create the private temp dir %s", tmpdir);
+                char info[256] = "";
+                if (r >= 0)
+                        r = landlock_ruleset(pj, tmpdir, &ruleset, info, sizeof(info), err);
+                if (r >= 0) {
+                        a->landlock = ruleset >= 0;
+                        note(pj, "nsrun: best-effort sandbox: %sseccomp (no user namespace: %s)%s%s",
+                             a->landlock ? "landlock, " : "", a->reason, a->landlock ? "" : "; ",
+                             a->landlock ? "" : info);
+                }
+        } else if (r >= 0 && a->conf == CONF_NONE)
+                note(pj, "nsrun: --sandbox=off: no isolation at all; the projects are still snapshotted, captured "
+                         "and reported");
+
+        pid_t watcher = -1;
+        int watcher_stop = -1;
+        if (r >= 0 && p->proj.events_fd != -1) {
+                nsr_events_project *ev = nsr_malloc0((pj->n + 1) * sizeof(nsr_events_project));
+                char **snaps = nsr_malloc0((pj->n + 1) * sizeof(char *));
+                for (size_t i = 0; i < pj->n; i++) {
+                        snaps[i] = pj->live ? nsr_asprintf("%s/backup/p%zu", pj->run_dir, i) : NULL;
+                        ev[i] = (nsr_events_project){ .path = pj->p[i].path,
+                                                      .upper = pj->live ? pj->p[i].path : pj->p[i].upper,
+                                                      .lower = snaps[i] };
+                }
+                r = nsr_events_start(p->proj.events_fd, ev, pj->n, &watcher, &watcher_stop, err);
+                for (size_t i = 0; i < pj->n; i++)
+                        free(snaps[i]);
+                free(snaps);
+                free(ev);
+        }
+        if (r >= 0) {
+                if (a->conf == CONF_NAMESPACES) {
+                        nsr_launch_extra extra = { .bpf = bpf, .n_bpf = n_bpf, .kill_leftovers = true };
+                        r = nsr_launch(p, &extra, lr, err);
+                        a->landlock = lr->landlock;
+                } else {
+                        nsr_confine_opts co = { .plan = p,
+                                                .landlock_fd = ruleset,
+                                                .bpf = bpf,
+                                                .n_bpf = n_bpf,
+                                                .tmpdir = tmpdir,
+                                                .spare = &watcher,
+                                                .n_spare = watcher > 0 ? 1 : 0 };
+                        r = nsr_confine_run(&co, lr, err);
+                }
+        }
+        nsr_events_stop(watcher, watcher_stop);
+        free_filters(bpf, n_bpf);
+        if (tmpdir) {
+                nsr_error e2 = { 0 };
+                (void) nsr_rm_rf_at(run_fd, "tmp", &e2);
+        }
+        return r;
+}
+
+/* The home's throwaway overlay failed to mount: nested in a sandbox that
+ * hid files in the home with mounts of its own, those mounts are locked
+ * children of the home, and overlay refuses such a lower layer (EINVAL,
+ * "failed to clone lowerpath"). The home is then bound read-only, with the
+ * enclosing sandbox's hiding intact. */
+static bool home_overlay_failed(nsr_project *pj, const nsr_error *err) {
+        nsr_plan *p = pj->plan;
+        for (size_t i = 0; i < p->n_ops; i++) {
+                nsr_op *op = &p->ops[i];
+                if (op->type != NSR_OP_TMP_OVERLAY)
+                        continue;
+                _cleanup_free_ char *prefix = nsr_asprintf("Can't make overlay mount on /newroot%s with ", op->dest);
+                if (!nsr_startswith(err->msg, prefix))
+                        continue;
+                op->type = NSR_OP_RO_BIND;
+                free(op->source);
+                op->source = nsr_strdup(op->dest);
+                nsr_strv_free(op->overlay_srcs);
+                op->overlay_srcs = NULL;
+                note(pj, "nsrun: the home %s cannot be overlaid here (it holds mounts of the enclosing sandbox): it "
+                         "is read-only instead",
+                     op->dest);
+                return true;
+        }
+        return false;
+}
+
+/* Nothing ran: may another way run it? */
+static bool retry_after(nsr_project *pj, attempt *a, const nsr_error *err) {
+        const nsr_project_opts *o = &pj->plan->proj;
+        if (a->conf != CONF_NAMESPACES)
+                return false;
+        if ((err->code == EINVAL || err->code == EOPNOTSUPP) && home_overlay_failed(pj, err))
+                return true;
+        if (!pj->live && !o->keep && nsr_startswith(err->msg, "Can't make overlay mount") &&
+            (err->code == EINVAL || err->code == EOPNOTSUPP)) {
+                /* The usual cause: the project already sits on an overlay
+                 * (nsrun or a container inside nsrun), and the kernel
+                 * stacks overlays only two deep. */
+                char buf[NSR_ERROR_MSG_MAX + 256];
+                nsr_error_format(err, buf, sizeof(buf));
+                note(pj, "nsrun: the overlay cannot be mounted (%s; an overlay stack too deep?): running with "
+                         "--no-overlay (writes go to the projects, a snapshot backs them)",
+                     buf);
+                switch_to_live(pj);
+                return true;
+        }
+        if (o->sandbox == NSR_SANDBOX_BEST_EFFORT && nsr_hostcheck_hint(err)) {
+                /* The probe said yes, the real launch says no: same thing. */
+                nsr_error_format(err, a->reason, sizeof(a->reason));
+                a->conf = CONF_LANDLOCK;
+                switch_to_live(pj);
+                return true;
+        }
+        return false;
+}
+
+/* ---- live writes: capture and record ------------------------------------------------ */
+
+static int capture_live(project_entry *e, int run_fd, size_t i, nsr_error *err) {
+        char name[32];
+        snprintf(name, sizeof(name), "backup/p%zu", i);
+        _cleanup_close_ int snap = openat(run_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (snap < 0)
+                return nsr_error_set(err, errno, "%s: cannot open the snapshot", e->path);
+        _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL;
+        int r = nsr_snapshot_compare(e->snap, snap, e->fd, &cs, err);
+        if (r < 0)
+                return nsr_error_prefix(err, "%s: capturing the changes", e->path);
+        r = split_protected(cs, snap, &e->protected_changes, err);
+        if (r < 0)
+                return r;
+        e->changes = TAKE_PTR(cs);
+        return 0;
+}
+
+/* The changes are in place already: protected paths go back, and the run
+ * is recorded as an apply that is done (so undo works), or with --discard
+ * everything goes back. */
+static void settle_live(nsr_project *pj, project_entry *e, int run_fd, size_t i, const struct timespec *run_start,
+                        nsr_project_outcome *o) {
+        nsr_live_opts lo = { .project_fd = e->fd,
+                             .project_path = e->path,
+                             .run_fd = run_fd,
+                             .project_index = (unsigned) i,
+                             .run_start = *run_start };
+        nsr_error ae = { 0 };
+        char **failed = NULL;
+        bool discard = pj->plan->proj.discard;
+        int r = 0;
+        if (!nsr_changeset_is_empty(e->protected_changes))
+                r = nsr_commit_revert_live(e->protected_changes, &lo, &failed, &ae);
+        if (r >= 0 && discard) {
+                char **more = NULL;
+                r = nsr_commit_revert_live(e->changes, &lo, &more, &ae);
+                for (size_t k = 0; more && more[k]; k++)
+                        nsr_strv_extend(&failed, more[k]);
+                nsr_strv_free(more);
+        }
+        for (size_t k = 0; failed && failed[k]; k++) {
+                _cleanup_free_ char *line = nsr_asprintf("cannot put back %s", failed[k]);
+                msg(o, "nsrun: %s: %s", e->path, line);
+                nsr_strv_extend(&e->errors, line);
+        }
+        nsr_strv_free(failed);
+        if (r >= 0 && pj->plan->proj.discard) {
+                e->outcome = "discarded";
+                return;
+        }
+        if (r >= 0)
+                r = nsr_commit_record_live(e->changes, &lo, &e->commit, &ae);
+        e->outcome = "committed";
+        if (r < 0) {
+                char buf[NSR_ERROR_MSG_MAX + 256];
+                nsr_error_format(&ae, buf, sizeof(buf));
+                nsr_strv_extend(&e->errors, buf);
+                msg(o, "nsrun: %s: the changes are in place, but the run could not be recorded for undo: %s; the "
+                       "snapshot stays in %s/backup/p%zu",
+                    e->path, buf, pj->run_dir, i);
+                o->exit_code = NSR_EXIT_FAILURE;
+        }
+}
+
 int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         nsr_plan *p = pj->plan;
         nsr_project_outcome o = { .exit_code = NSR_EXIT_FAILURE };
         int r;
 
+        for (size_t i = 0; pj->notes && pj->notes[i]; i++)
+                note(pj, "nsrun: %s", pj->notes[i]);
         _cleanup_close_ int statefd = nsr_state_open(pj->state_dir, err);
         if (statefd < 0)
                 return statefd;
@@ -382,15 +813,26 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                             n == 1 ? "" : "s");
         }
 
+        /* What will confine the command. Best-effort mode asks first
+         * whether the namespace sandbox can be built (a probe in a child,
+         * about a millisecond); required mode just tries it. */
+        attempt a = { .conf = CONF_NAMESPACES };
+        if (p->proj.sandbox == NSR_SANDBOX_OFF)
+                a.conf = CONF_NONE;
+        else if (p->proj.sandbox == NSR_SANDBOX_BEST_EFFORT && !nsr_hostcheck_userns_works(a.reason, sizeof(a.reason)))
+                a.conf = CONF_LANDLOCK;
+        if (a.conf != CONF_NAMESPACES && !pj->live)
+                switch_to_live(pj);
+        if (pj->live && p->proj.keep)
+                return nsr_error_setx(err, EINVAL,
+                                      "--keep needs the overlay, and here the command would write to the projects "
+                                      "themselves (%s)",
+                                      a.conf == CONF_LANDLOCK ? "best-effort mode without user namespaces"
+                                                              : "--no-overlay");
+
         _cleanup_close_ int run_fd = nsr_run_create(statefd, pj->run_id, pj->n, err);
         if (run_fd < 0)
                 return run_fd;
-
-        size_t n_pol = nsr_strv_length(p->seccomp_policies);
-        nsr_bpf *bpf = nsr_malloc0((n_pol + 1) * sizeof(nsr_bpf));
-        r = 0;
-        for (size_t i = 0; i < n_pol && r >= 0; i++)
-                r = nsr_seccomp_policy_bpf(p->seccomp_policies[i], &bpf[i].data, &bpf[i].len, err);
 
         struct timespec started, run_start, ended;
         clock_gettime(CLOCK_REALTIME, &started);
@@ -406,27 +848,22 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 (void) fcntl(p->proj.report_fd, F_SETFD, FD_CLOEXEC);
         if (p->proj.events_fd != -1)
                 (void) fcntl(p->proj.events_fd, F_SETFD, FD_CLOEXEC);
-        pid_t watcher = -1;
-        int watcher_stop = -1;
-        if (r >= 0 && p->proj.events_fd != -1) {
-                nsr_events_project *ev = nsr_malloc0((pj->n + 1) * sizeof(nsr_events_project));
-                for (size_t i = 0; i < pj->n; i++)
-                        ev[i] = (nsr_events_project){ .path = pj->p[i].path, .upper = pj->p[i].upper };
-                r = nsr_events_start(p->proj.events_fd, ev, pj->n, &watcher, &watcher_stop, err);
-                free(ev);
-        }
 
         nsr_launch_result lr = { .exit_code = NSR_EXIT_FAILURE };
-        if (r >= 0) {
-                nsr_launch_extra extra = { .bpf = bpf, .n_bpf = n_pol, .kill_leftovers = true };
-                r = nsr_launch(p, &extra, &lr, err);
+        for (int tries = 0;; tries++) {
+                /* Live writes: the snapshots first, before anything runs
+                 * (a project over --snapshot-limit is refused here). */
+                r = pj->live ? take_snapshots(pj, run_fd, err) : 0;
+                if (r >= 0) {
+                        lr = (nsr_launch_result){ .exit_code = NSR_EXIT_FAILURE };
+                        r = launch_once(pj, run_fd, &a, &lr, err);
+                }
+                if (r >= 0 || tries >= 3 || !retry_after(pj, &a, err))
+                        break;
+                nsr_error_clear(err);
         }
-        nsr_events_stop(watcher, watcher_stop);
         if (p->proj.events_fd != -1)
                 p->proj.events_fd = safe_close(p->proj.events_fd);
-        for (size_t i = 0; i < n_pol; i++)
-                free(bpf[i].data);
-        free(bpf);
         clock_gettime(CLOCK_REALTIME, &ended);
 
         if (r < 0) {
@@ -437,16 +874,13 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(err, buf, sizeof(buf));
                 /* Project mode is never bwrap mode: a failure doctor can
-                 * explain points to it, as in main.c. */
+                 * explain points to it, as in main.c, and to best-effort
+                 * mode, which needs no user namespace. */
                 const char *hint = nsr_hostcheck_hint(err);
-                if (!hint && nsr_startswith(err->msg, "Can't make overlay mount") &&
-                    (err->code == EINVAL || err->code == EOPNOTSUPP))
-                        /* The usual cause: the project already sits on an
-                         * overlay (nsrun or a container inside nsrun), and
-                         * the kernel stacks overlays only two deep. */
-                        hint = "the project's file system cannot be an overlay's lower layer here (an overlay "
-                               "stack too deep?); \"nsrun doctor\" shows the stacking depth left";
-                msg(&o, "nsrun: %s%s%s", buf, hint ? "; " : "", hint ? hint : "");
+                msg(&o, "nsrun: %s%s%s%s", buf, hint ? "; " : "", hint ? hint : "",
+                    hint && a.conf == CONF_NAMESPACES && p->proj.sandbox == NSR_SANDBOX_REQUIRED
+                            ? "; --sandbox=best-effort runs without user namespaces (Landlock and seccomp)"
+                            : "");
                 nsr_error e2 = { 0 };
                 _cleanup_free_ char *rel = nsr_asprintf("runs/%s", pj->run_id);
                 (void) nsr_rm_rf_at(statefd, rel, &e2);
@@ -459,7 +893,8 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         bool capture_failed = false;
         for (size_t i = 0; i < pj->n; i++) {
                 nsr_error ce = { 0 };
-                if (capture_project(&pj->p[i], run_fd, i, &ce) < 0) {
+                r = pj->live ? capture_live(&pj->p[i], run_fd, i, &ce) : capture_project(&pj->p[i], run_fd, i, &ce);
+                if (r < 0) {
                         char buf[NSR_ERROR_MSG_MAX + 256];
                         nsr_error_format(&ce, buf, sizeof(buf));
                         nsr_strv_extend(&pj->p[i].errors, buf);
@@ -468,11 +903,13 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 }
         }
 
+        /* With live writes an interrupted run is in place all the same: it
+         * is recorded like any other, so it can be undone. */
         bool interrupted = lr.forwarded_signal != 0;
         const char *run_outcome;
         if (capture_failed)
                 run_outcome = "failed";
-        else if (interrupted || p->proj.keep)
+        else if (!pj->live && (interrupted || p->proj.keep))
                 run_outcome = "kept";
         else if (p->proj.discard)
                 run_outcome = "discarded";
@@ -484,6 +921,11 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 project_entry *e = &pj->p[i];
                 if (!e->changes) {
                         e->outcome = "failed";
+                        continue;
+                }
+                if (pj->live) {
+                        _cleanup_close_ int lock = nsr_project_lock(statefd, e->path, err);
+                        settle_live(pj, e, run_fd, i, &run_start, &o);
                         continue;
                 }
                 if (!streq(run_outcome, "committed")) {
@@ -537,7 +979,8 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 run_outcome = "conflict";
 
         /* The layers: an applied or discarded run needs them no more; a
-         * kept run keeps its upper dirs for diff and commit. */
+         * kept run keeps its upper dirs for diff and commit. A discarded
+         * live run needs its snapshot no more either. */
         for (size_t i = 0; i < pj->n; i++) {
                 char rel[32];
                 nsr_error ce = { 0 };
@@ -547,12 +990,24 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         snprintf(rel, sizeof(rel), "p%zu/upper", i);
                         (void) nsr_rm_rf_at(run_fd, rel, &ce);
                 }
+                if (pj->live && streq(pj->p[i].outcome, "discarded")) {
+                        char trash[32];
+                        snprintf(rel, sizeof(rel), "backup/p%zu", i);
+                        snprintf(trash, sizeof(trash), "trash/p%zu", i);
+                        if (mkdirat(run_fd, "trash", 0700) < 0 && errno != EEXIST)
+                                (void) nsr_rm_rf_at(run_fd, rel, &ce);
+                        else if (renameat(run_fd, rel, run_fd, trash) < 0)
+                                (void) nsr_rm_rf_at(run_fd, rel, &ce);
+                }
         }
+        /* What is left of the snapshots goes off the run's path. */
+        if (pj->live)
+                nsr_state_trash_background(pj->run_dir);
         write_meta(pj, run_fd, run_outcome, &run_start, lr.wait_status, true);
 
         /* Explanations. */
         int ws = lr.wait_status;
-        if (lr.exit_code != 0 && getuid() != 0) {
+        if (lr.exit_code != 0 && getuid() != 0 && !pj->live) {
                 for (size_t i = 0; i < pj->n; i++) {
                         char hint[NAME_MAX + 64];
                         const char *h = foreign_owner_hint(pj->p[i].fd, getuid(), hint, sizeof(hint));
@@ -570,8 +1025,8 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         nsr_strv_extend(&o.summary, line);
                 }
                 if (e->protected_changes && !nsr_changeset_is_empty(e->protected_changes))
-                        msg(&o, "nsrun: %s: dropped %zu change%s to protected git paths (hooks, config), e.g. %s",
-                            e->path, nsr_changeset_size(e->protected_changes),
+                        msg(&o, "nsrun: %s: %s %zu change%s to protected git paths (hooks, config), e.g. %s", e->path,
+                            pj->live ? "reverted" : "dropped", nsr_changeset_size(e->protected_changes),
                             nsr_changeset_size(e->protected_changes) == 1 ? "" : "s",
                             e->protected_changes->changes[0].path);
                 for (size_t k = 0; k < e->commit.n_conflicts; k++) {
@@ -604,7 +1059,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
 
         /* The report. */
         _cleanup_strv_free_ char **layers = NULL;
-        layers_of(p, &lr, &layers);
+        layers_of(p, a.conf, pj->live, a.landlock, &layers);
         nsr_report_project *rp = nsr_malloc0((pj->n + 1) * sizeof(nsr_report_project));
         nsr_report_conflict **rc = nsr_malloc0((pj->n + 1) * sizeof(nsr_report_conflict *));
         for (size_t i = 0; i < pj->n; i++) {

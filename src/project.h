@@ -46,6 +46,19 @@ void nsr_project_outcome_done(nsr_project_outcome *o);
 int nsr_project_capture(int run_fd, size_t index, int project_fd, nsr_changeset **ret_changes,
                         nsr_changeset **ret_protected, nsr_error *err);
 
+/* Lines for stderr that matter before the command runs (the state dir
+ * chosen, the sandbox that best-effort mode could build, a switch to
+ * --no-overlay): main.c prints them through fn as they come. */
+void nsr_project_set_notify(nsr_project *pj, void (*fn)(const char *line, void *userdata), void *userdata);
+
 /* Runs the prepared project. Returns a negative errno (err set) only when
- * nothing ran; otherwise fills *ret, whose exit_code says how it went. */
+ * nothing ran; otherwise fills *ret, whose exit_code says how it went.
+ *
+ * How the command is confined (--sandbox): the namespace sandbox, or in
+ * best-effort mode, when the user namespace layers cannot be built here,
+ * Landlock and seccomp (confine.h); with --sandbox=off nothing. How its
+ * writes are caught: an overlay per project, or (--no-overlay, an overlay
+ * impossible here, best-effort mode without namespaces, off) in place,
+ * against a snapshot taken before the run (snapshot.h), recorded so that
+ * undo works (nsr_commit_record_live). */
 int nsr_project_run(nsr_project *pj, nsr_project_outcome *ret, nsr_error *err);

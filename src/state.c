@@ -8,6 +8,8 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <signal.h>
 
@@ -43,6 +45,102 @@ int nsr_state_dir_resolve(const char *opt, char *const *env, char **ret, nsr_err
         if (!home || home[0] != '/')
                 return nsr_error_setx(err, ENOENT, "no state dir: set HOME, XDG_STATE_HOME or --state-dir");
         *ret = nsr_path_join(home, ".local/state/nsrun");
+        return 0;
+}
+
+#define OVERLAYFS_MAGIC 0x794c7630
+
+/* Why dir (which need not exist yet) cannot be a state dir here, or NULL:
+ * judged on it or on its nearest existing ancestor, where it would be
+ * made. */
+static const char *state_dir_unusable(const char *dir) {
+        _cleanup_free_ char *p = nsr_strdup(dir);
+        struct stat st;
+        while (lstat(p, &st) < 0) {
+                char *slash = strrchr(p, '/');
+                if (errno != ENOENT || !slash)
+                        return "it cannot be looked up";
+                if (slash == p)
+                        slash[1] = '\0';
+                else
+                        *slash = '\0';
+        }
+        if (!S_ISDIR(st.st_mode))
+                return "it is not a directory";
+        struct statvfs vfs;
+        if (statvfs(p, &vfs) == 0 && (vfs.f_flag & ST_RDONLY))
+                return "read-only file system";
+        struct statfs fs;
+        if (statfs(p, &fs) == 0 && (unsigned long) fs.f_type == OVERLAYFS_MAGIC)
+                return "it is on an overlay, which cannot hold the overlay layers of runs";
+        if (faccessat(AT_FDCWD, p, W_OK | X_OK, AT_EACCESS) < 0)
+                return "not writable";
+        if (streq(p, dir) && st.st_uid != geteuid())
+                return "not owned by you";
+        return NULL;
+}
+
+/* The private fallback: a real dir of ours that nobody else may write,
+ * made if missing. */
+static int fallback_state_dir(const char *path, nsr_error *err) {
+        struct stat st;
+        if (mkdir(path, 0700) < 0 && errno != EEXIST)
+                return nsr_error_set(err, errno, "cannot create the state dir %s", path);
+        if (lstat(path, &st) < 0)
+                return nsr_error_set(err, errno, "cannot stat the state dir %s", path);
+        if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+                return nsr_error_setx(err, EPERM,
+                                      "%s exists but is not a private directory of yours (owner uid %u, mode %04o); "
+                                      "choose a state dir with --state-dir",
+                                      path, (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777));
+        return 0;
+}
+
+int nsr_state_dir_choose(const char *opt, char *const *env, bool for_run, char **ret, char **ret_note,
+                         nsr_error *err) {
+        _cleanup_free_ char *dir = NULL;
+        int r = nsr_state_dir_resolve(opt, env, &dir, err);
+        if (r < 0 && (opt || r != -ENOENT))
+                return r;
+        nsr_error_clear(err);
+        *ret_note = NULL;
+        if (opt) {
+                *ret = TAKE_PTR(dir);
+                return 0;
+        }
+        const char *tmp = env_get(env, "TMPDIR");
+        if (!tmp || tmp[0] != '/')
+                tmp = "/tmp";
+        _cleanup_free_ char *base = nsr_path_normalize(tmp);
+        _cleanup_free_ char *fb = nsr_asprintf("%s/nsrun-state-%u", base, (unsigned) geteuid());
+        struct stat st;
+        const char *why = dir ? state_dir_unusable(dir) : "no HOME or XDG_STATE_HOME";
+        /* On an overlay, but so is the temp dir (a container's root): the
+         * move would gain nothing and lose the runs' persistence. */
+        if (why && nsr_startswith(why, "it is on an overlay") && state_dir_unusable(base))
+                why = NULL;
+        if (!for_run) {
+                /* Subcommands look where runs went: where a run would
+                 * have gone, if that dir exists. */
+                if (why && lstat(fb, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
+                        *ret = TAKE_PTR(fb);
+                        return 0;
+                }
+                if (!dir)
+                        return nsr_error_setx(err, ENOENT, "no state dir: set HOME, XDG_STATE_HOME or --state-dir");
+                *ret = TAKE_PTR(dir);
+                return 0;
+        }
+        if (!why) {
+                *ret = TAKE_PTR(dir);
+                return 0;
+        }
+        r = fallback_state_dir(fb, err);
+        if (r < 0)
+                return nsr_error_prefix(err, "the state dir %s cannot be used (%s), and the fallback", dir ? dir : "",
+                                        why);
+        *ret_note = nsr_asprintf("the state dir %s cannot be used here (%s); using %s", dir ? dir : "(none)", why, fb);
+        *ret = TAKE_PTR(fb);
         return 0;
 }
 
@@ -421,6 +519,12 @@ int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stat
                         runs[i].gone = true; /* not ours to judge: leave it */
                         continue;
                 }
+                /* What a run's own removal left behind (its nsrun died
+                 * first): never needed. */
+                if (!streq(runs[i].meta.state, "running")) {
+                        nsr_error te = { 0 };
+                        (void) nsr_rm_rf_at(fd, "trash", &te);
+                }
                 runs[i].size = tree_size(runs_fd, ids[i], 0);
                 /* A live run, or an apply waiting for recovery, is not ours
                  * to prune. An orphaned run (its nsrun died) is. */
@@ -462,25 +566,17 @@ int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stat
         return r < 0 ? r : 0;
 }
 
-void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t backup_limit) {
-        _cleanup_free_ char *stamp = nsr_path_join(state_dir, "gc.stamp");
-        struct stat st;
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        if (stat(stamp, &st) == 0 && now.tv_sec - st.st_mtime < 3600)
-                return;
-        _cleanup_close_ int sf = open(stamp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (sf < 0)
-                return;
+/* A grandchild in its own session, with no fd of the caller's and a low
+ * priority: whoever reads nsrun's output must not wait for it. Returns
+ * false in the caller, true in the grandchild. */
+static bool detach(void) {
         pid_t pid = fork();
         if (pid < 0)
-                return;
+                return false;
         if (pid > 0) {
                 (void) waitpid(pid, NULL, 0);
-                return;
+                return false;
         }
-        /* A grandchild in its own session, with no fd of the caller's:
-         * whoever reads nsrun's output must not wait for it. */
         if (setsid() < 0 || fork() != 0)
                 _exit(0);
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -491,6 +587,30 @@ void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t bac
         }
         closefrom(3);
         (void) nice(10);
+        return true;
+}
+
+void nsr_state_trash_background(const char *run_dir) {
+        if (!detach())
+                return;
+        int fd = open(run_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd >= 0) {
+                nsr_error e = { 0 };
+                (void) nsr_rm_rf_at(fd, "trash", &e);
+        }
+        _exit(0);
+}
+
+void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t backup_limit) {
+        _cleanup_free_ char *stamp = nsr_path_join(state_dir, "gc.stamp");
+        struct stat st;
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        if (stat(stamp, &st) == 0 && now.tv_sec - st.st_mtime < 3600)
+                return;
+        _cleanup_close_ int sf = open(stamp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (sf < 0 || !detach())
+                return;
         int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (statefd >= 0) {
                 nsr_error e = { 0 };

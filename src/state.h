@@ -6,6 +6,7 @@
  *       meta                   what the run was: see nsr_run_meta
  *       p0/upper p0/work ...   the overlay layers of project 0, 1, ...
  *       backup/p0/...          originals the apply replaced or deleted
+ *       trash/                 what is left of snapshots, removed in the background
  *       journal                the apply journal (commit.c)
  *       report.json            the run's report
  *   STATE/projects/KEY/lock    flock()ed while a run applies to the project
@@ -25,6 +26,17 @@
 
 /* --state-dir, else $XDG_STATE_HOME/nsrun, else ~/.local/state/nsrun. */
 int nsr_state_dir_resolve(const char *opt, char *const *env, char **ret, nsr_error *err);
+/* The state dir a run uses: --state-dir (opt) as given; else the default
+ * above, unless it cannot hold runs here: it cannot be created or written
+ * (a read-only home, as inside a sandbox), or it lies on an overlay, which
+ * cannot hold overlay upper dirs (inside nsrun's project mode the home is
+ * one). Then $TMPDIR/nsrun-state-UID (or /tmp/...), created 0700, and
+ * refused unless it is a real dir of the caller's that nobody else may
+ * write; *ret_note then says where and why, for stderr (NULL otherwise).
+ * With for_run false (subcommands, traces: nothing is created), the
+ * fallback is chosen only when the default does not exist and it does. */
+int nsr_state_dir_choose(const char *opt, char *const *env, bool for_run, char **ret, char **ret_note,
+                         nsr_error *err);
 /* Creates the state dir (0700, parents as needed) and opens it. */
 int nsr_state_open(const char *dir, nsr_error *err);
 /* What a run was: STATE/runs/RUN/meta, a line file ("key value"), with
@@ -74,6 +86,9 @@ typedef struct nsr_gc_stats {
  * the newest run of each project always stays. Runs still running (or
  * crashed with an apply unfinished) are left for recovery. */
 int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stats *ret, nsr_error *err);
+/* Removes RUN/trash (what is left of a snapshot once the backups are out
+ * of it) in a detached background process. */
+void nsr_state_trash_background(const char *run_dir);
 /* Runs nsr_state_gc() in a detached background process, at most once an
  * hour, so retention never sits on a run's critical path. */
 void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t backup_limit);

@@ -282,9 +282,18 @@ char **nsr_trace_notes(const nsr_plan *p) {
                 addf(&v, "nsrun-only: Landlock scopes abstract unix sockets and signals to the sandbox (ABI 6+)");
         if (p->map_all_ids)
                 addf(&v, "nsrun-only: the whole uid/gid range is mapped into the user namespace");
-        if (p->proj.projects)
+        if (p->proj.projects && (p->proj.no_overlay || p->proj.sandbox == NSR_SANDBOX_OFF))
+                addf(&v, "nsrun-only: the command writes to the projects in place; a snapshot taken before it runs "
+                         "is compared with them afterwards, and the changes are reported and %s",
+                     p->proj.discard ? "put back" : "recorded so that nsrun undo can restore them");
+        else if (p->proj.projects)
                 addf(&v, "nsrun-only: after the command, the changes in the upper layers are captured, reported and "
                          "%s", p->proj.discard ? "discarded" : p->proj.keep ? "kept for review" : "committed to the projects as one transaction");
+        if (p->proj.projects && p->proj.sandbox == NSR_SANDBOX_BEST_EFFORT)
+                addf(&v, "nsrun-only: where user namespaces are forbidden, none of the above applies: Landlock and "
+                         "seccomp confine the command instead (--sandbox=best-effort)");
+        if (p->proj.projects && p->proj.sandbox == NSR_SANDBOX_OFF)
+                addf(&v, "nsrun-only: --sandbox=off: none of the above applies; the command runs without isolation");
         if (p->seccomp_policies) {
                 char *list = nsr_strdup("");
                 for (size_t i = 0; p->seccomp_policies[i]; i++) {

@@ -705,6 +705,48 @@ int nsr_txn_run(nsr_txn *t, nsr_error *err) {
         return 0;
 }
 
+/* A transaction whose steps already happened: the command wrote to the
+ * project itself (best-effort and --no-overlay modes), and the originals
+ * are in the backup dir already (the snapshot). Only the record is left:
+ * the journal, complete and done, and the fingerprints. The journal is
+ * written under a temporary name and renamed into place last, so a crash
+ * never leaves an unfinished journal that a recovery would roll back:
+ * rolling back would move the command's live writes away. */
+int nsr_txn_record(nsr_txn *t, nsr_error *err) {
+        nsr_journal *j = t->j;
+        if (mkdirat(t->run_fd, "journal", 0700) < 0 && errno != EEXIST)
+                return nsr_error_set(err, errno, "cannot create the journal dir");
+        char name[32], tmp[48];
+        snprintf(name, sizeof(name), "journal/p%u", j->index);
+        snprintf(tmp, sizeof(tmp), "journal/p%u.record", j->index);
+        _cleanup_close_ int fd =
+                openat(t->run_fd, tmp, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "cannot create the journal");
+        t->journal_fd = fd;
+        int r = nsr_journal_write_plan(fd, j, err);
+        if (r >= 0)
+                r = write_fingerprints(t, err);
+        if (r >= 0 && (r = sync_all(t)) < 0)
+                nsr_error_set(err, -r, "cannot sync the file systems");
+        if (r >= 0 && ((r = nsr_journal_append(fd, "done", false)) < 0 || (r = nsr_journal_append(fd, "swept", true)) < 0))
+                nsr_error_set(err, -r, "cannot write the journal");
+        if (r >= 0 && renameat(t->run_fd, tmp, t->run_fd, name) < 0)
+                r = nsr_error_set(err, errno, "cannot put the journal in place");
+        if (r >= 0 && (r = fsync_dir_at(t->run_fd, "journal")) < 0)
+                nsr_error_set(err, -r, "cannot fsync the journal dir");
+        t->journal_fd = -1;
+        if (r < 0) {
+                (void) unlinkat(t->run_fd, tmp, 0);
+                char a[32];
+                snprintf(a, sizeof(a), "applied/p%u", j->index);
+                (void) unlinkat(t->run_fd, a, 0);
+                return r;
+        }
+        j->done = true;
+        return 0;
+}
+
 /* The backup dir of a new transaction: created, and empty (a rolled-back
  * attempt may have left empty dirs). */
 int nsr_txn_open_backup_root(int run_fd, unsigned index, nsr_error *err) {

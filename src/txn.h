@@ -30,6 +30,11 @@ typedef struct nsr_txn {
  * if the rollback failed too, leaving the journal to the next recovery). */
 int nsr_txn_run(nsr_txn *t, nsr_error *err);
 
+/* Records steps that already happened (the command wrote live; the
+ * originals are in RUN/backup/pN already): writes the journal, done, and
+ * the fingerprints, so that an undo can restore the backups. The journal
+ * appears under its real name only once complete. */
+int nsr_txn_record(nsr_txn *t, nsr_error *err);
 /* RUN/backup/pN, created, and empty (a rolled-back attempt may have left
  * empty dirs): an O_PATH fd. */
 int nsr_txn_open_backup_root(int run_fd, unsigned index, nsr_error *err);

@@ -1,8 +1,8 @@
 #!/bin/sh
 # Project mode: Landlock scoping of abstract sockets, --ro, the state dir
 # out of reach, the backup quota, what the sandbox sees when the host edits
-# the project during the run, and a clear error for an overlay stack too
-# deep.
+# the project during the run, and an overlay stack too deep (--no-overlay
+# then).
 . "$NSR_TESTS/lib.sh"
 export NSRUN_DATADIR="$NSR_STAGE"
 d=$(scratch)
@@ -78,7 +78,7 @@ is "$(sed -n 1p "$d/live.out")" "v2" "a host edit to a file not copied up is vis
 is "$(sed -n 2p "$d/live.out")" "v1" "a file already copied up keeps the sandbox's view"
 is "$(cat "$H/b")" "v2" "... and the host's edit is not overwritten (a conflict)"
 
-# An overlay stack too deep fails with a clear message.
+# An overlay stack too deep: the project is bound instead, with a message.
 if is_root; then
 	skip "overlay stack too deep" "the nested sandboxes need a fresh /proc, which a root-run outer sandbox covers"
 else
@@ -89,8 +89,8 @@ else
 		--ro-bind "$NSR_STAGE" "$NSR_STAGE" \
 		--overlay-src /mnt --tmp-overlay /mnt -- \
 		"$NSRUN" -p /mnt/p --state-dir "$d/deep" -- true
-	is "$rc" 125 "a project on an overlay two deep: exit 125"
-	like "$err" "overlay stack too deep" "... with a message that says why"
+	is "$rc" 0 "a project on an overlay two deep still runs (t260 has more)"
+	like "$err" "overlay stack too deep.*running with --no-overlay" "... with --no-overlay, and a message that says why"
 fi
 rm -rf "$d"
 done_testing

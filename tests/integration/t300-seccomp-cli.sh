@@ -8,11 +8,11 @@ d=$(scratch)
 
 run $NSRUN seccomp list
 is "$rc" 0 "list succeeds"
-is "$(printf '%s\n' "$out" | awk '{ print $1 }' | tr '\n' ' ')" "default default-nested nesting permissive strict " \
-	"list shows the five shipped profiles"
+is "$(printf '%s\n' "$out" | awk '{ print $1 }' | tr '\n' ' ')" "default default-nested fallback nesting permissive strict " \
+	"list shows the six shipped profiles"
 like "$out" '^default +Blocks kernel attack surface' "list shows each profile's summary line"
 
-run $NSRUN seccomp check default default-nested nesting permissive strict
+run $NSRUN seccomp check default default-nested fallback nesting permissive strict
 is "$rc" 0 "every shipped profile passes check"
 like "$out" 'default\.policy: ok, [0-9]+ filter rules, [0-9]+ BPF instructions' "check reports rules and instructions"
 

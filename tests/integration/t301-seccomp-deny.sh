@@ -11,7 +11,7 @@ run sandbox_probe "$PROBE" "" --witness mount
 [ "$out" = "mount ENOSYS" ] || skip_all "cannot run the probe helper in a sandbox here: $out $err"
 
 profiles=$(shipped_profiles)
-is "$(echo $profiles)" "default default-nested nesting permissive strict" "the five shipped profiles are staged"
+is "$(echo $profiles)" "default default-nested fallback nesting permissive strict" "the six shipped profiles are staged"
 
 # What each profile must deny, as issue 5 lists it. The checks below take
 # their expectations from the policy files, so this is what notices a rule
@@ -24,6 +24,7 @@ perf_event_open userfaultfd add_key request_key keyctl io_uring_setup io_uring_e
 open_by_handle_at modify_ldt uselib personality socket"
 spec_default="$spec_default_nested $spec_nesting"
 spec_strict="$spec_default ptrace process_vm_readv process_vm_writev"
+spec_fallback="socket"
 set_of() { printf '%s\n' $* | LC_ALL=C sort -u | tr '\n' ' '; }
 for profile in $profiles; do
 	eval "spec=\$spec_$(echo "$profile" | tr - _)"
@@ -51,7 +52,33 @@ is "$(printf '%s\n' "$ctl" | awk '$2 != "ENOSYS" && $2 != "unsupported"')" "" \
 	"without a policy, the witness answers ENOSYS for every probe"
 
 for profile in $profiles; do
+	# fallback.policy denies every socket, the ones the others let
+	# through included: checked on its own below.
+	[ "$profile" = fallback ] && continue
 	check_profile "$PROBE" "$profile"
+done
+
+# fallback.policy (best-effort mode, no network namespace): socket(2)
+# fails with EACCES whatever the family, unix included; everything else
+# goes through.
+socks=$(printf '%s\n' "$PROBES_DENY" | awk '$2 == "socket" { print $1 }'; printf '%s\n' $PROBES_PASS | grep '^socket_')
+others=$(printf '%s\n' $PROBES_PASS | grep -v '^socket_')
+res=$(sandbox_probe "$PROBE" fallback --witness $socks $others 2>&1)
+for p in $socks; do
+	got=$(printf '%s\n' "$res" | result_of "$p")
+	if [ "$got" = unsupported ]; then
+		skip "[fallback] $p" "this argument form does not exist on this arch"
+	else
+		is "$got" EACCES "[fallback] socket denied with EACCES ($p)"
+	fi
+done
+for p in $others; do
+	got=$(printf '%s\n' "$res" | result_of "$p")
+	if [ "$got" = unsupported ]; then
+		skip "[fallback] $p" "this argument form does not exist on this arch"
+	else
+		is "$got" ENOSYS "[fallback] $p is let through"
+	fi
 done
 
 # The filter is in the command, not just somewhere: Seccomp mode 2.

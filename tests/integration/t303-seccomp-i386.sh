@@ -18,8 +18,19 @@ run sandbox_probe "$PROBE32" "" --witness mount
 is "$out" "mount ENOSYS" "the i386 helper runs in a sandbox"
 
 for profile in $(shipped_profiles); do
+	# fallback.policy refuses every socket: checked on its own below.
+	[ "$profile" = fallback ] && continue
 	check_profile "$PROBE32" "$profile" "i386 $profile"
 done
+
+# fallback.policy: socket() and socketcall(SYS_SOCKET) alike fail with
+# EACCES, whatever the family; other calls go through.
+res=$(sandbox_probe "$PROBE32" fallback --witness socket_unix socket_inet socket_packet socketcall_unix \
+	socketcall_packet ioctl_tcgets 2>&1)
+for p in socket_unix socket_inet socket_packet socketcall_unix socketcall_packet; do
+	is "$(printf '%s\n' "$res" | result_of $p)" EACCES "[i386 fallback] $p refused with EACCES"
+done
+is "$(printf '%s\n' "$res" | result_of ioctl_tcgets)" ENOSYS "[i386 fallback] ioctl_tcgets is let through"
 
 # socketcall: the direct socket() call stays precise, while socketcall's
 # SYS_SOCKET is refused whatever the family.

@@ -46,8 +46,10 @@ sleep 0.5
 kill -TERM $pid
 wait $pid
 is "$?" 7 "the confined pid 1 forwards SIGTERM and reports the command's status"
-run $NSRUN $SBX --seccomp-policy default -- sh -c 'sleep 0.3 & exit 3'
-is "$rc" 3 "and waits out an orphan left behind"
+run $NSRUN $SBX --seccomp-policy default -- sh -c 'sleep 0.317 & exit 3'
+is "$rc" 3 "the command's status comes back as soon as it exits"
+sleep 0.8
+is "$(pgrep -u "$(id -u)" -f 'sleep 0.317 [&] exit' | wc -l)" 0 "and pid 1 reaps the orphan it left, then exits"
 
 rm -rf "$d"
 seccomp_done_testing

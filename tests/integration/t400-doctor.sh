@@ -134,8 +134,8 @@ run "$NSRUN" $BASE --bind "$d/nonexistent" /x true
 is "$err" "nsrun: Can't find source path $d/nonexistent: No such file or directory" "other errors get no hint"
 mkdir "$d/proj"
 run env NSRUN_DATADIR="$NSR_STAGE" "$R" --max-userns 0 -- "$NSRUN" --project "$d/proj" --state-dir "$d/state" -- true
-is "$rc:$err" "125:nsrun: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC); run \"nsrun doctor\" for details" \
-	"project mode's launch failure points to nsrun doctor"
+is "$rc:$err" "125:nsrun: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC); run \"nsrun doctor\" for details; --sandbox=best-effort runs without user namespaces (Landlock and seccomp)" \
+	"project mode's launch failure points to nsrun doctor and best-effort mode"
 
 cd / && rm -rf "$d"
 done_testing

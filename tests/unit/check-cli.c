@@ -227,7 +227,7 @@ static const struct {
         { "--allow-nested", 0 },   { "--state-dir", 1 },   { "--report", 1 },   { "--report-fd", 1 },
         { "--discard", 0 },        { "--keep", 0 },        { "--quiet", 0 },    { "-q", 0 },
         { "--verbose", 0 },        { "-v", 0 },            { "--events-fd", 1 }, { "--keep-days", 1 },
-        { "--backup-limit", 1 },
+        { "--backup-limit", 1 },   { "--sandbox", 1 },     { "--no-overlay", 0 }, { "--snapshot-limit", 1 },
 };
 
 START_TEST(test_table_bwrap_options) {
@@ -773,6 +773,19 @@ START_TEST(test_project_options) {
         N_ERR("--backup-limit takes a size such as 2G, not \"lots\"", "--backup-limit", "lots", "true");
         N_ERR("--backup-limit takes a size such as 2G, not \"0\"", "--backup-limit", "0", "true");
         N_ERR("--keep-days takes a number of days, not \"-1\"", "--keep-days", "-1", "true");
+        ck_assert_int_eq(p->proj.sandbox, NSR_SANDBOX_REQUIRED);
+        ck_assert(!p->proj.no_overlay && p->proj.snapshot_limit == 0);
+        _cleanup_plan_ nsr_plan *be = N_OK("-p", "/a", "--sandbox=best-effort", "--no-overlay", "--snapshot-limit", "2G",
+                                           "true");
+        ck_assert_int_eq(be->proj.sandbox, NSR_SANDBOX_BEST_EFFORT);
+        ck_assert(be->proj.no_overlay);
+        ck_assert_uint_eq(be->proj.snapshot_limit, (uint64_t) 2 << 30);
+        _cleanup_plan_ nsr_plan *off = N_OK("-p", "/a", "--sandbox", "off", "--sandbox", "required", "true");
+        ck_assert_int_eq(off->proj.sandbox, NSR_SANDBOX_REQUIRED); /* the last one wins */
+        N_ERR("--sandbox takes required, best-effort or off, not \"none\"", "--sandbox", "none", "true");
+        N_ERR("--snapshot-limit takes a size such as 1G, not \"big\"", "--snapshot-limit=big", "true");
+        B_ERR("Unknown option --sandbox", "--sandbox", "off", "true");
+        B_ERR("Unknown option --no-overlay", "--no-overlay", "true");
         N_ERR("--project needs a directory", "--project", "", "true");
         N_ERR("-p needs a directory", "-p", "", "true");
         N_ERR("Invalid fd: x", "--events-fd", "x", "true");

@@ -3,6 +3,8 @@
  * and run meta files; textdiff.c. */
 #include "config.h"
 
+#include <linux/capability.h>
+
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -187,9 +189,11 @@ START_TEST(test_build_user_wins) {
         ck_assert_ptr_null(p->seccomp_policies[1]);
         ck_assert_str_eq(p->chdir, cwd);
         ck_assert(p->map_all_ids);            /* real root maps its whole range */
-        ck_assert_uint_eq(p->n_caps, 1);       /* ... and drops every cap */
+        ck_assert_uint_eq(p->n_caps, 2);       /* ... and drops every cap */
         ck_assert(!p->caps[0].add);
         ck_assert_int_eq(p->caps[0].cap, -1);
+        ck_assert(p->caps[1].add);             /* but CAP_SETFCAP, for a nested sandbox as uid 0 */
+        ck_assert_int_eq(p->caps[1].cap, CAP_SETFCAP);
         nsr_plan_free(p);
         nsr_plan_free(user);
         _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", d);

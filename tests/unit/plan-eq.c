@@ -9,7 +9,7 @@
 #if defined(__x86_64__)
 /* A tripwire: a field added to nsr_plan or nsr_op must be compared below
  * (then update the size here). */
-static_assert(sizeof(nsr_plan) == 312, "nsr_plan changed: update tests/unit/plan-eq.c");
+static_assert(sizeof(nsr_plan) == 328, "nsr_plan changed: update tests/unit/plan-eq.c");
 static_assert(sizeof(nsr_op) == 72, "nsr_op changed: update tests/unit/plan-eq.c");
 #endif
 
@@ -156,6 +156,9 @@ char *test_plan_diff(const nsr_plan *a, const nsr_plan *b, unsigned flags) {
                 DIFF_INT("proj.events_fd", a->proj.events_fd, b->proj.events_fd);
                 DIFF_INT("proj.keep_days", a->proj.keep_days, b->proj.keep_days);
                 DIFF_INT("proj.backup_limit", a->proj.backup_limit, b->proj.backup_limit);
+                DIFF_INT("proj.snapshot_limit", a->proj.snapshot_limit, b->proj.snapshot_limit);
+                DIFF_INT("proj.sandbox", a->proj.sandbox, b->proj.sandbox);
+                DIFF_INT("proj.no_overlay", a->proj.no_overlay, b->proj.no_overlay);
                 DIFF_INT("proj.flags", a->proj.allow_nested | a->proj.discard << 1 | a->proj.keep << 2 |
                                                a->proj.quiet << 3 | a->proj.verbose << 4,
                          b->proj.allow_nested | b->proj.discard << 1 | b->proj.keep << 2 | b->proj.quiet << 3 |

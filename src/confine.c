@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "confine.h"
+#include "reaper.h"
+
+extern char **environ;
+
+/* ---- the read allow-list ---------------------------------------------------- */
+
+int nsr_confine_list_dir(const char *dir, char ***ret, void *userdata) {
+        (void) userdata;
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (dfd < 0)
+                return -errno;
+        DIR *d = fdopendir(dfd);
+        if (!d) {
+                close(dfd);
+                return -errno;
+        }
+        char **v = nsr_malloc0(sizeof(char *));
+        int r = 0;
+        for (size_t n = 0;; n++) {
+                errno = 0;
+                struct dirent *de = readdir(d);
+                if (!de) {
+                        r = errno ? -errno : 0;
+                        break;
+                }
+                if (n > NSR_CONFINE_MAX_RULES * 4) {
+                        r = -E2BIG;
+                        break;
+                }
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                unsigned char t = de->d_type;
+                if (t == DT_UNKNOWN) {
+                        struct stat st;
+                        if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                                continue;
+                        t = S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
+                }
+                if (t != DT_LNK)
+                        nsr_strv_extend(&v, de->d_name);
+        }
+        closedir(d);
+        if (r < 0) {
+                nsr_strv_free(v);
+                return r;
+        }
+        *ret = v;
+        return 0;
+}
+
+static bool is_under(const char *path, const char *dir) {
+        size_t l = strlen(dir);
+        if (l == 1 && dir[0] == '/')
+                return path[0] == '/';
+        return strncmp(path, dir, l) == 0 && (path[l] == '/' || path[l] == '\0');
+}
+
+static int str_cmp(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+int nsr_confine_allowlist(char *const *hidden, nsr_confine_lister list, void *userdata, size_t max, char ***ret,
+                          nsr_error *err) {
+        _cleanup_strv_free_ char **h = nsr_malloc0(sizeof(char *));
+        for (size_t i = 0; hidden && hidden[i]; i++) {
+                if (hidden[i][0] != '/')
+                        return nsr_error_setx(err, EINVAL, "a hidden path must be absolute: %s", hidden[i]);
+                _cleanup_free_ char *p = nsr_path_normalize(hidden[i]);
+                if (streq(p, "/"))
+                        return nsr_error_setx(err, EINVAL, "cannot hide / itself: nothing would be readable");
+                nsr_strv_extend(&h, p);
+        }
+        /* Hidden paths below another hidden path add nothing. */
+        _cleanup_strv_free_ char **top = nsr_malloc0(sizeof(char *));
+        for (size_t i = 0; h[i]; i++) {
+                bool covered = false;
+                for (size_t k = 0; h[k] && !covered; k++)
+                        if (k != i && is_under(h[i], h[k]) && (!streq(h[i], h[k]) || k < i))
+                                covered = true;
+                if (!covered)
+                        nsr_strv_extend(&top, h[i]);
+        }
+        /* Their ancestors, "/" first: the dirs whose entries are granted
+         * one by one. */
+        _cleanup_strv_free_ char **split = nsr_malloc0(sizeof(char *));
+        for (size_t i = 0; top[i]; i++) {
+                const char *p = top[i];
+                for (const char *s = p;; s = strchr(s + 1, '/')) {
+                        if (!s)
+                                break;
+                        _cleanup_free_ char *a = s == p ? nsr_strdup("/") : nsr_strndup(p, (size_t) (s - p));
+                        if (!nsr_strv_contains(split, a))
+                                nsr_strv_extend(&split, a);
+                }
+        }
+        char **out = nsr_malloc0(sizeof(char *));
+        size_t n = 0;
+        for (size_t i = 0; split[i]; i++) {
+                _cleanup_strv_free_ char **names = NULL;
+                if (list(split[i], &names, userdata) < 0)
+                        continue; /* unreadable: nothing in it is granted */
+                for (size_t k = 0; names && names[k]; k++) {
+                        _cleanup_free_ char *p = nsr_path_join(split[i], names[k]);
+                        if (nsr_strv_contains(top, p) || nsr_strv_contains(split, p))
+                                continue;
+                        if (++n > max) {
+                                nsr_strv_free(out);
+                                return nsr_error_setx(err, E2BIG,
+                                                      "hiding paths from a Landlock sandbox takes one rule per entry "
+                                                      "beside them, and there are more than %zu", max);
+                        }
+                        nsr_strv_push(&out, TAKE_PTR(p));
+                }
+        }
+        if (n > 1)
+                qsort(out, n, sizeof(char *), str_cmp);
+        *ret = out;
+        return 0;
+}
+
+/* ---- running the command ------------------------------------------------------- */
+
+_noreturn_ static void child_fail(int fd, const nsr_error *e) {
+        (void) nsr_write_all(fd, e, sizeof(*e));
+        _exit(1);
+}
+
+static int load_bpf(const nsr_confine_opts *o, nsr_error *err) {
+        for (size_t i = 0; i < o->n_bpf; i++) {
+                struct sock_fprog prog = {
+                        .len = (unsigned short) (o->bpf[i].len / 8),
+                        .filter = (struct sock_filter *) o->bpf[i].data,
+                };
+                if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+                        return nsr_error_set(err, errno, "prctl(PR_SET_SECCOMP)");
+        }
+        return 0;
+}
+
+_noreturn_ static void child_main(const nsr_confine_opts *o, int errfd, pid_t parent, char **env,
+                                  const sigset_t *old_mask) {
+        const nsr_plan *p = o->plan;
+        nsr_error e = { 0 };
+        if (p->new_session && setsid() < 0)
+                child_fail(errfd, (nsr_error_set(&e, errno, "setsid"), &e));
+        if (p->die_with_parent) {
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+                        child_fail(errfd, (nsr_error_set(&e, errno, "prctl"), &e));
+                /* No pid namespace here: getppid() tells. */
+                if (getppid() != parent)
+                        _exit(1);
+        }
+        if (p->chdir && chdir(p->chdir) < 0)
+                child_fail(errfd, (nsr_error_set(&e, errno, "Can't chdir to %s", p->chdir), &e));
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                child_fail(errfd, (nsr_error_set(&e, errno, "prctl(PR_SET_NO_NEW_PRIVS) failed"), &e));
+        if (o->landlock_fd >= 0 && nsr_landlock_enforce(o->landlock_fd, &e) < 0)
+                child_fail(errfd, &e);
+        if (load_bpf(o, &e) < 0)
+                child_fail(errfd, &e);
+        signal(SIGCHLD, SIG_DFL);
+        sigprocmask(SIG_SETMASK, old_mask, NULL);
+        environ = env;
+        if (strchr(p->argv[0], '/'))
+                execv(p->argv[0], p->argv);
+        else
+                execvp(p->argv[0], p->argv);
+        e = (nsr_error){ 0 };
+        nsr_error_set(&e, errno, "execvp %s", p->argv[0]);
+        e.kind = NSR_ERR_EXEC;
+        child_fail(errfd, &e);
+}
+
+static bool spare(const nsr_confine_opts *o, pid_t pid) {
+        for (size_t i = 0; i < o->n_spare; i++)
+                if (o->spare[i] == pid)
+                        return true;
+        return false;
+}
+
+/* Our children (by /proc/PID/stat), apart from the spared ones. */
+static size_t children_of_us(const nsr_confine_opts *o, pid_t *v, size_t max) {
+        DIR *d = opendir("/proc");
+        if (!d)
+                return 0;
+        pid_t self = getpid();
+        size_t n = 0;
+        struct dirent *de;
+        while ((de = readdir(d)) && n < max) {
+                uint32_t pid;
+                if (nsr_parse_u32(de->d_name, &pid) < 0 || pid == 0)
+                        continue;
+                char path[64], buf[512];
+                snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+                _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                int k = nsr_read_full(fd, buf, sizeof(buf) - 1);
+                if (k <= 0)
+                        continue;
+                buf[k] = '\0';
+                /* "PID (COMM) S PPID ...": COMM may hold anything, even ")". */
+                const char *rp = strrchr(buf, ')');
+                int ppid;
+                char state;
+                if (!rp || sscanf(rp + 1, " %c %d", &state, &ppid) != 2)
+                        continue;
+                if (ppid == self && !spare(o, (pid_t) pid))
+                        v[n++] = (pid_t) pid;
+        }
+        closedir(d);
+        return n;
+}
+
+/* Once the command is done, whatever it started goes too. As a subreaper
+ * we inherit every orphan below us, so killing our children round after
+ * round reaches all of them. Bounded. */
+static void kill_leftovers(const nsr_confine_opts *o) {
+        pid_t v[256];
+        for (int round = 0; round < 64; round++) {
+                size_t n = children_of_us(o, v, ELEMENTSOF(v));
+                if (n == 0)
+                        return;
+                for (size_t i = 0; i < n; i++)
+                        (void) kill(v[i], SIGKILL);
+                for (size_t i = 0; i < n; i++)
+                        while (waitpid(v[i], NULL, 0) < 0 && errno == EINTR)
+                                ;
+        }
+}
+
+static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch_result *res, nsr_error *err) {
+        sigset_t set;
+        nsr_forwarded_sigset(&set);
+        sigaddset(&set, SIGCHLD);
+        _cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+        if (sfd < 0)
+                return nsr_error_set(err, errno, "Can't create signalfd");
+        nsr_error child_err = { 0 };
+        size_t got = 0;
+        bool eof = false, gone = false;
+        int status = 0;
+        while (!gone) {
+                struct pollfd fds[2] = { { .fd = sfd, .events = POLLIN },
+                                         { .fd = eof ? -1 : errfd, .events = POLLIN } };
+                if (poll(fds, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return nsr_error_set(err, errno, "poll");
+                }
+                if (fds[1].revents) {
+                        ssize_t n = read(errfd, (char *) &child_err + got, sizeof(child_err) - got);
+                        if (n > 0)
+                                got += (size_t) n;
+                        else if (n == 0 || errno != EINTR)
+                                eof = true;
+                }
+                if (fds[0].revents) {
+                        struct signalfd_siginfo si;
+                        if (read(sfd, &si, sizeof(si)) != (ssize_t) sizeof(si))
+                                continue;
+                        if (si.ssi_signo == SIGCHLD) {
+                                int st;
+                                while (waitpid(child, &st, WNOHANG) == child) {
+                                        status = st;
+                                        gone = true;
+                                }
+                        } else {
+                                if (!res->forwarded_signal)
+                                        res->forwarded_signal = (int) si.ssi_signo;
+                                (void) kill(child, (int) si.ssi_signo);
+                        }
+                }
+        }
+        /* The error pipe's write end died with the child (or the exec). */
+        ssize_t n;
+        while (got < sizeof(child_err) && (n = read(errfd, (char *) &child_err + got, sizeof(child_err) - got)) > 0)
+                got += (size_t) n;
+        kill_leftovers(o);
+        if (got == sizeof(child_err)) {
+                child_err.msg[sizeof(child_err.msg) - 1] = '\0';
+                *err = child_err;
+                return -(child_err.code ? child_err.code : EIO);
+        }
+        res->exec_done = true;
+        res->wait_status = status;
+        res->exit_code = nsr_exit_code_from_status(status);
+        return 0;
+}
+
+int nsr_confine_run(const nsr_confine_opts *o, nsr_launch_result *ret, nsr_error *err) {
+        const nsr_plan *p = o->plan;
+        nsr_launch_result res = { .exit_code = 1 };
+        _cleanup_strv_free_ char **env = nsr_plan_build_env(p, environ);
+        if (o->tmpdir) {
+                size_t n = nsr_strv_length(env), k = 0;
+                for (size_t i = 0; i < n; i++)
+                        if (nsr_startswith(env[i], "TMPDIR="))
+                                free(env[i]);
+                        else
+                                env[k++] = env[i];
+                env[k] = NULL;
+                nsr_strv_push(&env, nsr_asprintf("TMPDIR=%s", o->tmpdir));
+        }
+        if (p->chdir) {
+                size_t n = nsr_strv_length(env), k = 0;
+                for (size_t i = 0; i < n; i++)
+                        if (nsr_startswith(env[i], "PWD="))
+                                free(env[i]);
+                        else
+                                env[k++] = env[i];
+                env[k] = NULL;
+                nsr_strv_push(&env, nsr_asprintf("PWD=%s", p->chdir));
+        }
+        int pipefd[2];
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return nsr_error_set(err, errno, "pipe2()");
+        _cleanup_close_ int rfd = pipefd[0];
+        _cleanup_close_ int wfd = pipefd[1];
+
+        sigset_t block, old;
+        nsr_forwarded_sigset(&block);
+        sigaddset(&block, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &block, &old);
+        /* Orphans of the command come to us, so that none survives it. */
+        (void) prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        pid_t parent = getpid();
+        pid_t child = fork();
+        if (child == 0) {
+                rfd = safe_close(rfd);
+                child_main(o, wfd, parent, env, &old);
+        }
+        int r;
+        if (child < 0)
+                r = nsr_error_set(err, errno, "fork");
+        else {
+                wfd = safe_close(wfd);
+                res.child_pid = child;
+                r = monitor(o, child, rfd, &res, err);
+        }
+        (void) prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        *ret = res;
+        return r;
+}
+
+/* ---- the rules for a project-mode command ------------------------------------------------ */
+
+/* Devices a command writes to without owning anything: the usual sinks
+ * and sources, and the terminal (already open ones need no rule:
+ * Landlock checks at open). */
+static const char *const write_devices[] = { "/dev/null", "/dev/zero",    "/dev/full", "/dev/random",
+                                             "/dev/urandom", "/dev/tty", "/dev/ptmx" };
+
+void nsr_confine_rules_done(nsr_landlock_rules *r) {
+        nsr_strv_free(r->read);
+        nsr_strv_free(r->write);
+        nsr_strv_free(r->write_files);
+        *r = (nsr_landlock_rules){ 0 };
+}
+
+int nsr_confine_rules(const nsr_confine_paths *in, nsr_landlock_rules *ret, nsr_error *err) {
+        _cleanup_strv_free_ char **writable = nsr_malloc0(sizeof(char *));
+        for (char *const *p = in->projects; p && *p; p++)
+                nsr_strv_extend(&writable, *p);
+        for (char *const *p = in->rw; p && *p; p++)
+                nsr_strv_extend(&writable, *p);
+        if (in->tmpdir)
+                nsr_strv_extend(&writable, in->tmpdir);
+        /* A writable tree is readable as a whole, so nothing in it can be
+         * hidden (Landlock only adds): refuse rather than show it. */
+        for (char *const *h = in->hidden; h && *h; h++)
+                for (char **w = writable; *w; w++)
+                        if (is_under(*h, *w) && !streq(*w, in->tmpdir))
+                                return nsr_error_setx(err, EINVAL,
+                                                      "%s would be writable, but %s inside it must stay hidden, which "
+                                                      "Landlock cannot do (it can only grant): best-effort mode "
+                                                      "cannot run on it",
+                                                      *w, *h);
+        nsr_landlock_rules r = { 0 };
+        int k = nsr_confine_allowlist(in->hidden, nsr_confine_list_dir, NULL, NSR_CONFINE_MAX_RULES, &r.read, err);
+        if (k < 0)
+                return k;
+        for (char *const *p = in->ro; p && *p; p++)
+                nsr_strv_extend(&r.read, *p);
+        r.write = TAKE_PTR(writable);
+        r.write_files = nsr_malloc0(sizeof(char *));
+        for (size_t i = 0; i < ELEMENTSOF(write_devices); i++)
+                nsr_strv_extend(&r.write_files, write_devices[i]);
+        /* Terminals opened later (ssh asking for a password): the pty dir. */
+        nsr_strv_extend(&r.write, "/dev/pts");
+        r.deny_tcp = true;
+        r.scope = true;
+        *ret = r;
+        return 0;
+}
