@@ -330,6 +330,8 @@ int nsr_cmd_commit(int argc, char **argv) {
                         .project_index = (unsigned) i,
                         /* Conflicts are judged against the run's own start. */
                         .run_start = m.start,
+                        .state_fd = statefd,
+                        .run_id = m.run_id,
                 };
                 if (nsr_commit_apply(cs, &co, &res, &e) < 0) {
                         nsr_error_prefix(&e, "%s: the apply failed and was rolled back", m.projects[i]);
@@ -505,7 +507,9 @@ int nsr_cmd_undo(int argc, char **argv) {
                                      .run_fd = run_fd,
                                      .project_index = (unsigned) i,
                                      .undo_run_fd = undo_fd,
-                                     .force = a.force };
+                                     .force = a.force,
+                                     .state_fd = statefd,
+                                     .undo_run_id = undo_id };
                 if (nsr_commit_undo(&uo, &ur, &e) < 0) {
                         nsr_error_prefix(&e, "%s: the undo failed and was rolled back", m.projects[i]);
                         err_print(&e);

@@ -746,6 +746,8 @@ int nsr_commit_apply(const nsr_changeset *cs, const nsr_commit_opts *o, nsr_comm
                 .journal_fd = -1,
                 .project_dev = pst.st_dev,
                 .stats = &p.res.stats,
+                .state_fd = o->state_fd,
+                .run_id = o->run_id,
         };
         p.res.stats.steps = j->n_steps;
         r = nsr_txn_run(&t, err);
@@ -783,6 +785,36 @@ static bool is_run_name(const char *name) {
         return nsr_run_id_is_valid(name);
 }
 
+/* Recovers one journal, RUNS/id/journal/name; *ret_final as for
+ * nsr_txn_recover_journal. -ENOENT when the run or its journal is gone. */
+static int recover_one(int runs, const char *id, const char *name, const char *project_path, int project_fd,
+                       size_t *count, bool *ret_final, nsr_error *err) {
+        *ret_final = false;
+        _cleanup_close_ int rfd = openat(runs, id, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (rfd < 0)
+                return -errno;
+        _cleanup_close_ int jdir = openat(rfd, "journal", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (jdir < 0)
+                return -errno;
+        if (faccessat(jdir, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        int r = nsr_txn_recover_journal(rfd, jdir, name, project_path, project_fd, count, ret_final, err);
+        if (r < 0)
+                nsr_error_prefix(err, "recovering run %s", id);
+        return r;
+}
+
+/* "RUNID.pN" -> RUNID and "pN". */
+static bool split_mark(const char *mark, char *id, size_t id_len, char *name, size_t name_len) {
+        const char *dot = strrchr(mark, '.');
+        if (!dot || (size_t) (dot - mark) >= id_len || strlen(dot + 1) >= name_len)
+                return false;
+        memcpy(id, mark, (size_t) (dot - mark));
+        id[dot - mark] = '\0';
+        snprintf(name, name_len, "%s", dot + 1);
+        return nsr_run_id_is_valid(id) && is_journal_name(name);
+}
+
 int nsr_commit_recover(int statefd, const char *project_path, int project_fd, size_t *ret_recovered, nsr_error *err) {
         if (statefd < 0 || project_fd < 0 || !project_path || !ret_recovered)
                 return nsr_error_setx(err, EINVAL, "nsr_commit_recover: invalid arguments");
@@ -794,11 +826,40 @@ int nsr_commit_recover(int statefd, const char *project_path, int project_fd, si
                 *ret_recovered = 0;
                 return 0;
         }
+        int first = 0;
+        bool final;
+        _cleanup_close_ int pending = openat(statefd, "pending", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (pending >= 0) {
+                /* The index (see txn.c): only marked journals can be
+                 * unfinished. Newest first, as the marks sort by run id. */
+                _cleanup_strv_free_ char **marks = NULL;
+                int r = list_dir(pending, NULL, &marks);
+                if (r < 0)
+                        return nsr_error_set(err, -r, "cannot list the pending journals");
+                for (char **m = marks; m && *m; m++) {
+                        char id[NSR_RUN_ID_MAX], name[16];
+                        if (!split_mark(*m, id, sizeof(id), name, sizeof(name)))
+                                continue;
+                        nsr_error e = { 0 };
+                        r = recover_one(runs, id, name, project_path, project_fd, &count, &final, &e);
+                        if (r == -ENOENT || (r >= 0 && final))
+                                (void) unlinkat(pending, *m, 0);
+                        else if (r < 0 && r != -ENOENT && first == 0) {
+                                *err = e;
+                                first = r;
+                        }
+                }
+                *ret_recovered = count;
+                return first;
+        }
+        if (errno != ENOENT)
+                return nsr_error_set(err, errno, "cannot open the pending journals dir");
+
+        /* A state dir from before the index: every run's journals. */
         _cleanup_strv_free_ char **ids = NULL;
         int r = list_dir(runs, is_run_name, &ids);
         if (r < 0)
                 return nsr_error_set(err, -r, "cannot list the runs");
-        int first = 0;
         for (char **id = ids; id && *id; id++) {
                 _cleanup_close_ int rfd = openat(runs, *id, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (rfd < 0)
@@ -815,7 +876,7 @@ int nsr_commit_recover(int statefd, const char *project_path, int project_fd, si
                 }
                 for (char **n = names; n && *n; n++) {
                         nsr_error e = { 0 };
-                        r = nsr_txn_recover_journal(rfd, jdir, *n, project_path, project_fd, &count, &e);
+                        r = nsr_txn_recover_journal(rfd, jdir, *n, project_path, project_fd, &count, &final, &e);
                         if (r < 0 && first == 0) {
                                 *err = e;
                                 first = nsr_error_prefix(err, "recovering run %s", *id);
@@ -1095,6 +1156,8 @@ int nsr_commit_undo(const nsr_undo_opts *o, nsr_undo_result *ret, nsr_error *err
                 .journal_fd = -1,
                 .project_dev = pst.st_dev,
                 .stats = &res.stats,
+                .state_fd = o->state_fd,
+                .run_id = o->undo_run_id,
         };
         res.stats.steps = u->n_steps;
         r = nsr_txn_run(&t, err);

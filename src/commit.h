@@ -81,6 +81,8 @@ typedef struct nsr_commit_opts {
         const char *run_path;        /* the run dir's absolute path, for kept_at */
         unsigned project_index;      /* N in pN */
         struct timespec run_start;   /* CLOCK_REALTIME_COARSE, taken before the overlay was mounted */
+        int state_fd;                /* the state dir, for its pending/ index */
+        const char *run_id;          /* the run's id; NULL: the journal is not indexed (tests only) */
 } nsr_commit_opts;
 
 /* Applies cs (sorted, protected paths already removed). Returns 0 when
@@ -97,7 +99,9 @@ int nsr_commit_apply(const nsr_changeset *cs, const nsr_commit_opts *o, nsr_comm
  * that are done only get their leftover temporary entries removed. Call
  * with the project lock held, before anything else touches the project.
  * *ret_recovered counts the journals rolled back (main.c says so on
- * stderr). Idempotent: a crash during recovery is recovered again. */
+ * stderr). Idempotent: a crash during recovery is recovered again. Only
+ * the journals marked in statefd/pending are read (a state dir without
+ * pending/ predates the index: then every run is scanned). */
 int nsr_commit_recover(int statefd, const char *project_path, int project_fd, size_t *ret_recovered, nsr_error *err);
 
 typedef struct nsr_undo_opts {
@@ -107,6 +111,8 @@ typedef struct nsr_undo_opts {
         unsigned project_index;
         int undo_run_fd;            /* a new run dir that journals and backs up the undo */
         bool force;                 /* also restore paths changed since the apply */
+        int state_fd;               /* the state dir, for its pending/ index */
+        const char *undo_run_id;    /* the undo run's id; NULL: not indexed (tests only) */
 } nsr_undo_opts;
 
 typedef struct nsr_undo_result {

@@ -953,6 +953,8 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         .run_path = pj->run_dir,
                         .project_index = (unsigned) i,
                         .run_start = run_start,
+                        .state_fd = statefd,
+                        .run_id = pj->run_id,
                 };
                 if (upper < 0 || lock < 0 || nsr_commit_apply(e->changes, &co, &e->commit, &ae) < 0) {
                         char buf[NSR_ERROR_MSG_MAX + 256];

@@ -22,6 +22,11 @@ typedef struct nsr_txn {
         dev_t project_dev;
         bool other_fs;  /* a step's dir is on another file system than the project root */
         nsr_commit_stats *stats;
+        /* The state dir and the run's id: a transaction that may leave
+         * an unfinished journal marks it in STATE/pending (see txn.c).
+         * NULL run_id: no mark (tests that build run dirs of their own). */
+        int state_fd;
+        const char *run_id;
 } nsr_txn;
 
 /* Writes the journal (RUN/journal/pN) and makes it durable, prepares the
@@ -42,10 +47,13 @@ int nsr_txn_open_backup_root(int run_fd, unsigned index, nsr_error *err);
  * journal is set aside as pN.TOKEN; a done one gives -EEXIST, an unfinished
  * one -EBUSY. */
 int nsr_txn_check_journal_slot(int run_fd, unsigned index, nsr_error *err);
+/* The name of a journal's mark in STATE/pending: "RUNID.pN". */
+void nsr_txn_pending_name(const char *run_id, unsigned index, char *buf, size_t len);
 /* Recovers the journal jdir/name of the run dir run_fd if it belongs to
  * project_path: rolls it back if unfinished (counting it in *count), or
- * removes a done copy transaction's temporary entries. */
+ * removes a done copy transaction's temporary entries. *ret_final tells
+ * whether the journal now needs nothing more from any recovery. */
 int nsr_txn_recover_journal(int run_fd, int jdir, const char *name, const char *project_path, int project_fd,
-                            size_t *count, nsr_error *err);
+                            size_t *count, bool *ret_final, nsr_error *err);
 /* Records "WHAT 'PATH'" (the path escaped) with errno r; returns -r. */
 int nsr_txn_path_error(nsr_error *err, int r, const char *what, const char *path);

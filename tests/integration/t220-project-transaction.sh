@@ -142,9 +142,11 @@ wait $w 2>/dev/null
 if [ "$killed" = yes ]; then
 	bad=$(find "$P" -type f ! -size -1 -exec sh -c 'for f; do c=$(cat "$f"); [ "$c" = old ] || [ "$c" = new ] || echo "$f"; done' sh {} + | wc -l)
 	is "$bad" 0 "after kill -9 mid-apply every file is either old or new"
+	is "$(ls "$S2/pending" | wc -l)" 1 "the interrupted journal is marked in the state dir's pending/"
 	run "$NSRUN" -p "$P" --state-dir "$S2" -- true
 	like "$err" "rolled back 1 interrupted apply" "the next nsrun rolls the interrupted apply back and says so"
 	is "$(tree_sum "$P")" "$before" "... as a whole: the project is as before the run"
+	is "$(ls "$S2/pending" | wc -l)" 0 "... and its mark is gone"
 else
 	not_ok "the apply was caught in the middle"; diag "nsrun finished before its journal was seen"
 fi

@@ -376,7 +376,28 @@ static nsr_commit_opts fx_opts(fixture *f) {
                 .run_path = f->run_path,
                 .project_index = 0,
                 .run_start = f->run_start,
+                .state_fd = f->state_fd,
+                .run_id = f->run_id,
         };
+}
+
+/* The marks in STATE/pending, space-separated ("" for none). */
+static char *pending_marks(fixture *f) {
+        char *out = nsr_strdup("");
+        int fd = openat(f->state_fd, "pending", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return out;
+        DIR *d = fdopendir(fd);
+        ck_assert_ptr_nonnull(d);
+        for (struct dirent *de; (de = readdir(d));) {
+                if (de->d_name[0] == '.')
+                        continue;
+                char *n = nsr_asprintf("%s%s%s", out, *out ? " " : "", de->d_name);
+                free(out);
+                out = n;
+        }
+        closedir(d);
+        return out;
 }
 
 static int fx_apply(fixture *f, nsr_commit_result *res, nsr_error *err) {
@@ -1217,10 +1238,15 @@ static void crash_test(const char *project_parent) {
                 int code = crash_apply(&f, "NSRUN_TEST_CRASH_AT", k);
                 ck_assert_msg(code == 99, "step %d: the child exited with %d", k, code);
                 assert_each_old_or_new(&f, olds, news, k);
+                _cleanup_free_ char *mark = nsr_asprintf("%s.p0", f.run_id);
+                _cleanup_free_ char *marks = pending_marks(&f);
+                ck_assert_msg(streq(marks, mark), "crash after step %d: pending/ holds '%s'", k, marks);
                 size_t n = 99;
                 nsr_error err = { 0 };
                 ck_assert_msg(nsr_commit_recover(f.state_fd, f.project, f.project_fd, &n, &err) == 0, "%s",
                               err.msg);
+                _cleanup_free_ char *marks_after = pending_marks(&f);
+                ck_assert_msg(streq(marks_after, ""), "crash after step %d: recovery left '%s'", k, marks_after);
                 if (k == 11) {
                         /* done was durable: the apply stands. */
                         ck_assert_uint_eq(n, 0);
@@ -1245,6 +1271,50 @@ static void crash_test(const char *project_parent) {
         }
         free_all(news);
 }
+
+/* The pending index: an apply leaves no mark behind; a recovery reads only
+ * the marks, and drops those whose run or journal is gone. */
+START_TEST(test_pending_index) {
+        fixture f;
+        fx_init(&f);
+        scenario_project(&f);
+        fx_start_run(&f);
+        scenario_changes(&f);
+        nsr_commit_result res = { 0 };
+        fx_apply_ok(&f, &res);
+        nsr_commit_result_done(&res);
+        _cleanup_free_ char *marks = pending_marks(&f);
+        ck_assert_str_eq(marks, "");
+        ck_assert(exists_at(f.state_fd, "pending"));
+
+        /* A mark for a run that no longer exists, and one for a run that
+         * never got its journal: both go. */
+        _cleanup_free_ char *gone = nsr_asprintf("pending/%s", "20200101T000000.000Z-abcdef.p0");
+        _cleanup_free_ char *nojournal = nsr_asprintf("pending/%s.p1", f.run_id);
+        put(f.state_fd, gone, "", 0600);
+        put(f.state_fd, nojournal, "", 0600);
+        _cleanup_free_ char *two = pending_marks(&f);
+        ck_assert_msg(strstr(two, ".p1") && strstr(two, "abcdef"), "marks: %s", two);
+        size_t n = 99;
+        nsr_error err = { 0 };
+        ck_assert_msg(nsr_commit_recover(f.state_fd, f.project, f.project_fd, &n, &err) == 0, "%s", err.msg);
+        ck_assert_uint_eq(n, 0);
+        _cleanup_free_ char *left = pending_marks(&f);
+        ck_assert_str_eq(left, "");
+
+        /* A journal left unfinished but not marked is not read: the index
+         * is what a recovery trusts. (It cannot happen: the mark comes
+         * first. This shows the scan is gone.) */
+        int jfd = openat(f.run_fd, "journal/p0", O_WRONLY | O_TRUNC | O_CLOEXEC);
+        ck_assert_int_ge(jfd, 0);
+        close(jfd);
+        ck_assert_msg(nsr_commit_recover(f.state_fd, f.project, f.project_fd, &n, &err) == 0, "%s", err.msg);
+        ck_assert_uint_eq(n, 0);
+        _cleanup_free_ char *tail = get(f.run_fd, "journal/p0");
+        ck_assert_str_eq(tail, "");
+        fx_done(&f);
+}
+END_TEST
 
 START_TEST(test_crash_every_step) {
         if (!need_hooks("crash at every step"))
@@ -1860,6 +1930,7 @@ static Suite *suite(void) {
         tc = tcase_create("recovery");
         tcase_set_timeout(tc, 300);
         tcase_add_test(tc, test_rollback_enospc);
+        tcase_add_test(tc, test_pending_index);
         tcase_add_test(tc, test_crash_every_step);
         tcase_add_test(tc, test_crash_during_recovery);
         tcase_add_test(tc, test_torn_journal);
