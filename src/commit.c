@@ -855,7 +855,14 @@ int nsr_commit_recover(int statefd, const char *project_path, int project_fd, si
         if (errno != ENOENT)
                 return nsr_error_set(err, errno, "cannot open the pending journals dir");
 
-        /* A state dir from before the index: every run's journals. */
+        /* A state dir from before the index: every run's journals, once.
+         * What is not final afterwards (another project's, or a failed
+         * recovery) gets its mark, and from then on the index is used. */
+        if (mkdirat(statefd, "pending", 0700) < 0 && errno != EEXIST)
+                return nsr_error_set(err, errno, "cannot create the pending journals dir");
+        pending = openat(statefd, "pending", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (pending < 0)
+                return nsr_error_set(err, errno, "cannot open the pending journals dir");
         _cleanup_strv_free_ char **ids = NULL;
         int r = list_dir(runs, is_run_name, &ids);
         if (r < 0)
@@ -881,8 +888,21 @@ int nsr_commit_recover(int statefd, const char *project_path, int project_fd, si
                                 *err = e;
                                 first = nsr_error_prefix(err, "recovering run %s", *id);
                         }
+                        if (r < 0 || !final) {
+                                char mark[NSR_RUN_ID_MAX + 32];
+                                uint32_t k = 0;
+                                (void) nsr_parse_u32(*n + 1, &k);
+                                nsr_txn_pending_name(*id, k, mark, sizeof(mark));
+                                int fd = openat(pending, mark, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+                                if (fd < 0 && first == 0)
+                                        first = nsr_error_set(err, errno, "cannot mark the journal of run %s", *id);
+                                safe_close(fd);
+                        }
                 }
         }
+        _cleanup_close_ int pdir = openat(pending, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (pdir >= 0)
+                (void) fsync(pdir);
         *ret_recovered = count;
         return first;
 }

@@ -1316,6 +1316,46 @@ START_TEST(test_pending_index) {
 }
 END_TEST
 
+/* A state dir from before the index: the first recovery scans every run
+ * once, marks what it leaves unfinished (another project's journal), and
+ * the index is used from then on. */
+START_TEST(test_pending_migration) {
+        if (!need_hooks("a crash before the index existed"))
+                return;
+        fixture f;
+        fx_init(&f);
+        _cleanup_free_ char *before = NULL, *upper_before = NULL;
+        scenario_setup(&f, &before, &upper_before);
+        ck_assert_int_eq(crash_apply(&f, "NSRUN_TEST_CRASH_AT", 3), 99);
+        _cleanup_free_ char *mark = nsr_asprintf("pending/%s.p0", f.run_id);
+        ck_assert_int_eq(unlinkat(f.state_fd, mark, 0), 0);
+        ck_assert_int_eq(unlinkat(f.state_fd, "pending", AT_REMOVEDIR), 0);
+
+        /* Another project's recovery: not ours to roll back, but marked. */
+        _cleanup_free_ char *other = nsr_asprintf("%s/other", f.base);
+        ck_assert_int_eq(mkdir(other, 0755), 0);
+        int ofd = open(other, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(ofd, 0);
+        size_t n = 99;
+        nsr_error err = { 0 };
+        ck_assert_msg(nsr_commit_recover(f.state_fd, other, ofd, &n, &err) == 0, "%s", err.msg);
+        ck_assert_uint_eq(n, 0);
+        close(ofd);
+        _cleanup_free_ char *marks = pending_marks(&f);
+        _cleanup_free_ char *want = nsr_asprintf("%s.p0", f.run_id);
+        ck_assert_str_eq(marks, want);
+
+        /* Ours, through the index. */
+        ck_assert_msg(nsr_commit_recover(f.state_fd, f.project, f.project_fd, &n, &err) == 0, "%s", err.msg);
+        ck_assert_uint_eq(n, 1);
+        _cleanup_free_ char *after = snapshot(f.project_fd);
+        ck_assert_str_eq(after, before);
+        _cleanup_free_ char *left = pending_marks(&f);
+        ck_assert_str_eq(left, "");
+        fx_done(&f);
+}
+END_TEST
+
 START_TEST(test_crash_every_step) {
         if (!need_hooks("crash at every step"))
                 return;
@@ -1931,6 +1971,7 @@ static Suite *suite(void) {
         tcase_set_timeout(tc, 300);
         tcase_add_test(tc, test_rollback_enospc);
         tcase_add_test(tc, test_pending_index);
+        tcase_add_test(tc, test_pending_migration);
         tcase_add_test(tc, test_crash_every_step);
         tcase_add_test(tc, test_crash_during_recovery);
         tcase_add_test(tc, test_torn_journal);
