@@ -71,12 +71,15 @@ fi
 # The key covers included files: editing one gives a new entry.
 mkdir "$d/pol"
 cp "$NSR_SECCOMP_DIR"/*.policy "$d/pol/"
+# The copies keep the source's mode, read-only under make distcheck.
+chmod u+w "$d/pol/"*.policy
 printf 'include nesting\n' > "$d/pol/mine.policy"
 n0=$(entries)
 run $NSRUN $SBX --seccomp-policy "$d/pol/mine.policy" -- true
 is "$rc:$err" "0:" "a policy of one's own launches"
 is "$(entries)" $((n0 + 1)) "a policy of one's own gets its own entry"
 echo '# edited' >> "$d/pol/nesting.policy"
+is "$(tail -n 1 "$d/pol/nesting.policy")" "# edited" "the included file was edited"
 run $NSRUN $SBX --seccomp-policy "$d/pol/mine.policy" -- true
 is "$rc:$err" "0:" "and launches after an included file is edited"
 is "$(entries)" $((n0 + 2)) "editing an included file gives a new entry"
