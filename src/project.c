@@ -6,7 +6,9 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 
 #include <libmount/libmount.h>
@@ -177,6 +179,11 @@ static int resolve_project(const char *arg, project_entry *e, nsr_error *err) {
  * mountinfo gives a lower bound (layers named by paths that no longer
  * resolve count as plain), so a failing mount is caught later too. */
 static bool overlay_possible(const project_entry *e) {
+        /* Only a project on an overlay needs the table: parsing it (and
+         * loading libmount) costs a launch about a millisecond. */
+        struct statfs sf;
+        if (fstatfs(e->fd, &sf) == 0 && sf.f_type != OVERLAYFS_SUPER_MAGIC)
+                return true;
         struct libmnt_table *tb = mnt_new_table_from_file("/proc/self/mountinfo");
         if (!tb)
                 return true;
