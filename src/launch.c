@@ -565,7 +565,7 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
 
         nsr_error child_err = { 0 };
         size_t err_got = 0;
-        bool err_eof = false, have_status = false, child_gone = false;
+        bool err_eof = false, have_status = false, child_gone = false, pid1_exiting = false;
         int status = 0;
 
         for (;;) {
@@ -592,12 +592,11 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                         if (n == (int) sizeof(msg)) {
                                 status = msg.wait_status;
                                 have_status = true;
-                                if (msg.last && !child_gone) {
-                                        /* pid 1 exits now: reap it, so no
-                                         * zombie outlives us. */
-                                        (void) waitpid(child, NULL, 0);
-                                        child_gone = true;
-                                }
+                                /* pid 1 exits now. Waiting for it would
+                                 * charge the caller for the namespaces'
+                                 * teardown; bwrap returns here too. */
+                                if (msg.last)
+                                        pid1_exiting = true;
                         } else
                                 l->status_pipe[0] = safe_close(l->status_pipe[0]);
                 }
@@ -630,7 +629,7 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                  * before pid 1 exits (bwrap returns at that point too). */
                 if (err_got == sizeof(child_err))
                         break;
-                if (have_status && (err_eof || child_gone)) {
+                if (have_status && (err_eof || child_gone || pid1_exiting)) {
                         if (!err_eof) {
                                 /* Drain whatever the child left in the pipe. */
                                 ssize_t n;

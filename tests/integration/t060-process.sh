@@ -94,5 +94,24 @@ run "$NSRUN" $BASE --unshare-pid --as-pid-1 --lock-file /x -- true
 is "$rc:$err" "1:nsrun: Specifying --as-pid-1 and --lock-file is not permitted" "--lock-file and --as-pid-1 conflict"
 run "$NSRUN" $BASE --lock-file /nonexistent-lock -- true
 is "$rc:$err" "1:nsrun: Unable to open lock file /nonexistent-lock: No such file or directory" "a missing lock file fails"
+# The status comes back as soon as pid 1 has it: nsrun does not wait for
+# pid 1's exit and the namespaces' teardown (bwrap returns there too). A
+# test hook makes pid 1 slow to exit; it is still alive when nsrun returns.
+if [ -n "${NSR_TEST_HOOKS:-}" ]; then
+	NSRUN_TEST_PID1_EXIT_DELAY_MS=5000; export NSRUN_TEST_PID1_EXIT_DELAY_MS
+	run "$NSRUN" $BASE --unshare-pid --info-fd 3 -- sh -c 'exit 5' 3>"$d/info"
+	unset NSRUN_TEST_PID1_EXIT_DELAY_MS
+	pid1=$(sed -n 's/.*"child-pid": *\([0-9]*\).*/\1/p' "$d/info")
+	is "$rc" 5 "the command's status comes back"
+	if [ -n "$pid1" ] && kill -0 "$pid1" 2>/dev/null; then
+		ok "before pid 1 has finished exiting"
+		kill -KILL "$pid1" 2>/dev/null
+	else
+		not_ok "before pid 1 has finished exiting"
+	fi
+else
+	skip "the status comes back before pid 1 exits" "no test hooks in this build"
+fi
+
 rm -rf "$d"
 done_testing
