@@ -191,6 +191,7 @@ typedef struct builder {
         nsr_plan *p;
         const nsr_profile_ctx *ctx;
         char **hidden;        /* dirs already covered, so their insides are skipped */
+        char **exposed;       /* --ro and --rw paths: hide.list does not hide them */
 } builder;
 
 static nsr_op *op2(builder *b, nsr_op_type t, const char *src, const char *dest) {
@@ -225,12 +226,22 @@ static void hide(builder *b, const char *path) {
         }
 }
 
-static void hide_pattern(builder *b, const char *pattern) {
+/* A path of hide.list that the caller named with --ro or --rw stays: that
+ * is how one lets the command see, say, ~/.aws. --hide always hides. */
+static bool exposed(builder *b, const char *path) {
+        for (size_t i = 0; b->exposed && b->exposed[i]; i++)
+                if (streq(path, b->exposed[i]))
+                        return true;
+        return false;
+}
+
+static void hide_pattern(builder *b, const char *pattern, bool by_default) {
         glob_t g;
         if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
                 return;
         for (size_t i = 0; i < g.gl_pathc; i++)
-                hide(b, g.gl_pathv[i]);
+                if (!by_default || !exposed(b, g.gl_pathv[i]))
+                        hide(b, g.gl_pathv[i]);
         globfree(&g);
 }
 
@@ -244,13 +255,13 @@ static int add_hidden(builder *b, nsr_error *err) {
         for (size_t i = 0; list[i]; i++) {
                 _cleanup_free_ char *x = nsr_profile_expand(list[i], c->home, c->env);
                 if (x && x[0] == '/')
-                        hide_pattern(b, x);
+                        hide_pattern(b, x, true);
         }
         for (size_t i = 0; b->p->proj.hide && b->p->proj.hide[i]; i++) {
                 _cleanup_free_ char *x = nsr_profile_expand(b->p->proj.hide[i], c->home, c->env);
                 if (!x)
                         return nsr_error_setx(err, EINVAL, "--hide %s: cannot expand it", b->p->proj.hide[i]);
-                hide_pattern(b, x);
+                hide_pattern(b, x, false);
         }
         return 0;
 }
@@ -326,6 +337,7 @@ static void protect_git(builder *b, const char *project) {
 
 static void builder_done(builder *b) {
         nsr_strv_free(b->hidden);
+        nsr_strv_free(b->exposed);
 }
 
 int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, nsr_error *err) {
@@ -398,9 +410,6 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
                 nsr_strv_extend(&b.hidden, c->home);
         }
 
-        r = add_hidden(&b, err);
-        if (r < 0)
-                return r;
         /* The state dir holds other runs' layers and backups. */
         hide(&b, c->state_dir);
 
@@ -427,13 +436,20 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
                 if (!x)
                         return nsr_error_setx(err, EINVAL, "--ro %s: cannot expand it", p->proj.ro[i]);
                 op2(&b, NSR_OP_RO_BIND, x, x);
+                nsr_strv_extend(&b.exposed, x);
         }
         for (size_t i = 0; p->proj.rw && p->proj.rw[i]; i++) {
                 _cleanup_free_ char *x = nsr_profile_expand(p->proj.rw[i], c->home, c->env);
                 if (!x)
                         return nsr_error_setx(err, EINVAL, "--rw %s: cannot expand it", p->proj.rw[i]);
                 op2(&b, NSR_OP_BIND, x, x);
+                nsr_strv_extend(&b.exposed, x);
         }
+        /* Hidden paths go last, over the projects and the binds, so that a
+         * secret inside a project (--hide $PWD/.env) is hidden too. */
+        r = add_hidden(&b, err);
+        if (r < 0)
+                return r;
 
         add_env(&b, err);
         nsr_error_clear(err);

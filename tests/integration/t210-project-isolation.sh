@@ -64,6 +64,45 @@ s = socket.socket(socket.AF_UNIX); s.bind("/run/nsrun-test/s.sock"); s.listen(1)
 	unlike "$out" "visible|nsrun-test" "/run is hidden: host sockets there are invisible"
 	kill $sock 2>/dev/null; rm -rf /run/nsrun-test
 fi
+
+# Sockets elsewhere. A listener at $1 for 30 s; probe connects from inside.
+listen() {
+	python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); time.sleep(30)' "$1" &
+	sock=$!
+	for _ in $(seq 50); do [ -S "$1" ] && break; sleep 0.1; done
+}
+sprobe='import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try: s.connect(sys.argv[1]); print("reached")
+except OSError as e: print("unreachable", e.errno)'
+# An agent socket in the home dir (1Password, Bitwarden, gpg keep theirs
+# there): the home overlay gives it a new inode, so connect() is refused.
+mkdir -p "$HOME/.nsrun-test-agent"
+listen "$HOME/.nsrun-test-agent/agent.sock"
+run "$NSRUN" -p "$P" $NS -- python3 -c "$sprobe" "$HOME/.nsrun-test-agent/agent.sock"
+is "$out" "unreachable 111" "a host socket in the home dir is unreachable through the home overlay"
+run python3 -c "$sprobe" "$HOME/.nsrun-test-agent/agent.sock"
+is "$out" "reached" "... and reachable outside (the test can fail)"
+kill $sock 2>/dev/null; rm -rf "$HOME/.nsrun-test-agent"
+# A socket on a plain read-only bind still accepts connections (the mount
+# flag does not cover sockets): --hide is the way to cut it off.
+mkdir -p "$d/daemon"
+listen "$d/daemon/d.sock"
+run "$NSRUN" -p "$P" $NS --ro "$d/daemon" -- python3 -c "$sprobe" "$d/daemon/d.sock"
+is "$out" "reached" "a socket on a read-only bind is reachable (documented)"
+run "$NSRUN" -p "$P" $NS --ro "$d/daemon" --hide "$d/daemon/d.sock" -- python3 -c "$sprobe" "$d/daemon/d.sock"
+is "$out" "unreachable 111" "--hide SOCKET cuts it off"
+kill $sock 2>/dev/null
+
+# A secret inside the project: --hide goes over the project's overlay.
+echo "SECRET=1" > "$P/.env"
+run "$NSRUN" -p "$P" $NS --hide "$P/.env" -- sh -c 'echo "[$(cat .env)]"; echo leaked > .env; echo "[$(cat .env)]"'
+is "$out" "[]
+[]" "--hide of a file inside the project: it reads as empty, writes vanish (/dev/null)"
+is "$(cat "$P/.env")" "SECRET=1" "... and the file itself is untouched"
+rm -f "$P/.env"
 run "$NSRUN" -p "$P" $NS -- sh -c 'touch /run/x 2>&1; test -w /run && echo writable'
 like "$out" "Read-only file system" "/run inside is read-only"
 

@@ -140,9 +140,9 @@ START_TEST(test_build) {
                 "--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /var/tmp --tmpfs /run "
                 "--perms 0700 --tmpfs /run/user/1000 --remount-ro /run "
                 "--overlay-src %s --tmp-overlay %s "
-                "--perms 0755 --tmpfs %s --remount-ro %s --dev-bind /dev/null %s/.netrc --remount-ro %s/.netrc "
-                "--overlay-src %s --overlay %s %s %s --ro-bind %s %s -- make",
-                proj, home, home, ssh, ssh, home, home, proj, upper, work, proj, git, git);
+                "--overlay-src %s --overlay %s %s %s --ro-bind %s %s "
+                "--perms 0755 --tmpfs %s --remount-ro %s --dev-bind /dev/null %s/.netrc --remount-ro %s/.netrc -- make",
+                proj, home, home, proj, upper, work, proj, git, git, ssh, ssh, home, home);
         ck_assert_msg(streq(t, expect), "got\n%s\nwant\n%s", t, expect);
         ck_assert_ptr_nonnull(p->seccomp_policies);
         ck_assert_str_eq(p->seccomp_policies[0], "default");
@@ -154,6 +154,60 @@ START_TEST(test_build) {
                 if (p->ops[i].type == NSR_OP_OVERLAY)
                         verified = (p->ops[i].flags & NSR_OPF_VERIFY) && p->ops[i].verify_ino == st.st_ino;
         ck_assert(verified);
+        nsr_plan_free(p);
+        nsr_plan_free(user);
+        _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", d);
+        ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+static size_t at(const char *hay, const char *needle) {
+        const char *x = strstr(hay, needle);
+        ck_assert_msg(x, "'%s' is not in\n%s", needle, hay);
+        return (size_t) (x - hay);
+}
+
+START_TEST(test_hide_order) {
+        /* Hidden paths go over the project and the binds: a --hide inside
+         * the project stays hidden, and so does a hide.list path under a
+         * --ro dir. Only a hide.list path named exactly by --ro shows. */
+        _cleanup_free_ char *d = tmpdir_new();
+        _cleanup_free_ char *home = nsr_path_join(d, "home");
+        _cleanup_free_ char *profiles = nsr_path_join(d, "profiles");
+        _cleanup_free_ char *proj = nsr_path_join(d, "proj");
+        _cleanup_free_ char *aws = nsr_path_join(d, "home/.aws");
+        _cleanup_free_ char *env_file = nsr_path_join(d, "proj/.env");
+        ck_assert_int_eq(mkdir(home, 0755), 0);
+        ck_assert_int_eq(mkdir(profiles, 0755), 0);
+        ck_assert_int_eq(mkdir(proj, 0755), 0);
+        ck_assert_int_eq(mkdir(aws, 0700), 0);
+        write_file(home, ".netrc", "machine x\n");
+        write_file(proj, ".env", "SECRET=1\n");
+        write_file(profiles, "hide.list", "~/.aws\n~/.netrc\n");
+        write_file(profiles, "env-deny.list", "");
+        struct stat st;
+        ck_assert_int_eq(stat(proj, &st), 0);
+        nsr_profile_project pp = { .path = proj, .upper = "/s/u", .work = "/s/w", .dev = st.st_dev, .ino = st.st_ino };
+        char *env[] = { "PATH=/bin", NULL };
+        nsr_profile_ctx ctx = { .uid = 1000, .gid = 1000, .home = home, .cwd = proj, .env = env,
+                                .datadir = d, .state_dir = "/nonexistent-state", .projects = &pp, .n_projects = 1 };
+        nsr_plan *user = nsr_plan_new();
+        nsr_strv_extend(&user->argv, "true");
+        nsr_strv_extend(&user->proj.hide, env_file);
+        nsr_strv_extend(&user->proj.ro, aws);
+        nsr_strv_extend(&user->proj.ro, home);
+        nsr_plan *p = NULL;
+        nsr_error err = { 0 };
+        ck_assert_int_eq(nsr_profile_build(user, &ctx, &p, &err), 0);
+        _cleanup_free_ char *t = trace_of(p);
+        _cleanup_free_ char *overlay = nsr_asprintf("--overlay /s/u /s/w %s ", proj);
+        _cleanup_free_ char *hide_env = nsr_asprintf("--dev-bind /dev/null %s --remount-ro %s ", env_file, env_file);
+        _cleanup_free_ char *ro_home = nsr_asprintf("--ro-bind %s %s ", home, home);
+        _cleanup_free_ char *hide_netrc = nsr_asprintf("--dev-bind /dev/null %s/.netrc ", home);
+        _cleanup_free_ char *aws_tmpfs = nsr_asprintf("--tmpfs %s ", aws);
+        ck_assert(at(t, overlay) < at(t, hide_env));
+        ck_assert(at(t, ro_home) < at(t, hide_netrc));
+        ck_assert_msg(!strstr(t, aws_tmpfs), "--ro of a hide.list path shows it:\n%s", t);
         nsr_plan_free(p);
         nsr_plan_free(user);
         _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", d);
@@ -288,6 +342,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_env_denied);
         tcase_add_test(tc, test_build);
         tcase_add_test(tc, test_build_user_wins);
+        tcase_add_test(tc, test_hide_order);
         tcase_add_test(tc, test_run_ids);
         tcase_add_test(tc, test_meta_roundtrip);
         tcase_add_test(tc, test_textdiff);
