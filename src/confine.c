@@ -176,6 +176,8 @@ _noreturn_ static void child_main(const nsr_confine_opts *o, int errfd, pid_t pa
                 child_fail(errfd, (nsr_error_set(&e, errno, "prctl(PR_SET_NO_NEW_PRIVS) failed"), &e));
         if (o->landlock_fd >= 0 && nsr_landlock_enforce(o->landlock_fd, &e) < 0)
                 child_fail(errfd, &e);
+        if (p->close_inherited_fds && nsr_fds_cloexec_above_stdio(p->sync_fd) < 0)
+                child_fail(errfd, (nsr_error_set(&e, errno, "cannot close the inherited file descriptors"), &e));
         if (load_bpf(o, &e) < 0)
                 child_fail(errfd, &e);
         signal(SIGCHLD, SIG_DFL);

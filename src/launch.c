@@ -468,6 +468,11 @@ _noreturn_ static void child_main(launch *l) {
                 child_fail(l, &e);
         if (l->raised_nofile)
                 (void) setrlimit(RLIMIT_NOFILE, &l->old_nofile);
+        /* An fd the caller leaked would reach past the sandbox: a dir fd
+         * escapes the read-only root, a file fd can be reopened writable
+         * through /proc/self/fd. */
+        if (p->close_inherited_fds && nsr_fds_cloexec_above_stdio(p->sync_fd) < 0)
+                child_fail(l, (nsr_error_set(&e, errno, "cannot close the inherited file descriptors"), &e));
         if (load_seccomp(l, &e) < 0)
                 child_fail(l, &e);
         signal(SIGCHLD, SIG_DFL);

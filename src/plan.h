@@ -192,6 +192,9 @@ typedef struct nsr_plan {
         bool map_all_ids;
         /* Scope abstract unix sockets and signals with Landlock (ABI 6). */
         bool landlock_scope;
+        /* Project mode: the fds the caller left open (above 2, but for
+         * --sync-fd) do not reach the command. */
+        bool close_inherited_fds;
 
         /* warnings met while parsing, printed by main in order */
         char **warnings;

@@ -355,6 +355,7 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
         p->die_with_parent = p->new_session = true;
         p->map_all_ids = c->uid == 0;
         p->landlock_scope = true;
+        p->close_inherited_fds = true;
         if (c->uid == 0) {
                 /* Real root keeps its caps by default; not here. */
                 p->caps = nsr_malloc0(2 * sizeof(nsr_cap_edit));

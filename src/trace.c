@@ -278,6 +278,8 @@ char **nsr_trace_notes(const nsr_plan *p) {
                 if (p->ops[i].flags & NSR_OPF_VERIFY)
                         addf(&v, "nsrun-only: %s is resolved once; the overlay fails if it changes before the mount",
                              p->ops[i].dest);
+        if (p->close_inherited_fds)
+                addf(&v, "nsrun-only: file descriptors above 2 that the caller left open are closed before the command runs");
         if (p->landlock_scope)
                 addf(&v, "nsrun-only: Landlock scopes abstract unix sockets and signals to the sandbox (ABI 6+)");
         if (p->map_all_ids)

@@ -2,10 +2,15 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -354,4 +359,38 @@ int nsr_hex_decode(const char *hex, size_t n, char **ret, size_t *ret_len) {
         if (ret_len)
                 *ret_len = n / 2;
         return 0;
+}
+
+static int cloexec_range(unsigned first, unsigned last) {
+        if (first > last)
+                return 0;
+#ifdef SYS_close_range
+        if (syscall(SYS_close_range, first, last, 4 /* CLOSE_RANGE_CLOEXEC */) == 0)
+                return 0;
+        if (errno != ENOSYS && errno != EINVAL)
+                return -errno;
+#endif
+        /* Before Linux 5.11: walk the open fds. */
+        DIR *d = opendir("/proc/self/fd");
+        if (!d)
+                return -errno;
+        int dfd = dirfd(d);
+        for (struct dirent *e; (e = readdir(d));) {
+                char *end = NULL;
+                unsigned long fd = strtoul(e->d_name, &end, 10);
+                if (!end || *end || e->d_name[0] == '.' || (int) fd == dfd || fd < first || fd > last)
+                        continue;
+                int fl = fcntl((int) fd, F_GETFD);
+                if (fl >= 0)
+                        (void) fcntl((int) fd, F_SETFD, fl | FD_CLOEXEC);
+        }
+        closedir(d);
+        return 0;
+}
+
+int nsr_fds_cloexec_above_stdio(int keep) {
+        if (keep < 3)
+                return cloexec_range(3, ~0U);
+        int r = cloexec_range(3, (unsigned) keep - 1);
+        return r < 0 ? r : cloexec_range((unsigned) keep + 1, ~0U);
 }

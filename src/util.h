@@ -114,6 +114,9 @@ int nsr_parse_size_suffix(const char *s, uint64_t *ret);
 int nsr_read_all(int fd, size_t max, char **ret, size_t *ret_len);
 int nsr_write_all(int fd, const void *buf, size_t len);
 int nsr_read_full(int fd, void *buf, size_t len); /* returns bytes read, short only on EOF */
+/* Marks every fd from 3 up close-on-exec, except keep (-1 for none), so
+ * that what a caller left open does not reach an exec'd program. */
+int nsr_fds_cloexec_above_stdio(int keep);
 int nsr_write_file_at(int dirfd, const char *path, const char *data);
 
 /* Where nsrun's data files live: $NSRUN_DATADIR when set (tests run

@@ -103,6 +103,15 @@ is "$out" "[]
 []" "--hide of a file inside the project: it reads as empty, writes vanish (/dev/null)"
 is "$(cat "$P/.env")" "SECRET=1" "... and the file itself is untouched"
 rm -f "$P/.env"
+
+# Descriptors the caller leaked: a file fd could be reopened writable
+# through /proc/self/fd, a dir fd reaches past the read-only root.
+echo host > "$d/leak"
+run "$NSRUN" -p "$P" $NS -- sh -c 'ls /proc/self/fd | sort -n | tr "\n" " "; echo pwned > /proc/self/fd/7 2>/dev/null; ls /proc/self/fd/8/ >/dev/null 2>&1 && echo dir-reached' 7<"$d/leak" 8<"$d"
+is "$out" "0 1 2 3 " "fds the caller left open above 2 do not reach the command"
+is "$(cat "$d/leak")" "host" "... so a leaked fd cannot write the host file behind it"
+run "$NSRUN" --ro-bind / / -- sh -c 'test -e /proc/self/fd/7 && echo passed' 7<"$d/leak"
+is "$out" "passed" "bwrap mode still passes inherited fds, as bwrap does"
 run "$NSRUN" -p "$P" $NS -- sh -c 'touch /run/x 2>&1; test -w /run && echo writable'
 like "$out" "Read-only file system" "/run inside is read-only"
 
