@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "syscalls.h"
@@ -211,7 +212,7 @@ static void diff_change(int upper, int project, const nsr_change *c) {
         _cleanup_free_ char *la = c->old.exists ? nsr_asprintf("a/%s", shown) : nsr_strdup("/dev/null");
         _cleanup_free_ char *lb = c->kind != NSR_CHANGE_DELETED ? nsr_asprintf("b/%s", shown) : nsr_strdup("/dev/null");
         nsr_error e = { 0 };
-        if (nsr_diff_unified(a, al, b, bl, la, lb, stdout, &e) < 0)
+        if (nsr_diff_unified(a, al, b, bl, la, lb, stdout, isatty(STDOUT_FILENO) == 1, &e) < 0)
                 printf("%s file %s: too many differences to show\n", nsr_change_kind_to_string(c->kind), shown);
 }
 
@@ -221,7 +222,8 @@ int nsr_cmd_diff(int argc, char **argv) {
                 return 1;
         if (a.help || !a.run) {
                 fputs("usage: nsrun diff [--state-dir DIR] RUN\n"
-                      "Show what a kept run changed: a unified diff for text files, one line for the rest.\n",
+                      "Show what a kept run changed: a unified diff for text files, one line for the rest.\n"
+                      "On a terminal, control characters in the text are shown as signs, never sent.\n",
                       a.help ? stdout : stderr);
                 return a.help ? 0 : 1;
         }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "textdiff.h"
+#include "utf8.h"
 #include "util.h"
 
 #define CONTEXT 3
@@ -132,15 +134,47 @@ static int myers(const lines *a, const lines *b, op **ret, size_t *ret_n) {
         return 0;
 }
 
-static void put_line(FILE *f, char mark, const line *l) {
+/* The line's bytes with its controls shown (see textdiff.h). */
+static void put_shown(FILE *f, const char *s, size_t len) {
+        for (size_t i = 0; i < len;) {
+                unsigned char c = (unsigned char) s[i];
+                if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)) {
+                        fputc(c, f);
+                        i++;
+                        continue;
+                }
+                if (c < 0x20 || c == 0x7f) {
+                        unsigned cp = c == 0x7f ? 0x2421 : 0x2400 + c;
+                        fputc(0xe0 | (cp >> 12), f);
+                        fputc(0x80 | ((cp >> 6) & 0x3f), f);
+                        fputc(0x80 | (cp & 0x3f), f);
+                        i++;
+                        continue;
+                }
+                uint32_t cp = 0;
+                int n = nsr_utf8_decode(s + i, len - i, &cp);
+                if (n > 0 && !(cp >= 0x80 && cp <= 0x9f)) {
+                        fwrite(s + i, 1, (size_t) n, f);
+                        i += (size_t) n;
+                } else {
+                        fputs("\xef\xbf\xbd", f); /* U+FFFD */
+                        i += (size_t) (n < 0 ? -n : n);
+                }
+        }
+}
+
+static void put_line(FILE *f, char mark, const line *l, bool for_terminal) {
         fputc(mark, f);
-        fwrite(l->s, 1, l->len, f);
+        if (for_terminal)
+                put_shown(f, l->s, l->len);
+        else
+                fwrite(l->s, 1, l->len, f);
         if (l->len == 0 || l->s[l->len - 1] != '\n')
                 fputs("\n\\ No newline at end of file\n", f);
 }
 
 int nsr_diff_unified(const char *a, size_t alen, const char *b, size_t blen, const char *a_label,
-                     const char *b_label, FILE *f, nsr_error *err) {
+                     const char *b_label, FILE *f, bool for_terminal, nsr_error *err) {
         lines la = { 0 }, lb = { 0 };
         int r = split(a, alen, &la);
         if (r == 0)
@@ -189,9 +223,9 @@ int nsr_diff_unified(const char *a, size_t alen, const char *b, size_t blen, con
                 fprintf(f, "@@ -%zu,%zu +%zu,%zu @@\n", an ? a0 + 1 : a0, an, bn ? b0 + 1 : b0, bn);
                 for (size_t j = start; j < stop; j++) {
                         if (ops[j].kind == '+')
-                                put_line(f, '+', &lb.v[ops[j].bi]);
+                                put_line(f, '+', &lb.v[ops[j].bi], for_terminal);
                         else
-                                put_line(f, ops[j].kind, &la.v[ops[j].ai]);
+                                put_line(f, ops[j].kind, &la.v[ops[j].ai], for_terminal);
                 }
                 i = stop;
         }

@@ -2,6 +2,7 @@
 /* A unified diff of two texts (Myers' O(ND) algorithm). Pure. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -16,6 +17,11 @@
 int nsr_diff_is_text(const char *data, size_t len);
 
 /* Writes "--- a_label\n+++ b_label\n" and the hunks (3 lines of context)
- * to f. Writes nothing when the texts are equal. */
+ * to f. Writes nothing when the texts are equal. With for_terminal, the
+ * lines' control characters are shown, not sent: a C0 control other than
+ * tab as its Control Pictures sign (ESC as U+241B, CR as U+240D), DEL as
+ * U+2421, and C1 controls and invalid UTF-8 as U+FFFD. The texts come
+ * from the sandbox, and raw escape sequences could rewrite what a
+ * reviewer sees (erase an added line, say). */
 int nsr_diff_unified(const char *a, size_t alen, const char *b, size_t blen, const char *a_label,
-                     const char *b_label, FILE *f, nsr_error *err);
+                     const char *b_label, FILE *f, bool for_terminal, nsr_error *err);

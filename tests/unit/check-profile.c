@@ -299,15 +299,30 @@ START_TEST(test_meta_roundtrip) {
 }
 END_TEST
 
-static char *diff_of(const char *a, const char *b) {
+static char *diff_tty(const char *a, const char *b, bool for_terminal) {
         char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
         nsr_error err = { 0 };
-        ck_assert_int_eq(nsr_diff_unified(a, strlen(a), b, strlen(b), "a", "b", f, &err), 0);
+        ck_assert_int_eq(nsr_diff_unified(a, strlen(a), b, strlen(b), "a", "b", f, for_terminal, &err), 0);
         fclose(f);
         return buf;
 }
+
+static char *diff_of(const char *a, const char *b) {
+        return diff_tty(a, b, false);
+}
+
+START_TEST(test_textdiff_terminal) {
+        /* ESC, CR, DEL and a C1 CSI are shown, not sent; tab and UTF-8 stay. */
+        _cleanup_free_ char *t = diff_tty("x\n", "x\n\033[2K\r\tok \xc3\xa9\x7f\xc2\x9b\xff\n", true);
+        ck_assert_str_eq(t, "--- a\n+++ b\n@@ -1,1 +1,2 @@\n x\n"
+                            "+\xe2\x90\x9b[2K\xe2\x90\x8d\tok \xc3\xa9\xe2\x90\xa1\xef\xbf\xbd\xef\xbf\xbd\n");
+        /* Not for a terminal: byte-exact. */
+        _cleanup_free_ char *raw = diff_tty("x\n", "x\n\033[2K\n", false);
+        ck_assert_str_eq(raw, "--- a\n+++ b\n@@ -1,1 +1,2 @@\n x\n+\033[2K\n");
+}
+END_TEST
 
 START_TEST(test_textdiff) {
         _cleanup_free_ char *same = diff_of("x\ny\n", "x\ny\n");
@@ -346,6 +361,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_run_ids);
         tcase_add_test(tc, test_meta_roundtrip);
         tcase_add_test(tc, test_textdiff);
+        tcase_add_test(tc, test_textdiff_terminal);
         suite_add_tcase(s, tc);
         return s;
 }
