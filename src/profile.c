@@ -192,6 +192,8 @@ typedef struct builder {
         const nsr_profile_ctx *ctx;
         char **hidden;        /* dirs already covered, so their insides are skipped */
         char **exposed;       /* --ro and --rw paths: hide.list does not hide them */
+        char **shown;         /* the projects and the --ro/--rw paths */
+        char **late_ro;       /* hidden dirs made read-only only after those */
 } builder;
 
 static nsr_op *op2(builder *b, nsr_op_type t, const char *src, const char *dest) {
@@ -201,9 +203,26 @@ static nsr_op *op2(builder *b, nsr_op_type t, const char *src, const char *dest)
         return op;
 }
 
+/* A project or a --ro/--rw path at or below dir that holds path: mounted
+ * over a hidden dir, it shows path again. */
+static bool shown_between(builder *b, const char *dir, const char *path) {
+        for (size_t i = 0; b->shown && b->shown[i]; i++)
+                if (under(b->shown[i], dir) && under(path, b->shown[i]))
+                        return true;
+        return false;
+}
+
 static bool covered(builder *b, const char *path) {
         for (size_t i = 0; b->hidden && b->hidden[i]; i++)
-                if (under(path, b->hidden[i]))
+                if (under(path, b->hidden[i]) && !shown_between(b, b->hidden[i], path))
+                        return true;
+        return false;
+}
+
+/* Whether a project or a --ro/--rw path lies at or below path. */
+static bool holds_shown(builder *b, const char *path) {
+        for (size_t i = 0; b->shown && b->shown[i]; i++)
+                if (under(b->shown[i], path))
                         return true;
         return false;
 }
@@ -212,13 +231,20 @@ static bool covered(builder *b, const char *path) {
  * /dev/null bind must allow devices (binds are nodev by default, and a
  * nodev /dev/null cannot even be opened), then is made read-only: in bwrap
  * terms --dev-bind plus --remount-ro, on that one file. */
+static bool holds_shown(builder *b, const char *path);
+
 static void hide(builder *b, const char *path) {
         struct stat st;
         if (covered(b, path) || stat(path, &st) < 0)
                 return;
         if (S_ISDIR(st.st_mode)) {
                 op2(b, NSR_OP_TMPFS, NULL, path)->perms = 0755;
-                op2(b, NSR_OP_REMOUNT_RO, NULL, path);
+                /* A project or bind inside needs its mount point made in
+                 * the tmpfs first: read-only comes after them. */
+                if (holds_shown(b, path))
+                        nsr_strv_extend(&b->late_ro, path);
+                else
+                        op2(b, NSR_OP_REMOUNT_RO, NULL, path);
                 nsr_strv_extend(&b->hidden, path);
         } else {
                 op2(b, NSR_OP_DEV_BIND, "/dev/null", path);
@@ -235,17 +261,21 @@ static bool exposed(builder *b, const char *path) {
         return false;
 }
 
-static void hide_pattern(builder *b, const char *pattern, bool by_default) {
+/* Hidden paths are mounted in two rounds. Those that hold a project or a
+ * --ro/--rw path go first, so that the project or bind lands on top and
+ * shows; all others go last, over the projects and binds, so that a
+ * secret inside a project (--hide $PWD/.env) stays hidden. */
+static void hide_pattern(builder *b, const char *pattern, bool by_default, bool holders) {
         glob_t g;
         if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
                 return;
         for (size_t i = 0; i < g.gl_pathc; i++)
-                if (!by_default || !exposed(b, g.gl_pathv[i]))
+                if ((!by_default || !exposed(b, g.gl_pathv[i])) && holds_shown(b, g.gl_pathv[i]) == holders)
                         hide(b, g.gl_pathv[i]);
         globfree(&g);
 }
 
-static int add_hidden(builder *b, nsr_error *err) {
+static int add_hidden(builder *b, bool holders, nsr_error *err) {
         const nsr_profile_ctx *c = b->ctx;
         _cleanup_free_ char *file = nsr_asprintf("%s/profiles/hide.list", c->datadir);
         _cleanup_strv_free_ char **list = NULL;
@@ -255,13 +285,13 @@ static int add_hidden(builder *b, nsr_error *err) {
         for (size_t i = 0; list[i]; i++) {
                 _cleanup_free_ char *x = nsr_profile_expand(list[i], c->home, c->env);
                 if (x && x[0] == '/')
-                        hide_pattern(b, x, true);
+                        hide_pattern(b, x, true, holders);
         }
         for (size_t i = 0; b->p->proj.hide && b->p->proj.hide[i]; i++) {
                 _cleanup_free_ char *x = nsr_profile_expand(b->p->proj.hide[i], c->home, c->env);
                 if (!x)
                         return nsr_error_setx(err, EINVAL, "--hide %s: cannot expand it", b->p->proj.hide[i]);
-                hide_pattern(b, x, false);
+                hide_pattern(b, x, false, holders);
         }
         return 0;
 }
@@ -338,6 +368,8 @@ static void protect_git(builder *b, const char *project) {
 static void builder_done(builder *b) {
         nsr_strv_free(b->hidden);
         nsr_strv_free(b->exposed);
+        nsr_strv_free(b->shown);
+        nsr_strv_free(b->late_ro);
 }
 
 int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, nsr_error *err) {
@@ -411,8 +443,33 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
                 nsr_strv_extend(&b.hidden, c->home);
         }
 
+        _cleanup_strv_free_ char **ro = nsr_malloc0(sizeof(char *)), **rw = nsr_malloc0(sizeof(char *));
+        for (size_t i = 0; p->proj.ro && p->proj.ro[i]; i++) {
+                char *x = nsr_profile_expand(p->proj.ro[i], c->home, c->env);
+                if (!x)
+                        return nsr_error_setx(err, EINVAL, "--ro %s: cannot expand it", p->proj.ro[i]);
+                nsr_strv_push(&ro, x);
+        }
+        for (size_t i = 0; p->proj.rw && p->proj.rw[i]; i++) {
+                char *x = nsr_profile_expand(p->proj.rw[i], c->home, c->env);
+                if (!x)
+                        return nsr_error_setx(err, EINVAL, "--rw %s: cannot expand it", p->proj.rw[i]);
+                nsr_strv_push(&rw, x);
+        }
+        for (size_t i = 0; ro[i]; i++)
+                nsr_strv_extend(&b.exposed, ro[i]);
+        for (size_t i = 0; rw[i]; i++)
+                nsr_strv_extend(&b.exposed, rw[i]);
+        for (size_t i = 0; b.exposed && b.exposed[i]; i++)
+                nsr_strv_extend(&b.shown, b.exposed[i]);
+        for (size_t i = 0; i < c->n_projects; i++)
+                nsr_strv_extend(&b.shown, c->projects[i].path);
+
         /* The state dir holds other runs' layers and backups. */
         hide(&b, c->state_dir);
+        r = add_hidden(&b, true, err);
+        if (r < 0)
+                return r;
 
         for (size_t i = 0; i < c->n_projects; i++) {
                 const nsr_profile_project *pr = &c->projects[i];
@@ -432,23 +489,13 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
                 op->verify_ino = pr->ino;
                 protect_git(&b, pr->path);
         }
-        for (size_t i = 0; p->proj.ro && p->proj.ro[i]; i++) {
-                _cleanup_free_ char *x = nsr_profile_expand(p->proj.ro[i], c->home, c->env);
-                if (!x)
-                        return nsr_error_setx(err, EINVAL, "--ro %s: cannot expand it", p->proj.ro[i]);
-                op2(&b, NSR_OP_RO_BIND, x, x);
-                nsr_strv_extend(&b.exposed, x);
-        }
-        for (size_t i = 0; p->proj.rw && p->proj.rw[i]; i++) {
-                _cleanup_free_ char *x = nsr_profile_expand(p->proj.rw[i], c->home, c->env);
-                if (!x)
-                        return nsr_error_setx(err, EINVAL, "--rw %s: cannot expand it", p->proj.rw[i]);
-                op2(&b, NSR_OP_BIND, x, x);
-                nsr_strv_extend(&b.exposed, x);
-        }
-        /* Hidden paths go last, over the projects and the binds, so that a
-         * secret inside a project (--hide $PWD/.env) is hidden too. */
-        r = add_hidden(&b, err);
+        for (size_t i = 0; ro[i]; i++)
+                op2(&b, NSR_OP_RO_BIND, ro[i], ro[i]);
+        for (size_t i = 0; rw[i]; i++)
+                op2(&b, NSR_OP_BIND, rw[i], rw[i]);
+        for (size_t i = 0; b.late_ro && b.late_ro[i]; i++)
+                op2(&b, NSR_OP_REMOUNT_RO, NULL, b.late_ro[i]);
+        r = add_hidden(&b, false, err);
         if (r < 0)
                 return r;
 

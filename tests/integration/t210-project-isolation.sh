@@ -18,6 +18,12 @@ run "$NSRUN" -p "$P" $NS -- sh -c 'ls -A ~/.ssh | wc -l; cat ~/.ssh/id_nsrtest 2
 like "$out" "^0
 cat: .*No such file or directory" "~/.ssh is an empty directory inside"
 like "$out" "Read-only file system" "... and read-only"
+echo "ssh-ed25519 AAAA" > "$HOME/.ssh/id_nsrtest.pub"
+run "$NSRUN" -p "$P" $NS --ro "$HOME/.ssh/id_nsrtest.pub" -- sh -c 'cat ~/.ssh/id_nsrtest.pub; ls -A ~/.ssh; touch ~/.ssh/x 2>/dev/null || echo read-only'
+is "$out" "ssh-ed25519 AAAA
+id_nsrtest.pub
+read-only" "--ro of one file in a hidden dir shows that file only, and the dir stays read-only"
+rm -f "$HOME/.ssh/id_nsrtest.pub"
 run "$NSRUN" -p "$P" $NS --hide "$HOME/.bash_history.nsrtest" -- cat "$HOME/.bash_history.nsrtest"
 is "$rc:$out" "0:" "--hide makes a file read as empty (/dev/null)"
 if is_root; then

@@ -183,7 +183,12 @@ START_TEST(test_hide_order) {
         ck_assert_int_eq(mkdir(aws, 0700), 0);
         write_file(home, ".netrc", "machine x\n");
         write_file(proj, ".env", "SECRET=1\n");
-        write_file(profiles, "hide.list", "~/.aws\n~/.netrc\n");
+        _cleanup_free_ char *gh = nsr_path_join(d, "home/gh");
+        _cleanup_free_ char *hosts = nsr_path_join(d, "home/gh/hosts.yml");
+        ck_assert_int_eq(mkdir(gh, 0700), 0);
+        write_file(gh, "hosts.yml", "token: x\n");
+        write_file(gh, "other", "token: y\n");
+        write_file(profiles, "hide.list", "~/.aws\n~/.netrc\n~/gh\n");
         write_file(profiles, "env-deny.list", "");
         struct stat st;
         ck_assert_int_eq(stat(proj, &st), 0);
@@ -196,6 +201,7 @@ START_TEST(test_hide_order) {
         nsr_strv_extend(&user->proj.hide, env_file);
         nsr_strv_extend(&user->proj.ro, aws);
         nsr_strv_extend(&user->proj.ro, home);
+        nsr_strv_extend(&user->proj.ro, hosts);
         nsr_plan *p = NULL;
         nsr_error err = { 0 };
         ck_assert_int_eq(nsr_profile_build(user, &ctx, &p, &err), 0);
@@ -208,6 +214,11 @@ START_TEST(test_hide_order) {
         ck_assert(at(t, overlay) < at(t, hide_env));
         ck_assert(at(t, ro_home) < at(t, hide_netrc));
         ck_assert_msg(!strstr(t, aws_tmpfs), "--ro of a hide.list path shows it:\n%s", t);
+        /* --ro of a file inside a hidden dir: the dir is hidden first, the
+         * file bound over it after, so it shows and its siblings do not. */
+        _cleanup_free_ char *gh_tmpfs = nsr_asprintf("--tmpfs %s ", gh);
+        _cleanup_free_ char *ro_hosts = nsr_asprintf("--ro-bind %s %s ", hosts, hosts);
+        ck_assert(at(t, gh_tmpfs) < at(t, ro_hosts));
         nsr_plan_free(p);
         nsr_plan_free(user);
         _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", d);
