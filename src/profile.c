@@ -231,8 +231,6 @@ static bool holds_shown(builder *b, const char *path) {
  * /dev/null bind must allow devices (binds are nodev by default, and a
  * nodev /dev/null cannot even be opened), then is made read-only: in bwrap
  * terms --dev-bind plus --remount-ro, on that one file. */
-static bool holds_shown(builder *b, const char *path);
-
 static void hide(builder *b, const char *path) {
         struct stat st;
         if (covered(b, path) || stat(path, &st) < 0)
