@@ -40,6 +40,26 @@ static void err_print(const nsr_error *e) {
         fprintf(stderr, "nsrun: %s\n", buf);
 }
 
+/* Opens one project of a run, takes its lock and finishes what an
+ * interrupted apply left (the count goes to *ret_n), printing any failure.
+ * commit and undo both start this way. */
+static int open_project(int statefd, const char *path, int *ret_fd, int *ret_lock, size_t *ret_n) {
+        nsr_error e = { 0 };
+        _cleanup_close_ int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int lock = fd < 0 ? -1 : nsr_project_lock(statefd, path, &e);
+        if (fd < 0 || lock < 0) {
+                fprintf(stderr, "nsrun: %s: %s\n", path, fd < 0 ? strerror(errno) : e.msg);
+                return -1;
+        }
+        if (nsr_commit_recover(statefd, path, fd, ret_n, &e) < 0) {
+                err_print(&e);
+                return -1;
+        }
+        *ret_fd = TAKE_FD(fd);
+        *ret_lock = TAKE_FD(lock);
+        return 0;
+}
+
 /* Options: --opt VALUE or --opt=VALUE. allowed: which flags the command
  * takes ("psjfkb"). */
 static int parse_args(int argc, char **argv, const char *allowed, args *a) {
@@ -296,16 +316,9 @@ int nsr_cmd_commit(int argc, char **argv) {
         bool conflict = false;
         for (size_t i = 0; m.projects && m.projects[i]; i++) {
                 nsr_error e = { 0 };
-                _cleanup_close_ int project = open(m.projects[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
-                _cleanup_close_ int lock = project < 0 ? -1 : nsr_project_lock(statefd, m.projects[i], &e);
-                if (project < 0 || lock < 0) {
-                        fprintf(stderr, "nsrun: %s: %s\n", m.projects[i], project < 0 ? strerror(errno) : e.msg);
-                        rc = 1;
-                        continue;
-                }
+                _cleanup_close_ int project = -1, lock = -1;
                 size_t n = 0;
-                if (nsr_commit_recover(statefd, m.projects[i], project, &n, &e) < 0) {
-                        err_print(&e);
+                if (open_project(statefd, m.projects[i], &project, &lock, &n) < 0) {
                         rc = 1;
                         continue;
                 }
@@ -490,16 +503,9 @@ int nsr_cmd_undo(int argc, char **argv) {
                         continue;
                 if (!run_changed(&m, (int) i))
                         continue;
-                _cleanup_close_ int pfd = open(m.projects[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
-                _cleanup_close_ int lock = pfd < 0 ? -1 : nsr_project_lock(statefd, m.projects[i], &e);
-                if (pfd < 0 || lock < 0) {
-                        fprintf(stderr, "nsrun: %s: %s\n", m.projects[i], pfd < 0 ? strerror(errno) : e.msg);
-                        rc = 1;
-                        continue;
-                }
+                _cleanup_close_ int pfd = -1, lock = -1;
                 size_t n = 0;
-                if (nsr_commit_recover(statefd, m.projects[i], pfd, &n, &e) < 0) {
-                        err_print(&e);
+                if (open_project(statefd, m.projects[i], &pfd, &lock, &n) < 0) {
                         rc = 1;
                         continue;
                 }

@@ -144,13 +144,39 @@ static void add_real(char ***v, const char *path) {
                 nsr_strv_extend(v, buf);
 }
 
-static void add_real_pattern(char ***v, const char *pattern) {
+static void add_glob(char ***v, const char *pattern) {
         glob_t g;
         if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
                 return;
         for (size_t i = 0; i < g.gl_pathc; i++)
-                add_real(v, g.gl_pathv[i]);
+                nsr_strv_extend(v, g.gl_pathv[i]);
         globfree(&g);
+}
+
+/* The paths to hide that exist now: hide.list's (*ret_listed) and
+ * --hide's (*ret_asked), expanded and globbed, read once per launch. */
+static int hide_paths(const nsr_project_opts *o, const nsr_profile_ctx *c, char ***ret_listed, char ***ret_asked,
+                      nsr_error *err) {
+        _cleanup_free_ char *file = nsr_asprintf("%s/profiles/hide.list", c->datadir);
+        _cleanup_strv_free_ char **list = NULL, **listed = nsr_malloc0(sizeof(char *)),
+                                 **asked = nsr_malloc0(sizeof(char *));
+        int r = nsr_profile_read_list(file, &list, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; list[i]; i++) {
+                _cleanup_free_ char *x = nsr_profile_expand(list[i], c->home, c->env);
+                if (x && x[0] == '/')
+                        add_glob(&listed, x);
+        }
+        for (size_t i = 0; o->hide && o->hide[i]; i++) {
+                _cleanup_free_ char *x = nsr_profile_expand(o->hide[i], c->home, c->env);
+                if (!x)
+                        return nsr_error_setx(err, EINVAL, "--hide %s: cannot expand it", o->hide[i]);
+                add_glob(&asked, x);
+        }
+        *ret_listed = TAKE_PTR(listed);
+        *ret_asked = TAKE_PTR(asked);
+        return 0;
 }
 
 int nsr_profile_hidden(const nsr_project_opts *o, const nsr_profile_ctx *c, char ***ret, nsr_error *err) {
@@ -165,22 +191,14 @@ int nsr_profile_hidden(const nsr_project_opts *o, const nsr_profile_ctx *c, char
         add_real(&v, c->state_dir);
         if (o->home == NSR_HOME_HIDE && c->home && c->home[0] == '/' && !streq(c->home, "/"))
                 add_real(&v, c->home);
-        _cleanup_free_ char *file = nsr_asprintf("%s/profiles/hide.list", c->datadir);
-        _cleanup_strv_free_ char **list = NULL;
-        int r = nsr_profile_read_list(file, &list, err);
+        _cleanup_strv_free_ char **listed = NULL, **asked = NULL;
+        int r = hide_paths(o, c, &listed, &asked, err);
         if (r < 0)
                 return r;
-        for (size_t i = 0; list[i]; i++) {
-                _cleanup_free_ char *x = nsr_profile_expand(list[i], c->home, c->env);
-                if (x && x[0] == '/')
-                        add_real_pattern(&v, x);
-        }
-        for (size_t i = 0; o->hide && o->hide[i]; i++) {
-                _cleanup_free_ char *x = nsr_profile_expand(o->hide[i], c->home, c->env);
-                if (!x)
-                        return nsr_error_setx(err, EINVAL, "--hide %s: cannot expand it", o->hide[i]);
-                add_real_pattern(&v, x);
-        }
+        for (size_t i = 0; listed[i]; i++)
+                add_real(&v, listed[i]);
+        for (size_t i = 0; asked[i]; i++)
+                add_real(&v, asked[i]);
         *ret = TAKE_PTR(v);
         return 0;
 }
@@ -194,6 +212,7 @@ typedef struct builder {
         char **exposed;       /* --ro and --rw paths: hide.list does not hide them */
         char **shown;         /* the projects and the --ro/--rw paths */
         char **late_ro;       /* hidden dirs made read-only only after those */
+        char **listed, **asked; /* paths to hide: hide.list's, --hide's */
 } builder;
 
 static nsr_op *op2(builder *b, nsr_op_type t, const char *src, const char *dest) {
@@ -262,36 +281,15 @@ static bool exposed(builder *b, const char *path) {
 /* Hidden paths are mounted in two rounds. Those that hold a project or a
  * --ro/--rw path go first, so that the project or bind lands on top and
  * shows; all others go last, over the projects and binds, so that a
- * secret inside a project (--hide $PWD/.env) stays hidden. */
-static void hide_pattern(builder *b, const char *pattern, bool by_default, bool holders) {
-        glob_t g;
-        if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
-                return;
-        for (size_t i = 0; i < g.gl_pathc; i++)
-                if ((!by_default || !exposed(b, g.gl_pathv[i])) && holds_shown(b, g.gl_pathv[i]) == holders)
-                        hide(b, g.gl_pathv[i]);
-        globfree(&g);
-}
-
-static int add_hidden(builder *b, bool holders, nsr_error *err) {
-        const nsr_profile_ctx *c = b->ctx;
-        _cleanup_free_ char *file = nsr_asprintf("%s/profiles/hide.list", c->datadir);
-        _cleanup_strv_free_ char **list = NULL;
-        int r = nsr_profile_read_list(file, &list, err);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; list[i]; i++) {
-                _cleanup_free_ char *x = nsr_profile_expand(list[i], c->home, c->env);
-                if (x && x[0] == '/')
-                        hide_pattern(b, x, true, holders);
-        }
-        for (size_t i = 0; b->p->proj.hide && b->p->proj.hide[i]; i++) {
-                _cleanup_free_ char *x = nsr_profile_expand(b->p->proj.hide[i], c->home, c->env);
-                if (!x)
-                        return nsr_error_setx(err, EINVAL, "--hide %s: cannot expand it", b->p->proj.hide[i]);
-                hide_pattern(b, x, false, holders);
-        }
-        return 0;
+ * secret inside a project (--hide $PWD/.env) stays hidden. A hide.list
+ * path named exactly by --ro/--rw is not hidden. */
+static void add_hidden(builder *b, bool holders) {
+        for (size_t i = 0; b->listed[i]; i++)
+                if (!exposed(b, b->listed[i]) && holds_shown(b, b->listed[i]) == holders)
+                        hide(b, b->listed[i]);
+        for (size_t i = 0; b->asked[i]; i++)
+                if (holds_shown(b, b->asked[i]) == holders)
+                        hide(b, b->asked[i]);
 }
 
 /* With the network shared, DNS needs /etc/resolv.conf, which on many
@@ -368,6 +366,8 @@ static void builder_done(builder *b) {
         nsr_strv_free(b->exposed);
         nsr_strv_free(b->shown);
         nsr_strv_free(b->late_ro);
+        nsr_strv_free(b->listed);
+        nsr_strv_free(b->asked);
 }
 
 int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, nsr_error *err) {
@@ -441,33 +441,25 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
                 nsr_strv_extend(&b.hidden, c->home);
         }
 
-        _cleanup_strv_free_ char **ro = nsr_malloc0(sizeof(char *)), **rw = nsr_malloc0(sizeof(char *));
-        for (size_t i = 0; p->proj.ro && p->proj.ro[i]; i++) {
-                char *x = nsr_profile_expand(p->proj.ro[i], c->home, c->env);
+        /* b.exposed: the --ro paths, then the --rw paths. */
+        size_t n_ro = nsr_strv_length(p->proj.ro);
+        for (size_t i = 0; i < n_ro + nsr_strv_length(p->proj.rw); i++) {
+                const char *arg = i < n_ro ? p->proj.ro[i] : p->proj.rw[i - n_ro];
+                char *x = nsr_profile_expand(arg, c->home, c->env);
                 if (!x)
-                        return nsr_error_setx(err, EINVAL, "--ro %s: cannot expand it", p->proj.ro[i]);
-                nsr_strv_push(&ro, x);
+                        return nsr_error_setx(err, EINVAL, "%s %s: cannot expand it", i < n_ro ? "--ro" : "--rw", arg);
+                nsr_strv_push(&b.exposed, x);
+                nsr_strv_extend(&b.shown, x);
         }
-        for (size_t i = 0; p->proj.rw && p->proj.rw[i]; i++) {
-                char *x = nsr_profile_expand(p->proj.rw[i], c->home, c->env);
-                if (!x)
-                        return nsr_error_setx(err, EINVAL, "--rw %s: cannot expand it", p->proj.rw[i]);
-                nsr_strv_push(&rw, x);
-        }
-        for (size_t i = 0; ro[i]; i++)
-                nsr_strv_extend(&b.exposed, ro[i]);
-        for (size_t i = 0; rw[i]; i++)
-                nsr_strv_extend(&b.exposed, rw[i]);
-        for (size_t i = 0; b.exposed && b.exposed[i]; i++)
-                nsr_strv_extend(&b.shown, b.exposed[i]);
         for (size_t i = 0; i < c->n_projects; i++)
                 nsr_strv_extend(&b.shown, c->projects[i].path);
 
         /* The state dir holds other runs' layers and backups. */
-        hide(&b, c->state_dir);
-        r = add_hidden(&b, true, err);
+        r = hide_paths(&p->proj, c, &b.listed, &b.asked, err);
         if (r < 0)
                 return r;
+        hide(&b, c->state_dir);
+        add_hidden(&b, true);
 
         for (size_t i = 0; i < c->n_projects; i++) {
                 const nsr_profile_project *pr = &c->projects[i];
@@ -487,15 +479,11 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
                 op->verify_ino = pr->ino;
                 protect_git(&b, pr->path);
         }
-        for (size_t i = 0; ro[i]; i++)
-                op2(&b, NSR_OP_RO_BIND, ro[i], ro[i]);
-        for (size_t i = 0; rw[i]; i++)
-                op2(&b, NSR_OP_BIND, rw[i], rw[i]);
+        for (size_t i = 0; b.exposed && b.exposed[i]; i++)
+                op2(&b, i < n_ro ? NSR_OP_RO_BIND : NSR_OP_BIND, b.exposed[i], b.exposed[i]);
         for (size_t i = 0; b.late_ro && b.late_ro[i]; i++)
                 op2(&b, NSR_OP_REMOUNT_RO, NULL, b.late_ro[i]);
-        r = add_hidden(&b, false, err);
-        if (r < 0)
-                return r;
+        add_hidden(&b, false);
 
         add_env(&b, err);
         nsr_error_clear(err);

@@ -104,14 +104,11 @@ void nsr_project_set_notify(nsr_project *pj, void (*fn)(const char *line, void *
 static void note(nsr_project *pj, const char *fmt, ...) _printf_(2, 3);
 static void note(nsr_project *pj, const char *fmt, ...) {
         va_list ap;
-        char *s = NULL;
         va_start(ap, fmt);
-        if (vasprintf(&s, fmt, ap) < 0)
-                s = NULL;
+        _cleanup_free_ char *s = nsr_vasprintf(fmt, ap);
         va_end(ap);
-        if (s && pj->notify)
+        if (pj->notify)
                 pj->notify(s, pj->notify_data);
-        free(s);
 }
 
 nsr_plan *nsr_project_plan(nsr_project *pj) {
@@ -333,13 +330,9 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
 static void msg(nsr_project_outcome *o, const char *fmt, ...) _printf_(2, 3);
 static void msg(nsr_project_outcome *o, const char *fmt, ...) {
         va_list ap;
-        char *s = NULL;
         va_start(ap, fmt);
-        if (vasprintf(&s, fmt, ap) < 0)
-                s = NULL;
+        nsr_strv_push(&o->messages, nsr_vasprintf(fmt, ap));
         va_end(ap);
-        if (s)
-                nsr_strv_push(&o->messages, s);
 }
 
 typedef struct protect_ctx {

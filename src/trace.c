@@ -16,12 +16,9 @@ static void add(char ***v, const char *s) {
 static void addf(char ***v, const char *fmt, ...) _printf_(2, 3);
 static void addf(char ***v, const char *fmt, ...) {
         va_list ap;
-        char *s = NULL;
         va_start(ap, fmt);
-        if (vasprintf(&s, fmt, ap) < 0)
-                s = NULL;
+        nsr_strv_push(v, nsr_vasprintf(fmt, ap));
         va_end(ap);
-        nsr_strv_push(v, s ? s : nsr_strdup(""));
 }
 
 static void add_fd(char ***v, const char *opt, int fd) {

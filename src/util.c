@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/close_range.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -50,14 +51,18 @@ char *nsr_strndup(const char *s, size_t n) {
         return r;
 }
 
+char *nsr_vasprintf(const char *fmt, va_list ap) {
+        char *r = NULL;
+        if (vasprintf(&r, fmt, ap) < 0)
+                oom();
+        return r;
+}
+
 char *nsr_asprintf(const char *fmt, ...) {
         va_list ap;
-        char *r = NULL;
         va_start(ap, fmt);
-        int k = vasprintf(&r, fmt, ap);
+        char *r = nsr_vasprintf(fmt, ap);
         va_end(ap);
-        if (k < 0)
-                oom();
         return r;
 }
 
@@ -365,7 +370,7 @@ static int cloexec_range(unsigned first, unsigned last) {
         if (first > last)
                 return 0;
 #ifdef SYS_close_range
-        if (syscall(SYS_close_range, first, last, 4 /* CLOSE_RANGE_CLOEXEC */) == 0)
+        if (syscall(SYS_close_range, first, last, CLOSE_RANGE_CLOEXEC) == 0)
                 return 0;
         if (errno != ENOSYS && errno != EINVAL)
                 return -errno;

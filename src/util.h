@@ -4,6 +4,7 @@
 #pragma once
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -84,6 +85,7 @@ void *nsr_realloc_array(void *p, size_t n, size_t size);
 char *nsr_strdup(const char *s);
 char *nsr_strndup(const char *s, size_t n);
 char *nsr_asprintf(const char *fmt, ...) _printf_(1, 2);
+char *nsr_vasprintf(const char *fmt, va_list ap) _printf_(1, 0);
 
 /* String vectors: NULL-terminated arrays of owned strings. */
 size_t nsr_strv_length(char *const *v);
