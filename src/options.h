@@ -103,6 +103,7 @@ typedef enum nsr_opt_id {
         NSR_OPT_SANDBOX,
         NSR_OPT_NO_OVERLAY,
         NSR_OPT_SNAPSHOT_LIMIT,
+        NSR_OPT_PROFILE,
         _NSR_OPT_MAX,
         _NSR_OPT_INVALID = -EINVAL,
 } nsr_opt_id;
