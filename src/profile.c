@@ -112,6 +112,10 @@ static bool under(const char *path, const char *dir) {
 }
 
 bool nsr_profile_is_protected(const char *rel, bool git_is_file) {
+        /* The project-local profile (nsrun-profile(5)): what the sandbox
+         * writes there would configure the next run. */
+        if (under(rel, ".nsrun"))
+                return true;
         if (streq(rel, ".git"))
                 return git_is_file;
         if (!nsr_startswith(rel, ".git/"))
@@ -333,7 +337,12 @@ static void add_env(builder *b, nsr_error *err) {
 
 static void protect_git(builder *b, const char *project) {
         _cleanup_free_ char *git = nsr_path_join(project, ".git");
+        _cleanup_free_ char *local = nsr_path_join(project, ".nsrun");
         struct stat st;
+        /* The project-local profile: read-only inside too, so the command
+         * is told at once (its changes would be dropped at apply anyway). */
+        if (lstat(local, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+                op2(b, NSR_OP_RO_BIND, local, local);
         if (lstat(git, &st) < 0)
                 return;
         if (S_ISREG(st.st_mode)) {
