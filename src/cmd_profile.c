@@ -162,24 +162,19 @@ static int cmd_check(const char *file) {
 }
 
 /* For the completion scripts (generated at build time): one line per
- * option, "NAME NARGS [VALUE...]" with the fixed values of a metavar such
- * as "overlay|ro|hide". Not documented: an interface for the build. */
+ * option and per short form, "NAME NARGS [METAVAR WORDS...]", such as
+ * "--bind 2 SRC DEST" or "--home 1 overlay|ro|hide". Not documented: an
+ * interface for the build. */
 static int dump_options(void) {
         for (size_t i = 0; i < _NSR_OPT_MAX; i++) {
                 const nsr_option *o = &nsr_options[i];
                 if (!o->name || !(o->flags & NSR_OPTF_NSRUN))
                         continue;
-                printf("%s %u", o->name, o->nargs);
-                const char *m = o->metavar;
-                bool fixed = m && strchr(m, '|') && !strpbrk(m, "ABCDEFGHIJKLMNOPQRSTUVWXYZ ");
-                for (const char *p = m; fixed && *p;) {
-                        size_t l = strcspn(p, "|");
-                        printf(" %.*s", (int) l, p);
-                        p += l + (p[l] == '|');
+                for (int k = 0; k < 2; k++) {
+                        const char *name = k ? o->short_name : o->name;
+                        if (name)
+                                printf("%s %u%s%s\n", name, o->nargs, o->metavar ? " " : "", o->metavar ? o->metavar : "");
                 }
-                if (o->short_name)
-                        printf("\n%s %u", o->short_name, o->nargs);
-                putchar('\n');
         }
         return 0;
 }
