@@ -527,6 +527,9 @@ static int handle(parser *ps, const nsr_option *o, const char *typed, char *cons
         case NSR_OPT_NO_OVERLAY:
                 p->proj.no_overlay = true;
                 return 0;
+        case NSR_OPT_WORKSPACE_ROOT:
+                p->proj.workspace_root = true;
+                return 0;
         case NSR_OPT_PROFILE:
                 /* Read before the command line (nsr_cli_prescan), so that
                  * the command line wins; an --args file comes too late. */

@@ -193,6 +193,8 @@ static const char *project_only_option(const nsr_plan *p) {
                 return "--sandbox";
         if (o->no_overlay)
                 return "--no-overlay";
+        if (o->workspace_root)
+                return "--workspace-root";
         if (o->snapshot_limit)
                 return "--snapshot-limit";
         return NULL;

@@ -169,6 +169,9 @@ const nsr_option nsr_options[_NSR_OPT_MAX] = {
         [NSR_OPT_PROFILE] = { "--profile", NULL, NSR_OPT_PROFILE, 1, "NAME|PATH",
                               "Apply the options of a profile file first (repeatable; the command\n"
                               "line still wins); see nsrun-profile(5)", N, NULL },
+        [NSR_OPT_WORKSPACE_ROOT] = { "--workspace-root", NULL, NSR_OPT_WORKSPACE_ROOT, 0, NULL,
+                                     "Project mode: mount the (one) project as /, with the host's /usr,\n"
+                                     "/etc and libraries read-only beneath it", N, NULL },
 };
 
 #undef B

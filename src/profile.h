@@ -21,6 +21,10 @@ typedef struct nsr_profile_project {
         dev_t dev;             /* what path was when nsrun resolved it */
         ino_t ino;
         bool live;             /* --no-overlay: bound writable, no overlay (upper, work unused) */
+        /* --workspace-root: a lower layer above the project holding the
+         * mount points the root needs (usr, etc, proc...), so that they
+         * never land in the upper dir as changes; NULL otherwise. */
+        const char *skel;
 } nsr_profile_project;
 
 typedef struct nsr_profile_ctx {

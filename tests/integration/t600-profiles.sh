@@ -33,9 +33,25 @@ run "$NSRUN" -p "$P" $NS -q -- ./probe ptrace
 is "$out" "ptrace ESRCH" "... which the default policy allows (the test can fail)"
 rm -f "$P/probe"
 
+W=$d/ws
+mkdir -p "$W/sub"; echo marker > "$W/marker"
+run sh -c "cd '$W/sub' && '$NSRUN' --profile workspace-root -p '$W' $NS -q -- sh -c 'pwd; cat /marker; ls -A / | tr \"\\n\" \" \"; echo; echo new > /created; touch /etc/x 2>/dev/null || echo etc-ro; /usr/bin/env true && echo usr'"
+is "$rc" 0 "workspace-root runs a command"
+like "$out" "^/sub
+marker
+" "workspace-root: the project is /, the cwd its place in it"
+like "$out" "(^| )usr( |$)" "... with the host's /usr beneath it"
+like "$out" "etc-ro" "... and /etc read-only"
+like "$out" "usr$" "... and programs from /usr run"
+is "$(cat "$W/created" 2>/dev/null)" "new" "a write to /created lands in the project at apply"
+is "$(ls -A "$W" | tr '\n' ' ')" "created marker sub " "... and no mount point (usr, proc, tmp...) comes back as a change"
+run "$NSRUN" --profile workspace-root --ro /srv -p "$W" $NS -- true
+like "$rc:$err" "^125:.*--ro and --rw cannot be combined with --workspace-root" "--workspace-root refuses --ro"
+
 run "$NSRUN" profile list
 like "$out" "^agent +$NSR_STAGE/profiles/agent.profile" "profile list shows the shipped agent"
 like "$out" "^strict " "... and strict"
+like "$out" "^workspace-root " "... and workspace-root"
 
 # ---- lookup, order, errors -----------------------------------------------
 mkdir -p "$d/cfg/nsrun/profiles"
