@@ -88,12 +88,26 @@ static int load_files(char *const *profiles, char *const *projects, const nsr_pf
         return 0;
 }
 
+/* A --project that only the parser saw (inside an --args file) came too
+ * late for the configs, their forbid rules and .nsrun/profile: refused,
+ * rather than run without them. */
+static int check_late_project(const nsr_plan *plan, size_t seen, nsr_cli_result *ret, nsr_error *err) {
+        if (nsr_strv_length(plan->proj.projects) <= seen)
+                return 0;
+        ret->policy_error = true;
+        return nsr_error_setx(err, EINVAL,
+                              "--project inside an --args file: give it on the command line, so that the config "
+                              "files and the project's .nsrun/profile apply");
+}
+
 int nsr_profileset_parse(char *const *args, size_t n, char *const *env, nsr_plan **ret_plan, nsr_cli_result *ret,
                          nsr_pf_list *ret_files, nsr_error *err) {
         _cleanup_strv_free_ char **profiles = NULL, **projects = NULL;
         nsr_cli_prescan(args, n, &profiles, &projects);
-        if (!profiles[0] && !projects[0] && !ret_files)
-                return nsr_cli_parse(args, n, false, ret_plan, ret, err);
+        if (!profiles[0] && !projects[0] && !ret_files) {
+                int r = nsr_cli_parse(args, n, false, ret_plan, ret, err);
+                return r < 0 ? r : check_late_project(*ret_plan, 0, ret, err);
+        }
 
         nsr_pf_ctx ctx;
         nsr_profileset_ctx(env, &ctx);
@@ -105,6 +119,11 @@ int nsr_profileset_parse(char *const *args, size_t n, char *const *env, nsr_plan
                 return r;
         }
         r = nsr_cli_parse_with(&files, args, n, false, ret_plan, ret, err);
+        size_t seen = nsr_strv_length(projects);
+        for (size_t i = 0; i < files.n; i++)
+                seen += files.entries[i].opt->id == NSR_OPT_PROJECT;
+        if (r >= 0)
+                r = check_late_project(*ret_plan, seen, ret, err);
         if (ret_files) {
                 *ret_files = files;
                 files = (nsr_pf_list){ 0 };

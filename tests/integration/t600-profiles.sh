@@ -87,6 +87,10 @@ run "$NSRUN" --ro-bind / / -- cat "$d/secret"
 is "$rc:$out" "0:secret" "... and not to a run outside project mode"
 rm -f "$d/cfg/nsrun/config"
 
+printf -- '--project\0%s\0--share-net\0' "$P" > "$d/args"
+run "$NSRUN" --args 3 -- true 3<"$d/args"
+like "$rc:$err" "^125:.*--project inside an --args file" "--project inside --args is refused (the configs would come too late)"
+
 # ---- project-local tightening ------------------------------------------------
 mkdir -p "$P/.nsrun"
 echo "token" > "$P/.env"
