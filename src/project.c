@@ -1043,8 +1043,9 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         nsr_strv_extend(&o.summary, line);
                 }
                 if (e->protected_changes && !nsr_changeset_is_empty(e->protected_changes))
-                        msg(&o, "nsrun: %s: %s %zu change%s to protected git paths (hooks, config) or .nsrun, e.g. %s", e->path,
-                            pj->live ? "reverted" : "dropped", nsr_changeset_size(e->protected_changes),
+                        msg(&o,
+                            "nsrun: %s: %s %zu change%s to protected git paths (hooks, config) or .nsrun, e.g. %s",
+                            e->path, pj->live ? "reverted" : "dropped", nsr_changeset_size(e->protected_changes),
                             nsr_changeset_size(e->protected_changes) == 1 ? "" : "s",
                             e->protected_changes->changes[0].path);
                 for (size_t k = 0; k < e->commit.n_conflicts; k++) {
