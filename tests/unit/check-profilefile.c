@@ -300,10 +300,10 @@ END_TEST
 
 START_TEST(test_includes) {
         _cleanup_free_ char *a = write_file("inc/a.profile", "hide /a1\ninclude b.profile\nhide /a2\n");
-        _cleanup_free_ char *b = write_file("inc/b.profile", "hide /b1\ninclude sub/c.profile\n");
+        free(write_file("inc/b.profile", "hide /b1\ninclude sub/c.profile\n"));
         _cleanup_free_ char *c = write_file("inc/sub/c.profile", "hide /c1\ninclude shipped\n");
         /* "include NAME" looks NAME up like --profile: here the data dir. */
-        _cleanup_free_ char *s = write_file("profiles/shipped.profile", "hide /s1\n");
+        free(write_file("profiles/shipped.profile", "hide /s1\n"));
         nsr_pf_ctx cx = ctx();
         _cleanup_(nsr_pf_list_done) nsr_pf_list l = { 0 };
         nsr_error err = { 0 };
@@ -326,7 +326,7 @@ END_TEST
 
 START_TEST(test_cycles_and_depth) {
         _cleanup_free_ char *a = write_file("cy/a.profile", "include b.profile\n");
-        _cleanup_free_ char *b = write_file("cy/b.profile", "hide /x\ninclude a.profile\n");
+        free(write_file("cy/b.profile", "hide /x\ninclude a.profile\n"));
         nsr_pf_ctx cx = ctx();
         _cleanup_(nsr_pf_list_done) nsr_pf_list l = { 0 };
         nsr_error err = { 0 };
