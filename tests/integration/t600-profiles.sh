@@ -24,6 +24,12 @@ is "$(cat "$P/out" 2>/dev/null)" "hello" "... and its write is applied"
 run "$NSRUN" profile show agent
 like "$out" "^home overlay +# .*/profiles/agent.profile:[0-9]+$" "profile show agent prints expanded lines with file:line"
 like "$out" "^sandbox required +# " "... every line of it"
+run "$NSRUN" profile show strict --json
+got=$(printf '%s' "$out" | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+o = d["options"][0]
+print(o["option"], o["args"], o["file"].endswith("/profiles/strict.profile"), o["line"] > 0)')
+is "$got" "--home ['hide'] True True" "profile show --json: option, args, file and line"
 
 cp "$NSR_HELPERS/nsr-sysprobe" "$P/probe" 2>/dev/null
 run "$NSRUN" --profile strict -p "$P" $NS -q -- sh -c 'ls -A ~ | wc -l; ./probe ptrace'
@@ -75,6 +81,10 @@ like "$err" "bad.profile:3: unknown option \"bogus-option\"" "... and names file
 printf 'hide $PATH\n' > "$d/bad.profile"
 run "$NSRUN" --profile "$d/bad.profile" -p "$P" $NS -- true
 like "$rc:$err" "^125:.*bad.profile:1: .PATH: only .HOME and .XDG_. are expanded" "only \$HOME and \$XDG_* expand"
+run "$NSRUN" profile check "$d/bad.profile"
+like "$rc:$err" "^125:.*bad.profile:1: " "profile check reports the first error as file:line"
+run "$NSRUN" profile check "$d/two.profile"
+like "$rc:$out" "^0:.*two.profile: 3 option lines, ok" "profile check counts the lines of a good file, includes expanded"
 printf 'include loop.profile\n' > "$d/loop.profile"
 run "$NSRUN" --profile "$d/loop.profile" -p "$P" $NS -- true
 like "$rc:$err" "^125:.*includes itself" "an include cycle is refused"
