@@ -104,10 +104,6 @@ int nsr_profileset_parse(char *const *args, size_t n, char *const *env, nsr_plan
                          nsr_pf_list *ret_files, nsr_error *err) {
         _cleanup_strv_free_ char **profiles = NULL, **projects = NULL;
         nsr_cli_prescan(args, n, &profiles, &projects);
-        if (!profiles[0] && !projects[0] && !ret_files) {
-                int r = nsr_cli_parse(args, n, false, ret_plan, ret, err);
-                return r < 0 ? r : check_late_project(*ret_plan, 0, ret, err);
-        }
 
         nsr_pf_ctx ctx;
         nsr_profileset_ctx(env, &ctx);

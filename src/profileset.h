@@ -3,7 +3,7 @@
  * in which order, before the one parser applies them (nsrun-profile(5)).
  *
  *   1. SYSCONFDIR/nsrun/config         project mode; its forbid rules
- *                                      whenever a file is read at all
+ *                                      for every run under the nsrun name
  *   2. $XDG_CONFIG_HOME/nsrun/config   project mode
  *   3. each --profile, in order
  *   4. PROJECT/.nsrun/profile          project mode; tightening lines only
@@ -13,8 +13,9 @@
 
 #include "cli.h"
 
-/* Like nsr_cli_parse (nsrun mode), with the files above. A plain
- * bwrap-style run that names no --profile and no --project reads no file.
+/* Like nsr_cli_parse (nsrun mode), with the files above. A run that names
+ * no --profile and no --project reads only the system config's forbid
+ * rules (one open of a file that is usually missing).
  * env is the caller's environment (for $HOME and $XDG_*). *ret_files, when
  * not NULL, receives the lines that were applied (for "profile show"). */
 int nsr_profileset_parse(char *const *args, size_t n, char *const *env, nsr_plan **ret_plan, nsr_cli_result *ret,

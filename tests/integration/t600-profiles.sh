@@ -136,6 +136,10 @@ else
 	run "$NSRUN" -p "$P" $NS --share-net -- true
 	is "$rc" 125 "forbid share-net holds against the command line"
 	like "$err" "--share-net is forbidden on this system \\($d/etc/nsrun/config:1\\)" "... with a clear message"
+	run "$NSRUN" --ro-bind / / --share-net -- true
+	like "$rc:$err" "^125:.*--share-net is forbidden" "... and in a run outside project mode"
+	run "$NSRUN" --ro-bind / / -- true
+	is "$rc" 0 "... which otherwise runs"
 	printf 'share-net\n' > "$d/cfg/nsrun/config"
 	run "$NSRUN" -p "$P" $NS -- true
 	like "$rc:$err" "^125:.*cfg/nsrun/config:1: --share-net is forbidden" "... and against the user's config"
