@@ -607,6 +607,15 @@ static int parse_files(parser *ps, nsr_error *err) {
                 }
                 ps->last[o->id] = vals[0];
         }
+        /* A file's --perms, --size or --overlay-src is for that file's
+         * next line, never for the command line's first option. */
+        if (ps->files && ps->files->n &&
+            (ps->pending_perms != NSR_PERMS_UNSET || ps->pending_size || ps->pending_overlay)) {
+                const nsr_pf_entry *e = &ps->files->entries[ps->files->n - 1];
+                ps->policy_error = true;
+                check_modifiers(ps, _NSR_OPT_MAX, err);
+                return nsr_error_prefix(err, "%s:%u", e->file, e->line);
+        }
         return 0;
 }
 

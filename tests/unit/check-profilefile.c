@@ -295,6 +295,15 @@ START_TEST(test_errors_name_file_line) {
         ck_assert_int_lt(nsr_cli_parse_with(&l, argv, 1, false, &p, &res, &err), 0);
         ck_assert_msg(strstr(err.msg, "v.profile:3: --home takes overlay, ro or hide"), "%s", err.msg);
         ck_assert(res.policy_error);
+
+        /* A modifier on a file's last line is not for the command line. */
+        _cleanup_(nsr_pf_list_done) nsr_pf_list m = { 0 };
+        ck_assert_int_eq(load("m.profile", "perms 0700\n", NSR_PF_PROFILE, &m, &err), 0);
+        char *argv2[] = { (char *) "--dir", (char *) "/d", (char *) "true", NULL };
+        _cleanup_(nsr_plan_freep) nsr_plan *p2 = NULL;
+        ck_assert_int_lt(nsr_cli_parse_with(&m, argv2, 3, false, &p2, &res, &err), 0);
+        ck_assert_msg(strstr(err.msg, "m.profile:1: --perms must be followed by an option that creates a file"), "%s",
+                      err.msg);
 }
 END_TEST
 
