@@ -2,7 +2,9 @@
 #
 # Every project-mode run already does all of this; the file is here to be
 # read and copied: "nsrun profile show agent", then start your own from it
-# in ~/.config/nsrun/profiles/NAME.profile.
+# in ~/.config/nsrun/profiles/NAME.profile. Applied with --profile agent,
+# it sets the lines below back to these defaults, over what a config file
+# said (a site enforces with "forbid", not with defaults).
 #
 # Built in, not options (see nsrun(1), PROJECT MODE):
 #   the host read-only (/ bound read-only); a fresh /dev, /proc, /tmp and
