@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "options.h"
+#include "profilefile.h"
 
 typedef struct parser {
         nsr_plan *plan;
@@ -23,6 +24,11 @@ typedef struct parser {
         bool command_found;
         char **command;             /* points into the caller's argv */
         size_t n_command;
+        const nsr_pf_list *files;   /* profile and config lines, and forbid rules */
+        /* While the files' lines are applied: each option's last value,
+         * for the project-local "lower limits only" check. */
+        const char *last[_NSR_OPT_MAX];
+        bool policy_error;          /* the error is a file's or a forbid rule's */
 } parser;
 
 static void warn_last(parser *ps, const char *opt) {
@@ -521,6 +527,15 @@ static int handle(parser *ps, const nsr_option *o, const char *typed, char *cons
         case NSR_OPT_NO_OVERLAY:
                 p->proj.no_overlay = true;
                 return 0;
+        case NSR_OPT_WORKSPACE_ROOT:
+                p->proj.workspace_root = true;
+                return 0;
+        case NSR_OPT_PROFILE:
+                /* Read before the command line (nsr_cli_prescan), so that
+                 * the command line wins; an --args file comes too late. */
+                if (in_args_file)
+                        return nsr_error_setx(err, EINVAL, "--profile cannot be used inside an --args file");
+                return 0;
         case NSR_OPT_DISCARD:
                 p->proj.discard = true;
                 return 0;
@@ -537,8 +552,6 @@ static int handle(parser *ps, const nsr_option *o, const char *typed, char *cons
         case _NSR_OPT_INVALID:
                 break;
         }
-        (void) typed;
-        (void) in_args_file;
         return nsr_error_setx(err, EINVAL, "Unknown option %s", typed);
 }
 
@@ -555,6 +568,54 @@ static int check_modifiers(parser *ps, nsr_opt_id id, nsr_error *err) {
                 return nsr_error_setx(err, EINVAL,
                                       "--overlay-src must be followed by another --overlay-src or one of --overlay, "
                                       "--tmp-overlay, or --ro-overlay");
+        return 0;
+}
+
+static int check_forbidden(parser *ps, const nsr_option *o, const char *value, nsr_error *err) {
+        const nsr_pf_forbid *f = nsr_pf_forbidden(ps->files, o, value);
+        if (!f)
+                return 0;
+        ps->policy_error = true;
+        if (f->value)
+                return nsr_error_setx(err, EPERM, "%s=%s is forbidden on this system (%s:%u)", o->name, f->value, f->file,
+                                      f->line);
+        return nsr_error_setx(err, EPERM, "%s is forbidden on this system (%s:%u)", o->name, f->file, f->line);
+}
+
+/* The options of profile and config files, one line each, before the
+ * command line's. Errors name the file and line. */
+static int parse_files(parser *ps, nsr_error *err) {
+        for (size_t i = 0; ps->files && i < ps->files->n; i++) {
+                const nsr_pf_entry *e = &ps->files->entries[i];
+                const nsr_option *o = e->opt;
+                char *vals[3] = { NULL, NULL, NULL };
+                for (unsigned k = 0; k < o->nargs && k < 3; k++)
+                        vals[k] = e->words[1 + k];
+                int r = check_forbidden(ps, o, vals[0], err);
+                if (r >= 0 && e->kind == NSR_PF_PROJECT_LOCAL)
+                        r = nsr_pf_check_tightening(o, vals,
+                                                    o->id == NSR_OPT_HOME ? nsr_home_mode_to_string(ps->plan->proj.home)
+                                                                          : ps->last[o->id],
+                                                    err);
+                if (r >= 0)
+                        r = handle(ps, o, o->name, vals, false, err);
+                if (r >= 0)
+                        r = check_modifiers(ps, o->id, err);
+                if (r < 0) {
+                        ps->policy_error = true;
+                        return nsr_error_prefix(err, "%s:%u", e->file, e->line);
+                }
+                ps->last[o->id] = vals[0];
+        }
+        /* A file's --perms, --size or --overlay-src is for that file's
+         * next line, never for the command line's first option. */
+        if (ps->files && ps->files->n &&
+            (ps->pending_perms != NSR_PERMS_UNSET || ps->pending_size || ps->pending_overlay)) {
+                const nsr_pf_entry *e = &ps->files->entries[ps->files->n - 1];
+                ps->policy_error = true;
+                check_modifiers(ps, _NSR_OPT_MAX, err);
+                return nsr_error_prefix(err, "%s:%u", e->file, e->line);
+        }
         return 0;
 }
 
@@ -632,7 +693,10 @@ static int parse_list(parser *ps, char *const *args, size_t n, bool in_args_file
                         i += 1 + o->nargs;
                 }
 
-                int r = handle(ps, o, a, vals, in_args_file, err);
+                int r = check_forbidden(ps, o, vals[0], err);
+                if (r < 0)
+                        return r;
+                r = handle(ps, o, a, vals, in_args_file, err);
                 if (r < 0)
                         return r;
                 if (r > 0)
@@ -646,11 +710,17 @@ static int parse_list(parser *ps, char *const *args, size_t n, bool in_args_file
 
 int nsr_cli_parse(char *const *args, size_t n, bool bwrap_mode, nsr_plan **ret_plan, nsr_cli_result *ret,
                   nsr_error *err) {
+        return nsr_cli_parse_with(NULL, args, n, bwrap_mode, ret_plan, ret, err);
+}
+
+int nsr_cli_parse_with(const nsr_pf_list *files, char *const *args, size_t n, bool bwrap_mode, nsr_plan **ret_plan,
+                       nsr_cli_result *ret, nsr_error *err) {
         parser ps = {
                 .plan = nsr_plan_new(),
                 .bwrap_mode = bwrap_mode,
                 .total_args = n,
                 .pending_perms = NSR_PERMS_UNSET,
+                .files = files,
         };
         nsr_cli_result res = { .action = NSR_CLI_RUN };
         int r;
@@ -660,6 +730,9 @@ int nsr_cli_parse(char *const *args, size_t n, bool bwrap_mode, nsr_plan **ret_p
                 goto finish;
         }
 
+        r = parse_files(&ps, err);
+        if (r < 0)
+                goto finish;
         r = parse_list(&ps, args, n, false, err);
         if (r == 1) {
                 res.action = NSR_CLI_HELP;
@@ -689,8 +762,43 @@ int nsr_cli_parse(char *const *args, size_t n, bool bwrap_mode, nsr_plan **ret_p
 
 finish:
         res.level_prefix = ps.plan->level_prefix;
+        res.policy_error = r < 0 && ps.policy_error;
         nsr_strv_free(ps.pending_overlay);
         *ret_plan = ps.plan;
         *ret = res;
         return r;
+}
+
+int nsr_cli_prescan(char *const *args, size_t n, char ***ret_profiles, char ***ret_projects) {
+        _cleanup_strv_free_ char **profiles = nsr_malloc0(sizeof(char *)), **projects = nsr_malloc0(sizeof(char *));
+        size_t i = 0;
+        while (i < n) {
+                const char *a = args[i];
+                if (streq(a, "--") || a[0] != '-')
+                        break;
+                const nsr_option *o = nsr_options_find(a, false);
+                const char *val = NULL;
+                if (!o && a[1] == '-' && strchr(a, '=')) {
+                        _cleanup_free_ char *name = nsr_strndup(a, (size_t) (strchr(a, '=') - a));
+                        o = nsr_options_find(name, false);
+                        if (!o || (o->flags & NSR_OPTF_BWRAP) || o->nargs != 1)
+                                break;
+                        val = strchr(a, '=') + 1;
+                        i += 1;
+                } else if (!o || o->id == NSR_OPT_ARGS || o->id == NSR_OPT_HELP || o->id == NSR_OPT_VERSION)
+                        break; /* the parser reports it, or reads on from there */
+                else {
+                        if (n - i < (size_t) o->nargs + 1)
+                                break;
+                        val = o->nargs ? args[i + 1] : NULL;
+                        i += 1 + o->nargs;
+                }
+                if (o->id == NSR_OPT_PROFILE)
+                        nsr_strv_extend(&profiles, val);
+                else if (o->id == NSR_OPT_PROJECT)
+                        nsr_strv_extend(&projects, val);
+        }
+        *ret_profiles = TAKE_PTR(profiles);
+        *ret_projects = TAKE_PTR(projects);
+        return 0;
 }

@@ -6,6 +6,7 @@
 
 #include "error.h"
 #include "plan.h"
+#include "profilefile.h"
 
 typedef enum nsr_cli_action {
         NSR_CLI_RUN,          /* a plan with a command */
@@ -21,6 +22,9 @@ typedef struct nsr_cli_result {
         /* --level-prefix was seen before the point where parsing stopped;
          * an error message must then carry "<3>". */
         bool level_prefix;
+        /* The error came from a profile or config line, or a forbid rule:
+         * nsrun's own failure (exit 125), not bwrap's usage error. */
+        bool policy_error;
 } nsr_cli_result;
 
 /* Parses args[0..n) (the words after argv[0]). On success *ret_plan holds
@@ -29,6 +33,15 @@ typedef struct nsr_cli_result {
  * be printed before the error, exactly as bwrap interleaves them. */
 int nsr_cli_parse(char *const *args, size_t n, bool bwrap_mode, nsr_plan **ret_plan, nsr_cli_result *ret,
                   nsr_error *err);
+/* The same, with the lines of profile and config files applied first, in
+ * order (errors name file:line), and their forbid rules checked against
+ * every option, the command line's included. files may be NULL. */
+int nsr_cli_parse_with(const nsr_pf_list *files, char *const *args, size_t n, bool bwrap_mode, nsr_plan **ret_plan,
+                       nsr_cli_result *ret, nsr_error *err);
+/* The --profile and --project values among the leading options of args
+ * (before the command), found through the options table without applying
+ * anything: profiles and configs must be read before the command line. */
+int nsr_cli_prescan(char *const *args, size_t n, char ***ret_profiles, char ***ret_projects);
 
 /* Warnings are stored as strings; the first character is '1' when
  * --level-prefix was active when the warning was raised, '0' otherwise. */

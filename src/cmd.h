@@ -15,3 +15,4 @@ int nsr_cmd_undo(int argc, char **argv);
 int nsr_cmd_history(int argc, char **argv);
 int nsr_cmd_gc(int argc, char **argv);
 int nsr_cmd_doctor(int argc, char **argv);
+int nsr_cmd_profile(int argc, char **argv);

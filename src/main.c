@@ -14,6 +14,7 @@
 #include "launch.h"
 #include "options.h"
 #include "plan.h"
+#include "profileset.h"
 #include "project.h"
 #include "seccomp.h"
 #include "trace.h"
@@ -58,7 +59,7 @@ static const struct {
 } subcommands[] = {
         { "seccomp", nsr_cmd_seccomp }, { "diff", nsr_cmd_diff },       { "commit", nsr_cmd_commit },
         { "discard", nsr_cmd_discard }, { "undo", nsr_cmd_undo },       { "history", nsr_cmd_history },
-        { "gc", nsr_cmd_gc },           { "doctor", nsr_cmd_doctor },
+        { "gc", nsr_cmd_gc },           { "doctor", nsr_cmd_doctor },   { "profile", nsr_cmd_profile },
 };
 
 static int write_report(const nsr_plan *plan, const char *json, nsr_error *err) {
@@ -192,6 +193,8 @@ static const char *project_only_option(const nsr_plan *p) {
                 return "--sandbox";
         if (o->no_overlay)
                 return "--no-overlay";
+        if (o->workspace_root)
+                return "--workspace-root";
         if (o->snapshot_limit)
                 return "--snapshot-limit";
         return NULL;
@@ -280,12 +283,14 @@ int main(int argc, char **argv) {
         nsr_error err = { 0 };
         _cleanup_(nsr_plan_freep) nsr_plan *plan = NULL;
         nsr_cli_result res;
-        int r = nsr_cli_parse(argv + 1, (size_t) argc - 1, c.bwrap_mode, &plan, &res, &err);
+        /* Profiles and configs are nsrun's: the bwrap name reads no file. */
+        int r = c.bwrap_mode ? nsr_cli_parse(argv + 1, (size_t) argc - 1, true, &plan, &res, &err)
+                             : nsr_profileset_parse(argv + 1, (size_t) argc - 1, environ, &plan, &res, NULL, &err);
         c.level_prefix = res.level_prefix;
         print_warnings(&c, plan ? plan->warnings : NULL);
         if (r < 0) {
                 print_error(&c, &err);
-                return 1;
+                return res.policy_error ? NSR_EXIT_FAILURE : 1;
         }
         switch (res.action) {
         case NSR_CLI_HELP:

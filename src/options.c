@@ -166,6 +166,12 @@ const nsr_option nsr_options[_NSR_OPT_MAX] = {
         [NSR_OPT_SNAPSHOT_LIMIT] = { "--snapshot-limit", NULL, NSR_OPT_SNAPSHOT_LIMIT, 1, "SIZE",
                                      "Project mode: refuse a snapshot that would copy more than SIZE\n"
                                      "(default 1G; reflinked data is free)", N, NULL },
+        [NSR_OPT_PROFILE] = { "--profile", NULL, NSR_OPT_PROFILE, 1, "NAME|PATH",
+                              "Apply the options of a profile file first (repeatable; the command\n"
+                              "line still wins); see nsrun-profile(5)", N, NULL },
+        [NSR_OPT_WORKSPACE_ROOT] = { "--workspace-root", NULL, NSR_OPT_WORKSPACE_ROOT, 0, NULL,
+                                     "Project mode: mount the (one) project as /, with the host's /usr,\n"
+                                     "/etc and libraries read-only beneath it", N, NULL },
 };
 
 #undef B
@@ -241,5 +247,6 @@ void nsr_options_help(FILE *f, const char *prog, bool bwrap_mode) {
               "    history [-p DIR] [--json]    List runs\n"
               "    gc                           Prune old runs and backups\n"
               "    doctor [--json]              Check what this host lets nsrun do\n"
+              "    profile list|show|check      List, expand or check profile files\n"
               "\nSee nsrun(1).\n", f);
 }

@@ -103,6 +103,8 @@ typedef enum nsr_opt_id {
         NSR_OPT_SANDBOX,
         NSR_OPT_NO_OVERLAY,
         NSR_OPT_SNAPSHOT_LIMIT,
+        NSR_OPT_PROFILE,
+        NSR_OPT_WORKSPACE_ROOT,
         _NSR_OPT_MAX,
         _NSR_OPT_INVALID = -EINVAL,
 } nsr_opt_id;

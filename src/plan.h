@@ -130,6 +130,7 @@ typedef struct nsr_project_opts {
         uint64_t snapshot_limit; /* 0: the default */
         nsr_sandbox_mode sandbox;
         bool no_overlay;       /* live writes, captured against a snapshot */
+        bool workspace_root;   /* the project is mounted as / */
         bool allow_nested, discard, keep, quiet, verbose;
 } nsr_project_opts;
 

@@ -112,6 +112,10 @@ static bool under(const char *path, const char *dir) {
 }
 
 bool nsr_profile_is_protected(const char *rel, bool git_is_file) {
+        /* The project-local profile (nsrun-profile(5)): what the sandbox
+         * writes there would configure the next run. */
+        if (under(rel, ".nsrun"))
+                return true;
         if (streq(rel, ".git"))
                 return git_is_file;
         if (!nsr_startswith(rel, ".git/"))
@@ -333,7 +337,12 @@ static void add_env(builder *b, nsr_error *err) {
 
 static void protect_git(builder *b, const char *project) {
         _cleanup_free_ char *git = nsr_path_join(project, ".git");
+        _cleanup_free_ char *local = nsr_path_join(project, ".nsrun");
         struct stat st;
+        /* The project-local profile: read-only inside too, so the command
+         * is told at once (its changes would be dropped at apply anyway). */
+        if (lstat(local, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+                op2(b, NSR_OP_RO_BIND, local, local);
         if (lstat(git, &st) < 0)
                 return;
         if (S_ISREG(st.st_mode)) {
@@ -370,6 +379,113 @@ static void builder_done(builder *b) {
         nsr_strv_free(b->asked);
 }
 
+/* ---- --workspace-root ----------------------------------------------------- */
+
+/* What the host lends a workspace root, read-only: the system dirs, as
+ * binds, or as the same symlinks where the host has symlinks (merged /usr). */
+static const char *const workspace_host_dirs[] = { "/usr", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin" };
+
+static bool in_workspace_host_dirs(const char *path) {
+        for (size_t i = 0; i < ELEMENTSOF(workspace_host_dirs); i++)
+                if (under(path, workspace_host_dirs[i]))
+                        return true;
+        return false;
+}
+
+/* "/" + the part of path below project. */
+static char *relocate(const char *path, const char *project) {
+        const char *rest = path + strlen(project);
+        return nsr_strdup(*rest ? rest : "/");
+}
+
+/* The project as /: an overlay of the project and the skeleton (the mount
+ * points), the host's system dirs read-only, fresh /dev, /proc, /tmp and
+ * /run. Nothing else of the host exists inside: no home, no /var, no
+ * /srv, so hide.list matters only where it names a path under /etc or
+ * /usr, and --hide paths in the project are hidden at their place under /. */
+static int build_workspace(builder *b, const char *rt, nsr_error *err) {
+        const nsr_profile_ctx *c = b->ctx;
+        nsr_plan *p = b->p;
+        const nsr_profile_project *pr = &c->projects[0];
+        struct stat st;
+
+        nsr_op *op = op2(b, NSR_OP_OVERLAY, pr->upper, "/");
+        op->workdir = nsr_strdup(pr->work);
+        /* The project first: the sandbox checks that it is still the dir
+         * resolved before anything was created. */
+        nsr_strv_extend(&op->overlay_srcs, pr->path);
+        if (pr->skel)
+                nsr_strv_extend(&op->overlay_srcs, pr->skel);
+        op->flags |= NSR_OPF_VERIFY;
+        op->verify_dev = pr->dev;
+        op->verify_ino = pr->ino;
+
+        for (size_t i = 0; i < ELEMENTSOF(workspace_host_dirs); i++) {
+                const char *d = workspace_host_dirs[i];
+                char target[PATH_MAX];
+                if (lstat(d, &st) < 0)
+                        continue;
+                if (S_ISLNK(st.st_mode)) {
+                        ssize_t k = readlink(d, target, sizeof(target) - 1);
+                        if (k <= 0)
+                                continue;
+                        target[k] = '\0';
+                        op2(b, NSR_OP_SYMLINK, target, d);
+                } else if (S_ISDIR(st.st_mode))
+                        op2(b, NSR_OP_RO_BIND, d, d);
+        }
+        op2(b, NSR_OP_DEV, NULL, "/dev");
+        op2(b, NSR_OP_PROC, NULL, "/proc")->flags |= NSR_OPF_PROC_FALLBACK;
+        op2(b, NSR_OP_TMPFS, NULL, "/tmp");
+        op2(b, NSR_OP_TMPFS, NULL, "/run");
+        op2(b, NSR_OP_TMPFS, NULL, rt)->perms = 0700;
+        if (p->share_net)
+                keep_resolv_conf(b);
+        op2(b, NSR_OP_REMOUNT_RO, NULL, "/run");
+
+        /* Hidden paths: those of the lent system dirs where they are, those
+         * of the project at their place under /. */
+        int r = hide_paths(&p->proj, c, &b->listed, &b->asked, err);
+        if (r < 0)
+                return r;
+        for (int round = 0; round < 2; round++) {
+                char **v = round ? b->asked : b->listed;
+                for (size_t i = 0; v && v[i]; i++) {
+                        if (in_workspace_host_dirs(v[i])) {
+                                hide(b, v[i]);
+                                continue;
+                        }
+                        if (!under(v[i], pr->path) || streq(v[i], pr->path) || lstat(v[i], &st) < 0)
+                                continue;
+                        _cleanup_free_ char *dest = relocate(v[i], pr->path);
+                        if (S_ISDIR(st.st_mode)) {
+                                op2(b, NSR_OP_TMPFS, NULL, dest)->perms = 0755;
+                                op2(b, NSR_OP_REMOUNT_RO, NULL, dest);
+                        } else {
+                                op2(b, NSR_OP_DEV_BIND, "/dev/null", dest);
+                                op2(b, NSR_OP_REMOUNT_RO, NULL, dest);
+                        }
+                }
+        }
+
+        /* The protected paths, bound where the project now is. */
+        size_t first = p->n_ops;
+        protect_git(b, pr->path);
+        for (size_t i = first; i < p->n_ops; i++) {
+                char *d = p->ops[i].dest;
+                if (d && under(d, pr->path)) {
+                        p->ops[i].dest = relocate(d, pr->path);
+                        free(d);
+                }
+        }
+
+        /* No host home inside: a private one. */
+        nsr_plan_add_env(p, NSR_ENV_SET, "HOME", "/tmp");
+        const char *cwd = c->cwd && under(c->cwd, pr->path) ? c->cwd : pr->path;
+        p->chdir = relocate(cwd, pr->path);
+        return 0;
+}
+
 int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, nsr_error *err) {
         _cleanup_(nsr_plan_freep) nsr_plan *p = nsr_plan_new();
         _cleanup_(builder_done) builder b = { .p = p, .ctx = c };
@@ -403,6 +519,25 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
                         p->caps[p->n_caps++] = (nsr_cap_edit){ .add = true, .cap = CAP_SETFCAP };
         }
         nsr_strv_extend(&p->seccomp_policies, p->proj.allow_nested ? "default-nested" : "default");
+
+        if (p->proj.workspace_root) {
+                char wsbuf[64];
+                if (c->n_projects != 1 || c->projects[0].live)
+                        return nsr_error_setx(err, EINVAL, "--workspace-root needs exactly one project, on an overlay");
+                if (p->proj.ro || p->proj.rw)
+                        return nsr_error_setx(err, EINVAL,
+                                              "--ro and --rw cannot be combined with --workspace-root: only the "
+                                              "system dirs of the host exist under it");
+                r = build_workspace(&b, runtime_dir(c, wsbuf, sizeof(wsbuf)), err);
+                if (r < 0)
+                        return r;
+                add_env(&b, err);
+                nsr_error_clear(err);
+                nsr_plan_add_env(p, NSR_ENV_SET, "XDG_RUNTIME_DIR", runtime_dir(c, wsbuf, sizeof(wsbuf)));
+                nsr_plan_append(p, user);
+                *ret = TAKE_PTR(p);
+                return 0;
+        }
 
         /* The host, read-only; fresh /dev, /proc, /tmp and /var/tmp. */
         op2(&b, NSR_OP_RO_BIND, "/", "/");

@@ -21,6 +21,10 @@ typedef struct nsr_profile_project {
         dev_t dev;             /* what path was when nsrun resolved it */
         ino_t ino;
         bool live;             /* --no-overlay: bound writable, no overlay (upper, work unused) */
+        /* --workspace-root: a lower layer above the project holding the
+         * mount points the root needs (usr, etc, proc...), so that they
+         * never land in the upper dir as changes; NULL otherwise. */
+        const char *skel;
 } nsr_profile_project;
 
 typedef struct nsr_profile_ctx {
@@ -47,8 +51,8 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *ctx, nsr_plan **ret
  * hides them with Landlock instead (confine.h). */
 int nsr_profile_hidden(const nsr_project_opts *o, const nsr_profile_ctx *ctx, char ***ret, nsr_error *err);
 
-/* Whether a path relative to a project root is one of the protected git
- * paths: .git/hooks, .git/config, .git/config.worktree,
+/* Whether a path relative to a project root is protected: .nsrun (the
+ * project-local profile) and the git paths .git/hooks, .git/config, .git/config.worktree,
  * .git/modules/NAME/hooks and /config, .git/worktrees, and .git itself when
  * it is (or becomes) a file; or anything below one of them. */
 bool nsr_profile_is_protected(const char *relpath, bool git_is_file);

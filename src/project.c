@@ -25,6 +25,7 @@
 #include "seccomp.h"
 #include "snapshot.h"
 #include "utf8.h"
+#include "workspace.h"
 
 extern char **environ;
 
@@ -64,6 +65,7 @@ struct nsr_project {
         char **notes;          /* for stderr before the run (the state dir chosen, ...) */
         char **hidden;         /* best-effort mode: what Landlock keeps from the command */
         char **ro, **rw;       /* --ro and --rw, expanded */
+        char *skel;            /* --workspace-root: the mount-point layer (workspace.h) */
         void (*notify)(const char *line, void *userdata);
         void *notify_data;
 };
@@ -87,6 +89,7 @@ nsr_project *nsr_project_free(nsr_project *pj) {
         free(pj->p);
         free(pj->state_dir);
         free(pj->run_dir);
+        free(pj->skel);
         nsr_strv_free(pj->command);
         nsr_strv_free(pj->notes);
         nsr_strv_free(pj->hidden);
@@ -280,6 +283,11 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
                                            "--no-overlay (writes go to the projects, a snapshot backs them)",
                                            deep));
         }
+        if (o->workspace_root && (o->sandbox != NSR_SANDBOX_REQUIRED || pj->n != 1))
+                return nsr_error_setx(err, EINVAL, "--workspace-root needs one project and the namespace sandbox "
+                                                   "(--sandbox=required)");
+        if (o->workspace_root)
+                pj->skel = nsr_asprintf("%s/p0/skel", pj->run_dir);
         _cleanup_free_ nsr_profile_project *pp = nsr_malloc0((pj->n + 1) * sizeof(nsr_profile_project));
         for (size_t i = 0; i < pj->n; i++) {
                 pj->p[i].upper = nsr_asprintf("%s/p%zu/upper", pj->run_dir, i);
@@ -289,7 +297,8 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
                                                .work = pj->p[i].work,
                                                .dev = pj->p[i].dev,
                                                .ino = pj->p[i].ino,
-                                               .live = pj->live };
+                                               .live = pj->live,
+                                               .skel = pj->skel };
         }
         pj->command = nsr_strv_copy(user->argv);
 
@@ -698,7 +707,7 @@ static bool retry_after(nsr_project *pj, attempt *a, const nsr_error *err) {
                 return false;
         if ((err->code == EINVAL || err->code == EOPNOTSUPP) && home_overlay_failed(pj, err))
                 return true;
-        if (!pj->live && !o->keep && nsr_startswith(err->msg, "Can't make overlay mount") &&
+        if (!pj->live && !o->keep && !o->workspace_root && nsr_startswith(err->msg, "Can't make overlay mount") &&
             (err->code == EINVAL || err->code == EOPNOTSUPP)) {
                 /* The usual cause: the project already sits on an overlay
                  * (nsrun or a container inside nsrun), and the kernel
@@ -833,6 +842,13 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         _cleanup_close_ int run_fd = nsr_run_create(statefd, pj->run_id, pj->n, err);
         if (run_fd < 0)
                 return run_fd;
+        if (pj->skel) {
+                if (mkdirat(run_fd, "p0/skel", 0755) < 0)
+                        return nsr_error_set(err, errno, "cannot create %s", pj->skel);
+                _cleanup_close_ int skel = openat(run_fd, "p0/skel", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (skel < 0 || nsr_workspace_skeleton(p, pj->p[0].fd, skel, err) < 0)
+                        return skel < 0 ? nsr_error_set(err, errno, "cannot open %s", pj->skel) : -EIO;
+        }
 
         struct timespec started, run_start, ended;
         clock_gettime(CLOCK_REALTIME, &started);
@@ -1027,8 +1043,9 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         nsr_strv_extend(&o.summary, line);
                 }
                 if (e->protected_changes && !nsr_changeset_is_empty(e->protected_changes))
-                        msg(&o, "nsrun: %s: %s %zu change%s to protected git paths (hooks, config), e.g. %s", e->path,
-                            pj->live ? "reverted" : "dropped", nsr_changeset_size(e->protected_changes),
+                        msg(&o,
+                            "nsrun: %s: %s %zu change%s to protected git paths (hooks, config) or .nsrun, e.g. %s",
+                            e->path, pj->live ? "reverted" : "dropped", nsr_changeset_size(e->protected_changes),
                             nsr_changeset_size(e->protected_changes) == 1 ? "" : "s",
                             e->protected_changes->changes[0].path);
                 for (size_t k = 0; k < e->commit.n_conflicts; k++) {

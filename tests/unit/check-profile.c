@@ -36,6 +36,11 @@ START_TEST(test_protected) {
         ck_assert(!nsr_profile_is_protected(".git/modules/sub", false));
         ck_assert(!nsr_profile_is_protected(".gitignore", false));
         ck_assert(!nsr_profile_is_protected("src/.git/hooks", false));
+        /* the project-local profile */
+        ck_assert(nsr_profile_is_protected(".nsrun", false));
+        ck_assert(nsr_profile_is_protected(".nsrun/profile", false));
+        ck_assert(!nsr_profile_is_protected(".nsrunx", false));
+        ck_assert(!nsr_profile_is_protected("sub/.nsrun/profile", false));
 }
 END_TEST
 

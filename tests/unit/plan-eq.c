@@ -159,6 +159,7 @@ char *test_plan_diff(const nsr_plan *a, const nsr_plan *b, unsigned flags) {
                 DIFF_INT("proj.snapshot_limit", a->proj.snapshot_limit, b->proj.snapshot_limit);
                 DIFF_INT("proj.sandbox", a->proj.sandbox, b->proj.sandbox);
                 DIFF_INT("proj.no_overlay", a->proj.no_overlay, b->proj.no_overlay);
+                DIFF_INT("proj.workspace_root", a->proj.workspace_root, b->proj.workspace_root);
                 DIFF_INT("proj.flags", a->proj.allow_nested | a->proj.discard << 1 | a->proj.keep << 2 |
                                                a->proj.quiet << 3 | a->proj.verbose << 4,
                          b->proj.allow_nested | b->proj.discard << 1 | b->proj.keep << 2 | b->proj.quiet << 3 |
