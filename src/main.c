@@ -13,6 +13,7 @@
 #include "hostcheck.h"
 #include "launch.h"
 #include "options.h"
+#include "outfile.h"
 #include "plan.h"
 #include "project.h"
 #include "seccomp.h"
@@ -61,15 +62,14 @@ static const struct {
         { "gc", nsr_cmd_gc },           { "doctor", nsr_cmd_doctor },
 };
 
-static int write_report(const nsr_plan *plan, const char *json, nsr_error *err) {
+static int write_report(const nsr_plan *plan, nsr_outfile *file, const char *json, nsr_error *err) {
         if (!json)
                 return 0;
         size_t len = strlen(json);
-        if (plan->proj.report_file) {
-                _cleanup_close_ int fd = open(plan->proj.report_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-                int r = fd < 0 ? -errno : nsr_write_all(fd, json, len);
+        if (file->dirfd >= 0 || file->fd >= 0) {
+                int r = nsr_outfile_write(file, json, len, err);
                 if (r < 0)
-                        return nsr_error_set(err, -r, "--report %s", plan->proj.report_file);
+                        return nsr_error_prefix(err, "--report");
         }
         if (plan->proj.report_fd != -1) {
                 int r = nsr_write_all(plan->proj.report_fd, json, len);
@@ -131,6 +131,13 @@ static int run_project(ctx *c, nsr_plan *user) {
         if (r > 0)
                 return 0;
 
+        /* The report's file is opened now, before the command can plant a
+         * symlink at its name or swap its directory (outfile.h). */
+        _cleanup_(nsr_outfile_done) nsr_outfile report = NSR_OUTFILE_INIT;
+        if (plan->proj.report_file && nsr_outfile_open("--report", plan->proj.report_file, &report, &err) < 0) {
+                print_error(c, &err);
+                return NSR_EXIT_FAILURE;
+        }
         nsr_project_outcome o = { 0 };
         nsr_project_set_notify(pj, print_note, c);
         if (nsr_project_run(pj, &o, &err) < 0) {
@@ -145,7 +152,7 @@ static int run_project(ctx *c, nsr_plan *user) {
         if (o.listing)
                 fputs(o.listing, stderr);
         int code = o.exit_code;
-        if (write_report(plan, o.report_json, &err) < 0) {
+        if (write_report(plan, &report, o.report_json, &err) < 0) {
                 print_error(c, &err);
                 code = NSR_EXIT_FAILURE;
         }
