@@ -40,15 +40,64 @@ static void err_print(const nsr_error *e) {
         fprintf(stderr, "nsrun: %s\n", buf);
 }
 
+/* Opens project I of a run as the directory the run was made in. Between
+ * the run and a later commit or undo the path can be replaced (a later run
+ * on the parent dir turns it into a symlink to $HOME, say): writing through
+ * it would then land somewhere else. So the fd must still be the recorded
+ * dir (st_dev, st_ino), and reached by the recorded path itself, with no
+ * symlink on the way. Prints why it refuses. */
+static int open_project_dir(const nsr_run_meta *m, size_t i) {
+        const char *path = m->projects[i];
+        _cleanup_close_ int fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno != ENOTDIR && errno != ELOOP) {
+                fprintf(stderr, "nsrun: %s: %s\n", path, strerror(errno));
+                return -1;
+        }
+        struct stat st;
+        char link[64], *real = NULL;
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        real = fd >= 0 ? realpath(link, NULL) : NULL;
+        bool same_path = fd >= 0 && real && streq(real, path);
+        free(real);
+        bool same_dir = fd >= 0 && fstat(fd, &st) == 0 &&
+                        (!m->ids || (!m->ids[i][0] && !m->ids[i][1]) ||
+                         ((unsigned long long) st.st_dev == m->ids[i][0] && (unsigned long long) st.st_ino == m->ids[i][1]));
+        if (!same_path || !same_dir) {
+                fprintf(stderr,
+                        "nsrun: %s: is no longer the directory run %s was made in (it was replaced, moved or is "
+                        "reached through a symlink now); refusing to touch it\n",
+                        path, m->run_id);
+                return -1;
+        }
+        return TAKE_FD(fd);
+}
+
+/* Checks every project of a run (only project path when path is set)
+ * before anything is applied. */
+static int check_projects(const nsr_run_meta *m, ssize_t only) {
+        for (size_t i = 0; m->projects && m->projects[i]; i++) {
+                if (only >= 0 && (size_t) only != i)
+                        continue;
+                int fd = open_project_dir(m, i);
+                if (fd < 0)
+                        return -1;
+                close(fd);
+        }
+        return 0;
+}
+
 /* Opens one project of a run, takes its lock and finishes what an
  * interrupted apply left (the count goes to *ret_n), printing any failure.
  * commit and undo both start this way. */
-static int open_project(int statefd, const char *path, int *ret_fd, int *ret_lock, size_t *ret_n) {
+static int open_project(int statefd, const nsr_run_meta *m, size_t i, int *ret_fd, int *ret_lock, size_t *ret_n) {
         nsr_error e = { 0 };
-        _cleanup_close_ int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        _cleanup_close_ int lock = fd < 0 ? -1 : nsr_project_lock(statefd, path, &e);
-        if (fd < 0 || lock < 0) {
-                fprintf(stderr, "nsrun: %s: %s\n", path, fd < 0 ? strerror(errno) : e.msg);
+        const char *path = m->projects[i];
+        _cleanup_close_ int fd = open_project_dir(m, i);
+        if (fd < 0)
+                return -1;
+        _cleanup_close_ int lock = nsr_project_lock(statefd, path, &e);
+        if (lock < 0) {
+                fprintf(stderr, "nsrun: %s: %s\n", path, e.msg);
                 return -1;
         }
         if (nsr_commit_recover(statefd, path, fd, ret_n, &e) < 0) {
@@ -263,11 +312,9 @@ int nsr_cmd_diff(int argc, char **argv) {
                                m.projects[i], m.state, m.counts[i][0], m.counts[i][1], m.counts[i][2]);
                         continue;
                 }
-                _cleanup_close_ int project = open(m.projects[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
-                if (project < 0) {
-                        fprintf(stderr, "nsrun: %s: %s\n", m.projects[i], strerror(errno));
+                _cleanup_close_ int project = open_project_dir(&m, i);
+                if (project < 0)
                         return 1;
-                }
                 _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL, *prot = NULL;
                 nsr_error e = { 0 };
                 if (nsr_project_capture(run_fd, i, project, &cs, &prot, &e) < 0) {
@@ -311,6 +358,10 @@ int nsr_cmd_commit(int argc, char **argv) {
                 fprintf(stderr, "nsrun: run %s is %s, not kept: nothing to commit\n", m.run_id, m.state);
                 return 1;
         }
+        /* Every project first, so a replaced one refuses the whole commit
+         * and the run stays kept. */
+        if (check_projects(&m, -1) < 0)
+                return 1;
         _cleanup_free_ char *run_path = nsr_asprintf("%s/runs/%s", state_dir, m.run_id);
         int rc = 0;
         bool conflict = false;
@@ -318,7 +369,7 @@ int nsr_cmd_commit(int argc, char **argv) {
                 nsr_error e = { 0 };
                 _cleanup_close_ int project = -1, lock = -1;
                 size_t n = 0;
-                if (open_project(statefd, m.projects[i], &project, &lock, &n) < 0) {
+                if (open_project(statefd, &m, i, &project, &lock, &n) < 0) {
                         rc = 1;
                         continue;
                 }
@@ -479,6 +530,8 @@ int nsr_cmd_undo(int argc, char **argv) {
                         project ? project : "");
                 return 0;
         }
+        if (check_projects(&m, project ? find_project(&m, project) : -1) < 0)
+                return 1;
 
         char undo_id[NSR_RUN_ID_MAX];
         nsr_run_id_new(undo_id);
@@ -490,7 +543,7 @@ int nsr_cmd_undo(int argc, char **argv) {
         struct timespec now;
         clock_gettime(CLOCK_REALTIME_COARSE, &now);
         nsr_run_meta um = { .kind = (char *) "undo", .undoes = m.run_id, .state = (char *) "running", .start = now,
-                            .exit_code = -1, .projects = m.projects };
+                            .exit_code = -1, .projects = m.projects, .ids = m.ids };
         snprintf(um.run_id, sizeof(um.run_id), "%s", undo_id);
         nsr_run_meta_set_owner(&um);
         um.counts = nsr_malloc0((nsr_strv_length(m.projects) + 1) * sizeof(*um.counts));
@@ -505,7 +558,7 @@ int nsr_cmd_undo(int argc, char **argv) {
                         continue;
                 _cleanup_close_ int pfd = -1, lock = -1;
                 size_t n = 0;
-                if (open_project(statefd, m.projects[i], &pfd, &lock, &n) < 0) {
+                if (open_project(statefd, &m, i, &pfd, &lock, &n) < 0) {
                         rc = 1;
                         continue;
                 }

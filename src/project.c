@@ -477,8 +477,11 @@ static void write_meta(nsr_project *pj, int run_fd, const char *state, const str
         nsr_run_meta_set_owner(&m);
         char **paths = nsr_malloc0((pj->n + 1) * sizeof(char *));
         m.counts = nsr_malloc0((pj->n + 1) * sizeof(*m.counts));
+        m.ids = nsr_malloc0((pj->n + 1) * sizeof(*m.ids));
         for (size_t i = 0; i < pj->n; i++) {
                 paths[i] = pj->p[i].path;
+                m.ids[i][0] = (unsigned long long) pj->p[i].dev;
+                m.ids[i][1] = (unsigned long long) pj->p[i].ino;
                 for (int k = 0; k < 5 && pj->p[i].changes; k++)
                         m.counts[i][k] = nsr_changeset_count(pj->p[i].changes, (nsr_change_kind) k);
         }
@@ -487,6 +490,7 @@ static void write_meta(nsr_project *pj, int run_fd, const char *state, const str
         (void) nsr_run_meta_write(run_fd, &m, &e);
         free(paths);
         free(m.counts);
+        free(m.ids);
 }
 
 /* ---- live writes: snapshots, the other launchers ------------------------- */
