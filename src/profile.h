@@ -31,6 +31,7 @@ typedef struct nsr_profile_ctx {
         char *const *env;      /* the caller's environment */
         const char *datadir;   /* holds profiles/hide.list and profiles/env-deny.list */
         const char *state_dir; /* hidden inside the sandbox */
+        const char *cache_dir; /* nsrun's cache (compiled filters), hidden too; or NULL */
         const nsr_profile_project *projects;
         size_t n_projects;
 } nsr_profile_ctx;

@@ -294,6 +294,9 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
         pj->command = nsr_strv_copy(user->argv);
 
         _cleanup_free_ char *cwd = getcwd(NULL, 0);
+        /* Made now if missing, so that it exists to be hidden: a run that
+         * could create it could plant the next run's filter. */
+        _cleanup_free_ char *cache_dir = nsr_seccomp_cache_root(create_state);
         nsr_profile_ctx ctx = {
                 .uid = getuid(),
                 .gid = getgid(),
@@ -302,6 +305,7 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
                 .env = environ,
                 .datadir = nsr_datadir(),
                 .state_dir = pj->state_dir,
+                .cache_dir = cache_dir,
                 .projects = pp,
                 .n_projects = pj->n,
         };
