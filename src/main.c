@@ -18,6 +18,7 @@
 #include "project.h"
 #include "seccomp.h"
 #include "trace.h"
+#include "utf8.h"
 
 #define BWRAP_VERSION "bubblewrap 0.11.1"
 
@@ -31,20 +32,30 @@ static const char *prefix_of(const ctx *c) {
         return c->bwrap_mode ? "bwrap" : "nsrun";
 }
 
+/* Every line nsrun prints goes through here or print_error(): a message
+ * may carry names, link targets and text the sandboxed command chose, and
+ * none of its controls (an escape sequence that hides the rest of the
+ * summary, a bidi override that reorders it) may reach the terminal. */
+static void print_text(FILE *f, const char *level, const char *text, const char *end) {
+        _cleanup_free_ char *s = nsr_utf8_escape_flags(text, NSR_ESCAPE_MESSAGE);
+        fprintf(f, "%s%s%s", level, s, end);
+}
+
 static void print_error(const ctx *c, const nsr_error *e) {
         char buf[NSR_ERROR_MSG_MAX + 256];
         nsr_error_format(e, buf, sizeof(buf));
         /* A failure doctor can explain points to it, except under the
          * bwrap name, whose messages stay bwrap's exact text. */
         const char *hint = c->bwrap_mode ? NULL : nsr_hostcheck_hint(e);
-        fprintf(stderr, "%s%s: %s%s%s\n", c->level_prefix ? "<3>" : "", prefix_of(c), buf, hint ? "; " : "",
-                hint ? hint : "");
+        _cleanup_free_ char *line = nsr_asprintf("%s: %s%s%s", prefix_of(c), buf, hint ? "; " : "", hint ? hint : "");
+        print_text(stderr, c->level_prefix ? "<3>" : "", line, "\n");
 }
 
 static void print_warnings(const ctx *c, char **warnings) {
-        for (size_t i = 0; warnings && warnings[i]; i++)
-                fprintf(stderr, "%s%s: %s\n", NSR_WARNING_LEVEL_PREFIX(warnings[i]) ? "<4>" : "", prefix_of(c),
-                        NSR_WARNING_TEXT(warnings[i]));
+        for (size_t i = 0; warnings && warnings[i]; i++) {
+                _cleanup_free_ char *line = nsr_asprintf("%s: %s", prefix_of(c), NSR_WARNING_TEXT(warnings[i]));
+                print_text(stderr, NSR_WARNING_LEVEL_PREFIX(warnings[i]) ? "<4>" : "", line, "\n");
+        }
 }
 
 static bool invoked_as_bwrap(const char *argv0) {
@@ -100,7 +111,7 @@ static int write_trace(ctx *c, nsr_plan *plan, nsr_error *err) {
 
 static void print_note(const char *line, void *userdata) {
         const ctx *c = userdata;
-        fprintf(stderr, "%s%s\n", c->level_prefix ? "<5>" : "", line);
+        print_text(stderr, c->level_prefix ? "<5>" : "", line, "\n");
 }
 
 /* Project mode: nsrun's own failures exit 125, so callers can tell them
@@ -145,12 +156,12 @@ static int run_project(ctx *c, nsr_plan *user) {
                 return NSR_EXIT_FAILURE;
         }
         for (size_t i = 0; o.messages && o.messages[i]; i++)
-                fprintf(stderr, "%s\n", o.messages[i]);
+                print_text(stderr, "", o.messages[i], "\n");
         if (!plan->proj.quiet)
                 for (size_t i = 0; o.summary && o.summary[i]; i++)
-                        fprintf(stderr, "%s\n", o.summary[i]);
+                        print_text(stderr, "", o.summary[i], "\n");
         if (o.listing)
-                fputs(o.listing, stderr);
+                print_text(stderr, "", o.listing, "");
         int code = o.exit_code;
         if (write_report(plan, &report, o.report_json, &err) < 0) {
                 print_error(c, &err);

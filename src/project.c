@@ -1034,17 +1034,19 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         _cleanup_free_ char *line = nsr_report_summary(e->path, e->changes, e->outcome, pj->run_id);
                         nsr_strv_extend(&o.summary, line);
                 }
-                if (e->protected_changes && !nsr_changeset_is_empty(e->protected_changes))
+                if (e->protected_changes && !nsr_changeset_is_empty(e->protected_changes)) {
+                        _cleanup_free_ char *eg = nsr_utf8_escape(e->protected_changes->changes[0].path);
                         msg(&o, "nsrun: %s: %s %zu change%s to protected git paths (hooks, config), e.g. %s", e->path,
                             pj->live ? "reverted" : "dropped", nsr_changeset_size(e->protected_changes),
-                            nsr_changeset_size(e->protected_changes) == 1 ? "" : "s",
-                            e->protected_changes->changes[0].path);
+                            nsr_changeset_size(e->protected_changes) == 1 ? "" : "s", eg);
+                }
                 for (size_t k = 0; k < e->commit.n_conflicts; k++) {
                         const nsr_commit_conflict *cf = &e->commit.conflicts[k];
                         _cleanup_free_ char *shown = nsr_utf8_escape(cf->path);
+                        _cleanup_free_ char *kept = cf->kept_at ? nsr_utf8_escape(cf->kept_at) : NULL;
                         if (cf->kept_at)
                                 msg(&o, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s", e->path,
-                                    shown, cf->reason, cf->kept_at);
+                                    shown, cf->reason, kept);
                         else
                                 msg(&o, "nsrun: %s: conflict: %s %s; left as the host has it", e->path, shown,
                                     cf->reason);

@@ -153,7 +153,12 @@ static void put_shown(FILE *f, const char *s, size_t len) {
                 }
                 uint32_t cp = 0;
                 int n = nsr_utf8_decode(s + i, len - i, &cp);
-                if (n > 0 && !(cp >= 0x80 && cp <= 0x9f)) {
+                if (n > 0 && nsr_utf8_is_invisible(cp)) {
+                        /* Bidi and zero-width characters would reorder or
+                         * hide what the reviewer reads: shown by name. */
+                        fprintf(f, "<U+%04X>", (unsigned) cp);
+                        i += (size_t) n;
+                } else if (n > 0 && !(cp >= 0x80 && cp <= 0x9f)) {
                         fwrite(s + i, 1, (size_t) n, f);
                         i += (size_t) n;
                 } else {

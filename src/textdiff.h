@@ -20,7 +20,9 @@ int nsr_diff_is_text(const char *data, size_t len);
  * to f. Writes nothing when the texts are equal. With for_terminal, the
  * lines' control characters are shown, not sent: a C0 control other than
  * tab as its Control Pictures sign (ESC as U+241B, CR as U+240D), DEL as
- * U+2421, and C1 controls and invalid UTF-8 as U+FFFD. The texts come
+ * U+2421, C1 controls and invalid UTF-8 as U+FFFD, and bidirectional and
+ * zero-width characters (nsr_utf8_is_invisible) by name, "<U+202E>". Nothing
+ * in a line can reach the terminal as a control. The texts come
  * from the sandbox, and raw escape sequences could rewrite what a
  * reviewer sees (erase an added line, say). */
 int nsr_diff_unified(const char *a, size_t alen, const char *b, size_t blen, const char *a_label,
