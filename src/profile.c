@@ -98,9 +98,30 @@ int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err) {
 }
 
 bool nsr_profile_env_denied(const char *name, char *const *patterns) {
+        /* "!PATTERN" lines are exceptions, whatever their place: *PWD*
+         * catches MYSQL_PWD but must leave PWD and OLDPWD. */
         for (size_t i = 0; patterns && patterns[i]; i++)
-                if (fnmatch(patterns[i], name, FNM_CASEFOLD) == 0)
+                if (patterns[i][0] == '!' && fnmatch(patterns[i] + 1, name, FNM_CASEFOLD) == 0)
+                        return false;
+        for (size_t i = 0; patterns && patterns[i]; i++)
+                if (patterns[i][0] != '!' && fnmatch(patterns[i], name, FNM_CASEFOLD) == 0)
                         return true;
+        return false;
+}
+
+bool nsr_profile_env_value_secret(const char *value) {
+        /* Every "scheme://user:secret@host" in the value (several URLs
+         * may share one variable, such as PIP_EXTRA_INDEX_URL). */
+        for (const char *s = strstr(value, "://"); s; s = strstr(s, "://")) {
+                s += 3;
+                size_t auth = strcspn(s, "/?#@ \t\n");
+                if (s[auth] != '@')
+                        continue;
+                const char *colon = memchr(s, ':', auth);
+                /* "user:" with an empty secret gives nothing away. */
+                if (colon && colon + 1 < s + auth)
+                        return true;
+        }
         return false;
 }
 
@@ -362,7 +383,7 @@ static void add_env(builder *b, nsr_error *err) {
                 _cleanup_free_ char *name = nsr_strndup(c->env[i], (size_t) (eq - c->env[i]));
                 if (!*name || nsr_strv_contains(b->p->proj.keep_env, name))
                         continue;
-                if (nsr_profile_env_denied(name, deny))
+                if (nsr_profile_env_denied(name, deny) || nsr_profile_env_value_secret(eq + 1))
                         nsr_plan_add_env(b->p, NSR_ENV_UNSET, name, NULL);
         }
         nsr_plan_add_env(b->p, NSR_ENV_SET, "NSRUN", "1");

@@ -59,8 +59,12 @@ bool nsr_profile_is_protected(const char *relpath, bool git_is_file);
 char *nsr_profile_expand(const char *line, const char *home, char *const *env);
 
 /* Whether an environment variable name matches the deny list (fnmatch,
- * case-insensitive). */
+ * case-insensitive); a pattern starting with '!' is an exception that
+ * wins over every other line. */
 bool nsr_profile_env_denied(const char *name, char *const *patterns);
+/* Whether a variable's value carries a URL with credentials in it
+ * ("scheme://user:secret@host"), whatever the variable's name. */
+bool nsr_profile_env_value_secret(const char *value);
 /* Reads a profile list file: one entry per line, '#' comments, blank lines
  * skipped, surrounding blanks trimmed. */
 int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err);
