@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "outfile.h"
+#include "syscalls.h"
 #include "util.h"
 
 void nsr_outfile_done(nsr_outfile *o) {
@@ -97,9 +98,17 @@ int nsr_outfile_write(nsr_outfile *o, const void *buf, size_t len, nsr_error *er
         struct stat was, now;
         if (fstat(o->dirfd, &was) < 0)
                 return nsr_error_set(err, errno, "%s", o->path);
-        if (stat(o->dir, &now) < 0 || now.st_dev != was.st_dev || now.st_ino != was.st_ino)
-                return nsr_error_setx(err, ESTALE,
-                                      "%s: its directory was replaced while the command ran; not written", o->path);
+        if (stat(o->dir, &now) < 0 || now.st_dev != was.st_dev || now.st_ino != was.st_ino) {
+                /* A directory made anew (rm -r out; mkdir out) is fine, as
+                 * long as no symlink at all leads to it now. */
+                int fd = nsr_openat2(AT_FDCWD, o->dir, O_PATH | O_DIRECTORY | O_CLOEXEC, RESOLVE_NO_SYMLINKS);
+                if (fd < 0)
+                        return nsr_error_setx(err, ESTALE,
+                                              "%s: its directory was replaced while the command ran; not written",
+                                              o->path);
+                safe_close(o->dirfd);
+                o->dirfd = fd;
+        }
         uint8_t rnd[6];
         if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t) sizeof(rnd)) {
                 uint64_t x = (uint64_t) getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t) (uintptr_t) buf;

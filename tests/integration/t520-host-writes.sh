@@ -12,7 +12,7 @@ isjson() { python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2>/de
 # The command plants report.json -> a dotfile; the commit applies the link.
 # Every dir exists well before the runs: a dir made in the run's first
 # clock tick would count as changed on the host during the run.
-mkdir -p "$d/p1" "$d/home" "$d/p2/out" "$d/elsewhere"
+mkdir -p "$d/p1" "$d/home" "$d/p2/out" "$d/p3/out" "$d/elsewhere"
 sleep 0.05
 P=$d/p1
 echo 'orig rc' > "$d/home/.bashrc"; echo 'orig in-project' > "$P/rc"
@@ -41,6 +41,12 @@ run "$NSRUN" -p "$P" $NS --report "$P/out/r.json" -- sh -c "rm -r out && ln -s '
 check "nothing is written into the directory the swapped-in link points to" test ! -e "$d/elsewhere/r.json"
 is "$rc" 125 "the report cannot be written where asked: nsrun's failure"
 like "$err" 'directory was replaced' "... saying why"
+
+# The report's directory made anew (no symlink on the way): written there.
+P=$d/p3
+run "$NSRUN" -p "$P" $NS --report "$P/out/r.json" -- sh -c 'rm -r out && mkdir out && echo x > out/y'
+is "$rc" 0 "a report dir the command made anew is fine"
+check "... and gets the report" isjson "$P/out/r.json"
 
 # A pipe still works (opened before the run), and /dev/stdout too.
 run sh -c "\"$NSRUN\" -p \"$d/p1\" $NS --report /dev/stdout -- true | cat"
