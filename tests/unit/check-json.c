@@ -145,7 +145,7 @@ START_TEST(test_utf8_escape_message) {
         _cleanup_free_ char *m = nsr_utf8_escape_flags("a\\b\n\tc\x1b]0;t\x07\r\xc2\x9b\xe2\x80\xae\n", NSR_ESCAPE_MESSAGE);
         ck_assert_str_eq(m, "a\\b\n\tc\\x1b]0;t\\x07\\r\\xc2\\x9b\\u202e\n");
         /* Idempotent: a message built from escaped names is left alone. */
-        static const char *const names[] = { "x\x1b[2Jy", "back\\slash", "bi\xe2\x80\xae" "di", "\xff" };
+        static const char *const names[] = { "x\x1b[2Jy", "back\\slash", ("bi\xe2\x80\xae" "di"), "\xff" };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 _cleanup_free_ char *once = nsr_utf8_escape(names[i]);
                 _cleanup_free_ char *twice = nsr_utf8_escape_flags(once, NSR_ESCAPE_MESSAGE);
