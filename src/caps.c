@@ -58,6 +58,20 @@ int nsr_caps_bound_drop(uint64_t drop, nsr_error *err) {
         return 0;
 }
 
+int nsr_caps_bound_verify(uint64_t keep, nsr_error *err) {
+        int last = nsr_caps_last();
+        for (int c = 0; c <= last; c++) {
+                if (keep & (UINT64_C(1) << c))
+                        continue;
+                int r = prctl(PR_CAPBSET_READ, c, 0, 0, 0);
+                if (r < 0 && errno == EINVAL)
+                        continue; /* unknown to this kernel */
+                if (r != 0)
+                        return nsr_error_setx(err, EPERM, "capability %d is still in the bounding set", c);
+        }
+        return 0;
+}
+
 int nsr_caps_set(uint64_t keep, nsr_error *err) {
         int last = nsr_caps_last();
         struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };

@@ -22,6 +22,10 @@ int nsr_caps_bound(uint64_t keep, nsr_error *err);
 /* Drops just the capabilities in DROP from the bounding set (one prctl
  * each: a set that was cut before a fork need not be cut again). */
 int nsr_caps_bound_drop(uint64_t drop, nsr_error *err);
+/* Fails unless the bounding set holds nothing outside keep: the drops
+ * above skip capabilities the kernel refuses to drop (EPERM), and a
+ * sandbox must not start with them. */
+int nsr_caps_bound_verify(uint64_t keep, nsr_error *err);
 /* Leaves exactly `keep` in the permitted, effective, inheritable and
  * ambient sets, so the caps survive execve whatever the uid is. With
  * no_new_privs set, execve can never add to them. */

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,6 +21,24 @@
 #include "state.h"
 #include "textdiff.h"
 #include "utf8.h"
+
+/* Every line these subcommands print: names, link targets, paths and
+ * messages may come from a sandboxed command, so the whole line goes
+ * through the one escaping function (utf8.h), which is idempotent on the
+ * names escaped already. A diff's body goes through textdiff.c instead. */
+static void say(FILE *f, const char *fmt, ...) _printf_(2, 3);
+static void say(FILE *f, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        char *line = NULL;
+        int n = vasprintf(&line, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return;
+        _cleanup_free_ char *shown = nsr_utf8_escape_flags(line, NSR_ESCAPE_MESSAGE);
+        free(line);
+        fputs(shown, f);
+}
 
 extern char **environ;
 
@@ -37,18 +56,67 @@ typedef struct args {
 static void err_print(const nsr_error *e) {
         char buf[NSR_ERROR_MSG_MAX + 256];
         nsr_error_format(e, buf, sizeof(buf));
-        fprintf(stderr, "nsrun: %s\n", buf);
+        say(stderr, "nsrun: %s\n", buf);
+}
+
+/* Opens project I of a run as the directory the run was made in. Between
+ * the run and a later commit or undo the path can be replaced (a later run
+ * on the parent dir turns it into a symlink to $HOME, say): writing through
+ * it would then land somewhere else. So the fd must still be the recorded
+ * dir (st_dev, st_ino), and reached by the recorded path itself, with no
+ * symlink on the way. Prints why it refuses. */
+static int open_project_dir(const nsr_run_meta *m, size_t i) {
+        const char *path = m->projects[i];
+        _cleanup_close_ int fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno != ENOTDIR && errno != ELOOP) {
+                say(stderr, "nsrun: %s: %s\n", path, strerror(errno));
+                return -1;
+        }
+        struct stat st;
+        char link[64], *real = NULL;
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        real = fd >= 0 ? realpath(link, NULL) : NULL;
+        bool same_path = fd >= 0 && real && streq(real, path);
+        free(real);
+        bool same_dir = fd >= 0 && fstat(fd, &st) == 0 &&
+                        (!m->ids || (!m->ids[i][0] && !m->ids[i][1]) ||
+                         ((unsigned long long) st.st_dev == m->ids[i][0] && (unsigned long long) st.st_ino == m->ids[i][1]));
+        if (!same_path || !same_dir) {
+                say(stderr,
+                        "nsrun: %s: is no longer the directory run %s was made in (it was replaced, moved or is "
+                        "reached through a symlink now); refusing to touch it\n",
+                        path, m->run_id);
+                return -1;
+        }
+        return TAKE_FD(fd);
+}
+
+/* Checks every project of a run (only project path when path is set)
+ * before anything is applied. */
+static int check_projects(const nsr_run_meta *m, ssize_t only) {
+        for (size_t i = 0; m->projects && m->projects[i]; i++) {
+                if (only >= 0 && (size_t) only != i)
+                        continue;
+                int fd = open_project_dir(m, i);
+                if (fd < 0)
+                        return -1;
+                close(fd);
+        }
+        return 0;
 }
 
 /* Opens one project of a run, takes its lock and finishes what an
  * interrupted apply left (the count goes to *ret_n), printing any failure.
  * commit and undo both start this way. */
-static int open_project(int statefd, const char *path, int *ret_fd, int *ret_lock, size_t *ret_n) {
+static int open_project(int statefd, const nsr_run_meta *m, size_t i, int *ret_fd, int *ret_lock, size_t *ret_n) {
         nsr_error e = { 0 };
-        _cleanup_close_ int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        _cleanup_close_ int lock = fd < 0 ? -1 : nsr_project_lock(statefd, path, &e);
-        if (fd < 0 || lock < 0) {
-                fprintf(stderr, "nsrun: %s: %s\n", path, fd < 0 ? strerror(errno) : e.msg);
+        const char *path = m->projects[i];
+        _cleanup_close_ int fd = open_project_dir(m, i);
+        if (fd < 0)
+                return -1;
+        _cleanup_close_ int lock = nsr_project_lock(statefd, path, &e);
+        if (lock < 0) {
+                say(stderr, "nsrun: %s: %s\n", path, e.msg);
                 return -1;
         }
         if (nsr_commit_recover(statefd, path, fd, ret_n, &e) < 0) {
@@ -78,7 +146,7 @@ static int parse_args(int argc, char **argv, const char *allowed, args *a) {
         do {                                                                                                       \
                 if (!val) {                                                                                        \
                         if (i + 1 >= argc) {                                                                       \
-                                fprintf(stderr, "nsrun: %s %s takes an argument\n", argv[0], s);                   \
+                                say(stderr, "nsrun: %s %s takes an argument\n", argv[0], s);                   \
                                 return -EINVAL;                                                                    \
                         }                                                                                          \
                         val = argv[++i];                                                                           \
@@ -101,22 +169,22 @@ static int parse_args(int argc, char **argv, const char *allowed, args *a) {
                         char *end = NULL;
                         a->keep_days = strtol(val, &end, 10);
                         if (!*val || *end || a->keep_days < 0) {
-                                fprintf(stderr, "nsrun: --keep-days takes a number of days, not \"%s\"\n", val);
+                                say(stderr, "nsrun: --keep-days takes a number of days, not \"%s\"\n", val);
                                 return -EINVAL;
                         }
                 } else if (streq(s, "--backup-limit") && strchr(allowed, 'b')) {
                         NEED_VALUE();
                         if (nsr_parse_size_suffix(val, &a->backup_limit) < 0) {
-                                fprintf(stderr, "nsrun: --backup-limit takes a size such as 2G, not \"%s\"\n", val);
+                                say(stderr, "nsrun: --backup-limit takes a size such as 2G, not \"%s\"\n", val);
                                 return -EINVAL;
                         }
                 } else if (s[0] == '-' && s[1]) {
-                        fprintf(stderr, "nsrun: %s: unknown option %s\n", argv[0], s);
+                        say(stderr, "nsrun: %s: unknown option %s\n", argv[0], s);
                         return -EINVAL;
                 } else if (!a->run && strchr(allowed, 'r'))
                         a->run = s;
                 else {
-                        fprintf(stderr, "nsrun: %s: unexpected argument \"%s\"\n", argv[0], s);
+                        say(stderr, "nsrun: %s: unexpected argument \"%s\"\n", argv[0], s);
                         return -EINVAL;
                 }
 #undef NEED_VALUE
@@ -133,7 +201,7 @@ static int open_state(const args *a, char **ret_dir) {
         }
         int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0) {
-                fprintf(stderr, "nsrun: no state dir at %s (%s): no runs yet\n", dir, strerror(errno));
+                say(stderr, "nsrun: no state dir at %s (%s): no runs yet\n", dir, strerror(errno));
                 return -1;
         }
         if (ret_dir)
@@ -205,11 +273,11 @@ static void diff_change(int upper, int project, const nsr_change *c) {
                 const char *k = nsr_change_kind_to_string(c->kind);
                 if (c->type == NSR_ENTRY_SYMLINK && c->target) {
                         _cleanup_free_ char *t = nsr_utf8_escape(c->target);
-                        printf("%s %s %s -> %s\n", k, nsr_entry_type_to_string(c->type), shown, t);
+                        say(stdout, "%s %s %s -> %s\n", k, nsr_entry_type_to_string(c->type), shown, t);
                 } else if (c->kind == NSR_CHANGE_DELETED && c->type == NSR_ENTRY_DIR)
-                        printf("%s dir %s (%llu entries below)\n", k, shown, (unsigned long long) c->descendants);
+                        say(stdout, "%s dir %s (%llu entries below)\n", k, shown, (unsigned long long) c->descendants);
                 else
-                        printf("%s %s %s (mode %04o)\n", k, nsr_entry_type_to_string(c->type), shown,
+                        say(stdout, "%s %s %s (mode %04o)\n", k, nsr_entry_type_to_string(c->type), shown,
                                (unsigned) c->mode);
                 return;
         }
@@ -225,7 +293,7 @@ static void diff_change(int upper, int project, const nsr_change *c) {
         else
                 b = nsr_strdup("");
         if (ra < 0 || rb < 0 || !nsr_diff_is_text(a, al) || !nsr_diff_is_text(b, bl)) {
-                printf("%s file %s: binary or too large (%llu bytes)\n", nsr_change_kind_to_string(c->kind), shown,
+                say(stdout, "%s file %s: binary or too large (%llu bytes)\n", nsr_change_kind_to_string(c->kind), shown,
                        (unsigned long long) c->size);
                 return;
         }
@@ -233,7 +301,7 @@ static void diff_change(int upper, int project, const nsr_change *c) {
         _cleanup_free_ char *lb = c->kind != NSR_CHANGE_DELETED ? nsr_asprintf("b/%s", shown) : nsr_strdup("/dev/null");
         nsr_error e = { 0 };
         if (nsr_diff_unified(a, al, b, bl, la, lb, stdout, isatty(STDOUT_FILENO) == 1, &e) < 0)
-                printf("%s file %s: too many differences to show\n", nsr_change_kind_to_string(c->kind), shown);
+                say(stdout, "%s file %s: too many differences to show\n", nsr_change_kind_to_string(c->kind), shown);
 }
 
 int nsr_cmd_diff(int argc, char **argv) {
@@ -259,15 +327,13 @@ int nsr_cmd_diff(int argc, char **argv) {
                 snprintf(rel, sizeof(rel), "p%zu/upper", i);
                 _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
                 if (upper < 0) {
-                        printf("# %s: the run is %s; its layers are gone (%lu created, %lu modified, %lu deleted)\n",
+                        say(stdout, "# %s: the run is %s; its layers are gone (%lu created, %lu modified, %lu deleted)\n",
                                m.projects[i], m.state, m.counts[i][0], m.counts[i][1], m.counts[i][2]);
                         continue;
                 }
-                _cleanup_close_ int project = open(m.projects[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
-                if (project < 0) {
-                        fprintf(stderr, "nsrun: %s: %s\n", m.projects[i], strerror(errno));
+                _cleanup_close_ int project = open_project_dir(&m, i);
+                if (project < 0)
                         return 1;
-                }
                 _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL, *prot = NULL;
                 nsr_error e = { 0 };
                 if (nsr_project_capture(run_fd, i, project, &cs, &prot, &e) < 0) {
@@ -275,13 +341,13 @@ int nsr_cmd_diff(int argc, char **argv) {
                         err_print(&e);
                         return 1;
                 }
-                printf("# %s (run %s, %s)\n", m.projects[i], m.run_id, m.state);
+                say(stdout, "# %s (run %s, %s)\n", m.projects[i], m.run_id, m.state);
                 _cleanup_close_ int upper_rd = openat(run_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
                 for (size_t k = 0; k < cs->n_changes; k++)
                         diff_change(upper_rd >= 0 ? upper_rd : upper, project, &cs->changes[k]);
                 for (size_t k = 0; k < prot->n_changes; k++) {
                         _cleanup_free_ char *s = nsr_utf8_escape(prot->changes[k].path);
-                        printf("protected %s (will not be applied)\n", s);
+                        say(stdout, "protected %s (will not be applied)\n", s);
                 }
         }
         return 0;
@@ -308,9 +374,13 @@ int nsr_cmd_commit(int argc, char **argv) {
         if (run_fd < 0)
                 return 1;
         if (!streq(m.state, "kept")) {
-                fprintf(stderr, "nsrun: run %s is %s, not kept: nothing to commit\n", m.run_id, m.state);
+                say(stderr, "nsrun: run %s is %s, not kept: nothing to commit\n", m.run_id, m.state);
                 return 1;
         }
+        /* Every project first, so a replaced one refuses the whole commit
+         * and the run stays kept. */
+        if (check_projects(&m, -1) < 0)
+                return 1;
         _cleanup_free_ char *run_path = nsr_asprintf("%s/runs/%s", state_dir, m.run_id);
         int rc = 0;
         bool conflict = false;
@@ -318,12 +388,12 @@ int nsr_cmd_commit(int argc, char **argv) {
                 nsr_error e = { 0 };
                 _cleanup_close_ int project = -1, lock = -1;
                 size_t n = 0;
-                if (open_project(statefd, m.projects[i], &project, &lock, &n) < 0) {
+                if (open_project(statefd, &m, i, &project, &lock, &n) < 0) {
                         rc = 1;
                         continue;
                 }
                 if (n)
-                        fprintf(stderr, "nsrun: %s: rolled back %zu interrupted apply%s first\n", m.projects[i], n,
+                        say(stderr, "nsrun: %s: rolled back %zu interrupted apply%s first\n", m.projects[i], n,
                                 n == 1 ? "" : "s");
                 _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL, *prot = NULL;
                 if (nsr_project_capture(run_fd, i, project, &cs, &prot, &e) < 0) {
@@ -357,17 +427,19 @@ int nsr_cmd_commit(int argc, char **argv) {
                 }
                 for (size_t k = 0; k < res.n_conflicts; k++) {
                         _cleanup_free_ char *shown = nsr_utf8_escape(res.conflicts[k].path);
+                        _cleanup_free_ char *kept =
+                                res.conflicts[k].kept_at ? nsr_utf8_escape(res.conflicts[k].kept_at) : NULL;
                         if (res.conflicts[k].kept_at)
-                                fprintf(stderr, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s\n",
-                                        m.projects[i], shown, res.conflicts[k].reason, res.conflicts[k].kept_at);
+                                say(stderr, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s\n",
+                                        m.projects[i], shown, res.conflicts[k].reason, kept);
                         else
-                                fprintf(stderr, "nsrun: %s: conflict: %s %s; left as the host has it\n", m.projects[i],
+                                say(stderr, "nsrun: %s: conflict: %s %s; left as the host has it\n", m.projects[i],
                                         shown, res.conflicts[k].reason);
                 }
                 conflict |= res.n_conflicts > 0;
                 _cleanup_free_ char *line =
                         nsr_report_summary(m.projects[i], cs, res.n_conflicts ? "conflict" : "committed", m.run_id);
-                fprintf(stderr, "%s\n", line);
+                say(stderr, "%s\n", line);
                 nsr_commit_result_done(&res);
                 nsr_error ce = { 0 };
                 (void) nsr_rm_rf_at(run_fd, rel, &ce);
@@ -397,7 +469,7 @@ int nsr_cmd_discard(int argc, char **argv) {
         if (run_fd < 0)
                 return 1;
         if (!streq(m.state, "kept")) {
-                fprintf(stderr, "nsrun: run %s is %s, not kept: nothing to discard\n", m.run_id, m.state);
+                say(stderr, "nsrun: run %s is %s, not kept: nothing to discard\n", m.run_id, m.state);
                 return 1;
         }
         for (size_t i = 0; m.projects && m.projects[i]; i++) {
@@ -416,7 +488,7 @@ int nsr_cmd_discard(int argc, char **argv) {
                 err_print(&e);
                 return 1;
         }
-        fprintf(stderr, "nsrun: run %s discarded\n", m.run_id);
+        say(stderr, "nsrun: run %s discarded\n", m.run_id);
         return 0;
 }
 
@@ -462,7 +534,7 @@ int nsr_cmd_undo(int argc, char **argv) {
                                 run = nsr_strdup(runs[i]);
                 }
                 if (!run) {
-                        fprintf(stderr, "nsrun: %s: no applied run to undo\n", project);
+                        say(stderr, "nsrun: %s: no applied run to undo\n", project);
                         return 1;
                 }
         }
@@ -471,14 +543,16 @@ int nsr_cmd_undo(int argc, char **argv) {
         if (run_fd < 0)
                 return 1;
         if (!applied_state(m.state)) {
-                fprintf(stderr, "nsrun: run %s is %s: only an applied run can be undone\n", m.run_id, m.state);
+                say(stderr, "nsrun: run %s is %s: only an applied run can be undone\n", m.run_id, m.state);
                 return 1;
         }
         if (!run_changed(&m, project ? find_project(&m, project) : -1)) {
-                fprintf(stderr, "nsrun: run %s changed nothing%s%s: nothing to undo\n", m.run_id, project ? " in " : "",
+                say(stderr, "nsrun: run %s changed nothing%s%s: nothing to undo\n", m.run_id, project ? " in " : "",
                         project ? project : "");
                 return 0;
         }
+        if (check_projects(&m, project ? find_project(&m, project) : -1) < 0)
+                return 1;
 
         char undo_id[NSR_RUN_ID_MAX];
         nsr_run_id_new(undo_id);
@@ -490,7 +564,7 @@ int nsr_cmd_undo(int argc, char **argv) {
         struct timespec now;
         clock_gettime(CLOCK_REALTIME_COARSE, &now);
         nsr_run_meta um = { .kind = (char *) "undo", .undoes = m.run_id, .state = (char *) "running", .start = now,
-                            .exit_code = -1, .projects = m.projects };
+                            .exit_code = -1, .projects = m.projects, .ids = m.ids };
         snprintf(um.run_id, sizeof(um.run_id), "%s", undo_id);
         nsr_run_meta_set_owner(&um);
         um.counts = nsr_malloc0((nsr_strv_length(m.projects) + 1) * sizeof(*um.counts));
@@ -505,7 +579,7 @@ int nsr_cmd_undo(int argc, char **argv) {
                         continue;
                 _cleanup_close_ int pfd = -1, lock = -1;
                 size_t n = 0;
-                if (open_project(statefd, m.projects[i], &pfd, &lock, &n) < 0) {
+                if (open_project(statefd, &m, i, &pfd, &lock, &n) < 0) {
                         rc = 1;
                         continue;
                 }
@@ -527,7 +601,7 @@ int nsr_cmd_undo(int argc, char **argv) {
                 }
                 for (size_t k = 0; ur.refused && ur.refused[k]; k++) {
                         _cleanup_free_ char *s = nsr_utf8_escape(ur.refused[k]);
-                        fprintf(stderr, "nsrun: %s: %s changed since run %s; not restored (use --force)\n",
+                        say(stderr, "nsrun: %s: %s changed since run %s; not restored (use --force)\n",
                                 m.projects[i], s, m.run_id);
                         refused++;
                 }
@@ -545,7 +619,7 @@ int nsr_cmd_undo(int argc, char **argv) {
                 m.state = nsr_strdup("undone");
                 (void) nsr_run_meta_write(run_fd, &m, &e);
         }
-        fprintf(stderr, "nsrun: undid run %s: %zu path%s restored%s (undo run %s)\n", m.run_id, restored,
+        say(stderr, "nsrun: undid run %s: %zu path%s restored%s (undo run %s)\n", m.run_id, restored,
                 restored == 1 ? "" : "s", refused ? ", some refused" : "", undo_id);
         if (rc)
                 return 1;
@@ -633,10 +707,10 @@ int nsr_cmd_history(int argc, char **argv) {
                         if (project && !streq(project, m.projects[k]))
                                 continue;
                         if (streq(m.kind ? m.kind : "run", "undo"))
-                                printf("%s  %-9s  undo of %s  %s\n", m.run_id, m.state, m.undoes ? m.undoes : "?",
+                                say(stdout, "%s  %-9s  undo of %s  %s\n", m.run_id, m.state, m.undoes ? m.undoes : "?",
                                        m.projects[k]);
                         else
-                                printf("%s  %-9s  %-8s  +%lu ~%lu -%lu  %s  %s\n", m.run_id, m.state, status,
+                                say(stdout, "%s  %-9s  %-8s  +%lu ~%lu -%lu  %s  %s\n", m.run_id, m.state, status,
                                        m.counts[k][0], m.counts[k][1] + m.counts[k][3] + m.counts[k][4],
                                        m.counts[k][2], m.projects[k], cmd);
                 }
@@ -674,7 +748,7 @@ int nsr_cmd_gc(int argc, char **argv) {
                 err_print(&e);
                 return 1;
         }
-        fprintf(stderr, "nsrun: gc: removed %zu run%s (%llu bytes)\n", st.removed, st.removed == 1 ? "" : "s",
+        say(stderr, "nsrun: gc: removed %zu run%s (%llu bytes)\n", st.removed, st.removed == 1 ? "" : "s",
                 (unsigned long long) st.bytes);
         return 0;
 }

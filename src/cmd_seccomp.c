@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "outfile.h"
 #include "seccomp.h"
 
 static const char usage[] =
@@ -102,20 +103,20 @@ static int cmd_compile(int argc, char **argv) {
                 print_err(&err);
                 return 1;
         }
-        _cleanup_close_ int fd = -1;
-        if (streq(out, "-"))
-                fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-        else
-                fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0666);
-        if (fd < 0) {
-                fprintf(stderr, "nsrun: seccomp compile: cannot open %s: %s\n", out, strerror(errno));
-                return 1;
+        if (streq(out, "-")) {
+                int r = nsr_write_all(STDOUT_FILENO, bpf, len);
+                if (r < 0) {
+                        fprintf(stderr, "nsrun: seccomp compile: cannot write to stdout: %s\n", strerror(-r));
+                        return 1;
+                }
+                return 0;
         }
-        int r = nsr_write_all(fd, bpf, len);
-        if (r >= 0 && close(TAKE_FD(fd)) < 0)
-                r = -errno;
-        if (r < 0) {
-                fprintf(stderr, "nsrun: seccomp compile: cannot write %s: %s\n", out, strerror(-r));
+        /* Written like every file nsrun makes on the host: a new file
+         * renamed into place, never through a symlink (outfile.h). */
+        _cleanup_(nsr_outfile_done) nsr_outfile f = NSR_OUTFILE_INIT;
+        if (nsr_outfile_open("-o", out, &f, &err) < 0 || nsr_outfile_write(&f, bpf, len, &err) < 0) {
+                nsr_error_prefix(&err, "seccomp compile");
+                print_err(&err);
                 return 1;
         }
         return 0;

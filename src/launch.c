@@ -159,6 +159,51 @@ static int load_seccomp(const launch *l, nsr_error *err) {
         return 0;
 }
 
+#ifdef NSR_TEST_HOOKS
+/* Makes one of pid 1's confinement steps fail, to show the failure is
+ * fatal: NSRUN_TEST_PID1_FAIL=caps|nnp|seccomp. */
+static bool pid1_test_fail(const char *step) {
+        const char *v = getenv("NSRUN_TEST_PID1_FAIL");
+        return v && streq(v, step);
+}
+#else
+static bool pid1_test_fail(const char *step) {
+        (void) step;
+        return false;
+}
+#endif
+
+/* pid 1's own confinement: no capabilities in any set, no_new_privs, and
+ * a seccomp filter whenever the command gets one (nsrun's own policies:
+ * the reaper's small allow-list, else the command's programs; the
+ * caller's bwrap programs: those, as bwrap loads them). pid 1 shares the
+ * command's namespaces and can be ptraced or signalled from them, so a
+ * step that fails must stop the run, not be skipped. */
+static int confine_pid1(const launch *l, uint64_t bound, nsr_error *err) {
+        const nsr_plan *p = l->plan;
+        int r = nsr_caps_bound_drop(bound, err);
+        if (r < 0)
+                return r;
+        r = nsr_caps_set(0, err);
+        if (r < 0)
+                return r;
+        uint64_t eff = 0, perm = 0;
+        if (nsr_caps_current(&eff) < 0 || nsr_caps_permitted(&perm) < 0 || eff || perm || pid1_test_fail("caps"))
+                return nsr_error_setx(err, EPERM, "pid 1: cannot drop its capabilities");
+        if (pid1_test_fail("nnp"))
+                errno = EPERM;
+        if (pid1_test_fail("nnp") || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return nsr_error_set(err, errno, "pid 1: prctl(PR_SET_NO_NEW_PRIVS) failed");
+        if (l->n_progs == 0)
+                return 0;
+        if (pid1_test_fail("seccomp"))
+                return nsr_error_setx(err, EINVAL, "pid 1: cannot load its seccomp filter");
+        if (p->n_seccomp == 0 && nsr_reaper_confine() >= 0)
+                return 0;
+        r = load_seccomp(l, err);
+        return r < 0 ? nsr_error_prefix(err, "pid 1") : 0;
+}
+
 static bool has_slash(const char *s) {
         return strchr(s, '/') != NULL;
 }
@@ -421,29 +466,43 @@ _noreturn_ static void child_main(launch *l) {
                  * pid 1 and the command, instead of one prctl per
                  * capability in each of them. */
                 if (l->caps_bounding) {
-                        if (nsr_caps_bound(l->caps_keep, &e) < 0)
+                        if (nsr_caps_bound(l->caps_keep, &e) < 0 || nsr_caps_bound_verify(l->caps_keep, &e) < 0)
                                 child_fail(l, &e);
                         bound = l->caps_keep;
                 }
+                /* The command waits for pid 1 to be confined: pid 1 shares
+                 * its namespaces, and the command must never run beside
+                 * a pid 1 that kept its capabilities or its filter. */
+                int ready[2];
+                if (pipe2(ready, O_CLOEXEC) < 0)
+                        child_fail(l, (nsr_error_set(&e, errno, "Can't create a pipe for pid 1"), &e));
                 pid_t cmd = fork();
                 if (cmd < 0)
                         child_fail(l, (nsr_error_set(&e, errno, "Can't fork for pid 1"), &e));
                 if (cmd > 0) {
-                        /* pid 1: keep only what it needs. */
-                        l->err_pipe[1] = safe_close(l->err_pipe[1]);
+                        close(ready[0]);
                         if (set_parent_death(l, &e) < 0)
                                 _exit(1);
-                        (void) nsr_caps_bound_drop(bound, &e);
-                        (void) nsr_caps_set(0, &e);
-                        (void) prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-                        /* nsrun's own policies filter the command; pid 1
-                         * gets a far smaller and stricter filter of its own.
-                         * Programs the caller passed (bwrap's --seccomp,
-                         * --add-seccomp-fd) it loads as bwrap does. */
-                        if (l->n_progs > 0 && (p->n_seccomp > 0 || nsr_reaper_confine() < 0))
-                                (void) load_seccomp(l, &e);
+                        /* pid 1: keep only what it needs. Every step fails
+                         * closed: the command is killed before it starts
+                         * and the error goes to the monitor. */
+                        if (confine_pid1(l, bound, &e) < 0) {
+                                (void) kill(cmd, SIGKILL);
+                                child_fail(l, &e);
+                        }
+                        l->err_pipe[1] = safe_close(l->err_pipe[1]);
+                        if (nsr_write_all(ready[1], "x", 1) < 0) {
+                                (void) kill(cmd, SIGKILL);
+                                _exit(1);
+                        }
+                        close(ready[1]);
                         nsr_reaper_run(cmd, l->status_pipe[1]);
                 }
+                close(ready[1]);
+                char c;
+                if (nsr_read_full(ready[0], &c, 1) != 1)
+                        _exit(1); /* pid 1 failed and says why */
+                close(ready[0]);
                 if (p->sync_fd != -1)
                         close(p->sync_fd);
         }
@@ -459,6 +518,8 @@ _noreturn_ static void child_main(launch *l) {
         }
         l->go_pipe[0] = safe_close(l->go_pipe[0]);
         if (l->caps_bounding && (bound & ~l->caps_keep) && nsr_caps_bound(l->caps_keep, &e) < 0)
+                child_fail(l, &e);
+        if (l->caps_bounding && nsr_caps_bound_verify(l->caps_keep, &e) < 0)
                 child_fail(l, &e);
         if (l->caps_touch && nsr_caps_set(l->caps_keep, &e) < 0)
                 child_fail(l, &e);

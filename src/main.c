@@ -13,11 +13,13 @@
 #include "hostcheck.h"
 #include "launch.h"
 #include "options.h"
+#include "outfile.h"
 #include "plan.h"
 #include "profileset.h"
 #include "project.h"
 #include "seccomp.h"
 #include "trace.h"
+#include "utf8.h"
 
 #define BWRAP_VERSION "bubblewrap 0.11.1"
 
@@ -31,20 +33,30 @@ static const char *prefix_of(const ctx *c) {
         return c->bwrap_mode ? "bwrap" : "nsrun";
 }
 
+/* Every line nsrun prints goes through here or print_error(): a message
+ * may carry names, link targets and text the sandboxed command chose, and
+ * none of its controls (an escape sequence that hides the rest of the
+ * summary, a bidi override that reorders it) may reach the terminal. */
+static void print_text(FILE *f, const char *level, const char *text, const char *end) {
+        _cleanup_free_ char *s = nsr_utf8_escape_flags(text, NSR_ESCAPE_MESSAGE);
+        fprintf(f, "%s%s%s", level, s, end);
+}
+
 static void print_error(const ctx *c, const nsr_error *e) {
         char buf[NSR_ERROR_MSG_MAX + 256];
         nsr_error_format(e, buf, sizeof(buf));
         /* A failure doctor can explain points to it, except under the
          * bwrap name, whose messages stay bwrap's exact text. */
         const char *hint = c->bwrap_mode ? NULL : nsr_hostcheck_hint(e);
-        fprintf(stderr, "%s%s: %s%s%s\n", c->level_prefix ? "<3>" : "", prefix_of(c), buf, hint ? "; " : "",
-                hint ? hint : "");
+        _cleanup_free_ char *line = nsr_asprintf("%s: %s%s%s", prefix_of(c), buf, hint ? "; " : "", hint ? hint : "");
+        print_text(stderr, c->level_prefix ? "<3>" : "", line, "\n");
 }
 
 static void print_warnings(const ctx *c, char **warnings) {
-        for (size_t i = 0; warnings && warnings[i]; i++)
-                fprintf(stderr, "%s%s: %s\n", NSR_WARNING_LEVEL_PREFIX(warnings[i]) ? "<4>" : "", prefix_of(c),
-                        NSR_WARNING_TEXT(warnings[i]));
+        for (size_t i = 0; warnings && warnings[i]; i++) {
+                _cleanup_free_ char *line = nsr_asprintf("%s: %s", prefix_of(c), NSR_WARNING_TEXT(warnings[i]));
+                print_text(stderr, NSR_WARNING_LEVEL_PREFIX(warnings[i]) ? "<4>" : "", line, "\n");
+        }
 }
 
 static bool invoked_as_bwrap(const char *argv0) {
@@ -62,15 +74,14 @@ static const struct {
         { "gc", nsr_cmd_gc },           { "doctor", nsr_cmd_doctor },   { "profile", nsr_cmd_profile },
 };
 
-static int write_report(const nsr_plan *plan, const char *json, nsr_error *err) {
+static int write_report(const nsr_plan *plan, nsr_outfile *file, const char *json, nsr_error *err) {
         if (!json)
                 return 0;
         size_t len = strlen(json);
-        if (plan->proj.report_file) {
-                _cleanup_close_ int fd = open(plan->proj.report_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-                int r = fd < 0 ? -errno : nsr_write_all(fd, json, len);
+        if (file->dirfd >= 0 || file->fd >= 0) {
+                int r = nsr_outfile_write(file, json, len, err);
                 if (r < 0)
-                        return nsr_error_set(err, -r, "--report %s", plan->proj.report_file);
+                        return nsr_error_prefix(err, "--report");
         }
         if (plan->proj.report_fd != -1) {
                 int r = nsr_write_all(plan->proj.report_fd, json, len);
@@ -101,7 +112,7 @@ static int write_trace(ctx *c, nsr_plan *plan, nsr_error *err) {
 
 static void print_note(const char *line, void *userdata) {
         const ctx *c = userdata;
-        fprintf(stderr, "%s%s\n", c->level_prefix ? "<5>" : "", line);
+        print_text(stderr, c->level_prefix ? "<5>" : "", line, "\n");
 }
 
 /* Project mode: nsrun's own failures exit 125, so callers can tell them
@@ -132,6 +143,13 @@ static int run_project(ctx *c, nsr_plan *user) {
         if (r > 0)
                 return 0;
 
+        /* The report's file is opened now, before the command can plant a
+         * symlink at its name or swap its directory (outfile.h). */
+        _cleanup_(nsr_outfile_done) nsr_outfile report = NSR_OUTFILE_INIT;
+        if (plan->proj.report_file && nsr_outfile_open("--report", plan->proj.report_file, &report, &err) < 0) {
+                print_error(c, &err);
+                return NSR_EXIT_FAILURE;
+        }
         nsr_project_outcome o = { 0 };
         nsr_project_set_notify(pj, print_note, c);
         if (nsr_project_run(pj, &o, &err) < 0) {
@@ -139,14 +157,14 @@ static int run_project(ctx *c, nsr_plan *user) {
                 return NSR_EXIT_FAILURE;
         }
         for (size_t i = 0; o.messages && o.messages[i]; i++)
-                fprintf(stderr, "%s\n", o.messages[i]);
+                print_text(stderr, "", o.messages[i], "\n");
         if (!plan->proj.quiet)
                 for (size_t i = 0; o.summary && o.summary[i]; i++)
-                        fprintf(stderr, "%s\n", o.summary[i]);
+                        print_text(stderr, "", o.summary[i], "\n");
         if (o.listing)
-                fputs(o.listing, stderr);
+                print_text(stderr, "", o.listing, "");
         int code = o.exit_code;
-        if (write_report(plan, o.report_json, &err) < 0) {
+        if (write_report(plan, &report, o.report_json, &err) < 0) {
                 print_error(c, &err);
                 code = NSR_EXIT_FAILURE;
         }

@@ -98,9 +98,30 @@ int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err) {
 }
 
 bool nsr_profile_env_denied(const char *name, char *const *patterns) {
+        /* "!PATTERN" lines are exceptions, whatever their place: *PWD*
+         * catches MYSQL_PWD but must leave PWD and OLDPWD. */
         for (size_t i = 0; patterns && patterns[i]; i++)
-                if (fnmatch(patterns[i], name, FNM_CASEFOLD) == 0)
+                if (patterns[i][0] == '!' && fnmatch(patterns[i] + 1, name, FNM_CASEFOLD) == 0)
+                        return false;
+        for (size_t i = 0; patterns && patterns[i]; i++)
+                if (patterns[i][0] != '!' && fnmatch(patterns[i], name, FNM_CASEFOLD) == 0)
                         return true;
+        return false;
+}
+
+bool nsr_profile_env_value_secret(const char *value) {
+        /* Every "scheme://user:secret@host" in the value (several URLs
+         * may share one variable, such as PIP_EXTRA_INDEX_URL). */
+        for (const char *s = strstr(value, "://"); s; s = strstr(s, "://")) {
+                s += 3;
+                size_t auth = strcspn(s, "/?#@ \t\n");
+                if (s[auth] != '@')
+                        continue;
+                const char *colon = memchr(s, ':', auth);
+                /* "user:" with an empty secret gives nothing away. */
+                if (colon && colon + 1 < s + auth)
+                        return true;
+        }
         return false;
 }
 
@@ -193,6 +214,8 @@ int nsr_profile_hidden(const nsr_project_opts *o, const nsr_profile_ctx *c, char
         char rtbuf[64];
         add_real(&v, runtime_dir(c, rtbuf, sizeof(rtbuf)));
         add_real(&v, c->state_dir);
+        if (c->cache_dir)
+                add_real(&v, c->cache_dir);
         if (o->home == NSR_HOME_HIDE && c->home && c->home[0] == '/' && !streq(c->home, "/"))
                 add_real(&v, c->home);
         _cleanup_strv_free_ char **listed = NULL, **asked = NULL;
@@ -273,6 +296,41 @@ static void hide(builder *b, const char *path) {
         }
 }
 
+/* An empty read-only tmpfs over dir, whatever was mounted there before. */
+static void mask_dir(builder *b, const char *dir) {
+        op2(b, NSR_OP_TMPFS, NULL, dir)->perms = 0755;
+        op2(b, NSR_OP_REMOUNT_RO, NULL, dir);
+}
+
+static bool is_bind(nsr_op_type t) {
+        return t == NSR_OP_BIND || t == NSR_OP_RO_BIND || t == NSR_OP_DEV_BIND;
+}
+
+/* Masks a dir that later runs trust, in the last mount round: at its own
+ * path unless a hidden dir already covers it and nothing mounted since
+ * shows it again, and at every place a caller's bind maps it to. */
+static void guard_trusted(builder *b, const char *dir, size_t first_user_op) {
+        struct stat st;
+        if (!dir || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+                return;
+        bool reached = false;
+        size_t n = b->p->n_ops;
+        for (size_t i = first_user_op; i < n; i++) {
+                const nsr_op *op = &b->p->ops[i];
+                if (op->dest && under(dir, op->dest))
+                        reached = true;
+                char real[PATH_MAX];
+                if (!is_bind(op->type) || !op->source || !op->dest || !realpath(op->source, real) ||
+                    !under(dir, real) || streq(op->dest, real))
+                        continue;
+                /* --bind ~/.local /x shows the state dir at /x/state/nsrun. */
+                _cleanup_free_ char *alias = nsr_path_join(op->dest, streq(real, "/") ? dir : dir + strlen(real));
+                mask_dir(b, alias);
+        }
+        if (reached || !covered(b, dir))
+                mask_dir(b, dir);
+}
+
 /* A path of hide.list that the caller named with --ro or --rw stays: that
  * is how one lets the command see, say, ~/.aws. --hide always hides. */
 static bool exposed(builder *b, const char *path) {
@@ -329,7 +387,7 @@ static void add_env(builder *b, nsr_error *err) {
                 _cleanup_free_ char *name = nsr_strndup(c->env[i], (size_t) (eq - c->env[i]));
                 if (!*name || nsr_strv_contains(b->p->proj.keep_env, name))
                         continue;
-                if (nsr_profile_env_denied(name, deny))
+                if (nsr_profile_env_denied(name, deny) || nsr_profile_env_value_secret(eq + 1))
                         nsr_plan_add_env(b->p, NSR_ENV_UNSET, name, NULL);
         }
         nsr_plan_add_env(b->p, NSR_ENV_SET, "NSRUN", "1");
@@ -589,11 +647,9 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
         for (size_t i = 0; i < c->n_projects; i++)
                 nsr_strv_extend(&b.shown, c->projects[i].path);
 
-        /* The state dir holds other runs' layers and backups. */
         r = hide_paths(&p->proj, c, &b.listed, &b.asked, err);
         if (r < 0)
                 return r;
-        hide(&b, c->state_dir);
         add_hidden(&b, true);
 
         for (size_t i = 0; i < c->n_projects; i++) {
@@ -631,7 +687,15 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
                         cwd = c->cwd;
         p->chdir = nsr_strdup(cwd);
 
+        size_t first_user_op = p->n_ops;
         nsr_plan_append(p, user);
+        /* What later runs trust goes last, after every bind, the caller's
+         * own bwrap options included: the state dir (other runs' layers,
+         * backups, journals, which commit and undo replay) and the cache
+         * of compiled filters (which the next run loads as its seccomp
+         * filter). No --ro, --rw or bind can show them again. */
+        guard_trusted(&b, c->state_dir, first_user_op);
+        guard_trusted(&b, c->cache_dir, first_user_op);
         *ret = TAKE_PTR(p);
         return 0;
 }

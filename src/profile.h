@@ -35,6 +35,7 @@ typedef struct nsr_profile_ctx {
         char *const *env;      /* the caller's environment */
         const char *datadir;   /* holds profiles/hide.list and profiles/env-deny.list */
         const char *state_dir; /* hidden inside the sandbox */
+        const char *cache_dir; /* nsrun's cache (compiled filters), hidden too; or NULL */
         const nsr_profile_project *projects;
         size_t n_projects;
 } nsr_profile_ctx;
@@ -62,8 +63,12 @@ bool nsr_profile_is_protected(const char *relpath, bool git_is_file);
 char *nsr_profile_expand(const char *line, const char *home, char *const *env);
 
 /* Whether an environment variable name matches the deny list (fnmatch,
- * case-insensitive). */
+ * case-insensitive); a pattern starting with '!' is an exception that
+ * wins over every other line. */
 bool nsr_profile_env_denied(const char *name, char *const *patterns);
+/* Whether a variable's value carries a URL with credentials in it
+ * ("scheme://user:secret@host"), whatever the variable's name. */
+bool nsr_profile_env_value_secret(const char *value);
 /* Reads a profile list file: one entry per line, '#' comments, blank lines
  * skipped, surrounding blanks trimmed. */
 int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err);

@@ -303,6 +303,9 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
         pj->command = nsr_strv_copy(user->argv);
 
         _cleanup_free_ char *cwd = getcwd(NULL, 0);
+        /* Made now if missing, so that it exists to be hidden: a run that
+         * could create it could plant the next run's filter. */
+        _cleanup_free_ char *cache_dir = nsr_seccomp_cache_root(create_state);
         nsr_profile_ctx ctx = {
                 .uid = getuid(),
                 .gid = getgid(),
@@ -311,6 +314,7 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
                 .env = environ,
                 .datadir = nsr_datadir(),
                 .state_dir = pj->state_dir,
+                .cache_dir = cache_dir,
                 .projects = pp,
                 .n_projects = pj->n,
         };
@@ -486,8 +490,11 @@ static void write_meta(nsr_project *pj, int run_fd, const char *state, const str
         nsr_run_meta_set_owner(&m);
         char **paths = nsr_malloc0((pj->n + 1) * sizeof(char *));
         m.counts = nsr_malloc0((pj->n + 1) * sizeof(*m.counts));
+        m.ids = nsr_malloc0((pj->n + 1) * sizeof(*m.ids));
         for (size_t i = 0; i < pj->n; i++) {
                 paths[i] = pj->p[i].path;
+                m.ids[i][0] = (unsigned long long) pj->p[i].dev;
+                m.ids[i][1] = (unsigned long long) pj->p[i].ino;
                 for (int k = 0; k < 5 && pj->p[i].changes; k++)
                         m.counts[i][k] = nsr_changeset_count(pj->p[i].changes, (nsr_change_kind) k);
         }
@@ -496,6 +503,7 @@ static void write_meta(nsr_project *pj, int run_fd, const char *state, const str
         (void) nsr_run_meta_write(run_fd, &m, &e);
         free(paths);
         free(m.counts);
+        free(m.ids);
 }
 
 /* ---- live writes: snapshots, the other launchers ------------------------- */
@@ -1042,18 +1050,19 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         _cleanup_free_ char *line = nsr_report_summary(e->path, e->changes, e->outcome, pj->run_id);
                         nsr_strv_extend(&o.summary, line);
                 }
-                if (e->protected_changes && !nsr_changeset_is_empty(e->protected_changes))
-                        msg(&o,
-                            "nsrun: %s: %s %zu change%s to protected git paths (hooks, config) or .nsrun, e.g. %s",
-                            e->path, pj->live ? "reverted" : "dropped", nsr_changeset_size(e->protected_changes),
-                            nsr_changeset_size(e->protected_changes) == 1 ? "" : "s",
-                            e->protected_changes->changes[0].path);
+                if (e->protected_changes && !nsr_changeset_is_empty(e->protected_changes)) {
+                        _cleanup_free_ char *eg = nsr_utf8_escape(e->protected_changes->changes[0].path);
+                        msg(&o, "nsrun: %s: %s %zu change%s to protected git paths (hooks, config) or .nsrun, e.g. %s", e->path,
+                            pj->live ? "reverted" : "dropped", nsr_changeset_size(e->protected_changes),
+                            nsr_changeset_size(e->protected_changes) == 1 ? "" : "s", eg);
+                }
                 for (size_t k = 0; k < e->commit.n_conflicts; k++) {
                         const nsr_commit_conflict *cf = &e->commit.conflicts[k];
                         _cleanup_free_ char *shown = nsr_utf8_escape(cf->path);
+                        _cleanup_free_ char *kept = cf->kept_at ? nsr_utf8_escape(cf->kept_at) : NULL;
                         if (cf->kept_at)
                                 msg(&o, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s", e->path,
-                                    shown, cf->reason, cf->kept_at);
+                                    shown, cf->reason, kept);
                         else
                                 msg(&o, "nsrun: %s: conflict: %s %s; left as the host has it", e->path, shown,
                                     cf->reason);

@@ -689,7 +689,25 @@ static int open_trusted_dir(int at, const char *name, bool create, bool strict_m
         return fd;
 }
 
+static int cache_root_open(bool create);
+
+char *nsr_seccomp_cache_root(bool create) {
+        _cleanup_close_ int fd = cache_root_open(create);
+        if (fd < 0)
+                return NULL;
+        char link[64];
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        return realpath(link, NULL);
+}
+
 static int cache_dir_open(bool create) {
+        _cleanup_close_ int mid = cache_root_open(create);
+        if (mid < 0)
+                return mid;
+        return open_trusted_dir(mid, "seccomp", create, true);
+}
+
+static int cache_root_open(bool create) {
         const char *xdg = getenv("XDG_CACHE_HOME");
         const char *home = getenv("HOME");
         _cleanup_close_ int base = -1;
@@ -705,10 +723,7 @@ static int cache_dir_open(bool create) {
                 return -ENOENT;
         if (base < 0)
                 return base;
-        _cleanup_close_ int mid = open_trusted_dir(base, "nsrun", create, true);
-        if (mid < 0)
-                return mid;
-        return open_trusted_dir(mid, "seccomp", create, true);
+        return open_trusted_dir(base, "nsrun", create, true);
 }
 
 static void cache_file_name(const uint8_t key[NSR_SHA256_SIZE], char *buf) {

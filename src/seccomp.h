@@ -44,6 +44,11 @@ int nsr_seccomp_compile(const nsr_policy *p, char **ret_data, size_t *ret_len, n
 int nsr_seccomp_cache_key(const nsr_policy *p, uint8_t ret[NSR_SHA256_SIZE]);
 int nsr_seccomp_cache_lookup(const uint8_t key[NSR_SHA256_SIZE], char **ret_data, size_t *ret_len);
 int nsr_seccomp_cache_store(const uint8_t key[NSR_SHA256_SIZE], const char *data, size_t len);
+/* The cache's own dir ($XDG_CACHE_HOME/nsrun or $HOME/.cache/nsrun) as a
+ * real path, made first (with its seccomp/ subdir) when create is set;
+ * NULL when there is none. Project mode hides it from every run: a run
+ * that could write a cache entry would pick the next run's filter. */
+char *nsr_seccomp_cache_root(bool create);
 
 /* Compiles a policy, given by name ("default") or by path (anything with a
  * '/'), to a BPF program for the native arch and its compat arches. The

@@ -325,6 +325,7 @@ void nsr_run_meta_done(nsr_run_meta *m) {
         nsr_strv_free(m->projects);
         nsr_strv_free(m->argv);
         free(m->counts);
+        free(m->ids);
         memset(m, 0, sizeof(*m));
 }
 
@@ -351,6 +352,8 @@ int nsr_run_meta_write(int run_fd, const nsr_run_meta *m, nsr_error *err) {
                         for (int k = 0; k < 5; k++)
                                 fprintf(f, " %lu", m->counts[i][k]);
                 fputc('\n', f);
+                if (m->ids && (m->ids[i][0] || m->ids[i][1]))
+                        fprintf(f, "project-id %llu %llu\n", m->ids[i][0], m->ids[i][1]);
         }
         for (size_t i = 0; m->argv && m->argv[i]; i++) {
                 _cleanup_free_ char *hex = nsr_hex_encode(m->argv[i], strlen(m->argv[i]));
@@ -406,7 +409,14 @@ int nsr_run_meta_read(int run_fd, nsr_run_meta *ret, nsr_error *err) {
                         m.exit_code = atoi(val);
                 else if (streq(key, "signal"))
                         m.signal = atoi(val);
-                else if (streq(key, "project") || streq(key, "arg")) {
+                else if (streq(key, "project-id")) {
+                        /* Belongs to the project line just before it. */
+                        unsigned long long dev = 0, ino = 0;
+                        if (n_proj > 0 && sscanf(val, "%llu %llu", &dev, &ino) == 2) {
+                                m.ids[n_proj - 1][0] = dev;
+                                m.ids[n_proj - 1][1] = ino;
+                        }
+                } else if (streq(key, "project") || streq(key, "arg")) {
                         char *sp2 = strchr(val, ' ');
                         _cleanup_free_ char *hex = sp2 ? nsr_strndup(val, (size_t) (sp2 - val)) : nsr_strdup(val);
                         char *bytes = NULL;
@@ -419,6 +429,8 @@ int nsr_run_meta_read(int run_fd, nsr_run_meta *ret, nsr_error *err) {
                         nsr_strv_push(&m.projects, bytes);
                         m.counts = nsr_realloc_array(m.counts, n_proj + 1, sizeof(*m.counts));
                         memset(m.counts[n_proj], 0, sizeof(*m.counts));
+                        m.ids = nsr_realloc_array(m.ids, n_proj + 1, sizeof(*m.ids));
+                        memset(m.ids[n_proj], 0, sizeof(*m.ids));
                         if (sp2)
                                 sscanf(sp2, " %lu %lu %lu %lu %lu", &m.counts[n_proj][0], &m.counts[n_proj][1],
                                        &m.counts[n_proj][2], &m.counts[n_proj][3], &m.counts[n_proj][4]);

@@ -53,6 +53,10 @@ typedef struct nsr_run_meta {
         int signal;            /* 0: none */
         /* per project: created, modified, deleted, type_changed, metadata_changed */
         unsigned long (*counts)[5];
+        /* per project: the st_dev and st_ino the project had when the run
+         * started, so that commit and undo can refuse a path that names
+         * something else now; both 0 when the meta predates them */
+        unsigned long long (*ids)[2];
         /* Who runs it, to tell a live run from one whose nsrun died. */
         pid_t pid;
         unsigned long long pid_start; /* the process's start time, against pid reuse */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -57,78 +58,264 @@ typedef struct op {
         size_t ai, bi;
 } op;
 
-/* Myers: finds the shortest edit script; keeps each round's V array so the
- * path can be traced back. Memory is O(D * (N + M)), bounded by the edit
- * limit. */
-static int myers(const lines *a, const lines *b, op **ret, size_t *ret_n) {
-        long n = (long) a->n, m = (long) b->n, max = n + m;
-        long offset = max + 1;
-        size_t width = (size_t) (2 * max + 3);
-        long *v = nsr_malloc0(width * sizeof(long));
-        long **trace = NULL;
-        long d, found = -1;
-        for (d = 0; d <= max; d++) {
-                if (d > NSR_DIFF_MAX_EDITS) {
-                        for (long i = 0; i < d; i++)
-                                free(trace[i]);
-                        free(trace);
-                        free(v);
-                        return -E2BIG;
-                }
-                trace = nsr_realloc_array(trace, (size_t) d + 1, sizeof(long *));
-                trace[d] = nsr_malloc0(width * sizeof(long));
-                memcpy(trace[d], v, width * sizeof(long));
-                for (long k = -d; k <= d; k += 2) {
-                        long x;
-                        if (k == -d || (k != d && v[offset + k - 1] < v[offset + k + 1]))
-                                x = v[offset + k + 1];
-                        else
-                                x = v[offset + k - 1] + 1;
-                        long y = x - k;
-                        while (x < n && y < m && line_eq(&a->v[x], &b->v[y]))
+/* ---- line ids ------------------------------------------------------------ */
+
+/* Every distinct line gets a small integer, so the search compares ints,
+ * not bytes. An open-addressing table of the distinct lines seen. */
+typedef struct idtab {
+        const line **slot;
+        uint32_t *id;
+        size_t mask;
+        uint32_t next;
+} idtab;
+
+static uint64_t line_hash(const line *l) {
+        uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+        for (size_t i = 0; i < l->len; i++) {
+                h ^= (unsigned char) l->s[i];
+                h *= 0x100000001b3ull;
+        }
+        return h;
+}
+
+static uint32_t line_id(idtab *t, const line *l) {
+        size_t i = (size_t) line_hash(l) & t->mask;
+        while (t->slot[i]) {
+                if (line_eq(t->slot[i], l))
+                        return t->id[i];
+                i = (i + 1) & t->mask;
+        }
+        t->slot[i] = l;
+        t->id[i] = t->next++;
+        return t->id[i];
+}
+
+/* ---- the search ------------------------------------------------------------ */
+
+/* Myers' linear-space refinement ("An O(ND) Difference Algorithm and Its
+ * Variations", 1986, section 4b): find the middle snake of an optimal path
+ * by searching from both ends at once, split there, recurse. Memory is
+ * O(N + M) whatever the input, where the plain algorithm kept one V array
+ * per edit (gigabytes for a new 20,000-line file). Time is O((N + M) D),
+ * bounded: past a cost limit a search splits at the point it got furthest
+ * to, which keeps the diff correct but maybe not minimal. */
+typedef struct search {
+        const uint32_t *a, *b; /* line ids */
+        bool *del, *ins;       /* the result: a's lines deleted, b's inserted */
+        long *fd, *bd;         /* forward and backward V, indexed by diagonal */
+        long limit;            /* edit steps a middle-snake search may take */
+} search;
+
+/* The split point of a[xoff, xlim) against b[yoff, ylim), both non-empty
+ * and with no common first or last line. Diagonals are k = x - y in
+ * absolute coordinates; fd[k] is the furthest x the forward search reached
+ * on k, bd[k] the smallest x the backward one did. Returns false when no
+ * usable split was found. */
+static bool middle(const search *s, long xoff, long xlim, long yoff, long ylim, long *ret_x, long *ret_y) {
+        long *fd = s->fd, *bd = s->bd;
+        long dmin = xoff - ylim, dmax = xlim - yoff;
+        long fmid = xoff - yoff, bmid = xlim - ylim;
+        long fmin = fmid, fmax = fmid, bmin = bmid, bmax = bmid;
+        bool odd = (fmid - bmid) & 1;
+        fd[fmid] = xoff;
+        bd[bmid] = xlim;
+        for (long c = 1;; c++) {
+                /* Widen each search by one diagonal on each side, or
+                 * narrow it at the grid's edge, keeping the parity. */
+                if (fmin > dmin)
+                        fd[--fmin - 1] = -1;
+                else
+                        ++fmin;
+                if (fmax < dmax)
+                        fd[++fmax + 1] = -1;
+                else
+                        --fmax;
+                for (long k = fmax; k >= fmin; k -= 2) {
+                        long tlo = fd[k - 1], thi = fd[k + 1];
+                        long x = tlo < thi ? thi : tlo + 1, y = x - k;
+                        while (x < xlim && y < ylim && s->a[x] == s->b[y])
                                 x++, y++;
-                        v[offset + k] = x;
-                        if (x >= n && y >= m) {
-                                found = d;
-                                break;
+                        fd[k] = x;
+                        if (odd && bmin <= k && k <= bmax && bd[k] <= x) {
+                                *ret_x = x;
+                                *ret_y = y;
+                                return true;
                         }
                 }
-                if (found >= 0)
-                        break;
-        }
-        /* Trace back from (n, m). trace[d] holds V as it was before round
-         * d, i.e. the result of round d - 1. */
-        op *ops = nsr_malloc0((size_t) (n + m + 1) * sizeof(op));
-        size_t nops = 0;
-        long x = n, y = m;
-        for (d = found; d > 0; d--) {
-                long *pv = trace[d];
-                long k = x - y;
-                long pk = (k == -d || (k != d && pv[offset + k - 1] < pv[offset + k + 1])) ? k + 1 : k - 1;
-                long px = pv[offset + pk], py = px - pk;
-                while (x > px && y > py) {
-                        x--, y--;
-                        ops[nops++] = (op){ ' ', (size_t) x, (size_t) y };
-                }
-                if (x == px)
-                        ops[nops++] = (op){ '+', (size_t) x, (size_t) --y };
+                if (bmin > dmin)
+                        bd[--bmin - 1] = LONG_MAX;
                 else
-                        ops[nops++] = (op){ '-', (size_t) --x, (size_t) y };
+                        ++bmin;
+                if (bmax < dmax)
+                        bd[++bmax + 1] = LONG_MAX;
+                else
+                        --bmax;
+                for (long k = bmax; k >= bmin; k -= 2) {
+                        long tlo = bd[k - 1], thi = bd[k + 1];
+                        long x = tlo < thi ? tlo : thi - 1, y = x - k;
+                        while (x > xoff && y > yoff && s->a[x - 1] == s->b[y - 1])
+                                x--, y--;
+                        bd[k] = x;
+                        if (!odd && fmin <= k && k <= fmax && x <= fd[k]) {
+                                *ret_x = x;
+                                *ret_y = y;
+                                return true;
+                        }
+                }
+                if (c >= s->limit) {
+                        /* Too costly: split where the forward search got
+                         * furthest along (x + y), as diff(1) does. */
+                        long best = -1;
+                        for (long k = fmax; k >= fmin; k -= 2) {
+                                long x = fd[k] < xlim ? fd[k] : xlim, y = x - k;
+                                if (y > ylim)
+                                        x = ylim + k, y = ylim;
+                                if (x < xoff || y < yoff || x + y <= best)
+                                        continue;
+                                best = x + y;
+                                *ret_x = x;
+                                *ret_y = y;
+                        }
+                        return best >= 0;
+                }
         }
-        while (x > 0 && y > 0) {
-                x--, y--;
-                ops[nops++] = (op){ ' ', (size_t) x, (size_t) y };
+}
+
+static void mark_all(const search *s, long xoff, long xlim, long yoff, long ylim) {
+        for (long x = xoff; x < xlim; x++)
+                s->del[x] = true;
+        for (long y = yoff; y < ylim; y++)
+                s->ins[y] = true;
+}
+
+static void compare(const search *s, long xoff, long xlim, long yoff, long ylim) {
+        for (;;) {
+                while (xoff < xlim && yoff < ylim && s->a[xoff] == s->b[yoff])
+                        xoff++, yoff++;
+                while (xlim > xoff && ylim > yoff && s->a[xlim - 1] == s->b[ylim - 1])
+                        xlim--, ylim--;
+                if (xoff == xlim || yoff == ylim) {
+                        mark_all(s, xoff, xlim, yoff, ylim);
+                        return;
+                }
+                long x, y;
+                /* A split must cut the problem in two smaller ones, or the
+                 * recursion would not end: anything else gives up on this
+                 * part (all of it deleted and inserted, still correct). */
+                if (!middle(s, xoff, xlim, yoff, ylim, &x, &y) || x < xoff || x > xlim || y < yoff || y > ylim ||
+                    (x == xoff && y == yoff) || (x == xlim && y == ylim)) {
+                        mark_all(s, xoff, xlim, yoff, ylim);
+                        return;
+                }
+                /* Recurse into the smaller half and loop on the other, so the
+                 * stack stays shallow. */
+                if ((x - xoff) + (y - yoff) < (xlim - x) + (ylim - y)) {
+                        compare(s, xoff, x, yoff, y);
+                        xoff = x, yoff = y;
+                } else {
+                        compare(s, x, xlim, y, ylim);
+                        xlim = x, ylim = y;
+                }
         }
-        for (long i = 0; i <= found; i++)
-                free(trace[i]);
-        free(trace);
-        free(v);
-        /* Reverse into forward order. */
-        for (size_t i = 0; i < nops / 2; i++) {
-                op t = ops[i];
-                ops[i] = ops[nops - 1 - i];
-                ops[nops - 1 - i] = t;
+}
+
+static long isqrt(long v) {
+        long r = 1;
+        while (r * r < v)
+                r++;
+        return r;
+}
+
+/* The edit script of a against b, in order. */
+static int diff_lines(const lines *la, const lines *lb, op **ret, size_t *ret_n) {
+        size_t n = la->n, m = lb->n;
+        /* The id table, at most half full. */
+        size_t cap = 16;
+        while (cap < 2 * (n + m + 1))
+                cap *= 2;
+        idtab t = { .slot = nsr_malloc0(cap * sizeof(line *)), .id = nsr_malloc0(cap * sizeof(uint32_t)),
+                    .mask = cap - 1 };
+        uint32_t *ida = nsr_malloc0((n + 1) * sizeof(uint32_t)), *idb = nsr_malloc0((m + 1) * sizeof(uint32_t));
+        for (size_t i = 0; i < n; i++)
+                ida[i] = line_id(&t, &la->v[i]);
+        for (size_t i = 0; i < m; i++)
+                idb[i] = line_id(&t, &lb->v[i]);
+        free(t.slot);
+        free(t.id);
+
+        /* A line found on one side only can never be kept: it leaves the
+         * search, which keeps the result minimal and makes a new or
+         * rewritten file cost next to nothing. */
+        uint8_t *seen = nsr_malloc0((size_t) t.next + 1);
+        for (size_t i = 0; i < n; i++)
+                seen[ida[i]] |= 1;
+        for (size_t i = 0; i < m; i++)
+                seen[idb[i]] |= 2;
+        size_t *mapa = nsr_malloc0((n + 1) * sizeof(size_t)), *mapb = nsr_malloc0((m + 1) * sizeof(size_t));
+        uint32_t *ra = nsr_malloc0((n + 1) * sizeof(uint32_t)), *rb = nsr_malloc0((m + 1) * sizeof(uint32_t));
+        size_t rn = 0, rm = 0;
+        for (size_t i = 0; i < n; i++)
+                if (seen[ida[i]] == 3) {
+                        mapa[rn] = i;
+                        ra[rn++] = ida[i];
+                }
+        for (size_t i = 0; i < m; i++)
+                if (seen[idb[i]] == 3) {
+                        mapb[rm] = i;
+                        rb[rm++] = idb[i];
+                }
+        free(seen);
+        free(ida);
+        free(idb);
+
+        size_t diags = rn + rm + 3;
+        search s = {
+                .a = ra,
+                .b = rb,
+                .del = nsr_malloc0(rn + 1),
+                .ins = nsr_malloc0(rm + 1),
+                .fd = nsr_malloc0(diags * sizeof(long)),
+                .bd = nsr_malloc0(diags * sizeof(long)),
+                .limit = isqrt((long) (rn + rm)) * 4 < 256 ? 256 : isqrt((long) (rn + rm)) * 4,
+        };
+        /* Diagonals run from -rm - 1 to rn + 1: shift the arrays' base. */
+        s.fd += rm + 1;
+        s.bd += rm + 1;
+        compare(&s, 0, (long) rn, 0, (long) rm);
+        s.fd -= rm + 1;
+        s.bd -= rm + 1;
+        free(s.fd);
+        free(s.bd);
+
+        bool *del = nsr_malloc0(n + 1), *ins = nsr_malloc0(m + 1);
+        for (size_t i = 0; i < n; i++)
+                del[i] = true;
+        for (size_t i = 0; i < m; i++)
+                ins[i] = true;
+        for (size_t i = 0; i < rn; i++)
+                del[mapa[i]] = s.del[i];
+        for (size_t i = 0; i < rm; i++)
+                ins[mapb[i]] = s.ins[i];
+        free(s.del);
+        free(s.ins);
+        free(mapa);
+        free(mapb);
+        free(ra);
+        free(rb);
+
+        /* Merge into one script: at each point, a's deletions first. */
+        op *ops = nsr_malloc0((n + m + 1) * sizeof(op));
+        size_t nops = 0, i = 0, j = 0;
+        while (i < n || j < m) {
+                if (i < n && (del[i] || j >= m))
+                        ops[nops++] = (op){ '-', i++, j };
+                else if (j < m && (ins[j] || i >= n))
+                        ops[nops++] = (op){ '+', i, j++ };
+                else
+                        ops[nops++] = (op){ ' ', i++, j++ };
         }
+        free(del);
+        free(ins);
         *ret = ops;
         *ret_n = nops;
         return 0;
@@ -153,7 +340,12 @@ static void put_shown(FILE *f, const char *s, size_t len) {
                 }
                 uint32_t cp = 0;
                 int n = nsr_utf8_decode(s + i, len - i, &cp);
-                if (n > 0 && !(cp >= 0x80 && cp <= 0x9f)) {
+                if (n > 0 && nsr_utf8_is_invisible(cp)) {
+                        /* Bidi and zero-width characters would reorder or
+                         * hide what the reviewer reads: shown by name. */
+                        fprintf(f, "<U+%04X>", (unsigned) cp);
+                        i += (size_t) n;
+                } else if (n > 0 && !(cp >= 0x80 && cp <= 0x9f)) {
                         fwrite(s + i, 1, (size_t) n, f);
                         i += (size_t) n;
                 } else {
@@ -182,7 +374,7 @@ int nsr_diff_unified(const char *a, size_t alen, const char *b, size_t blen, con
         _cleanup_free_ op *ops = NULL;
         size_t nops = 0;
         if (r == 0)
-                r = myers(&la, &lb, &ops, &nops);
+                r = diff_lines(&la, &lb, &ops, &nops);
         if (r < 0) {
                 free(la.v);
                 free(lb.v);

@@ -91,9 +91,21 @@ char *nsr_utf8_sanitize(const char *s, size_t len) {
         return out;
 }
 
+bool nsr_utf8_is_invisible(uint32_t cp) {
+        return cp == 0x061c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+               (cp >= 0x2066 && cp <= 0x2069) || (cp >= 0x200b && cp <= 0x200d) || cp == 0x2060 || cp == 0xfeff ||
+               cp == 0x2028 || cp == 0x2029;
+}
+
 char *nsr_utf8_escape(const char *s) {
+        return nsr_utf8_escape_flags(s, 0);
+}
+
+char *nsr_utf8_escape_flags(const char *s, unsigned flags) {
         static const char hex[] = "0123456789abcdef";
         size_t len = strlen(s);
+        /* At most 4 bytes out per byte in: "\xHH" for one, "\uXXXX"
+         * (6) for a sequence of 2 or 3. */
         if (len > (SIZE_MAX - 1) / 4)
                 abort();
         char *out = nsr_malloc0(len * 4 + 1);
@@ -102,8 +114,18 @@ char *nsr_utf8_escape(const char *s) {
                 unsigned char c = (unsigned char) s[i];
                 uint32_t cp = 0;
                 int k = nsr_utf8_decode(s + i, len - i, &cp);
+                if (k > 0 && (flags & NSR_ESCAPE_KEEP_NEWLINE) && (c == '\n' || c == '\t')) {
+                        out[o++] = (char) c;
+                        i++;
+                        continue;
+                }
+                if (k > 0 && nsr_utf8_is_invisible(cp)) {
+                        o += (size_t) sprintf(out + o, "\\u%04x", (unsigned) cp);
+                        i += (size_t) k;
+                        continue;
+                }
                 if (k > 0 && cp >= 0x20 && cp != 0x7f && !(cp >= 0x80 && cp < 0xa0)) {
-                        if (c == '\\')
+                        if (c == '\\' && !(flags & NSR_ESCAPE_KEEP_BACKSLASH))
                                 out[o++] = '\\';
                         memcpy(out + o, s + i, (size_t) k);
                         o += (size_t) k;

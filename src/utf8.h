@@ -28,3 +28,27 @@ char *nsr_utf8_sanitize(const char *s, size_t len);
  * control characters (C0, DEL and the C1 range U+0080..U+009F, which
  * terminals obey) and invalid bytes become "\xHH" per byte. */
 char *nsr_utf8_escape(const char *s);
+
+/* Characters that change how the text around them is shown while showing
+ * nothing themselves: the bidirectional controls (U+061C, U+200E, U+200F,
+ * U+202A..U+202E, U+2066..U+2069), the zero-width ones (U+200B..U+200D,
+ * U+2060, U+FEFF) and the line and paragraph separators (U+2028, U+2029).
+ * A name or a line holding one can read as something it is not ("Trojan
+ * Source"). */
+bool nsr_utf8_is_invisible(uint32_t cp);
+
+enum {
+        /* Leave '\' alone: for text already escaped, such as a whole
+         * message that holds escaped names. */
+        NSR_ESCAPE_KEEP_BACKSLASH = 1 << 0,
+        /* Leave '\n' and '\t' alone: for multi-line text. */
+        NSR_ESCAPE_KEEP_NEWLINE = 1 << 1,
+        /* Both: what every message goes through before it is printed. */
+        NSR_ESCAPE_MESSAGE = NSR_ESCAPE_KEEP_BACKSLASH | NSR_ESCAPE_KEEP_NEWLINE,
+};
+
+/* The one escaping function for everything nsrun prints: as
+ * nsr_utf8_escape() (which is flags 0), and the invisible characters above
+ * become "\uXXXX". With NSR_ESCAPE_MESSAGE it is idempotent, so applying
+ * it to a message whose names were escaped already changes nothing. */
+char *nsr_utf8_escape_flags(const char *s, unsigned flags);

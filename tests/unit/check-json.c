@@ -116,6 +116,52 @@ START_TEST(test_utf8_escape) {
 }
 END_TEST
 
+START_TEST(test_utf8_escape_invisible) {
+        static const struct {
+                const char *in, *out;
+        } cases[] = {
+                /* bidi overrides, isolates, marks */
+                { "a\xe2\x80\xae" "b", "a\\u202eb" },
+                { "\xe2\x80\xaa\xe2\x80\xab\xe2\x80\xac\xe2\x80\xad", "\\u202a\\u202b\\u202c\\u202d" },
+                { "\xe2\x81\xa6x\xe2\x81\xa9", "\\u2066x\\u2069" },
+                { "\xe2\x80\x8e\xe2\x80\x8f\xd8\x9c", "\\u200e\\u200f\\u061c" },
+                /* zero-width, word joiner, BOM, separators */
+                { "z\xe2\x80\x8bw\xe2\x80\x8c\xe2\x80\x8d", "z\\u200bw\\u200c\\u200d" },
+                { "\xe2\x81\xa0\xef\xbb\xbf", "\\u2060\\ufeff" },
+                { "l\xe2\x80\xa8p\xe2\x80\xa9", "l\\u2028p\\u2029" },
+                /* neighbours that are ordinary text stay */
+                { "\xe2\x80\x90\xe2\x80\xaf", "\xe2\x80\x90\xe2\x80\xaf" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *e = nsr_utf8_escape(cases[i].in);
+                ck_assert_str_eq(e, cases[i].out);
+        }
+}
+END_TEST
+
+START_TEST(test_utf8_escape_message) {
+        /* Messages: newlines and tabs stay, backslashes stay, every control
+         * goes. */
+        _cleanup_free_ char *m = nsr_utf8_escape_flags("a\\b\n\tc\x1b]0;t\x07\r\xc2\x9b\xe2\x80\xae\n", NSR_ESCAPE_MESSAGE);
+        ck_assert_str_eq(m, "a\\b\n\tc\\x1b]0;t\\x07\\r\\xc2\\x9b\\u202e\n");
+        /* Idempotent: a message built from escaped names is left alone. */
+        static const char *const names[] = { "x\x1b[2Jy", "back\\slash", ("bi\xe2\x80\xae" "di"), "\xff" };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                _cleanup_free_ char *once = nsr_utf8_escape(names[i]);
+                _cleanup_free_ char *twice = nsr_utf8_escape_flags(once, NSR_ESCAPE_MESSAGE);
+                ck_assert_str_eq(once, twice);
+        }
+        /* The worst case fits: 4 bytes out per byte in. */
+        char worst[64];
+        memset(worst, 0x01, sizeof(worst) - 1);
+        worst[sizeof(worst) - 1] = '\0';
+        _cleanup_free_ char *w = nsr_utf8_escape(worst);
+        ck_assert_uint_eq(strlen(w), 4 * (sizeof(worst) - 1));
+        _cleanup_free_ char *bom = nsr_utf8_escape("\xd8\x9c\xd8\x9c");
+        ck_assert_str_eq(bom, "\\u061c\\u061c");
+}
+END_TEST
+
 /* ---- base64 ------------------------------------------------------------- */
 
 START_TEST(test_base64_rfc4648) {
@@ -394,6 +440,8 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_utf8_decode);
         tcase_add_test(tc, test_utf8_sanitize);
         tcase_add_test(tc, test_utf8_escape);
+        tcase_add_test(tc, test_utf8_escape_invisible);
+        tcase_add_test(tc, test_utf8_escape_message);
         tcase_add_test(tc, test_base64_rfc4648);
         suite_add_tcase(s, tc);
         tc = tcase_create("writer");

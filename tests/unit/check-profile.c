@@ -76,6 +76,34 @@ START_TEST(test_env_denied) {
 }
 END_TEST
 
+START_TEST(test_env_denied_exceptions) {
+        char *pat[] = { "*PWD*", "*PASS*", "!PWD", "!OLDPWD", "*_DSN", "OP_SESSION_*", NULL };
+        ck_assert(nsr_profile_env_denied("MYSQL_PWD", pat));
+        ck_assert(nsr_profile_env_denied("PGPASSWORD", pat));
+        ck_assert(nsr_profile_env_denied("SENTRY_DSN", pat));
+        ck_assert(nsr_profile_env_denied("OP_SESSION_my", pat));
+        ck_assert(!nsr_profile_env_denied("PWD", pat));
+        ck_assert(!nsr_profile_env_denied("OLDPWD", pat));
+        ck_assert(!nsr_profile_env_denied("pwd", pat));
+        ck_assert(!nsr_profile_env_denied("HOME", pat));
+}
+END_TEST
+
+START_TEST(test_env_value_secret) {
+        ck_assert(nsr_profile_env_value_secret("postgres://u:p@h/db"));
+        ck_assert(nsr_profile_env_value_secret("https://x-access-token:ghp_abc@github.com/o/r.git"));
+        ck_assert(nsr_profile_env_value_secret("https://pypi.org/simple https://me:pw@pkgs.example/simple"));
+        ck_assert(nsr_profile_env_value_secret("redis://:hunter2@cache:6379/0"));
+        ck_assert(!nsr_profile_env_value_secret("ssh://git@github.com/o/r"));
+        ck_assert(!nsr_profile_env_value_secret("https://example.com/a:b@c"));
+        ck_assert(!nsr_profile_env_value_secret("https://example.com:8443/x"));
+        ck_assert(!nsr_profile_env_value_secret("http://user:@host/"));
+        ck_assert(!nsr_profile_env_value_secret("/usr/bin:/bin"));
+        ck_assert(!nsr_profile_env_value_secret("user:pw@host"));
+        ck_assert(!nsr_profile_env_value_secret(""));
+}
+END_TEST
+
 static char *tmpdir_new(void) {
         char tmpl[] = "/tmp/nsr-unit-profile.XXXXXX";
         ck_assert_ptr_nonnull(mkdtemp(tmpl));
@@ -371,6 +399,8 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_protected);
         tcase_add_test(tc, test_expand);
         tcase_add_test(tc, test_env_denied);
+        tcase_add_test(tc, test_env_denied_exceptions);
+        tcase_add_test(tc, test_env_value_secret);
         tcase_add_test(tc, test_build);
         tcase_add_test(tc, test_build_user_wins);
         tcase_add_test(tc, test_hide_order);
