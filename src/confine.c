@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "confine.h"
+#include "killtree.h"
 #include "reaper.h"
 
 extern char **environ;
@@ -193,64 +194,6 @@ _noreturn_ static void child_main(const nsr_confine_opts *o, int errfd, pid_t pa
         child_fail(errfd, &e);
 }
 
-static bool spare(const nsr_confine_opts *o, pid_t pid) {
-        for (size_t i = 0; i < o->n_spare; i++)
-                if (o->spare[i] == pid)
-                        return true;
-        return false;
-}
-
-/* Our children (by /proc/PID/stat), apart from the spared ones. */
-static size_t children_of_us(const nsr_confine_opts *o, pid_t *v, size_t max) {
-        DIR *d = opendir("/proc");
-        if (!d)
-                return 0;
-        pid_t self = getpid();
-        size_t n = 0;
-        struct dirent *de;
-        while ((de = readdir(d)) && n < max) {
-                uint32_t pid;
-                if (nsr_parse_u32(de->d_name, &pid) < 0 || pid == 0)
-                        continue;
-                char path[64], buf[512];
-                snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-                _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0)
-                        continue;
-                int k = nsr_read_full(fd, buf, sizeof(buf) - 1);
-                if (k <= 0)
-                        continue;
-                buf[k] = '\0';
-                /* "PID (COMM) S PPID ...": COMM may hold anything, even ")". */
-                const char *rp = strrchr(buf, ')');
-                int ppid;
-                char state;
-                if (!rp || sscanf(rp + 1, " %c %d", &state, &ppid) != 2)
-                        continue;
-                if (ppid == self && !spare(o, (pid_t) pid))
-                        v[n++] = (pid_t) pid;
-        }
-        closedir(d);
-        return n;
-}
-
-/* Once the command is done, whatever it started goes too. As a subreaper
- * we inherit every orphan below us, so killing our children round after
- * round reaches all of them. Bounded. */
-static void kill_leftovers(const nsr_confine_opts *o) {
-        pid_t v[256];
-        for (int round = 0; round < 64; round++) {
-                size_t n = children_of_us(o, v, ELEMENTSOF(v));
-                if (n == 0)
-                        return;
-                for (size_t i = 0; i < n; i++)
-                        (void) kill(v[i], SIGKILL);
-                for (size_t i = 0; i < n; i++)
-                        while (waitpid(v[i], NULL, 0) < 0 && errno == EINTR)
-                                ;
-        }
-}
-
 static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch_result *res, nsr_error *err) {
         sigset_t set;
         nsr_forwarded_sigset(&set);
@@ -298,7 +241,9 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch
         ssize_t n;
         while (got < sizeof(child_err) && (n = read(errfd, (char *) &child_err + got, sizeof(child_err) - got)) > 0)
                 got += (size_t) n;
-        kill_leftovers(o);
+        /* Whatever the command left goes before anything is captured,
+         * however deep or fast it forks (killtree.h). */
+        (void) nsr_killtree(o->spare, o->n_spare);
         if (got == sizeof(child_err)) {
                 child_err.msg[sizeof(child_err.msg) - 1] = '\0';
                 *err = child_err;

@@ -90,7 +90,8 @@ typedef struct nsr_confine_opts {
  * it, forwarding SIGINT, SIGTERM, SIGHUP and the rest as nsr_launch does.
  * nsrun becomes a child subreaper for it, so that once the command has
  * exited every process it left behind (even one that called setsid) is
- * found and killed before the capture: nothing may write then. Returns 0
+ * found and killed before the capture, with no round limit (killtree.h):
+ * nothing may write then, nor keep the terminal. Returns 0
  * when the command ran (its status in *ret), or -errno with err set
  * (kind NSR_ERR_EXEC when the exec itself failed). */
 int nsr_confine_run(const nsr_confine_opts *o, nsr_launch_result *ret, nsr_error *err);
