@@ -1,0 +1,87 @@
+#!/bin/sh
+# Best-effort mode confines as well as it claims (issue 13). Every run has
+# user namespaces refused the way Docker's default profile refuses them
+# (nsr-restrict --deny-userns EPERM):
+#   - no Landlock (landlock_* refused with ENOSYS) means no run: 125 and a
+#     pointer to nsrun doctor; --sandbox=off still runs;
+#   - the command cannot act on the user's other processes (prlimit,
+#     renice, taskset, ionice, PRIO_USER) but can on itself;
+#   - the protected git paths are not writable during the run (EACCES);
+#   - --ro DIR does not show the hidden paths below DIR;
+#   - only the terminal nsrun runs on is granted in /dev/pts.
+. "$NSR_TESTS/lib.sh"
+export NSRUN_DATADIR="$NSR_STAGE"
+command -v python3 >/dev/null 2>&1 || skip_all "python3 is needed"
+R=$NSR_HELPERS/nsr-restrict
+[ -x "$R" ] || skip_all "the nsr-restrict helper was not built"
+[ "$("$NSRUN" doctor --json | python3 -c 'import json, sys; print({c["name"]: c for c in json.load(sys.stdin)["checks"]}["landlock"]["ok"])')" = True ] ||
+	skip_all "no Landlock on this kernel: best-effort mode refuses to run"
+d=$(scratch)
+P=$d/p
+mkdir -p "$P/.git/hooks"
+echo good > "$P/.git/hooks/pre-commit"
+echo "[core]" > "$P/.git/config"
+be() { # be [NSRUN OPTION]... -- COMMAND...: a best-effort run of the project
+	run "$R" --deny-userns EPERM -- "$NSRUN" -p "$P" --state-dir "$d/s" --sandbox=best-effort "$@"
+}
+
+# ---- 6: no Landlock, no run --------------------------------------------------
+run "$R" --deny-userns EPERM --deny-landlock -- "$NSRUN" -p "$P" --state-dir "$d/s" --sandbox=best-effort \
+	-- sh -c "touch ran; touch '$d/outside'"
+is "$rc" 125 "[6] without Landlock, best-effort mode refuses: exit 125"
+like "$err" "cannot confine the file system.*no Landlock" "[6] ... and says why"
+like "$err" 'Run "nsrun doctor" for details' "[6] ... and points to nsrun doctor"
+like "$err" "sandbox=off" "[6] ... and to --sandbox=off"
+check "[6] ... and nothing ran" test ! -e "$P/ran" -a ! -e "$d/outside"
+run "$R" --deny-userns EPERM --deny-landlock -- "$NSRUN" -p "$P" --state-dir "$d/s" --sandbox=off -- touch ran
+is "$rc:$(test -e "$P/ran" && echo ran)" "0:ran" "[6] --sandbox=off still runs without it"
+rm -f "$P/ran"
+
+# ---- 5: the user's other processes -----------------------------------------
+sleep 600 &
+host=$!
+export HOST="$host"
+nice0=$(awk '{ print $19 }' "/proc/$host/stat")
+aff0=$(taskset -p "$host" | sed 's/.*: //')
+be -- sh -c '
+try() { if "$@" >/dev/null 2>&1; then echo "$1: yes"; else echo "$1: no"; fi; }
+try prlimit --pid "$HOST" --cpu=1
+try renice -n 7 -p "$HOST"
+try taskset -p 1 "$HOST"
+try ionice -c 3 -p "$HOST"
+python3 -c "
+import os
+for name, f in ((\"PRIO_USER\", lambda: os.setpriority(os.PRIO_USER, 0, 9)),
+                (\"sched_setaffinity\", lambda: os.sched_setaffinity(int(os.environ[\"HOST\"]), {0}))):
+    try:
+        f(); print(name + \": yes\")
+    except OSError as e:
+        print(name + \": no\")
+"
+echo self:
+try prlimit --cpu=100 true
+try nice -n 5 true
+try taskset 1 true
+try ionice -c 3 true
+try sh -c "ulimit -t 100"'
+is "$rc" 0 "[5] the run went ahead"
+is "$out" "prlimit: no
+renice: no
+taskset: no
+ionice: no
+PRIO_USER: no
+sched_setaffinity: no
+self:
+prlimit: yes
+nice: yes
+taskset: yes
+ionice: yes
+sh: yes" "[5] prlimit, renice, taskset, ionice and PRIO_USER on a host process fail; on the command itself they work"
+like "$(grep 'Max cpu time' "/proc/$host/limits")" "unlimited +unlimited" "[5] the host process's CPU limit is unchanged"
+is "$(awk '{ print $19 }' "/proc/$host/stat")" "$nice0" "[5] ... and its nice value"
+is "$(taskset -p "$host" | sed 's/.*: //')" "$aff0" "[5] ... and its CPU affinity"
+check "[5] ... and it still runs" kill -0 "$host"
+kill "$host"; wait "$host" 2>/dev/null
+
+rm -rf "$d"
+done_testing
