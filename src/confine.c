@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -80,36 +81,32 @@ static int str_cmp(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-int nsr_confine_allowlist(char *const *hidden, nsr_confine_lister list, void *userdata, size_t max, char ***ret,
-                          nsr_error *err) {
-        _cleanup_strv_free_ char **h = nsr_malloc0(sizeof(char *));
-        for (size_t i = 0; hidden && hidden[i]; i++) {
-                if (hidden[i][0] != '/')
-                        return nsr_error_setx(err, EINVAL, "a hidden path must be absolute: %s", hidden[i]);
-                _cleanup_free_ char *p = nsr_path_normalize(hidden[i]);
-                if (streq(p, "/"))
-                        return nsr_error_setx(err, EINVAL, "cannot hide / itself: nothing would be readable");
-                nsr_strv_extend(&h, p);
-        }
-        /* Hidden paths below another hidden path add nothing. */
+/* The entries to grant so that everything below root is covered except
+ * the excluded paths (absolute, below root): the entries of root and of
+ * each ancestor of an excluded path (up to root), minus the excluded paths
+ * and those ancestors. */
+static int expand_around(const char *root, char *const *excluded, nsr_confine_lister list, void *userdata, size_t max,
+                         char ***ret, nsr_error *err) {
+        /* Excluded paths below another excluded path add nothing. */
         _cleanup_strv_free_ char **top = nsr_malloc0(sizeof(char *));
-        for (size_t i = 0; h[i]; i++) {
+        for (size_t i = 0; excluded[i]; i++) {
                 bool covered = false;
-                for (size_t k = 0; h[k] && !covered; k++)
-                        if (k != i && is_under(h[i], h[k]) && (!streq(h[i], h[k]) || k < i))
+                for (size_t k = 0; excluded[k] && !covered; k++)
+                        if (k != i && is_under(excluded[i], excluded[k]) && (!streq(excluded[i], excluded[k]) || k < i))
                                 covered = true;
                 if (!covered)
-                        nsr_strv_extend(&top, h[i]);
+                        nsr_strv_extend(&top, excluded[i]);
         }
-        /* Their ancestors, "/" first: the dirs whose entries are granted
-         * one by one. */
+        /* Their ancestors from root down: the dirs whose entries are
+         * granted one by one. */
+        size_t rl = streq(root, "/") ? 0 : strlen(root);
         _cleanup_strv_free_ char **split = nsr_malloc0(sizeof(char *));
         for (size_t i = 0; top[i]; i++) {
                 const char *p = top[i];
-                for (const char *s = p;; s = strchr(s + 1, '/')) {
-                        if (!s)
-                                break;
-                        _cleanup_free_ char *a = s == p ? nsr_strdup("/") : nsr_strndup(p, (size_t) (s - p));
+                if (!nsr_strv_contains(split, root))
+                        nsr_strv_extend(&split, root);
+                for (const char *s = strchr(p + rl + 1, '/'); s; s = strchr(s + 1, '/')) {
+                        _cleanup_free_ char *a = nsr_strndup(p, (size_t) (s - p));
                         if (!nsr_strv_contains(split, a))
                                 nsr_strv_extend(&split, a);
                 }
@@ -127,7 +124,7 @@ int nsr_confine_allowlist(char *const *hidden, nsr_confine_lister list, void *us
                         if (++n > max) {
                                 nsr_strv_free(out);
                                 return nsr_error_setx(err, E2BIG,
-                                                      "hiding paths from a Landlock sandbox takes one rule per entry "
+                                                      "taking paths out of a Landlock grant takes one rule per entry "
                                                       "beside them, and there are more than %zu", max);
                         }
                         nsr_strv_push(&out, TAKE_PTR(p));
@@ -136,6 +133,55 @@ int nsr_confine_allowlist(char *const *hidden, nsr_confine_lister list, void *us
         if (n > 1)
                 qsort(out, n, sizeof(char *), str_cmp);
         *ret = out;
+        return 0;
+}
+
+int nsr_confine_allowlist(char *const *hidden, nsr_confine_lister list, void *userdata, size_t max, char ***ret,
+                          nsr_error *err) {
+        _cleanup_strv_free_ char **h = nsr_malloc0(sizeof(char *));
+        for (size_t i = 0; hidden && hidden[i]; i++) {
+                if (hidden[i][0] != '/')
+                        return nsr_error_setx(err, EINVAL, "a hidden path must be absolute: %s", hidden[i]);
+                _cleanup_free_ char *p = nsr_path_normalize(hidden[i]);
+                if (streq(p, "/"))
+                        return nsr_error_setx(err, EINVAL, "cannot hide / itself: nothing would be readable");
+                nsr_strv_extend(&h, p);
+        }
+        return expand_around("/", h, list, userdata, max, ret, err);
+}
+
+int nsr_confine_protected(const char *project, char ***ret) {
+        /* Today's list (profile.c, nsr_profile_is_protected), as paths:
+         * namespace mode binds the same ones read-only. */
+        static const char *const fixed[] = { ".git/hooks", ".git/config", ".git/config.worktree", ".git/worktrees" };
+        static const char *const globs[] = { ".git/modules/*/hooks", ".git/modules/*/config" };
+        _cleanup_free_ char *git = nsr_path_join(project, ".git");
+        char **v = nsr_malloc0(sizeof(char *));
+        struct stat st;
+        if (lstat(git, &st) < 0) {
+                *ret = v;
+                return 0;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+                /* A worktree's pointer file: protected as a whole. */
+                nsr_strv_extend(&v, git);
+                *ret = v;
+                return 0;
+        }
+        /* Protected whether they exist or not: their parent, an ancestor,
+         * gets no right to create entries. */
+        for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
+                nsr_strv_push(&v, nsr_path_join(project, fixed[i]));
+        for (size_t i = 0; i < ELEMENTSOF(globs); i++) {
+                _cleanup_free_ char *pat = nsr_path_join(project, globs[i]);
+                glob_t g;
+                if (glob(pat, GLOB_NOSORT, NULL, &g) != 0)
+                        continue;
+                for (size_t k = 0; k < g.gl_pathc; k++)
+                        nsr_strv_extend(&v, g.gl_pathv[k]);
+                globfree(&g);
+        }
+        *ret = v;
         return 0;
 }
 
@@ -344,11 +390,38 @@ int nsr_confine_rules(const nsr_confine_paths *in, nsr_landlock_rules *ret, nsr_
                                                       "Landlock cannot do (it can only grant): best-effort mode "
                                                       "cannot run on it",
                                                       *w, *h);
+        /* A project with protected git paths is granted around them:
+         * readable as a whole, writable entry by entry beside them, so
+         * writes to .git/hooks or .git/config fail with EACCES during the
+         * run, as in namespace mode. */
+        _cleanup_strv_free_ char **projects_read = nsr_malloc0(sizeof(char *));
+        _cleanup_strv_free_ char **w2 = nsr_malloc0(sizeof(char *));
+        for (char **w = writable; *w; w++) {
+                _cleanup_strv_free_ char **prot = NULL;
+                bool is_project = in->projects && nsr_strv_contains(in->projects, *w);
+                if (is_project)
+                        (void) nsr_confine_protected(*w, &prot);
+                if (!prot || !prot[0]) {
+                        nsr_strv_extend(&w2, *w);
+                        continue;
+                }
+                _cleanup_strv_free_ char **around = NULL;
+                int k = expand_around(*w, prot, nsr_confine_list_dir, NULL, NSR_CONFINE_MAX_RULES, &around, err);
+                if (k < 0)
+                        return k;
+                for (size_t i = 0; around[i]; i++)
+                        nsr_strv_extend(&w2, around[i]);
+                nsr_strv_extend(&projects_read, *w);
+        }
+        nsr_strv_free(writable);
+        writable = TAKE_PTR(w2);
         nsr_landlock_rules r = { 0 };
         int k = nsr_confine_allowlist(in->hidden, nsr_confine_list_dir, NULL, NSR_CONFINE_MAX_RULES, &r.read, err);
         if (k < 0)
                 return k;
         for (char *const *p = in->ro; p && *p; p++)
+                nsr_strv_extend(&r.read, *p);
+        for (char **p = projects_read; *p; p++)
                 nsr_strv_extend(&r.read, *p);
         r.write = TAKE_PTR(writable);
         r.write_files = nsr_malloc0(sizeof(char *));

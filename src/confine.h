@@ -60,6 +60,15 @@ int nsr_confine_list_dir(const char *dir, char ***ret, void *userdata);
 int nsr_confine_allowlist(char *const *hidden, nsr_confine_lister list, void *userdata, size_t max, char ***ret,
                           nsr_error *err);
 
+/* The protected git paths of a project, as absolute paths, whether they
+ * exist or not (.git/hooks, .git/config, .git/config.worktree,
+ * .git/worktrees, .git/modules/NAME/hooks and /config; the .git file of a
+ * worktree): none when the project has no .git. Best-effort mode grants
+ * write around them (nsr_confine_rules). The one place that says which
+ * paths these are for Landlock; keep it in step with
+ * nsr_profile_is_protected. Returns 0. */
+int nsr_confine_protected(const char *project, char ***ret);
+
 /* The paths a project-mode command's Landlock rules are made of. */
 typedef struct nsr_confine_paths {
         char *const *hidden;   /* kept from the command (nsr_profile_hidden) */
@@ -70,7 +79,10 @@ typedef struct nsr_confine_paths {
 } nsr_confine_paths;
 
 /* The rules: read below the allow-list for hidden (and --ro), write below
- * the projects, --rw and tmpdir, write to /dev/null and the other common
+ * the projects (around their protected git paths: the project's top dir
+ * and its .git dir then get no right to create, remove or rename entries,
+ * as Landlock cannot grant a dir without everything below it), --rw and
+ * tmpdir, write to /dev/null and the other common
  * devices, no TCP, scoping. Fails with -EINVAL when a hidden path lies
  * inside a writable one: Landlock cannot take it out. */
 int nsr_confine_rules(const nsr_confine_paths *in, nsr_landlock_rules *ret, nsr_error *err);

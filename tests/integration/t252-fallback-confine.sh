@@ -83,5 +83,34 @@ is "$(taskset -p "$host" | sed 's/.*: //')" "$aff0" "[5] ... and its CPU affinit
 check "[5] ... and it still runs" kill -0 "$host"
 kill "$host"; wait "$host" 2>/dev/null
 
+# ---- 2: the protected git paths are not writable during the run -------------
+mkdir -p "$P/sub"
+echo s > "$P/sub/s"
+be -- sh -c '
+try() { if sh -c "$1" 2>/dev/null; then echo "yes: $1"; else echo "no: $1"; fi; }
+try "echo evil > .git/hooks/pre-commit"
+try "echo evil > .git/hooks/post-checkout"
+try "echo fsmonitor=evil >> .git/config"
+try "rm .git/config"
+try "ln -s ../../sub/s .git/hooks/pre-push"
+try "echo evil > sub/evil && mv sub/evil .git/hooks/pre-rebase"
+try "mv .git/hooks .git/hooks.old"
+try "echo ok >> sub/s"
+try "echo new > sub/new"
+echo hooks: $(ls .git/hooks)'
+is "$rc" 0 "[2] the run went ahead"
+is "$out" "no: echo evil > .git/hooks/pre-commit
+no: echo evil > .git/hooks/post-checkout
+no: echo fsmonitor=evil >> .git/config
+no: rm .git/config
+no: ln -s ../../sub/s .git/hooks/pre-push
+no: echo evil > sub/evil && mv sub/evil .git/hooks/pre-rebase
+no: mv .git/hooks .git/hooks.old
+yes: echo ok >> sub/s
+yes: echo new > sub/new
+hooks: pre-commit" "[2] writing, creating, linking, moving into or removing protected git paths fails during the run; the rest of the project is writable"
+is "$(cat "$P/.git/hooks/pre-commit"):$(cat "$P/.git/config")" "good:[core]" "[2] the hook and the config are unchanged"
+unlike "$err" "reverted" "[2] ... with nothing to put back afterwards"
+
 rm -rf "$d"
 done_testing
