@@ -365,6 +365,19 @@ int nsr_confine_run(const nsr_confine_opts *o, nsr_launch_result *ret, nsr_error
 static const char *const write_devices[] = { "/dev/null", "/dev/zero",    "/dev/full", "/dev/random",
                                              "/dev/urandom", "/dev/tty", "/dev/ptmx" };
 
+int nsr_confine_terminals(char ***ret) {
+        char **v = nsr_malloc0(sizeof(char *));
+        for (int fd = 0; fd <= 2; fd++) {
+                char buf[64];
+                if (!isatty(fd) || ttyname_r(fd, buf, sizeof(buf)) != 0 || !nsr_startswith(buf, "/dev/pts/"))
+                        continue;
+                if (!nsr_strv_contains(v, buf))
+                        nsr_strv_extend(&v, buf);
+        }
+        *ret = v;
+        return 0;
+}
+
 void nsr_confine_rules_done(nsr_landlock_rules *r) {
         nsr_strv_free(r->read);
         nsr_strv_free(r->write);
@@ -416,7 +429,14 @@ int nsr_confine_rules(const nsr_confine_paths *in, nsr_landlock_rules *ret, nsr_
         nsr_strv_free(writable);
         writable = TAKE_PTR(w2);
         nsr_landlock_rules r = { 0 };
-        int k = nsr_confine_allowlist(in->hidden, nsr_confine_list_dir, NULL, NSR_CONFINE_MAX_RULES, &r.read, err);
+        /* /dev/pts holds the user's other terminals: reading one steals
+         * keystrokes, writing one prints into another session. Hidden as
+         * a whole; the terminals nsrun runs on are granted one by one. */
+        _cleanup_strv_free_ char **hidden = nsr_strv_copy(in->hidden);
+        if (!hidden)
+                hidden = nsr_malloc0(sizeof(char *));
+        nsr_strv_extend(&hidden, "/dev/pts");
+        int k = nsr_confine_allowlist(hidden, nsr_confine_list_dir, NULL, NSR_CONFINE_MAX_RULES, &r.read, err);
         if (k < 0)
                 return k;
         for (char *const *p = in->ro; p && *p; p++)
@@ -427,8 +447,9 @@ int nsr_confine_rules(const nsr_confine_paths *in, nsr_landlock_rules *ret, nsr_
         r.write_files = nsr_malloc0(sizeof(char *));
         for (size_t i = 0; i < ELEMENTSOF(write_devices); i++)
                 nsr_strv_extend(&r.write_files, write_devices[i]);
-        /* Terminals opened later (ssh asking for a password): the pty dir. */
-        nsr_strv_extend(&r.write, "/dev/pts");
+        for (char *const *t = in->terminals; t && *t; t++)
+                if (nsr_startswith(*t, "/dev/pts/") && !strchr(*t + 9, '/'))
+                        nsr_strv_extend(&r.write_files, *t);
         r.deny_tcp = true;
         r.scope = true;
         *ret = r;

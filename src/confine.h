@@ -76,14 +76,20 @@ typedef struct nsr_confine_paths {
         char *const *rw;       /* writable too (--rw) */
         char *const *ro;       /* readable (--ro), even inside a hidden path */
         const char *tmpdir;    /* writable: the private TMPDIR, inside the hidden state dir */
+        char *const *terminals;/* the /dev/pts entries nsrun runs on (its stdin, stdout, stderr): the only
+                                * ones granted; every other pty of the user stays closed */
 } nsr_confine_paths;
+
+/* The /dev/pts/N terminals among fds 0, 1 and 2 of the caller. */
+int nsr_confine_terminals(char ***ret);
 
 /* The rules: read below the allow-list for hidden (and --ro), write below
  * the projects (around their protected git paths: the project's top dir
  * and its .git dir then get no right to create, remove or rename entries,
  * as Landlock cannot grant a dir without everything below it), --rw and
  * tmpdir, write to /dev/null and the other common
- * devices, no TCP, scoping. Fails with -EINVAL when a hidden path lies
+ * devices and to the terminals (/dev/pts itself is neither readable nor
+ * writable: the user's other sessions are there), no TCP, scoping. Fails with -EINVAL when a hidden path lies
  * inside a writable one: Landlock cannot take it out. */
 int nsr_confine_rules(const nsr_confine_paths *in, nsr_landlock_rules *ret, nsr_error *err);
 void nsr_confine_rules_done(nsr_landlock_rules *r);

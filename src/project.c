@@ -574,8 +574,11 @@ static int landlock_ruleset(nsr_project *pj, const char *tmpdir, int *ret_fd, ch
         _cleanup_strv_free_ char **paths = nsr_malloc0(sizeof(char *));
         for (size_t i = 0; i < pj->n; i++)
                 nsr_strv_extend(&paths, pj->p[i].path);
+        _cleanup_strv_free_ char **ttys = NULL;
+        (void) nsr_confine_terminals(&ttys);
         nsr_confine_paths cp = {
                 .hidden = pj->hidden, .projects = paths, .rw = pj->rw, .ro = pj->ro, .tmpdir = tmpdir,
+                .terminals = ttys,
         };
         _cleanup_(nsr_confine_rules_done) nsr_landlock_rules rules = { 0 };
         int r = nsr_confine_rules(&cp, &rules, err);

@@ -112,5 +112,50 @@ hooks: pre-commit" "[2] writing, creating, linking, moving into or removing prot
 is "$(cat "$P/.git/hooks/pre-commit"):$(cat "$P/.git/config")" "good:[core]" "[2] the hook and the config are unchanged"
 unlike "$err" "reverted" "[2] ... with nothing to put back afterwards"
 
+# ---- 4: only nsrun's own terminal in /dev/pts ------------------------------
+# nsrun runs on a pty (its session); the test holds a second one, as the
+# user's other terminal would be.
+cat > "$d/onpty.py" <<'EOF'
+import os, pty, sys
+m2, s2 = os.openpty()
+other = os.ttyname(s2)
+pid, m = pty.fork()
+if pid == 0:
+    os.environ["OTHER"] = other
+    os.execvp(sys.argv[1], sys.argv[1:])
+out = b""
+while True:
+    try:
+        b = os.read(m, 4096)
+    except OSError:
+        break
+    if not b:
+        break
+    out += b
+_, st = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace").replace("\r", ""))
+sys.exit(os.waitstatus_to_exitcode(st))
+EOF
+run python3 "$d/onpty.py" "$R" --deny-userns EPERM -- "$NSRUN" -p "$P" --state-dir "$d/s" --sandbox=best-effort -- sh -c '
+t=$(tty)
+case $t in /dev/pts/*) echo own-tty: pts ;; *) echo own-tty: "$t" ;; esac
+(echo mine > "$t") 2>/dev/null && echo own-write: yes || echo own-write: no
+[ "$t" != "$OTHER" ] && echo other: differs
+(echo intruder > "$OTHER") 2>/dev/null && echo other-write: yes || echo other-write: no
+(: < "$OTHER") 2>/dev/null && echo other-read: yes || echo other-read: no
+ls /dev/pts >/dev/null 2>&1 && echo list: yes || echo list: no
+(: < /dev/null) && echo devnull: yes'
+if [ "$rc" = 0 ]; then
+	is "$(printf '%s\n' "$out" | grep -v '^mine$' | grep -v '^nsrun: ')" "own-tty: pts
+own-write: yes
+other: differs
+other-write: no
+other-read: no
+list: no
+devnull: yes" "[4] the terminal nsrun runs on is writable by path; the user's other terminal is neither writable nor readable, and /dev/pts cannot be listed"
+else
+	not_ok "[4] the run on a pty: exit $rc"; diag "$out" "$err"
+fi
+
 rm -rf "$d"
 done_testing
