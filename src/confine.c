@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -365,6 +367,22 @@ int nsr_confine_run(const nsr_confine_opts *o, nsr_launch_result *ret, nsr_error
 static const char *const write_devices[] = { "/dev/null", "/dev/zero",    "/dev/full", "/dev/random",
                                              "/dev/urandom", "/dev/tty", "/dev/ptmx" };
 
+/* A path as the kernel will find it: its parent dir resolved (Landlock's
+ * add_path follows the symlinks in the parents, not in the last
+ * component), so that comparing it with the hidden paths, which are real
+ * paths, tells what the grant covers. */
+static char *canonical(const char *path) {
+        _cleanup_free_ char *norm = nsr_path_normalize(path);
+        const char *slash = strrchr(norm, '/');
+        if (!slash || slash == norm || !slash[1])
+                return TAKE_PTR(norm);
+        _cleanup_free_ char *parent = nsr_strndup(norm, (size_t) (slash - norm));
+        char buf[PATH_MAX];
+        if (!realpath(parent, buf))
+                return TAKE_PTR(norm);
+        return nsr_path_join(buf, slash + 1);
+}
+
 int nsr_confine_terminals(char ***ret) {
         char **v = nsr_malloc0(sizeof(char *));
         for (int fd = 0; fd <= 2; fd++) {
@@ -390,7 +408,7 @@ int nsr_confine_rules(const nsr_confine_paths *in, nsr_landlock_rules *ret, nsr_
         for (char *const *p = in->projects; p && *p; p++)
                 nsr_strv_extend(&writable, *p);
         for (char *const *p = in->rw; p && *p; p++)
-                nsr_strv_extend(&writable, *p);
+                nsr_strv_push(&writable, canonical(*p));
         if (in->tmpdir)
                 nsr_strv_extend(&writable, in->tmpdir);
         /* A writable tree is readable as a whole, so nothing in it can be
@@ -439,8 +457,29 @@ int nsr_confine_rules(const nsr_confine_paths *in, nsr_landlock_rules *ret, nsr_
         int k = nsr_confine_allowlist(hidden, nsr_confine_list_dir, NULL, NSR_CONFINE_MAX_RULES, &r.read, err);
         if (k < 0)
                 return k;
-        for (char *const *p = in->ro; p && *p; p++)
-                nsr_strv_extend(&r.read, *p);
+        /* --ro DIR grants DIR, even inside a hidden path (the user asked
+         * for it), but never the hidden paths below DIR (secrets, the state
+         * dir, /dev/pts): around those it is expanded entry by entry, as
+         * the allow-list is. */
+        for (char *const *p0 = in->ro; p0 && *p0; p0++) {
+                _cleanup_free_ char *p = canonical(*p0);
+                _cleanup_strv_free_ char **below = nsr_malloc0(sizeof(char *));
+                for (char **h = hidden; *h; h++)
+                        if (is_under(*h, p) && !streq(*h, p))
+                                nsr_strv_extend(&below, *h);
+                if (!below[0]) {
+                        nsr_strv_extend(&r.read, p);
+                        continue;
+                }
+                _cleanup_strv_free_ char **around = NULL;
+                k = expand_around(p, below, nsr_confine_list_dir, NULL, NSR_CONFINE_MAX_RULES, &around, err);
+                if (k < 0) {
+                        nsr_confine_rules_done(&r);
+                        return k;
+                }
+                for (size_t i = 0; around[i]; i++)
+                        nsr_strv_extend(&r.read, around[i]);
+        }
         for (char **p = projects_read; *p; p++)
                 nsr_strv_extend(&r.read, *p);
         r.write = TAKE_PTR(writable);
