@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -246,30 +247,4 @@ size_t nsr_killtree(const pid_t *spare, size_t n_spare) {
                         (void) poll(NULL, 0, 1); /* the others' exits, before the next look */
         }
         return total;
-}
-
-bool nsr_killtree_cgroup_usable(void) {
-        _cleanup_close_ int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return false;
-        char buf[4096];
-        int n = nsr_read_full(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return false;
-        buf[n] = '\0';
-        /* cgroup v2 only: the line "0::/PATH". */
-        const char *l = strstr(buf, "0::/");
-        if (!l || (l != buf && l[-1] != '\n'))
-                return false;
-        const char *path = l + 3;
-        size_t len = strcspn(path, "\n");
-        if (len > 2048 || memmem(path, len, "/..", 3))
-                return false;
-        char dir[2200], file[2300];
-        snprintf(dir, sizeof(dir), "/sys/fs/cgroup%.*s", (int) len, path);
-        snprintf(file, sizeof(file), "%s/cgroup.kill", dir);
-        if (access(file, F_OK) < 0)
-                return false;
-        snprintf(file, sizeof(file), "%s/cgroup.procs", dir);
-        return access(dir, W_OK) == 0 && access(file, W_OK) == 0;
 }

@@ -32,10 +32,10 @@
  * kills every member at once. This host's callers seldom own one (a
  * systemd user session does; a container or CI job usually does not), and
  * the tree walk needs nothing, so it is the one used; the cgroup is a
- * possible later addition (see nsr_killtree_cgroup_usable). */
+ * possible later addition ("nsrun doctor" reports, as "cgroup", whether
+ * the caller owns one). */
 #pragma once
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -45,8 +45,3 @@
  * not reap the spared children concurrently. Returns the number of
  * processes killed (>= 0); never gives up while a descendant is left. */
 size_t nsr_killtree(const pid_t *spare, size_t n_spare);
-
-/* Whether the caller sits in a cgroup v2 it may create sub-cgroups in and
- * kill through cgroup.kill (its cgroup dir and cgroup.procs writable, and
- * cgroup.kill present): for doctor. */
-bool nsr_killtree_cgroup_usable(void);
