@@ -242,13 +242,22 @@ _noreturn_ static void child_main(const nsr_confine_opts *o, int errfd, pid_t pa
         child_fail(errfd, &e);
 }
 
+/* The monitor cannot go on: the command and all it started go, so that
+ * nothing keeps writing to the projects while nsrun reports a failure.
+ * The child is not reaped yet, so its pid is still its own. */
+static int give_up(const nsr_confine_opts *o, pid_t child, int r) {
+        (void) kill(child, SIGKILL);
+        (void) nsr_killtree(o->spare, o->n_spare);
+        return r;
+}
+
 static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch_result *res, nsr_error *err) {
         sigset_t set;
         nsr_forwarded_sigset(&set);
         sigaddset(&set, SIGCHLD);
         _cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
         if (sfd < 0)
-                return nsr_error_set(err, errno, "Can't create signalfd");
+                return give_up(o, child, nsr_error_set(err, errno, "Can't create signalfd"));
         nsr_error child_err = { 0 };
         size_t got = 0;
         bool eof = false, gone = false;
@@ -259,7 +268,7 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch
                 if (poll(fds, 2, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return nsr_error_set(err, errno, "poll");
+                        return give_up(o, child, nsr_error_set(err, errno, "poll"));
                 }
                 if (fds[1].revents) {
                         ssize_t n = read(errfd, (char *) &child_err + got, sizeof(child_err) - got);
