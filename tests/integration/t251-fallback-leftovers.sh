@@ -5,7 +5,9 @@
 # fork and a process that forks as fast as it can (with 200 setsid'd
 # grandchildren); each waits for a file the test creates only after nsrun
 # has exited, then writes a git hook and a file of the project. After nsrun
-# returns, none of them may still run and neither write may land.
+# returns, none of them may still run and neither write may land. (Their
+# files are in w/: the project's top dir takes no new entries, as it holds
+# .git.)
 . "$NSR_TESTS/lib.sh"
 export NSRUN_DATADIR="$NSR_STAGE"
 command -v python3 >/dev/null 2>&1 || skip_all "python3 is needed"
@@ -16,7 +18,7 @@ R=$NSR_HELPERS/nsr-restrict
 	skip_all "no Landlock on this kernel: best-effort mode refuses to run"
 d=$(scratch)
 P=$d/p
-mkdir -p "$P/.git/hooks"
+mkdir -p "$P/.git/hooks" "$P/w"
 tag=t251-$$-$(date +%s%N)
 
 # The processes of this test still alive (zombies are dead already).
@@ -36,14 +38,14 @@ if [ "$n" -gt 0 ]; then
 	sh ./chain.sh $((n - 1))
 	exit
 fi
-: > ready.chain
-while [ ! -e go ]; do sleep 0.1; done
-echo evil > .git/hooks/post-checkout; echo late > late.chain
+: > w/ready.chain
+while [ ! -e w/go ]; do sleep 0.1; done
+echo evil > .git/hooks/post-checkout; echo late > w/late.chain
 EOF
 cat > "$P/linger.sh" <<'EOF'
-: > "ready.$1"
-while [ ! -e go ]; do sleep 0.1; done
-echo evil > .git/hooks/post-merge; echo late > "late.$1"
+: > "w/ready.$1"
+while [ ! -e w/go ]; do sleep 0.1; done
+echo evil > .git/hooks/post-merge; echo late > "w/late.$1"
 EOF
 cat > "$P/forker.py" <<'EOF'
 import os, time
@@ -53,14 +55,14 @@ while True:
     if p == 0:
         if n < 200 and os.fork() == 0:
             os.setsid()
-            while not os.path.exists("go"):
+            while not os.path.exists("w/go"):
                 time.sleep(0.2)
-            open("late.fork", "w").write("late\n")
+            open("w/late.fork", "w").write("late\n")
         os._exit(0)
     os.waitpid(p, 0)
     n += 1
     if n == 200:
-        open("ready.fork", "w").close()
+        open("w/ready.fork", "w").close()
 EOF
 cmd='sh ./chain.sh 100 &
 setsid sh ./linger.sh setsid &
@@ -68,10 +70,10 @@ setsid sh ./linger.sh setsid &
 python3 forker.py &
 i=0
 while [ $i -lt 600 ]; do
-	[ -e ready.chain ] && [ -e ready.setsid ] && [ -e ready.double ] && [ -e ready.fork ] && break
+	[ -e w/ready.chain ] && [ -e w/ready.setsid ] && [ -e w/ready.double ] && [ -e w/ready.fork ] && break
 	sleep 0.1; i=$((i + 1))
 done
-ls ready.*'
+cd w && ls ready.*'
 
 before=$(survivors)
 is "$before" "" "no process of this test runs before"
@@ -80,7 +82,7 @@ run env NSR_T251_MARK="$tag" "$R" --deny-userns EPERM -- "$NSRUN" -p "$P" --stat
 	-- sh -c "$cmd"
 t1=$(date +%s%N)
 left=$(survivors)
-: > "$P/go"
+: > "$P/w/go"
 is "$rc" 0 "best-effort mode ran the command"
 like "$err" "best-effort sandbox: landlock, seccomp" "... confined by Landlock and seccomp"
 is "$out" "ready.chain
@@ -93,21 +95,21 @@ if [ -n "$left" ]; then
 	for pid in $left; do kill -9 "$pid" 2>/dev/null; done
 fi
 check "... so the delayed hook writes never land" test ! -e "$P/.git/hooks/post-checkout" -a ! -e "$P/.git/hooks/post-merge"
-is "$(ls "$P" | grep '^late' | tr '\n' ' ')" "" "... nor the delayed project writes"
+is "$(ls "$P/w" | grep '^late' | tr '\n' ' ')" "" "... nor the delayed project writes"
 diag "the run took $(((t1 - t0) / 1000000)) ms, the kill of about 300 processes included"
 
 # A deeper chain on its own: the kill has no round limit.
 cmd2='sh ./chain.sh 300 &
-i=0; while [ ! -e ready.chain ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done; ls ready.chain'
-rm -f "$P/ready.chain" "$P/go"
+i=0; while [ ! -e w/ready.chain ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done; ls w/ready.chain'
+rm -f "$P/w/ready.chain" "$P/w/go"
 run env NSR_T251_MARK="$tag" "$R" --deny-userns EPERM -- "$NSRUN" -p "$P" --state-dir "$d/s" --sandbox=best-effort \
 	-- sh -c "$cmd2"
 left=$(survivors)
-: > "$P/go"
-is "$rc:$out" "0:ready.chain" "a chain of 300 nested shells was running at the end"
+: > "$P/w/go"
+is "$rc:$out" "0:w/ready.chain" "a chain of 300 nested shells was running at the end"
 is "$left" "" "... and none of them is left"
 for pid in $left; do kill -9 "$pid" 2>/dev/null; done
-check "... nor its write" test ! -e "$P/late.chain"
+check "... nor its write" test ! -e "$P/w/late.chain"
 
 rm -rf "$d"
 done_testing
