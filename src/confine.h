@@ -16,9 +16,15 @@
  *     fallback.policy, which refuses socket(2) for every family: Landlock
  *     cannot stop a connect to a pathname unix socket (ABI 7 has no right
  *     for it) nor UDP, and there is no network namespace. socketpair(2)
- *     still works: its sockets reach nothing.
+ *     still works: its sockets reach nothing. The same policy lets the
+ *     calls that act on another process by pid (prlimit64, setpriority,
+ *     sched_set*, ioprio_set, ...) name only the caller (pid 0).
  *   - no_new_privs, and a new session (setsid) so TIOCSTI cannot reach the
- *     caller's terminal.
+ *     caller's terminal; of /dev/pts only the caller's terminals.
+ *   - every process the command started is killed once it exits
+ *     (killtree.h).
+ * Without Landlock nothing confines the file system: best-effort mode
+ * then refuses to run (project.c).
  *
  * ## The read allow-list
  * Landlock grants access to hierarchies; it cannot take a path out of a
@@ -32,7 +38,12 @@
  * an ancestor after the start are not readable; symlinks among the
  * siblings are not granted (their targets are judged where they point).
  * Cost: one rule per entry of every ancestor dir, O(entries in the
- * ancestors' dirs), bounded by NSR_CONFINE_MAX_RULES. */
+ * ancestors' dirs), bounded by NSR_CONFINE_MAX_RULES.
+ *
+ * The same expansion takes the hidden paths out of a --ro grant, and the
+ * protected git paths out of a project's write grant (the project is then
+ * granted read as a whole, write entry by entry): the project's top dir
+ * and .git, as ancestors, take no new entries. */
 #pragma once
 
 #include <stdbool.h>
