@@ -185,31 +185,19 @@ size_t nsr_killtree(const pid_t *spare, size_t n_spare) {
                         continue;
                 }
                 size_t m = mark_tree(v, n, self, spare, n_spare);
-                /* Zombies of ours are reaped; zombies of others are their
-                 * parents' (or, once those die, ours next round). */
-                size_t alive = 0;
-                for (size_t i = 0; i < n; i++) {
-                        if (!v[i].mark)
-                                continue;
-                        if (v[i].state == 'Z' || v[i].state == 'X') {
-                                if (v[i].ppid == self)
-                                        (void) waitpid(v[i].pid, NULL, WNOHANG);
-                                continue;
-                        }
-                        alive++;
-                }
-                if (m == 0 || alive == 0) {
-                        if (m == 0)
-                                break;
-                        /* Only zombies left, which are not ours: their
-                         * parents are dying; look again shortly. */
-                        (void) poll(NULL, 0, 1);
-                        continue;
-                }
-                _cleanup_free_ struct pollfd *pfds = nsr_malloc0(alive * sizeof(struct pollfd));
+                if (m == 0)
+                        break;
+                /* Zombies are killed too: a process whose main thread has
+                 * exited shows as one while its other threads run on. The
+                 * pidfd of a real zombie is readable at once. */
+                bool any_alive = false;
+                for (size_t i = 0; i < n; i++)
+                        if (v[i].mark && v[i].state != 'Z' && v[i].state != 'X')
+                                any_alive = true;
+                _cleanup_free_ struct pollfd *pfds = nsr_malloc0(m * sizeof(struct pollfd));
                 size_t np = 0;
                 for (size_t i = 0; i < n; i++) {
-                        if (!v[i].mark || v[i].state == 'Z' || v[i].state == 'X')
+                        if (!v[i].mark)
                                 continue;
                         int pfd = kill_one(procfd, &v[i], &v[i].killed);
                         if (v[i].killed)
@@ -243,8 +231,8 @@ size_t nsr_killtree(const pid_t *spare, size_t n_spare) {
                                 while (waitpid(v[i].pid, NULL, np == 0 && v[i].killed ? 0 : WNOHANG) < 0 &&
                                        errno == EINTR)
                                         ;
-                if (np == 0)
-                        (void) poll(NULL, 0, 1); /* the others' exits, before the next look */
+                if (np == 0 || !any_alive)
+                        (void) poll(NULL, 0, 1); /* the others' exits and reaping, before the next look */
         }
         return total;
 }

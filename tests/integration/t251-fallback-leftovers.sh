@@ -21,14 +21,19 @@ P=$d/p
 mkdir -p "$P/.git/hooks" "$P/w"
 tag=t251-$$-$(date +%s%N)
 
-# The processes of this test still alive (zombies are dead already).
+# The processes of this test still alive: one with a thread that is not a
+# zombie (a zombie main thread may have live siblings).
+# The environment is read through each thread, as a zombie main thread
+# has none.
 survivors() {
-	for f in /proc/[0-9]*/environ; do
-		pid=${f#/proc/}; pid=${pid%/environ}
-		if tr '\0' '\n' < "$f" 2>/dev/null | grep -qx "NSR_T251_MARK=$tag"; then
-			st=$(sed 's/.*) \(.\).*/\1/' "/proc/$pid/stat" 2>/dev/null)
-			[ -n "$st" ] && [ "$st" != Z ] && echo "$pid"
-		fi
+	for p in /proc/[0-9]*; do
+		pid=${p#/proc/}
+		for t in "$p"/task/*; do
+			st=$(sed 's/.*) \(.\).*/\1/' "$t/stat" 2>/dev/null)
+			[ -n "$st" ] && [ "$st" != Z ] || continue
+			tr '\0' '\n' < "$t/environ" 2>/dev/null | grep -qx "NSR_T251_MARK=$tag" && echo "$pid"
+			break
+		done
 	done
 }
 
@@ -110,6 +115,33 @@ is "$rc:$out" "0:w/ready.chain" "a chain of 300 nested shells was running at the
 is "$left" "" "... and none of them is left"
 for pid in $left; do kill -9 "$pid" 2>/dev/null; done
 check "... nor its write" test ! -e "$P/w/late.chain"
+
+# A process whose main thread has exited (shown as a zombie) while another
+# of its threads still runs: it is alive, and must be killed too.
+cat > "$P/zleader.py" <<'EOF'
+import ctypes, os, threading, time
+def writer():
+    # ready once the main thread is gone: the process then shows as a zombie
+    while open("/proc/%d/stat" % os.getpid()).read().rsplit(")", 1)[1].split()[0] != "Z":
+        time.sleep(0.01)
+    open("w/ready.zleader", "w").close()
+    while not os.path.exists("w/go"):
+        time.sleep(0.1)
+    open("w/late.zleader", "w").write("late\n")
+threading.Thread(target=writer).start()
+ctypes.CDLL(None).pthread_exit(None)
+EOF
+cmd3='python3 zleader.py &
+i=0; while [ ! -e w/ready.zleader ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done; ls w/ready.zleader'
+rm -f "$P/w/go"
+run env NSR_T251_MARK="$tag" timeout 120 "$R" --deny-userns EPERM -- "$NSRUN" -p "$P" --state-dir "$d/s" --sandbox=best-effort \
+	-- sh -c "$cmd3"
+left=$(survivors)
+: > "$P/w/go"
+is "$rc:$out" "0:w/ready.zleader" "a process with an exited main thread and a live one was running at the end, and nsrun returned"
+is "$left" "" "... and it is gone"
+for pid in $left; do kill -9 "$pid" 2>/dev/null; done
+check "... nor its write" test ! -e "$P/w/late.zleader"
 
 rm -rf "$d"
 done_testing
