@@ -11,6 +11,7 @@
 #include "cmd.h"
 #include "hostcheck.h"
 #include "json.h"
+#include "landlock.h"
 #include "state.h"
 
 extern char **environ;
@@ -21,7 +22,8 @@ static void usage(FILE *f) {
         fputs("usage: nsrun doctor [--json] [--state-dir DIR]\n\n"
               "Probe what this host lets nsrun do: user namespaces (and which restriction\n"
               "is in force), id maps, mounts, overlay, seccomp, Landlock, network and pid\n"
-              "namespaces, and optional extras. Every probe runs in a child process.\n\n"
+              "namespaces, and optional extras. Every probe runs in a child process.\n"
+              "Then which of the namespace sandbox's guarantees best-effort mode keeps here.\n\n"
               "    --json             print {\"verdict\":...,\"checks\":[...]}\n"
               "    --state-dir DIR    the state dir to check (default: as nsrun uses it)\n\n"
               "Exit status: 0 full, 2 degraded (nsrun runs without some default layer),\n"
@@ -29,7 +31,7 @@ static void usage(FILE *f) {
               f);
 }
 
-static int print_json(const nsr_check *checks, nsr_verdict v) {
+static int print_json(const nsr_check *checks, nsr_verdict v, const nsr_guarantee *g, size_t n_g) {
         nsr_error e = { 0 };
         _cleanup_(nsr_json_freep) nsr_json *j = nsr_json_new(stdout, 0, 0);
         nsr_json_object_begin(j, NULL);
@@ -42,6 +44,17 @@ static int print_json(const nsr_check *checks, nsr_verdict v) {
                 nsr_json_bool(j, "ok", c->ok);
                 nsr_json_string(j, "detail", c->detail);
                 nsr_json_string(j, "fix", c->fix[0] ? c->fix : NULL);
+                nsr_json_object_end(j);
+        }
+        nsr_json_array_end(j);
+        /* Which of the namespace sandbox's guarantees best-effort mode
+         * keeps on this host. */
+        nsr_json_array_begin(j, "best_effort");
+        for (size_t i = 0; i < n_g; i++) {
+                nsr_json_object_begin(j, NULL);
+                nsr_json_string(j, "name", g[i].name);
+                nsr_json_bool(j, "holds", g[i].holds);
+                nsr_json_string(j, "detail", g[i].detail);
                 nsr_json_object_end(j);
         }
         nsr_json_array_end(j);
@@ -66,7 +79,7 @@ static void failed_required(const nsr_check *checks, char *buf, size_t len) {
         }
 }
 
-static void print_text(const nsr_check *checks, nsr_verdict v) {
+static void print_text(const nsr_check *checks, nsr_verdict v, const nsr_guarantee *g, size_t n_g) {
         for (int i = 0; i < _NSR_CHECK_ID_MAX; i++) {
                 const nsr_check *c = &checks[i];
                 const char *optional = nsr_check_class_of(c->id) == NSR_CHECK_OPTIONAL ? "[optional] " : "";
@@ -77,6 +90,9 @@ static void print_text(const nsr_check *checks, nsr_verdict v) {
                 else
                         printf("FAILED  %s: %s%s\n", nsr_check_name(c->id), optional, c->detail);
         }
+        printf("best-effort mode (--sandbox=best-effort) here, against the namespace sandbox:\n");
+        for (size_t i = 0; i < n_g; i++)
+                printf("  %-9s %s: %s\n", g[i].holds ? "holds" : "NOT HELD", g[i].name, g[i].detail);
         char failed[512];
         failed_required(checks, failed, sizeof(failed));
         bool core = checks[NSR_CHECK_USERNS].ok && checks[NSR_CHECK_UID_MAP].ok && checks[NSR_CHECK_USERNS_MOUNT].ok;
@@ -143,11 +159,13 @@ int nsr_cmd_doctor(int argc, char **argv) {
                 return 1;
         }
         nsr_verdict v = nsr_hostcheck_verdict(checks);
+        nsr_guarantee g[NSR_GUARANTEES_MAX];
+        size_t n_g = nsr_hostcheck_best_effort(checks, nsr_landlock_abi(), g);
         if (json) {
-                if (print_json(checks, v) < 0)
+                if (print_json(checks, v, g, n_g) < 0)
                         return 1;
         } else
-                print_text(checks, v);
+                print_text(checks, v, g, n_g);
         fflush(stdout);
         switch (v) {
         case NSR_VERDICT_FULL:

@@ -3,6 +3,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -15,6 +18,7 @@
 #include <sys/wait.h>
 
 #include "confine.h"
+#include "killtree.h"
 #include "reaper.h"
 
 extern char **environ;
@@ -79,36 +83,32 @@ static int str_cmp(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-int nsr_confine_allowlist(char *const *hidden, nsr_confine_lister list, void *userdata, size_t max, char ***ret,
-                          nsr_error *err) {
-        _cleanup_strv_free_ char **h = nsr_malloc0(sizeof(char *));
-        for (size_t i = 0; hidden && hidden[i]; i++) {
-                if (hidden[i][0] != '/')
-                        return nsr_error_setx(err, EINVAL, "a hidden path must be absolute: %s", hidden[i]);
-                _cleanup_free_ char *p = nsr_path_normalize(hidden[i]);
-                if (streq(p, "/"))
-                        return nsr_error_setx(err, EINVAL, "cannot hide / itself: nothing would be readable");
-                nsr_strv_extend(&h, p);
-        }
-        /* Hidden paths below another hidden path add nothing. */
+/* The entries to grant so that everything below root is covered except
+ * the excluded paths (absolute, below root): the entries of root and of
+ * each ancestor of an excluded path (up to root), minus the excluded paths
+ * and those ancestors. */
+static int expand_around(const char *root, char *const *excluded, nsr_confine_lister list, void *userdata, size_t max,
+                         char ***ret, nsr_error *err) {
+        /* Excluded paths below another excluded path add nothing. */
         _cleanup_strv_free_ char **top = nsr_malloc0(sizeof(char *));
-        for (size_t i = 0; h[i]; i++) {
+        for (size_t i = 0; excluded[i]; i++) {
                 bool covered = false;
-                for (size_t k = 0; h[k] && !covered; k++)
-                        if (k != i && is_under(h[i], h[k]) && (!streq(h[i], h[k]) || k < i))
+                for (size_t k = 0; excluded[k] && !covered; k++)
+                        if (k != i && is_under(excluded[i], excluded[k]) && (!streq(excluded[i], excluded[k]) || k < i))
                                 covered = true;
                 if (!covered)
-                        nsr_strv_extend(&top, h[i]);
+                        nsr_strv_extend(&top, excluded[i]);
         }
-        /* Their ancestors, "/" first: the dirs whose entries are granted
-         * one by one. */
+        /* Their ancestors from root down: the dirs whose entries are
+         * granted one by one. */
+        size_t rl = streq(root, "/") ? 0 : strlen(root);
         _cleanup_strv_free_ char **split = nsr_malloc0(sizeof(char *));
         for (size_t i = 0; top[i]; i++) {
                 const char *p = top[i];
-                for (const char *s = p;; s = strchr(s + 1, '/')) {
-                        if (!s)
-                                break;
-                        _cleanup_free_ char *a = s == p ? nsr_strdup("/") : nsr_strndup(p, (size_t) (s - p));
+                if (!nsr_strv_contains(split, root))
+                        nsr_strv_extend(&split, root);
+                for (const char *s = strchr(p + rl + 1, '/'); s; s = strchr(s + 1, '/')) {
+                        _cleanup_free_ char *a = nsr_strndup(p, (size_t) (s - p));
                         if (!nsr_strv_contains(split, a))
                                 nsr_strv_extend(&split, a);
                 }
@@ -126,7 +126,7 @@ int nsr_confine_allowlist(char *const *hidden, nsr_confine_lister list, void *us
                         if (++n > max) {
                                 nsr_strv_free(out);
                                 return nsr_error_setx(err, E2BIG,
-                                                      "hiding paths from a Landlock sandbox takes one rule per entry "
+                                                      "taking paths out of a Landlock grant takes one rule per entry "
                                                       "beside them, and there are more than %zu", max);
                         }
                         nsr_strv_push(&out, TAKE_PTR(p));
@@ -135,6 +135,55 @@ int nsr_confine_allowlist(char *const *hidden, nsr_confine_lister list, void *us
         if (n > 1)
                 qsort(out, n, sizeof(char *), str_cmp);
         *ret = out;
+        return 0;
+}
+
+int nsr_confine_allowlist(char *const *hidden, nsr_confine_lister list, void *userdata, size_t max, char ***ret,
+                          nsr_error *err) {
+        _cleanup_strv_free_ char **h = nsr_malloc0(sizeof(char *));
+        for (size_t i = 0; hidden && hidden[i]; i++) {
+                if (hidden[i][0] != '/')
+                        return nsr_error_setx(err, EINVAL, "a hidden path must be absolute: %s", hidden[i]);
+                _cleanup_free_ char *p = nsr_path_normalize(hidden[i]);
+                if (streq(p, "/"))
+                        return nsr_error_setx(err, EINVAL, "cannot hide / itself: nothing would be readable");
+                nsr_strv_extend(&h, p);
+        }
+        return expand_around("/", h, list, userdata, max, ret, err);
+}
+
+int nsr_confine_protected(const char *project, char ***ret) {
+        /* Today's list (profile.c, nsr_profile_is_protected), as paths:
+         * namespace mode binds the same ones read-only. */
+        static const char *const fixed[] = { ".git/hooks", ".git/config", ".git/config.worktree", ".git/worktrees" };
+        static const char *const globs[] = { ".git/modules/*/hooks", ".git/modules/*/config" };
+        _cleanup_free_ char *git = nsr_path_join(project, ".git");
+        char **v = nsr_malloc0(sizeof(char *));
+        struct stat st;
+        if (lstat(git, &st) < 0) {
+                *ret = v;
+                return 0;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+                /* A worktree's pointer file: protected as a whole. */
+                nsr_strv_extend(&v, git);
+                *ret = v;
+                return 0;
+        }
+        /* Protected whether they exist or not: their parent, an ancestor,
+         * gets no right to create entries. */
+        for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
+                nsr_strv_push(&v, nsr_path_join(project, fixed[i]));
+        for (size_t i = 0; i < ELEMENTSOF(globs); i++) {
+                _cleanup_free_ char *pat = nsr_path_join(project, globs[i]);
+                glob_t g;
+                if (glob(pat, GLOB_NOSORT, NULL, &g) != 0)
+                        continue;
+                for (size_t k = 0; k < g.gl_pathc; k++)
+                        nsr_strv_extend(&v, g.gl_pathv[k]);
+                globfree(&g);
+        }
+        *ret = v;
         return 0;
 }
 
@@ -193,62 +242,13 @@ _noreturn_ static void child_main(const nsr_confine_opts *o, int errfd, pid_t pa
         child_fail(errfd, &e);
 }
 
-static bool spare(const nsr_confine_opts *o, pid_t pid) {
-        for (size_t i = 0; i < o->n_spare; i++)
-                if (o->spare[i] == pid)
-                        return true;
-        return false;
-}
-
-/* Our children (by /proc/PID/stat), apart from the spared ones. */
-static size_t children_of_us(const nsr_confine_opts *o, pid_t *v, size_t max) {
-        DIR *d = opendir("/proc");
-        if (!d)
-                return 0;
-        pid_t self = getpid();
-        size_t n = 0;
-        struct dirent *de;
-        while ((de = readdir(d)) && n < max) {
-                uint32_t pid;
-                if (nsr_parse_u32(de->d_name, &pid) < 0 || pid == 0)
-                        continue;
-                char path[64], buf[512];
-                snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-                _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0)
-                        continue;
-                int k = nsr_read_full(fd, buf, sizeof(buf) - 1);
-                if (k <= 0)
-                        continue;
-                buf[k] = '\0';
-                /* "PID (COMM) S PPID ...": COMM may hold anything, even ")". */
-                const char *rp = strrchr(buf, ')');
-                int ppid;
-                char state;
-                if (!rp || sscanf(rp + 1, " %c %d", &state, &ppid) != 2)
-                        continue;
-                if (ppid == self && !spare(o, (pid_t) pid))
-                        v[n++] = (pid_t) pid;
-        }
-        closedir(d);
-        return n;
-}
-
-/* Once the command is done, whatever it started goes too. As a subreaper
- * we inherit every orphan below us, so killing our children round after
- * round reaches all of them. Bounded. */
-static void kill_leftovers(const nsr_confine_opts *o) {
-        pid_t v[256];
-        for (int round = 0; round < 64; round++) {
-                size_t n = children_of_us(o, v, ELEMENTSOF(v));
-                if (n == 0)
-                        return;
-                for (size_t i = 0; i < n; i++)
-                        (void) kill(v[i], SIGKILL);
-                for (size_t i = 0; i < n; i++)
-                        while (waitpid(v[i], NULL, 0) < 0 && errno == EINTR)
-                                ;
-        }
+/* The monitor cannot go on: the command and all it started go, so that
+ * nothing keeps writing to the projects while nsrun reports a failure.
+ * The child is not reaped yet, so its pid is still its own. */
+static int give_up(const nsr_confine_opts *o, pid_t child, int r) {
+        (void) kill(child, SIGKILL);
+        (void) nsr_killtree(o->spare, o->n_spare);
+        return r;
 }
 
 static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch_result *res, nsr_error *err) {
@@ -257,7 +257,7 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch
         sigaddset(&set, SIGCHLD);
         _cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
         if (sfd < 0)
-                return nsr_error_set(err, errno, "Can't create signalfd");
+                return give_up(o, child, nsr_error_set(err, errno, "Can't create signalfd"));
         nsr_error child_err = { 0 };
         size_t got = 0;
         bool eof = false, gone = false;
@@ -268,7 +268,7 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch
                 if (poll(fds, 2, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return nsr_error_set(err, errno, "poll");
+                        return give_up(o, child, nsr_error_set(err, errno, "poll"));
                 }
                 if (fds[1].revents) {
                         ssize_t n = read(errfd, (char *) &child_err + got, sizeof(child_err) - got);
@@ -298,7 +298,9 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch
         ssize_t n;
         while (got < sizeof(child_err) && (n = read(errfd, (char *) &child_err + got, sizeof(child_err) - got)) > 0)
                 got += (size_t) n;
-        kill_leftovers(o);
+        /* Whatever the command left goes before anything is captured,
+         * however deep or fast it forks (killtree.h). */
+        (void) nsr_killtree(o->spare, o->n_spare);
         if (got == sizeof(child_err)) {
                 child_err.msg[sizeof(child_err.msg) - 1] = '\0';
                 *err = child_err;
@@ -374,6 +376,35 @@ int nsr_confine_run(const nsr_confine_opts *o, nsr_launch_result *ret, nsr_error
 static const char *const write_devices[] = { "/dev/null", "/dev/zero",    "/dev/full", "/dev/random",
                                              "/dev/urandom", "/dev/tty", "/dev/ptmx" };
 
+/* A path as the kernel will find it: its parent dir resolved (Landlock's
+ * add_path follows the symlinks in the parents, not in the last
+ * component), so that comparing it with the hidden paths, which are real
+ * paths, tells what the grant covers. */
+static char *canonical(const char *path) {
+        _cleanup_free_ char *norm = nsr_path_normalize(path);
+        const char *slash = strrchr(norm, '/');
+        if (!slash || slash == norm || !slash[1])
+                return TAKE_PTR(norm);
+        _cleanup_free_ char *parent = nsr_strndup(norm, (size_t) (slash - norm));
+        char buf[PATH_MAX];
+        if (!realpath(parent, buf))
+                return TAKE_PTR(norm);
+        return nsr_path_join(buf, slash + 1);
+}
+
+int nsr_confine_terminals(char ***ret) {
+        char **v = nsr_malloc0(sizeof(char *));
+        for (int fd = 0; fd <= 2; fd++) {
+                char buf[64];
+                if (!isatty(fd) || ttyname_r(fd, buf, sizeof(buf)) != 0 || !nsr_startswith(buf, "/dev/pts/"))
+                        continue;
+                if (!nsr_strv_contains(v, buf))
+                        nsr_strv_extend(&v, buf);
+        }
+        *ret = v;
+        return 0;
+}
+
 void nsr_confine_rules_done(nsr_landlock_rules *r) {
         nsr_strv_free(r->read);
         nsr_strv_free(r->write);
@@ -386,7 +417,7 @@ int nsr_confine_rules(const nsr_confine_paths *in, nsr_landlock_rules *ret, nsr_
         for (char *const *p = in->projects; p && *p; p++)
                 nsr_strv_extend(&writable, *p);
         for (char *const *p = in->rw; p && *p; p++)
-                nsr_strv_extend(&writable, *p);
+                nsr_strv_push(&writable, canonical(*p));
         if (in->tmpdir)
                 nsr_strv_extend(&writable, in->tmpdir);
         /* A writable tree is readable as a whole, so nothing in it can be
@@ -399,18 +430,74 @@ int nsr_confine_rules(const nsr_confine_paths *in, nsr_landlock_rules *ret, nsr_
                                                       "Landlock cannot do (it can only grant): best-effort mode "
                                                       "cannot run on it",
                                                       *w, *h);
+        /* A project with protected git paths is granted around them:
+         * readable as a whole, writable entry by entry beside them, so
+         * writes to .git/hooks or .git/config fail with EACCES during the
+         * run, as in namespace mode. */
+        _cleanup_strv_free_ char **projects_read = nsr_malloc0(sizeof(char *));
+        _cleanup_strv_free_ char **w2 = nsr_malloc0(sizeof(char *));
+        for (char **w = writable; *w; w++) {
+                _cleanup_strv_free_ char **prot = NULL;
+                bool is_project = in->projects && nsr_strv_contains(in->projects, *w);
+                if (is_project)
+                        (void) nsr_confine_protected(*w, &prot);
+                if (!prot || !prot[0]) {
+                        nsr_strv_extend(&w2, *w);
+                        continue;
+                }
+                _cleanup_strv_free_ char **around = NULL;
+                int k = expand_around(*w, prot, nsr_confine_list_dir, NULL, NSR_CONFINE_MAX_RULES, &around, err);
+                if (k < 0)
+                        return k;
+                for (size_t i = 0; around[i]; i++)
+                        nsr_strv_extend(&w2, around[i]);
+                nsr_strv_extend(&projects_read, *w);
+        }
+        nsr_strv_free(writable);
+        writable = TAKE_PTR(w2);
         nsr_landlock_rules r = { 0 };
-        int k = nsr_confine_allowlist(in->hidden, nsr_confine_list_dir, NULL, NSR_CONFINE_MAX_RULES, &r.read, err);
+        /* /dev/pts holds the user's other terminals: reading one steals
+         * keystrokes, writing one prints into another session. Hidden as
+         * a whole; the terminals nsrun runs on are granted one by one. */
+        _cleanup_strv_free_ char **hidden = nsr_strv_copy(in->hidden);
+        if (!hidden)
+                hidden = nsr_malloc0(sizeof(char *));
+        nsr_strv_extend(&hidden, "/dev/pts");
+        int k = nsr_confine_allowlist(hidden, nsr_confine_list_dir, NULL, NSR_CONFINE_MAX_RULES, &r.read, err);
         if (k < 0)
                 return k;
-        for (char *const *p = in->ro; p && *p; p++)
+        /* --ro DIR grants DIR, even inside a hidden path (the user asked
+         * for it), but never the hidden paths below DIR (secrets, the state
+         * dir, /dev/pts): around those it is expanded entry by entry, as
+         * the allow-list is. */
+        for (char *const *p0 = in->ro; p0 && *p0; p0++) {
+                _cleanup_free_ char *p = canonical(*p0);
+                _cleanup_strv_free_ char **below = nsr_malloc0(sizeof(char *));
+                for (char **h = hidden; *h; h++)
+                        if (is_under(*h, p) && !streq(*h, p))
+                                nsr_strv_extend(&below, *h);
+                if (!below[0]) {
+                        nsr_strv_extend(&r.read, p);
+                        continue;
+                }
+                _cleanup_strv_free_ char **around = NULL;
+                k = expand_around(p, below, nsr_confine_list_dir, NULL, NSR_CONFINE_MAX_RULES, &around, err);
+                if (k < 0) {
+                        nsr_confine_rules_done(&r);
+                        return k;
+                }
+                for (size_t i = 0; around[i]; i++)
+                        nsr_strv_extend(&r.read, around[i]);
+        }
+        for (char **p = projects_read; *p; p++)
                 nsr_strv_extend(&r.read, *p);
         r.write = TAKE_PTR(writable);
         r.write_files = nsr_malloc0(sizeof(char *));
         for (size_t i = 0; i < ELEMENTSOF(write_devices); i++)
                 nsr_strv_extend(&r.write_files, write_devices[i]);
-        /* Terminals opened later (ssh asking for a password): the pty dir. */
-        nsr_strv_extend(&r.write, "/dev/pts");
+        for (char *const *t = in->terminals; t && *t; t++)
+                if (nsr_startswith(*t, "/dev/pts/") && !strchr(*t + 9, '/'))
+                        nsr_strv_extend(&r.write_files, *t);
         r.deny_tcp = true;
         r.scope = true;
         *ret = r;

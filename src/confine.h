@@ -16,9 +16,15 @@
  *     fallback.policy, which refuses socket(2) for every family: Landlock
  *     cannot stop a connect to a pathname unix socket (ABI 7 has no right
  *     for it) nor UDP, and there is no network namespace. socketpair(2)
- *     still works: its sockets reach nothing.
+ *     still works: its sockets reach nothing. The same policy lets the
+ *     calls that act on another process by pid (prlimit64, setpriority,
+ *     sched_set*, ioprio_set, ...) name only the caller (pid 0).
  *   - no_new_privs, and a new session (setsid) so TIOCSTI cannot reach the
- *     caller's terminal.
+ *     caller's terminal; of /dev/pts only the caller's terminals.
+ *   - every process the command started is killed once it exits
+ *     (killtree.h).
+ * Without Landlock nothing confines the file system: best-effort mode
+ * then refuses to run (project.c).
  *
  * ## The read allow-list
  * Landlock grants access to hierarchies; it cannot take a path out of a
@@ -32,7 +38,12 @@
  * an ancestor after the start are not readable; symlinks among the
  * siblings are not granted (their targets are judged where they point).
  * Cost: one rule per entry of every ancestor dir, O(entries in the
- * ancestors' dirs), bounded by NSR_CONFINE_MAX_RULES. */
+ * ancestors' dirs), bounded by NSR_CONFINE_MAX_RULES.
+ *
+ * The same expansion takes the hidden paths out of a --ro grant, and the
+ * protected git paths out of a project's write grant (the project is then
+ * granted read as a whole, write entry by entry): the project's top dir
+ * and .git, as ancestors, take no new entries. */
 #pragma once
 
 #include <stdbool.h>
@@ -60,6 +71,15 @@ int nsr_confine_list_dir(const char *dir, char ***ret, void *userdata);
 int nsr_confine_allowlist(char *const *hidden, nsr_confine_lister list, void *userdata, size_t max, char ***ret,
                           nsr_error *err);
 
+/* The protected git paths of a project, as absolute paths, whether they
+ * exist or not (.git/hooks, .git/config, .git/config.worktree,
+ * .git/worktrees, .git/modules/NAME/hooks and /config; the .git file of a
+ * worktree): none when the project has no .git. Best-effort mode grants
+ * write around them (nsr_confine_rules). The one place that says which
+ * paths these are for Landlock; keep it in step with
+ * nsr_profile_is_protected. Returns 0. */
+int nsr_confine_protected(const char *project, char ***ret);
+
 /* The paths a project-mode command's Landlock rules are made of. */
 typedef struct nsr_confine_paths {
         char *const *hidden;   /* kept from the command (nsr_profile_hidden) */
@@ -67,11 +87,20 @@ typedef struct nsr_confine_paths {
         char *const *rw;       /* writable too (--rw) */
         char *const *ro;       /* readable (--ro), even inside a hidden path */
         const char *tmpdir;    /* writable: the private TMPDIR, inside the hidden state dir */
+        char *const *terminals;/* the /dev/pts entries nsrun runs on (its stdin, stdout, stderr): the only
+                                * ones granted; every other pty of the user stays closed */
 } nsr_confine_paths;
 
+/* The /dev/pts/N terminals among fds 0, 1 and 2 of the caller. */
+int nsr_confine_terminals(char ***ret);
+
 /* The rules: read below the allow-list for hidden (and --ro), write below
- * the projects, --rw and tmpdir, write to /dev/null and the other common
- * devices, no TCP, scoping. Fails with -EINVAL when a hidden path lies
+ * the projects (around their protected git paths: the project's top dir
+ * and its .git dir then get no right to create, remove or rename entries,
+ * as Landlock cannot grant a dir without everything below it), --rw and
+ * tmpdir, write to /dev/null and the other common
+ * devices and to the terminals (/dev/pts itself is neither readable nor
+ * writable: the user's other sessions are there), no TCP, scoping. Fails with -EINVAL when a hidden path lies
  * inside a writable one: Landlock cannot take it out. */
 int nsr_confine_rules(const nsr_confine_paths *in, nsr_landlock_rules *ret, nsr_error *err);
 void nsr_confine_rules_done(nsr_landlock_rules *r);
@@ -90,7 +119,8 @@ typedef struct nsr_confine_opts {
  * it, forwarding SIGINT, SIGTERM, SIGHUP and the rest as nsr_launch does.
  * nsrun becomes a child subreaper for it, so that once the command has
  * exited every process it left behind (even one that called setsid) is
- * found and killed before the capture: nothing may write then. Returns 0
+ * found and killed before the capture, with no round limit (killtree.h):
+ * nothing may write then, nor keep the terminal. Returns 0
  * when the command ran (its status in *ret), or -errno with err set
  * (kind NSR_ERR_EXEC when the exec itself failed). */
 int nsr_confine_run(const nsr_confine_opts *o, nsr_launch_result *ret, nsr_error *err);

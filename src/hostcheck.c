@@ -3,10 +3,13 @@
  * puts every probe in a child of its own. The probes are in hostprobe.c. */
 #include "config.h"
 
+#include <stdarg.h>
+
 #include <fcntl.h>
 #include <libmount/libmount.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -34,6 +37,7 @@ static const struct {
         [NSR_CHECK_CLONE3] = { "clone3", NSR_CHECK_OPTIONAL },
         [NSR_CHECK_CGROUP] = { "cgroup", NSR_CHECK_OPTIONAL },
         [NSR_CHECK_SANDBOX] = { "sandbox", NSR_CHECK_INFO },
+        [NSR_CHECK_PROC_HIDEPID] = { "proc-hidepid", NSR_CHECK_OPTIONAL },
 };
 
 const char *nsr_check_name(nsr_check_id id) {
@@ -74,6 +78,87 @@ nsr_verdict nsr_hostcheck_verdict(const nsr_check checks[_NSR_CHECK_ID_MAX]) {
                 if (check_table[i].cls == NSR_CHECK_REQUIRED && !checks[i].ok)
                         return NSR_VERDICT_DEGRADED;
         return NSR_VERDICT_FULL;
+}
+
+bool nsr_hostcheck_hidepid(const char *opts) {
+        if (!opts)
+                return false;
+        for (const char *o = opts; (o = strstr(o, "hidepid=")); o++) {
+                if (o != opts && o[-1] != ',')
+                        continue;
+                const char *v = o + strlen("hidepid=");
+                size_t l = strcspn(v, ",");
+                return !(l == 1 && v[0] == '0') && !(l == 3 && strncmp(v, "off", 3) == 0) && l > 0;
+        }
+        return false;
+}
+
+static void guarantee(nsr_guarantee *g, const char *name, bool holds, const char *fmt, ...) _printf_(4, 5);
+static void guarantee(nsr_guarantee *g, const char *name, bool holds, const char *fmt, ...) {
+        g->name = name;
+        g->holds = holds;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(g->detail, sizeof(g->detail), fmt, ap);
+        va_end(ap);
+}
+
+size_t nsr_hostcheck_best_effort(const nsr_check c[_NSR_CHECK_ID_MAX], int abi, nsr_guarantee ret[NSR_GUARANTEES_MAX]) {
+        bool ll = c[NSR_CHECK_LANDLOCK].ok && abi >= 1;
+        bool sc = c[NSR_CHECK_SECCOMP].ok;
+        bool scope = c[NSR_CHECK_LANDLOCK_SCOPE].ok && abi >= 6;
+        size_t n = 0;
+        static const char no_ll[] = "no Landlock here: best-effort mode refuses to run";
+        if (ll)
+                guarantee(&ret[n++], "files-write", true,
+                          "writes only to the projects, --rw dirs, a private TMPDIR and a few devices (Landlock "
+                          "ABI %d)", abi);
+        else
+                guarantee(&ret[n++], "files-write", false, "%s", no_ll);
+        guarantee(&ret[n++], "files-hidden", ll,
+                  ll ? "hide.list, --hide, the state dir, /run and $XDG_RUNTIME_DIR cannot be read (their parent "
+                       "dirs cannot be listed either)"
+                     : no_ll);
+        guarantee(&ret[n++], "truncate", ll && abi >= 3,
+                  ll && abi >= 3 ? "truncate(2) outside the writable paths fails"
+                  : ll           ? "Landlock ABI < 3 does not handle truncate: a file the user may write can be "
+                                   "truncated to any length (not written)"
+                                 : no_ll);
+        guarantee(&ret[n++], "protected-git-paths", ll,
+                  ll ? ".git/hooks, .git/config and the rest cannot be written during the run; the project's top "
+                       "dir and .git take no new entries"
+                     : no_ll);
+        guarantee(&ret[n++], "review-before-commit", false,
+                  "writes go to the projects at once (no overlay): a snapshot taken before the run backs nsrun "
+                  "undo, and --keep is refused");
+        guarantee(&ret[n++], "network", sc,
+                  sc ? "socket(2) fails for every family (fallback.policy): no network, no host unix socket, and "
+                       "no private loopback either"
+                     : "no seccomp filter here: sockets are not confined");
+        guarantee(&ret[n++], "signals", scope,
+                  scope ? "signals and abstract unix sockets are scoped to the sandbox (Landlock ABI 6)"
+                        : "Landlock ABI < 6: the command can signal every process of the user");
+        guarantee(&ret[n++], "ptrace", ll,
+                  ll ? "no ptrace of, and no /proc/PID/mem or environ of, processes outside the sandbox" : no_ll);
+        guarantee(&ret[n++], "host-processes", sc,
+                  sc ? "prlimit, setpriority, sched_setaffinity, ioprio_set and the like act only on the caller "
+                       "(pid 0); pidfd_open, process_vm_* and kcmp fail"
+                     : "no seccomp filter here: another process of the user can be reniced or limited");
+        bool hp = c[NSR_CHECK_PROC_HIDEPID].ok;
+        guarantee(&ret[n++], "process-list", false,
+                  "no pid namespace: the command sees the user's processes and their command lines%s",
+                  hp ? "; other users' are hidden (/proc has hidepid)"
+                     : ", and other users' command lines too (/proc has no hidepid)");
+        guarantee(&ret[n++], "leftovers", true,
+                  "every process the command started is killed before the capture (nsrun is a child subreaper "
+                  "and walks its process tree until none is left)");
+        guarantee(&ret[n++], "terminal", ll && sc,
+                  ll && sc ? "a new session, TIOCSTI refused, and of /dev/pts only the terminal nsrun runs on"
+                           : "needs Landlock and seccomp");
+        guarantee(&ret[n++], "ipc", false,
+                  "no IPC namespace: the user's System V shared memory, semaphores and message queues are "
+                  "reachable");
+        return n;
 }
 
 const char *nsr_userns_step_to_string(nsr_userns_step s) {

@@ -43,6 +43,7 @@ typedef enum nsr_check_id {
         NSR_CHECK_CLONE3,        /* the clone3 system call */
         NSR_CHECK_CGROUP,        /* a delegated cgroup v2 */
         NSR_CHECK_SANDBOX,       /* already inside a sandbox or container? */
+        NSR_CHECK_PROC_HIDEPID,  /* /proc mounted with hidepid (best-effort mode) */
         _NSR_CHECK_ID_MAX,
         _NSR_CHECK_ID_INVALID = -EINVAL,
 } nsr_check_id;
@@ -99,6 +100,26 @@ int nsr_hostcheck_run(const nsr_hostcheck_opts *o, nsr_check ret[_NSR_CHECK_ID_M
  * When not, reason gets doctor's explanation of the first failure. For
  * best-effort mode, which falls back to Landlock and seccomp. */
 bool nsr_hostcheck_userns_works(char *reason, size_t len);
+
+/* One of the namespace sandbox's guarantees, and whether best-effort
+ * mode (Landlock and seccomp, no namespaces) keeps it on this host. */
+typedef struct nsr_guarantee {
+        const char *name;   /* stable, for the JSON output */
+        bool holds;
+        char detail[NSR_CHECK_TEXT_MAX];
+} nsr_guarantee;
+
+#define NSR_GUARANTEES_MAX 16
+
+/* Which guarantees best-effort mode keeps, given a complete set of checks
+ * and the Landlock ABI (0: none). Fills ret (NSR_GUARANTEES_MAX entries)
+ * and returns how many. Pure. */
+size_t nsr_hostcheck_best_effort(const nsr_check checks[_NSR_CHECK_ID_MAX], int landlock_abi,
+                                 nsr_guarantee ret[NSR_GUARANTEES_MAX]);
+
+/* Whether a /proc mount's super options hide other users' processes
+ * (hidepid=1, 2, noaccess, invisible or ptraceable). Pure. */
+bool nsr_hostcheck_hidepid(const char *super_options);
 
 /* The verdict for a complete set of checks (indexed by id). Pure. */
 nsr_verdict nsr_hostcheck_verdict(const nsr_check checks[_NSR_CHECK_ID_MAX]);

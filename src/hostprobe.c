@@ -778,6 +778,46 @@ static void probe_sandbox(const void *arg, nsr_check *out, size_t n) {
         out->ok = true;
 }
 
+/* Best-effort mode has no pid namespace: whether other users' processes
+ * (and their command lines) show in /proc is the host's choice, the
+ * hidepid option of its /proc mount. */
+static void probe_proc_hidepid(const void *arg, nsr_check *out, size_t n) {
+        (void) arg;
+        (void) n;
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        if (!f) {
+                check_fail(out, "cannot read /proc/self/mountinfo: %s", errtxt(errno).s);
+                return;
+        }
+        char line[4096], opts[512] = "";
+        bool found = false;
+        while (fgets(line, sizeof(line), f)) {
+                /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - FSTYPE SOURCE SUPEROPTS" */
+                char mp[PATH_MAX];
+                const char *sep = strstr(line, " - ");
+                if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 || !streq(mp, "/proc"))
+                        continue;
+                char fstype[64], super[512];
+                if (sscanf(sep + 3, "%63s %*s %511s", fstype, super) == 2 && streq(fstype, "proc")) {
+                        snprintf(opts, sizeof(opts), "%s", super);
+                        found = true; /* the last one is on top */
+                }
+        }
+        if (!found)
+                check_fail(out, "no proc file system is mounted on /proc");
+        else if (nsr_hostcheck_hidepid(opts))
+                check_ok(out, "/proc is mounted with hidepid (%s): a best-effort run cannot see other users' "
+                              "processes",
+                         opts);
+        else {
+                check_fail(out, "/proc has no hidepid (%s): a best-effort run (no pid namespace) can read other "
+                                "users' command lines in /proc/*/cmdline",
+                           opts);
+                check_fix(out, "the host's choice: mount /proc with hidepid=invisible (and gid= for the admins); "
+                               "the namespace sandbox needs no such thing");
+        }
+}
+
 static const struct probe {
         nsr_probe_fn fn;
         nsr_check_id ids[3];
@@ -796,6 +836,7 @@ static const struct probe {
         { probe_clone3, { NSR_CHECK_CLONE3 }, 1 },
         { probe_cgroup, { NSR_CHECK_CGROUP }, 1 },
         { probe_sandbox, { NSR_CHECK_SANDBOX }, 1 },
+        { probe_proc_hidepid, { NSR_CHECK_PROC_HIDEPID }, 1 },
 };
 
 int nsr_hostcheck_run(const nsr_hostcheck_opts *o, nsr_check ret[_NSR_CHECK_ID_MAX], nsr_error *err) {

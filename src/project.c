@@ -574,21 +574,28 @@ static void free_filters(nsr_bpf *bpf, size_t n) {
         free(bpf);
 }
 
-/* Best-effort mode's Landlock ruleset; -1 (and why, in *why) when
- * Landlock is missing, which leaves seccomp alone. */
+/* Best-effort mode's Landlock ruleset. Without Landlock nothing would
+ * keep the command from the home dir and every other file the user can
+ * write: seccomp alone confines no path. So best-effort mode refuses to
+ * run then; only --sandbox=off runs without isolation, when asked. */
 static int landlock_ruleset(nsr_project *pj, const char *tmpdir, int *ret_fd, char *why, size_t why_len,
                             nsr_error *err) {
         *ret_fd = -1;
         int abi = nsr_landlock_abi_probe();
-        if (abi < 0) {
-                snprintf(why, why_len, "no Landlock: %s", strerror(-abi));
-                return 0;
-        }
+        if (abi < 0)
+                return nsr_error_set(err, -abi,
+                                     "best-effort mode cannot confine the file system here: no user namespace (%s) "
+                                     "and no Landlock (landlock_create_ruleset fails); nothing ran. Run \"nsrun "
+                                     "doctor\" for details; --sandbox=off runs without any isolation",
+                                     why);
         _cleanup_strv_free_ char **paths = nsr_malloc0(sizeof(char *));
         for (size_t i = 0; i < pj->n; i++)
                 nsr_strv_extend(&paths, pj->p[i].path);
+        _cleanup_strv_free_ char **ttys = NULL;
+        (void) nsr_confine_terminals(&ttys);
         nsr_confine_paths cp = {
                 .hidden = pj->hidden, .projects = paths, .rw = pj->rw, .ro = pj->ro, .tmpdir = tmpdir,
+                .terminals = ttys,
         };
         _cleanup_(nsr_confine_rules_done) nsr_landlock_rules rules = { 0 };
         int r = nsr_confine_rules(&cp, &rules, err);
@@ -626,14 +633,13 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, nsr_launch_resul
                 tmpdir = nsr_asprintf("%s/tmp", pj->run_dir);
                 if (mkdirat(run_fd, "tmp", 0700) < 0 && errno != EEXIST)
                         r = nsr_error_set(err, errno, "cannot create the private temp dir %s", tmpdir);
-                char info[256] = "";
+                char info[sizeof(a->reason) + 64];
+                snprintf(info, sizeof(info), "%s", a->reason);
                 if (r >= 0)
                         r = landlock_ruleset(pj, tmpdir, &ruleset, info, sizeof(info), err);
                 if (r >= 0) {
-                        a->landlock = ruleset >= 0;
-                        note(pj, "nsrun: best-effort sandbox: %sseccomp (no user namespace: %s)%s%s",
-                             a->landlock ? "landlock, " : "", a->reason, a->landlock ? "" : "; ",
-                             a->landlock ? "" : info);
+                        a->landlock = true;
+                        note(pj, "nsrun: best-effort sandbox: landlock, seccomp (no user namespace: %s)", a->reason);
                 }
         } else if (r >= 0 && a->conf == CONF_NONE)
                 note(pj, "nsrun: --sandbox=off: no isolation at all; the projects are still snapshotted, captured "

@@ -207,6 +207,39 @@ P(clone3, ret(syscall(SYS_clone3, NULL, 0)))
 P(ptrace, ret(syscall(SYS_ptrace, -1L, 0, NULL, NULL)))
 P(process_vm_readv, ret(syscall(SYS_process_vm_readv, 0, NULL, 0, NULL, 0, ~0UL)))
 P(process_vm_writev, ret(syscall(SYS_process_vm_writev, 0, NULL, 0, NULL, 0, ~0UL)))
+/* Calls on another process (fallback.policy): pid -1 names none, so even a
+ * call that got through would change nothing. */
+#ifndef SYS_process_madvise
+#define SYS_process_madvise 440
+#endif
+#ifndef SYS_process_mrelease
+#define SYS_process_mrelease 448
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+P(prlimit64_other, ret(syscall(SYS_prlimit64, -1, 0, NULL, NULL)))
+P(prlimit64_self, ret(syscall(SYS_prlimit64, 0, 0, NULL, NULL)))
+P(sched_setaffinity_other, ret(syscall(SYS_sched_setaffinity, -1, 0, NULL)))
+P(sched_setaffinity_self, ret(syscall(SYS_sched_setaffinity, 0, 0, NULL)))
+P(sched_setparam_other, ret(syscall(SYS_sched_setparam, -1, NULL)))
+P(sched_setscheduler_other, ret(syscall(SYS_sched_setscheduler, -1, 0, NULL)))
+P(sched_setattr_other, ret(syscall(SYS_sched_setattr, -1, NULL, 0)))
+P(migrate_pages_other, ret(syscall(SYS_migrate_pages, -1, 0, NULL, NULL)))
+P(move_pages_other, ret(syscall(SYS_move_pages, -1, 0, NULL, NULL, NULL, 0)))
+P(get_robust_list_other, ret(syscall(SYS_get_robust_list, -1, NULL, NULL)))
+P(setpriority_other, ret(syscall(SYS_setpriority, 0, -1, 0)))
+P(setpriority_self, ret(syscall(SYS_setpriority, 0, 0, 0x7fffffff)))
+/* PRIO_USER with a uid nobody has: harmless should it get through. */
+P(setpriority_user, ret(syscall(SYS_setpriority, 2 | HIGH, 0, 0x7fffffff)))
+P(ioprio_set_other, ret(syscall(SYS_ioprio_set, 1, -1, 0)))
+P(ioprio_set_self, ret(syscall(SYS_ioprio_set, 1, 0, -1)))
+P(ioprio_set_user, ret(syscall(SYS_ioprio_set, 3 | HIGH, 0, -1)))
+P(pidfd_open, ret(syscall(SYS_pidfd_open, -1, 0)))
+P(pidfd_getfd, ret(syscall(SYS_pidfd_getfd, -1, -1, 0)))
+P(process_madvise, ret(syscall(SYS_process_madvise, -1, NULL, 0, 0, 0)))
+P(process_mrelease, ret(syscall(SYS_process_mrelease, -1, 0)))
+P(kcmp, ret(syscall(SYS_kcmp, -1, -1, 0, 0, 0)))
 
 #define R(name, nr, danger) { #name, nr, p_##name, danger }
 static const probe probes[] = {
@@ -280,6 +313,27 @@ static const probe probes[] = {
         R(ptrace, SYS_ptrace, 0),
         R(process_vm_readv, SYS_process_vm_readv, 0),
         R(process_vm_writev, SYS_process_vm_writev, 0),
+        R(prlimit64_other, SYS_prlimit64, 0),
+        R(prlimit64_self, SYS_prlimit64, 0),
+        R(sched_setaffinity_other, SYS_sched_setaffinity, 0),
+        R(sched_setaffinity_self, SYS_sched_setaffinity, 0),
+        R(sched_setparam_other, SYS_sched_setparam, 0),
+        R(sched_setscheduler_other, SYS_sched_setscheduler, 0),
+        R(sched_setattr_other, SYS_sched_setattr, 0),
+        R(migrate_pages_other, SYS_migrate_pages, 0),
+        R(move_pages_other, SYS_move_pages, 0),
+        R(get_robust_list_other, SYS_get_robust_list, 0),
+        R(setpriority_other, SYS_setpriority, 0),
+        R(setpriority_self, SYS_setpriority, 0),
+        R(setpriority_user, SYS_setpriority, 1),
+        R(ioprio_set_other, SYS_ioprio_set, 0),
+        R(ioprio_set_self, SYS_ioprio_set, 0),
+        R(ioprio_set_user, SYS_ioprio_set, 1),
+        R(pidfd_open, SYS_pidfd_open, 0),
+        R(pidfd_getfd, SYS_pidfd_getfd, 0),
+        R(process_madvise, SYS_process_madvise, 0),
+        R(process_mrelease, SYS_process_mrelease, 0),
+        R(kcmp, SYS_kcmp, 0),
 };
 
 static const probe *find(const char *name) {
@@ -291,13 +345,13 @@ static const probe *find(const char *name) {
 
 /* SECCOMP_RET_TRACE for the probed calls, ALLOW for everything else. */
 static int install_witness(const probe **list, int n) {
-        struct sock_filter f[4 + 2 * 80];
+        struct sock_filter f[4 + 2 * 128];
         int pc = 0;
         f[pc++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
         f[pc++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_AUDIT_ARCH, 1, 0);
         f[pc++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
         f[pc++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-        for (int i = 0; i < n && i < 80; i++) {
+        for (int i = 0; i < n && i < 128; i++) {
                 if (list[i]->nr < 0)
                         continue;
                 f[pc++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t) list[i]->nr, 0, 1);

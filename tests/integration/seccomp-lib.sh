@@ -74,13 +74,31 @@ clone3 clone3 ENOSYS
 ptrace ptrace EPERM
 process_vm_readv process_vm_readv EPERM
 process_vm_writev process_vm_writev EPERM
+prlimit64_other prlimit64 EPERM
+sched_setaffinity_other sched_setaffinity EPERM
+sched_setparam_other sched_setparam EPERM
+sched_setscheduler_other sched_setscheduler EPERM
+sched_setattr_other sched_setattr EPERM
+migrate_pages_other migrate_pages EPERM
+move_pages_other move_pages EPERM
+get_robust_list_other get_robust_list EPERM
+setpriority_other setpriority EPERM
+setpriority_user setpriority EPERM
+ioprio_set_other ioprio_set EPERM
+ioprio_set_user ioprio_set EPERM
+pidfd_open pidfd_open ENOSYS
+pidfd_getfd pidfd_getfd ENOSYS
+process_madvise process_madvise ENOSYS
+process_mrelease process_mrelease ENOSYS
+kcmp kcmp EPERM
 '
 
 # Calls the same rules must let through (the harmless personality values,
 # unix/inet/netlink-route sockets, unshare without a user namespace, other
 # ioctls), including with garbage in the upper half of int arguments.
 PROBES_PASS='ioctl_tcgets socket_unix socket_unix_high socket_inet socket_inet6 socket_netlink_route
-socket_netlink_route_high personality_linux personality_linux32 personality_query unshare_none'
+socket_netlink_route_high personality_linux personality_linux32 personality_query unshare_none
+prlimit64_self sched_setaffinity_self setpriority_self ioprio_set_self'
 
 # policy_denies FILE: the system calls FILE's deny rules name, includes
 # followed the way nsrun follows them for shipped policies.

@@ -8,7 +8,7 @@
 # command from writing outside the project, reading hidden files, reaching
 # host sockets (unix, under a dir the test makes and under
 # $XDG_RUNTIME_DIR) and TCP; the project's writes are live, reported, a
-# protected path is put back, a project over --snapshot-limit is refused,
+# protected path cannot be written, a project over --snapshot-limit is refused,
 # and nsrun undo restores the project from the snapshot. Also --sandbox=off.
 . "$NSR_TESTS/lib.sh"
 export NSRUN_DATADIR="$NSR_STAGE"
@@ -64,8 +64,9 @@ if [ -n "${HOME:-}" ] && [ -w "$HOME" ]; then
 fi
 
 # The command best-effort mode runs: project writes, then every escape.
-cmd='echo new > new; echo changed > mod; rm del; mkdir -p made/in; echo f > made/in/f
-echo evil > .git/hooks/pre-commit
+cmd='echo new > sub/new; echo changed > mod; rm sub/del; mkdir -p sub/made/in; echo f > sub/made/in/f
+(echo evil > .git/hooks/pre-commit) 2>/dev/null && echo hook-write: yes || echo hook-write: no
+touch new-at-top 2>/dev/null && echo top-create: yes || echo top-create: no
 (echo x > "$OUT/escaped") 2>/dev/null && echo write-outside: yes || echo write-outside: no
 ls "$STATE" >/dev/null 2>&1 && echo state-dir: visible || echo state-dir: hidden
 ls "$XDG_RUNTIME_DIR" >/dev/null 2>&1 && echo runtime-dir: visible || echo runtime-dir: hidden
@@ -83,7 +84,7 @@ for restriction in "--max-userns 0" "--deny-userns EPERM"; do
 	label="[$restriction]"
 	P=$d/p$n S=$d/s$n
 	mkdir -p "$P/.git/hooks" "$P/sub"
-	echo keep > "$P/keep"; echo old > "$P/mod"; echo bye > "$P/del"; echo good > "$P/.git/hooks/pre-commit"
+	echo keep > "$P/keep"; echo old > "$P/mod"; echo bye > "$P/sub/del"; echo good > "$P/.git/hooks/pre-commit"
 
 	run "$R" $restriction -- "$NSRUN" -p "$P" --state-dir "$S" -- sh -c 'echo x > should-not'
 	is "$rc" 125 "$label --sandbox=required (the default) refuses: exit 125"
@@ -119,21 +120,22 @@ for restriction in "--max-userns 0" "--deny-userns EPERM"; do
 	like "$out" "^tcp blocked" "$label TCP connect to a host listener is blocked"
 	like "$out" "^unix blocked" "$label a host unix socket under a dir of the test is blocked"
 	like "$out" "^xdg blocked" "$label a host unix socket under \$XDG_RUNTIME_DIR is blocked"
-	is "$(cat "$P/new"):$(cat "$P/mod"):$(cat "$P/made/in/f"):$(test -e "$P/del" && echo del)" "new:changed:f:" \
+	is "$(cat "$P/sub/new"):$(cat "$P/mod"):$(cat "$P/sub/made/in/f"):$(test -e "$P/sub/del" && echo del)" "new:changed:f:" \
 		"$label the project's writes are live"
-	is "$(cat "$P/.git/hooks/pre-commit")" "good" "$label a protected path (.git/hooks) is put back"
-	like "$err" "reverted 1 change to protected git paths" "$label ... and stderr says so"
+	like "$out" "hook-write: no" "$label a protected path (.git/hooks) is not writable during the run"
+	is "$(cat "$P/.git/hooks/pre-commit")" "good" "$label ... and unchanged"
+	like "$out" "top-create: no" "$label the project's top dir (an ancestor of .git/hooks) takes no new entries (a documented limit)"
 	is "$(json "$d/r$n.json" 'd["layers"]')" "['landlock', 'seccomp']" "$label report: the layers are landlock and seccomp"
 	is "$(json "$d/r$n.json" 'd["outcome"], p["outcome"]')" "('committed', 'committed')" "$label report: committed"
 	is "$(json "$d/r$n.json" '[(c["path"], c["change"]) for c in p["changes"]]')" \
-		"[('del', 'deleted'), ('made', 'created'), ('made/in', 'created'), ('made/in/f', 'created'), ('mod', 'modified'), ('new', 'created')]" \
+		"[('mod', 'modified'), ('sub/del', 'deleted'), ('sub/made', 'created'), ('sub/made/in', 'created'), ('sub/made/in/f', 'created'), ('sub/new', 'created')]" \
 		"$label report: created, modified and deleted, from the snapshot comparison"
-	is "$(json "$d/r$n.json" '[(c["path"], c["change"]) for c in p["protected"]]')" "[('.git/hooks/pre-commit', 'modified')]" \
-		"$label report: the protected change"
+	is "$(json "$d/r$n.json" '[(c["path"], c["change"]) for c in p["protected"]]')" "[]" \
+		"$label report: no protected change got through"
 
 	run "$R" $restriction -- "$NSRUN" undo --state-dir "$S" -p "$P"
 	is "$rc" 0 "$label nsrun undo works for a best-effort run"
-	is "$(cat "$P/mod"):$(cat "$P/del"):$(ls "$P" | tr '\n' ' ')" "old:bye:del keep mod sub " \
+	is "$(cat "$P/mod"):$(cat "$P/sub/del"):$(ls "$P" "$P/sub" | tr '\n' ' ')" "old:bye:$P: keep mod sub  $P/sub: del " \
 		"$label ... and restores the project from the snapshot"
 
 	head -c 3000000 /dev/urandom > "$P/big"

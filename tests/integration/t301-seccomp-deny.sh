@@ -24,7 +24,9 @@ perf_event_open userfaultfd add_key request_key keyctl io_uring_setup io_uring_e
 open_by_handle_at modify_ldt uselib personality socket"
 spec_default="$spec_default_nested $spec_nesting"
 spec_strict="$spec_default ptrace process_vm_readv process_vm_writev"
-spec_fallback="socket"
+spec_fallback="socket prlimit64 sched_setaffinity sched_setparam sched_setscheduler sched_setattr migrate_pages
+move_pages get_robust_list setpriority ioprio_set pidfd_open pidfd_getfd process_madvise process_mrelease
+process_vm_readv process_vm_writev kcmp"
 set_of() { printf '%s\n' $* | LC_ALL=C sort -u | tr '\n' ' '; }
 for profile in $profiles; do
 	eval "spec=\$spec_$(echo "$profile" | tr - _)"
@@ -79,6 +81,30 @@ for p in $others; do
 	else
 		is "$got" ENOSYS "[fallback] $p is let through"
 	fi
+done
+
+# ... and the calls on another process: each fails with its rule's errno
+# (checked by the witness, or against the same call without a policy).
+fb=$(policy_denies "$NSR_SECCOMP_DIR/fallback.policy" | grep -vx socket | sort -u)
+danger=$(dangerous_probes "$PROBE")
+wit= plain=
+while read -r p sc e; do
+	[ -n "$p" ] && printf '%s\n' $fb | grep -qx "$sc" || continue
+	[ "$NSR_WHO" = root ] && printf '%s\n' $danger | grep -qx "$p" && continue
+	if [ "$e" = ENOSYS ]; then plain="$plain $p"; else wit="$wit $p:$e"; fi
+done <<EOF
+$PROBES_DENY
+EOF
+res=$(sandbox_probe "$PROBE" fallback --witness $(printf '%s\n' $wit | cut -d: -f1) 2>&1)
+for pe in $wit; do
+	is "$(printf '%s\n' "$res" | result_of "${pe%%:*}")" "${pe#*:}" "[fallback] ${pe%%:*} denied with ${pe#*:}"
+done
+res=$(sandbox_probe "$PROBE" fallback $plain 2>&1)
+ctl=$(sandbox_probe "$PROBE" "" $plain 2>&1)
+for p in $plain; do
+	got=$(printf '%s\n' "$res" | result_of "$p") without=$(printf '%s\n' "$ctl" | result_of "$p")
+	check "[fallback] $p denied with ENOSYS (got $got; without the policy: $without)" \
+		test "$got" = ENOSYS -a "$without" != ENOSYS
 done
 
 # The filter is in the command, not just somewhere: Seccomp mode 2.

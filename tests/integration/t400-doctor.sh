@@ -14,13 +14,22 @@ cd "$d" || exit 1
 json() { printf '%s' "$out" | python3 -c 'import json, sys; d = json.load(sys.stdin); c = {x["name"]: x for x in d["checks"]}; print(eval(sys.argv[1]))' "$1"; }
 
 required="userns uid-map userns-mount pidns netns overlay overlay-depth seccomp"
-names="userns uid-map userns-mount pidns netns overlay overlay-depth seccomp landlock landlock-scope tmpfs-xattr fanotify pidfd clone3 cgroup sandbox"
+names="userns uid-map userns-mount pidns netns overlay overlay-depth seccomp landlock landlock-scope tmpfs-xattr fanotify pidfd clone3 cgroup sandbox proc-hidepid"
 
 # ---- this machine -------------------------------------------------------
 run "$NSRUN" doctor
 is "$rc" 0 "doctor exits 0 here: every default layer works"
 like "$out" "^verdict: full: " "the last line is the verdict: full"
-is "$(printf '%s\n' "$out" | wc -l)" 17 "one line per check, then the verdict"
+is "$(printf '%s\n' "$out" | grep -cE '^(OK|FAILED)  ')" 17 "one line per check"
+guarantees="files-write files-hidden truncate protected-git-paths review-before-commit network signals ptrace host-processes process-list leftovers terminal ipc"
+is "$(printf '%s\n' "$out" | sed -n 's/^  \(holds\|NOT HELD\) *\([a-z-]*\): .*/\2/p' | tr '\n' ' ' | sed 's/ $//')" "$guarantees" \
+	"then, for best-effort mode, each of the namespace sandbox's guarantees, held or not"
+like "$out" "^best-effort mode \(--sandbox=best-effort\) here, against the namespace sandbox:" "... under a heading"
+like "$out" "^  NOT HELD  review-before-commit: " "... writes are live in best-effort mode"
+like "$out" "^  NOT HELD  process-list: " "... other processes are visible"
+if grep -Eq '^[^ ]+ /proc [^ ]+ .* - proc [^ ]+ [^ ]*hidepid=([1-2]|noaccess|invisible|ptraceable)' /proc/self/mountinfo; then hp=OK; else hp=FAILED; fi
+like "$out" "^$hp  proc-hidepid: " "whether /proc hides other users' processes is reported ($hp here)"
+like "$out" "^  NOT HELD  process-list: .*$( [ $hp = OK ] && echo "other users' are hidden" || echo "other users' command lines too")" "... and said in the process-list guarantee"
 for n in $required; do
 	like "$out" "^OK      $n: " "$n is OK"
 done
@@ -30,7 +39,15 @@ like "$out" "^OK      sandbox: " "the sandbox check is a fact, always OK"
 
 run "$NSRUN" doctor --json
 is "$rc" 0 "doctor --json exits 0 too"
-is "$(json 'sorted(d.keys())')" "['checks', 'verdict']" "JSON: exactly verdict and checks"
+is "$(json 'sorted(d.keys())')" "['best_effort', 'checks', 'verdict']" "JSON: exactly verdict, checks and best_effort"
+is "$(json '" ".join(g["name"] for g in d["best_effort"])')" "$guarantees" "JSON: best_effort lists every guarantee, in order"
+is "$(json 'all(sorted(g.keys()) == ["detail", "holds", "name"] and type(g["holds"]) is bool and g["detail"] for g in d["best_effort"])')" "True" \
+	"JSON: each has name, holds (a boolean) and a detail"
+is "$(json '[g["name"] for g in d["best_effort"] if not g["holds"] and g["name"] in ("review-before-commit", "process-list", "ipc", "files-write")]')" \
+	"$(json '(["files-write"] if not c["landlock"]["ok"] else []) + ["review-before-commit", "process-list", "ipc"]')" \
+	"JSON: best-effort mode never keeps review, the process list nor IPC; files-write with Landlock only"
+is "$(json '{g["name"]: g for g in d["best_effort"]}["signals"]["holds"] == c["landlock-scope"]["ok"]')" True \
+	"JSON: signals are held exactly when Landlock scoping is available"
 is "$(json 'd["verdict"]')" "full" "JSON: the verdict is full"
 is "$(json '" ".join(x["name"] for x in d["checks"])')" "$names" "JSON: every check, in order"
 is "$(json 'set(tuple(sorted(x.keys())) for x in d["checks"])')" "{('detail', 'fix', 'name', 'ok')}" "JSON: each check has name, ok, detail and fix"
@@ -65,6 +82,9 @@ run "$R" --max-userns 0 --deny-landlock -- "$NSRUN" doctor --json
 is "$rc" 1 "no user namespaces and no Landlock: exit 1"
 is "$(json 'd["verdict"]')" "unavailable" "... the verdict is unavailable"
 like "$(json 'c["landlock"]["detail"]')" "ENOSYS" "... Landlock's reason: ENOSYS"
+is "$(json '[g["name"] for g in d["best_effort"] if g["holds"] and g["name"] in ("files-write", "files-hidden", "protected-git-paths", "ptrace", "signals")]')" "[]" \
+	"... and best-effort mode keeps none of Landlock's guarantees"
+like "$(json '{g["name"]: g for g in d["best_effort"]}["files-write"]["detail"]')" "refuses to run" "... it refuses to run"
 run "$R" --max-userns 0 --deny-landlock -- "$NSRUN" doctor
 like "$out" "^verdict: unavailable: " "... in the text too"
 

@@ -180,6 +180,59 @@ START_TEST(test_rules) {
 }
 END_TEST
 
+START_TEST(test_rules_around) {
+        _cleanup_free_ char *d = tmpdir_new();
+        mk(d, "proj", true);
+        mk(d, "proj/.git", true);
+        mk(d, "proj/.git/hooks", true);
+        mk(d, "proj/.git/objects", true);
+        mk(d, "proj/.git/config", false);
+        mk(d, "proj/src", true);
+        mk(d, "vault", true);
+        mk(d, "vault/secret", false);
+        mk(d, "vault/notes", false);
+        _cleanup_free_ char *proj = nsr_path_join(d, "proj");
+        _cleanup_free_ char *secret = nsr_path_join(d, "vault/secret");
+        char *projects[] = { proj, NULL };
+        char *hidden[] = { secret, NULL };
+        char *ro[] = { d, NULL };
+        char *ttys[] = { "/dev/pts/7", "/dev/pts/../tty", "/dev/tty1", NULL };
+        nsr_confine_paths cp = { .hidden = hidden, .projects = projects, .ro = ro, .terminals = ttys };
+        nsr_landlock_rules r = { 0 };
+        nsr_error err = { 0 };
+        ck_assert_int_eq(nsr_confine_rules(&cp, &r, &err), 0);
+        _cleanup_free_ char *src = nsr_path_join(d, "proj/src");
+        _cleanup_free_ char *objects = nsr_path_join(d, "proj/.git/objects");
+        _cleanup_free_ char *hooks = nsr_path_join(d, "proj/.git/hooks");
+        _cleanup_free_ char *config = nsr_path_join(d, "proj/.git/config");
+        _cleanup_free_ char *git = nsr_path_join(d, "proj/.git");
+        _cleanup_free_ char *notes = nsr_path_join(d, "vault/notes");
+        _cleanup_free_ char *vault = nsr_path_join(d, "vault");
+        /* The project: read as a whole, write around the protected paths. */
+        ck_assert(nsr_strv_contains(r.read, proj));
+        ck_assert(!nsr_strv_contains(r.write, proj) && !nsr_strv_contains(r.write, git));
+        ck_assert(nsr_strv_contains(r.write, src) && nsr_strv_contains(r.write, objects));
+        ck_assert(!nsr_strv_contains(r.write, hooks) && !nsr_strv_contains(r.write, config));
+        /* --ro d: around the hidden file below it. */
+        ck_assert(!nsr_strv_contains(r.read, d) && !nsr_strv_contains(r.read, vault));
+        ck_assert(nsr_strv_contains(r.read, notes) && !nsr_strv_contains(r.read, secret));
+        /* Of the terminals, only a plain /dev/pts/N; /dev/pts not as a tree. */
+        ck_assert(nsr_strv_contains(r.write_files, "/dev/pts/7"));
+        ck_assert(!nsr_strv_contains(r.write_files, "/dev/pts/../tty") && !nsr_strv_contains(r.write_files, "/dev/tty1"));
+        ck_assert(!nsr_strv_contains(r.write, "/dev/pts") && !nsr_strv_contains(r.read, "/dev/pts"));
+        ck_assert(!nsr_strv_contains(r.read, "/dev"));
+        nsr_confine_rules_done(&r);
+        /* The protected paths: a repository has them, a plain dir none. */
+        _cleanup_strv_free_ char **prot = NULL;
+        ck_assert_int_eq(nsr_confine_protected(proj, &prot), 0);
+        ck_assert(nsr_strv_contains(prot, hooks) && nsr_strv_contains(prot, config));
+        nsr_strv_free(TAKE_PTR(prot));
+        ck_assert_int_eq(nsr_confine_protected(vault, &prot), 0);
+        ck_assert_ptr_null(prot[0]);
+        rm_tree(d);
+}
+END_TEST
+
 /* ---- enforced, in a child ------------------------------------------------------------- */
 
 static int try_open(const char *path, int flags) {
@@ -248,6 +301,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_allowlist_fake);
         tcase_add_test(tc, test_allowlist_errors);
         tcase_add_test(tc, test_allowlist_real);
+        tcase_add_test(tc, test_rules_around);
         tcase_add_test(tc, test_rules);
         tcase_add_test(tc, test_enforced);
         suite_add_tcase(s, tc);

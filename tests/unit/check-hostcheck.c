@@ -418,11 +418,66 @@ START_TEST(test_fork) {
 }
 END_TEST
 
+/* ---- best-effort mode's guarantees, and hidepid ---------------------------- */
+
+static const nsr_guarantee *guar(const nsr_guarantee *g, size_t n, const char *name) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(g[i].name, name))
+                        return &g[i];
+        ck_abort_msg("no guarantee %s", name);
+        return NULL;
+}
+
+START_TEST(test_best_effort) {
+        nsr_check c[_NSR_CHECK_ID_MAX];
+        nsr_guarantee g[NSR_GUARANTEES_MAX];
+        all_ok(c);
+        size_t n = nsr_hostcheck_best_effort(c, 7, g);
+        ck_assert_uint_ge(n, 10);
+        ck_assert_uint_le(n, NSR_GUARANTEES_MAX);
+        ck_assert(guar(g, n, "files-write")->holds && guar(g, n, "signals")->holds && guar(g, n, "truncate")->holds);
+        ck_assert(!guar(g, n, "review-before-commit")->holds && !guar(g, n, "process-list")->holds);
+        ck_assert_ptr_nonnull(strstr(guar(g, n, "process-list")->detail, "hidden"));
+        /* ABI 2: no truncate, no scoping (whatever the scope check says). */
+        n = nsr_hostcheck_best_effort(c, 2, g);
+        ck_assert(guar(g, n, "files-write")->holds && !guar(g, n, "truncate")->holds && !guar(g, n, "signals")->holds);
+        /* No Landlock: nothing of it holds, and the run is refused. */
+        c[NSR_CHECK_LANDLOCK].ok = false;
+        c[NSR_CHECK_PROC_HIDEPID].ok = false;
+        n = nsr_hostcheck_best_effort(c, 0, g);
+        ck_assert(!guar(g, n, "files-write")->holds && !guar(g, n, "files-hidden")->holds &&
+                  !guar(g, n, "protected-git-paths")->holds && !guar(g, n, "terminal")->holds);
+        ck_assert_ptr_nonnull(strstr(guar(g, n, "files-write")->detail, "refuses"));
+        ck_assert_ptr_nonnull(strstr(guar(g, n, "process-list")->detail, "no hidepid"));
+        ck_assert(guar(g, n, "network")->holds && guar(g, n, "leftovers")->holds);
+        /* No seccomp either. */
+        c[NSR_CHECK_SECCOMP].ok = false;
+        n = nsr_hostcheck_best_effort(c, 0, g);
+        ck_assert(!guar(g, n, "network")->holds && !guar(g, n, "host-processes")->holds);
+}
+END_TEST
+
+START_TEST(test_hidepid) {
+        ck_assert(nsr_hostcheck_hidepid("rw,hidepid=2"));
+        ck_assert(nsr_hostcheck_hidepid("rw,hidepid=invisible,gid=4"));
+        ck_assert(nsr_hostcheck_hidepid("hidepid=ptraceable"));
+        ck_assert(nsr_hostcheck_hidepid("rw,hidepid=1"));
+        ck_assert(!nsr_hostcheck_hidepid("rw"));
+        ck_assert(!nsr_hostcheck_hidepid("rw,hidepid=0"));
+        ck_assert(!nsr_hostcheck_hidepid("rw,hidepid=off,subset=pid"));
+        ck_assert(!nsr_hostcheck_hidepid("rw,xhidepid=2"));
+        ck_assert(!nsr_hostcheck_hidepid(""));
+        ck_assert(!nsr_hostcheck_hidepid(NULL));
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("hostcheck");
         TCase *tc = tcase_create("core");
         tcase_set_timeout(tc, 20);
         tcase_add_test(tc, test_verdict_full);
+        tcase_add_test(tc, test_best_effort);
+        tcase_add_test(tc, test_hidepid);
         tcase_add_test(tc, test_verdict_degraded_layers);
         tcase_add_test(tc, test_verdict_no_userns);
         tcase_add_test(tc, test_names);
