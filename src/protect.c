@@ -596,12 +596,26 @@ static bool gitdir_in(const nsr_changeset *cs, int before_fd, const char *dir, b
         return false;
 }
 
-static void consider_dir(nsr_protect_rules *r, const nsr_changeset *cs, int before_fd, const char *dir) {
+static void consider_one(nsr_protect_rules *r, const nsr_changeset *cs, int before_fd, const char *dir) {
+        for (size_t i = r->n_gitdirs; i > 0; i--)
+                if (streq(r->gitdirs[i - 1].path, dir))
+                        return;
         bool before = gitdir_in(cs, before_fd, dir, false);
         if (!before && !gitdir_in(cs, before_fd, dir, true))
                 return;
         r->gitdirs = nsr_realloc_array(r->gitdirs, r->n_gitdirs + 1, sizeof(*r->gitdirs));
         r->gitdirs[r->n_gitdirs++] = (nsr_protect_gitdir){ .path = nsr_strdup(dir), .is_new = !before };
+}
+
+/* dir, and the .git in it: a repository whose work tree holds a change
+ * has a config that may name a core.hooksPath. */
+static void consider_dir(nsr_protect_rules *r, const nsr_changeset *cs, int before_fd, const char *dir) {
+        consider_one(r, cs, before_fd, dir);
+        const char *base = strrchr(dir, '/');
+        if (streq(base ? base + 1 : dir, ".git"))
+                return;
+        _cleanup_free_ char *git = child(dir, ".git");
+        consider_one(r, cs, before_fd, git);
 }
 
 /* Every dir that holds a change, or is one, checked once: the set is
