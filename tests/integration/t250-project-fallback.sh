@@ -122,7 +122,7 @@ for restriction in "--max-userns 0" "--deny-userns EPERM"; do
 	is "$(cat "$P/new"):$(cat "$P/mod"):$(cat "$P/made/in/f"):$(test -e "$P/del" && echo del)" "new:changed:f:" \
 		"$label the project's writes are live"
 	is "$(cat "$P/.git/hooks/pre-commit")" "good" "$label a protected path (.git/hooks) is put back"
-	like "$err" "reverted 1 change to protected git paths" "$label ... and stderr says so"
+	like "$err" "protected: 1 change reverted, e\.g\. \.git/hooks/pre-commit" "$label ... and stderr says so"
 	is "$(json "$d/r$n.json" 'd["layers"]')" "['landlock', 'seccomp']" "$label report: the layers are landlock and seccomp"
 	is "$(json "$d/r$n.json" 'd["outcome"], p["outcome"]')" "('committed', 'committed')" "$label report: committed"
 	is "$(json "$d/r$n.json" '[(c["path"], c["change"]) for c in p["changes"]]')" \
