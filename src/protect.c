@@ -116,12 +116,7 @@ bool nsr_protect_list_match(char *const *patterns, const char *path) {
                 memcpy(pat, p, l);
                 pat[l] = '\0';
                 /* The path and each of its ancestors. */
-                char buf[PATH_MAX];
-                size_t pl = strlen(path);
-                if (pl >= sizeof(buf))
-                        pl = sizeof(buf) - 1;
-                memcpy(buf, path, pl);
-                buf[pl] = '\0';
+                _cleanup_free_ char *buf = nsr_strdup(path);
                 for (;;) {
                         if (match_one(pat, buf, anywhere))
                                 return true;
@@ -770,27 +765,26 @@ static void find_hooks(nsr_protect_rules *r, const nsr_protect_ctx *ctx) {
         nsr_strv_free(global);
 }
 
-static int load_patterns(nsr_protect_rules *r, const nsr_protect_ctx *ctx, nsr_error *err) {
-        if (ctx->datadir) {
-                _cleanup_free_ char *file = nsr_asprintf("%s/profiles/protect.list", ctx->datadir);
-                int k = nsr_profile_read_list(file, &r->patterns, err);
-                if (k < 0)
-                        return k; /* fail closed: no list, no run */
-        }
+int nsr_protect_load_list(const char *datadir, const char *home, const char *xdg_config, char ***ret,
+                          nsr_error *err) {
+        _cleanup_free_ char *file = nsr_asprintf("%s/profiles/protect.list", datadir);
+        _cleanup_strv_free_ char **v = NULL;
+        int k = nsr_profile_read_list(file, &v, err);
+        if (k < 0)
+                return k; /* fail closed: no list, no run */
         /* The user's additions. */
-        _cleanup_free_ char *user = ctx->xdg_config && ctx->xdg_config[0] == '/'
-                                            ? nsr_asprintf("%s/nsrun/protect.list", ctx->xdg_config)
-                                            : ctx->home ? nsr_asprintf("%s/.config/nsrun/protect.list", ctx->home)
-                                                        : NULL;
+        _cleanup_free_ char *user = xdg_config && xdg_config[0] == '/'
+                                            ? nsr_asprintf("%s/nsrun/protect.list", xdg_config)
+                                            : home ? nsr_asprintf("%s/.config/nsrun/protect.list", home) : NULL;
         if (user && access(user, F_OK) == 0) {
-                char **more = NULL;
-                int k = nsr_profile_read_list(user, &more, err);
+                _cleanup_strv_free_ char **more = NULL;
+                k = nsr_profile_read_list(user, &more, err);
                 if (k < 0)
                         return k;
                 for (size_t i = 0; more[i]; i++)
-                        nsr_strv_extend(&r->patterns, more[i]);
-                nsr_strv_free(more);
+                        nsr_strv_extend(&v, more[i]);
         }
+        *ret = TAKE_PTR(v);
         return 0;
 }
 
@@ -808,6 +802,12 @@ static bool drop_pred(const nsr_change *c, void *userdata) {
 
 static bool has_new_version(const nsr_change *c) {
         return c->kind != NSR_CHANGE_DELETED && c->type != NSR_ENTRY_SYMLINK;
+}
+
+/* The host entry whose mode bounds the new one: a symlink's 0777 bounds
+ * nothing. */
+static bool old_bounds(const nsr_change *c) {
+        return c->old.exists && c->old.type != NSR_ENTRY_SYMLINK;
 }
 
 /* The xattr names of path below fd that may not reach the host. */
@@ -843,7 +843,7 @@ static int bad_xattrs(int fd, const char *path, char ***ret) {
 int nsr_protect_scan(nsr_changeset *cs, const nsr_protect_ctx *ctx, nsr_protect_result **ret, nsr_error *err) {
         _cleanup_(nsr_protect_result_freep) nsr_protect_result *res = nsr_malloc0(sizeof(*res));
         _cleanup_(nsr_protect_rules_done) nsr_protect_rules rules = { 0 };
-        int r = load_patterns(&rules, ctx, err);
+        int r = nsr_protect_load_list(ctx->datadir, ctx->home, ctx->xdg_config, &rules.patterns, err);
         if (r < 0)
                 return r;
         find_gitdirs(&rules, cs, ctx->before_fd);
@@ -886,7 +886,7 @@ int nsr_protect_scan(nsr_changeset *cs, const nsr_protect_ctx *ctx, nsr_protect_
                 const nsr_change *c = &cs->changes[i];
                 if (!has_new_version(c))
                         continue;
-                mode_t m = nsr_protect_mode(c->mode, c->old.exists, c->old.mode, ctx->umask);
+                mode_t m = nsr_protect_mode(c->mode, old_bounds(c), c->old.mode, ctx->umask);
                 if (m != (c->mode & 07777)) {
                         nsr_protect_note *n = add_note(
                                 res, c, NSR_PROTECT_MODE_REDUCED,
@@ -966,7 +966,7 @@ int nsr_protect_enforce(nsr_changeset *cs, const nsr_protect_ctx *ctx, const nsr
                 /* Stripping an access ACL leaves the mode; read it again. */
                 if (fstat(fd, &st) < 0)
                         return nsr_error_set(err, errno, "cannot stat the new version of %s", c->path);
-                mode_t m = nsr_protect_mode(st.st_mode & 07777, c->old.exists, c->old.mode, ctx->umask);
+                mode_t m = nsr_protect_mode(st.st_mode & 07777, old_bounds(c), c->old.mode, ctx->umask);
                 if (m != (st.st_mode & 07777)) {
                         r = nsr_txnfs_fd_chmod(fd, m);
                         if (r < 0)
