@@ -920,7 +920,7 @@ static int rewrite_config(int root, nsr_change *c) {
         if (fd < 0)
                 return -errno;
         r = nsr_write_all(fd, out, strlen(out));
-        if (r >= 0 && fchmod(fd, c->mode & 0644) < 0)
+        if (r >= 0 && fchmod(fd, (c->mode & 0644) | 0600) < 0)
                 r = -errno;
         if (r >= 0 && renameat(dir, tmp, dir, leaf) < 0)
                 r = -errno;
@@ -929,7 +929,7 @@ static int rewrite_config(int root, nsr_change *c) {
                 return r;
         }
         c->size = strlen(out);
-        c->mode &= 0644;
+        c->mode = (c->mode & 0644) | 0600;
         return 0;
 }
 
