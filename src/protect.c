@@ -810,22 +810,70 @@ static bool old_bounds(const nsr_change *c) {
         return c->old.exists && c->old.type != NSR_ENTRY_SYMLINK;
 }
 
-/* The xattr names of path below fd that may not reach the host. */
-static int bad_xattrs(int fd, const char *path, char ***ret) {
+/* The parent dir of the last entry looked up: the change set is sorted,
+ * so siblings come together and each dir is opened (RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS) about once. */
+typedef struct dircache {
+        char *dir;
+        int fd;
+} dircache;
+
+static void dircache_done(dircache *dc) {
+        free(dc->dir);
+        safe_close(dc->fd);
+}
+
+/* An fd of path below root, never through a symlink: read-only for a
+ * file or dir we may read (the f*xattr calls then skip a walk through
+ * /proc), else O_PATH (*ret_opath). */
+static int open_entry(dircache *dc, int root, const char *path, nsr_entry_type type, bool *ret_opath) {
+        const char *slash = strrchr(path, '/');
+        size_t dl = slash ? (size_t) (slash - path) : 0;
+        const char *leaf = slash ? slash + 1 : path;
+        if (!dc->dir || strlen(dc->dir) != dl || strncmp(dc->dir, path, dl) != 0) {
+                free(dc->dir);
+                safe_close(dc->fd);
+                dc->dir = nsr_strndup(path, dl);
+                if (dl)
+                        dc->fd = nsr_txnfs_open(root, dc->dir, O_PATH | O_DIRECTORY);
+                else {
+                        dc->fd = fcntl(root, F_DUPFD_CLOEXEC, 3);
+                        if (dc->fd < 0)
+                                dc->fd = -errno;
+                }
+        }
+        if (dc->fd < 0)
+                return dc->fd;
+        if (type == NSR_ENTRY_FILE || type == NSR_ENTRY_DIR) {
+                /* O_NONBLOCK: should it be a fifo after all, no wait. */
+                int fd = openat(dc->fd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+                struct stat st;
+                if (fd >= 0 && fstat(fd, &st) == 0 &&
+                    (type == NSR_ENTRY_FILE ? S_ISREG(st.st_mode) : S_ISDIR(st.st_mode))) {
+                        *ret_opath = false;
+                        return fd;
+                }
+                safe_close(fd);
+        }
+        *ret_opath = true;
+        int fd = openat(dc->fd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+/* The xattr names of an O_PATH fd (not a symlink) that may not reach the
+ * host. */
+static int bad_xattrs(int f, bool opath, char ***ret) {
         *ret = NULL;
-        _cleanup_close_ int f = nsr_txnfs_open(fd, path, O_PATH);
-        if (f < 0)
-                return f;
         char p[64];
         nsr_txnfs_fd_path(f, p, sizeof(p));
         for (int tries = 0; tries < 4; tries++) {
-                ssize_t n = listxattr(p, NULL, 0);
+                ssize_t n = opath ? listxattr(p, NULL, 0) : flistxattr(f, NULL, 0);
                 if (n < 0)
                         return errno == ENOTSUP ? 0 : -errno;
                 if (n == 0)
                         return 0;
                 _cleanup_free_ char *names = nsr_malloc0((size_t) n + 1);
-                ssize_t k = listxattr(p, names, (size_t) n);
+                ssize_t k = opath ? listxattr(p, names, (size_t) n) : flistxattr(f, names, (size_t) n);
                 if (k < 0 && errno == ERANGE)
                         continue;
                 if (k < 0)
@@ -865,12 +913,16 @@ int nsr_protect_scan(nsr_changeset *cs, const nsr_protect_ctx *ctx, nsr_protect_
                 if (nsr_protect_classify(&rules, c, &why) == NSR_PROTECT_REDUCE_CONFIG)
                         add_note(res, c, NSR_PROTECT_CONFIG_REDUCED, why);
         }
+        _cleanup_(dircache_done) dircache dc = { .fd = -1 };
         for (size_t i = 0; i < cs->n_changes && ctx->after_fd >= 0; i++) {
                 const nsr_change *c = &cs->changes[i];
                 if (!has_new_version(c))
                         continue;
                 _cleanup_strv_free_ char **bad = NULL;
-                r = bad_xattrs(ctx->after_fd, c->path, &bad);
+                bool opath = true;
+                _cleanup_close_ int fd = open_entry(&dc, ctx->after_fd, c->path, c->type, &opath);
+                struct stat st;
+                r = fd < 0 ? fd : fstat(fd, &st) < 0 ? -errno : S_ISLNK(st.st_mode) ? 0 : bad_xattrs(fd, opath, &bad);
                 if (r < 0)
                         return nsr_error_set(err, -r, "cannot read the xattrs of the new version of %s", c->path);
                 for (size_t k = 0; bad && bad[k]; k++) {
@@ -947,20 +999,25 @@ int nsr_protect_enforce(nsr_changeset *cs, const nsr_protect_ctx *ctx, const nsr
         }
         /* Everything is checked again here, from the entries themselves:
          * the notes are for the report. */
+        _cleanup_(dircache_done) dircache dc = { .fd = -1 };
         for (size_t i = 0; i < cs->n_changes; i++) {
                 nsr_change *c = &cs->changes[i];
                 if (!has_new_version(c))
                         continue;
-                _cleanup_close_ int fd = nsr_txnfs_open(ctx->after_fd, c->path, O_PATH);
+                bool opath = true;
+                _cleanup_close_ int fd = open_entry(&dc, ctx->after_fd, c->path, c->type, &opath);
                 struct stat st;
                 if (fd < 0 || fstat(fd, &st) < 0)
                         return nsr_error_set(err, fd < 0 ? -fd : errno, "cannot open the new version of %s", c->path);
                 if (S_ISLNK(st.st_mode))
                         continue;
                 _cleanup_strv_free_ char **bad = NULL;
-                int r = bad_xattrs(ctx->after_fd, c->path, &bad);
+                int r = bad_xattrs(fd, opath, &bad);
                 for (size_t k = 0; r >= 0 && bad && bad[k]; k++)
-                        r = nsr_txnfs_fd_setxattr(fd, bad[k], NULL, 0);
+                        if (opath)
+                                r = nsr_txnfs_fd_setxattr(fd, bad[k], NULL, 0);
+                        else if (fremovexattr(fd, bad[k]) < 0 && errno != ENODATA)
+                                r = -errno;
                 if (r < 0)
                         return nsr_error_set(err, -r, "cannot strip the xattrs of the new version of %s", c->path);
                 /* Stripping an access ACL leaves the mode; read it again. */
@@ -968,7 +1025,7 @@ int nsr_protect_enforce(nsr_changeset *cs, const nsr_protect_ctx *ctx, const nsr
                         return nsr_error_set(err, errno, "cannot stat the new version of %s", c->path);
                 mode_t m = nsr_protect_mode(st.st_mode & 07777, old_bounds(c), c->old.mode, ctx->umask);
                 if (m != (st.st_mode & 07777)) {
-                        r = nsr_txnfs_fd_chmod(fd, m);
+                        r = opath ? nsr_txnfs_fd_chmod(fd, m) : fchmod(fd, m) < 0 ? -errno : 0;
                         if (r < 0)
                                 return nsr_error_set(err, -r, "cannot reduce the mode of the new version of %s",
                                                      c->path);
