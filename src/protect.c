@@ -888,6 +888,50 @@ static int bad_xattrs(int f, bool opath, char ***ret) {
         return -EAGAIN;
 }
 
+/* One xattr value of an fd (through /proc for O_PATH). */
+static int xattr_value(int f, bool opath, const char *name, char **ret, size_t *ret_len) {
+        char p[64];
+        nsr_txnfs_fd_path(f, p, sizeof(p));
+        for (int tries = 0; tries < 4; tries++) {
+                ssize_t n = opath ? getxattr(p, name, NULL, 0) : fgetxattr(f, name, NULL, 0);
+                if (n < 0)
+                        return -errno;
+                _cleanup_free_ char *buf = nsr_malloc0((size_t) n + 1);
+                ssize_t k = opath ? getxattr(p, name, buf, (size_t) n) : fgetxattr(f, name, buf, (size_t) n);
+                if (k < 0 && errno == ERANGE)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                *ret = TAKE_PTR(buf);
+                *ret_len = (size_t) k;
+                return 0;
+        }
+        return -EAGAIN;
+}
+
+/* Takes out of bad the names the host entry has with the same value: an
+ * ACL the user had set stays (a modified file's copy carries it). */
+static void keep_host_xattrs(char **bad, int f, bool opath, dircache *bdc, int before_fd, const nsr_change *c) {
+        if (!bad || !bad[0] || !c->old.exists || before_fd < 0 || c->old.type != c->type)
+                return;
+        bool bopath = true;
+        _cleanup_close_ int b = open_entry(bdc, before_fd, c->path, c->old.type, &bopath);
+        if (b < 0)
+                return;
+        size_t o = 0;
+        for (size_t i = 0; bad[i]; i++) {
+                _cleanup_free_ char *nv = NULL, *ov = NULL;
+                size_t nl = 0, ol = 0;
+                bool same = xattr_value(f, opath, bad[i], &nv, &nl) >= 0 &&
+                            xattr_value(b, bopath, bad[i], &ov, &ol) >= 0 && nl == ol && memcmp(nv, ov, nl) == 0;
+                if (same)
+                        free(bad[i]);
+                else
+                        bad[o++] = bad[i];
+        }
+        bad[o] = NULL;
+}
+
 int nsr_protect_scan(nsr_changeset *cs, const nsr_protect_ctx *ctx, nsr_protect_result **ret, nsr_error *err) {
         _cleanup_(nsr_protect_result_freep) nsr_protect_result *res = nsr_malloc0(sizeof(*res));
         _cleanup_(nsr_protect_rules_done) nsr_protect_rules rules = { 0 };
@@ -913,7 +957,7 @@ int nsr_protect_scan(nsr_changeset *cs, const nsr_protect_ctx *ctx, nsr_protect_
                 if (nsr_protect_classify(&rules, c, &why) == NSR_PROTECT_REDUCE_CONFIG)
                         add_note(res, c, NSR_PROTECT_CONFIG_REDUCED, why);
         }
-        _cleanup_(dircache_done) dircache dc = { .fd = -1 };
+        _cleanup_(dircache_done) dircache dc = { .fd = -1 }, bdc = { .fd = -1 };
         for (size_t i = 0; i < cs->n_changes && ctx->after_fd >= 0; i++) {
                 const nsr_change *c = &cs->changes[i];
                 if (!has_new_version(c))
@@ -923,6 +967,8 @@ int nsr_protect_scan(nsr_changeset *cs, const nsr_protect_ctx *ctx, nsr_protect_
                 _cleanup_close_ int fd = open_entry(&dc, ctx->after_fd, c->path, c->type, &opath);
                 struct stat st;
                 r = fd < 0 ? fd : fstat(fd, &st) < 0 ? -errno : S_ISLNK(st.st_mode) ? 0 : bad_xattrs(fd, opath, &bad);
+                if (r >= 0)
+                        keep_host_xattrs(bad, fd, opath, &bdc, ctx->before_fd, c);
                 if (r < 0)
                         return nsr_error_set(err, -r, "cannot read the xattrs of the new version of %s", c->path);
                 for (size_t k = 0; bad && bad[k]; k++) {
@@ -999,7 +1045,7 @@ int nsr_protect_enforce(nsr_changeset *cs, const nsr_protect_ctx *ctx, const nsr
         }
         /* Everything is checked again here, from the entries themselves:
          * the notes are for the report. */
-        _cleanup_(dircache_done) dircache dc = { .fd = -1 };
+        _cleanup_(dircache_done) dircache dc = { .fd = -1 }, bdc = { .fd = -1 };
         for (size_t i = 0; i < cs->n_changes; i++) {
                 nsr_change *c = &cs->changes[i];
                 if (!has_new_version(c))
@@ -1013,6 +1059,8 @@ int nsr_protect_enforce(nsr_changeset *cs, const nsr_protect_ctx *ctx, const nsr
                         continue;
                 _cleanup_strv_free_ char **bad = NULL;
                 int r = bad_xattrs(fd, opath, &bad);
+                if (r >= 0)
+                        keep_host_xattrs(bad, fd, opath, &bdc, ctx->before_fd, c);
                 for (size_t k = 0; r >= 0 && bad && bad[k]; k++)
                         if (opath)
                                 r = nsr_txnfs_fd_setxattr(fd, bad[k], NULL, 0);

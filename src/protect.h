@@ -23,7 +23,8 @@
  *     paths profiles/protect.list names, are dropped as a whole;
  *   - modes never gain group or other write, bits the umask removes, or
  *     setuid, setgid and sticky, unless the host entry had them; ACLs and
- *     every system.*, trusted.* and security.* xattr are stripped.
+ *     every system.*, trusted.* and security.* xattr are stripped unless
+ *     the host entry had the same one with the same value.
  *
  * Every dropped or reduced change is reported. The pure core (classifier,
  * mode rule, config reducer, list matching) has no system calls; the rest

@@ -186,6 +186,27 @@ case $out in
    skip "ACL: the report lists it" "no ACL" ;;
 esac
 
+# An ACL the host file had stays when the sandbox changes the content.
+fresh
+echo one > "$P/keepacl"
+run python3 -c '
+import os, struct, sys
+e = lambda tag, perm, i=0xffffffff: struct.pack("<HHI", tag, perm, i)
+acl = struct.pack("<I", 2) + e(1, 6) + e(2, 4, os.getuid()) + e(4, 4) + e(0x10, 4) + e(0x20, 4)
+try:
+    os.setxattr(sys.argv[1], "system.posix_acl_access", acl); print("acl set")
+except OSError as x:
+    print("no acl:", x)' "$P/keepacl"
+if [ "$out" = "acl set" ]; then
+	settle; run "$NSRUN" -p "$P" $NS --report "$d/r9b.json" -- sh -c 'echo two >> keepacl'
+	is "$(cat "$P/keepacl" | tr '\n' ' ')" "one two " "ACL: the content change is applied"
+	run python3 -c 'import os, sys; print(" ".join(os.listxattr(sys.argv[1])))' "$P/keepacl"
+	like "$out" "system\.posix_acl_access" "ACL: the host's own ACL stays"
+else
+	skip "ACL: the content change is applied" "cannot set an ACL here: $out"
+	skip "ACL: the host's own ACL stays" "no ACL"
+fi
+
 # 10. A kept run committed later goes through the same filter.
 fresh
 mkdir "$P/dir"; chmod 0755 "$P/dir"
