@@ -967,10 +967,12 @@ int nsr_protect_scan(nsr_changeset *cs, const nsr_protect_ctx *ctx, nsr_protect_
                 _cleanup_close_ int fd = open_entry(&dc, ctx->after_fd, c->path, c->type, &opath);
                 struct stat st;
                 r = fd < 0 ? fd : fstat(fd, &st) < 0 ? -errno : S_ISLNK(st.st_mode) ? 0 : bad_xattrs(fd, opath, &bad);
-                if (r >= 0)
-                        keep_host_xattrs(bad, fd, opath, &bdc, ctx->before_fd, c);
+                /* Not fatal here (a diff of a half-gone run still shows
+                 * the rest): the enforce step reads them again and fails
+                 * closed. */
                 if (r < 0)
-                        return nsr_error_set(err, -r, "cannot read the xattrs of the new version of %s", c->path);
+                        continue;
+                keep_host_xattrs(bad, fd, opath, &bdc, ctx->before_fd, c);
                 for (size_t k = 0; bad && bad[k]; k++) {
                         if (xattr_silent(bad[k]))
                                 continue;

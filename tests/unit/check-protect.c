@@ -275,6 +275,28 @@ START_TEST(test_hooks_path) {
 }
 END_TEST
 
+START_TEST(test_summary) {
+        ck_assert_ptr_null(nsr_protect_summary(NULL, false));
+        nsr_protect_note notes[] = {
+                { .path = (char *) ".git/hooks/a\x1b[2Jb", .action = NSR_PROTECT_DROPPED, .reason = "git runs hooks" },
+                { .path = (char *) ".git/config", .action = NSR_PROTECT_DROPPED, .reason = "x" },
+                { .path = (char *) "src", .action = NSR_PROTECT_MODE_REDUCED, .reason = "m", .requested = 0777,
+                  .mode = 0755 },
+                { .path = (char *) "d", .action = NSR_PROTECT_XATTR_DROPPED, .reason = "x",
+                  .detail = (char *) "system.posix_acl_default" },
+        };
+        nsr_protect_result res = { .notes = notes, .n_notes = ELEMENTSOF(notes) };
+        _cleanup_free_ char *s = nsr_protect_summary(&res, false);
+        /* The sandbox chose the name: no raw escape reaches the terminal. */
+        ck_assert_ptr_null(strchr(s, '\x1b'));
+        ck_assert_msg(strstr(s, "protected: 2 changes dropped, e.g. .git/hooks/a") == s, "%s", s);
+        ck_assert_msg(strstr(s, "; 1 mode reduced, e.g. src (0777 requested, 0755 applied)"), "%s", s);
+        ck_assert_msg(strstr(s, "; 1 xattr stripped, e.g. system.posix_acl_default on d"), "%s", s);
+        _cleanup_free_ char *l = nsr_protect_summary(&res, true);
+        ck_assert_msg(strstr(l, "2 changes reverted"), "%s", l);
+}
+END_TEST
+
 static Suite *protect_suite(void) {
         Suite *s = suite_create("protect");
         TCase *tc = tcase_create("protect");
@@ -285,6 +307,7 @@ static Suite *protect_suite(void) {
         tcase_add_test(tc, test_xattrs);
         tcase_add_test(tc, test_config_reduce);
         tcase_add_test(tc, test_hooks_path);
+        tcase_add_test(tc, test_summary);
         suite_add_tcase(s, tc);
         return s;
 }
