@@ -226,13 +226,29 @@ like "$err" "protected: " "kept: commit says so on stderr"
 
 # 11. --no-overlay: the changes are live, the protected ones are put back.
 fresh
+echo one > "$P/keepacl"
+run python3 -c '
+import os, struct, sys
+e = lambda tag, perm, i=0xffffffff: struct.pack("<HHI", tag, perm, i)
+acl = struct.pack("<I", 2) + e(1, 6) + e(2, 4, os.getuid()) + e(4, 4) + e(0x10, 4) + e(0x20, 4)
+try:
+    os.setxattr(sys.argv[1], "system.posix_acl_access", acl); print("acl set")
+except OSError as x:
+    print("no acl:", x)' "$P/keepacl"
+acl=$out
 settle; run "$NSRUN" -p "$P" $NS --no-overlay --report "$d/r11.json" -- sh -c '
 	echo ../x > .git/commondir; mkdir sub && git -C sub init -q && echo evil > sub/.git/hooks/pre-commit;
-	chmod 0666 a; echo z > z'
+	chmod 0666 a; echo z > z; echo two >> keepacl'
 check "no-overlay: .git/commondir is put back" test ! -e "$P/.git/commondir"
 check "no-overlay: a new repo's hook is removed" test ! -e "$P/sub/.git/hooks/pre-commit"
 is "$(stat -c %a "$P/a")" "644" "no-overlay: the mode is reduced"
 check "no-overlay: other changes stay" test -f "$P/z"
 like "$(prot "$d/r11.json")" "^\.git/commondir dropped" "no-overlay: the report lists it"
+if [ "$acl" = "acl set" ]; then
+	run python3 -c 'import os, sys; print(" ".join(os.listxattr(sys.argv[1])))' "$P/keepacl"
+	like "$out" "system\.posix_acl_access" "no-overlay: the host's own ACL stays on a modified file"
+else
+	skip "no-overlay: the host's own ACL stays on a modified file" "cannot set an ACL here: $acl"
+fi
 
 done_testing
