@@ -129,6 +129,24 @@ bool nsr_protect_list_match(char *const *patterns, const char *path) {
         return false;
 }
 
+/* githooks(5): the names git runs from a hooks dir. Needed where that dir
+ * is the project root, which cannot be protected as a whole. */
+static bool is_hook_name(const char *name) {
+        static const char *const hooks[] = {
+                "applypatch-msg",    "pre-applypatch",        "post-applypatch",   "pre-commit",
+                "pre-merge-commit",  "prepare-commit-msg",    "commit-msg",        "post-commit",
+                "pre-rebase",        "post-checkout",         "post-merge",        "pre-push",
+                "pre-receive",       "update",                "proc-receive",      "post-receive",
+                "post-update",       "reference-transaction", "push-to-checkout",  "pre-auto-gc",
+                "post-rewrite",      "sendemail-validate",    "fsmonitor-watchman", "p4-changelist",
+                "p4-prepare-changelist", "p4-post-changelist", "p4-pre-submit",    "post-index-change",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(hooks); i++)
+                if (streq(name, hooks[i]))
+                        return true;
+        return false;
+}
+
 nsr_protect_verdict nsr_protect_classify(const nsr_protect_rules *rules, const nsr_change *c, const char **ret_reason) {
         bool deleted = c->kind == NSR_CHANGE_DELETED;
         const char *base = strrchr(c->path, '/');
@@ -156,7 +174,7 @@ nsr_protect_verdict nsr_protect_classify(const nsr_protect_rules *rules, const n
                 }
         }
         for (size_t i = 0; rules->hooks && rules->hooks[i]; i++)
-                if (under(c->path, rules->hooks[i])) {
+                if (*rules->hooks[i] ? under(c->path, rules->hooks[i]) : is_hook_name(c->path)) {
                         *ret_reason = "git runs the hooks in core.hooksPath";
                         return NSR_PROTECT_DROP;
                 }
@@ -672,8 +690,8 @@ static char *project_relative(const char *project, const char *path) {
         }
         out[o] = '\0';
         char *rel = NULL;
-        if (!streq(project, "/") && under(out, project) && out[strlen(project)] == '/')
-                rel = nsr_strdup(out + strlen(project) + 1);
+        if (!streq(project, "/") && under(out, project))
+                rel = nsr_strdup(out[strlen(project)] == '/' ? out + strlen(project) + 1 : "");
         free(out);
         return rel;
 }

@@ -50,7 +50,7 @@ typedef struct nsr_protect_gitdir {
 typedef struct nsr_protect_rules {
         nsr_protect_gitdir *gitdirs;
         size_t n_gitdirs;
-        char **hooks;     /* project-relative dirs named by core.hooksPath */
+        char **hooks;     /* project-relative dirs named by core.hooksPath ("" the root: its hook names only) */
         char **patterns;  /* protect.list entries */
 } nsr_protect_rules;
 

@@ -130,6 +130,13 @@ check "hooksPath: a new hook does not reach the host" test ! -e "$P/.githooks/po
 check "hooksPath: other changes do" test -f "$P/ok"
 like "$(prot "$d/r7.json")" "\.githooks/pre-commit dropped" "hooksPath: the report lists it"
 like "$err" "core\.hooksPath" "hooksPath: stderr gives the reason"
+# core.hooksPath naming the work tree itself: its hook names.
+fresh
+git -C "$P" config core.hooksPath .
+settle; run "$NSRUN" -p "$P" $NS --report "$d/r7c.json" -- sh -c 'echo evil > pre-commit; echo ok > README2'
+check "hooksPath=.: a pre-commit file at the root does not reach the host" test ! -e "$P/pre-commit"
+check "hooksPath=.: other files do" test -f "$P/README2"
+like "$(prot "$d/r7c.json")" "^pre-commit dropped" "hooksPath=.: the report lists it"
 # husky: .husky is on protect.list as well.
 fresh
 mkdir "$P/.husky"; echo good > "$P/.husky/pre-commit"

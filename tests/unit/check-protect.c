@@ -110,6 +110,13 @@ START_TEST(test_classify) {
         nsr_protect_rules rr = { .gitdirs = root, .n_gitdirs = 1 };
         ck_assert(cls(&rr, "hooks/update", C, F) == NSR_PROTECT_DROP);
         ck_assert(cls(&rr, "refs/heads/x", C, F) == NSR_PROTECT_APPLY);
+        /* core.hooksPath = the project root: its hook names only. */
+        char *roothooks[] = { (char *) "", NULL };
+        nsr_protect_rules rh = { .hooks = roothooks };
+        ck_assert(cls(&rh, "pre-commit", C, F) == NSR_PROTECT_DROP);
+        ck_assert(cls(&rh, "post-checkout", M, F) == NSR_PROTECT_DROP);
+        ck_assert(cls(&rh, "README", C, F) == NSR_PROTECT_APPLY);
+        ck_assert(cls(&rh, "src/pre-commit", C, F) == NSR_PROTECT_APPLY);
 }
 END_TEST
 
