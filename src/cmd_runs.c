@@ -268,6 +268,9 @@ static int read_at(int dirfd, const char *path, char **ret, size_t *ret_len) {
 
 static void diff_change(int upper, int project, const nsr_change *c) {
         _cleanup_free_ char *shown = nsr_utf8_escape(c->path);
+        if (c->old.exists && c->kind != NSR_CHANGE_DELETED && c->type != NSR_ENTRY_SYMLINK &&
+            c->old.type != NSR_ENTRY_SYMLINK && (c->old.mode & 07777) != (c->mode & 07777))
+                say(stdout, "mode %s %04o -> %04o\n", shown, (unsigned) (c->old.mode & 07777), (unsigned) (c->mode & 07777));
         if (c->type != NSR_ENTRY_FILE || c->kind == NSR_CHANGE_METADATA_CHANGED ||
             (c->kind == NSR_CHANGE_TYPE_CHANGED && c->old.type != NSR_ENTRY_FILE)) {
                 const char *k = nsr_change_kind_to_string(c->kind);
@@ -334,9 +337,10 @@ int nsr_cmd_diff(int argc, char **argv) {
                 _cleanup_close_ int project = open_project_dir(&m, i);
                 if (project < 0)
                         return 1;
-                _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL, *prot = NULL;
+                _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL;
+                _cleanup_(nsr_protect_result_freep) nsr_protect_result *prot = NULL;
                 nsr_error e = { 0 };
-                if (nsr_project_capture(run_fd, i, project, &cs, &prot, &e) < 0) {
+                if (nsr_project_capture(run_fd, i, project, m.projects[i], &cs, &prot, &e) < 0) {
                         nsr_error_prefix(&e, "%s", m.projects[i]);
                         err_print(&e);
                         return 1;
@@ -345,9 +349,29 @@ int nsr_cmd_diff(int argc, char **argv) {
                 _cleanup_close_ int upper_rd = openat(run_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
                 for (size_t k = 0; k < cs->n_changes; k++)
                         diff_change(upper_rd >= 0 ? upper_rd : upper, project, &cs->changes[k]);
-                for (size_t k = 0; k < prot->n_changes; k++) {
-                        _cleanup_free_ char *s = nsr_utf8_escape(prot->changes[k].path);
-                        say(stdout, "protected %s (will not be applied)\n", s);
+                for (size_t k = 0; k < prot->n_notes; k++) {
+                        const nsr_protect_note *n = &prot->notes[k];
+                        _cleanup_free_ char *s = nsr_utf8_escape(n->path);
+                        switch (n->action) {
+                        case NSR_PROTECT_DROPPED:
+                                say(stdout, "protected %s (will not be applied: %s)\n", s, n->reason);
+                                break;
+                        case NSR_PROTECT_CONFIG_REDUCED:
+                                say(stdout, "protected %s (will be reduced to git config keys that run nothing)\n", s);
+                                break;
+                        case NSR_PROTECT_MODE_REDUCED:
+                                say(stdout, "protected %s (mode %04o requested, %04o will be applied)\n", s,
+                                       (unsigned) n->requested, (unsigned) n->mode);
+                                break;
+                        case NSR_PROTECT_XATTR_DROPPED: {
+                                _cleanup_free_ char *x = nsr_utf8_escape(n->detail ? n->detail : "");
+                                say(stdout, "protected %s (xattr %s will be stripped)\n", s, x);
+                                break;
+                        }
+                        case _NSR_PROTECT_ACTION_MAX:
+                        case _NSR_PROTECT_ACTION_INVALID:
+                                break;
+                        }
                 }
         }
         return 0;
@@ -395,8 +419,10 @@ int nsr_cmd_commit(int argc, char **argv) {
                 if (n)
                         say(stderr, "nsrun: %s: rolled back %zu interrupted apply%s first\n", m.projects[i], n,
                                 n == 1 ? "" : "s");
-                _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL, *prot = NULL;
-                if (nsr_project_capture(run_fd, i, project, &cs, &prot, &e) < 0) {
+                _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL;
+                _cleanup_(nsr_protect_result_freep) nsr_protect_result *prot = NULL;
+                if (nsr_project_capture(run_fd, i, project, m.projects[i], &cs, &prot, &e) < 0 ||
+                    nsr_project_protect(run_fd, i, project, m.projects[i], cs, prot, &e) < 0) {
                         nsr_error_prefix(&e, "%s", m.projects[i]);
                         err_print(&e);
                         rc = 1;
@@ -437,6 +463,9 @@ int nsr_cmd_commit(int argc, char **argv) {
                                         shown, res.conflicts[k].reason);
                 }
                 conflict |= res.n_conflicts > 0;
+                _cleanup_free_ char *pline = nsr_protect_summary(prot, false);
+                if (pline)
+                        say(stderr, "nsrun: %s: %s\n", m.projects[i], pline);
                 _cleanup_free_ char *line =
                         nsr_report_summary(m.projects[i], cs, res.n_conflicts ? "conflict" : "committed", m.run_id);
                 say(stderr, "%s\n", line);

@@ -132,28 +132,6 @@ static bool under(const char *path, const char *dir) {
         return strncmp(path, dir, l) == 0 && (path[l] == '/' || path[l] == '\0');
 }
 
-bool nsr_profile_is_protected(const char *rel, bool git_is_file) {
-        /* The project-local profile (nsrun-profile(5)): what the sandbox
-         * writes there would configure the next run. */
-        if (under(rel, ".nsrun"))
-                return true;
-        if (streq(rel, ".git"))
-                return git_is_file;
-        if (!nsr_startswith(rel, ".git/"))
-                return false;
-        const char *r = rel + 5;
-        if (under(r, "hooks") || streq(r, "config") || streq(r, "config.worktree") || under(r, "worktrees"))
-                return true;
-        if (nsr_startswith(r, "modules/")) {
-                const char *m = strchr(r + 8, '/');
-                if (!m)
-                        return false;
-                m++;
-                return under(m, "hooks") || streq(m, "config");
-        }
-        return false;
-}
-
 /* ---- what the profile hides, as paths ---------------------------------- */
 
 static const char *runtime_dir(const nsr_profile_ctx *c, char *buf, size_t len);

@@ -52,12 +52,6 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *ctx, nsr_plan **ret
  * hides them with Landlock instead (confine.h). */
 int nsr_profile_hidden(const nsr_project_opts *o, const nsr_profile_ctx *ctx, char ***ret, nsr_error *err);
 
-/* Whether a path relative to a project root is protected: .nsrun (the
- * project-local profile) and the git paths .git/hooks, .git/config, .git/config.worktree,
- * .git/modules/NAME/hooks and /config, .git/worktrees, and .git itself when
- * it is (or becomes) a file; or anything below one of them. */
-bool nsr_profile_is_protected(const char *relpath, bool git_is_file);
-
 /* Expands "~/" and $VAR / ${VAR} in a profile line. NULL when a variable
  * is unset or the home is unknown. */
 char *nsr_profile_expand(const char *line, const char *home, char *const *env);

@@ -36,7 +36,7 @@ typedef struct project_entry {
         ino_t ino;
         char *upper, *work;    /* host paths of its layers */
         nsr_changeset *changes;
-        nsr_changeset *protected_changes;
+        nsr_protect_result *protected_changes;
         nsr_commit_result commit;
         const char *outcome;
         char **errors;
@@ -81,7 +81,7 @@ nsr_project *nsr_project_free(nsr_project *pj) {
                 free(e->upper);
                 free(e->work);
                 nsr_changeset_free(e->changes);
-                nsr_changeset_free(e->protected_changes);
+                nsr_protect_result_free(e->protected_changes);
                 nsr_commit_result_done(&e->commit);
                 nsr_strv_free(e->errors);
                 nsr_snapshot_free(e->snap);
@@ -326,6 +326,12 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
                 if (r < 0)
                         return r;
         }
+        /* The commit's protected paths: a list that cannot be read fails
+         * the run now, before anything ran, not the commit after it. */
+        _cleanup_strv_free_ char **protect = NULL;
+        r = nsr_protect_load_list(ctx.datadir, ctx.home, env_get("XDG_CONFIG_HOME"), &protect, err);
+        if (r < 0)
+                return r;
         r = expand_paths(o->ro, "--ro", &pj->ro, err);
         if (r >= 0)
                 r = expand_paths(o->rw, "--rw", &pj->rw, err);
@@ -348,33 +354,24 @@ static void msg(nsr_project_outcome *o, const char *fmt, ...) {
         va_end(ap);
 }
 
-typedef struct protect_ctx {
-        bool git_is_file;
-} protect_ctx;
-
-static bool is_protected(const nsr_change *c, void *userdata) {
-        const protect_ctx *pc = userdata;
-        return nsr_profile_is_protected(c->path, pc->git_is_file);
+static mode_t current_umask(void) {
+        mode_t m = umask(0);
+        umask(m);
+        return m;
 }
 
-/* Moves the changes to protected git paths out of cs. before_fd is the
- * project as it was before the run (the overlay's lower, or the
- * snapshot): a .git that is a file there (a worktree pointer), or that
- * becomes one, is protected as a whole. */
-static int split_protected(nsr_changeset *cs, int before_fd, nsr_changeset **ret_protected, nsr_error *err) {
-        protect_ctx pc = { .git_is_file = false };
-        struct stat st;
-        if (fstatat(before_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode))
-                pc.git_is_file = true;
-        const nsr_change *g = nsr_changeset_lookup(cs, ".git");
-        if (g && g->type != NSR_ENTRY_DIR)
-                pc.git_is_file = true;
-        int r = nsr_changeset_split(cs, is_protected, &pc, ret_protected);
-        return r < 0 ? nsr_error_set(err, -r, "splitting protected changes") : 0;
+static nsr_protect_ctx protect_ctx(int before_fd, int after_fd, const char *project_path) {
+        return (nsr_protect_ctx){ .before_fd = before_fd,
+                                  .after_fd = after_fd,
+                                  .project_path = project_path,
+                                  .home = env_get("HOME"),
+                                  .xdg_config = env_get("XDG_CONFIG_HOME"),
+                                  .datadir = nsr_datadir(),
+                                  .umask = current_umask() };
 }
 
-int nsr_project_capture(int run_fd, size_t index, int project_fd, nsr_changeset **ret_changes,
-                        nsr_changeset **ret_protected, nsr_error *err) {
+int nsr_project_capture(int run_fd, size_t index, int project_fd, const char *project_path,
+                        nsr_changeset **ret_changes, nsr_protect_result **ret_protected, nsr_error *err) {
         char rel[32];
         snprintf(rel, sizeof(rel), "p%zu/upper", index);
         _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -384,15 +381,27 @@ int nsr_project_capture(int run_fd, size_t index, int project_fd, nsr_changeset 
         int r = nsr_capture_scan(upper, project_fd, NULL, &cs, err);
         if (r < 0)
                 return nsr_error_prefix(err, "capturing the changes");
-        r = split_protected(cs, project_fd, ret_protected, err);
+        nsr_protect_ctx pc = protect_ctx(project_fd, upper, project_path);
+        r = nsr_protect_scan(cs, &pc, ret_protected, err);
         if (r < 0)
                 return r;
         *ret_changes = TAKE_PTR(cs);
         return 0;
 }
 
+int nsr_project_protect(int run_fd, size_t index, int project_fd, const char *project_path, nsr_changeset *cs,
+                        const nsr_protect_result *prot, nsr_error *err) {
+        char rel[32];
+        snprintf(rel, sizeof(rel), "p%zu/upper", index);
+        _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (upper < 0)
+                return nsr_error_set(err, errno, "cannot open the upper layer");
+        nsr_protect_ctx pc = protect_ctx(project_fd, upper, project_path);
+        return nsr_protect_enforce(cs, &pc, prot, err);
+}
+
 static int capture_project(project_entry *e, int run_fd, size_t i, nsr_error *err) {
-        int r = nsr_project_capture(run_fd, i, e->fd, &e->changes, &e->protected_changes, err);
+        int r = nsr_project_capture(run_fd, i, e->fd, e->path, &e->changes, &e->protected_changes, err);
         if (r < 0)
                 return nsr_error_prefix(err, "%s", e->path);
         return 0;
@@ -756,7 +765,8 @@ static int capture_live(project_entry *e, int run_fd, size_t i, nsr_error *err) 
         int r = nsr_snapshot_compare(e->snap, snap, e->fd, &cs, err);
         if (r < 0)
                 return nsr_error_prefix(err, "%s: capturing the changes", e->path);
-        r = split_protected(cs, snap, &e->protected_changes, err);
+        nsr_protect_ctx pc = protect_ctx(snap, e->fd, e->path);
+        r = nsr_protect_scan(cs, &pc, &e->protected_changes, err);
         if (r < 0)
                 return r;
         e->changes = TAKE_PTR(cs);
@@ -777,8 +787,8 @@ static void settle_live(nsr_project *pj, project_entry *e, int run_fd, size_t i,
         char **failed = NULL;
         bool discard = pj->plan->proj.discard;
         int r = 0;
-        if (!nsr_changeset_is_empty(e->protected_changes))
-                r = nsr_commit_revert_live(e->protected_changes, &lo, &failed, &ae);
+        if (!nsr_changeset_is_empty(e->protected_changes->dropped))
+                r = nsr_commit_revert_live(e->protected_changes->dropped, &lo, &failed, &ae);
         if (r >= 0 && discard) {
                 char **more = NULL;
                 r = nsr_commit_revert_live(e->changes, &lo, &more, &ae);
@@ -795,6 +805,15 @@ static void settle_live(nsr_project *pj, project_entry *e, int run_fd, size_t i,
         if (r >= 0 && pj->plan->proj.discard) {
                 e->outcome = "discarded";
                 return;
+        }
+        if (r >= 0) {
+                /* What the command left in place is reduced like an
+                 * apply's new versions, before the run is recorded. */
+                char name[32];
+                snprintf(name, sizeof(name), "backup/p%zu", i);
+                _cleanup_close_ int snap = openat(run_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                nsr_protect_ctx pc = protect_ctx(snap, e->fd, e->path);
+                r = nsr_protect_enforce(e->changes, &pc, e->protected_changes, &ae);
         }
         if (r >= 0)
                 r = nsr_commit_record_live(e->changes, &lo, &e->commit, &ae);
@@ -986,7 +1005,9 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         .state_fd = statefd,
                         .run_id = pj->run_id,
                 };
-                if (upper < 0 || lock < 0 || nsr_commit_apply(e->changes, &co, &e->commit, &ae) < 0) {
+                if (upper < 0 || lock < 0 ||
+                    nsr_project_protect(run_fd, i, e->fd, e->path, e->changes, e->protected_changes, &ae) < 0 ||
+                    nsr_commit_apply(e->changes, &co, &e->commit, &ae) < 0) {
                         char buf[NSR_ERROR_MSG_MAX + 256];
                         if (upper < 0 || lock < 0)
                                 nsr_error_format(err, buf, sizeof(buf));
@@ -1056,12 +1077,9 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         _cleanup_free_ char *line = nsr_report_summary(e->path, e->changes, e->outcome, pj->run_id);
                         nsr_strv_extend(&o.summary, line);
                 }
-                if (e->protected_changes && !nsr_changeset_is_empty(e->protected_changes)) {
-                        _cleanup_free_ char *eg = nsr_utf8_escape(e->protected_changes->changes[0].path);
-                        msg(&o, "nsrun: %s: %s %zu change%s to protected git paths (hooks, config) or .nsrun, e.g. %s", e->path,
-                            pj->live ? "reverted" : "dropped", nsr_changeset_size(e->protected_changes),
-                            nsr_changeset_size(e->protected_changes) == 1 ? "" : "s", eg);
-                }
+                _cleanup_free_ char *prot = nsr_protect_summary(e->protected_changes, pj->live);
+                if (prot)
+                        msg(&o, "nsrun: %s: %s", e->path, prot);
                 for (size_t k = 0; k < e->commit.n_conflicts; k++) {
                         const nsr_commit_conflict *cf = &e->commit.conflicts[k];
                         _cleanup_free_ char *shown = nsr_utf8_escape(cf->path);
@@ -1106,7 +1124,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 rp[i] = (nsr_report_project){ .path = e->path,
                                               .outcome = e->outcome,
                                               .changes = e->changes,
-                                              .protected_changes = e->protected_changes,
+                                              .protect = e->protected_changes,
                                               .conflicts = rc[i],
                                               .n_conflicts = e->commit.n_conflicts,
                                               .errors = e->errors };

@@ -11,6 +11,7 @@
 #include "error.h"
 #include "changeset.h"
 #include "plan.h"
+#include "protect.h"
 #include "state.h"
 
 typedef struct nsr_project nsr_project;
@@ -42,9 +43,16 @@ typedef struct nsr_project_outcome {
 void nsr_project_outcome_done(nsr_project_outcome *o);
 
 /* Turns the upper layer of project `index` of a run into a change set,
- * with the changes to protected git paths split off. */
-int nsr_project_capture(int run_fd, size_t index, int project_fd, nsr_changeset **ret_changes,
-                        nsr_changeset **ret_protected, nsr_error *err);
+ * with the protected changes split off and the reductions the apply will
+ * make noted (protect.h). project_path is the project's absolute path. */
+int nsr_project_capture(int run_fd, size_t index, int project_fd, const char *project_path,
+                        nsr_changeset **ret_changes, nsr_protect_result **ret_protected, nsr_error *err);
+
+/* Makes the upper layer of project `index` what the apply may take: new
+ * git configs reduced, modes reduced, ACLs and non-user xattrs stripped
+ * (nsr_protect_enforce). Call right before nsr_commit_apply(). */
+int nsr_project_protect(int run_fd, size_t index, int project_fd, const char *project_path, nsr_changeset *cs,
+                        const nsr_protect_result *prot, nsr_error *err);
 
 /* Lines for stderr that matter before the command runs (the state dir
  * chosen, the sandbox that best-effort mode could build, a switch to

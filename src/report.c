@@ -161,6 +161,12 @@ static void emit_change(nsr_json *j, const nsr_change *c) {
         nsr_json_string(j, "mode", mode);
         if (c->target)
                 nsr_json_string(j, "target", c->target);
+        if (c->old.exists && c->kind != NSR_CHANGE_DELETED && c->type != NSR_ENTRY_SYMLINK &&
+            c->old.type != NSR_ENTRY_SYMLINK && (c->old.mode & 07777) != (c->mode & 07777)) {
+                char old[16];
+                snprintf(old, sizeof(old), "%04o", (unsigned) (c->old.mode & 07777));
+                nsr_json_string(j, "old_mode", old);
+        }
         bool dir_gone = (c->kind == NSR_CHANGE_DELETED && c->type == NSR_ENTRY_DIR) ||
                         (c->kind == NSR_CHANGE_TYPE_CHANGED && c->old.exists && c->old.type == NSR_ENTRY_DIR);
         if (dir_gone)
@@ -175,12 +181,46 @@ static void emit_changes(nsr_json *j, const char *key, const nsr_changeset *cs) 
         nsr_json_array_end(j);
 }
 
+static void json_mode(nsr_json *j, const char *key, mode_t m) {
+        char buf[16];
+        snprintf(buf, sizeof(buf), "%04o", (unsigned) (m & 07777));
+        nsr_json_string(j, key, buf);
+}
+
+static void emit_protected(nsr_json *j, const nsr_protect_result *res) {
+        nsr_json_array_begin(j, "protected");
+        for (size_t i = 0; res && i < res->n_notes; i++) {
+                const nsr_protect_note *n = &res->notes[i];
+                nsr_json_object_begin(j, NULL);
+                nsr_json_string(j, "path", n->path);
+                nsr_json_string(j, "action", nsr_protect_action_to_string(n->action));
+                nsr_json_string(j, "reason", n->reason);
+                const nsr_change *c = n->action == NSR_PROTECT_DROPPED ? nsr_changeset_lookup(res->dropped, n->path)
+                                                                        : NULL;
+                if (c) {
+                        nsr_json_string(j, "change", nsr_change_kind_to_string(c->kind));
+                        nsr_json_string(j, "type", nsr_entry_type_to_string(c->type));
+                        json_mode(j, "mode", c->mode);
+                }
+                if (n->action == NSR_PROTECT_MODE_REDUCED) {
+                        if (n->old_exists)
+                                json_mode(j, "old_mode", n->old_mode);
+                        json_mode(j, "requested_mode", n->requested);
+                        json_mode(j, "mode", n->mode);
+                }
+                if (n->action == NSR_PROTECT_XATTR_DROPPED && n->detail)
+                        nsr_json_string(j, "xattr", n->detail);
+                nsr_json_object_end(j);
+        }
+        nsr_json_array_end(j);
+}
+
 static void emit_project(nsr_json *j, const nsr_report_project *p) {
         nsr_json_object_begin(j, NULL);
         nsr_json_string(j, "path", p->path);
         nsr_json_string(j, "outcome", p->outcome);
         emit_changes(j, "changes", p->changes);
-        emit_changes(j, "protected", p->protected_changes);
+        emit_protected(j, p->protect);
         nsr_json_array_begin(j, "conflicts");
         for (size_t i = 0; i < p->n_conflicts; i++) {
                 nsr_json_object_begin(j, NULL);

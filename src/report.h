@@ -25,8 +25,9 @@
  *         "path": "/p",
  *         "outcome": "applied",
  *         "changes": [ CHANGE, ... ],
- *         "protected": [ CHANGE, ... ],   changes dropped because they
- *                                         touch protected paths
+ *         "protected": [ PROTECTED, ... ], every change dropped or
+ *                                         reduced because it touches
+ *                                         protected paths (protect.h)
  *         "conflicts": [ {"path", "reason", "kept_at"}, ... ],
  *         "errors": ["...", ...]
  *     } ]
@@ -35,7 +36,15 @@
  *   CHANGE = {"path", "change" (kind name), "type", "size", "mode" ("0644"),
  *             "target" (symlinks that exist after the run only),
  *             "descendants" (deleted dirs and dirs replaced by another
- *             type only)}
+ *             type only), "old_mode" (when the host entry had another
+ *             mode)}
+ *
+ *   PROTECTED = {"path", "action" ("dropped", "config_reduced",
+ *             "mode_reduced", "xattr_dropped"), "reason",
+ *             dropped: "change", "type", "mode" of the dropped change;
+ *             mode_reduced: "old_mode" (an entry the host had),
+ *             "requested_mode", "mode" (the one applied);
+ *             xattr_dropped: "xattr"}
  *
  * Every "path", "target", "kept_at" and "command" element follows the
  * _b64 rule. */
@@ -49,6 +58,7 @@
 
 #include "changeset.h"
 #include "error.h"
+#include "protect.h"
 
 #define NSR_REPORT_VERSION 1
 /* A report larger than this is refused (-EFBIG) rather than written. */
@@ -68,7 +78,7 @@ typedef struct nsr_report_project {
         const char *path;                   /* the project root, absolute */
         const char *outcome;                /* "applied", "kept", "discarded", "failed", ... */
         const nsr_changeset *changes;       /* NULL means none; written in set order */
-        const nsr_changeset *protected_changes; /* NULL means none */
+        const nsr_protect_result *protect; /* NULL means none */
         const nsr_report_conflict *conflicts;
         size_t n_conflicts;
         char *const *errors; /* NULL-terminated, may be NULL */

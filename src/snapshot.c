@@ -297,15 +297,18 @@ static int copy_data(walk *w, int sfd, int dfd, uint64_t size) {
         return 0;
 }
 
-/* user.* xattrs, from one open entry to another; a file system without
- * them on either side is not an error. */
+/* user.* xattrs and ACLs, from one open entry to another; a file system
+ * without them on either side is not an error. The ACLs are what the
+ * commit's filter (protect.h) compares with: an ACL the host file had
+ * stays, one the command added goes. */
 static int copy_xattrs(walk *w, int sfd, int dfd) {
         ssize_t n = flistxattr(sfd, w->list, XATTR_LIST_BUF);
         if (n < 0)
                 return errno == ENOTSUP || errno == EOPNOTSUPP ? 0 : fail(w, -errno, "cannot list the xattrs of");
         for (ssize_t i = 0; i < n; i += (ssize_t) strlen(w->list + i) + 1) {
                 const char *name = w->list + i;
-                if (!nsr_startswith(name, "user."))
+                if (!nsr_startswith(name, "user.") && !streq(name, "system.posix_acl_access") &&
+                    !streq(name, "system.posix_acl_default"))
                         continue;
                 ssize_t k = fgetxattr(sfd, name, w->value, XATTR_VALUE_BUF);
                 if (k < 0) {

@@ -167,7 +167,7 @@ if command -v git >/dev/null 2>&1; then
 	N=$d/fresh; mkdir -p "$N"
 	run "$NSRUN" -p "$N" $NS --report "$d/gi.json" -- sh -c 'git init -q && echo "#!/bin/sh" > .git/hooks/post-checkout && echo ok'
 	check "a hook created by git init during the run is dropped" test ! -e "$N/.git/hooks/post-checkout"
-	like "$err" "dropped [0-9]+ changes? to protected git paths" "... and the summary says so"
+	like "$err" "protected: [0-9]+ changes? dropped, e\.g\. " "... and the summary says so"
 	like "$(python3 -c 'import json,sys; print([c["path"] for c in json.load(open(sys.argv[1]))["projects"][0]["protected"]])' "$d/gi.json")" "\.git/hooks/post-checkout" "... and the report lists it as protected"
 else
 	skip ".git protection" "git is not installed"

@@ -19,30 +19,6 @@
 #include "unit.h"
 #include "util.h"
 
-START_TEST(test_protected) {
-        ck_assert(nsr_profile_is_protected(".git/hooks", false));
-        ck_assert(nsr_profile_is_protected(".git/hooks/pre-commit", false));
-        ck_assert(nsr_profile_is_protected(".git/config", false));
-        ck_assert(nsr_profile_is_protected(".git/config.worktree", false));
-        ck_assert(nsr_profile_is_protected(".git/modules/sub/hooks/x", false));
-        ck_assert(nsr_profile_is_protected(".git/modules/sub/config", false));
-        ck_assert(nsr_profile_is_protected(".git/worktrees/w/HEAD", false));
-        ck_assert(nsr_profile_is_protected(".git", true));
-        ck_assert(!nsr_profile_is_protected(".git", false));
-        ck_assert(!nsr_profile_is_protected(".git/index", false));
-        ck_assert(!nsr_profile_is_protected(".git/objects/ab/cd", false));
-        ck_assert(!nsr_profile_is_protected(".git/hooksx", false));
-        ck_assert(!nsr_profile_is_protected(".git/configx", false));
-        ck_assert(!nsr_profile_is_protected(".git/modules/sub", false));
-        ck_assert(!nsr_profile_is_protected(".gitignore", false));
-        ck_assert(!nsr_profile_is_protected("src/.git/hooks", false));
-        /* the project-local profile */
-        ck_assert(nsr_profile_is_protected(".nsrun", false));
-        ck_assert(nsr_profile_is_protected(".nsrun/profile", false));
-        ck_assert(!nsr_profile_is_protected(".nsrunx", false));
-        ck_assert(!nsr_profile_is_protected("sub/.nsrun/profile", false));
-}
-END_TEST
 
 START_TEST(test_expand) {
         char *env[] = { "HOME=/home/u", "XDG_CONFIG_HOME=/cfg", "EMPTY=", NULL };
@@ -396,7 +372,6 @@ END_TEST
 static Suite *suite(void) {
         Suite *s = suite_create("profile");
         TCase *tc = tcase_create("core");
-        tcase_add_test(tc, test_protected);
         tcase_add_test(tc, test_expand);
         tcase_add_test(tc, test_env_denied);
         tcase_add_test(tc, test_env_denied_exceptions);

@@ -119,7 +119,8 @@ END_TEST
 /* ---- JSON --------------------------------------------------------------- */
 
 typedef struct fixture {
-        nsr_changeset *changes, *protected_changes;
+        nsr_changeset *changes;
+        nsr_protect_result *protect;
         nsr_report_conflict conflicts[1];
         nsr_report_project projects[2];
         nsr_report report;
@@ -147,19 +148,32 @@ static void fixture_init(fixture *f) {
         ck_assert_int_eq(nsr_changeset_add(f->changes, &c, &err), 0);
         c = (nsr_change){ .path = (char *) "t", .kind = NSR_CHANGE_TYPE_CHANGED, .type = NSR_ENTRY_FILE,
                           .size = 1, .mode = 0600, .descendants = 2,
-                          .old = { .exists = true, .type = NSR_ENTRY_DIR } };
+                          .old = { .exists = true, .type = NSR_ENTRY_DIR, .mode = 0700 } };
         ck_assert_int_eq(nsr_changeset_add(f->changes, &c, &err), 0);
-        f->protected_changes = nsr_changeset_new();
+        f->protect = nsr_malloc0(sizeof(*f->protect));
+        f->protect->dropped = nsr_changeset_new();
         c = (nsr_change){ .path = (char *) ".git/config", .kind = NSR_CHANGE_MODIFIED, .type = NSR_ENTRY_FILE,
                           .size = 5, .mode = 0644 };
-        ck_assert_int_eq(nsr_changeset_add(f->protected_changes, &c, &err), 0);
+        ck_assert_int_eq(nsr_changeset_add(f->protect->dropped, &c, &err), 0);
+        f->protect->notes = nsr_malloc0(2 * sizeof(nsr_protect_note));
+        f->protect->notes[0] = (nsr_protect_note){ .path = nsr_strdup(".git/config"),
+                                                   .action = NSR_PROTECT_DROPPED,
+                                                   .reason = "git config can run commands" };
+        f->protect->notes[1] = (nsr_protect_note){ .path = nsr_strdup("src"),
+                                                   .action = NSR_PROTECT_MODE_REDUCED,
+                                                   .reason = "modes",
+                                                   .old_exists = true,
+                                                   .old_mode = 0755,
+                                                   .requested = 0777,
+                                                   .mode = 0755 };
+        f->protect->n_notes = 2;
         f->conflicts[0] = (nsr_report_conflict){ .path = "n\x80", .reason = "changed on the host during the run",
                                                  .kept_at = "/state/runs/R/kept/n\x80" };
         f->projects[0] = (nsr_report_project){
                 .path = "/p",
                 .outcome = "applied",
                 .changes = f->changes,
-                .protected_changes = f->protected_changes,
+                .protect = f->protect,
                 .conflicts = f->conflicts,
                 .n_conflicts = 1,
                 .errors = errors_,
@@ -180,7 +194,7 @@ static void fixture_init(fixture *f) {
 
 static void fixture_done(fixture *f) {
         nsr_changeset_free(f->changes);
-        nsr_changeset_free(f->protected_changes);
+        nsr_protect_result_free(f->protect);
 }
 
 static const char golden_compact[] =
@@ -193,9 +207,13 @@ static const char golden_compact[] =
         "{\"path\":\"run.sh\",\"change\":\"metadata_changed\",\"type\":\"file\",\"size\":100,\"mode\":\"4755\"},"
         "{\"path\":\"sym\",\"change\":\"modified\",\"type\":\"symlink\",\"size\":3,\"mode\":\"0777\","
         "\"target\":\"a\\ufffdb\",\"target_b64\":\"Yf9i\"},"
-        "{\"path\":\"t\",\"change\":\"type_changed\",\"type\":\"file\",\"size\":1,\"mode\":\"0600\",\"descendants\":2}"
+        "{\"path\":\"t\",\"change\":\"type_changed\",\"type\":\"file\",\"size\":1,\"mode\":\"0600\","
+        "\"old_mode\":\"0700\",\"descendants\":2}"
         "],\"protected\":["
-        "{\"path\":\".git/config\",\"change\":\"modified\",\"type\":\"file\",\"size\":5,\"mode\":\"0644\"}"
+        "{\"path\":\".git/config\",\"action\":\"dropped\",\"reason\":\"git config can run commands\","
+        "\"change\":\"modified\",\"type\":\"file\",\"mode\":\"0644\"},"
+        "{\"path\":\"src\",\"action\":\"mode_reduced\",\"reason\":\"modes\",\"old_mode\":\"0755\","
+        "\"requested_mode\":\"0777\",\"mode\":\"0755\"}"
         "],\"conflicts\":["
         "{\"path\":\"n\\ufffd\",\"path_b64\":\"boA=\",\"reason\":\"changed on the host during the run\","
         "\"kept_at\":\"/state/runs/R/kept/n\\ufffd\",\"kept_at_b64\":\"L3N0YXRlL3J1bnMvUi9rZXB0L26A\"}"
