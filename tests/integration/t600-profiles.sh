@@ -126,7 +126,7 @@ rm -rf "$P/.nsrun"
 run "$NSRUN" -p "$P" $NS -- sh -c 'mkdir .nsrun && echo share-net > .nsrun/profile'
 is "$rc" 0 "a run may create .nsrun inside"
 check "... but it is dropped at apply" test ! -e "$P/.nsrun"
-like "$err" "dropped [0-9]+ changes? to protected .*\.nsrun" "... and the summary says so"
+like "$err" "protected: [0-9]+ changes? dropped, e\.g\. \.nsrun" "... and the summary says so"
 
 # ---- forbid in the system config ---------------------------------------------
 if [ "${NSR_TEST_HOOKS:-}" != 1 ]; then
