@@ -598,6 +598,13 @@ typedef struct attempt {
 /* One launch: the command runs, or nothing ran (-errno, err set). */
 static int launch_once(nsr_project *pj, int run_fd, attempt *a, nsr_launch_result *lr, nsr_error *err) {
         nsr_plan *p = pj->plan;
+        /* Without a network namespace the command would have the host's
+         * whole network: refuse rather than pretend to filter it. */
+        if (a->conf != CONF_NAMESPACES && !nsr_egress_rules_empty(&p->egress))
+                return nsr_error_setx(err, EPERM,
+                                      "--allow-host needs the namespace sandbox (a private network namespace); "
+                                      "%s has none, so the run is refused",
+                                      a->conf == CONF_NONE ? "--sandbox=off" : "the best-effort sandbox");
         nsr_bpf *bpf = NULL;
         size_t n_bpf = 0;
         int r = compile_filters(p, a->conf, &bpf, &n_bpf, err);
@@ -1042,6 +1049,8 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                                     cf->reason);
                 }
         }
+        if (lr.net_on)
+                nsr_strv_push(&o.summary, nsr_egress_summary(&lr.net));
         if (streq(run_outcome, "kept"))
                 msg(&o, "nsrun: run %s kept%s: review it with \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
                         "discard %s\"",
@@ -1092,6 +1101,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 .interrupted = interrupted,
                 .projects = rp,
                 .n_projects = pj->n,
+                .network = lr.net_on ? &lr.net : NULL,
         };
         size_t len = 0;
         nsr_error je = { 0 };
@@ -1105,6 +1115,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 free(rc[i]);
         free(rc);
         free(rp);
+        nsr_egress_log_free(&lr.net);
 
         /* Retention runs in a detached process, never on this run's path. */
         nsr_state_gc_background(pj->state_dir, p->proj.keep_days < 0 ? 7 : p->proj.keep_days,
