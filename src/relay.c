@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -205,6 +206,17 @@ typedef struct buffer {
         size_t off, len;
 } buffer;
 
+/* Once a connection relays, bytes move socket -> pipe -> socket with
+ * splice(2) and never enter user space; the buffer above only carries
+ * what came before (a rewritten request head, a proxy's answer) and is
+ * always sent first. Without pipes (out of fds) the buffer does it all. */
+typedef struct spl {
+        int fd[2];
+        size_t pending, cap;
+} spl;
+
+#define PIPE_SIZE (1024 * 1024)
+
 typedef struct conn {
         struct conn *prev, *next;
         handle hc, hu;
@@ -215,6 +227,7 @@ typedef struct conn {
         struct timespec mono_start;
         time_t deadline;       /* CLOCK_MONOTONIC seconds */
         buffer c2u, u2c;
+        spl p_c2u, p_u2c; /* fd[0] == -1: not spliced */
         resolve_req *req;
         size_t n_addrs, next_addr; /* cand: the allowed addresses to try */
         struct sockaddr_storage *cand;
@@ -364,6 +377,10 @@ static void conn_close(nsr_relay *r, conn *c) {
         (void) ep_set(r, &c->hu, 0);
         c->hc.fd = safe_close(c->hc.fd);
         c->hu.fd = safe_close(c->hu.fd);
+        for (int i = 0; i < 2; i++) {
+                c->p_c2u.fd[i] = safe_close(c->p_c2u.fd[i]);
+                c->p_u2c.fd[i] = safe_close(c->p_u2c.fd[i]);
+        }
         if (c->req)
                 c->req->conn = NULL; /* the pool's answer is dropped when it comes */
         c->req = NULL;
@@ -390,6 +407,23 @@ static void conn_close(nsr_relay *r, conn *c) {
         }
 }
 
+static bool can_read(const buffer *b, const spl *p) {
+        if (p->fd[0] >= 0)
+                return p->pending < p->cap;
+        return buf_room(b) + b->off > 0;
+}
+
+static void spl_open(spl *p) {
+        if (pipe2(p->fd, O_CLOEXEC | O_NONBLOCK) < 0) {
+                p->fd[0] = p->fd[1] = -1;
+                return;
+        }
+        int sz = fcntl(p->fd[1], F_SETPIPE_SZ, PIPE_SIZE);
+        if (sz < 0)
+                sz = fcntl(p->fd[1], F_GETPIPE_SZ);
+        p->cap = sz > 0 ? (size_t) sz : 65536;
+}
+
 /* Recomputes what each side waits for, from the buffers and the state. */
 static void conn_arm(nsr_relay *r, conn *c) {
         uint32_t ce = 0, ue = 0;
@@ -410,13 +444,13 @@ static void conn_arm(nsr_relay *r, conn *c) {
                 ue = EPOLLOUT;
                 break;
         case ST_RELAY:
-                if (!c->c_eof && buf_room(&c->c2u) + c->c2u.off > 0)
+                if (!c->c_eof && can_read(&c->c2u, &c->p_c2u))
                         ce |= EPOLLIN;
-                if (c->u2c.len)
+                if (c->u2c.len || c->p_u2c.pending)
                         ce |= EPOLLOUT;
-                if (!c->u_eof && buf_room(&c->u2c) + c->u2c.off > 0)
+                if (!c->u_eof && can_read(&c->u2c, &c->p_u2c))
                         ue |= EPOLLIN;
-                if (c->c2u.len)
+                if (c->c2u.len || c->p_c2u.pending)
                         ue |= EPOLLOUT;
                 break;
         case ST_CLOSING:
@@ -579,6 +613,8 @@ static void connected(nsr_relay *r, conn *c) {
                 socks_reply(c, 0);
         if (!c->u2c.data)
                 c->u2c.data = nsr_malloc0(BUF_SIZE);
+        spl_open(&c->p_c2u);
+        spl_open(&c->p_u2c);
         c->state = ST_RELAY;
         c->deadline = now_s() + IDLE_TIMEOUT_S;
         conn_arm(r, c);
@@ -622,6 +658,7 @@ static void target(nsr_relay *r, conn *c, const char *raw, size_t raw_len, int p
                 return;
         }
         c->matched = *v.matched;
+        c->rec.allowed = true;
         if (addr) {
                 struct addrinfo hints = { .ai_flags = AI_NUMERICHOST, .ai_socktype = SOCK_STREAM };
                 struct addrinfo *ai = NULL;
@@ -806,6 +843,12 @@ static void http_head(nsr_relay *r, conn *c) {
                 conn_arm(r, c);
                 return;
         }
+        /* The host, before the rewrite below moves the bytes it points at. */
+        char hostbuf[NSR_EGRESS_HOST_MAX + 3];
+        if (hlen >= sizeof(hostbuf))
+                hlen = sizeof(hostbuf) - 1; /* refused as invalid in target() */
+        memcpy(hostbuf, host, hlen);
+        hostbuf[hlen] = '\0';
         /* Rewrite: origin-form request line, no hop-by-hop proxy headers,
          * one request per connection. */
         char *out = nsr_malloc0(head_len + (size_t) (path - auth) + 64);
@@ -848,7 +891,7 @@ static void http_head(nsr_relay *r, conn *c) {
         memcpy(b->data, out, o);
         b->len += o;
         free(out);
-        target(r, c, host, hlen, port, NSR_EGRESS_PROTO_HTTP);
+        target(r, c, hostbuf, hlen, port, NSR_EGRESS_PROTO_HTTP);
 }
 
 static void socks_step(nsr_relay *r, conn *c) {
@@ -936,44 +979,86 @@ static void socks_step(nsr_relay *r, conn *c) {
 
 /* ---- events ------------------------------------------------------------ */
 
+/* Reads from fd into the pipe, or the buffer without one. *ret_full: the
+ * read took all the room there was, so more may be waiting. */
+static ssize_t side_read(int fd, buffer *b, spl *p, bool *ret_full) {
+        if (p->fd[0] >= 0) {
+                size_t want = p->cap - p->pending;
+                if (want == 0)
+                        return -ENOBUFS;
+                ssize_t n = splice(fd, NULL, p->fd[1], NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                if (n < 0)
+                        return errno == EINTR ? -EAGAIN : -errno;
+                p->pending += (size_t) n;
+                *ret_full = (size_t) n == want;
+                return n;
+        }
+        size_t want = buf_room(b) + b->off;
+        ssize_t n = fill(fd, b, BUF_SIZE);
+        *ret_full = n > 0 && (size_t) n == want;
+        return n;
+}
+
+/* Writes the buffer first, then what the pipe holds. */
+static ssize_t side_write(int fd, buffer *b, spl *p) {
+        if (b->len)
+                return drain(fd, b);
+        if (p->pending == 0)
+                return 0;
+        ssize_t n = splice(p->fd[0], NULL, fd, NULL, p->pending, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n < 0)
+                return errno == EINTR ? -EAGAIN : -errno;
+        p->pending -= (size_t) n;
+        return n;
+}
+
 static void relay_io(nsr_relay *r, conn *c, bool client_side, uint32_t ev) {
-        /* Move what can be moved, both ways, as long as it moves. */
-        for (int round = 0; round < 4; round++) {
-                bool progress = false;
+        /* Read only the side epoll named, and again only while reads come
+         * back full; write whatever is held. A side that was paused comes
+         * back through conn_arm and the level-triggered epoll. */
+        bool rd_c = client_side && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR));
+        bool rd_u = !client_side && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR));
+        for (int round = 0; round < 8; round++) {
+                bool progress = false, full = false;
                 ssize_t n;
-                if (!c->c_eof && ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) || !client_side)) {
-                        n = fill(c->hc.fd, &c->c2u, BUF_SIZE);
+                if (rd_c && !c->c_eof) {
+                        n = side_read(c->hc.fd, &c->c2u, &c->p_c2u, &full);
                         if (n > 0) {
                                 progress = true;
+                                rd_c = full;
                         } else if (n == 0)
                                 c->c_eof = true;
-                        else if (n != -EAGAIN && n != -ENOBUFS) {
+                        else if (n == -EAGAIN || n == -ENOBUFS)
+                                rd_c = false;
+                        else {
                                 conn_close(r, c);
                                 return;
                         }
                 }
-                if (!c->u_eof && ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) || client_side)) {
-                        n = fill(c->hu.fd, &c->u2c, BUF_SIZE);
+                if (rd_u && !c->u_eof) {
+                        n = side_read(c->hu.fd, &c->u2c, &c->p_u2c, &full);
                         if (n > 0) {
                                 c->rec.bytes_down += (uint64_t) n;
                                 progress = true;
+                                rd_u = full;
                         } else if (n == 0)
                                 c->u_eof = true;
-                        else if (n != -EAGAIN && n != -ENOBUFS) {
+                        else if (n == -EAGAIN || n == -ENOBUFS)
+                                rd_u = false;
+                        else {
                                 conn_close(r, c);
                                 return;
                         }
                 }
-                n = drain(c->hu.fd, &c->c2u);
+                n = side_write(c->hu.fd, &c->c2u, &c->p_c2u);
                 if (n > 0) {
                         c->rec.bytes_up += (uint64_t) n;
                         progress = true;
-                }
-                else if (n < 0 && n != -EAGAIN) {
+                } else if (n < 0 && n != -EAGAIN) {
                         conn_close(r, c);
                         return;
                 }
-                n = drain(c->hc.fd, &c->u2c);
+                n = side_write(c->hc.fd, &c->u2c, &c->p_u2c);
                 if (n > 0)
                         progress = true;
                 else if (n < 0 && n != -EAGAIN) {
@@ -982,13 +1067,12 @@ static void relay_io(nsr_relay *r, conn *c, bool client_side, uint32_t ev) {
                 }
                 if (!progress)
                         break;
-                ev |= EPOLLIN;
         }
-        if (c->c_eof && c->c2u.len == 0 && !c->u_shut) {
+        if (c->c_eof && c->c2u.len == 0 && c->p_c2u.pending == 0 && !c->u_shut) {
                 (void) shutdown(c->hu.fd, SHUT_WR);
                 c->u_shut = true;
         }
-        if (c->u_eof && c->u2c.len == 0) {
+        if (c->u_eof && c->u2c.len == 0 && c->p_u2c.pending == 0) {
                 /* The server is done and everything reached the client. */
                 conn_close(r, c);
                 return;
@@ -1101,6 +1185,7 @@ static void accept_all(nsr_relay *r, handle *h) {
                 conn *c = nsr_malloc0(sizeof(*c));
                 c->hc = (handle){ .kind = H_CLIENT, .fd = fd, .conn = c };
                 c->hu = (handle){ .kind = H_UPSTREAM, .fd = -1, .conn = c };
+                c->p_c2u.fd[0] = c->p_c2u.fd[1] = c->p_u2c.fd[0] = c->p_u2c.fd[1] = -1;
                 c->socks = h->kind == H_LISTEN_SOCKS;
                 c->state = c->socks ? ST_SOCKS_GREETING : ST_HTTP_HEAD;
                 c->deadline = now_s() + TARGET_TIMEOUT_S;
@@ -1268,6 +1353,15 @@ nsr_relay *nsr_relay_free(nsr_relay *r) {
 
 void nsr_relay_parent_started(nsr_relay *r) {
         r->sock[1] = safe_close(r->sock[1]);
+        /* Up to six fds per connection (two sockets, two pipes): raise the
+         * monitor's soft limit, which the command (already cloned) does
+         * not inherit. Short of fds, accept pauses and pipes give way to
+         * buffers. */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
+        }
 }
 
 int nsr_relay_fd(const nsr_relay *r) {
