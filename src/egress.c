@@ -253,8 +253,10 @@ static nsr_addr_class classify_v4(uint32_t a) {
                 return NSR_ADDR_CGNAT;
         if (v4_in(a, V4(224, 0, 0, 0), 4))
                 return NSR_ADDR_MULTICAST;
-        if (v4_in(a, V4(240, 0, 0, 0), 4) || v4_in(a, V4(192, 0, 0, 0), 24) || v4_in(a, V4(192, 0, 2, 0), 24) ||
-            v4_in(a, V4(198, 18, 0, 0), 15) || v4_in(a, V4(198, 51, 100, 0), 24) || v4_in(a, V4(203, 0, 113, 0), 24))
+        /* Not the documentation and benchmark nets (192.0.2/24,
+         * 198.18/15, ...): fake-IP resolvers and some test networks hand
+         * those out for public names, and no host service lives there. */
+        if (v4_in(a, V4(240, 0, 0, 0), 4))
                 return NSR_ADDR_RESERVED;
         return NSR_ADDR_PUBLIC;
 }
@@ -278,7 +280,6 @@ static nsr_addr_class classify_v6(const struct in6_addr *in) {
         static const uint8_t nat64l[16] = { 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01 };
         static const uint8_t sixto4[16] = { 0x20, 0x02 };
         static const uint8_t teredo[16] = { 0x20, 0x01, 0x00, 0x00 };
-        static const uint8_t doc[16] = { 0x20, 0x01, 0x0d, 0xb8 };
         static const uint8_t discard[16] = { 0x01, 0x00 };
         static const uint8_t metadata[16] = { 0xfd, 0x00, 0x0e, 0xc2, [15] = 0x54, [14] = 0x02 };
         static const uint8_t ula[16] = { 0xfc };
@@ -293,7 +294,7 @@ static nsr_addr_class classify_v6(const struct in6_addr *in) {
         if (v6_prefix(a, mapped, 96) || v6_prefix(a, nat64, 96) || v6_prefix(a, nat64l, 48) ||
             v6_prefix(a, sixto4, 16) || v6_prefix(a, teredo, 32))
                 return NSR_ADDR_MAPPED;
-        if (v6_prefix(a, zero, 96) || v6_prefix(a, doc, 32) || v6_prefix(a, discard, 64))
+        if (v6_prefix(a, zero, 96) || v6_prefix(a, discard, 64))
                 return NSR_ADDR_RESERVED;
         if (memcmp(a, metadata, 16) == 0)
                 return NSR_ADDR_METADATA;

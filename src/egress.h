@@ -92,9 +92,9 @@ typedef enum nsr_addr_class {
         NSR_ADDR_CGNAT,       /* 100.64/10 */
         NSR_ADDR_METADATA,    /* 169.254.169.254, fd00:ec2::254 */
         NSR_ADDR_UNSPECIFIED, /* 0.0.0.0/8, :: */
-        NSR_ADDR_MULTICAST,   /* 224/4, ff00::/8, 255.255.255.255 */
+        NSR_ADDR_MULTICAST,   /* 224/4, ff00::/8 */
         NSR_ADDR_MAPPED,      /* ::ffff:0:0/96 and other v6 forms that embed a v4 address */
-        NSR_ADDR_RESERVED,    /* 240/4, 192.0.0/24, 198.18/15, test nets, ::/96 */
+        NSR_ADDR_RESERVED,    /* 240/4 (and so 255.255.255.255), ::/96, 100::/64 */
         _NSR_ADDR_CLASS_MAX,
         _NSR_ADDR_CLASS_INVALID = -EINVAL,
 } nsr_addr_class;

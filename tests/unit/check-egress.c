@@ -183,7 +183,8 @@ START_TEST(test_classify) {
                 { "239.255.255.250", NSR_ADDR_MULTICAST },
                 { "240.0.0.1", NSR_ADDR_RESERVED },
                 { "255.255.255.255", NSR_ADDR_RESERVED },
-                { "192.0.2.1", NSR_ADDR_RESERVED },
+                { "192.0.2.1", NSR_ADDR_PUBLIC },   /* documentation nets: fake-IP resolvers use them */
+                { "198.18.0.1", NSR_ADDR_PUBLIC },
                 { "2606:2800:220:1::1", NSR_ADDR_PUBLIC },
                 { "::1", NSR_ADDR_LOOPBACK },
                 { "::", NSR_ADDR_UNSPECIFIED },
@@ -199,7 +200,8 @@ START_TEST(test_classify) {
                 { "febf::1", NSR_ADDR_LINK_LOCAL },
                 { "fec0::1", NSR_ADDR_PRIVATE },
                 { "ff02::1", NSR_ADDR_MULTICAST },
-                { "2001:db8::1", NSR_ADDR_RESERVED },
+                { "2001:db8::1", NSR_ADDR_PUBLIC },
+                { "100::1", NSR_ADDR_RESERVED },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++)
                 ck_assert_msg(classify_text(cases[i].addr) == cases[i].c, "%s: %s, not %s", cases[i].addr,
