@@ -762,7 +762,7 @@ static bool split_authority(const char *a, size_t n, const char **host, size_t *
 
 static bool hop_header(const char *line, size_t n) {
         static const char *const names[] = { "proxy-connection:", "proxy-authorization:", "connection:",
-                                             "keep-alive:", "proxy-authenticate:" };
+                                             "keep-alive:", "proxy-authenticate:", "host:" };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 size_t l = strlen(names[i]);
                 if (n >= l && strncasecmp(line, names[i], l) == 0)
@@ -861,24 +861,23 @@ static void http_head(nsr_relay *r, conn *c) {
         o += (size_t) (eol - path);
         memcpy(out + o, "\r\n", 2);
         o += 2;
-        bool has_host = false;
+        /* Host comes from the URI, the name the rules checked: a client's
+         * own Host header could name another site behind the same server
+         * (RFC 9112 3.2.2 has a proxy replace it too). */
+        memcpy(out + o, "Host: ", 6);
+        o += 6;
+        memcpy(out + o, auth, (size_t) (path - auth));
+        o += (size_t) (path - auth);
+        memcpy(out + o, "\r\n", 2);
+        o += 2;
         for (char *line = eol + 2; line < data + head_len - 2;) {
                 char *le = memmem(line, (size_t) (data + head_len - line), "\r\n", 2);
                 size_t ll = (size_t) (le - line);
-                if (ll >= 5 && strncasecmp(line, "host:", 5) == 0)
-                        has_host = true;
                 if (!hop_header(line, ll)) {
                         memcpy(out + o, line, ll + 2);
                         o += ll + 2;
                 }
                 line = le + 2;
-        }
-        if (!has_host) {
-                o += (size_t) sprintf(out + o, "Host: ");
-                memcpy(out + o, auth, (size_t) (path - auth));
-                o += (size_t) (path - auth);
-                memcpy(out + o, "\r\n", 2);
-                o += 2;
         }
         memcpy(out + o, "Connection: close\r\n\r\n", 21);
         o += 21;

@@ -13,6 +13,7 @@ cd "$d" || exit 1
 
 # The upstream: answers every request with a fixed response and closes.
 #   /hello -> "hello\n"; /len -> the length of the request head it got;
+#   /host -> the Host headers it got;
 #   /big -> 64 MiB of zeros.
 cat >upstream.py <<'EOF'
 import socket, socketserver, sys
@@ -36,7 +37,13 @@ class H(socketserver.StreamRequestHandler):
             except OSError:
                 pass
             return
-        body = b"hello\n" if path == b"/hello" else b"%d\n" % len(head)
+        if path == b"/hello":
+            body = b"hello\n"
+        elif path == b"/host":
+            hosts = [l[5:].strip() for l in head.split(b"\r\n") if l.lower().startswith(b"host:")]
+            body = b",".join(hosts) + b"\n"
+        else:
+            body = b"%d\n" % len(head)
         self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
 class S(socketserver.ThreadingTCPServer):
     daemon_threads = True
@@ -68,6 +75,9 @@ run $NSRUN $NET -- sh -c "$C http://127.0.0.1:$PORT/hello"
 is "$out" "hello" "HTTP proxy (from HTTP_PROXY): an absolute-URI request reaches the upstream"
 is "$rc" 0 "nsrun exits with the command's status"
 is "$err" "nsrun: network: 1 connection to 1 host, none refused" "the one-line summary on stderr"
+
+run $NSRUN $NET -- sh -c "$C -H 'Host: other.example' http://127.0.0.1:$PORT/host"
+is "$out" "127.0.0.1:$PORT" "HTTP proxy: the Host header is the checked URI's, not the client's"
 
 run $NSRUN $NET -- sh -c "$C -p http://127.0.0.1:$PORT/hello"
 is "$out" "hello" "HTTP CONNECT (--proxytunnel) reaches the upstream"
