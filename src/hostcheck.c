@@ -34,7 +34,21 @@ static const struct {
         [NSR_CHECK_CLONE3] = { "clone3", NSR_CHECK_OPTIONAL },
         [NSR_CHECK_CGROUP] = { "cgroup", NSR_CHECK_OPTIONAL },
         [NSR_CHECK_SANDBOX] = { "sandbox", NSR_CHECK_INFO },
+        [NSR_CHECK_EGRESS] = { "egress", NSR_CHECK_INFO },
 };
+
+void nsr_hostcheck_egress_describe(const nsr_check checks[_NSR_CHECK_ID_MAX], nsr_check *out) {
+        bool ns = checks[NSR_CHECK_USERNS].ok && checks[NSR_CHECK_UID_MAP].ok && checks[NSR_CHECK_USERNS_MOUNT].ok &&
+                  checks[NSR_CHECK_NETNS].ok;
+        *out = (nsr_check){ .id = NSR_CHECK_EGRESS, .ok = true };
+        if (ns)
+                snprintf(out->detail, sizeof(out->detail),
+                         "--allow-host works: nsrun's HTTP and SOCKS5 relay into a private network namespace");
+        else
+                snprintf(out->detail, sizeof(out->detail),
+                         "--allow-host is refused here: it needs a private network namespace, which best-effort "
+                         "mode does not have");
+}
 
 const char *nsr_check_name(nsr_check_id id) {
         if (id < 0 || id >= _NSR_CHECK_ID_MAX)

@@ -14,19 +14,20 @@ cd "$d" || exit 1
 json() { printf '%s' "$out" | python3 -c 'import json, sys; d = json.load(sys.stdin); c = {x["name"]: x for x in d["checks"]}; print(eval(sys.argv[1]))' "$1"; }
 
 required="userns uid-map userns-mount pidns netns overlay overlay-depth seccomp"
-names="userns uid-map userns-mount pidns netns overlay overlay-depth seccomp landlock landlock-scope tmpfs-xattr fanotify pidfd clone3 cgroup sandbox"
+names="userns uid-map userns-mount pidns netns overlay overlay-depth seccomp landlock landlock-scope tmpfs-xattr fanotify pidfd clone3 cgroup sandbox egress"
 
 # ---- this machine -------------------------------------------------------
 run "$NSRUN" doctor
 is "$rc" 0 "doctor exits 0 here: every default layer works"
 like "$out" "^verdict: full: " "the last line is the verdict: full"
-is "$(printf '%s\n' "$out" | wc -l)" 17 "one line per check, then the verdict"
+is "$(printf '%s\n' "$out" | wc -l)" 18 "one line per check, then the verdict"
 for n in $required; do
 	like "$out" "^OK      $n: " "$n is OK"
 done
 like "$out" "^OK      landlock: ABI [1-9]" "the Landlock ABI is reported"
 like "$out" "^(OK|FAILED)  cgroup: " "cgroup delegation is reported"
 like "$out" "^OK      sandbox: " "the sandbox check is a fact, always OK"
+like "$out" "^OK      egress: --allow-host works: " "egress: --allow-host works with the namespace sandbox"
 
 run "$NSRUN" doctor --json
 is "$rc" 0 "doctor --json exits 0 too"
@@ -60,6 +61,7 @@ like "$(json 'c["userns"]["fix"]')" "sysctl -w user\.max_user_namespaces=" "... 
 run "$R" --max-userns 0 -- "$NSRUN" doctor
 like "$out" "^FAILED  userns: user\.max_user_namespaces is 0, .* — fix: " "... in the text too, with the fix after a dash"
 like "$out" "^verdict: degraded: no user namespace sandbox .*best-effort" "... and the verdict names best-effort mode"
+like "$out" "^OK      egress: --allow-host is refused here" "... and egress says --allow-host is refused"
 
 run "$R" --max-userns 0 --deny-landlock -- "$NSRUN" doctor --json
 is "$rc" 1 "no user namespaces and no Landlock: exit 1"
