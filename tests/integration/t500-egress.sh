@@ -191,6 +191,17 @@ run $NSRUN -p "$d/proj" --state-dir "$d/state" --sandbox=off --allow-host "127.0
 is "$rc" 125 "--sandbox=off with --allow-host is refused (no network namespace to filter)"
 like "$err" "--allow-host needs the namespace sandbox" "and says why"
 
+R=$NSR_HELPERS/nsr-restrict
+if [ -x "$R" ]; then
+	run "$R" --max-userns 0 -- $NSRUN -p "$d/proj" --state-dir "$d/state" --sandbox=best-effort \
+		--allow-host "127.0.0.1:$PORT" -- sh -c "echo ran"
+	is "$rc:$out" "125:" "best-effort mode (no user namespaces) refuses --allow-host and runs nothing"
+	like "$err" "--allow-host needs the namespace sandbox .*best-effort sandbox has none" "and says why"
+else
+	skip "best-effort mode refuses --allow-host" "the nsr-restrict helper was not built"
+	skip "and says why" "same"
+fi
+
 # ---- bad input ------------------------------------------------------------------
 run $NSRUN $BASE --allow-host "a b" -- true
 like "$err" "--allow-host a b: not a host pattern" "a bad pattern is refused with the option's name"
