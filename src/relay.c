@@ -454,7 +454,7 @@ static void conn_arm(nsr_relay *r, conn *c) {
                         ue |= EPOLLOUT;
                 break;
         case ST_CLOSING:
-                ce = EPOLLOUT;
+                ce = c->u2c.len ? EPOLLOUT : EPOLLIN;
                 break;
         }
         if (ep_set(r, &c->hc, ce) < 0 || ep_set(r, &c->hu, ue) < 0)
@@ -1130,12 +1130,29 @@ static void client_event(nsr_relay *r, conn *c, uint32_t ev) {
                 relay_io(r, c, true, ev);
                 return;
         case ST_CLOSING: {
-                ssize_t n = drain(c->hc.fd, &c->u2c);
-                if ((n < 0 && n != -EAGAIN) || c->u2c.len == 0 || (ev & (EPOLLHUP | EPOLLERR))) {
-                        if (c->u2c.len == 0)
+                /* Send the answer, then half-close and read what the
+                 * client still sends until it closes: closing with unread
+                 * input would reset the connection, and the client could
+                 * lose the answer. */
+                if (c->u2c.len) {
+                        ssize_t n = drain(c->hc.fd, &c->u2c);
+                        if ((n < 0 && n != -EAGAIN) || (ev & EPOLLERR)) {
+                                conn_close(r, c);
+                                return;
+                        }
+                        if (c->u2c.len == 0) {
                                 (void) shutdown(c->hc.fd, SHUT_WR);
-                        conn_close(r, c);
+                                c->deadline = now_s() + 5;
+                        }
+                } else if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+                        char sink[4096];
+                        ssize_t n = read(c->hc.fd, sink, sizeof(sink));
+                        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+                                conn_close(r, c);
+                                return;
+                        }
                 }
+                conn_arm(r, c);
                 return;
         }
         }
@@ -1152,7 +1169,8 @@ static void upstream_event(nsr_relay *r, conn *c, uint32_t ev) {
 
 static void evict_oldest_idle(nsr_relay *r) {
         for (conn *c = r->head; c; c = c->next)
-                if (c->state == ST_HTTP_HEAD || c->state == ST_SOCKS_GREETING || c->state == ST_SOCKS_REQUEST) {
+                if (c->state == ST_HTTP_HEAD || c->state == ST_SOCKS_GREETING || c->state == ST_SOCKS_REQUEST ||
+                    c->state == ST_CLOSING) {
                         conn_close(r, c);
                         return;
                 }

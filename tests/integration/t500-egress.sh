@@ -116,6 +116,10 @@ is "$out" "nsrun refused the connection to refused.invalid:80: host not in --all
  403" "a host not allowed: 403 with a body naming nsrun, the host and the reason"
 is "$err" "nsrun: network: 1 connection to 1 host, 1 refused: refused.invalid:80" "the summary names the refused host"
 
+head -c 2000000 /dev/zero >"$d/body"
+run $NSRUN $NET -- sh -c "$C -o /dev/null -w '%{http_code}' -H 'Expect:' --data-binary @$d/body http://refused.invalid/x"
+is "$out" "403" "a refused request with a 2 MB body still gets its 403 (no reset)"
+
 other=$((PORT == 65535 ? PORT - 1 : PORT + 1))
 run $NSRUN $NET -- sh -c "$C -w ' %{http_code}' http://127.0.0.1:$other/"
 is "$out" "nsrun refused the connection to 127.0.0.1:$other: port not in --allow-host
