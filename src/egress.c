@@ -424,6 +424,8 @@ static void host_port(const nsr_egress_record *r, char *buf, size_t len) {
 }
 
 char *nsr_egress_summary(const nsr_egress_log *log) {
+        if (log->n_total == 0)
+                return nsr_strdup("nsrun: network: no connections");
         size_t hosts = 0;
         for (size_t i = 0; i < log->n_records; i++) {
                 bool seen = false;

@@ -146,7 +146,8 @@ void nsr_egress_log_free(nsr_egress_log *log);
 /* One record as a JSON object, on one line, no newline (malloc'd). */
 char *nsr_egress_record_json(const nsr_egress_record *rec);
 /* "nsrun: network: 14 connections to 3 hosts, 2 refused: example.net:443"
- * (at most 5 refused host:port named, then ", ..."). */
+ * (at most 5 refused host:port named, then ", ..."), "..., none refused",
+ * or "nsrun: network: no connections". */
 char *nsr_egress_summary(const nsr_egress_log *log);
 
 typedef struct nsr_json nsr_json;

@@ -269,6 +269,10 @@ START_TEST(test_summary_and_json) {
                             "\"bytes_down\":0,\"started_at\":\"1970-01-01T00:00:00.000Z\",\"duration_ms\":0}");
         free(j);
         nsr_egress_log_free(&log);
+        nsr_egress_log none = { 0 };
+        s = nsr_egress_summary(&none);
+        ck_assert_str_eq(s, "nsrun: network: no connections");
+        free(s);
         nsr_egress_log one = { 0 };
         nsr_egress_log_add(&one, &a);
         s = nsr_egress_summary(&one);
