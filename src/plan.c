@@ -262,6 +262,12 @@ void nsr_plan_append(nsr_plan *p, nsr_plan *u) {
         p->unshare_ipc |= u->unshare_ipc;
         p->unshare_pid |= u->unshare_pid;
         p->unshare_net = u->share_net ? false : (p->unshare_net || u->unshare_net);
+        /* Kept, so that validation can refuse what needs the private
+         * network (--allow-host) rather than drop the user's choice. */
+        if (u->share_net)
+                p->share_net = true;
+        else if (u->unshare_net)
+                p->share_net = false;
         p->unshare_uts |= u->unshare_uts;
         p->unshare_cgroup |= u->unshare_cgroup;
         p->unshare_cgroup_try |= u->unshare_cgroup_try;

@@ -219,6 +219,9 @@ run $NSRUN $BASE --allow-host "a b" -- true
 like "$err" "--allow-host a b: not a host pattern" "a bad pattern is refused with the option's name"
 run $NSRUN $BASE --unshare-all --share-net --allow-host example.org -- true
 like "$err" "cannot be combined with --share-net" "--allow-host with --share-net is refused"
+run $NSRUN -p "$d/proj" --state-dir "$d/state" --share-net --allow-host example.org -- sh -c "echo ran"
+is "$rc:$out" "125:" "project mode: --share-net with --allow-host is refused, nothing runs"
+like "$err" "cannot be combined with --share-net" "and says why"
 run $NSRUN $BASE --net-log-fd 1 -- true
 like "$err" "--net-log-fd needs --allow-host" "--net-log-fd alone is refused"
 run $NSRUN --trace-bwrap $BASE --allow-host "*.example.org:8443" --deny-host bad.example.org -- true
