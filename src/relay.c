@@ -1199,6 +1199,8 @@ static void accept_all(nsr_relay *r, handle *h) {
                         }
                         return;
                 }
+                int one = 1;
+                (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
                 conn *c = nsr_malloc0(sizeof(*c));
                 c->hc = (handle){ .kind = H_CLIENT, .fd = fd, .conn = c };
                 c->hu = (handle){ .kind = H_UPSTREAM, .fd = -1, .conn = c };
