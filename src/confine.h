@@ -16,7 +16,9 @@
  *     fallback.policy, which refuses socket(2) for every family: Landlock
  *     cannot stop a connect to a pathname unix socket (ABI 7 has no right
  *     for it) nor UDP, and there is no network namespace. socketpair(2)
- *     still works: its sockets reach nothing.
+ *     still works: its sockets reach nothing. With --allow-host a filter
+ *     that allows TCP over IPv4 and IPv6 only takes its place, and
+ *     Landlock allows TCP connects to nsrun's relay alone (relay.h).
  *   - no_new_privs, and a new session (setsid) so TIOCSTI cannot reach the
  *     caller's terminal.
  *
@@ -84,6 +86,11 @@ typedef struct nsr_confine_opts {
         const char *tmpdir;          /* the private TMPDIR, or NULL to leave it */
         const pid_t *spare;          /* children of ours that are not the sandbox's (the events watcher) */
         size_t n_spare;
+        /* --allow-host: the relay to serve while the command runs (its
+         * record ends in the result), and the variables that point the
+         * command at it ("NAME=VALUE", set last). */
+        struct nsr_relay *relay;
+        char *const *extra_env;
 } nsr_confine_opts;
 
 /* Runs the command under the given confinement in a child and waits for

@@ -172,10 +172,11 @@ typedef struct nsr_sandbox_facts {
         char uid_map[64];      /* first line of /proc/self/uid_map, "" when unreadable */
 } nsr_sandbox_facts;
 
-/* Fills out (NSR_CHECK_EGRESS, always ok: a fact) from the other checks:
- * the relay needs the namespace sandbox with a network namespace; best-
- * effort mode refuses --allow-host. Pure. */
-void nsr_hostcheck_egress_describe(const nsr_check checks[_NSR_CHECK_ID_MAX], nsr_check *out);
+/* Fills out (NSR_CHECK_EGRESS, always ok: a fact) from the other checks
+ * and the Landlock ABI: the relay goes into a private network namespace
+ * in the namespace sandbox; in best-effort mode it needs Landlock ABI 4
+ * (TCP rules), else --allow-host is refused. Pure. */
+void nsr_hostcheck_egress_describe(const nsr_check checks[_NSR_CHECK_ID_MAX], int landlock_abi, nsr_check *out);
 
 /* "not inside a known sandbox", or what was found. Pure. */
 void nsr_hostcheck_sandbox_describe(const nsr_sandbox_facts *f, char *buf, size_t len);

@@ -20,7 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "policy.h"
 #include "relay.h"
+#include "seccomp.h"
 #include "util.h"
 
 #define MAX_CONNS 256
@@ -1472,9 +1474,63 @@ static void env_set(char ***env, const char *name, const char *value) {
 }
 
 void nsr_relay_env(char ***env) {
+        nsr_relay_env_ports(env, NSR_EGRESS_HTTP_PORT, NSR_EGRESS_SOCKS_PORT);
+}
+
+int nsr_relay_listen_host(nsr_relay *r, uint16_t *ret_http, uint16_t *ret_socks, nsr_error *err) {
+        /* No child sends sockets: the control channel is not needed. */
+        (void) ep_set(r, &r->h_control, 0);
+        r->sock[0] = safe_close(r->sock[0]);
+        r->sock[1] = safe_close(r->sock[1]);
+        r->h_control.fd = -1;
+        uint16_t ports[2];
+        for (int i = 0; i < 2; i++) {
+                int fd = -1;
+                int k = listen_on(AF_INET, "127.0.0.1", 0, &fd);
+                if (k < 0)
+                        return nsr_error_set(err, -k, "egress relay: cannot listen on 127.0.0.1");
+                struct sockaddr_in sa;
+                socklen_t len = sizeof(sa);
+                if (getsockname(fd, (struct sockaddr *) &sa, &len) < 0) {
+                        k = -errno;
+                        close(fd);
+                        return nsr_error_set(err, -k, "egress relay: getsockname");
+                }
+                ports[i] = ntohs(sa.sin_port);
+                (void) fcntl(fd, F_SETFL, O_NONBLOCK);
+                handle *h = &r->listeners[r->n_listeners++];
+                *h = (handle){ .kind = i == 0 ? H_LISTEN_HTTP : H_LISTEN_SOCKS, .fd = fd };
+                if (ep_set(r, h, EPOLLIN) < 0)
+                        return nsr_error_set(err, errno, "egress relay: epoll_ctl");
+        }
+        *ret_http = ports[0];
+        *ret_socks = ports[1];
+        return 0;
+}
+
+/* Best-effort mode, with --allow-host: sockets for TCP over IPv4 and IPv6
+ * only. Landlock confines TCP connects to the relay's ports but knows
+ * nothing of UDP, raw, netlink or unix sockets. */
+static const char fallback_policy[] =
+        "deny socket errno EACCES if arg0 & 0xffffffff not in {AF_INET, AF_INET6}\n"
+        "deny socket errno EACCES if arg1 & 0xf != SOCK_STREAM\n"
+        "deny socket errno EACCES if arg2 & 0xffffffff not in {0, 6}\n";
+
+int nsr_relay_fallback_bpf(char **ret_data, size_t *ret_len, nsr_error *err) {
+        _cleanup_fclose_ FILE *f = fmemopen((void *) fallback_policy, sizeof(fallback_policy) - 1, "r");
+        if (!f)
+                return nsr_error_set(err, errno, "fmemopen");
+        _cleanup_(nsr_policy_freep) nsr_policy *p = NULL;
+        int r = nsr_policy_parse(f, "(best-effort --allow-host filter)", NULL, &p, err);
+        if (r < 0)
+                return r;
+        return nsr_seccomp_compile(p, ret_data, ret_len, err);
+}
+
+void nsr_relay_env_ports(char ***env, uint16_t http_port, uint16_t socks_port) {
         char http[64], socks[64];
-        snprintf(http, sizeof(http), "http://127.0.0.1:%d", NSR_EGRESS_HTTP_PORT);
-        snprintf(socks, sizeof(socks), "socks5h://127.0.0.1:%d", NSR_EGRESS_SOCKS_PORT);
+        snprintf(http, sizeof(http), "http://127.0.0.1:%u", (unsigned) http_port);
+        snprintf(socks, sizeof(socks), "socks5h://127.0.0.1:%u", (unsigned) socks_port);
         static const char *const no_proxy = "localhost,127.0.0.1,::1";
         env_set(env, "HTTP_PROXY", http);
         env_set(env, "HTTPS_PROXY", http);

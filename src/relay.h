@@ -48,3 +48,19 @@ void nsr_relay_finish(nsr_relay *r, nsr_egress_log *ret);
 /* Sets HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY and their lowercase
  * forms in env (a NULL-terminated strv), replacing what was there. */
 void nsr_relay_env(char ***env);
+
+/* ---- best-effort mode: no network namespace ------------------------------
+ *
+ * The relay listens on the host's loopback instead, on ports the kernel
+ * picks, and Landlock (ABI 4+) lets the command connect over TCP to those
+ * two ports only; a seccomp filter refuses every socket but TCP over IPv4
+ * and IPv6, since Landlock does not cover UDP or unix sockets. Any process
+ * of the host could use these ports too; they reach only what the rules
+ * allow. */
+
+/* Listens on 127.0.0.1 (ephemeral ports) in this namespace. */
+int nsr_relay_listen_host(nsr_relay *r, uint16_t *ret_http, uint16_t *ret_socks, nsr_error *err);
+/* nsr_relay_env with the given ports. */
+void nsr_relay_env_ports(char ***env, uint16_t http, uint16_t socks);
+/* The seccomp filter that takes the place of fallback.policy then. */
+int nsr_relay_fallback_bpf(char **ret_data, size_t *ret_len, nsr_error *err);

@@ -61,7 +61,7 @@ like "$(json 'c["userns"]["fix"]')" "sysctl -w user\.max_user_namespaces=" "... 
 run "$R" --max-userns 0 -- "$NSRUN" doctor
 like "$out" "^FAILED  userns: user\.max_user_namespaces is 0, .* — fix: " "... in the text too, with the fix after a dash"
 like "$out" "^verdict: degraded: no user namespace sandbox .*best-effort" "... and the verdict names best-effort mode"
-like "$out" "^OK      egress: --allow-host is refused here" "... and egress says --allow-host is refused"
+like "$out" "^OK      egress: --allow-host works in best-effort mode: .*Landlock ABI [4-9]" "... and egress says --allow-host works with Landlock's TCP rules"
 
 run "$R" --max-userns 0 --deny-landlock -- "$NSRUN" doctor --json
 is "$rc" 1 "no user namespaces and no Landlock: exit 1"
@@ -69,6 +69,7 @@ is "$(json 'd["verdict"]')" "unavailable" "... the verdict is unavailable"
 like "$(json 'c["landlock"]["detail"]')" "ENOSYS" "... Landlock's reason: ENOSYS"
 run "$R" --max-userns 0 --deny-landlock -- "$NSRUN" doctor
 like "$out" "^verdict: unavailable: " "... in the text too"
+like "$out" "^OK      egress: --allow-host is refused here" "... and egress says --allow-host is refused"
 
 # ---- a seccomp filter like Docker's -------------------------------------
 run "$R" --deny-userns EPERM -- "$NSRUN" doctor --json

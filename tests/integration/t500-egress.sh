@@ -201,17 +201,41 @@ socks5:127.0.0.1:True:$up1:$(resp "$up1") http:refused.invalid:False:0:0 connect
 	"project mode: the report's network equals the live log, exactly"
 run $NSRUN -p "$d/proj" --state-dir "$d/state" --sandbox=off --allow-host "127.0.0.1:$PORT" -- true
 is "$rc" 125 "--sandbox=off with --allow-host is refused (no network namespace to filter)"
-like "$err" "--allow-host needs the namespace sandbox" "and says why"
+like "$err" "--allow-host needs a sandbox that confines the network; --sandbox=off has none" "and says why"
 
+# Best-effort mode (no user namespaces here): the relay listens on the
+# host's loopback, Landlock lets the command connect to it alone, and
+# seccomp allows TCP sockets only.
 R=$NSR_HELPERS/nsr-restrict
-if [ -x "$R" ]; then
+landlock=$("$NSRUN" doctor 2>/dev/null | sed -n 's/^OK      landlock: ABI \([0-9]*\).*/\1/p')
+if [ ! -x "$R" ]; then
+	skip "best-effort mode" "the nsr-restrict helper was not built"
+elif [ "${landlock:-0}" -lt 4 ]; then
 	run "$R" --max-userns 0 -- $NSRUN -p "$d/proj" --state-dir "$d/state" --sandbox=best-effort \
 		--allow-host "127.0.0.1:$PORT" -- sh -c "echo ran"
-	is "$rc:$out" "125:" "best-effort mode (no user namespaces) refuses --allow-host and runs nothing"
-	like "$err" "--allow-host needs the namespace sandbox .*best-effort sandbox has none" "and says why"
+	is "$rc:$out" "125:" "best-effort mode without Landlock ABI 4 refuses --allow-host and runs nothing"
 else
-	skip "best-effort mode refuses --allow-host" "the nsr-restrict helper was not built"
-	skip "and says why" "same"
+	exec 5>"$d/net3.log"
+	run "$R" --max-userns 0 -- $NSRUN -p "$d/proj" --state-dir "$d/state" --sandbox=best-effort \
+		--allow-host "127.0.0.1:$PORT" --net-log-fd 5 -- sh -c "
+		$C http://127.0.0.1:$PORT/hello
+		$C -p http://127.0.0.1:$PORT/hello
+		$C -x \"\$ALL_PROXY\" http://127.0.0.1:$PORT/hello
+		$C -w ' %{http_code}\n' http://refused.invalid/
+		curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:$PORT/hello 2>/dev/null; echo direct=\$?
+		python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)' 2>/dev/null; echo udp=\$?
+		python3 -c 'import socket; socket.socket(socket.AF_UNIX)' 2>/dev/null; echo unix=\$?"
+	exec 5>&-
+	is "$out" "hello
+hello
+hello
+nsrun refused the connection to refused.invalid:80: host not in --allow-host
+ 403
+direct=7
+udp=1
+unix=1" "best-effort mode: HTTP, CONNECT and SOCKS5 through the relay on the host's loopback; refusal; no direct TCP, no UDP, no unix socket"
+	like "$err" "nsrun: network: 4 connections to 2 hosts, 1 refused: refused.invalid:80" "best-effort mode: the summary"
+	is "$(wc -l <"$d/net3.log" | tr -d ' ')" 4 "best-effort mode: the live log"
 fi
 
 # ---- bad input ------------------------------------------------------------------
