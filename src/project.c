@@ -651,6 +651,10 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, nsr_launch_resul
                                            "--allow-host in best-effort mode needs Landlock ABI 4 or later to confine "
                                            "TCP to nsrun's relay (%s); the run is refused",
                                            info);
+                if (r >= 0 && relay)
+                        note(pj, "nsrun: best-effort --allow-host: the relay is on 127.0.0.1:%u and :%u; Landlock "
+                                 "limits TCP by port, not address, so those two port numbers reach any host directly",
+                             (unsigned) relay_ports[0], (unsigned) relay_ports[1]);
                 if (r >= 0) {
                         a->landlock = ruleset >= 0;
                         note(pj, "nsrun: best-effort sandbox: %sseccomp (no user namespace: %s)%s%s",

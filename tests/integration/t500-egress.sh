@@ -235,6 +235,8 @@ direct=7
 udp=1
 unix=1" "best-effort mode: HTTP, CONNECT and SOCKS5 through the relay on the host's loopback; refusal; no direct TCP, no UDP, no unix socket"
 	like "$err" "nsrun: network: 4 connections to 2 hosts, 1 refused: refused.invalid:80" "best-effort mode: the summary"
+	like "$err" "best-effort --allow-host: the relay is on 127\.0\.0\.1:[0-9]+ and :[0-9]+; Landlock limits TCP by port, not address" \
+		"best-effort mode: nsrun says it is weaker"
 	is "$(wc -l <"$d/net3.log" | tr -d ' ')" 4 "best-effort mode: the live log"
 fi
 
