@@ -217,7 +217,7 @@ typedef struct spl {
         size_t pending, cap;
 } spl;
 
-#define PIPE_SIZE (1024 * 1024)
+#define PIPE_SIZE (256 * 1024)
 
 typedef struct conn {
         struct conn *prev, *next;

@@ -16,7 +16,8 @@
  * blocks: names are resolved by a small pool of threads that answer
  * through an eventfd. Every limit is fixed: 256 connections at once (the
  * oldest that has not yet named a target makes room for a new one),
- * 64 KiB buffered each way, 16 KiB of request header, 30 s to name a
+ * 64 KiB buffered and a 256 KiB pipe each way, 16 KiB of request header,
+ * 30 s to name a
  * target and to connect, 10 minutes idle. */
 #pragma once
 
