@@ -257,6 +257,45 @@ like "$out" "# nsrun-only: --allow-host '\\*.example.org:8443' --deny-host bad.e
 run $NSRUN --help
 like "$out" "--allow-host PATTERN" "--help lists --allow-host"
 
+# ---- protocol errors get their answers ---------------------------------------------
+cat >"$d/answers.py" <<'EOF'
+import socket
+def ask(port, data, n=64):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(data)
+    got = b""
+    try:
+        while len(got) < n:
+            k = s.recv(4096)
+            if not k:
+                break
+            got += k
+    except OSError:
+        pass
+    s.close()
+    return got
+print(ask(3128, b"A" * 17000).split(b"\r\n")[0].decode())
+print(ask(3128, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").split(b"\r\n")[0].decode())
+print(ask(3128, b"GET https://x/ HTTP/1.1\r\n\r\n").split(b"\r\n")[0].decode())
+print(ask(3128, b"CONNECT x HTTP/1.1\r\n\r\n").split(b"\r\n")[0].decode())
+print(ask(3128, b"GET http://u@x/ HTTP/1.1\r\n\r\n").split(b"\r\n")[0].decode())
+print(ask(1080, b"\x05\x01\x02", 2).hex())
+print(ask(1080, b"\x05\x01\x00\x05\x03\x00\x01\x7f\x00\x00\x01\x00\x50", 12).hex())
+print(ask(1080, b"\x05\x01\x00\x05\x01\x00\x09\x00\x00", 12).hex())
+print(ask(1080, b"\x04\x01\x00\x50\x7f\x00\x00\x01\x00", 12).hex() or "closed")
+EOF
+run $NSRUN $NET -- python3 "$d/answers.py"
+is "$out" "HTTP/1.1 431 Request Header Fields Too Large
+HTTP/1.1 400 Bad Request
+HTTP/1.1 400 Bad Request
+HTTP/1.1 400 Bad Request
+HTTP/1.1 400 Bad Request
+05ff
+050005070001000000000000
+050005080001000000000000
+closed" "protocol errors: 431 for a huge head, 400 for a non-proxy request, https:// without CONNECT, a port-less CONNECT and userinfo; SOCKS5: no acceptable method, command and address type not supported; SOCKS4 closed"
+is "$err" "nsrun: network: no connections" "none of them counts as a connection"
+
 # ---- garbage and floods ------------------------------------------------------------
 cat >"$d/flood.py" <<'EOF'
 import os, resource, socket, sys, time
