@@ -496,6 +496,11 @@ static void conn_fail(nsr_relay *r, conn *c, bool refused, const char *reason) {
         c->hu.fd = safe_close(c->hu.fd);
         c->hu.events = 0;
         c->c2u.len = c->c2u.off = 0;
+        /* A lookup that timed out may still answer: it must find no one. */
+        if (c->req) {
+                c->req->conn = NULL;
+                c->req = NULL;
+        }
         if (c->socks) {
                 uint8_t code = 1;
                 if (refused)
