@@ -56,6 +56,7 @@ typedef struct pool {
         int efd;
         unsigned threads, idle, refs;
         bool stop;
+        int delay_ms; /* test hook: a slow resolver */
 } pool;
 
 static void req_free(resolve_req *q) {
@@ -102,6 +103,8 @@ static void *pool_thread(void *arg) {
                 pthread_mutex_unlock(&p->mu);
 
                 struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+                if (p->delay_ms > 0)
+                        (void) usleep((useconds_t) p->delay_ms * 1000);
                 q->gai = getaddrinfo(q->host, NULL, &hints, &q->res);
 
                 pthread_mutex_lock(&p->mu);
@@ -252,6 +255,8 @@ struct nsr_relay {
         conn *dead;
         size_t n_conns;
         nsr_egress_log log;
+        time_t target_timeout; /* TARGET_TIMEOUT_S, but for the tests */
+        int resolve_delay_ms;
 };
 
 static time_t now_s(void) {
@@ -518,7 +523,7 @@ static void conn_fail(nsr_relay *r, conn *c, bool refused, const char *reason) {
                 http_reply(c, c->has_target ? 502 : 400, c->has_target ? "Bad Gateway" : "Bad Request", body);
         }
         c->state = ST_CLOSING;
-        c->deadline = now_s() + TARGET_TIMEOUT_S;
+        c->deadline = now_s() + r->target_timeout;
         conn_arm(r, c);
 }
 
@@ -587,7 +592,7 @@ static void try_connect(nsr_relay *r, conn *c) {
                 set_address_text(c, (struct sockaddr *) ss);
                 if (connect(fd, (struct sockaddr *) ss, len) == 0 || errno == EINPROGRESS) {
                         c->state = ST_CONNECTING;
-                        c->deadline = now_s() + TARGET_TIMEOUT_S;
+                        c->deadline = now_s() + r->target_timeout;
                         conn_arm(r, c);
                         return;
                 }
@@ -677,8 +682,11 @@ static void target(nsr_relay *r, conn *c, const char *raw, size_t raw_len, int p
                 freeaddrinfo(ai);
                 return;
         }
-        if (!r->pool)
+        if (!r->pool) {
                 r->pool = pool_new();
+                if (r->pool)
+                        r->pool->delay_ms = r->resolve_delay_ms;
+        }
         if (!r->pool) {
                 conn_fail(r, c, false, "cannot resolve: no resolver");
                 return;
@@ -692,7 +700,7 @@ static void target(nsr_relay *r, conn *c, const char *raw, size_t raw_len, int p
         q->conn = c;
         c->req = q;
         c->state = ST_RESOLVING;
-        c->deadline = now_s() + TARGET_TIMEOUT_S;
+        c->deadline = now_s() + r->target_timeout;
         if (pool_submit(r->pool, q) < 0) {
                 /* No thread could start; the queued request is freed with
                  * the pool. */
@@ -1214,7 +1222,7 @@ static void accept_all(nsr_relay *r, handle *h) {
                 c->p_c2u.fd[0] = c->p_c2u.fd[1] = c->p_u2c.fd[0] = c->p_u2c.fd[1] = -1;
                 c->socks = h->kind == H_LISTEN_SOCKS;
                 c->state = c->socks ? ST_SOCKS_GREETING : ST_HTTP_HEAD;
-                c->deadline = now_s() + TARGET_TIMEOUT_S;
+                c->deadline = now_s() + r->target_timeout;
                 clock_gettime(CLOCK_REALTIME, &c->rec.started);
                 clock_gettime(CLOCK_MONOTONIC, &c->mono_start);
                 c->c2u.data = nsr_malloc0(BUF_SIZE);
@@ -1330,6 +1338,17 @@ int nsr_relay_new(const nsr_egress_rules *rules, int log_fd, nsr_relay **ret, ns
         _cleanup_(nsr_relay_freep) nsr_relay *r = nsr_malloc0(sizeof(*r));
         r->rules = rules;
         r->log_fd = log_fd;
+        r->target_timeout = TARGET_TIMEOUT_S;
+#ifdef NSR_TEST_HOOKS
+        /* A slow resolver and a short deadline, so a test can show that a
+         * late answer finds its connection gone. */
+        const char *t = getenv("NSRUN_TEST_RELAY_TIMEOUT_S");
+        if (t && atoi(t) > 0)
+                r->target_timeout = atoi(t);
+        const char *d = getenv("NSRUN_TEST_RESOLVE_DELAY_MS");
+        if (d && atoi(d) > 0)
+                r->resolve_delay_ms = atoi(d);
+#endif
         r->sock[0] = r->sock[1] = r->timerfd = -1;
         r->h_resolved.fd = -1;
         r->epfd = epoll_create1(EPOLL_CLOEXEC);

@@ -296,6 +296,32 @@ HTTP/1.1 400 Bad Request
 closed" "protocol errors: 431 for a huge head, 400 for a non-proxy request, https:// without CONNECT, a port-less CONNECT and userinfo; SOCKS5: no acceptable method, command and address type not supported; SOCKS4 closed"
 is "$err" "nsrun: network: no connections" "none of them counts as a connection"
 
+# ---- a lookup slower than the deadline ------------------------------------------------
+# Test hooks: the resolver takes 2.5 s, the deadline is 1 s. The client
+# gets its 502 and holds the connection past the late answer, which must
+# find nothing to connect.
+cat >"$d/slow.py" <<'EOF'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+t0 = time.time()
+s.sendall(b"GET http://localhost:%s/hello HTTP/1.1\r\n\r\n" % sys.argv[1].encode())
+got = b""
+while True:
+    k = s.recv(4096)
+    if not k:
+        break
+    got += k
+print(got.split(b"\r\n")[0].decode(), got.split(b"\r\n\r\n", 1)[1].decode().strip())
+time.sleep(max(0, t0 + 4 - time.time()))
+s.close()
+EOF
+exec 5>"$d/slow.log"
+run env NSRUN_TEST_RELAY_TIMEOUT_S=1 NSRUN_TEST_RESOLVE_DELAY_MS=2500 $NSRUN $BASE --allow-host "localhost:$PORT" --net-log-fd 5 \
+	-- python3 "$d/slow.py" "$PORT"
+exec 5>&-
+is "$out" "HTTP/1.1 502 Bad Gateway nsrun could not connect to localhost:$PORT: timed out" "a lookup past the deadline: 502, timed out"
+like "$(cat "$d/slow.log")" '"reason":"timed out","address":null,"bytes_up":0,"bytes_down":0' "the late answer connected nothing"
+
 # ---- garbage and floods ------------------------------------------------------------
 cat >"$d/flood.py" <<'EOF'
 import os, resource, socket, sys, time
