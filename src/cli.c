@@ -536,6 +536,11 @@ static int handle(parser *ps, const nsr_option *o, const char *typed, char *cons
                 if (in_args_file)
                         return nsr_error_setx(err, EINVAL, "--profile cannot be used inside an --args file");
                 return 0;
+        case NSR_OPT_ALLOW_HOST:
+        case NSR_OPT_DENY_HOST:
+                return nsr_egress_rules_add(&p->egress, o->id == NSR_OPT_DENY_HOST, vals[0], err);
+        case NSR_OPT_NET_LOG_FD:
+                return parse_fd_arg(vals[0], &p->net_log_fd, err);
         case NSR_OPT_DISCARD:
                 p->proj.discard = true;
                 return 0;

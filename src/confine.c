@@ -20,6 +20,7 @@
 #include "confine.h"
 #include "killtree.h"
 #include "reaper.h"
+#include "relay.h"
 
 extern char **environ;
 
@@ -262,14 +263,19 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch
         size_t got = 0;
         bool eof = false, gone = false;
         int status = 0;
+        if (o->relay)
+                nsr_relay_parent_started(o->relay);
         while (!gone) {
-                struct pollfd fds[2] = { { .fd = sfd, .events = POLLIN },
-                                         { .fd = eof ? -1 : errfd, .events = POLLIN } };
-                if (poll(fds, 2, -1) < 0) {
+                struct pollfd fds[3] = { { .fd = sfd, .events = POLLIN },
+                                         { .fd = eof ? -1 : errfd, .events = POLLIN },
+                                         { .fd = o->relay ? nsr_relay_fd(o->relay) : -1, .events = POLLIN } };
+                if (poll(fds, 3, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return give_up(o, child, nsr_error_set(err, errno, "poll"));
                 }
+                if (fds[2].revents)
+                        nsr_relay_dispatch(o->relay);
                 if (fds[1].revents) {
                         ssize_t n = read(errfd, (char *) &child_err + got, sizeof(child_err) - got);
                         if (n > 0)
@@ -306,6 +312,10 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch
                 *err = child_err;
                 return -(child_err.code ? child_err.code : EIO);
         }
+        if (o->relay) {
+                nsr_relay_finish(o->relay, &res->net);
+                res->net_on = true;
+        }
         res->exec_done = true;
         res->wait_status = status;
         res->exit_code = nsr_exit_code_from_status(status);
@@ -325,6 +335,17 @@ int nsr_confine_run(const nsr_confine_opts *o, nsr_launch_result *ret, nsr_error
                                 env[k++] = env[i];
                 env[k] = NULL;
                 nsr_strv_push(&env, nsr_asprintf("TMPDIR=%s", o->tmpdir));
+        }
+        for (char *const *e = o->extra_env; e && *e; e++) {
+                const char *eq = strchr(*e, '=');
+                size_t n = nsr_strv_length(env), k = 0, l = eq ? (size_t) (eq - *e) + 1 : 0;
+                for (size_t i = 0; i < n; i++)
+                        if (l && strncmp(env[i], *e, l) == 0)
+                                free(env[i]);
+                        else
+                                env[k++] = env[i];
+                env[k] = NULL;
+                nsr_strv_extend(&env, *e);
         }
         if (p->chdir) {
                 size_t n = nsr_strv_length(env), k = 0;

@@ -19,6 +19,9 @@
  *     still works: its sockets reach nothing. The same policy lets the
  *     calls that act on another process by pid (prlimit64, setpriority,
  *     sched_set*, ioprio_set, ...) name only the caller (pid 0).
+ *     With --allow-host a filter
+ *     that allows TCP over IPv4 and IPv6 only takes its place, and
+ *     Landlock allows TCP connects to nsrun's relay alone (relay.h).
  *   - no_new_privs, and a new session (setsid) so TIOCSTI cannot reach the
  *     caller's terminal; of /dev/pts only the caller's terminals.
  *   - every process the command started is killed once it exits
@@ -113,6 +116,11 @@ typedef struct nsr_confine_opts {
         const char *tmpdir;          /* the private TMPDIR, or NULL to leave it */
         const pid_t *spare;          /* children of ours that are not the sandbox's (the events watcher) */
         size_t n_spare;
+        /* --allow-host: the relay to serve while the command runs (its
+         * record ends in the result), and the variables that point the
+         * command at it ("NAME=VALUE", set last). */
+        struct nsr_relay *relay;
+        char *const *extra_env;
 } nsr_confine_opts;
 
 /* Runs the command under the given confinement in a child and waits for

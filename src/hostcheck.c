@@ -38,7 +38,26 @@ static const struct {
         [NSR_CHECK_CGROUP] = { "cgroup", NSR_CHECK_OPTIONAL },
         [NSR_CHECK_SANDBOX] = { "sandbox", NSR_CHECK_INFO },
         [NSR_CHECK_PROC_HIDEPID] = { "proc-hidepid", NSR_CHECK_OPTIONAL },
+        [NSR_CHECK_EGRESS] = { "egress", NSR_CHECK_INFO },
 };
+
+void nsr_hostcheck_egress_describe(const nsr_check checks[_NSR_CHECK_ID_MAX], int landlock_abi, nsr_check *out) {
+        bool ns = checks[NSR_CHECK_USERNS].ok && checks[NSR_CHECK_UID_MAP].ok && checks[NSR_CHECK_USERNS_MOUNT].ok &&
+                  checks[NSR_CHECK_NETNS].ok;
+        *out = (nsr_check){ .id = NSR_CHECK_EGRESS, .ok = true };
+        if (ns)
+                snprintf(out->detail, sizeof(out->detail),
+                         "--allow-host works: nsrun's HTTP and SOCKS5 relay into a private network namespace");
+        else if (checks[NSR_CHECK_LANDLOCK].ok && landlock_abi >= 4)
+                snprintf(out->detail, sizeof(out->detail),
+                         "--allow-host works in best-effort mode: the relay listens on the host's loopback and "
+                         "Landlock ABI %d lets the command connect to it alone",
+                         landlock_abi);
+        else
+                snprintf(out->detail, sizeof(out->detail),
+                         "--allow-host is refused here: without a network namespace it needs Landlock ABI 4 or "
+                         "later (TCP rules)");
+}
 
 const char *nsr_check_name(nsr_check_id id) {
         if (id < 0 || id >= _NSR_CHECK_ID_MAX)

@@ -44,6 +44,7 @@ typedef enum nsr_check_id {
         NSR_CHECK_CGROUP,        /* a delegated cgroup v2 */
         NSR_CHECK_SANDBOX,       /* already inside a sandbox or container? */
         NSR_CHECK_PROC_HIDEPID,  /* /proc mounted with hidepid (best-effort mode) */
+        NSR_CHECK_EGRESS,        /* how --allow-host would work here (from the others) */
         _NSR_CHECK_ID_MAX,
         _NSR_CHECK_ID_INVALID = -EINVAL,
 } nsr_check_id;
@@ -191,6 +192,12 @@ typedef struct nsr_sandbox_facts {
         char container[32];    /* /run/systemd/container, "" when absent */
         char uid_map[64];      /* first line of /proc/self/uid_map, "" when unreadable */
 } nsr_sandbox_facts;
+
+/* Fills out (NSR_CHECK_EGRESS, always ok: a fact) from the other checks
+ * and the Landlock ABI: the relay goes into a private network namespace
+ * in the namespace sandbox; in best-effort mode it needs Landlock ABI 4
+ * (TCP rules), else --allow-host is refused. Pure. */
+void nsr_hostcheck_egress_describe(const nsr_check checks[_NSR_CHECK_ID_MAX], int landlock_abi, nsr_check *out);
 
 /* "not inside a known sandbox", or what was found. Pure. */
 void nsr_hostcheck_sandbox_describe(const nsr_sandbox_facts *f, char *buf, size_t len);

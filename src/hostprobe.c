@@ -873,6 +873,7 @@ int nsr_hostcheck_run(const nsr_hostcheck_opts *o, nsr_check ret[_NSR_CHECK_ID_M
         }
         if (!any)
                 return nsr_error_set(err, -first, "cannot start the doctor's probes");
+        nsr_hostcheck_egress_describe(ret, nsr_landlock_abi(), &ret[NSR_CHECK_EGRESS]);
         return 0;
 }
 

@@ -61,6 +61,13 @@ struct path_beneath_attr {
         int32_t parent_fd;
 } __attribute__((packed));
 
+/* struct landlock_net_port_attr (ABI 4). */
+#define LANDLOCK_RULE_NET_PORT 2
+struct net_port_attr {
+        uint64_t allowed_access;
+        uint64_t port;
+} __attribute__((packed));
+
 #define FS_FILE_RIGHTS                                                                                         \
         (NSR_LANDLOCK_FS_EXECUTE | NSR_LANDLOCK_FS_WRITE_FILE | NSR_LANDLOCK_FS_READ_FILE |                    \
          NSR_LANDLOCK_FS_TRUNCATE)
@@ -131,6 +138,15 @@ int nsr_landlock_build(const nsr_landlock_rules *rules, int *ret_fd, nsr_landloc
                 r = add_path(fd, *p, handled, handled, &info.n_rules, err);
         for (char **p = rules->write_files; r >= 0 && p && *p; p++)
                 r = add_path(fd, *p, FS_FILE_RIGHTS, handled, &info.n_rules, err);
+        for (size_t i = 0; r >= 0 && info.tcp && i < rules->n_connect_ports && i < ELEMENTSOF(rules->connect_ports);
+             i++) {
+                struct net_port_attr np = { .allowed_access = NSR_LANDLOCK_NET_CONNECT_TCP,
+                                            .port = rules->connect_ports[i] };
+                if (syscall(SYS_landlock_add_rule, fd, LANDLOCK_RULE_NET_PORT, &np, 0) < 0)
+                        r = nsr_error_set(err, errno, "Landlock: cannot allow TCP port %u", (unsigned) np.port);
+                else
+                        info.n_rules++;
+        }
         if (r < 0)
                 return r;
         *ret_fd = TAKE_FD(fd);

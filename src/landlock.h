@@ -51,7 +51,9 @@ typedef struct nsr_landlock_rules {
         char **read;       /* readable and executable hierarchies */
         char **write;      /* also writable (files and dirs created, removed, renamed) */
         char **write_files;/* single files (devices) that may be opened for writing */
-        bool deny_tcp;     /* ABI >= 4: no TCP bind or connect (there is no rule that allows one) */
+        bool deny_tcp;     /* ABI >= 4: no TCP bind, and no TCP connect but to connect_ports */
+        uint16_t connect_ports[4]; /* --allow-host in best-effort mode: nsrun's relay */
+        size_t n_connect_ports;
         bool scope;        /* ABI >= 6: abstract unix sockets and signals scoped */
 } nsr_landlock_rules;
 

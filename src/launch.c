@@ -33,6 +33,7 @@
 #include "mount.h"
 #include "netns.h"
 #include "reaper.h"
+#include "relay.h"
 #include "syscalls.h"
 
 extern char **environ;
@@ -56,6 +57,7 @@ typedef struct launch {
         int status_pipe[2];     /* reaper -> monitor: the command's wait status */
         int go_pipe[2];         /* monitor -> child: release; HUP = monitor died */
         int pid_pipe[2];        /* --pidns: the sandbox's real pid, child -> monitor */
+        nsr_relay *relay;       /* --allow-host: the egress relay, or NULL */
         sigset_t old_mask;
         struct rlimit old_nofile;
         bool raised_nofile;
@@ -413,6 +415,10 @@ _noreturn_ static void child_main(launch *l) {
 
         if (p->unshare_net && nsr_netns_loopback_up(&e) < 0)
                 child_fail(l, &e);
+        /* The relay's sockets listen in this namespace before the command
+         * exists, so its first connection waits in the backlog. */
+        if (l->relay && nsr_relay_child_setup(l->relay, &e) < 0)
+                child_fail(l, &e);
 
         mode_t old_umask = umask(0);
         nsr_mount_ctx mctx = { .host_tty = l->host_tty, .fresh_proc = p->unshare_pid || p->pidns_fd != -1 };
@@ -635,16 +641,19 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
         int status = 0;
 
         for (;;) {
-                struct pollfd fds[3] = {
+                struct pollfd fds[4] = {
                         { .fd = sfd, .events = POLLIN },
                         { .fd = err_eof ? -1 : l->err_pipe[0], .events = POLLIN },
                         { .fd = have_status ? -1 : l->status_pipe[0], .events = POLLIN },
+                        { .fd = l->relay ? nsr_relay_fd(l->relay) : -1, .events = POLLIN },
                 };
-                if (poll(fds, 3, -1) < 0) {
+                if (poll(fds, 4, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return nsr_error_set(err, errno, "poll");
                 }
+                if (fds[3].revents)
+                        nsr_relay_dispatch(l->relay);
                 if (fds[1].revents) {
                         ssize_t n = read(l->err_pipe[0], (char *) &child_err + err_got, sizeof(child_err) - err_got);
                         if (n > 0)
@@ -714,6 +723,10 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                 *err = child_err;
                 return -(child_err.code ? child_err.code : EIO);
         }
+        if (l->relay) {
+                nsr_relay_finish(l->relay, &ret->net);
+                ret->net_on = true;
+        }
         ret->exec_done = true;
         ret->wait_status = status;
         ret->exit_code = nsr_exit_code_from_status(status);
@@ -746,6 +759,7 @@ static void launch_done(launch *l) {
                 free(l->progs[i].data);
         free(l->progs);
         nsr_strv_free(l->env);
+        nsr_relay_free(l->relay);
         free(l->host_tty);
         free(l->old_cwd);
         for (int i = 0; i < 2; i++) {
@@ -785,6 +799,15 @@ static int prepare(launch *l, nsr_error *err) {
         }
 
         l->env = nsr_plan_build_env(p, environ);
+        if (!nsr_egress_rules_empty(&p->egress)) {
+                /* The log is the caller's: the command must not write to it. */
+                if (p->net_log_fd != -1 && fcntl(p->net_log_fd, F_SETFD, FD_CLOEXEC) < 0)
+                        return nsr_error_set(err, errno, "--net-log-fd %d", p->net_log_fd);
+                int r = nsr_relay_new(&p->egress, p->net_log_fd, &l->relay, err);
+                if (r < 0)
+                        return r;
+                nsr_relay_env(&l->env);
+        }
 
         /* Capabilities: a caller who is not root keeps only --cap-add; real
          * root starts from what it has. Without --cap-add/--cap-drop, real
@@ -948,6 +971,8 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         l->status_pipe[1] = safe_close(l->status_pipe[1]);
         l->go_pipe[0] = safe_close(l->go_pipe[0]);
         l->pid_pipe[1] = safe_close(l->pid_pipe[1]);
+        if (l->relay)
+                nsr_relay_parent_started(l->relay);
 
         if (p->pidns_fd != -1) {
                 r = adopt_pidns_child(l, child, &child, err);

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "egress.h"
 #include "error.h"
 #include "plan.h"
 
@@ -20,6 +21,8 @@ typedef struct nsr_launch_result {
         pid_t child_pid;
         int forwarded_signal; /* the first signal nsrun got and passed on, or 0 */
         bool landlock;     /* Landlock scoping was applied */
+        bool net_on;       /* --allow-host: the relay ran; net holds its record */
+        nsr_egress_log net; /* the caller frees it with nsr_egress_log_free() */
 } nsr_launch_result;
 
 /* Extra inputs the plan does not carry itself. */

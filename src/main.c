@@ -261,6 +261,11 @@ static int run_plan(ctx *c, nsr_plan *plan) {
         for (size_t i = 0; i < n_pol; i++)
                 free(bpf[i].data);
         free(bpf);
+        if (res.net_on) {
+                _cleanup_free_ char *line = nsr_egress_summary(&res.net);
+                fprintf(stderr, "%s%s\n", c->level_prefix ? "<5>" : "", line);
+                nsr_egress_log_free(&res.net);
+        }
         if (r < 0) {
                 print_error(c, &err);
                 return 1;

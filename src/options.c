@@ -172,6 +172,15 @@ const nsr_option nsr_options[_NSR_OPT_MAX] = {
         [NSR_OPT_WORKSPACE_ROOT] = { "--workspace-root", NULL, NSR_OPT_WORKSPACE_ROOT, 0, NULL,
                                      "Project mode: mount the (one) project as /, with the host's /usr,\n"
                                      "/etc and libraries read-only beneath it", N, NULL },
+        [NSR_OPT_ALLOW_HOST] = { "--allow-host", NULL, NSR_OPT_ALLOW_HOST, 1, "PATTERN",
+                                 "Private network with only loopback, plus an HTTP and SOCKS5 proxy\n"
+                                 "that connects to hosts matching PATTERN (host, *.domain, an address;\n"
+                                 "optional :PORT, else 80 and 443; repeatable)", N, NULL },
+        [NSR_OPT_DENY_HOST] = { "--deny-host", NULL, NSR_OPT_DENY_HOST, 1, "PATTERN",
+                                "Refuse hosts matching PATTERN even if allowed (every port unless\n"
+                                "one is given; repeatable)", N, NULL },
+        [NSR_OPT_NET_LOG_FD] = { "--net-log-fd", NULL, NSR_OPT_NET_LOG_FD, 1, "FD",
+                                 "Write a JSON line to FD for every proxied connection as it ends", N, NULL },
 };
 
 #undef B

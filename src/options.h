@@ -105,6 +105,9 @@ typedef enum nsr_opt_id {
         NSR_OPT_SNAPSHOT_LIMIT,
         NSR_OPT_PROFILE,
         NSR_OPT_WORKSPACE_ROOT,
+        NSR_OPT_ALLOW_HOST,
+        NSR_OPT_DENY_HOST,
+        NSR_OPT_NET_LOG_FD,
         _NSR_OPT_MAX,
         _NSR_OPT_INVALID = -EINVAL,
 } nsr_opt_id;

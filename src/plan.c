@@ -12,6 +12,7 @@ nsr_plan *nsr_plan_new(void) {
         p->userns_fd = p->userns2_fd = p->pidns_fd = -1;
         p->info_fd = p->json_status_fd = p->block_fd = p->userns_block_fd = p->sync_fd = -1;
         p->trace_bwrap_fd = -1;
+        p->net_log_fd = -1;
         p->proj.report_fd = -1;
         p->proj.events_fd = -1;
         p->proj.keep_days = -1;
@@ -45,6 +46,7 @@ nsr_plan *nsr_plan_free(nsr_plan *p) {
         free(p->file_label);
         nsr_strv_free(p->argv);
         nsr_strv_free(p->warnings);
+        nsr_egress_rules_done(&p->egress);
         nsr_strv_free(p->proj.projects);
         nsr_strv_free(p->proj.hide);
         nsr_strv_free(p->proj.rw);
@@ -260,6 +262,12 @@ void nsr_plan_append(nsr_plan *p, nsr_plan *u) {
         p->unshare_ipc |= u->unshare_ipc;
         p->unshare_pid |= u->unshare_pid;
         p->unshare_net = u->share_net ? false : (p->unshare_net || u->unshare_net);
+        /* Kept, so that validation can refuse what needs the private
+         * network (--allow-host) rather than drop the user's choice. */
+        if (u->share_net)
+                p->share_net = true;
+        else if (u->unshare_net)
+                p->share_net = false;
         p->unshare_uts |= u->unshare_uts;
         p->unshare_cgroup |= u->unshare_cgroup;
         p->unshare_cgroup_try |= u->unshare_cgroup_try;
@@ -279,6 +287,8 @@ void nsr_plan_append(nsr_plan *p, nsr_plan *u) {
         TAKE_SCALAR_FD(userns_block_fd);
         TAKE_SCALAR_FD(sync_fd);
         TAKE_SCALAR_FD(trace_bwrap_fd);
+        TAKE_SCALAR_FD(net_log_fd);
+        nsr_egress_rules_append(&p->egress, &u->egress);
         TAKE_SCALAR_STR(chdir);
         TAKE_SCALAR_STR(argv0);
         TAKE_SCALAR_STR(exec_label);
@@ -318,7 +328,26 @@ void nsr_caller_detect(nsr_caller *ret) {
         ret->cgroupns_possible = stat("/proc/self/ns/cgroup", &st) == 0;
 }
 
+/* --allow-host: the command gets a private network namespace, reached only
+ * through the relay. nsrun-only, so it is checked before bwrap's checks. */
+static int validate_egress(nsr_plan *p, nsr_error *err) {
+        if (nsr_egress_rules_empty(&p->egress)) {
+                if (p->net_log_fd != -1)
+                        return nsr_error_setx(err, EINVAL, "--net-log-fd needs --allow-host");
+                return 0;
+        }
+        if (p->share_net)
+                return nsr_error_setx(err, EINVAL,
+                                      "--allow-host gives the command a private network reached only through "
+                                      "nsrun's proxy; it cannot be combined with --share-net");
+        p->unshare_net = true;
+        return 0;
+}
+
 int nsr_plan_validate(nsr_plan *p, const nsr_caller *caller, nsr_error *err) {
+        int ek = validate_egress(p, err);
+        if (ek < 0)
+                return ek;
         /* The order of these checks is bwrap's, so that a command line with
          * several mistakes gets the same first complaint. */
         if (p->userns_block_fd != -1 && !p->unshare_user)

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "egress.h"
 #include "error.h"
 #include "util.h"
 
@@ -193,6 +194,10 @@ typedef struct nsr_plan {
         bool map_all_ids;
         /* Scope abstract unix sockets and signals with Landlock (ABI 6). */
         bool landlock_scope;
+        /* --allow-host/--deny-host: the egress relay's rules (empty: off),
+         * and --net-log-fd (-1 when unset). */
+        nsr_egress_rules egress;
+        int net_log_fd;
         /* Project mode: the fds the caller left open (above 2, but for
          * --sync-fd) do not reach the command. */
         bool close_inherited_fds;

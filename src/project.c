@@ -21,6 +21,7 @@
 #include "launch.h"
 #include "profile.h"
 #include "project.h"
+#include "relay.h"
 #include "report.h"
 #include "seccomp.h"
 #include "snapshot.h"
@@ -569,9 +570,14 @@ static int compile_filters(const nsr_plan *p, confinement conf, nsr_bpf **ret, s
         size_t n = n_pol + (conf == CONF_LANDLOCK ? 1 : 0);
         nsr_bpf *bpf = nsr_malloc0((n + 1) * sizeof(nsr_bpf));
         int r = 0;
-        for (size_t i = 0; i < n && r >= 0; i++)
-                r = nsr_seccomp_policy_bpf(i < n_pol ? p->seccomp_policies[i] : "fallback", &bpf[i].data,
-                                           &bpf[i].len, err);
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                /* --allow-host: TCP sockets for the relay, instead of none. */
+                if (i == n_pol && !nsr_egress_rules_empty(&p->egress))
+                        r = nsr_relay_fallback_bpf(&bpf[i].data, &bpf[i].len, err);
+                else
+                        r = nsr_seccomp_policy_bpf(i < n_pol ? p->seccomp_policies[i] : "fallback", &bpf[i].data,
+                                                   &bpf[i].len, err);
+        }
         *ret = bpf;
         *ret_n = n;
         return r;
@@ -587,8 +593,8 @@ static void free_filters(nsr_bpf *bpf, size_t n) {
  * keep the command from the home dir and every other file the user can
  * write: seccomp alone confines no path. So best-effort mode refuses to
  * run then; only --sandbox=off runs without isolation, when asked. */
-static int landlock_ruleset(nsr_project *pj, const char *tmpdir, int *ret_fd, char *why, size_t why_len,
-                            nsr_error *err) {
+static int landlock_ruleset(nsr_project *pj, const char *tmpdir, const uint16_t *ports, size_t n_ports, int *ret_fd,
+                            bool *ret_tcp, char *why, size_t why_len, nsr_error *err) {
         *ret_fd = -1;
         int abi = nsr_landlock_abi_probe();
         if (abi < 0)
@@ -610,15 +616,18 @@ static int landlock_ruleset(nsr_project *pj, const char *tmpdir, int *ret_fd, ch
         int r = nsr_confine_rules(&cp, &rules, err);
         if (r < 0)
                 return r;
+        for (size_t i = 0; i < n_ports && i < ELEMENTSOF(rules.connect_ports); i++)
+                rules.connect_ports[rules.n_connect_ports++] = ports[i];
         int fd = -1;
         nsr_landlock_info info;
         r = nsr_landlock_build(&rules, &fd, &info, err);
         if (r < 0)
                 return r;
         snprintf(why, why_len, "Landlock ABI %d: %zu rules%s%s", info.abi, info.n_rules,
-                 info.tcp ? ", no TCP" : ", TCP not covered (ABI < 4)",
+                 info.tcp ? (n_ports ? ", TCP only to nsrun's relay" : ", no TCP") : ", TCP not covered (ABI < 4)",
                  info.scope ? ", scoped" : "");
         *ret_fd = fd;
+        *ret_tcp = info.tcp;
         return 0;
 }
 
@@ -631,6 +640,29 @@ typedef struct attempt {
 /* One launch: the command runs, or nothing ran (-errno, err set). */
 static int launch_once(nsr_project *pj, int run_fd, attempt *a, nsr_launch_result *lr, nsr_error *err) {
         nsr_plan *p = pj->plan;
+        bool egress = !nsr_egress_rules_empty(&p->egress);
+        /* Without isolation the command would have the host's whole
+         * network: refuse rather than pretend to filter it. */
+        if (a->conf == CONF_NONE && egress)
+                return nsr_error_setx(err, EPERM,
+                                      "--allow-host needs a sandbox that confines the network; --sandbox=off has "
+                                      "none, so the run is refused");
+        /* Best-effort mode: the relay listens on the host's loopback and
+         * Landlock lets the command connect to it alone (see relay.h). */
+        _cleanup_(nsr_relay_freep) nsr_relay *relay = NULL;
+        _cleanup_strv_free_ char **relay_env = NULL;
+        uint16_t relay_ports[2] = { 0, 0 };
+        if (a->conf == CONF_LANDLOCK && egress) {
+                if (p->net_log_fd != -1 && fcntl(p->net_log_fd, F_SETFD, FD_CLOEXEC) < 0)
+                        return nsr_error_set(err, errno, "--net-log-fd %d", p->net_log_fd);
+                int k = nsr_relay_new(&p->egress, p->net_log_fd, &relay, err);
+                if (k >= 0)
+                        k = nsr_relay_listen_host(relay, &relay_ports[0], &relay_ports[1], err);
+                if (k < 0)
+                        return k;
+                relay_env = nsr_malloc0(sizeof(char *));
+                nsr_relay_env_ports(&relay_env, relay_ports[0], relay_ports[1]);
+        }
         nsr_bpf *bpf = NULL;
         size_t n_bpf = 0;
         int r = compile_filters(p, a->conf, &bpf, &n_bpf, err);
@@ -644,8 +676,19 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, nsr_launch_resul
                         r = nsr_error_set(err, errno, "cannot create the private temp dir %s", tmpdir);
                 char info[sizeof(a->reason) + 64];
                 snprintf(info, sizeof(info), "%s", a->reason);
+                bool tcp = false;
                 if (r >= 0)
-                        r = landlock_ruleset(pj, tmpdir, &ruleset, info, sizeof(info), err);
+                        r = landlock_ruleset(pj, tmpdir, relay_ports, relay ? 2 : 0, &ruleset, &tcp, info, sizeof(info),
+                                             err);
+                if (r >= 0 && relay && !tcp)
+                        r = nsr_error_setx(err, EPERM,
+                                           "--allow-host in best-effort mode needs Landlock ABI 4 or later to confine "
+                                           "TCP to nsrun's relay (%s); the run is refused",
+                                           info);
+                if (r >= 0 && relay)
+                        note(pj, "nsrun: best-effort --allow-host: the relay is on 127.0.0.1:%u and :%u; Landlock "
+                                 "limits TCP by port, not address, so those two port numbers reach any host directly",
+                             (unsigned) relay_ports[0], (unsigned) relay_ports[1]);
                 if (r >= 0) {
                         a->landlock = true;
                         note(pj, "nsrun: best-effort sandbox: landlock, seccomp (no user namespace: %s)", a->reason);
@@ -678,6 +721,8 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, nsr_launch_resul
                         a->landlock = lr->landlock;
                 } else {
                         nsr_confine_opts co = { .plan = p,
+                                                .relay = relay,
+                                                .extra_env = relay_env,
                                                 .landlock_fd = ruleset,
                                                 .bpf = bpf,
                                                 .n_bpf = n_bpf,
@@ -1092,6 +1137,8 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                                     cf->reason);
                 }
         }
+        if (lr.net_on)
+                nsr_strv_push(&o.summary, nsr_egress_summary(&lr.net));
         if (streq(run_outcome, "kept"))
                 msg(&o, "nsrun: run %s kept%s: review it with \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
                         "discard %s\"",
@@ -1142,6 +1189,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 .interrupted = interrupted,
                 .projects = rp,
                 .n_projects = pj->n,
+                .network = lr.net_on ? &lr.net : NULL,
         };
         size_t len = 0;
         nsr_error je = { 0 };
@@ -1155,6 +1203,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 free(rc[i]);
         free(rc);
         free(rp);
+        nsr_egress_log_free(&lr.net);
 
         /* Retention runs in a detached process, never on this run's path. */
         nsr_state_gc_background(pj->state_dir, p->proj.keep_days < 0 ? 7 : p->proj.keep_days,

@@ -265,6 +265,14 @@ static int emit_report(nsr_json *j, const nsr_report *r, nsr_error *err) {
         nsr_json_strv(j, "layers", r->layers);
         if (r->interrupted)
                 nsr_json_bool(j, "interrupted", true);
+        if (r->network) {
+                nsr_json_array_begin(j, "network");
+                for (size_t i = 0; i < r->network->n_records; i++)
+                        nsr_egress_record_emit(j, &r->network->records[i]);
+                nsr_json_array_end(j);
+                if (r->network->n_dropped)
+                        nsr_json_uint(j, "network_dropped", r->network->n_dropped);
+        }
         nsr_json_array_begin(j, "projects");
         for (size_t i = 0; i < r->n_projects; i++)
                 emit_project(j, &r->projects[i]);

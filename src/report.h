@@ -21,6 +21,10 @@
  *     "duration_ms": 1234,
  *     "layers": ["...", ...],
  *     "interrupted": true,               only when interrupted
+ *     "network": [ CONNECTION, ... ],    only with --allow-host, in the
+ *                                         order the connections ended
+ *     "network_dropped": N,              connections beyond the first
+ *                                         10000, counted only (if any)
  *     "projects": [ {
  *         "path": "/p",
  *         "outcome": "applied",
@@ -46,6 +50,12 @@
  *             "requested_mode", "mode" (the one applied);
  *             xattr_dropped: "xattr"}
  *
+ * CONNECTION = {"host", "port", "protocol" ("http", "connect", "socks5"),
+ *               "allowed", "reason" (why refused or failed, else null),
+ *               "address" (the address connected to or refused, or null),
+ *               "bytes_up", "bytes_down" (to and from the server),
+ *               "started_at", "duration_ms"}
+ *
  * Every "path", "target", "kept_at" and "command" element follows the
  * _b64 rule. */
 #pragma once
@@ -57,6 +67,7 @@
 #include <time.h>
 
 #include "changeset.h"
+#include "egress.h"
 #include "error.h"
 #include "protect.h"
 
@@ -98,6 +109,7 @@ typedef struct nsr_report {
         const nsr_report_project *projects;
         size_t n_projects;
         size_t max_bytes;          /* 0: NSR_REPORT_MAX_BYTES */
+        const nsr_egress_log *network; /* --allow-host runs only, else NULL */
 } nsr_report;
 
 /* Writes the JSON document to f, or returns it in *ret (NUL-terminated,

@@ -303,6 +303,25 @@ char **nsr_trace_notes(const nsr_plan *p) {
                 addf(&v, "nsrun-only: %s (compiled to BPF and loaded before the programs above)", list);
                 free(list);
         }
+        if (!nsr_egress_rules_empty(&p->egress)) {
+                char *list = nsr_strdup("");
+                for (size_t i = 0; i < p->egress.n_allow + p->egress.n_deny; i++) {
+                        bool deny = i >= p->egress.n_allow;
+                        const nsr_egress_pattern *pat = deny ? &p->egress.deny[i - p->egress.n_allow]
+                                                             : &p->egress.allow[i];
+                        _cleanup_free_ char *q = nsr_shell_quote(pat->text);
+                        char *n = nsr_asprintf("%s%s%s %s", list, i ? " " : "", deny ? "--deny-host" : "--allow-host", q);
+                        free(list);
+                        list = n;
+                }
+                addf(&v, "nsrun-only: %s: the network namespace has only loopback; nsrun serves an HTTP proxy on "
+                         "127.0.0.1:%d and a SOCKS5 proxy on 127.0.0.1:%d inside it, connects only to matching hosts "
+                         "and sets HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY",
+                     list, NSR_EGRESS_HTTP_PORT, NSR_EGRESS_SOCKS_PORT);
+                free(list);
+        }
+        if (p->net_log_fd != -1)
+                addf(&v, "nsrun-only: fd %d: receives a JSON line per proxied connection (--net-log-fd)", p->net_log_fd);
         return v;
 }
 

@@ -14,13 +14,13 @@ cd "$d" || exit 1
 json() { printf '%s' "$out" | python3 -c 'import json, sys; d = json.load(sys.stdin); c = {x["name"]: x for x in d["checks"]}; print(eval(sys.argv[1]))' "$1"; }
 
 required="userns uid-map userns-mount pidns netns overlay overlay-depth seccomp"
-names="userns uid-map userns-mount pidns netns overlay overlay-depth seccomp landlock landlock-scope tmpfs-xattr fanotify pidfd clone3 cgroup sandbox proc-hidepid"
+names="userns uid-map userns-mount pidns netns overlay overlay-depth seccomp landlock landlock-scope tmpfs-xattr fanotify pidfd clone3 cgroup sandbox proc-hidepid egress"
 
 # ---- this machine -------------------------------------------------------
 run "$NSRUN" doctor
 is "$rc" 0 "doctor exits 0 here: every default layer works"
 like "$out" "^verdict: full: " "the last line is the verdict: full"
-is "$(printf '%s\n' "$out" | grep -cE '^(OK|FAILED)  ')" 17 "one line per check"
+is "$(printf '%s\n' "$out" | grep -cE '^(OK|FAILED)  ')" 18 "one line per check"
 guarantees="files-write files-hidden truncate protected-git-paths review-before-commit network signals ptrace host-processes process-list leftovers terminal ipc"
 is "$(printf '%s\n' "$out" | sed -n 's/^  \(holds\|NOT HELD\) *\([a-z-]*\): .*/\2/p' | tr '\n' ' ' | sed 's/ $//')" "$guarantees" \
 	"then, for best-effort mode, each of the namespace sandbox's guarantees, held or not"
@@ -36,6 +36,7 @@ done
 like "$out" "^OK      landlock: ABI [1-9]" "the Landlock ABI is reported"
 like "$out" "^(OK|FAILED)  cgroup: " "cgroup delegation is reported"
 like "$out" "^OK      sandbox: " "the sandbox check is a fact, always OK"
+like "$out" "^OK      egress: --allow-host works: " "egress: --allow-host works with the namespace sandbox"
 
 run "$NSRUN" doctor --json
 is "$rc" 0 "doctor --json exits 0 too"
@@ -77,6 +78,7 @@ like "$(json 'c["userns"]["fix"]')" "sysctl -w user\.max_user_namespaces=" "... 
 run "$R" --max-userns 0 -- "$NSRUN" doctor
 like "$out" "^FAILED  userns: user\.max_user_namespaces is 0, .* — fix: " "... in the text too, with the fix after a dash"
 like "$out" "^verdict: degraded: no user namespace sandbox .*best-effort" "... and the verdict names best-effort mode"
+like "$out" "^OK      egress: --allow-host works in best-effort mode: .*Landlock ABI [4-9]" "... and egress says --allow-host works with Landlock's TCP rules"
 
 run "$R" --max-userns 0 --deny-landlock -- "$NSRUN" doctor --json
 is "$rc" 1 "no user namespaces and no Landlock: exit 1"
@@ -87,6 +89,7 @@ is "$(json '[g["name"] for g in d["best_effort"] if g["holds"] and g["name"] in 
 like "$(json '{g["name"]: g for g in d["best_effort"]}["files-write"]["detail"]')" "refuses to run" "... it refuses to run"
 run "$R" --max-userns 0 --deny-landlock -- "$NSRUN" doctor
 like "$out" "^verdict: unavailable: " "... in the text too"
+like "$out" "^OK      egress: --allow-host is refused here" "... and egress says --allow-host is refused"
 
 # ---- a seccomp filter like Docker's -------------------------------------
 run "$R" --deny-userns EPERM -- "$NSRUN" doctor --json

@@ -229,6 +229,7 @@ static const struct {
         { "--verbose", 0 },        { "-v", 0 },            { "--events-fd", 1 }, { "--keep-days", 1 },
         { "--backup-limit", 1 },   { "--sandbox", 1 },     { "--no-overlay", 0 }, { "--snapshot-limit", 1 },
         { "--profile", 1 },        { "--workspace-root", 0 },
+        { "--allow-host", 1 },     { "--deny-host", 1 },   { "--net-log-fd", 1 },
 };
 
 START_TEST(test_table_bwrap_options) {

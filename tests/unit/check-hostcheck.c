@@ -70,6 +70,31 @@ START_TEST(test_verdict_no_userns) {
 }
 END_TEST
 
+START_TEST(test_egress) {
+        nsr_check c[_NSR_CHECK_ID_MAX], e;
+        all_ok(c);
+        nsr_hostcheck_egress_describe(c, 0, &e);
+        ck_assert(e.ok);
+        ck_assert_int_eq(e.id, NSR_CHECK_EGRESS);
+        ck_assert_ptr_nonnull(strstr(e.detail, "--allow-host works: "));
+        static const nsr_check_id need[] = { NSR_CHECK_USERNS, NSR_CHECK_UID_MAP, NSR_CHECK_USERNS_MOUNT,
+                                             NSR_CHECK_NETNS };
+        for (size_t i = 0; i < ELEMENTSOF(need); i++) {
+                all_ok(c);
+                c[need[i]].ok = false;
+                nsr_hostcheck_egress_describe(c, 3, &e);
+                ck_assert(e.ok);
+                ck_assert_ptr_nonnull(strstr(e.detail, "--allow-host is refused here"));
+                nsr_hostcheck_egress_describe(c, 4, &e);
+                ck_assert_ptr_nonnull(strstr(e.detail, "--allow-host works in best-effort mode"));
+                c[NSR_CHECK_LANDLOCK].ok = false;
+                nsr_hostcheck_egress_describe(c, 4, &e);
+                ck_assert_ptr_nonnull(strstr(e.detail, "--allow-host is refused here"));
+        }
+        ck_assert_int_eq(nsr_check_class_of(NSR_CHECK_EGRESS), NSR_CHECK_INFO);
+}
+END_TEST
+
 START_TEST(test_names) {
         for (int i = 0; i < _NSR_CHECK_ID_MAX; i++) {
                 const char *n = nsr_check_name((nsr_check_id) i);
@@ -481,6 +506,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_verdict_degraded_layers);
         tcase_add_test(tc, test_verdict_no_userns);
         tcase_add_test(tc, test_names);
+        tcase_add_test(tc, test_egress);
         tcase_add_test(tc, test_explain);
         tcase_add_test(tc, test_hint);
         tcase_add_test(tc, test_depth_plain);
