@@ -24,12 +24,25 @@ static char *esc(const char *path) {
         return nsr_utf8_escape(path);
 }
 
-static bool ts_before(struct timespec a, struct timespec b) {
-        return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
-}
-
 static bool ts_eq(struct timespec a, struct timespec b) {
         return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+/* start: the fine clock, with the command held back until the coarse
+ * clock passed it (docs/conflicts.md). A filesystem that keeps coarser
+ * timestamps (1 s, FAT's 2 s, 100 ns) truncates them: such a ctime stands
+ * for any moment up to one granule later, and the granule shows in the
+ * zeros it ends with. */
+bool nsr_commit_changed_after(struct timespec ctime, struct timespec start) {
+        long gran = 1;
+        if (ctime.tv_nsec == 0)
+                gran = 2000000000L;
+        else
+                for (long ns = ctime.tv_nsec; ns % 10 == 0; ns /= 10)
+                        gran *= 10;
+        long long end_sec = (long long) ctime.tv_sec + (ctime.tv_nsec + gran) / 1000000000L;
+        long end_nsec = (ctime.tv_nsec + gran) % 1000000000L;
+        return end_sec > (long long) start.tv_sec || (end_sec == (long long) start.tv_sec && end_nsec > start.tv_nsec);
 }
 
 /* ---- what rolled-back transactions put back ------------------------------------------------ */
@@ -245,7 +258,7 @@ static size_t subtree_end(const nsr_changeset *cs, size_t i) {
 }
 
 static bool changed_since(const planner *p, const char *path, const struct stat *st, const nsr_entry_old *old) {
-        if (!ts_before(st->st_ctim, p->o->run_start) && !restore_set_match(&p->restores, path, st))
+        if (nsr_commit_changed_after(st->st_ctim, p->o->run_start) && !restore_set_match(&p->restores, path, st))
                 return true;
         if (S_ISDIR(st->st_mode))
                 return false;
@@ -268,7 +281,7 @@ static int live_cb(int dirfd, const char *name, const char *rel, const struct st
         (void) dirfd;
         (void) name;
         live_walk *w = userdata;
-        if (ts_before(st->st_ctim, w->p->o->run_start) || restore_set_match(&w->p->restores, rel, st))
+        if (!nsr_commit_changed_after(st->st_ctim, w->p->o->run_start) || restore_set_match(&w->p->restores, rel, st))
                 return 0;
         /* The dir's own ctime moves when an entry is added or removed in
          * it: go on looking for the entry, which says more. */

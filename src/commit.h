@@ -80,10 +80,15 @@ typedef struct nsr_commit_opts {
         int run_fd;                  /* the run dir */
         const char *run_path;        /* the run dir's absolute path, for kept_at */
         unsigned project_index;      /* N in pN */
-        struct timespec run_start;   /* CLOCK_REALTIME_COARSE, taken before the overlay was mounted */
+        struct timespec run_start;   /* CLOCK_REALTIME before the sandbox; the command waited for the coarse clock to pass it */
         int state_fd;                /* the state dir, for its pending/ index */
         const char *run_id;          /* the run's id; NULL: the journal is not indexed (tests only) */
 } nsr_commit_opts;
+
+/* Whether a host entry with this ctime changed after start (a run's
+ * run_start). A ctime a filesystem truncated (its nanoseconds end in
+ * zeros) stands for any moment up to one granule later. docs/conflicts.md. */
+bool nsr_commit_changed_after(struct timespec ctime, struct timespec start);
 
 /* Applies cs (sorted, protected paths already removed). Returns 0 when
  * every change applied or conflicted; a negative errno, with everything

@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "caps.h"
 #include "landlock.h"
@@ -62,6 +63,25 @@ typedef struct launch {
 } launch;
 
 /* ---- the sandbox child ---------------------------------------------- */
+
+/* Waits until the coarse realtime clock is past fence. A host write made
+ * from then on gets a ctime of at least the coarse clock's reading, so it
+ * is after fence; one made before fence has a ctime at most fence (even a
+ * fine-grained, multigrain one). Usually the setup took longer than a
+ * clock tick and this returns at once. */
+static void wait_fence(const struct timespec *fence) {
+        if (fence->tv_sec == 0 && fence->tv_nsec == 0)
+                return;
+        for (int i = 0; i < 1000; i++) {
+                struct timespec now;
+                clock_gettime(CLOCK_REALTIME_COARSE, &now);
+                if (now.tv_sec > fence->tv_sec || (now.tv_sec == fence->tv_sec && now.tv_nsec > fence->tv_nsec))
+                        return;
+                long gap = (fence->tv_sec - now.tv_sec) * 1000000000L + fence->tv_nsec - now.tv_nsec;
+                struct timespec d = { .tv_sec = 0, .tv_nsec = gap < 1000000 ? gap + 1 : 1000000 };
+                (void) nanosleep(&d, NULL);
+        }
+}
 
 _noreturn_ static void child_fail(launch *l, const nsr_error *e) {
         (void) nsr_write_all(l->err_pipe[1], e, sizeof(*e));
@@ -458,6 +478,8 @@ _noreturn_ static void child_main(launch *l) {
                         _exit(1); /* the monitor failed and says why */
         }
         l->go_pipe[0] = safe_close(l->go_pipe[0]);
+        if (l->extra)
+                wait_fence(&l->extra->start_fence);
         if (l->caps_bounding && (bound & ~l->caps_keep) && nsr_caps_bound(l->caps_keep, &e) < 0)
                 child_fail(l, &e);
         if (l->caps_touch && nsr_caps_set(l->caps_keep, &e) < 0)

@@ -32,6 +32,10 @@ typedef struct nsr_launch_extra {
          * sandbox and wait for it (project mode: nothing may write while
          * nsrun captures and applies). Needs a pid namespace. */
         bool kill_leftovers;
+        /* When set: the command starts only once the coarse clock (the one
+         * file timestamps come from) is past this time, so every host
+         * write after the start has a ctime after it (docs/conflicts.md). */
+        struct timespec start_fence;
 } nsr_launch_extra;
 
 /* Runs the plan and waits for the command. Returns 0 when the command ran

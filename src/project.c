@@ -596,7 +596,8 @@ typedef struct attempt {
 } attempt;
 
 /* One launch: the command runs, or nothing ran (-errno, err set). */
-static int launch_once(nsr_project *pj, int run_fd, attempt *a, nsr_launch_result *lr, nsr_error *err) {
+static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct timespec *fence,
+                       nsr_launch_result *lr, nsr_error *err) {
         nsr_plan *p = pj->plan;
         nsr_bpf *bpf = NULL;
         size_t n_bpf = 0;
@@ -641,7 +642,9 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, nsr_launch_resul
         }
         if (r >= 0) {
                 if (a->conf == CONF_NAMESPACES) {
-                        nsr_launch_extra extra = { .bpf = bpf, .n_bpf = n_bpf, .kill_leftovers = true };
+                        nsr_launch_extra extra = {
+                                .bpf = bpf, .n_bpf = n_bpf, .kill_leftovers = true, .start_fence = *fence
+                        };
                         r = nsr_launch(p, &extra, lr, err);
                         a->landlock = lr->landlock;
                 } else {
@@ -787,6 +790,25 @@ static void settle_live(nsr_project *pj, project_entry *e, int run_fd, size_t i,
         }
 }
 
+static int64_t ns_between(struct timespec a, struct timespec b) {
+        return (int64_t) (b.tv_sec - a.tv_sec) * 1000000000 + (b.tv_nsec - a.tv_nsec);
+}
+
+/* The realtime clock stepped back during the run (settimeofday, a VM
+ * resumed, NTP stepping) when less realtime than monotonic time passed:
+ * a host write after the start can then carry a ctime before run_start.
+ * Moving run_start back by the step keeps such writes conflicts; NTP's
+ * slewing moves both clocks alike and changes nothing. */
+static struct timespec start_after_clock_steps(struct timespec run_start, struct timespec started,
+                                               struct timespec ended, struct timespec mono_start,
+                                               struct timespec mono_end) {
+        int64_t back = ns_between(mono_start, mono_end) - ns_between(started, ended);
+        if (back <= 1000000) /* a millisecond of noise between the readings */
+                return run_start;
+        int64_t t = (int64_t) run_start.tv_sec * 1000000000 + run_start.tv_nsec - back;
+        return (struct timespec){ .tv_sec = (time_t) (t / 1000000000), .tv_nsec = (long) (t % 1000000000) };
+}
+
 int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         nsr_plan *p = pj->plan;
         nsr_project_outcome o = { .exit_code = NSR_EXIT_FAILURE };
@@ -834,12 +856,16 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         if (run_fd < 0)
                 return run_fd;
 
-        struct timespec started, run_start, ended;
+        struct timespec started, run_start, ended, mono_start, mono_end;
         clock_gettime(CLOCK_REALTIME, &started);
-        /* Conflicts compare host ctimes with this. File timestamps come
-         * from the coarse clock, which lags; a conflict found wrongly only
-         * keeps a file aside, one missed would lose a host edit. */
-        clock_gettime(CLOCK_REALTIME_COARSE, &run_start);
+        /* Conflicts compare host ctimes with this: a host entry whose ctime
+         * is after it changed after the command started. It is the fine
+         * clock, and the command starts only once the coarse clock (which
+         * most file timestamps come from) has passed it: every write
+         * before is at most run_start, every write after is above it, with
+         * no window in between (docs/conflicts.md). */
+        clock_gettime(CLOCK_REALTIME, &run_start);
+        clock_gettime(CLOCK_MONOTONIC, &mono_start);
         write_meta(pj, run_fd, "running", &run_start, 0, false);
 
         /* nsrun's own fds never reach the sandbox: a command that could
@@ -856,7 +882,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 r = pj->live ? take_snapshots(pj, run_fd, err) : 0;
                 if (r >= 0) {
                         lr = (nsr_launch_result){ .exit_code = NSR_EXIT_FAILURE };
-                        r = launch_once(pj, run_fd, &a, &lr, err);
+                        r = launch_once(pj, run_fd, &a, &run_start, &lr, err);
                 }
                 if (r >= 0 || tries >= 3 || !retry_after(pj, &a, err))
                         break;
@@ -865,6 +891,8 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         if (p->proj.events_fd != -1)
                 p->proj.events_fd = safe_close(p->proj.events_fd);
         clock_gettime(CLOCK_REALTIME, &ended);
+        clock_gettime(CLOCK_MONOTONIC, &mono_end);
+        run_start = start_after_clock_steps(run_start, started, ended, mono_start, mono_end);
 
         if (r < 0) {
                 /* Nothing ran: nothing to capture. The command could not be
