@@ -527,6 +527,14 @@ static int handle(parser *ps, const nsr_option *o, const char *typed, char *cons
         case NSR_OPT_KEEP:
                 p->proj.keep = true;
                 return 0;
+        case NSR_OPT_ON_CONFLICT: {
+                nsr_conflict_mode m = nsr_conflict_mode_from_string(vals[0]);
+                if (m < 0)
+                        return nsr_error_setx(err, EINVAL, "--on-conflict takes apply-rest, keep-all or fail, not \"%s\"",
+                                              vals[0]);
+                p->proj.on_conflict = m;
+                return 0;
+        }
         case NSR_OPT_QUIET:
                 p->proj.quiet = true;
                 return 0;

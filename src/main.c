@@ -194,6 +194,8 @@ static const char *project_only_option(const nsr_plan *p) {
                 return "--no-overlay";
         if (o->snapshot_limit)
                 return "--snapshot-limit";
+        if (o->on_conflict != NSR_CONFLICT_APPLY_REST)
+                return "--on-conflict";
         return NULL;
 }
 
@@ -247,6 +249,18 @@ static int run_plan(ctx *c, nsr_plan *plan) {
         return res.exit_code;
 }
 
+/* Whether argv asks for project mode (before any "--"): a parse error then
+ * exits 125, nsrun's own failure status there, not bwrap's 1. */
+static bool wants_project_mode(char **argv, int argc) {
+        for (int i = 1; i < argc; i++) {
+                if (streq(argv[i], "--"))
+                        return false;
+                if (streq(argv[i], "-p") || streq(argv[i], "--project") || nsr_startswith(argv[i], "--project="))
+                        return true;
+        }
+        return false;
+}
+
 int main(int argc, char **argv) {
         ctx c = { .prog = argc > 0 && argv[0] ? argv[0] : "nsrun" };
         c.bwrap_mode = invoked_as_bwrap(c.prog);
@@ -285,7 +299,7 @@ int main(int argc, char **argv) {
         print_warnings(&c, plan ? plan->warnings : NULL);
         if (r < 0) {
                 print_error(&c, &err);
-                return 1;
+                return !c.bwrap_mode && wants_project_mode(argv, argc) ? NSR_EXIT_FAILURE : 1;
         }
         switch (res.action) {
         case NSR_CLI_HELP:

@@ -809,6 +809,35 @@ static struct timespec start_after_clock_steps(struct timespec run_start, struct
         return (struct timespec){ .tv_sec = (time_t) (t / 1000000000), .tv_nsec = (long) (t % 1000000000) };
 }
 
+/* Applies project i's changes (or, check_only, only finds the conflicts)
+ * into pj->p[i].commit. */
+static int apply_one(nsr_project *pj, size_t i, int run_fd, int statefd, const struct timespec *run_start,
+                     bool check_only, nsr_error *err) {
+        project_entry *e = &pj->p[i];
+        char rel[32];
+        snprintf(rel, sizeof(rel), "p%zu/upper", i);
+        _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (upper < 0)
+                return nsr_error_set(err, errno, "cannot open the run's %s", rel);
+        _cleanup_close_ int lock = nsr_project_lock(statefd, e->path, err);
+        if (lock < 0)
+                return lock;
+        nsr_commit_opts co = {
+                .project_fd = e->fd,
+                .project_path = e->path,
+                .upper_fd = upper,
+                .run_fd = run_fd,
+                .run_path = pj->run_dir,
+                .project_index = (unsigned) i,
+                .run_start = *run_start,
+                .state_fd = statefd,
+                .run_id = pj->run_id,
+                .all_or_nothing = pj->plan->proj.on_conflict != NSR_CONFLICT_APPLY_REST,
+                .check_only = check_only,
+        };
+        return nsr_commit_apply(e->changes, &co, &e->commit, err);
+}
+
 int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         nsr_plan *p = pj->plan;
         nsr_project_outcome o = { .exit_code = NSR_EXIT_FAILURE };
@@ -944,7 +973,26 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         else
                 run_outcome = "committed";
 
-        bool apply_failed = false, any_conflict = false;
+        bool apply_failed = false, any_conflict = false, withheld = false;
+        /* --on-conflict=keep-all|fail: a conflict in any project holds
+         * every project back, so first look for one everywhere. */
+        if (!pj->live && streq(run_outcome, "committed") && p->proj.on_conflict != NSR_CONFLICT_APPLY_REST &&
+            pj->n > 1) {
+                for (size_t i = 0; i < pj->n && !withheld; i++) {
+                        project_entry *e = &pj->p[i];
+                        if (!e->changes || nsr_changeset_is_empty(e->changes))
+                                continue;
+                        nsr_error ae = { 0 };
+                        if (apply_one(pj, i, run_fd, statefd, &run_start, true, &ae) >= 0)
+                                withheld = e->commit.n_conflicts > 0;
+                        else
+                                nsr_commit_result_done(&e->commit);
+                        if (!withheld)
+                                nsr_commit_result_done(&e->commit);
+                }
+                if (withheld)
+                        run_outcome = "kept";
+        }
         for (size_t i = 0; i < pj->n; i++) {
                 project_entry *e = &pj->p[i];
                 if (!e->changes) {
@@ -968,35 +1016,20 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         e->outcome = "committed";
                         continue;
                 }
-                char rel[32];
-                snprintf(rel, sizeof(rel), "p%zu/upper", i);
-                _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                _cleanup_close_ int lock = nsr_project_lock(statefd, e->path, err);
                 nsr_error ae = { 0 };
-                nsr_commit_opts co = {
-                        .project_fd = e->fd,
-                        .project_path = e->path,
-                        .upper_fd = upper,
-                        .run_fd = run_fd,
-                        .run_path = pj->run_dir,
-                        .project_index = (unsigned) i,
-                        .run_start = run_start,
-                        .state_fd = statefd,
-                        .run_id = pj->run_id,
-                };
-                if (upper < 0 || lock < 0 || nsr_commit_apply(e->changes, &co, &e->commit, &ae) < 0) {
+                if (apply_one(pj, i, run_fd, statefd, &run_start, false, &ae) < 0) {
                         char buf[NSR_ERROR_MSG_MAX + 256];
-                        if (upper < 0 || lock < 0)
-                                nsr_error_format(err, buf, sizeof(buf));
-                        else
-                                nsr_error_format(&ae, buf, sizeof(buf));
+                        nsr_error_format(&ae, buf, sizeof(buf));
                         nsr_strv_extend(&e->errors, buf);
                         msg(&o, "nsrun: %s: the apply failed and was rolled back: %s", e->path, buf);
                         e->outcome = "failed";
                         apply_failed = true;
                         continue;
                 }
-                if (e->commit.n_conflicts > 0) {
+                if (e->commit.withheld) {
+                        e->outcome = "kept";
+                        withheld = true;
+                } else if (e->commit.n_conflicts > 0) {
                         e->outcome = "conflict";
                         any_conflict = true;
                 } else
@@ -1005,6 +1038,13 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         if (apply_failed) {
                 run_outcome = "failed";
                 o.exit_code = NSR_EXIT_FAILURE;
+        } else if (withheld) {
+                /* A project applied before another one's conflict showed
+                 * (the host changed it between the check and the apply)
+                 * stays applied; the run is kept for the others. */
+                run_outcome = "kept";
+                if (p->proj.on_conflict == NSR_CONFLICT_FAIL)
+                        o.exit_code = NSR_EXIT_FAILURE;
         } else if (any_conflict)
                 run_outcome = "conflict";
 
@@ -1059,16 +1099,39 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                             pj->live ? "reverted" : "dropped", nsr_changeset_size(e->protected_changes),
                             nsr_changeset_size(e->protected_changes) == 1 ? "" : "s",
                             e->protected_changes->changes[0].path);
+                /* One line per conflict, not per entry it held back (a git
+                 * dir holds back its objects, a dir its children). */
+                size_t n_held = 0;
+                for (size_t k = 0; k < e->commit.n_conflicts; k++)
+                        n_held += e->commit.conflicts[k].held;
+                for (size_t k = 0; e->commit.units && e->commit.units[k]; k++) {
+                        _cleanup_free_ char *shown = nsr_utf8_escape(e->commit.units[k]);
+                        msg(&o, "nsrun: %s: conflict in the git dir %s: none of its changes %s, so that its index, "
+                                "refs and logs stay in step",
+                            e->path, shown, e->commit.withheld ? "can apply" : "were applied");
+                }
                 for (size_t k = 0; k < e->commit.n_conflicts; k++) {
                         const nsr_commit_conflict *cf = &e->commit.conflicts[k];
                         _cleanup_free_ char *shown = nsr_utf8_escape(cf->path);
-                        if (cf->kept_at)
+                        if (cf->held)
+                                continue;
+                        if (e->commit.withheld)
+                                msg(&o, "nsrun: %s: conflict: %s %s", e->path, shown, cf->reason);
+                        else if (cf->kept_at)
                                 msg(&o, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s", e->path,
                                     shown, cf->reason, cf->kept_at);
                         else
                                 msg(&o, "nsrun: %s: conflict: %s %s; left as the host has it", e->path, shown,
                                     cf->reason);
                 }
+                if (n_held > 0 && !e->commit.withheld)
+                        msg(&o, "nsrun: %s: %zu more change%s held back with %s; the sandbox's versions are in "
+                                "%s/conflict/p%zu",
+                            e->path, n_held, n_held == 1 ? " was" : "s were",
+                            n_held == 1 ? "its git dir or parent dir" : "their git dirs or parent dirs", pj->run_dir, i);
+                if (e->commit.withheld)
+                        msg(&o, "nsrun: %s: nothing applied (--on-conflict=%s)", e->path,
+                            nsr_conflict_mode_to_string(p->proj.on_conflict));
         }
         if (streq(run_outcome, "kept"))
                 msg(&o, "nsrun: run %s kept%s: review it with \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "

@@ -99,4 +99,48 @@ for i in $(seq 20); do
 	case $err in *conflict*) diag "$err" ;; *) [ "$(tail -1 "$P/h")" = sandbox ] && ok_runs=$((ok_runs + 1)) ;; esac
 done
 is "$ok_runs" "20" "a file the host wrote just before the run is applied over, 20 times of 20"
+
+# 5. A git dir is one unit: the host commits while the command commits.
+# Nothing of the command's .git applies (not its objects either: refs,
+# reflogs, index and objects only make sense together); its work tree
+# file does.
+if command -v git >/dev/null 2>&1; then
+	G=$d/unit; rm -rf "$G" "$S"; mkdir -p "$G" "$S"
+	(cd "$G" && git init -q && git config user.email t@t && git config user.name t && echo 0 > a && git add a &&
+		git commit -qm init) >/dev/null 2>&1
+	inside_commit() { # $1: extra nsrun options; the host commits once the command started
+		rm -f "$S/ready" "$S/go"
+		(i=0; while [ ! -e "$S/ready" ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done
+		 echo host >> "$G/a"; git -C "$G" commit -qam host; : > "$S/go") &
+		hc=$!
+		run "$NSRUN" -p "$G" $NS --rw "$S" $1 -- sh -c ': > '"$S"'/ready; i=0
+			while [ ! -e '"$S"'/go ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done
+			echo new > n; git add n && git -c user.email=t@t -c user.name=t commit -qm inside && git rev-parse HEAD'
+		wait $hc
+	}
+	inside_commit ""
+	sha=$out
+	like "$err" "conflict in the git dir \.git: none of its changes were applied" "a conflict in .git names the git dir as the unit that conflicted"
+	is "$(git -C "$G" log -1 --format=%s)" "host" "... the host's commit stays"
+	check "... no object of the command's commit reached .git (nothing half-applied)" sh -c "! git -C '$G' cat-file -e '$sha' 2>/dev/null"
+	is "$(cat "$G/n" 2>/dev/null)" "new" "... the work tree file outside .git applies (--on-conflict=apply-rest, the default)"
+	check "... the repository is sound" sh -c "git -C '$G' fsck >/dev/null 2>&1"
+	is "$rc" "0" "... the exit status is the command's"
+	rm -f "$G/n"
+	inside_commit "--on-conflict=keep-all"
+	is "$rc:$(test -e "$G/n" && echo applied)" "0:" "--on-conflict=keep-all: nothing applies, the exit status is the command's"
+	like "$err" "nothing applied \(--on-conflict=keep-all\)" "... and says so"
+	like "$err" "run [^ ]* kept" "... the run is kept for review"
+	run_id=$(printf '%s\n' "$err" | sed -n 's/.*run \([^ ]*\) kept.*/\1/p' | head -1)
+	run "$NSRUN" diff --state-dir "$d/state" "$run_id"
+	like "$out" "n" "... nsrun diff shows the kept run"
+	inside_commit "--on-conflict=fail"
+	is "$rc:$(test -e "$G/n" && echo applied)" "125:" "--on-conflict=fail: nothing applies and nsrun exits 125"
+	run "$NSRUN" -p "$G" $NS --on-conflict=bogus -- true
+	like "$rc:$err" "^125:.*--on-conflict takes apply-rest, keep-all or fail" "a bad --on-conflict value is refused"
+	run "$NSRUN" -p "$G" $NS --on-conflict=keep-all --trace-bwrap -- true
+	like "$out" "nsrun-only: .*conflict.*keep-all" "the trace says what a conflict does"
+else
+	skip "git dir as one unit" "no git"
+fi
 done_testing

@@ -225,7 +225,7 @@ static const struct {
         { "--seccomp-policy", 1 }, { "--project", 1 },     { "-p", 1 },         { "--home", 1 },
         { "--hide", 1 },           { "--rw", 1 },          { "--ro", 1 },       { "--keep-env", 1 },
         { "--allow-nested", 0 },   { "--state-dir", 1 },   { "--report", 1 },   { "--report-fd", 1 },
-        { "--discard", 0 },        { "--keep", 0 },        { "--quiet", 0 },    { "-q", 0 },
+        { "--discard", 0 },        { "--keep", 0 },        { "--on-conflict", 1 }, { "--quiet", 0 },    { "-q", 0 },
         { "--verbose", 0 },        { "-v", 0 },            { "--events-fd", 1 }, { "--keep-days", 1 },
         { "--backup-limit", 1 },   { "--sandbox", 1 },     { "--no-overlay", 0 }, { "--snapshot-limit", 1 },
 };
