@@ -448,7 +448,17 @@ _noreturn_ static void child_main(launch *l) {
                 pid_t cmd = fork();
                 if (cmd < 0)
                         child_fail(l, (nsr_error_set(&e, errno, "Can't fork for pid 1"), &e));
+                /* In a new session the command leads a process group of its
+                 * own (set on both sides of the fork, so neither races),
+                 * which pid 1 signals as a terminal would its foreground
+                 * group. */
+                if (p->new_session)
+                        (void) setpgid(cmd > 0 ? cmd : 0, cmd > 0 ? cmd : 0);
                 if (cmd > 0) {
+                        /* Before pid 1's own filter, which forbids getpid. */
+                        unsigned rflags = p->new_session ? NSR_REAPER_GROUP : 0;
+                        if (l->extra && l->extra->kill_leftovers && getpid() == 1)
+                                rflags |= NSR_REAPER_TREE;
                         /* pid 1: keep only what it needs. */
                         l->err_pipe[1] = safe_close(l->err_pipe[1]);
                         if (set_parent_death(l, &e) < 0)
@@ -462,7 +472,7 @@ _noreturn_ static void child_main(launch *l) {
                          * --add-seccomp-fd) it loads as bwrap does. */
                         if (l->n_progs > 0 && (p->n_seccomp > 0 || nsr_reaper_confine() < 0))
                                 (void) load_seccomp(l, &e);
-                        nsr_reaper_run(cmd, l->status_pipe[1]);
+                        nsr_reaper_run(cmd, l->status_pipe[1], rflags);
                 }
                 if (p->sync_fd != -1)
                         close(p->sync_fd);
@@ -645,7 +655,7 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                                                 }
                                         }
                                 } else if (!child_gone) {
-                                        if (!res->forwarded_signal)
+                                        if (!res->forwarded_signal && nsr_signal_interrupts((int) si.ssi_signo))
                                                 res->forwarded_signal = (int) si.ssi_signo;
                                         (void) kill(child, (int) si.ssi_signo);
                                 }
