@@ -959,6 +959,10 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         capture_failed = true;
                 }
         }
+        /* Nothing is applied then, but the command's work is not lost: the
+         * run is kept (its upper dirs stay), and nsrun says it failed. */
+        if (capture_failed)
+                o.exit_code = NSR_EXIT_FAILURE;
 
         /* With live writes an interrupted run is in place all the same: it
          * is recorded like any other, so it can be undone. */
@@ -1056,7 +1060,9 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 nsr_error ce = { 0 };
                 snprintf(rel, sizeof(rel), "p%zu/work", i);
                 (void) nsr_rm_rf_at(run_fd, rel, &ce);
-                if (!streq(pj->p[i].outcome, "kept")) {
+                /* A failed apply rolled back into the upper dir: keep it. */
+                bool keep_upper = streq(pj->p[i].outcome, "kept") || (!pj->live && streq(pj->p[i].outcome, "failed"));
+                if (!keep_upper) {
                         snprintf(rel, sizeof(rel), "p%zu/upper", i);
                         (void) nsr_rm_rf_at(run_fd, rel, &ce);
                 }
@@ -1073,7 +1079,10 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         /* What is left of the snapshots goes off the run's path. */
         if (pj->live)
                 nsr_state_trash_background(pj->run_dir);
-        write_meta(pj, run_fd, run_outcome, &run_start, lr.wait_status, true);
+        /* A run whose capture failed was applied nowhere: it is kept, so
+         * that once the cause is fixed "nsrun commit RUN" can finish it. */
+        bool kept_failed = capture_failed && !pj->live;
+        write_meta(pj, run_fd, kept_failed ? "kept" : run_outcome, &run_start, lr.wait_status, true);
 
         /* Explanations. */
         int ws = lr.wait_status;
@@ -1133,7 +1142,12 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         msg(&o, "nsrun: %s: nothing applied (--on-conflict=%s)", e->path,
                             nsr_conflict_mode_to_string(p->proj.on_conflict));
         }
-        if (streq(run_outcome, "kept"))
+        if (kept_failed)
+                msg(&o, "nsrun: run %s kept: the capture failed and nothing was applied; the command's files are in "
+                        "%s/pN/upper; once the cause is fixed, \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
+                        "discard %s\"",
+                    pj->run_id, pj->run_dir, pj->run_id, pj->run_id, pj->run_id);
+        else if (streq(run_outcome, "kept"))
                 msg(&o, "nsrun: run %s kept%s: review it with \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
                         "discard %s\"",
                     pj->run_id, interrupted ? " (nsrun was interrupted)" : "", pj->run_id, pj->run_id, pj->run_id);
