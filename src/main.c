@@ -61,13 +61,43 @@ static const struct {
         { "gc", nsr_cmd_gc },           { "doctor", nsr_cmd_doctor },
 };
 
-static int write_report(const nsr_plan *plan, const char *json, nsr_error *err) {
+/* An fd the caller passed for nsrun to write to: it must be open for
+ * writing now, before the command runs, not found closed afterwards. */
+static int check_output_fd(const char *option, int fd, nsr_error *err) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0)
+                return nsr_error_set(err, errno, "%s %d", option, fd);
+        if ((fl & O_ACCMODE) == O_RDONLY)
+                return nsr_error_setx(err, EBADF, "%s %d: not open for writing", option, fd);
+        return 0;
+}
+
+/* Every output of a project run, checked (and --report opened) before the
+ * command starts: a bad target found after the run would come too late,
+ * once the changes are applied. *ret_report_fd is the --report file's fd,
+ * or -1. */
+static int open_outputs(const nsr_plan *plan, int *ret_report_fd, nsr_error *err) {
+        *ret_report_fd = -1;
+        int r;
+        if (plan->proj.report_fd != -1 && (r = check_output_fd("--report-fd", plan->proj.report_fd, err)) < 0)
+                return r;
+        if (plan->proj.events_fd != -1 && (r = check_output_fd("--events-fd", plan->proj.events_fd, err)) < 0)
+                return r;
+        if (plan->proj.report_file) {
+                int fd = open(plan->proj.report_file, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+                if (fd < 0)
+                        return nsr_error_set(err, errno, "--report %s", plan->proj.report_file);
+                *ret_report_fd = fd;
+        }
+        return 0;
+}
+
+static int write_report(const nsr_plan *plan, int report_file_fd, const char *json, nsr_error *err) {
         if (!json)
                 return 0;
         size_t len = strlen(json);
-        if (plan->proj.report_file) {
-                _cleanup_close_ int fd = open(plan->proj.report_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-                int r = fd < 0 ? -errno : nsr_write_all(fd, json, len);
+        if (report_file_fd >= 0) {
+                int r = ftruncate(report_file_fd, 0) < 0 ? -errno : nsr_write_all(report_file_fd, json, len);
                 if (r < 0)
                         return nsr_error_set(err, -r, "--report %s", plan->proj.report_file);
         }
@@ -131,6 +161,11 @@ static int run_project(ctx *c, nsr_plan *user) {
         if (r > 0)
                 return 0;
 
+        _cleanup_close_ int report_file_fd = -1;
+        if (open_outputs(plan, &report_file_fd, &err) < 0) {
+                print_error(c, &err);
+                return NSR_EXIT_FAILURE;
+        }
         nsr_project_outcome o = { 0 };
         nsr_project_set_notify(pj, print_note, c);
         if (nsr_project_run(pj, &o, &err) < 0) {
@@ -145,7 +180,7 @@ static int run_project(ctx *c, nsr_plan *user) {
         if (o.listing)
                 fputs(o.listing, stderr);
         int code = o.exit_code;
-        if (write_report(plan, o.report_json, &err) < 0) {
+        if (write_report(plan, report_file_fd, o.report_json, &err) < 0) {
                 print_error(c, &err);
                 code = NSR_EXIT_FAILURE;
         }

@@ -6,6 +6,7 @@
 export NSRUN_DATADIR="$NSR_STAGE"
 d=$(scratch)
 NS="--state-dir $d/state"
+: > "$d/nothing-to-write"
 
 # 1. An unreadable project: the command runs and writes, the capture fails.
 if ! is_root; then
@@ -21,4 +22,20 @@ if ! is_root; then
 else
 	skip "a failed capture" "root reads any project"
 fi
+
+# 2. Bad output targets are refused with 125 before the command starts.
+P=$d/proj; mkdir -p "$P"
+run "$NSRUN" -p "$P" $NS --report "$d/nonexistent/dir/r.json" -- sh -c 'echo x > ran'
+is "$rc:$(test -e "$P/ran" && echo ran)" "125:" "--report in a dir that does not exist: 125, and nothing ran"
+like "$err" "--report .*nonexistent/dir/r.json: No such file or directory" "... with the reason"
+run "$NSRUN" -p "$P" $NS --report-fd 9 -- sh -c 'echo x > ran'
+is "$rc:$(test -e "$P/ran" && echo ran)" "125:" "a closed --report-fd: 125, and nothing ran"
+like "$err" "--report-fd 9: Bad file descriptor" "... with the reason"
+run "$NSRUN" -p "$P" $NS --events-fd 9 -- sh -c 'echo x > ran'
+is "$rc:$(test -e "$P/ran" && echo ran)" "125:" "a closed --events-fd: 125, and nothing ran"
+run "$NSRUN" -p "$P" $NS --report-fd 9 -- sh -c 'echo x > ran' 9<"$d/nothing-to-write"
+is "$rc:$(test -e "$P/ran" && echo ran)" "125:" "a --report-fd open only for reading: 125, and nothing ran"
+run "$NSRUN" -p "$P" $NS --report "$d/ok.json" -- sh -c 'echo x > ran'
+like "$rc:$(cat "$d/ok.json")" '^0:.*"outcome": *"committed"' "a good --report still gets the report"
+rm -f "$P/ran"
 done_testing
