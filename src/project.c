@@ -204,6 +204,57 @@ static int expand_paths(char **in, const char *opt, char ***ret, nsr_error *err)
         return 0;
 }
 
+static const char *op_option(nsr_op_type t) {
+        return t == NSR_OP_DEV_BIND ? "--dev-bind" : "--bind";
+}
+
+/* A writable bind that would bypass the transaction: one whose source
+ * overlaps a project (the project, a dir above it, or one inside it) makes
+ * project files writable in place, and one whose destination is a project
+ * or a dir above it (/) covers the project's overlay. Either way the
+ * writes would go straight to the host: not captured, not undoable, and
+ * reported as "no changes". */
+static int check_writable_binds(const nsr_plan *user, const nsr_project *pj, nsr_error *err) {
+        for (size_t i = 0; i < user->n_ops; i++) {
+                const nsr_op *op = &user->ops[i];
+                if ((op->type != NSR_OP_BIND && op->type != NSR_OP_DEV_BIND) || !op->source || !op->dest)
+                        continue;
+                _cleanup_free_ char *src = realpath(op->source, NULL);
+                for (size_t k = 0; k < pj->n; k++) {
+                        const char *pp = pj->p[k].path;
+                        if (src && (under(src, pp) || under(pp, src)))
+                                return nsr_error_setx(err, EINVAL,
+                                                      "%s %s %s would make the project %s writable outside the "
+                                                      "transaction (not captured, not undoable); use --ro-bind, or "
+                                                      "leave the project out of it",
+                                                      op_option(op->type), op->source, op->dest, pp);
+                        if (op->dest[0] == '/' && under(pp, op->dest))
+                                return nsr_error_setx(err, EINVAL,
+                                                      "%s %s %s would cover the project %s, so the command would "
+                                                      "not write through the transaction; bind below it or "
+                                                      "elsewhere",
+                                                      op_option(op->type), op->source, op->dest, pp);
+                }
+        }
+        const char *home = env_get("HOME");
+        for (size_t i = 0; user->proj.rw && user->proj.rw[i]; i++) {
+                _cleanup_free_ char *x = nsr_profile_expand(user->proj.rw[i], home, environ);
+                _cleanup_free_ char *real = x ? realpath(x, NULL) : NULL;
+                for (size_t k = 0; real && k < pj->n; k++) {
+                        const char *pp = pj->p[k].path;
+                        if (under(real, pp) || under(pp, real))
+                                return nsr_error_setx(err, EINVAL,
+                                                      "--rw %s %s the project %s: writes there would go to the host "
+                                                      "outside the transaction (not captured, not undoable)",
+                                                      user->proj.rw[i], under(real, pp) && !streq(real, pp)
+                                                                                ? "is inside"
+                                                                                : "covers",
+                                                      pp);
+                }
+        }
+        return 0;
+}
+
 int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, nsr_error *err) {
         _cleanup_(nsr_project_freep) nsr_project *pj = nsr_malloc0(sizeof(*pj));
         nsr_project_opts *o = &user->proj;
@@ -227,6 +278,9 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
                                 return nsr_error_setx(err, EINVAL,
                                                       "projects %s and %s overlap: one is inside the other",
                                                       pj->p[i].path, pj->p[k].path);
+        r = check_writable_binds(user, pj, err);
+        if (r < 0)
+                return r;
 
         if (o->keep && (o->no_overlay || o->sandbox == NSR_SANDBOX_OFF))
                 return nsr_error_setx(err, EINVAL,

@@ -38,4 +38,18 @@ is "$rc:$(test -e "$P/ran" && echo ran)" "125:" "a --report-fd open only for rea
 run "$NSRUN" -p "$P" $NS --report "$d/ok.json" -- sh -c 'echo x > ran'
 like "$rc:$(cat "$d/ok.json")" '^0:.*"outcome": *"committed"' "a good --report still gets the report"
 rm -f "$P/ran"
+
+# 3. Writable binds over a project would write to the host outside the
+# transaction: refused, and nothing runs.
+echo keep > "$P/f"
+for opts in "--bind $P $P" "--rw $P" "--bind / /" "--dev-bind / /" "--bind $d /mnt" "--rw $P/." "--bind $P/sub-none-yet $P"; do
+	run "$NSRUN" -p "$P" $NS $opts -- sh -c 'echo changed > f'
+	is "$rc:$(cat "$P/f")" "125:keep" "$opts in project mode: refused (125), the project untouched"
+done
+mkdir -p "$P/sub"
+run "$NSRUN" -p "$P" $NS --rw "$P/sub" -- sh -c 'echo x > sub/x'
+like "$rc:$err" "^125:.*--rw .*is inside the project" "--rw of a dir inside the project: refused, with the reason"
+mkdir -p "$d/cache"
+run "$NSRUN" -p "$P" $NS --rw "$d/cache" --bind "$d/cache" /mnt -- sh -c 'echo x > /mnt/y; echo z > f'
+is "$rc:$(cat "$d/cache/y"):$(cat "$P/f")" "0:x:z" "writable binds elsewhere still work"
 done_testing
