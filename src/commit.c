@@ -641,6 +641,10 @@ static int plan_change(planner *p, size_t i, size_t *next, nsr_error *err) {
                 r = nsr_txn_path_error(err, EINVAL, "changes below a non-dir at", c->path);
         if (r < 0)
                 return r;
+        /* The overlay copies a hard-linked file up alone, so inside the
+         * sandbox its other names kept the old content; so they do here. */
+        if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+                nsr_strv_extend(&p->res.split_links, c->path);
         add_step(p, NSR_STEP_REPLACE, c, &st, &ust);
         p->res.applied += end - i;
         *next = end;
@@ -854,6 +858,7 @@ void nsr_commit_result_done(nsr_commit_result *r) {
         }
         free(r->conflicts);
         nsr_strv_free(r->units);
+        nsr_strv_free(r->split_links);
         *r = (nsr_commit_result){ 0 };
 }
 

@@ -70,6 +70,7 @@ typedef struct nsr_commit_result {
         nsr_commit_conflict *conflicts;
         size_t n_conflicts;
         char **units;                /* the git dirs held back whole because part of them conflicted */
+        char **split_links;          /* files replaced that had other hard links on the host (they keep the old content) */
         bool withheld;               /* all_or_nothing and a conflict: nothing applied, the upper dir untouched */
         nsr_commit_stats stats;
 } nsr_commit_result;

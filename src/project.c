@@ -1192,6 +1192,12 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                                 "%s/conflict/p%zu",
                             e->path, n_held, n_held == 1 ? " was" : "s were",
                             n_held == 1 ? "its git dir or parent dir" : "their git dirs or parent dirs", pj->run_dir, i);
+                for (size_t k = 0; !e->commit.withheld && e->commit.split_links && e->commit.split_links[k]; k++) {
+                        _cleanup_free_ char *shown = nsr_utf8_escape(e->commit.split_links[k]);
+                        msg(&o, "nsrun: %s: note: %s had other hard links on the host; the new version replaced this "
+                                "name only, and the other names keep the old content (as they did inside the sandbox)",
+                            e->path, shown);
+                }
                 if (e->commit.withheld)
                         msg(&o, "nsrun: %s: nothing applied (--on-conflict=%s)", e->path,
                             nsr_conflict_mode_to_string(p->proj.on_conflict));
@@ -1236,7 +1242,8 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                                               .protected_changes = e->protected_changes,
                                               .conflicts = rc[i],
                                               .n_conflicts = e->commit.n_conflicts,
-                                              .errors = e->errors };
+                                              .errors = e->errors,
+                                              .split_links = e->commit.split_links };
         }
         nsr_report rep = {
                 .run_id = pj->run_id,

@@ -28,7 +28,10 @@
  *         "protected": [ CHANGE, ... ],   changes dropped because they
  *                                         touch protected paths
  *         "conflicts": [ {"path", "reason", "kept_at"}, ... ],
- *         "errors": ["...", ...]
+ *         "errors": ["...", ...],
+ *         "split_hard_links": ["...", ...]  only when a replaced file had
+ *                                         other hard links on the host,
+ *                                         which keep the old content
  *     } ]
  *   }
  *
@@ -72,6 +75,7 @@ typedef struct nsr_report_project {
         const nsr_report_conflict *conflicts;
         size_t n_conflicts;
         char *const *errors; /* NULL-terminated, may be NULL */
+        char *const *split_links; /* replaced files whose other hard links kept the old content; may be NULL */
 } nsr_report_project;
 
 /* Filled in by the caller; the report only borrows these pointers. */

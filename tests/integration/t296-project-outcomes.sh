@@ -52,4 +52,12 @@ like "$rc:$err" "^125:.*--rw .*is inside the project" "--rw of a dir inside the 
 mkdir -p "$d/cache"
 run "$NSRUN" -p "$P" $NS --rw "$d/cache" --bind "$d/cache" /mnt -- sh -c 'echo x > /mnt/y; echo z > f'
 is "$rc:$(cat "$d/cache/y"):$(cat "$P/f")" "0:x:z" "writable binds elsewhere still work"
+
+# 4. Hard links: the overlay copies a linked file up alone, so the sandbox
+# saw its other names unchanged; the apply does the same and says so.
+H=$d/links; mkdir -p "$H"; echo base > "$H/a"; ln "$H/a" "$H/b"
+run "$NSRUN" -p "$H" $NS --report "$d/links.json" -- sh -c 'echo x >> a; cat b'
+is "$rc:$out:$(cat "$H/a" | tr '\n' ' ')" "0:base:base x " "a hard-linked file changed inside: its name gets the new version"
+like "$err" "note: a had other hard links on the host; the new version replaced this name only" "... and the split is reported on stderr"
+like "$(cat "$d/links.json")" '"split_hard_links": *\[ *"a" *\]' "... and in the report"
 done_testing
