@@ -938,6 +938,17 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         _cleanup_close_ int run_fd = nsr_run_create(statefd, pj->run_id, pj->n, err);
         if (run_fd < 0)
                 return run_fd;
+        /* The overlay's root takes its mode from the upper dir: give it the
+         * project's, or a 0750 project shows as 0755 inside. (The run dir
+         * above it is 0700, so a wide mode here exposes nothing.) */
+        for (size_t i = 0; i < pj->n && !pj->live; i++) {
+                struct stat st;
+                char rel[32];
+                snprintf(rel, sizeof(rel), "p%zu/upper", i);
+                if (fstat(pj->p[i].fd, &st) == 0 && fchmodat(run_fd, rel, st.st_mode & 01777, 0) < 0)
+                        return nsr_error_set(err, errno, "%s: cannot give the upper dir the project's mode",
+                                             pj->p[i].path);
+        }
 
         struct timespec started, run_start, ended, mono_start, mono_end;
         clock_gettime(CLOCK_REALTIME, &started);

@@ -8,10 +8,15 @@ d=$(scratch)
 NS="--state-dir $d/state"
 : > "$d/nothing-to-write"
 
-# 1. An unreadable project: the command runs and writes, the capture fails.
+# 1. The project turns unreadable while the command runs (it wrote
+# already): the capture fails.
 if ! is_root; then
-	P=$d/unreadable; mkdir -p "$P"; echo a > "$P/a"; chmod 000 "$P"
-	run "$NSRUN" -p "$P" $NS --report "$d/r1.json" -- sh -c 'echo work > new'
+	P=$d/unreadable S=$d/sync; mkdir -p "$P" "$S"; echo a > "$P/a"
+	(i=0; while [ ! -e "$S/wrote" ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done
+	 chmod 000 "$P"; : > "$S/go") &
+	run "$NSRUN" -p "$P" $NS --rw "$S" --report "$d/r1.json" -- sh -c 'echo work > new; : > '"$S"'/wrote; i=0
+		while [ ! -e '"$S"'/go ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done'
+	wait
 	chmod 755 "$P"
 	is "$rc" "125" "a failed capture exits 125"
 	like "$(cat "$d/r1.json" 2>/dev/null)" '"outcome": *"failed"' "... the report says failed"
@@ -60,4 +65,12 @@ run "$NSRUN" -p "$H" $NS --report "$d/links.json" -- sh -c 'echo x >> a; cat b'
 is "$rc:$out:$(cat "$H/a" | tr '\n' ' ')" "0:base:base x " "a hard-linked file changed inside: its name gets the new version"
 like "$err" "note: a had other hard links on the host; the new version replaced this name only" "... and the split is reported on stderr"
 like "$(cat "$d/links.json")" '"split_hard_links": *\[ *"a" *\]' "... and in the report"
+
+# 5. The project root's own mode shows inside.
+M=$d/mode; mkdir -p "$M"; chmod 750 "$M"
+run "$NSRUN" -p "$M" $NS -- stat -c %a .
+is "$rc:$out" "0:750" "a 0750 project root shows as 0750 inside"
+chmod 700 "$M"
+run "$NSRUN" -p "$M" $NS -- stat -c %a .
+is "$rc:$out" "0:700" "... and a 0700 one as 0700"
 done_testing
