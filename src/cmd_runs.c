@@ -365,8 +365,11 @@ int nsr_cmd_commit(int argc, char **argv) {
                                         shown, res.conflicts[k].reason);
                 }
                 conflict |= res.n_conflicts > 0;
-                _cleanup_free_ char *line =
-                        nsr_report_summary(m.projects[i], cs, res.n_conflicts ? "conflict" : "committed", m.run_id);
+                _cleanup_free_ char *outcome =
+                        res.n_conflicts ? nsr_asprintf("conflict, %zu of %zu applied", res.applied,
+                                                       nsr_changeset_size(cs))
+                                        : nsr_strdup("committed");
+                _cleanup_free_ char *line = nsr_report_summary(m.projects[i], cs, outcome, m.run_id);
                 fprintf(stderr, "%s\n", line);
                 nsr_commit_result_done(&res);
                 nsr_error ce = { 0 };

@@ -1165,7 +1165,14 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         for (size_t i = 0; i < pj->n; i++) {
                 project_entry *e = &pj->p[i];
                 if (e->changes) {
-                        _cleanup_free_ char *line = nsr_report_summary(e->path, e->changes, e->outcome, pj->run_id);
+                        /* The counts are what the command changed; with a
+                         * conflict, the outcome says how much of it applied. */
+                        _cleanup_free_ char *outcome =
+                                streq(e->outcome, "conflict")
+                                        ? nsr_asprintf("conflict, %zu of %zu applied", e->commit.applied,
+                                                       nsr_changeset_size(e->changes))
+                                        : nsr_strdup(e->outcome);
+                        _cleanup_free_ char *line = nsr_report_summary(e->path, e->changes, outcome, pj->run_id);
                         nsr_strv_extend(&o.summary, line);
                 }
                 if (e->protected_changes && !nsr_changeset_is_empty(e->protected_changes))

@@ -73,4 +73,14 @@ is "$rc:$out" "0:750" "a 0750 project root shows as 0750 inside"
 chmod 700 "$M"
 run "$NSRUN" -p "$M" $NS -- stat -c %a .
 is "$rc:$out" "0:700" "... and a 0700 one as 0700"
+
+# 6. The summary says how much applied when something conflicted.
+C=$d/counts S2=$d/sync2; mkdir -p "$C" "$S2"; echo 1 > "$C/f1"; echo 2 > "$C/f2"
+(i=0; while [ ! -e "$S2/ready" ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done
+ echo host >> "$C/f1"; : > "$S2/go") &
+run "$NSRUN" -p "$C" $NS --rw "$S2" -- sh -c ': > '"$S2"'/ready; i=0
+	while [ ! -e '"$S2"'/go ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done; echo in >> f1; echo in >> f2'
+wait
+like "$err" "2 modified; conflict, 1 of 2 applied" "a conflict on one of two files: the summary says 1 of 2 applied"
+is "$(tail -1 "$C/f1"):$(tail -1 "$C/f2")" "host:in" "... which is what happened"
 done_testing
