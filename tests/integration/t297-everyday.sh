@@ -1,0 +1,37 @@
+#!/bin/sh
+# Everyday use: help, version, typos, usage lines, exit statuses, relative
+# paths in path options.
+. "$NSR_TESTS/lib.sh"
+export NSRUN_DATADIR="$NSR_STAGE"
+d=$(scratch)
+P=$d/proj; mkdir -p "$P"
+NS="--state-dir $d/state"
+
+run "$NSRUN" -h
+like "$rc:$out" "^0:usage: " "-h shows the help"
+run "$NSRUN" -V
+like "$rc:$out" "^0:nsrun [0-9]" "-V shows the version"
+run "$NSRUN" version
+like "$rc:$out" "^0:nsrun [0-9]" "nsrun version too"
+run "$NSRUN" help
+like "$rc:$out" "^0:usage: " "nsrun help shows the help"
+run "$NSRUN" help history
+like "$rc:$out" "^0:usage: nsrun history" "nsrun help SUBCOMMAND shows the subcommand's help"
+run "$NSRUN" histroy
+is "$rc:$err" "1:nsrun: unknown command \"histroy\"; did you mean \"history\"? (\"nsrun help\" lists them)" "a typo of a subcommand gets a suggestion, not execvp"
+run "$NSRUN" no-such-subcommand-or-program
+like "$rc:$err" "^1:nsrun: unknown command \"no-such-subcommand-or-program\"" "an unknown word is an unknown command"
+run "$NSRUN" -p "$P" $NS
+is "$rc:$(printf '%s\n' "$err" | wc -l)" "125:1" "-p DIR with no command: one line of usage, exit 125"
+like "$err" "^usage: .*-p DIR .*COMMAND" "... which is the usage"
+run "$NSRUN" -p "$P" $NS --no-such-option -- true
+is "$rc" "125" "an unknown option in project mode exits 125"
+run "$NSRUN" -p "$P" $NS --home bogus -- true
+is "$rc" "125" "a bad option value in project mode exits 125"
+
+# Relative paths in --hide, --ro and --rw are relative to the current dir.
+mkdir -p "$d/lib" "$P/sub"; echo secret > "$P/.env"; echo lib > "$d/lib/l"
+run sh -c "cd '$P' && '$NSRUN' -p . $NS --hide .env --ro ../lib -- sh -c 'cat .env; cat ../lib/l; echo x > ../lib/w 2>/dev/null || echo ro'"
+is "$rc:$out" "0:lib
+ro" "--hide .env and --ro ../lib work relative to the current dir"
+done_testing
