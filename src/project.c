@@ -1003,6 +1003,27 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                     hint && a.conf == CONF_NAMESPACES && p->proj.sandbox == NSR_SANDBOX_REQUIRED
                             ? "; --sandbox=best-effort runs without user namespaces (Landlock and seccomp)"
                             : "");
+                /* A tool reading --report gets the error too, not only
+                 * stderr: every project "failed", with the message. */
+                char *errs[2] = { buf, NULL };
+                nsr_report_project *rp = nsr_malloc0((pj->n + 1) * sizeof(nsr_report_project));
+                for (size_t i = 0; i < pj->n; i++)
+                        rp[i] = (nsr_report_project){ .path = pj->p[i].path, .outcome = "failed", .errors = errs };
+                nsr_report rep = {
+                        .run_id = pj->run_id,
+                        .command = pj->command,
+                        .exit_code = -1,
+                        .outcome = "failed",
+                        .started_at = started,
+                        .duration_ms = (uint64_t) ((ended.tv_sec - started.tv_sec) * 1000 +
+                                                   (ended.tv_nsec - started.tv_nsec) / 1000000),
+                        .projects = rp,
+                        .n_projects = pj->n,
+                };
+                size_t len = 0;
+                nsr_error je = { 0 };
+                (void) nsr_report_to_json(&rep, 0, &o.report_json, &len, &je);
+                free(rp);
                 nsr_error e2 = { 0 };
                 _cleanup_free_ char *rel = nsr_asprintf("runs/%s", pj->run_id);
                 (void) nsr_rm_rf_at(statefd, rel, &e2);

@@ -34,4 +34,14 @@ mkdir -p "$d/lib" "$P/sub"; echo secret > "$P/.env"; echo lib > "$d/lib/l"
 run sh -c "cd '$P' && '$NSRUN' -p . $NS --hide .env --ro ../lib -- sh -c 'cat .env; cat ../lib/l; echo x > ../lib/w 2>/dev/null || echo ro'"
 is "$rc:$out" "0:lib
 ro" "--hide .env and --ro ../lib work relative to the current dir"
+
+# When the sandbox cannot be built, --report still gets a JSON document.
+"$NSR_HELPERS/nsr-restrict" --max-userns 0 -- "$NSRUN" -p "$P" $NS --report "$d/fail.json" -- true 2>/dev/null
+rc=$?
+is "$rc" "125" "no user namespaces, --sandbox=required: 125"
+run python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); p=d["projects"][0]; print(d["outcome"], p["outcome"], "namespace" in p["errors"][0])' "$d/fail.json"
+is "$out" "failed failed True" "... and the --report file is a JSON document with the error"
+run "$NSRUN" -p "$P" $NS --report "$d/nf.json" -- /nonexistent/cmd
+run python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["outcome"], d["projects"][0]["errors"][0])' "$d/nf.json"
+is "$out" "failed execvp /nonexistent/cmd: No such file or directory" "a command not found: the report says so too"
 done_testing
