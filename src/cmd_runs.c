@@ -14,6 +14,7 @@
 #include "cmd.h"
 #include "syscalls.h"
 #include "commit.h"
+#include "journal.h"
 #include "json.h"
 #include "project.h"
 #include "report.h"
@@ -31,6 +32,7 @@ typedef struct args {
         const char *run;
         bool json, force, help;
         long keep_days;          /* -1: default */
+        long limit;              /* history --limit; 0: all */
         uint64_t backup_limit;   /* 0: default */
 } args;
 
@@ -102,6 +104,14 @@ static int parse_args(int argc, char **argv, const char *allowed, args *a) {
                         a->keep_days = strtol(val, &end, 10);
                         if (!*val || *end || a->keep_days < 0) {
                                 fprintf(stderr, "nsrun: --keep-days takes a number of days, not \"%s\"\n", val);
+                                return -EINVAL;
+                        }
+                } else if (streq(s, "--limit") && strchr(allowed, 'l')) {
+                        NEED_VALUE();
+                        char *end = NULL;
+                        a->limit = strtol(val, &end, 10);
+                        if (!*val || *end || a->limit <= 0) {
+                                fprintf(stderr, "nsrun: --limit takes a number of runs, not \"%s\"\n", val);
                                 return -EINVAL;
                         }
                 } else if (streq(s, "--backup-limit") && strchr(allowed, 'b')) {
@@ -236,20 +246,51 @@ static void diff_change(int upper, int project, const nsr_change *c) {
                 printf("%s file %s: too many differences to show\n", nsr_change_kind_to_string(c->kind), shown);
 }
 
+/* The newest run of the project at dir (or the current dir, or the
+ * project the current dir is inside), printing why when there is none. */
+static char *latest_run_here(int statefd, const char *dir) {
+        _cleanup_free_ char *here = realpath_or_self(dir ? dir : ".");
+        nsr_error e = { 0 };
+        _cleanup_strv_free_ char **runs = NULL;
+        if (nsr_state_list_runs(statefd, &runs, &e) < 0) {
+                err_print(&e);
+                return NULL;
+        }
+        for (size_t i = 0; runs && runs[i]; i++) {
+                _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
+                _cleanup_close_ int fd = nsr_run_open(statefd, runs[i], &e);
+                if (fd < 0 || nsr_run_meta_read(fd, &m, &e) < 0)
+                        continue;
+                for (size_t k = 0; m.projects && m.projects[k]; k++)
+                        if (nsr_path_is_below(here, m.projects[k]) || streq(here, m.projects[k]))
+                                return nsr_strdup(runs[i]);
+        }
+        fprintf(stderr, "nsrun: diff: no run of a project at %s (give a RUN, or -p DIR)\n", here);
+        return NULL;
+}
+
 int nsr_cmd_diff(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, "sr", &a) < 0)
+        if (parse_args(argc, argv, "spr", &a) < 0)
                 return 1;
-        if (a.help || !a.run) {
-                fputs("usage: nsrun diff [--state-dir DIR] RUN\n"
+        if (a.help) {
+                fputs("usage: nsrun diff [--state-dir DIR] [-p DIR] [RUN]\n"
                       "Show what a kept run changed: a unified diff for text files, one line for the rest.\n"
+                      "Without RUN: the latest run of the project at DIR, or at the current dir.\n"
                       "On a terminal, control characters in the text are shown as signs, never sent.\n",
-                      a.help ? stdout : stderr);
-                return a.help ? 0 : 1;
+                      stdout);
+                return 0;
         }
         _cleanup_close_ int statefd = open_state(&a, NULL);
         if (statefd < 0)
                 return 1;
+        _cleanup_free_ char *latest = NULL;
+        if (!a.run) {
+                latest = latest_run_here(statefd, a.project);
+                if (!latest)
+                        return 1;
+                a.run = latest;
+        }
         _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
         _cleanup_close_ int run_fd = open_run(statefd, a.run, &m);
         if (run_fd < 0)
@@ -559,10 +600,12 @@ int nsr_cmd_undo(int argc, char **argv) {
 
 int nsr_cmd_history(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, "spj", &a) < 0)
+        if (parse_args(argc, argv, "spjl", &a) < 0)
                 return 1;
         if (a.help) {
-                fputs("usage: nsrun history [--state-dir DIR] [-p DIR] [--json]\nList runs, newest first.\n", stdout);
+                fputs("usage: nsrun history [--state-dir DIR] [-p DIR] [--json] [--limit N]\n"
+                      "List runs, newest first (the N newest with --limit).\n",
+                      stdout);
                 return 0;
         }
         _cleanup_close_ int statefd = open_state(&a, NULL);
@@ -578,13 +621,15 @@ int nsr_cmd_history(int argc, char **argv) {
         _cleanup_(nsr_json_freep) nsr_json *j = a.json ? nsr_json_new(stdout, 0, 0) : NULL;
         if (j)
                 nsr_json_array_begin(j, NULL);
-        for (size_t i = 0; runs[i]; i++) {
+        long shown = 0;
+        for (size_t i = 0; runs[i] && (a.limit == 0 || shown < a.limit); i++) {
                 _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
                 _cleanup_close_ int fd = nsr_run_open(statefd, runs[i], &e);
                 if (fd < 0 || nsr_run_meta_read(fd, &m, &e) < 0)
                         continue;
                 if (project && find_project(&m, project) < 0)
                         continue;
+                shown++;
                 char when[32] = "";
                 (void) nsr_report_format_time(&m.start, when, sizeof(when));
                 if (j) {

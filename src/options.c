@@ -237,11 +237,11 @@ void nsr_options_help(FILE *f, const char *prog, bool bwrap_mode) {
                         help_line(f, &nsr_options[i]);
         fputs("\nSubcommands (each takes --help):\n"
               "    seccomp check|compile|list   Validate, export or list seccomp policies\n"
-              "    diff RUN                     Show what a kept run would change\n"
+              "    diff [-p DIR] [RUN]          Show what a kept run would change (default: the latest)\n"
               "    commit RUN                   Apply a kept run\n"
               "    discard RUN                  Drop a kept run\n"
               "    undo [-p DIR] [RUN]          Restore what a run applied, from its backups\n"
-              "    history [-p DIR] [--json]    List runs\n"
+              "    history [-p DIR] [--limit N] List runs\n"
               "    gc                           Prune old runs and backups\n"
               "    doctor [--json]              Check what this host lets nsrun do\n"
               "\nSee nsrun(1).\n", f);

@@ -44,4 +44,20 @@ is "$out" "failed failed True" "... and the --report file is a JSON document wit
 run "$NSRUN" -p "$P" $NS --report "$d/nf.json" -- /nonexistent/cmd
 run python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["outcome"], d["projects"][0]["errors"][0])' "$d/nf.json"
 is "$out" "failed execvp /nonexistent/cmd: No such file or directory" "a command not found: the report says so too"
+
+# nsrun diff with no RUN: the latest run of the project at the current dir.
+D=$d/diffp; mkdir -p "$D/sub"; echo old > "$D/f"
+"$NSRUN" -p "$D" $NS --keep -- sh -c 'echo new > f' 2>/dev/null
+run sh -c "cd '$D/sub' && '$NSRUN' diff $NS"
+like "$rc $(printf "%s" "$out" | tr "\n" " ")" "^0 .*[+]new" "nsrun diff without RUN, inside the project: the latest run's diff"
+run sh -c "cd '$d' && '$NSRUN' diff $NS -p '$D'"
+like "$rc $(printf "%s" "$out" | tr "\n" " ")" "^0 .*[+]new" "... and with -p DIR"
+run sh -c "cd / && '$NSRUN' diff $NS"
+like "$rc:$err" "^1:nsrun: diff: no run of a project at /" "... and outside any project, says so"
+# history --limit N
+for i in 1 2 3; do "$NSRUN" -p "$D" $NS -- true 2>/dev/null; done
+run "$NSRUN" history $NS -p "$D" --limit 2
+is "$rc:$(printf '%s\n' "$out" | grep -c .)" "0:2" "history --limit 2 lists the two newest runs"
+run "$NSRUN" history $NS -p "$D" --limit 0
+like "$rc:$err" "^1:.*--limit takes a number of runs" "... and refuses --limit 0"
 done_testing
