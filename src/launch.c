@@ -578,11 +578,26 @@ static int clone_error(const nsr_plan *p, int e, nsr_error *err) {
                 return nsr_error_setx(err, e,
                                       "Creating new namespace failed, likely because the kernel does not support user "
                                       "namespaces.  bwrap must be installed setuid on such systems.");
-        if (p->unshare_user && e == EPERM)
+        /* Inside an nsrun project sandbox the reason is the outer run's
+         * seccomp policy, not the kernel: say so, and what allows it. */
+        const char *outer = getenv("NSRUN");
+        if ((e == EPERM || e == ENOSPC || e == EUSERS) && outer && streq(outer, "1"))
+                return nsr_error_setx(err, e,
+                                      "Creating a nested sandbox failed (%s): this runs inside an nsrun project "
+                                      "sandbox, which refuses sandboxes inside it unless the outer nsrun was given "
+                                      "--allow-nested",
+                                      strerror(e));
+        /* Name the Debian sysctl only where the kernel has it. */
+        if (p->unshare_user && e == EPERM && access("/proc/sys/kernel/unprivileged_userns_clone", F_OK) == 0)
                 return nsr_error_setx(err, e,
                                       "No permissions to create a new namespace, likely because the kernel does not "
                                       "allow non-privileged user namespaces. On e.g. debian this can be enabled with "
                                       "'sysctl kernel.unprivileged_userns_clone=1'.");
+        if (p->unshare_user && e == EPERM)
+                return nsr_error_setx(err, e,
+                                      "No permissions to create a new namespace, likely because this system does "
+                                      "not allow non-privileged user namespaces (a seccomp filter, AppArmor, or a "
+                                      "container)");
         if (e == ENOSPC)
                 return nsr_error_setx(err, e,
                                       "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces "

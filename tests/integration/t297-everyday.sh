@@ -60,4 +60,10 @@ run "$NSRUN" history $NS -p "$D" --limit 2
 is "$rc:$(printf '%s\n' "$out" | grep -c .)" "0:2" "history --limit 2 lists the two newest runs"
 run "$NSRUN" history $NS -p "$D" --limit 0
 like "$rc:$err" "^1:.*--limit takes a number of runs" "... and refuses --limit 0"
+
+# A nested run without --allow-nested: the message says why, and no sysctl.
+N=$d/nested; mkdir -p "$N"
+run "$NSRUN" -p "$N" $NS --ro "$NSR_STAGE" -- "$NSRUN" -p "$N" --state-dir /tmp/nsr-inner -- true
+like "$err" "nested sandbox failed .*--allow-nested" "a nested run names --allow-nested as the reason"
+unlike "$err" "sysctl|unprivileged_userns_clone|/proc/sys" "... and no sysctl or internal path"
 done_testing
