@@ -40,6 +40,7 @@ typedef struct project_entry {
         const char *outcome;
         char **errors;
         nsr_snapshot *snap;    /* live writes: the project before the run */
+        mode_t root_mode;      /* the root's mode when the run started (overlay runs) */
 } project_entry;
 
 /* What confines the command. */
@@ -945,7 +946,10 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 struct stat st;
                 char rel[32];
                 snprintf(rel, sizeof(rel), "p%zu/upper", i);
-                if (fstat(pj->p[i].fd, &st) == 0 && fchmodat(run_fd, rel, st.st_mode & 01777, 0) < 0)
+                if (fstat(pj->p[i].fd, &st) < 0)
+                        return nsr_error_set(err, errno, "%s: cannot stat the project", pj->p[i].path);
+                pj->p[i].root_mode = st.st_mode & 07777;
+                if (fchmodat(run_fd, rel, st.st_mode & 01777, 0) < 0)
                         return nsr_error_set(err, errno, "%s: cannot give the upper dir the project's mode",
                                              pj->p[i].path);
         }
@@ -1044,6 +1048,18 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         msg(&o, "nsrun: %s", buf);
                         capture_failed = true;
                 }
+        }
+        /* The root itself is no entry of a change set: a chmod of it inside
+         * (the overlay's root is the upper dir) is not applied, but said. */
+        for (size_t i = 0; i < pj->n && !pj->live; i++) {
+                struct stat ust;
+                char rel[32];
+                snprintf(rel, sizeof(rel), "p%zu/upper", i);
+                if (fstatat(run_fd, rel, &ust, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    (ust.st_mode & 01777) != (pj->p[i].root_mode & 01777))
+                        msg(&o, "nsrun: %s: note: the command changed the project dir's own mode (%04o to %04o); "
+                                "that is not applied (chmod it yourself if you want it)",
+                            pj->p[i].path, (unsigned) (pj->p[i].root_mode & 01777), (unsigned) (ust.st_mode & 01777));
         }
         /* Nothing is applied then, but the command's work is not lost: the
          * run is kept (its upper dirs stay), and nsrun says it failed. */
