@@ -1298,7 +1298,8 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                                               .conflicts = rc[i],
                                               .n_conflicts = e->commit.n_conflicts,
                                               .errors = e->errors,
-                                              .split_links = e->commit.split_links };
+                                              .split_links = e->commit.split_links,
+                                              .held_units = e->commit.units };
         }
         nsr_report rep = {
                 .run_id = pj->run_id,

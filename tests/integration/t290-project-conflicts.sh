@@ -118,8 +118,9 @@ if command -v git >/dev/null 2>&1; then
 			echo new > n; git add n && git -c user.email=t@t -c user.name=t commit -qm inside && git rev-parse HEAD'
 		wait $hc
 	}
-	inside_commit ""
+	inside_commit "--report $d/unit.json"
 	sha=$out
+	like "$(cat "$d/unit.json")" '"conflict_units": *\[ *"\.git" *\]' "the report names the git dir that conflicted as a unit"
 	like "$err" "conflict in the git dir \.git: none of its changes were applied" "a conflict in .git names the git dir as the unit that conflicted"
 	is "$(git -C "$G" log -1 --format=%s)" "host" "... the host's commit stays"
 	check "... no object of the command's commit reached .git (nothing half-applied)" sh -c "! git -C '$G' cat-file -e '$sha' 2>/dev/null"
