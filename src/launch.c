@@ -60,6 +60,7 @@ typedef struct launch {
         sigset_t old_mask;
         struct rlimit old_nofile;
         bool raised_nofile;
+        int snmp_fd, snmp6_fd;  /* the sandbox's /proc/net/snmp{,6}, -1 when unused */
 } launch;
 
 /* ---- the sandbox child ---------------------------------------------- */
@@ -605,6 +606,44 @@ static int clone_error(const nsr_plan *p, int e, nsr_error *err) {
         return nsr_error_set(err, e, "Creating new namespace failed");
 }
 
+/* The value of counter name in a /proc/net/snmp file: "Ip: A B ..."
+ * header lines followed by value lines (snmp), or "Name value" lines
+ * (snmp6). 0 when it is not there. */
+static uint64_t snmp_counter(int fd, const char *prefix, const char *name) {
+        char buf[8192];
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        size_t pl = strlen(prefix), nl = strlen(name);
+        for (char *line = buf, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                if (strncmp(line, prefix, pl) != 0)
+                        continue;
+                if (pl == 0) { /* snmp6: "Ip6OutNoRoutes   12" */
+                        if (strncmp(line, name, nl) == 0 && (line[nl] == ' ' || line[nl] == '\t'))
+                                return strtoull(line + nl, NULL, 10);
+                        continue;
+                }
+                /* snmp: this is the header; the values are on the next line. */
+                char *values = next;
+                if (!values || strncmp(values, prefix, pl) != 0)
+                        return 0;
+                next = strchr(values, '\n');
+                if (next)
+                        *next++ = '\0';
+                char *hs = NULL, *vs = NULL;
+                char *h = strtok_r(line + pl, " ", &hs), *v = strtok_r(values + pl, " ", &vs);
+                for (; h && v; h = strtok_r(NULL, " ", &hs), v = strtok_r(NULL, " ", &vs))
+                        if (streq(h, name))
+                                return strtoull(v, NULL, 10);
+                return 0;
+        }
+        return 0;
+}
+
 static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *err) {
         nsr_launch_result *res = ret;
         const nsr_plan *p = l->plan;
@@ -703,6 +742,10 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
         ret->exec_done = true;
         ret->wait_status = status;
         ret->exit_code = nsr_exit_code_from_status(status);
+        if (l->snmp_fd >= 0)
+                ret->no_route = snmp_counter(l->snmp_fd, "Ip:", "OutNoRoutes");
+        if (l->snmp6_fd >= 0)
+                ret->no_route += snmp_counter(l->snmp6_fd, "", "Ip6OutNoRoutes");
         write_exit_status(p, ret->exit_code);
         if (l->extra && l->extra->kill_leftovers && !child_gone) {
                 /* SIGKILL to pid 1 takes the whole pid namespace down. */
@@ -740,6 +783,8 @@ static void launch_done(launch *l) {
                 safe_close(l->go_pipe[i]);
                 safe_close(l->pid_pipe[i]);
         }
+        safe_close(l->snmp_fd);
+        safe_close(l->snmp6_fd);
 }
 
 /* Everything that can be worked out before any process is created. */
@@ -942,6 +987,17 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         }
         res->child_pid = child;
         res->landlock = l->landlock_scope;
+        if (p->unshare_net && l->extra && l->extra->kill_leftovers) {
+                /* Opened now, read after the command: an open /proc/net
+                 * file keeps reading its namespace, however the sandbox
+                 * ends. Project mode tells a command that met no network
+                 * why. */
+                char path[64];
+                snprintf(path, sizeof(path), "/proc/%d/net/snmp", (int) child);
+                l->snmp_fd = open(path, O_RDONLY | O_CLOEXEC);
+                snprintf(path, sizeof(path), "/proc/%d/net/snmp6", (int) child);
+                l->snmp6_fd = open(path, O_RDONLY | O_CLOEXEC);
+        }
         if (p->userns2_fd != -1)
                 (void) setns(p->userns2_fd, CLONE_NEWUSER);
 
@@ -982,6 +1038,8 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
                 .err_pipe = { -1, -1 },
                 .status_pipe = { -1, -1 },
                 .go_pipe = { -1, -1 },
+                .snmp_fd = -1,
+                .snmp6_fd = -1,
                 .pid_pipe = { -1, -1 },
                 .real_uid = getuid(),
                 .real_gid = getgid(),

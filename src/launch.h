@@ -20,6 +20,9 @@ typedef struct nsr_launch_result {
         pid_t child_pid;
         int forwarded_signal; /* the first signal nsrun got and passed on, or 0 */
         bool landlock;     /* Landlock scoping was applied */
+        /* With --unshare-net in project mode: how many connections found no
+         * route (ENETUNREACH) in the sandbox's network namespace. */
+        uint64_t no_route;
 } nsr_launch_result;
 
 /* Extra inputs the plan does not carry itself. */

@@ -1035,6 +1035,10 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 return 0;
         }
         o.exit_code = lr.exit_code;
+        if (lr.no_route > 0 && p->unshare_net)
+                msg(&o, "nsrun: the command tried to reach the network (%llu connection%s found no route: "
+                        "ENETUNREACH); the sandbox has none unless --share-net is given",
+                    (unsigned long long) lr.no_route, lr.no_route == 1 ? "" : "s");
 
         /* Capture every project's changes. */
         bool capture_failed = false;

@@ -66,4 +66,13 @@ N=$d/nested; mkdir -p "$N"
 run "$NSRUN" -p "$N" $NS --ro "$NSR_STAGE" -- "$NSRUN" -p "$N" --state-dir /tmp/nsr-inner -- true
 like "$err" "nested sandbox failed .*--allow-nested" "a nested run names --allow-nested as the reason"
 unlike "$err" "sysctl|unprivileged_userns_clone|/proc/sys" "... and no sysctl or internal path"
+
+# A command that meets no network hears why, and how to allow it.
+run "$NSRUN" -p "$P" $NS -- python3 -c 'import socket
+try: socket.create_connection(("192.0.2.1", 80), 2)
+except OSError as e: print(e.errno)'
+is "$out" "101" "inside, a connect fails with ENETUNREACH"
+like "$err" "tried to reach the network \(1 connection found no route: ENETUNREACH\).*--share-net" "... and the summary says the network was off and how to allow it"
+run "$NSRUN" -p "$P" $NS -- true
+unlike "$err" "reach the network" "... a command that does not try hears nothing"
 done_testing
