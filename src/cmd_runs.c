@@ -246,6 +246,59 @@ static void diff_change(int upper, int project, const nsr_change *c) {
                 printf("%s file %s: too many differences to show\n", nsr_change_kind_to_string(c->kind), shown);
 }
 
+/* An applied run: what it applied, from its journal, with the originals
+ * from its backups and the new side as the project has it now. -1 when
+ * there is no journal to read (nothing applied, or pruned). */
+static int diff_applied(int run_fd, size_t i, const nsr_run_meta *m) {
+        char rel[32];
+        snprintf(rel, sizeof(rel), "journal/p%zu", i);
+        _cleanup_close_ int jfd = openat(run_fd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        _cleanup_(nsr_journal_freep) nsr_journal *j = NULL;
+        nsr_error e = { 0 };
+        if (jfd < 0 || nsr_journal_read(jfd, false, &j, &e) < 0)
+                return -1;
+        snprintf(rel, sizeof(rel), "backup/p%zu", i);
+        _cleanup_close_ int backup = openat(run_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        _cleanup_close_ int project = open(m->projects[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (project < 0 || backup < 0)
+                return -1;
+        printf("# %s (run %s, %s): what it applied; the new side is the project as it is now\n", m->projects[i],
+               m->run_id, m->state);
+        for (size_t k = 0; k < j->n_steps; k++) {
+                const nsr_step *s = &j->steps[k];
+                nsr_change c = { .path = s->path };
+                switch (s->op) {
+                case NSR_STEP_PLACE:
+                        c.kind = NSR_CHANGE_CREATED;
+                        c.type = s->new_id.type;
+                        c.mode = s->new_id.mode;
+                        break;
+                case NSR_STEP_REPLACE:
+                        c.kind = s->new_id.type == s->orig.type ? NSR_CHANGE_MODIFIED : NSR_CHANGE_TYPE_CHANGED;
+                        c.type = s->new_id.type;
+                        c.mode = s->new_id.mode;
+                        c.old = (nsr_entry_old){ .exists = true, .type = s->orig.type, .mode = s->orig.mode };
+                        break;
+                case NSR_STEP_REMOVE:
+                        c.kind = NSR_CHANGE_DELETED;
+                        c.type = s->orig.type;
+                        c.mode = s->orig.mode;
+                        c.old = (nsr_entry_old){ .exists = true, .type = s->orig.type, .mode = s->orig.mode };
+                        break;
+                case NSR_STEP_META:
+                        c.kind = NSR_CHANGE_METADATA_CHANGED;
+                        c.type = NSR_ENTRY_DIR;
+                        c.mode = s->new_mode;
+                        break;
+                case _NSR_STEP_OP_MAX:
+                case _NSR_STEP_OP_INVALID:
+                        continue;
+                }
+                diff_change(project, backup, &c);
+        }
+        return 0;
+}
+
 /* The newest run of the project at dir (or the current dir, or the
  * project the current dir is inside), printing why when there is none. */
 static char *latest_run_here(int statefd, const char *dir) {
@@ -277,6 +330,7 @@ int nsr_cmd_diff(int argc, char **argv) {
                 fputs("usage: nsrun diff [--state-dir DIR] [-p DIR] [RUN]\n"
                       "Show what a kept run changed: a unified diff for text files, one line for the rest.\n"
                       "Without RUN: the latest run of the project at DIR, or at the current dir.\n"
+                      "An applied run shows what it applied (its backups against the project now).\n"
                       "On a terminal, control characters in the text are shown as signs, never sent.\n",
                       stdout);
                 return 0;
@@ -300,6 +354,8 @@ int nsr_cmd_diff(int argc, char **argv) {
                 snprintf(rel, sizeof(rel), "p%zu/upper", i);
                 _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
                 if (upper < 0) {
+                        if (diff_applied(run_fd, i, &m) == 0)
+                                continue;
                         printf("# %s: the run is %s; its layers are gone (%lu created, %lu modified, %lu deleted)\n",
                                m.projects[i], m.state, m.counts[i][0], m.counts[i][1], m.counts[i][2]);
                         continue;

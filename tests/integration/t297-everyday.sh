@@ -75,4 +75,13 @@ is "$out" "101" "inside, a connect fails with ENETUNREACH"
 like "$err" "tried to reach the network \(1 connection found no route: ENETUNREACH\).*--share-net" "... and the summary says the network was off and how to allow it"
 run "$NSRUN" -p "$P" $NS -- true
 unlike "$err" "reach the network" "... a command that does not try hears nothing"
+
+# nsrun diff of a committed run shows what it applied.
+A=$d/applied; mkdir -p "$A"; echo before > "$A/m"; echo gone > "$A/g"
+run "$NSRUN" -p "$A" $NS -- sh -c 'echo after > m; rm g; echo fresh > c'
+run sh -c "cd '$A' && '$NSRUN' diff $NS"
+flat=$(printf '%s' "$out" | tr '\n' ' ')
+like "$rc $flat" "^0 # .*what it applied.*-before.*[+]after" "nsrun diff of a committed run shows the applied modification"
+like "$flat" "[+]fresh" "... the created file"
+like "$flat" "-gone" "... and the deleted one"
 done_testing
