@@ -294,6 +294,8 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch
                                  * the tree (kill_leftovers gets the rest). */
                                 nsr_signal_forward(child, (int) si.ssi_signo,
                                                    o->plan->new_session ? NSR_REAPER_GROUP : 0);
+                                if (si.ssi_signo == SIGTSTP)
+                                        (void) raise(SIGSTOP); /* ^Z: the command, then nsrun */
                         }
                 }
         }

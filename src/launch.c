@@ -712,6 +712,12 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                                         if (!res->forwarded_signal && nsr_signal_interrupts((int) si.ssi_signo))
                                                 res->forwarded_signal = (int) si.ssi_signo;
                                         (void) kill(child, (int) si.ssi_signo);
+                                        /* ^Z: the command's group stops (pid 1
+                                         * passes it on), then nsrun, so the
+                                         * shell gets its prompt back; fg
+                                         * sends SIGCONT, which goes on too. */
+                                        if (si.ssi_signo == SIGTSTP)
+                                                (void) raise(SIGSTOP);
                                 }
                         }
                 }

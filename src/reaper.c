@@ -23,11 +23,11 @@ void nsr_forwarded_sigset(sigset_t *set) {
 }
 
 bool nsr_signal_interrupts(int sig) {
-        return sig != SIGWINCH && sig != SIGCHLD;
+        return sig != SIGWINCH && sig != SIGCHLD && sig != SIGTSTP && sig != SIGCONT;
 }
 
 void nsr_signal_forward(pid_t command, int sig, unsigned flags) {
-        bool terminal = sig == SIGINT || sig == SIGQUIT || sig == SIGWINCH;
+        bool terminal = sig == SIGINT || sig == SIGQUIT || sig == SIGWINCH || sig == SIGTSTP || sig == SIGCONT;
         bool ending = sig == SIGTERM || sig == SIGHUP;
         if ((flags & NSR_REAPER_TREE) && ending) {
                 /* From pid 1, -1 means every process of the namespace but

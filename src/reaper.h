@@ -11,12 +11,12 @@
 
 /* The signals nsrun forwards to the command: bwrap's pid 1 forwards none
  * (bubblewrap#369), so Ctrl-C and kill never reached the command. */
-#define NSR_FORWARDED_SIGNALS SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH
+#define NSR_FORWARDED_SIGNALS SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGTSTP, SIGCONT
 
 void nsr_forwarded_sigset(sigset_t *set);
 
 /* Whether a signal nsrun got means "stop" (the run is then interrupted);
- * SIGWINCH, a terminal's resize, does not. */
+ * SIGWINCH (a resize) and SIGTSTP/SIGCONT (^Z and fg) do not. */
 bool nsr_signal_interrupts(int sig);
 
 /* nsr_reaper_run() flags. */

@@ -93,6 +93,57 @@ rc=$?
 check "SIGWINCH reaches the command" test -e "$S/winch"
 is "$rc:$(cat "$P/result" 2>/dev/null)" "0:done" "... and the run ends normally and is applied (not kept as interrupted)"
 
+# ^Z on a terminal stops the command and nsrun, fg (SIGCONT) resumes both,
+# and the run ends as usual: a stop is no interruption.
+printf '%s\n' ': > "$1"' 'exec sleep 4.321' > "$S/sleeper2"
+cat > "$d/tstp.py" <<'PY'
+import os, pty, signal, sys, time
+ready, argv = sys.argv[1], sys.argv[3:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(argv[0], argv)
+def state(p):
+    try:
+        with open("/proc/%d/stat" % p) as f: return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError: return "?"
+def sleeper():
+    for e in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % e, "rb") as f:
+                if f.read() == b"sleep\0" + b"4.321\0": return int(e)
+        except OSError: pass
+    return None
+def drain():
+    try: os.read(fd, 4096)
+    except OSError: pass
+def until(cond, secs):
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        if cond(): return True
+        time.sleep(0.02)
+    return False
+until(lambda: os.path.exists(ready), 20)
+sp = None
+until(lambda: sleeper() is not None, 5); sp = sleeper()
+os.write(fd, b"\x1a")
+stopped = until(lambda: state(pid) == "T" and sp and state(sp) == "T", 5)
+os.kill(pid, signal.SIGCONT)
+resumed = until(lambda: sp and state(sp) in ("S", "R", "?"), 5)
+st = None
+def done():
+    global st
+    drain()
+    w, s = os.waitpid(pid, os.WNOHANG)
+    if w: st = os.waitstatus_to_exitcode(s)
+    return w != 0
+until(done, 20)
+print("stopped" if stopped else "not-stopped", "resumed" if resumed else "not-resumed", st)
+PY
+rm -f "$S/ready" "$S/after"
+out=$(python3 "$d/tstp.py" "$S/ready" -- "$NSRUN" -p "$P" $NS --rw "$S" -- sh -c "sh $S/sleeper2 $S/ready; echo done > $S/after")
+is "$out" "stopped resumed 0" "^Z stops the command and nsrun, SIGCONT resumes them, the run ends normally"
+check "... and the command finished" test -e "$S/after"
+
 # Best-effort mode (no user namespace): the command leads a session.
 R=$NSR_HELPERS/nsr-restrict
 if "$R" --max-userns 0 -- "$NSRUN" -p "$P" $NS --sandbox=best-effort -- true >/dev/null 2>&1; then
