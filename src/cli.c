@@ -470,13 +470,19 @@ static int handle(parser *ps, const nsr_option *o, const char *typed, char *cons
         }
         case NSR_OPT_HIDE:
         case NSR_OPT_RW:
-        case NSR_OPT_RO:
-                if (vals[0][0] != '/' && !nsr_startswith(vals[0], "~/"))
-                        return nsr_error_setx(err, EINVAL, "%s needs an absolute path (or ~/...), not \"%s\"", o->name,
-                                              vals[0]);
-                nsr_strv_extend(o->id == NSR_OPT_HIDE ? &p->proj.hide : o->id == NSR_OPT_RW ? &p->proj.rw : &p->proj.ro,
-                                vals[0]);
+        case NSR_OPT_RO: {
+                if (!vals[0][0])
+                        return nsr_error_setx(err, EINVAL, "%s needs a path", o->name);
+                /* A relative path is relative to where nsrun runs, as for
+                 * --project and --state-dir. */
+                _cleanup_free_ char *cwd = NULL;
+                if (vals[0][0] != '/' && !nsr_startswith(vals[0], "~/") && !(cwd = getcwd(NULL, 0)))
+                        return nsr_error_set(err, errno, "%s %s: cannot find the current dir", o->name, vals[0]);
+                char *path = cwd ? nsr_asprintf("%s/%s", streq(cwd, "/") ? "" : cwd, vals[0]) : nsr_strdup(vals[0]);
+                nsr_strv_push(o->id == NSR_OPT_HIDE ? &p->proj.hide : o->id == NSR_OPT_RW ? &p->proj.rw : &p->proj.ro,
+                              path);
                 return 0;
+        }
         case NSR_OPT_KEEP_ENV:
                 nsr_strv_extend(&p->proj.keep_env, vals[0]);
                 return 0;
@@ -547,6 +553,14 @@ static int handle(parser *ps, const nsr_option *o, const char *typed, char *cons
         case NSR_OPT_KEEP:
                 p->proj.keep = true;
                 return 0;
+        case NSR_OPT_ON_CONFLICT: {
+                nsr_conflict_mode m = nsr_conflict_mode_from_string(vals[0]);
+                if (m < 0)
+                        return nsr_error_setx(err, EINVAL, "--on-conflict takes apply-rest, keep-all or fail, not \"%s\"",
+                                              vals[0]);
+                p->proj.on_conflict = m;
+                return 0;
+        }
         case NSR_OPT_QUIET:
                 p->proj.quiet = true;
                 return 0;

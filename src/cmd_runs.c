@@ -15,6 +15,7 @@
 #include "cmd.h"
 #include "syscalls.h"
 #include "commit.h"
+#include "journal.h"
 #include "json.h"
 #include "project.h"
 #include "report.h"
@@ -50,6 +51,7 @@ typedef struct args {
         const char *run;
         bool json, force, help;
         long keep_days;          /* -1: default */
+        long limit;              /* history --limit; 0: all */
         uint64_t backup_limit;   /* 0: default */
 } args;
 
@@ -170,6 +172,14 @@ static int parse_args(int argc, char **argv, const char *allowed, args *a) {
                         a->keep_days = strtol(val, &end, 10);
                         if (!*val || *end || a->keep_days < 0) {
                                 say(stderr, "nsrun: --keep-days takes a number of days, not \"%s\"\n", val);
+                                return -EINVAL;
+                        }
+                } else if (streq(s, "--limit") && strchr(allowed, 'l')) {
+                        NEED_VALUE();
+                        char *end = NULL;
+                        a->limit = strtol(val, &end, 10);
+                        if (!*val || *end || a->limit <= 0) {
+                                say(stderr, "nsrun: --limit takes a number of runs, not \"%s\"\n", val);
                                 return -EINVAL;
                         }
                 } else if (streq(s, "--backup-limit") && strchr(allowed, 'b')) {
@@ -307,20 +317,105 @@ static void diff_change(int upper, int project, const nsr_change *c) {
                 say(stdout, "%s file %s: too many differences to show\n", nsr_change_kind_to_string(c->kind), shown);
 }
 
+/* An applied run: what it applied, from its journal, with the originals
+ * from its backups and the new side as the project has it now. -1 when
+ * there is no journal to read (nothing applied, or pruned). */
+static int diff_applied(int run_fd, size_t i, const nsr_run_meta *m) {
+        char rel[32];
+        snprintf(rel, sizeof(rel), "journal/p%zu", i);
+        _cleanup_close_ int jfd = openat(run_fd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        _cleanup_(nsr_journal_freep) nsr_journal *j = NULL;
+        nsr_error e = { 0 };
+        if (jfd < 0 || nsr_journal_read(jfd, false, &j, &e) < 0)
+                return -1;
+        snprintf(rel, sizeof(rel), "backup/p%zu", i);
+        _cleanup_close_ int backup = openat(run_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        _cleanup_close_ int project = open(m->projects[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (project < 0 || backup < 0)
+                return -1;
+        say(stdout, "# %s (run %s, %s): what it applied; the new side is the project as it is now\n", m->projects[i],
+               m->run_id, m->state);
+        for (size_t k = 0; k < j->n_steps; k++) {
+                const nsr_step *s = &j->steps[k];
+                nsr_change c = { .path = s->path };
+                switch (s->op) {
+                case NSR_STEP_PLACE:
+                        c.kind = NSR_CHANGE_CREATED;
+                        c.type = s->new_id.type;
+                        c.mode = s->new_id.mode;
+                        break;
+                case NSR_STEP_REPLACE:
+                        c.kind = s->new_id.type == s->orig.type ? NSR_CHANGE_MODIFIED : NSR_CHANGE_TYPE_CHANGED;
+                        c.type = s->new_id.type;
+                        c.mode = s->new_id.mode;
+                        c.old = (nsr_entry_old){ .exists = true, .type = s->orig.type, .mode = s->orig.mode };
+                        break;
+                case NSR_STEP_REMOVE:
+                        c.kind = NSR_CHANGE_DELETED;
+                        c.type = s->orig.type;
+                        c.mode = s->orig.mode;
+                        c.old = (nsr_entry_old){ .exists = true, .type = s->orig.type, .mode = s->orig.mode };
+                        break;
+                case NSR_STEP_META:
+                        c.kind = NSR_CHANGE_METADATA_CHANGED;
+                        c.type = NSR_ENTRY_DIR;
+                        c.mode = s->new_mode;
+                        break;
+                case _NSR_STEP_OP_MAX:
+                case _NSR_STEP_OP_INVALID:
+                        continue;
+                }
+                diff_change(project, backup, &c);
+        }
+        return 0;
+}
+
+/* The newest run of the project at dir (or the current dir, or the
+ * project the current dir is inside), printing why when there is none. */
+static char *latest_run_here(int statefd, const char *dir) {
+        _cleanup_free_ char *here = realpath_or_self(dir ? dir : ".");
+        nsr_error e = { 0 };
+        _cleanup_strv_free_ char **runs = NULL;
+        if (nsr_state_list_runs(statefd, &runs, &e) < 0) {
+                err_print(&e);
+                return NULL;
+        }
+        for (size_t i = 0; runs && runs[i]; i++) {
+                _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
+                _cleanup_close_ int fd = nsr_run_open(statefd, runs[i], &e);
+                if (fd < 0 || nsr_run_meta_read(fd, &m, &e) < 0)
+                        continue;
+                for (size_t k = 0; m.projects && m.projects[k]; k++)
+                        if (nsr_path_is_below(here, m.projects[k]) || streq(here, m.projects[k]))
+                                return nsr_strdup(runs[i]);
+        }
+        say(stderr, "nsrun: diff: no run of a project at %s (give a RUN, or -p DIR)\n", here);
+        return NULL;
+}
+
 int nsr_cmd_diff(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, "sr", &a) < 0)
+        if (parse_args(argc, argv, "spr", &a) < 0)
                 return 1;
-        if (a.help || !a.run) {
-                fputs("usage: nsrun diff [--state-dir DIR] RUN\n"
+        if (a.help) {
+                fputs("usage: nsrun diff [--state-dir DIR] [-p DIR] [RUN]\n"
                       "Show what a kept run changed: a unified diff for text files, one line for the rest.\n"
+                      "Without RUN: the latest run of the project at DIR, or at the current dir.\n"
+                      "An applied run shows what it applied (its backups against the project now).\n"
                       "On a terminal, control characters in the text are shown as signs, never sent.\n",
-                      a.help ? stdout : stderr);
-                return a.help ? 0 : 1;
+                      stdout);
+                return 0;
         }
         _cleanup_close_ int statefd = open_state(&a, NULL);
         if (statefd < 0)
                 return 1;
+        _cleanup_free_ char *latest = NULL;
+        if (!a.run) {
+                latest = latest_run_here(statefd, a.project);
+                if (!latest)
+                        return 1;
+                a.run = latest;
+        }
         _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
         _cleanup_close_ int run_fd = open_run(statefd, a.run, &m);
         if (run_fd < 0)
@@ -330,6 +425,8 @@ int nsr_cmd_diff(int argc, char **argv) {
                 snprintf(rel, sizeof(rel), "p%zu/upper", i);
                 _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
                 if (upper < 0) {
+                        if (diff_applied(run_fd, i, &m) == 0)
+                                continue;
                         say(stdout, "# %s: the run is %s; its layers are gone (%lu created, %lu modified, %lu deleted)\n",
                                m.projects[i], m.state, m.counts[i][0], m.counts[i][1], m.counts[i][2]);
                         continue;
@@ -466,8 +563,11 @@ int nsr_cmd_commit(int argc, char **argv) {
                 _cleanup_free_ char *pline = nsr_protect_summary(prot, false);
                 if (pline)
                         say(stderr, "nsrun: %s: %s\n", m.projects[i], pline);
-                _cleanup_free_ char *line =
-                        nsr_report_summary(m.projects[i], cs, res.n_conflicts ? "conflict" : "committed", m.run_id);
+                _cleanup_free_ char *outcome =
+                        res.n_conflicts ? nsr_asprintf("conflict, %zu of %zu applied", res.applied,
+                                                       nsr_changeset_size(cs))
+                                        : nsr_strdup("committed");
+                _cleanup_free_ char *line = nsr_report_summary(m.projects[i], cs, outcome, m.run_id);
                 say(stderr, "%s\n", line);
                 nsr_commit_result_done(&res);
                 nsr_error ce = { 0 };
@@ -659,10 +759,12 @@ int nsr_cmd_undo(int argc, char **argv) {
 
 int nsr_cmd_history(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, "spj", &a) < 0)
+        if (parse_args(argc, argv, "spjl", &a) < 0)
                 return 1;
         if (a.help) {
-                fputs("usage: nsrun history [--state-dir DIR] [-p DIR] [--json]\nList runs, newest first.\n", stdout);
+                fputs("usage: nsrun history [--state-dir DIR] [-p DIR] [--json] [--limit N]\n"
+                      "List runs, newest first (the N newest with --limit).\n",
+                      stdout);
                 return 0;
         }
         _cleanup_close_ int statefd = open_state(&a, NULL);
@@ -678,13 +780,15 @@ int nsr_cmd_history(int argc, char **argv) {
         _cleanup_(nsr_json_freep) nsr_json *j = a.json ? nsr_json_new(stdout, 0, 0) : NULL;
         if (j)
                 nsr_json_array_begin(j, NULL);
-        for (size_t i = 0; runs[i]; i++) {
+        long shown = 0;
+        for (size_t i = 0; runs[i] && (a.limit == 0 || shown < a.limit); i++) {
                 _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
                 _cleanup_close_ int fd = nsr_run_open(statefd, runs[i], &e);
                 if (fd < 0 || nsr_run_meta_read(fd, &m, &e) < 0)
                         continue;
                 if (project && find_project(&m, project) < 0)
                         continue;
+                shown++;
                 char when[32] = "";
                 (void) nsr_report_format_time(&m.start, when, sizeof(when));
                 if (j) {

@@ -24,12 +24,25 @@ static char *esc(const char *path) {
         return nsr_utf8_escape(path);
 }
 
-static bool ts_before(struct timespec a, struct timespec b) {
-        return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
-}
-
 static bool ts_eq(struct timespec a, struct timespec b) {
         return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+/* start: the fine clock, with the command held back until the coarse
+ * clock passed it (docs/conflicts.md). A filesystem that keeps coarser
+ * timestamps (1 s, FAT's 2 s, 100 ns) truncates them: such a ctime stands
+ * for any moment up to one granule later, and the granule shows in the
+ * zeros it ends with. */
+bool nsr_commit_changed_after(struct timespec ctime, struct timespec start) {
+        long gran = 1;
+        if (ctime.tv_nsec == 0)
+                gran = 2000000000L;
+        else
+                for (long ns = ctime.tv_nsec; ns % 10 == 0; ns /= 10)
+                        gran *= 10;
+        long long end_sec = (long long) ctime.tv_sec + (ctime.tv_nsec + gran) / 1000000000L;
+        long end_nsec = (ctime.tv_nsec + gran) % 1000000000L;
+        return end_sec > (long long) start.tv_sec || (end_sec == (long long) start.tv_sec && end_nsec > start.tv_nsec);
 }
 
 /* ---- what rolled-back transactions put back ------------------------------------------------ */
@@ -157,6 +170,8 @@ typedef struct planner {
         /* The current blocking conflict (children conflict too). */
         char *block;
         size_t block_index;
+        /* Units held back whole: triples of the unit, its first conflict and the reason. */
+        char **held;
         bool root;
         restore_set restores;
 } planner;
@@ -168,6 +183,7 @@ static void planner_done(planner *p) {
         free(p->lp_dir);
         free(p->up_dir);
         free(p->block);
+        nsr_strv_free(p->held);
         safe_close(p->lp_fd);
         safe_close(p->up_fd);
         restore_set_done(&p->restores);
@@ -245,7 +261,7 @@ static size_t subtree_end(const nsr_changeset *cs, size_t i) {
 }
 
 static bool changed_since(const planner *p, const char *path, const struct stat *st, const nsr_entry_old *old) {
-        if (!ts_before(st->st_ctim, p->o->run_start) && !restore_set_match(&p->restores, path, st))
+        if (nsr_commit_changed_after(st->st_ctim, p->o->run_start) && !restore_set_match(&p->restores, path, st))
                 return true;
         if (S_ISDIR(st->st_mode))
                 return false;
@@ -268,7 +284,7 @@ static int live_cb(int dirfd, const char *name, const char *rel, const struct st
         (void) dirfd;
         (void) name;
         live_walk *w = userdata;
-        if (ts_before(st->st_ctim, w->p->o->run_start) || restore_set_match(&w->p->restores, rel, st))
+        if (!nsr_commit_changed_after(st->st_ctim, w->p->o->run_start) || restore_set_match(&w->p->restores, rel, st))
                 return 0;
         /* The dir's own ctime moves when an entry is added or removed in
          * it: go on looking for the entry, which says more. */
@@ -473,6 +489,24 @@ static int require_kind(planner *p, size_t i, size_t end, nsr_change_kind kind, 
         return 0;
 }
 
+char *nsr_commit_unit_of(const char *path) {
+        for (const char *s = path; s; s = strchr(s, '/')) {
+                if (*s == '/')
+                        s++;
+                if (strncmp(s, ".git", 4) == 0 && (s[4] == '/' || s[4] == '\0'))
+                        return nsr_strndup(path, (size_t) (s + 4 - path));
+        }
+        return NULL;
+}
+
+/* The held unit path is in (its index in p->held), or -1. */
+static ssize_t held_unit(const planner *p, const char *path) {
+        for (size_t k = 0; p->held && p->held[k]; k += 3)
+                if (streq(path, p->held[k]) || nsr_path_is_below(path, p->held[k]))
+                        return (ssize_t) k;
+        return -1;
+}
+
 /* Plans change i; *next is the first change not handled. */
 static int plan_change(planner *p, size_t i, size_t *next, nsr_error *err) {
         const nsr_change *c = &p->cs->changes[i];
@@ -481,10 +515,23 @@ static int plan_change(planner *p, size_t i, size_t *next, nsr_error *err) {
                 _cleanup_free_ char *e = esc(p->block);
                 _cleanup_free_ char *why = nsr_asprintf("its parent dir '%s' conflicted and was not applied", e);
                 add_conflict(p, c->path, why, p->block_index, false, false);
+                p->res.conflicts[p->res.n_conflicts - 1].held = true;
                 return 0;
         }
         free(p->block);
         p->block = NULL;
+        ssize_t h = held_unit(p, c->path);
+        if (h >= 0) {
+                _cleanup_free_ char *u = esc(p->held[h]), *at = esc(p->held[h + 1]);
+                _cleanup_free_ char *why = streq(c->path, p->held[h + 1])
+                                                   ? nsr_strdup(p->held[h + 2])
+                                                   : nsr_asprintf("held back with the rest of the git dir '%s', "
+                                                                  "which conflicted at '%s'",
+                                                                  u, at);
+                add_conflict(p, c->path, why, SIZE_MAX, c->kind != NSR_CHANGE_DELETED, is_dirish(c));
+                p->res.conflicts[p->res.n_conflicts - 1].held = !streq(c->path, p->held[h + 1]);
+                return 0;
+        }
         if (strlen(c->path) >= PATH_MAX)
                 return nsr_txn_path_error(err, ENAMETOOLONG, "a path too long", c->path);
         if (c->kind != NSR_CHANGE_CREATED && !c->old.exists)
@@ -594,6 +641,10 @@ static int plan_change(planner *p, size_t i, size_t *next, nsr_error *err) {
                 r = nsr_txn_path_error(err, EINVAL, "changes below a non-dir at", c->path);
         if (r < 0)
                 return r;
+        /* The overlay copies a hard-linked file up alone, so inside the
+         * sandbox its other names kept the old content; so they do here. */
+        if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+                nsr_strv_extend(&p->res.split_links, c->path);
         add_step(p, NSR_STEP_REPLACE, c, &st, &ust);
         p->res.applied += end - i;
         *next = end;
@@ -716,23 +767,61 @@ int nsr_commit_apply(const nsr_changeset *cs, const nsr_commit_opts *o, nsr_comm
         j->source_dev = (uint64_t) ust.st_dev;
         j->source_ino = (uint64_t) ust.st_ino;
 
-        _cleanup_(planner_done) planner p = {
-                .cs = cs, .o = o, .j = j, .lp_fd = -1, .up_fd = -1, .root = geteuid() == 0,
-        };
-        if ((r = load_restored(&p, err)) < 0)
-                return r;
-        if ((r = nsr_txnfs_mnt_id(o->upper_fd, &p.mnt_src)) < 0 || (r = nsr_txnfs_mnt_id(backup_fd, &p.mnt_backup)) < 0)
-                return nsr_error_set(err, -r, "cannot find the mounts of the run dir");
-        for (size_t i = 0; i < cs->n_changes;) {
-                size_t next = i + 1;
-                r = plan_change(&p, i, &next, err);
-                if (r < 0)
+        _cleanup_(planner_done) planner p = { .lp_fd = -1, .up_fd = -1 };
+        char **held = NULL;
+        /* A conflict inside a git dir holds the whole git dir back: the
+         * plan is made again with it held (rarely: only on a conflict). */
+        for (int round = 0;; round++) {
+                planner_done(&p);
+                nsr_journal_clear_steps(j);
+                p = (planner){ .cs = cs, .o = o, .j = j, .lp_fd = -1, .up_fd = -1, .root = geteuid() == 0,
+                               .held = TAKE_PTR(held) };
+                if ((r = load_restored(&p, err)) < 0)
                         return r;
-                i = next;
+                if ((r = nsr_txnfs_mnt_id(o->upper_fd, &p.mnt_src)) < 0 ||
+                    (r = nsr_txnfs_mnt_id(backup_fd, &p.mnt_backup)) < 0)
+                        return nsr_error_set(err, -r, "cannot find the mounts of the run dir");
+                for (size_t i = 0; i < cs->n_changes;) {
+                        size_t next = i + 1;
+                        r = plan_change(&p, i, &next, err);
+                        if (r < 0)
+                                return r;
+                        i = next;
+                }
+                bool more = false;
+                for (size_t k = 0; k < p.res.n_conflicts && round == 0; k++) {
+                        if (p.res.conflicts[k].held)
+                                continue; /* its parent dir conflicted: below it, nothing applies */
+                        _cleanup_free_ char *u = nsr_commit_unit_of(p.res.conflicts[k].path);
+                        if (!u || held_unit(&p, p.res.conflicts[k].path) >= 0)
+                                continue;
+                        bool seen = false;
+                        for (size_t m = 0; held && held[m]; m += 3)
+                                seen = seen || streq(held[m], u);
+                        if (seen)
+                                continue;
+                        nsr_strv_extend(&held, u);
+                        nsr_strv_extend(&held, p.res.conflicts[k].path);
+                        nsr_strv_extend(&held, p.res.conflicts[k].reason);
+                        more = true;
+                }
+                if (!more)
+                        break;
         }
+        for (size_t k = 0; p.held && p.held[k]; k += 3)
+                nsr_strv_extend(&p.res.units, p.held[k]);
         /* The last lookups are not needed any more. */
         p.lp_fd = safe_close(p.lp_fd);
         p.up_fd = safe_close(p.up_fd);
+        if (o->check_only || (o->all_or_nothing && p.res.n_conflicts > 0)) {
+                /* Nothing moves, not even the excluded entries: the run
+                 * stays as the command left it, for review. */
+                p.res.withheld = p.res.n_conflicts > 0;
+                p.res.applied = 0;
+                *ret = p.res;
+                p.res = (nsr_commit_result){ 0 };
+                return 0;
+        }
         r = prepare_upper(&p, err);
         if (r < 0)
                 return r;
@@ -768,6 +857,8 @@ void nsr_commit_result_done(nsr_commit_result *r) {
                 free(r->conflicts[i].kept_at);
         }
         free(r->conflicts);
+        nsr_strv_free(r->units);
+        nsr_strv_free(r->split_links);
         *r = (nsr_commit_result){ 0 };
 }
 

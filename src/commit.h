@@ -55,6 +55,7 @@ typedef struct nsr_commit_conflict {
         char *reason;    /* "changed on the host during the run", ... */
         char *kept_at;   /* absolute path of the sandbox's version; NULL when
                           * there is none (a deletion, or a dir's metadata) */
+        bool held;       /* not a conflict itself: its git dir (or parent dir) conflicted */
 } nsr_commit_conflict;
 
 /* What a transaction did, for tests and benchmarks. */
@@ -68,6 +69,9 @@ typedef struct nsr_commit_result {
         size_t applied;              /* changes applied */
         nsr_commit_conflict *conflicts;
         size_t n_conflicts;
+        char **units;                /* the git dirs held back whole because part of them conflicted */
+        char **split_links;          /* files replaced that had other hard links on the host (they keep the old content) */
+        bool withheld;               /* all_or_nothing and a conflict: nothing applied, the upper dir untouched */
         nsr_commit_stats stats;
 } nsr_commit_result;
 
@@ -80,10 +84,23 @@ typedef struct nsr_commit_opts {
         int run_fd;                  /* the run dir */
         const char *run_path;        /* the run dir's absolute path, for kept_at */
         unsigned project_index;      /* N in pN */
-        struct timespec run_start;   /* CLOCK_REALTIME_COARSE, taken before the overlay was mounted */
+        struct timespec run_start;   /* CLOCK_REALTIME before the sandbox; the command waited for the coarse clock to pass it */
         int state_fd;                /* the state dir, for its pending/ index */
         const char *run_id;          /* the run's id; NULL: the journal is not indexed (tests only) */
+        bool all_or_nothing;         /* a conflict anywhere: apply nothing, leave the upper dir as it is */
+        bool check_only;             /* only find the conflicts: apply nothing in any case */
 } nsr_commit_opts;
+
+/* Whether a host entry with this ctime changed after start (a run's
+ * run_start). A ctime a filesystem truncated (its nanoseconds end in
+ * zeros) stands for any moment up to one granule later. docs/conflicts.md. */
+bool nsr_commit_changed_after(struct timespec ctime, struct timespec start);
+
+/* The unit a path belongs to for conflicts: the git dir it is in (the
+ * path up to its first ".git" component, as a new string), or NULL when
+ * the path stands alone. A git dir's index, refs, reflogs and objects only
+ * make sense together: they apply whole or not at all. */
+char *nsr_commit_unit_of(const char *path);
 
 /* Applies cs (sorted, protected paths already removed). Returns 0 when
  * every change applied or conflicted; a negative errno, with everything

@@ -294,9 +294,14 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch
                                         gone = true;
                                 }
                         } else {
-                                if (!res->forwarded_signal)
+                                if (!res->forwarded_signal && nsr_signal_interrupts((int) si.ssi_signo))
                                         res->forwarded_signal = (int) si.ssi_signo;
-                                (void) kill(child, (int) si.ssi_signo);
+                                /* The child leads its session: its group is
+                                 * the tree (kill_leftovers gets the rest). */
+                                nsr_signal_forward(child, (int) si.ssi_signo,
+                                                   o->plan->new_session ? NSR_REAPER_GROUP : 0);
+                                if (si.ssi_signo == SIGTSTP)
+                                        (void) raise(SIGSTOP); /* ^Z: the command, then nsrun */
                         }
                 }
         }

@@ -109,6 +109,12 @@ nsr_step *nsr_journal_add_step(nsr_journal *j, nsr_step_op op, const char *path)
         return s;
 }
 
+void nsr_journal_clear_steps(nsr_journal *j) {
+        for (size_t i = 0; i < j->n_steps; i++)
+                step_done(&j->steps[i]);
+        j->n_steps = 0;
+}
+
 void nsr_journal_token_new(char ret[17]) {
         uint8_t b[8];
         if (getrandom(b, sizeof(b), GRND_NONBLOCK) != (ssize_t) sizeof(b)) {

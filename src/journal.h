@@ -114,6 +114,8 @@ nsr_journal *nsr_journal_free(nsr_journal *j);
 DEFINE_CLEANUP_FUNC(nsr_journal *, nsr_journal_free)
 /* Appends a zeroed step with its own copy of path. */
 nsr_step *nsr_journal_add_step(nsr_journal *j, nsr_step_op op, const char *path);
+/* Drops every step (a plan made again). */
+void nsr_journal_clear_steps(nsr_journal *j);
 const char *nsr_step_op_to_string(nsr_step_op op);
 
 /* Writes the plan (header, steps, "plan CRC") to fd, which must be empty,

@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "caps.h"
 #include "landlock.h"
@@ -61,9 +62,29 @@ typedef struct launch {
         sigset_t old_mask;
         struct rlimit old_nofile;
         bool raised_nofile;
+        int snmp_fd, snmp6_fd;  /* the sandbox's /proc/net/snmp{,6}, -1 when unused */
 } launch;
 
 /* ---- the sandbox child ---------------------------------------------- */
+
+/* Waits until the coarse realtime clock is past fence. A host write made
+ * from then on gets a ctime of at least the coarse clock's reading, so it
+ * is after fence; one made before fence has a ctime at most fence (even a
+ * fine-grained, multigrain one). Usually the setup took longer than a
+ * clock tick and this returns at once. */
+static void wait_fence(const struct timespec *fence) {
+        if (fence->tv_sec == 0 && fence->tv_nsec == 0)
+                return;
+        for (int i = 0; i < 1000; i++) {
+                struct timespec now;
+                clock_gettime(CLOCK_REALTIME_COARSE, &now);
+                if (now.tv_sec > fence->tv_sec || (now.tv_sec == fence->tv_sec && now.tv_nsec > fence->tv_nsec))
+                        return;
+                long gap = (fence->tv_sec - now.tv_sec) * 1000000000L + fence->tv_nsec - now.tv_nsec;
+                struct timespec d = { .tv_sec = 0, .tv_nsec = gap < 1000000 ? gap + 1 : 1000000 };
+                (void) nanosleep(&d, NULL);
+        }
+}
 
 _noreturn_ static void child_fail(launch *l, const nsr_error *e) {
         (void) nsr_write_all(l->err_pipe[1], e, sizeof(*e));
@@ -485,8 +506,18 @@ _noreturn_ static void child_main(launch *l) {
                 pid_t cmd = fork();
                 if (cmd < 0)
                         child_fail(l, (nsr_error_set(&e, errno, "Can't fork for pid 1"), &e));
+                /* In a new session the command leads a process group of its
+                 * own (set on both sides of the fork, so neither races),
+                 * which pid 1 signals as a terminal would its foreground
+                 * group. */
+                if (p->new_session)
+                        (void) setpgid(cmd > 0 ? cmd : 0, cmd > 0 ? cmd : 0);
                 if (cmd > 0) {
                         close(ready[0]);
+                        /* Before pid 1's own filter, which forbids getpid. */
+                        unsigned rflags = p->new_session ? NSR_REAPER_GROUP : 0;
+                        if (l->extra && l->extra->kill_leftovers && getpid() == 1)
+                                rflags |= NSR_REAPER_TREE;
                         if (set_parent_death(l, &e) < 0)
                                 _exit(1);
                         /* pid 1: keep only what it needs. Every step fails
@@ -502,7 +533,7 @@ _noreturn_ static void child_main(launch *l) {
                                 _exit(1);
                         }
                         close(ready[1]);
-                        nsr_reaper_run(cmd, l->status_pipe[1]);
+                        nsr_reaper_run(cmd, l->status_pipe[1], rflags);
                 }
                 close(ready[1]);
                 char c;
@@ -523,6 +554,8 @@ _noreturn_ static void child_main(launch *l) {
                         _exit(1); /* the monitor failed and says why */
         }
         l->go_pipe[0] = safe_close(l->go_pipe[0]);
+        if (l->extra)
+                wait_fence(&l->extra->start_fence);
         if (l->caps_bounding && (bound & ~l->caps_keep) && nsr_caps_bound(l->caps_keep, &e) < 0)
                 child_fail(l, &e);
         if (l->caps_bounding && nsr_caps_bound_verify(l->caps_keep, &e) < 0)
@@ -613,16 +646,69 @@ static int clone_error(const nsr_plan *p, int e, nsr_error *err) {
                 return nsr_error_setx(err, e,
                                       "Creating new namespace failed, likely because the kernel does not support user "
                                       "namespaces.  bwrap must be installed setuid on such systems.");
-        if (p->unshare_user && e == EPERM)
+        /* Inside an nsrun project sandbox the reason is the outer run's
+         * seccomp policy, not the kernel: say so, and what allows it. */
+        const char *outer = getenv("NSRUN");
+        if ((e == EPERM || e == ENOSPC || e == EUSERS) && outer && streq(outer, "1"))
+                return nsr_error_setx(err, e,
+                                      "Creating a nested sandbox failed (%s): this runs inside an nsrun project "
+                                      "sandbox, which refuses sandboxes inside it unless the outer nsrun was given "
+                                      "--allow-nested",
+                                      strerror(e));
+        /* Name the Debian sysctl only where the kernel has it. */
+        if (p->unshare_user && e == EPERM && access("/proc/sys/kernel/unprivileged_userns_clone", F_OK) == 0)
                 return nsr_error_setx(err, e,
                                       "No permissions to create a new namespace, likely because the kernel does not "
                                       "allow non-privileged user namespaces. On e.g. debian this can be enabled with "
                                       "'sysctl kernel.unprivileged_userns_clone=1'.");
+        if (p->unshare_user && e == EPERM)
+                return nsr_error_setx(err, e,
+                                      "No permissions to create a new namespace, likely because this system does "
+                                      "not allow non-privileged user namespaces (a seccomp filter, AppArmor, or a "
+                                      "container)");
         if (e == ENOSPC)
                 return nsr_error_setx(err, e,
                                       "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces "
                                       "exceeded (ENOSPC)");
         return nsr_error_set(err, e, "Creating new namespace failed");
+}
+
+/* The value of counter name in a /proc/net/snmp file: "Ip: A B ..."
+ * header lines followed by value lines (snmp), or "Name value" lines
+ * (snmp6). 0 when it is not there. */
+static uint64_t snmp_counter(int fd, const char *prefix, const char *name) {
+        char buf[8192];
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        size_t pl = strlen(prefix), nl = strlen(name);
+        for (char *line = buf, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                if (strncmp(line, prefix, pl) != 0)
+                        continue;
+                if (pl == 0) { /* snmp6: "Ip6OutNoRoutes   12" */
+                        if (strncmp(line, name, nl) == 0 && (line[nl] == ' ' || line[nl] == '\t'))
+                                return strtoull(line + nl, NULL, 10);
+                        continue;
+                }
+                /* snmp: this is the header; the values are on the next line. */
+                char *values = next;
+                if (!values || strncmp(values, prefix, pl) != 0)
+                        return 0;
+                next = strchr(values, '\n');
+                if (next)
+                        *next++ = '\0';
+                char *hs = NULL, *vs = NULL;
+                char *h = strtok_r(line + pl, " ", &hs), *v = strtok_r(values + pl, " ", &vs);
+                for (; h && v; h = strtok_r(NULL, " ", &hs), v = strtok_r(NULL, " ", &vs))
+                        if (streq(h, name))
+                                return strtoull(v, NULL, 10);
+                return 0;
+        }
+        return 0;
 }
 
 static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *err) {
@@ -693,9 +779,15 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                                                 }
                                         }
                                 } else if (!child_gone) {
-                                        if (!res->forwarded_signal)
+                                        if (!res->forwarded_signal && nsr_signal_interrupts((int) si.ssi_signo))
                                                 res->forwarded_signal = (int) si.ssi_signo;
                                         (void) kill(child, (int) si.ssi_signo);
+                                        /* ^Z: the command's group stops (pid 1
+                                         * passes it on), then nsrun, so the
+                                         * shell gets its prompt back; fg
+                                         * sends SIGCONT, which goes on too. */
+                                        if (si.ssi_signo == SIGTSTP)
+                                                (void) raise(SIGSTOP);
                                 }
                         }
                 }
@@ -730,6 +822,10 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
         ret->exec_done = true;
         ret->wait_status = status;
         ret->exit_code = nsr_exit_code_from_status(status);
+        if (l->snmp_fd >= 0)
+                ret->no_route = snmp_counter(l->snmp_fd, "Ip:", "OutNoRoutes");
+        if (l->snmp6_fd >= 0)
+                ret->no_route += snmp_counter(l->snmp6_fd, "", "Ip6OutNoRoutes");
         write_exit_status(p, ret->exit_code);
         if (l->extra && l->extra->kill_leftovers && !child_gone) {
                 /* SIGKILL to pid 1 takes the whole pid namespace down. */
@@ -768,6 +864,8 @@ static void launch_done(launch *l) {
                 safe_close(l->go_pipe[i]);
                 safe_close(l->pid_pipe[i]);
         }
+        safe_close(l->snmp_fd);
+        safe_close(l->snmp6_fd);
 }
 
 /* Everything that can be worked out before any process is created. */
@@ -981,6 +1079,17 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         }
         res->child_pid = child;
         res->landlock = l->landlock_scope;
+        if (p->unshare_net && l->extra && l->extra->kill_leftovers) {
+                /* Opened now, read after the command: an open /proc/net
+                 * file keeps reading its namespace, however the sandbox
+                 * ends. Project mode tells a command that met no network
+                 * why. */
+                char path[64];
+                snprintf(path, sizeof(path), "/proc/%d/net/snmp", (int) child);
+                l->snmp_fd = open(path, O_RDONLY | O_CLOEXEC);
+                snprintf(path, sizeof(path), "/proc/%d/net/snmp6", (int) child);
+                l->snmp6_fd = open(path, O_RDONLY | O_CLOEXEC);
+        }
         if (p->userns2_fd != -1)
                 (void) setns(p->userns2_fd, CLONE_NEWUSER);
 
@@ -1021,6 +1130,8 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
                 .err_pipe = { -1, -1 },
                 .status_pipe = { -1, -1 },
                 .go_pipe = { -1, -1 },
+                .snmp_fd = -1,
+                .snmp6_fd = -1,
                 .pid_pipe = { -1, -1 },
                 .real_uid = getuid(),
                 .real_gid = getgid(),

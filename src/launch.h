@@ -23,6 +23,9 @@ typedef struct nsr_launch_result {
         bool landlock;     /* Landlock scoping was applied */
         bool net_on;       /* --allow-host: the relay ran; net holds its record */
         nsr_egress_log net; /* the caller frees it with nsr_egress_log_free() */
+        /* With --unshare-net in project mode: how many connections found no
+         * route (ENETUNREACH) in the sandbox's network namespace. */
+        uint64_t no_route;
 } nsr_launch_result;
 
 /* Extra inputs the plan does not carry itself. */
@@ -35,6 +38,10 @@ typedef struct nsr_launch_extra {
          * sandbox and wait for it (project mode: nothing may write while
          * nsrun captures and applies). Needs a pid namespace. */
         bool kill_leftovers;
+        /* When set: the command starts only once the coarse clock (the one
+         * file timestamps come from) is past this time, so every host
+         * write after the start has a ctime after it (docs/conflicts.md). */
+        struct timespec start_fence;
 } nsr_launch_extra;
 
 /* Runs the plan and waits for the command. Returns 0 when the command ran

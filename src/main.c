@@ -74,6 +74,33 @@ static const struct {
         { "gc", nsr_cmd_gc },           { "doctor", nsr_cmd_doctor },   { "profile", nsr_cmd_profile },
 };
 
+/* An fd the caller passed for nsrun to write to: it must be open for
+ * writing now, before the command runs, not found closed afterwards. */
+static int check_output_fd(const char *option, int fd, nsr_error *err) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0)
+                return nsr_error_set(err, errno, "%s %d", option, fd);
+        if ((fl & O_ACCMODE) == O_RDONLY)
+                return nsr_error_setx(err, EBADF, "%s %d: not open for writing", option, fd);
+        return 0;
+}
+
+/* Every output of a project run, checked (and --report opened) before the
+ * command starts: a bad target found after the run would come too late,
+ * once the changes are applied. The --report file is opened now, before
+ * the command can plant a symlink at its name or swap its directory
+ * (outfile.h). */
+static int open_outputs(const nsr_plan *plan, nsr_outfile *report, nsr_error *err) {
+        int r;
+        if (plan->proj.report_fd != -1 && (r = check_output_fd("--report-fd", plan->proj.report_fd, err)) < 0)
+                return r;
+        if (plan->proj.events_fd != -1 && (r = check_output_fd("--events-fd", plan->proj.events_fd, err)) < 0)
+                return r;
+        if (plan->proj.report_file)
+                return nsr_outfile_open("--report", plan->proj.report_file, report, err);
+        return 0;
+}
+
 static int write_report(const nsr_plan *plan, nsr_outfile *file, const char *json, nsr_error *err) {
         if (!json)
                 return 0;
@@ -132,7 +159,9 @@ static int run_project(ctx *c, nsr_plan *user) {
                 return NSR_EXIT_FAILURE;
         }
         if (!plan->argv) {
-                nsr_options_help(stderr, c->prog, c->bwrap_mode);
+                fprintf(stderr, "usage: %s -p DIR [OPTIONS...] [--] COMMAND [ARGS...]  (no command given; \"%s --help\" "
+                                "for more)\n",
+                        c->prog, c->prog);
                 return NSR_EXIT_FAILURE;
         }
         int r = write_trace(c, plan, &err);
@@ -143,10 +172,8 @@ static int run_project(ctx *c, nsr_plan *user) {
         if (r > 0)
                 return 0;
 
-        /* The report's file is opened now, before the command can plant a
-         * symlink at its name or swap its directory (outfile.h). */
         _cleanup_(nsr_outfile_done) nsr_outfile report = NSR_OUTFILE_INIT;
-        if (plan->proj.report_file && nsr_outfile_open("--report", plan->proj.report_file, &report, &err) < 0) {
+        if (open_outputs(plan, &report, &err) < 0) {
                 print_error(c, &err);
                 return NSR_EXIT_FAILURE;
         }
@@ -215,6 +242,8 @@ static const char *project_only_option(const nsr_plan *p) {
                 return "--workspace-root";
         if (o->snapshot_limit)
                 return "--snapshot-limit";
+        if (o->on_conflict != NSR_CONFLICT_APPLY_REST)
+                return "--on-conflict";
         return NULL;
 }
 
@@ -273,6 +302,95 @@ static int run_plan(ctx *c, nsr_plan *plan) {
         return res.exit_code;
 }
 
+/* Levenshtein distance, for "did you mean"; words are short. */
+static size_t edit_distance(const char *a, const char *b) {
+        size_t la = strlen(a), lb = strlen(b);
+        if (la > 32 || lb > 32)
+                return SIZE_MAX;
+        size_t row[33];
+        for (size_t j = 0; j <= lb; j++)
+                row[j] = j;
+        for (size_t i = 1; i <= la; i++) {
+                size_t diag = row[0];
+                row[0] = i;
+                for (size_t j = 1; j <= lb; j++) {
+                        size_t up = row[j];
+                        size_t best = diag + (a[i - 1] != b[j - 1]);
+                        if (up + 1 < best)
+                                best = up + 1;
+                        if (row[j - 1] + 1 < best)
+                                best = row[j - 1] + 1;
+                        row[j] = best;
+                        diag = up;
+                }
+        }
+        return row[lb];
+}
+
+/* Whether a bare word names a program in PATH (or the default path). */
+static bool in_path(const char *word) {
+        const char *path = getenv("PATH");
+        _cleanup_free_ char *copy = nsr_strdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+        char *save = NULL;
+        for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+                _cleanup_free_ char *full = nsr_asprintf("%s/%s", *dir ? dir : ".", word);
+                if (access(full, X_OK) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* "nsrun histroy": a first word that is neither a subcommand nor a program
+ * nsrun could run is a typo, not a command to exec. */
+static bool unknown_command(const char *word) {
+        if (!word[0] || word[0] == '-' || strchr(word, '/') || in_path(word))
+                return false;
+        const char *best = NULL;
+        size_t best_d = SIZE_MAX;
+        for (size_t i = 0; i < ELEMENTSOF(subcommands); i++) {
+                size_t dist = edit_distance(word, subcommands[i].name);
+                if (dist < best_d) {
+                        best_d = dist;
+                        best = subcommands[i].name;
+                }
+        }
+        if (best && best_d <= 2)
+                fprintf(stderr, "nsrun: unknown command \"%s\"; did you mean \"%s\"? (\"nsrun help\" lists them)\n",
+                        word, best);
+        else
+                fprintf(stderr,
+                        "nsrun: unknown command \"%s\": not a subcommand, and no program of that name in PATH "
+                        "(\"nsrun help\" lists the subcommands)\n",
+                        word);
+        return true;
+}
+
+static int cmd_help(int argc, char **argv, const char *prog) {
+        if (argc < 2) {
+                nsr_options_help(stdout, prog, false);
+                return 0;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(subcommands); i++)
+                if (streq(argv[1], subcommands[i].name)) {
+                        char *sub[] = { argv[1], (char *) "--help", NULL };
+                        return subcommands[i].fn(2, sub);
+                }
+        fprintf(stderr, "nsrun: help: no subcommand \"%s\" (\"nsrun help\" lists them)\n", argv[1]);
+        return 2;
+}
+
+/* Whether argv asks for project mode (before any "--"): a parse error then
+ * exits 125, nsrun's own failure status there, not bwrap's 1. */
+static bool wants_project_mode(char **argv, int argc) {
+        for (int i = 1; i < argc; i++) {
+                if (streq(argv[i], "--"))
+                        return false;
+                if (streq(argv[i], "-p") || streq(argv[i], "--project") || nsr_startswith(argv[i], "--project="))
+                        return true;
+        }
+        return false;
+}
+
 int main(int argc, char **argv) {
         ctx c = { .prog = argc > 0 && argv[0] ? argv[0] : "nsrun" };
         c.bwrap_mode = invoked_as_bwrap(c.prog);
@@ -298,10 +416,22 @@ int main(int argc, char **argv) {
         }
         /* A subcommand is only ever the first word, and never under the
          * bwrap name: "nsrun -- seccomp" runs a command called seccomp. */
-        if (!c.bwrap_mode)
+        if (!c.bwrap_mode) {
                 for (size_t i = 0; i < ELEMENTSOF(subcommands); i++)
                         if (streq(argv[1], subcommands[i].name))
                                 return subcommands[i].fn(argc - 1, argv + 1);
+                if (argc == 2 && (streq(argv[1], "-h") || streq(argv[1], "version") || streq(argv[1], "-V"))) {
+                        if (streq(argv[1], "-h"))
+                                nsr_options_help(stdout, c.prog, false);
+                        else
+                                puts(PACKAGE_NAME " " PACKAGE_VERSION);
+                        return 0;
+                }
+                if (streq(argv[1], "help"))
+                        return cmd_help(argc - 1, argv + 1, c.prog);
+                if (unknown_command(argv[1]))
+                        return 1;
+        }
 
         nsr_error err = { 0 };
         _cleanup_(nsr_plan_freep) nsr_plan *plan = NULL;
@@ -313,7 +443,7 @@ int main(int argc, char **argv) {
         print_warnings(&c, plan ? plan->warnings : NULL);
         if (r < 0) {
                 print_error(&c, &err);
-                return res.policy_error ? NSR_EXIT_FAILURE : 1;
+                return res.policy_error || (!c.bwrap_mode && wants_project_mode(argv, argc)) ? NSR_EXIT_FAILURE : 1;
         }
         switch (res.action) {
         case NSR_CLI_HELP:

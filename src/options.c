@@ -147,6 +147,9 @@ const nsr_option nsr_options[_NSR_OPT_MAX] = {
                               "Project mode: report the changes but apply nothing", N, NULL },
         [NSR_OPT_KEEP] = { "--keep", NULL, NSR_OPT_KEEP, 0, NULL,
                            "Project mode: keep the run for review instead of applying it", N, NULL },
+        [NSR_OPT_ON_CONFLICT] = { "--on-conflict", NULL, NSR_OPT_ON_CONFLICT, 1, "apply-rest|keep-all|fail",
+                                  "Project mode: on a conflict, apply the rest (default; a git dir\n"
+                                  "stays whole), apply nothing and keep the run, or that and exit 125", N, NULL },
         [NSR_OPT_QUIET] = { "--quiet", "-q", NSR_OPT_QUIET, 0, NULL, "Project mode: no summary on stderr", N, NULL },
         [NSR_OPT_VERBOSE] = { "--verbose", "-v", NSR_OPT_VERBOSE, 0, NULL,
                               "Project mode: list every change on stderr", N, NULL },
@@ -249,11 +252,11 @@ void nsr_options_help(FILE *f, const char *prog, bool bwrap_mode) {
                         help_line(f, &nsr_options[i]);
         fputs("\nSubcommands (each takes --help):\n"
               "    seccomp check|compile|list   Validate, export or list seccomp policies\n"
-              "    diff RUN                     Show what a kept run would change\n"
+              "    diff [-p DIR] [RUN]          Show what a kept run would change (default: the latest)\n"
               "    commit RUN                   Apply a kept run\n"
               "    discard RUN                  Drop a kept run\n"
               "    undo [-p DIR] [RUN]          Restore what a run applied, from its backups\n"
-              "    history [-p DIR] [--json]    List runs\n"
+              "    history [-p DIR] [--limit N] List runs\n"
               "    gc                           Prune old runs and backups\n"
               "    doctor [--json]              Check what this host lets nsrun do\n"
               "    profile list|show|check      List, expand or check profile files\n"

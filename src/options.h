@@ -95,6 +95,7 @@ typedef enum nsr_opt_id {
         NSR_OPT_REPORT_FD,
         NSR_OPT_DISCARD,
         NSR_OPT_KEEP,
+        NSR_OPT_ON_CONFLICT,
         NSR_OPT_QUIET,
         NSR_OPT_VERBOSE,
         NSR_OPT_EVENTS_FD,

@@ -207,6 +207,25 @@ nsr_sandbox_mode nsr_sandbox_mode_from_string(const char *s) {
         return _NSR_SANDBOX_MODE_INVALID;
 }
 
+static const char *const conflict_modes[_NSR_CONFLICT_MODE_MAX] = {
+        [NSR_CONFLICT_APPLY_REST] = "apply-rest",
+        [NSR_CONFLICT_KEEP_ALL] = "keep-all",
+        [NSR_CONFLICT_FAIL] = "fail",
+};
+
+const char *nsr_conflict_mode_to_string(nsr_conflict_mode m) {
+        if (m < 0 || m >= _NSR_CONFLICT_MODE_MAX)
+                return NULL;
+        return conflict_modes[m];
+}
+
+nsr_conflict_mode nsr_conflict_mode_from_string(const char *s) {
+        for (int i = 0; i < _NSR_CONFLICT_MODE_MAX; i++)
+                if (streq(conflict_modes[i], s))
+                        return (nsr_conflict_mode) i;
+        return _NSR_CONFLICT_MODE_INVALID;
+}
+
 #define MOVE_ARRAY(dst, ndst, src, nsrc, type)                                 \
         do {                                                                   \
                 (dst) = nsr_realloc_array((dst), (ndst) + (nsrc) + 1, sizeof(type)); \

@@ -117,6 +117,15 @@ typedef enum nsr_sandbox_mode {
         _NSR_SANDBOX_MODE_INVALID = -EINVAL,
 } nsr_sandbox_mode;
 
+/* --on-conflict: what a conflict does to the rest of a run. */
+typedef enum nsr_conflict_mode {
+        NSR_CONFLICT_APPLY_REST, /* apply what does not conflict (git dirs whole) */
+        NSR_CONFLICT_KEEP_ALL,   /* apply nothing, keep the run for review */
+        NSR_CONFLICT_FAIL,       /* apply nothing, keep the run, exit 125 */
+        _NSR_CONFLICT_MODE_MAX,
+        _NSR_CONFLICT_MODE_INVALID = -EINVAL,
+} nsr_conflict_mode;
+
 /* Project mode settings (nsrun only). */
 typedef struct nsr_project_opts {
         char **projects;       /* as given on the command line */
@@ -130,6 +139,7 @@ typedef struct nsr_project_opts {
         uint64_t backup_limit; /* 0: the default */
         uint64_t snapshot_limit; /* 0: the default */
         nsr_sandbox_mode sandbox;
+        nsr_conflict_mode on_conflict;
         bool no_overlay;       /* live writes, captured against a snapshot */
         bool workspace_root;   /* the project is mounted as / */
         bool allow_nested, discard, keep, quiet, verbose;
@@ -243,6 +253,9 @@ nsr_home_mode nsr_home_mode_from_string(const char *s);
 /* "required", "best-effort", "off". */
 const char *nsr_sandbox_mode_to_string(nsr_sandbox_mode m);
 nsr_sandbox_mode nsr_sandbox_mode_from_string(const char *s);
+
+const char *nsr_conflict_mode_to_string(nsr_conflict_mode m);
+nsr_conflict_mode nsr_conflict_mode_from_string(const char *s);
 
 /* Fills the caller description from the running process. */
 void nsr_caller_detect(nsr_caller *ret);

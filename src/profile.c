@@ -74,7 +74,10 @@ char *nsr_profile_expand(const char *line, const char *home, char *const *env) {
 int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err) {
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f)
-                return nsr_error_set(err, errno, "cannot read the profile file %s", path);
+                return nsr_error_set(err, errno,
+                                     "cannot read the profile file %s (is nsrun installed? \"make install\", or set "
+                                     "NSRUN_DATADIR to the source tree to run it in place)",
+                                     path);
         char **list = nsr_malloc0(sizeof(char *));
         char line[PATH_MAX + 64];
         size_t n = 0;

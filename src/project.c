@@ -42,6 +42,8 @@ typedef struct project_entry {
         const char *outcome;
         char **errors;
         nsr_snapshot *snap;    /* live writes: the project before the run */
+        mode_t root_mode;      /* the root's mode when the run started (overlay runs) */
+        bool protect_enforced; /* nsr_project_protect ran on changes */
 } project_entry;
 
 /* What confines the command. */
@@ -208,6 +210,57 @@ static int expand_paths(char **in, const char *opt, char ***ret, nsr_error *err)
         return 0;
 }
 
+static const char *op_option(nsr_op_type t) {
+        return t == NSR_OP_DEV_BIND ? "--dev-bind" : "--bind";
+}
+
+/* A writable bind that would bypass the transaction: one whose source
+ * overlaps a project (the project, a dir above it, or one inside it) makes
+ * project files writable in place, and one whose destination is a project
+ * or a dir above it (/) covers the project's overlay. Either way the
+ * writes would go straight to the host: not captured, not undoable, and
+ * reported as "no changes". */
+static int check_writable_binds(const nsr_plan *user, const nsr_project *pj, nsr_error *err) {
+        for (size_t i = 0; i < user->n_ops; i++) {
+                const nsr_op *op = &user->ops[i];
+                if ((op->type != NSR_OP_BIND && op->type != NSR_OP_DEV_BIND) || !op->source || !op->dest)
+                        continue;
+                _cleanup_free_ char *src = realpath(op->source, NULL);
+                for (size_t k = 0; k < pj->n; k++) {
+                        const char *pp = pj->p[k].path;
+                        if (src && (under(src, pp) || under(pp, src)))
+                                return nsr_error_setx(err, EINVAL,
+                                                      "%s %s %s would make the project %s writable outside the "
+                                                      "transaction (not captured, not undoable); use --ro-bind, or "
+                                                      "leave the project out of it",
+                                                      op_option(op->type), op->source, op->dest, pp);
+                        if (op->dest[0] == '/' && under(pp, op->dest))
+                                return nsr_error_setx(err, EINVAL,
+                                                      "%s %s %s would cover the project %s, so the command would "
+                                                      "not write through the transaction; bind below it or "
+                                                      "elsewhere",
+                                                      op_option(op->type), op->source, op->dest, pp);
+                }
+        }
+        const char *home = env_get("HOME");
+        for (size_t i = 0; user->proj.rw && user->proj.rw[i]; i++) {
+                _cleanup_free_ char *x = nsr_profile_expand(user->proj.rw[i], home, environ);
+                _cleanup_free_ char *real = x ? realpath(x, NULL) : NULL;
+                for (size_t k = 0; real && k < pj->n; k++) {
+                        const char *pp = pj->p[k].path;
+                        if (under(real, pp) || under(pp, real))
+                                return nsr_error_setx(err, EINVAL,
+                                                      "--rw %s %s the project %s: writes there would go to the host "
+                                                      "outside the transaction (not captured, not undoable)",
+                                                      user->proj.rw[i], under(real, pp) && !streq(real, pp)
+                                                                                ? "is inside"
+                                                                                : "covers",
+                                                      pp);
+                }
+        }
+        return 0;
+}
+
 int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, nsr_error *err) {
         _cleanup_(nsr_project_freep) nsr_project *pj = nsr_malloc0(sizeof(*pj));
         nsr_project_opts *o = &user->proj;
@@ -231,6 +284,9 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
                                 return nsr_error_setx(err, EINVAL,
                                                       "projects %s and %s overlap: one is inside the other",
                                                       pj->p[i].path, pj->p[k].path);
+        r = check_writable_binds(user, pj, err);
+        if (r < 0)
+                return r;
 
         if (o->keep && (o->no_overlay || o->sandbox == NSR_SANDBOX_OFF))
                 return nsr_error_setx(err, EINVAL,
@@ -638,7 +694,8 @@ typedef struct attempt {
 } attempt;
 
 /* One launch: the command runs, or nothing ran (-errno, err set). */
-static int launch_once(nsr_project *pj, int run_fd, attempt *a, nsr_launch_result *lr, nsr_error *err) {
+static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct timespec *fence,
+                       nsr_launch_result *lr, nsr_error *err) {
         nsr_plan *p = pj->plan;
         bool egress = !nsr_egress_rules_empty(&p->egress);
         /* Without isolation the command would have the host's whole
@@ -716,7 +773,9 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, nsr_launch_resul
         }
         if (r >= 0) {
                 if (a->conf == CONF_NAMESPACES) {
-                        nsr_launch_extra extra = { .bpf = bpf, .n_bpf = n_bpf, .kill_leftovers = true };
+                        nsr_launch_extra extra = {
+                                .bpf = bpf, .n_bpf = n_bpf, .kill_leftovers = true, .start_fence = *fence
+                        };
                         r = nsr_launch(p, &extra, lr, err);
                         a->landlock = lr->landlock;
                 } else {
@@ -874,6 +933,63 @@ static void settle_live(nsr_project *pj, project_entry *e, int run_fd, size_t i,
         }
 }
 
+static int64_t ns_between(struct timespec a, struct timespec b) {
+        return (int64_t) (b.tv_sec - a.tv_sec) * 1000000000 + (b.tv_nsec - a.tv_nsec);
+}
+
+/* The realtime clock stepped back during the run (settimeofday, a VM
+ * resumed, NTP stepping) when less realtime than monotonic time passed:
+ * a host write after the start can then carry a ctime before run_start.
+ * Moving run_start back by the step keeps such writes conflicts; NTP's
+ * slewing moves both clocks alike and changes nothing. */
+static struct timespec start_after_clock_steps(struct timespec run_start, struct timespec started,
+                                               struct timespec ended, struct timespec mono_start,
+                                               struct timespec mono_end) {
+        int64_t back = ns_between(mono_start, mono_end) - ns_between(started, ended);
+        if (back <= 1000000) /* a millisecond of noise between the readings */
+                return run_start;
+        int64_t t = (int64_t) run_start.tv_sec * 1000000000 + run_start.tv_nsec - back;
+        return (struct timespec){ .tv_sec = (time_t) (t / 1000000000), .tv_nsec = (long) (t % 1000000000) };
+}
+
+/* Applies project i's changes (or, check_only, only finds the conflicts)
+ * into pj->p[i].commit. */
+static int apply_one(nsr_project *pj, size_t i, int run_fd, int statefd, const struct timespec *run_start,
+                     bool check_only, nsr_error *err) {
+        project_entry *e = &pj->p[i];
+        char rel[32];
+        snprintf(rel, sizeof(rel), "p%zu/upper", i);
+        _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (upper < 0)
+                return nsr_error_set(err, errno, "cannot open the run's %s", rel);
+        _cleanup_close_ int lock = nsr_project_lock(statefd, e->path, err);
+        if (lock < 0)
+                return lock;
+        /* Protected paths dropped, git configs reduced, modes bounded:
+         * once, before the conflict check too, so that a change that will
+         * never be applied cannot hold the others back. */
+        if (!e->protect_enforced) {
+                int r = nsr_project_protect(run_fd, i, e->fd, e->path, e->changes, e->protected_changes, err);
+                if (r < 0)
+                        return r;
+                e->protect_enforced = true;
+        }
+        nsr_commit_opts co = {
+                .project_fd = e->fd,
+                .project_path = e->path,
+                .upper_fd = upper,
+                .run_fd = run_fd,
+                .run_path = pj->run_dir,
+                .project_index = (unsigned) i,
+                .run_start = *run_start,
+                .state_fd = statefd,
+                .run_id = pj->run_id,
+                .all_or_nothing = pj->plan->proj.on_conflict != NSR_CONFLICT_APPLY_REST,
+                .check_only = check_only,
+        };
+        return nsr_commit_apply(e->changes, &co, &e->commit, err);
+}
+
 int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         nsr_plan *p = pj->plan;
         nsr_project_outcome o = { .exit_code = NSR_EXIT_FAILURE };
@@ -927,13 +1043,31 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 if (skel < 0 || nsr_workspace_skeleton(p, pj->p[0].fd, skel, err) < 0)
                         return skel < 0 ? nsr_error_set(err, errno, "cannot open %s", pj->skel) : -EIO;
         }
+        /* The overlay's root takes its mode from the upper dir: give it the
+         * project's, or a 0750 project shows as 0755 inside. (The run dir
+         * above it is 0700, so a wide mode here exposes nothing.) */
+        for (size_t i = 0; i < pj->n && !pj->live; i++) {
+                struct stat st;
+                char rel[32];
+                snprintf(rel, sizeof(rel), "p%zu/upper", i);
+                if (fstat(pj->p[i].fd, &st) < 0)
+                        return nsr_error_set(err, errno, "%s: cannot stat the project", pj->p[i].path);
+                pj->p[i].root_mode = st.st_mode & 07777;
+                if (fchmodat(run_fd, rel, st.st_mode & 01777, 0) < 0)
+                        return nsr_error_set(err, errno, "%s: cannot give the upper dir the project's mode",
+                                             pj->p[i].path);
+        }
 
-        struct timespec started, run_start, ended;
+        struct timespec started, run_start, ended, mono_start, mono_end;
         clock_gettime(CLOCK_REALTIME, &started);
-        /* Conflicts compare host ctimes with this. File timestamps come
-         * from the coarse clock, which lags; a conflict found wrongly only
-         * keeps a file aside, one missed would lose a host edit. */
-        clock_gettime(CLOCK_REALTIME_COARSE, &run_start);
+        /* Conflicts compare host ctimes with this: a host entry whose ctime
+         * is after it changed after the command started. It is the fine
+         * clock, and the command starts only once the coarse clock (which
+         * most file timestamps come from) has passed it: every write
+         * before is at most run_start, every write after is above it, with
+         * no window in between (docs/conflicts.md). */
+        clock_gettime(CLOCK_REALTIME, &run_start);
+        clock_gettime(CLOCK_MONOTONIC, &mono_start);
         write_meta(pj, run_fd, "running", &run_start, 0, false);
 
         /* nsrun's own fds never reach the sandbox: a command that could
@@ -950,7 +1084,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 r = pj->live ? take_snapshots(pj, run_fd, err) : 0;
                 if (r >= 0) {
                         lr = (nsr_launch_result){ .exit_code = NSR_EXIT_FAILURE };
-                        r = launch_once(pj, run_fd, &a, &lr, err);
+                        r = launch_once(pj, run_fd, &a, &run_start, &lr, err);
                 }
                 if (r >= 0 || tries >= 3 || !retry_after(pj, &a, err))
                         break;
@@ -959,6 +1093,8 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         if (p->proj.events_fd != -1)
                 p->proj.events_fd = safe_close(p->proj.events_fd);
         clock_gettime(CLOCK_REALTIME, &ended);
+        clock_gettime(CLOCK_MONOTONIC, &mono_end);
+        run_start = start_after_clock_steps(run_start, started, ended, mono_start, mono_end);
 
         if (r < 0) {
                 /* Nothing ran: nothing to capture. The command could not be
@@ -975,6 +1111,27 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                     hint && a.conf == CONF_NAMESPACES && p->proj.sandbox == NSR_SANDBOX_REQUIRED
                             ? "; --sandbox=best-effort runs without user namespaces (Landlock and seccomp)"
                             : "");
+                /* A tool reading --report gets the error too, not only
+                 * stderr: every project "failed", with the message. */
+                char *errs[2] = { buf, NULL };
+                nsr_report_project *rp = nsr_malloc0((pj->n + 1) * sizeof(nsr_report_project));
+                for (size_t i = 0; i < pj->n; i++)
+                        rp[i] = (nsr_report_project){ .path = pj->p[i].path, .outcome = "failed", .errors = errs };
+                nsr_report rep = {
+                        .run_id = pj->run_id,
+                        .command = pj->command,
+                        .exit_code = -1,
+                        .outcome = "failed",
+                        .started_at = started,
+                        .duration_ms = (uint64_t) ((ended.tv_sec - started.tv_sec) * 1000 +
+                                                   (ended.tv_nsec - started.tv_nsec) / 1000000),
+                        .projects = rp,
+                        .n_projects = pj->n,
+                };
+                size_t len = 0;
+                nsr_error je = { 0 };
+                (void) nsr_report_to_json(&rep, 0, &o.report_json, &len, &je);
+                free(rp);
                 nsr_error e2 = { 0 };
                 _cleanup_free_ char *rel = nsr_asprintf("runs/%s", pj->run_id);
                 (void) nsr_rm_rf_at(statefd, rel, &e2);
@@ -982,6 +1139,10 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 return 0;
         }
         o.exit_code = lr.exit_code;
+        if (lr.no_route > 0 && p->unshare_net)
+                msg(&o, "nsrun: the command tried to reach the network (%llu connection%s found no route: "
+                        "ENETUNREACH); the sandbox has none unless --share-net is given",
+                    (unsigned long long) lr.no_route, lr.no_route == 1 ? "" : "s");
 
         /* Capture every project's changes. */
         bool capture_failed = false;
@@ -996,6 +1157,22 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         capture_failed = true;
                 }
         }
+        /* The root itself is no entry of a change set: a chmod of it inside
+         * (the overlay's root is the upper dir) is not applied, but said. */
+        for (size_t i = 0; i < pj->n && !pj->live; i++) {
+                struct stat ust;
+                char rel[32];
+                snprintf(rel, sizeof(rel), "p%zu/upper", i);
+                if (fstatat(run_fd, rel, &ust, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    (ust.st_mode & 01777) != (pj->p[i].root_mode & 01777))
+                        msg(&o, "nsrun: %s: note: the command changed the project dir's own mode (%04o to %04o); "
+                                "that is not applied (chmod it yourself if you want it)",
+                            pj->p[i].path, (unsigned) (pj->p[i].root_mode & 01777), (unsigned) (ust.st_mode & 01777));
+        }
+        /* Nothing is applied then, but the command's work is not lost: the
+         * run is kept (its upper dirs stay), and nsrun says it failed. */
+        if (capture_failed)
+                o.exit_code = NSR_EXIT_FAILURE;
 
         /* With live writes an interrupted run is in place all the same: it
          * is recorded like any other, so it can be undone. */
@@ -1010,7 +1187,26 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         else
                 run_outcome = "committed";
 
-        bool apply_failed = false, any_conflict = false;
+        bool apply_failed = false, any_conflict = false, withheld = false;
+        /* --on-conflict=keep-all|fail: a conflict in any project holds
+         * every project back, so first look for one everywhere. */
+        if (!pj->live && streq(run_outcome, "committed") && p->proj.on_conflict != NSR_CONFLICT_APPLY_REST &&
+            pj->n > 1) {
+                for (size_t i = 0; i < pj->n && !withheld; i++) {
+                        project_entry *e = &pj->p[i];
+                        if (!e->changes || nsr_changeset_is_empty(e->changes))
+                                continue;
+                        nsr_error ae = { 0 };
+                        if (apply_one(pj, i, run_fd, statefd, &run_start, true, &ae) >= 0)
+                                withheld = e->commit.n_conflicts > 0;
+                        else
+                                nsr_commit_result_done(&e->commit);
+                        if (!withheld)
+                                nsr_commit_result_done(&e->commit);
+                }
+                if (withheld)
+                        run_outcome = "kept";
+        }
         for (size_t i = 0; i < pj->n; i++) {
                 project_entry *e = &pj->p[i];
                 if (!e->changes) {
@@ -1034,37 +1230,20 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         e->outcome = "committed";
                         continue;
                 }
-                char rel[32];
-                snprintf(rel, sizeof(rel), "p%zu/upper", i);
-                _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                _cleanup_close_ int lock = nsr_project_lock(statefd, e->path, err);
                 nsr_error ae = { 0 };
-                nsr_commit_opts co = {
-                        .project_fd = e->fd,
-                        .project_path = e->path,
-                        .upper_fd = upper,
-                        .run_fd = run_fd,
-                        .run_path = pj->run_dir,
-                        .project_index = (unsigned) i,
-                        .run_start = run_start,
-                        .state_fd = statefd,
-                        .run_id = pj->run_id,
-                };
-                if (upper < 0 || lock < 0 ||
-                    nsr_project_protect(run_fd, i, e->fd, e->path, e->changes, e->protected_changes, &ae) < 0 ||
-                    nsr_commit_apply(e->changes, &co, &e->commit, &ae) < 0) {
+                if (apply_one(pj, i, run_fd, statefd, &run_start, false, &ae) < 0) {
                         char buf[NSR_ERROR_MSG_MAX + 256];
-                        if (upper < 0 || lock < 0)
-                                nsr_error_format(err, buf, sizeof(buf));
-                        else
-                                nsr_error_format(&ae, buf, sizeof(buf));
+                        nsr_error_format(&ae, buf, sizeof(buf));
                         nsr_strv_extend(&e->errors, buf);
                         msg(&o, "nsrun: %s: the apply failed and was rolled back: %s", e->path, buf);
                         e->outcome = "failed";
                         apply_failed = true;
                         continue;
                 }
-                if (e->commit.n_conflicts > 0) {
+                if (e->commit.withheld) {
+                        e->outcome = "kept";
+                        withheld = true;
+                } else if (e->commit.n_conflicts > 0) {
                         e->outcome = "conflict";
                         any_conflict = true;
                 } else
@@ -1073,6 +1252,13 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         if (apply_failed) {
                 run_outcome = "failed";
                 o.exit_code = NSR_EXIT_FAILURE;
+        } else if (withheld) {
+                /* A project applied before another one's conflict showed
+                 * (the host changed it between the check and the apply)
+                 * stays applied; the run is kept for the others. */
+                run_outcome = "kept";
+                if (p->proj.on_conflict == NSR_CONFLICT_FAIL)
+                        o.exit_code = NSR_EXIT_FAILURE;
         } else if (any_conflict)
                 run_outcome = "conflict";
 
@@ -1084,7 +1270,9 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 nsr_error ce = { 0 };
                 snprintf(rel, sizeof(rel), "p%zu/work", i);
                 (void) nsr_rm_rf_at(run_fd, rel, &ce);
-                if (!streq(pj->p[i].outcome, "kept")) {
+                /* A failed apply rolled back into the upper dir: keep it. */
+                bool keep_upper = streq(pj->p[i].outcome, "kept") || (!pj->live && streq(pj->p[i].outcome, "failed"));
+                if (!keep_upper) {
                         snprintf(rel, sizeof(rel), "p%zu/upper", i);
                         (void) nsr_rm_rf_at(run_fd, rel, &ce);
                 }
@@ -1101,7 +1289,10 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         /* What is left of the snapshots goes off the run's path. */
         if (pj->live)
                 nsr_state_trash_background(pj->run_dir);
-        write_meta(pj, run_fd, run_outcome, &run_start, lr.wait_status, true);
+        /* A run whose capture failed was applied nowhere: it is kept, so
+         * that once the cause is fixed "nsrun commit RUN" can finish it. */
+        bool kept_failed = capture_failed && !pj->live;
+        write_meta(pj, run_fd, kept_failed ? "kept" : run_outcome, &run_start, lr.wait_status, true);
 
         /* Explanations. */
         int ws = lr.wait_status;
@@ -1119,27 +1310,68 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         for (size_t i = 0; i < pj->n; i++) {
                 project_entry *e = &pj->p[i];
                 if (e->changes) {
-                        _cleanup_free_ char *line = nsr_report_summary(e->path, e->changes, e->outcome, pj->run_id);
+                        /* The counts are what the command changed; with a
+                         * conflict, the outcome says how much of it applied. */
+                        _cleanup_free_ char *outcome =
+                                streq(e->outcome, "conflict")
+                                        ? nsr_asprintf("conflict, %zu of %zu applied", e->commit.applied,
+                                                       nsr_changeset_size(e->changes))
+                                        : nsr_strdup(e->outcome);
+                        _cleanup_free_ char *line = nsr_report_summary(e->path, e->changes, outcome, pj->run_id);
                         nsr_strv_extend(&o.summary, line);
                 }
                 _cleanup_free_ char *prot = nsr_protect_summary(e->protected_changes, pj->live);
                 if (prot)
                         msg(&o, "nsrun: %s: %s", e->path, prot);
+                /* One line per conflict, not per entry it held back (a git
+                 * dir holds back its objects, a dir its children). */
+                size_t n_held = 0;
+                for (size_t k = 0; k < e->commit.n_conflicts; k++)
+                        n_held += e->commit.conflicts[k].held;
+                for (size_t k = 0; e->commit.units && e->commit.units[k]; k++) {
+                        _cleanup_free_ char *shown = nsr_utf8_escape(e->commit.units[k]);
+                        msg(&o, "nsrun: %s: conflict in the git dir %s: none of its changes %s, so that its index, "
+                                "refs and logs stay in step",
+                            e->path, shown, e->commit.withheld ? "can apply" : "were applied");
+                }
                 for (size_t k = 0; k < e->commit.n_conflicts; k++) {
                         const nsr_commit_conflict *cf = &e->commit.conflicts[k];
                         _cleanup_free_ char *shown = nsr_utf8_escape(cf->path);
                         _cleanup_free_ char *kept = cf->kept_at ? nsr_utf8_escape(cf->kept_at) : NULL;
-                        if (cf->kept_at)
+                        if (cf->held)
+                                continue;
+                        if (e->commit.withheld)
+                                msg(&o, "nsrun: %s: conflict: %s %s", e->path, shown, cf->reason);
+                        else if (cf->kept_at)
                                 msg(&o, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s", e->path,
                                     shown, cf->reason, kept);
                         else
                                 msg(&o, "nsrun: %s: conflict: %s %s; left as the host has it", e->path, shown,
                                     cf->reason);
                 }
+                if (n_held > 0 && !e->commit.withheld)
+                        msg(&o, "nsrun: %s: %zu more change%s held back with %s; the sandbox's versions are in "
+                                "%s/conflict/p%zu",
+                            e->path, n_held, n_held == 1 ? " was" : "s were",
+                            n_held == 1 ? "its git dir or parent dir" : "their git dirs or parent dirs", pj->run_dir, i);
+                for (size_t k = 0; !e->commit.withheld && e->commit.split_links && e->commit.split_links[k]; k++) {
+                        _cleanup_free_ char *shown = nsr_utf8_escape(e->commit.split_links[k]);
+                        msg(&o, "nsrun: %s: note: %s had other hard links on the host; the new version replaced this "
+                                "name only, and the other names keep the old content (as they did inside the sandbox)",
+                            e->path, shown);
+                }
+                if (e->commit.withheld)
+                        msg(&o, "nsrun: %s: nothing applied (--on-conflict=%s)", e->path,
+                            nsr_conflict_mode_to_string(p->proj.on_conflict));
         }
         if (lr.net_on)
                 nsr_strv_push(&o.summary, nsr_egress_summary(&lr.net));
-        if (streq(run_outcome, "kept"))
+        if (kept_failed)
+                msg(&o, "nsrun: run %s kept: the capture failed and nothing was applied; the command's files are in "
+                        "%s/pN/upper; once the cause is fixed, \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
+                        "discard %s\"",
+                    pj->run_id, pj->run_dir, pj->run_id, pj->run_id, pj->run_id);
+        else if (streq(run_outcome, "kept"))
                 msg(&o, "nsrun: run %s kept%s: review it with \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
                         "discard %s\"",
                     pj->run_id, interrupted ? " (nsrun was interrupted)" : "", pj->run_id, pj->run_id, pj->run_id);
@@ -1174,7 +1406,9 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                                               .protect = e->protected_changes,
                                               .conflicts = rc[i],
                                               .n_conflicts = e->commit.n_conflicts,
-                                              .errors = e->errors };
+                                              .errors = e->errors,
+                                              .split_links = e->commit.split_links,
+                                              .held_units = e->commit.units };
         }
         nsr_report rep = {
                 .run_id = pj->run_id,

@@ -22,6 +22,25 @@ void nsr_forwarded_sigset(sigset_t *set) {
                 sigaddset(set, sigs[i]);
 }
 
+bool nsr_signal_interrupts(int sig) {
+        return sig != SIGWINCH && sig != SIGCHLD && sig != SIGTSTP && sig != SIGCONT;
+}
+
+void nsr_signal_forward(pid_t command, int sig, unsigned flags) {
+        bool terminal = sig == SIGINT || sig == SIGQUIT || sig == SIGWINCH || sig == SIGTSTP || sig == SIGCONT;
+        bool ending = sig == SIGTERM || sig == SIGHUP;
+        if ((flags & NSR_REAPER_TREE) && ending) {
+                /* From pid 1, -1 means every process of the namespace but
+                 * pid 1 itself. */
+                if (kill(-1, sig) == 0)
+                        return;
+        } else if ((flags & NSR_REAPER_GROUP) && (terminal || ending)) {
+                if (kill(-command, sig) == 0)
+                        return;
+        }
+        (void) kill(command, sig);
+}
+
 int nsr_exit_code_from_status(int status) {
         if (WIFEXITED(status))
                 return WEXITSTATUS(status);
@@ -30,7 +49,7 @@ int nsr_exit_code_from_status(int status) {
         return 255;
 }
 
-_noreturn_ void nsr_reaper_run(pid_t command, int status_fd) {
+_noreturn_ void nsr_reaper_run(pid_t command, int status_fd, unsigned flags) {
         sigset_t set;
         nsr_forwarded_sigset(&set);
         sigaddset(&set, SIGCHLD);
@@ -87,7 +106,7 @@ _noreturn_ void nsr_reaper_run(pid_t command, int status_fd) {
                 if (n != (ssize_t) sizeof(si))
                         continue;
                 if (si.ssi_signo != SIGCHLD && command_status == -1)
-                        (void) kill(command, (int) si.ssi_signo);
+                        nsr_signal_forward(command, (int) si.ssi_signo, flags);
         }
         _exit(command_status == -1 ? 1 : nsr_exit_code_from_status(command_status));
 }

@@ -231,6 +231,10 @@ static void emit_project(nsr_json *j, const nsr_report_project *p) {
         }
         nsr_json_array_end(j);
         nsr_json_strv(j, "errors", p->errors);
+        if (p->held_units)
+                nsr_json_strv(j, "conflict_units", p->held_units);
+        if (p->split_links)
+                nsr_json_strv(j, "split_hard_links", p->split_links);
         nsr_json_object_end(j);
 }
 

@@ -33,7 +33,12 @@
  *                                         reduced because it touches
  *                                         protected paths (protect.h)
  *         "conflicts": [ {"path", "reason", "kept_at"}, ... ],
- *         "errors": ["...", ...]
+ *         "errors": ["...", ...],
+ *         "conflict_units": ["...", ...]    only when a conflict held back
+ *                                         a whole git dir (its path)
+ *         "split_hard_links": ["...", ...]  only when a replaced file had
+ *                                         other hard links on the host,
+ *                                         which keep the old content
  *     } ]
  *   }
  *
@@ -93,6 +98,8 @@ typedef struct nsr_report_project {
         const nsr_report_conflict *conflicts;
         size_t n_conflicts;
         char *const *errors; /* NULL-terminated, may be NULL */
+        char *const *split_links; /* replaced files whose other hard links kept the old content; may be NULL */
+        char *const *held_units;  /* git dirs held back whole because part of them conflicted; may be NULL */
 } nsr_report_project;
 
 /* Filled in by the caller; the report only borrows these pointers. */

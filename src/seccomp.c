@@ -26,8 +26,7 @@
 /* ---- finding policies ------------------------------------------------------ */
 
 char *nsr_seccomp_dir(void) {
-        const char *d = getenv("NSRUN_DATADIR");
-        return nsr_path_join(d && *d ? d : NSR_PKGDATADIR, "seccomp");
+        return nsr_path_join(nsr_datadir(), "seccomp");
 }
 
 static char *policy_file_name(const char *name) {

@@ -288,6 +288,13 @@ char **nsr_trace_notes(const nsr_plan *p) {
         else if (p->proj.projects)
                 addf(&v, "nsrun-only: after the command, the changes in the upper layers are captured, reported and "
                          "%s", p->proj.discard ? "discarded" : p->proj.keep ? "kept for review" : "committed to the projects as one transaction");
+        if (p->proj.projects && !p->proj.discard && !p->proj.keep)
+                addf(&v, "nsrun-only: a path the host changed after the command started is a conflict; %s",
+                     p->proj.on_conflict == NSR_CONFLICT_APPLY_REST
+                             ? "the rest applies, a git dir with a conflict is held back whole (--on-conflict=apply-rest)"
+                     : p->proj.on_conflict == NSR_CONFLICT_KEEP_ALL
+                             ? "then nothing applies and the run is kept (--on-conflict=keep-all)"
+                             : "then nothing applies, the run is kept and nsrun exits 125 (--on-conflict=fail)");
         if (p->proj.projects && p->proj.sandbox == NSR_SANDBOX_BEST_EFFORT)
                 addf(&v, "nsrun-only: where user namespaces are forbidden, none of the above applies: Landlock and "
                          "seccomp confine the command instead (--sandbox=best-effort)");

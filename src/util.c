@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/close_range.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -324,7 +325,23 @@ char *nsr_path_normalize(const char *p) {
 
 const char *nsr_datadir(void) {
         const char *d = getenv("NSRUN_DATADIR");
-        return d && *d ? d : NSR_PKGDATADIR;
+        if (d && *d)
+                return d;
+#if defined(NSR_SOURCE_DIR) && defined(NSR_BUILT_BINARY)
+        /* The binary as built, not installed yet (./build/src/nsrun): its
+         * profiles and policies are in the source tree. Only that very
+         * file qualifies, so an installed nsrun never reads a source tree. */
+        struct stat st;
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n > 0) {
+                self[n] = '\0';
+                if (streq(self, NSR_BUILT_BINARY) && stat(NSR_PKGDATADIR "/profiles", &st) < 0 &&
+                    stat(NSR_SOURCE_DIR "/profiles", &st) == 0)
+                        return NSR_SOURCE_DIR;
+        }
+#endif
+        return NSR_PKGDATADIR;
 }
 
 char *nsr_hex_encode(const void *data, size_t len) {

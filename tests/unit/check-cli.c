@@ -225,7 +225,7 @@ static const struct {
         { "--seccomp-policy", 1 }, { "--project", 1 },     { "-p", 1 },         { "--home", 1 },
         { "--hide", 1 },           { "--rw", 1 },          { "--ro", 1 },       { "--keep-env", 1 },
         { "--allow-nested", 0 },   { "--state-dir", 1 },   { "--report", 1 },   { "--report-fd", 1 },
-        { "--discard", 0 },        { "--keep", 0 },        { "--quiet", 0 },    { "-q", 0 },
+        { "--discard", 0 },        { "--keep", 0 },        { "--on-conflict", 1 }, { "--quiet", 0 },    { "-q", 0 },
         { "--verbose", 0 },        { "-v", 0 },            { "--events-fd", 1 }, { "--keep-days", 1 },
         { "--backup-limit", 1 },   { "--sandbox", 1 },     { "--no-overlay", 0 }, { "--snapshot-limit", 1 },
         { "--profile", 1 },        { "--workspace-root", 0 },
@@ -770,8 +770,17 @@ START_TEST(test_project_options) {
         ck_assert_int_eq(p->proj.keep_days, 3);
         ck_assert_uint_eq(p->proj.backup_limit, (uint64_t) 500 << 20);
         N_ERR("--home takes overlay, ro or hide, not \"rw\"", "--home", "rw", "true");
-        N_ERR("--hide needs an absolute path (or ~/...), not \"rel\"", "--hide", "rel", "true");
-        N_ERR("--rw needs an absolute path (or ~/...), not \"x\"", "--rw=x", "true");
+        N_ERR("--hide needs a path", "--hide", "", "true");
+        {
+                /* relative paths are relative to the current dir */
+                _cleanup_free_ char *cwd = getcwd(NULL, 0);
+                _cleanup_plan_ nsr_plan *rel = N_OK("-p", "/a", "--hide", "rel", "--rw=../x", "--ro", "y/z", "true");
+                _cleanup_free_ char *h = nsr_asprintf("%s/rel", cwd), *w = nsr_asprintf("%s/../x", cwd),
+                                    *o = nsr_asprintf("%s/y/z", cwd);
+                ck_assert_str_eq(rel->proj.hide[0], h);
+                ck_assert_str_eq(rel->proj.rw[0], w);
+                ck_assert_str_eq(rel->proj.ro[0], o);
+        }
         N_ERR("--backup-limit takes a size such as 2G, not \"lots\"", "--backup-limit", "lots", "true");
         N_ERR("--backup-limit takes a size such as 2G, not \"0\"", "--backup-limit", "0", "true");
         N_ERR("--keep-days takes a number of days, not \"-1\"", "--keep-days", "-1", "true");

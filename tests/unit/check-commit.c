@@ -539,6 +539,28 @@ static void assert_scenario_applied(fixture *f) {
 
 /* ---- tests: apply ------------------------------------------------------------------------------- */
 
+START_TEST(test_changed_after) {
+        struct timespec start = { .tv_sec = 1000, .tv_nsec = 500000001 };
+#define TS(s, ns) ((struct timespec){ .tv_sec = (s), .tv_nsec = (ns) })
+        /* nanosecond timestamps: only after (or at) start */
+        ck_assert(!nsr_commit_changed_after(TS(1000, 500000000 - 1), start));
+        ck_assert(!nsr_commit_changed_after(TS(999, 999999999), start));
+        ck_assert(nsr_commit_changed_after(TS(1000, 500000001), start));
+        ck_assert(nsr_commit_changed_after(TS(1000, 500000003), start));
+        ck_assert(nsr_commit_changed_after(TS(1001, 1), start));
+        /* truncated: 1 s (or FAT's 2 s) granules that reach past start */
+        ck_assert(nsr_commit_changed_after(TS(1000, 0), start));
+        ck_assert(nsr_commit_changed_after(TS(999, 0), start));
+        ck_assert(!nsr_commit_changed_after(TS(998, 0), start));
+        /* 100 ns (NTFS, SMB): 500000000 is a 100 ms granule, up to 600000000 */
+        ck_assert(nsr_commit_changed_after(TS(1000, 500000000), start));
+        ck_assert(!nsr_commit_changed_after(TS(1000, 400000000), start));
+        ck_assert(!nsr_commit_changed_after(TS(1000, 499999900), start));
+        ck_assert(nsr_commit_changed_after(TS(1000, 499999910), TS(1000, 499999911)));
+#undef TS
+}
+END_TEST
+
 START_TEST(test_apply_scenario) {
         fixture f;
         fx_init(&f);
@@ -1963,6 +1985,7 @@ static Suite *suite(void) {
         suite_add_tcase(s, tc);
         tc = tcase_create("conflicts");
         tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_changed_after);
         tcase_add_test(tc, test_conflicts);
         tcase_add_test(tc, test_symlink_attack);
         tcase_add_test(tc, test_upper_symlink_refused);
