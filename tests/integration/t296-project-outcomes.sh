@@ -32,7 +32,7 @@ fi
 P=$d/proj; mkdir -p "$P"
 run "$NSRUN" -p "$P" $NS --report "$d/nonexistent/dir/r.json" -- sh -c 'echo x > ran'
 is "$rc:$(test -e "$P/ran" && echo ran)" "125:" "--report in a dir that does not exist: 125, and nothing ran"
-like "$err" "--report .*nonexistent/dir/r.json: No such file or directory" "... with the reason"
+like "$err" "--report .*nonexistent/dir/r.json: .*No such file or directory" "... with the reason"
 run "$NSRUN" -p "$P" $NS --report-fd 9 -- sh -c 'echo x > ran'
 is "$rc:$(test -e "$P/ran" && echo ran)" "125:" "a closed --report-fd: 125, and nothing ran"
 like "$err" "--report-fd 9: Bad file descriptor" "... with the reason"
