@@ -16,6 +16,7 @@
 
 #include "confine.h"
 #include "reaper.h"
+#include "runctl.h"
 
 extern char **environ;
 
@@ -178,6 +179,8 @@ _noreturn_ static void child_main(const nsr_confine_opts *o, int errfd, pid_t pa
                 child_fail(errfd, &e);
         if (p->close_inherited_fds && nsr_fds_cloexec_above_stdio(p->sync_fd) < 0)
                 child_fail(errfd, (nsr_error_set(&e, errno, "cannot close the inherited file descriptors"), &e));
+        if (nsr_runctl_apply_rlimits(&p->run, &e) < 0)
+                child_fail(errfd, &e);
         if (load_bpf(o, &e) < 0)
                 child_fail(errfd, &e);
         signal(SIGCHLD, SIG_DFL);
@@ -251,6 +254,22 @@ static void kill_leftovers(const nsr_confine_opts *o) {
         }
 }
 
+/* --timeout without namespaces: the command's process group (it has a
+ * session of its own) gets SIGTERM, then SIGKILL; whatever left the group
+ * is killed with the other leftovers once the command is gone. */
+static void deadline_hook(nsr_deadline *d, pid_t child, nsr_launch_result *res) {
+        nsr_deadline_step step = nsr_deadline_next(d);
+        int sig = step == NSR_DEADLINE_TERM ? SIGTERM : step == NSR_DEADLINE_KILL ? SIGKILL : 0;
+        if (!sig)
+                return;
+        if (sig == SIGTERM)
+                res->timed_out = true;
+        else
+                res->killed_after = true;
+        (void) kill(-child, sig);
+        (void) kill(child, sig);
+}
+
 static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch_result *res, nsr_error *err) {
         sigset_t set;
         nsr_forwarded_sigset(&set);
@@ -262,14 +281,23 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch
         size_t got = 0;
         bool eof = false, gone = false;
         int status = 0;
+        _cleanup_(nsr_deadline_done) nsr_deadline deadline = { .fd = -1 };
+        if (nsr_deadline_start(&deadline, &o->plan->run, err) < 0) {
+                (void) kill(child, SIGKILL);
+                (void) waitpid(child, NULL, 0);
+                return -EIO;
+        }
         while (!gone) {
-                struct pollfd fds[2] = { { .fd = sfd, .events = POLLIN },
-                                         { .fd = eof ? -1 : errfd, .events = POLLIN } };
-                if (poll(fds, 2, -1) < 0) {
+                struct pollfd fds[3] = { { .fd = sfd, .events = POLLIN },
+                                         { .fd = eof ? -1 : errfd, .events = POLLIN },
+                                         { .fd = deadline.fd, .events = POLLIN } };
+                if (poll(fds, 3, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return nsr_error_set(err, errno, "poll");
                 }
+                if (fds[2].revents)
+                        deadline_hook(&deadline, child, res);
                 if (fds[1].revents) {
                         ssize_t n = read(errfd, (char *) &child_err + got, sizeof(child_err) - got);
                         if (n > 0)
@@ -306,7 +334,7 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch
         }
         res->exec_done = true;
         res->wait_status = status;
-        res->exit_code = nsr_exit_code_from_status(status);
+        res->exit_code = res->timed_out ? NSR_EXIT_TIMEOUT : nsr_exit_code_from_status(status);
         return 0;
 }
 

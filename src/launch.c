@@ -33,6 +33,7 @@
 #include "mount.h"
 #include "netns.h"
 #include "reaper.h"
+#include "runctl.h"
 #include "syscalls.h"
 
 extern char **environ;
@@ -468,6 +469,8 @@ _noreturn_ static void child_main(launch *l) {
                 child_fail(l, &e);
         if (l->raised_nofile)
                 (void) setrlimit(RLIMIT_NOFILE, &l->old_nofile);
+        if (nsr_runctl_apply_rlimits(&p->run, &e) < 0)
+                child_fail(l, &e);
         /* An fd the caller leaked would reach past the sandbox: a dir fd
          * escapes the read-only root, a file fd can be reopened writable
          * through /proc/self/fd. */
@@ -558,6 +561,33 @@ static int clone_error(const nsr_plan *p, int e, nsr_error *err) {
         return nsr_error_set(err, e, "Creating new namespace failed");
 }
 
+/* --timeout: SIGTERM to every process of the sandbox, then SIGKILL to
+ * pid 1, which takes the whole pid namespace down. Without a pid
+ * namespace only the process nsrun started gets them. */
+static void deadline_hook(launch *l, nsr_deadline *d, pid_t child, bool child_gone, nsr_launch_result *res) {
+        nsr_deadline_step step = nsr_deadline_next(d);
+        if (child_gone)
+                return;
+        bool pidns = l->plan->unshare_pid && need_reaper(l->plan);
+        switch (step) {
+        case NSR_DEADLINE_TERM:
+                res->timed_out = true;
+                if (pidns)
+                        (void) nsr_signal_pidns(child, SIGTERM);
+                else
+                        (void) kill(child, SIGTERM);
+                return;
+        case NSR_DEADLINE_KILL:
+                res->killed_after = true;
+                (void) kill(child, SIGKILL);
+                return;
+        case NSR_DEADLINE_NONE:
+        case _NSR_DEADLINE_STEP_MAX:
+        case _NSR_DEADLINE_STEP_INVALID:
+                break;
+        }
+}
+
 static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *err) {
         nsr_launch_result *res = ret;
         const nsr_plan *p = l->plan;
@@ -572,18 +602,27 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
         size_t err_got = 0;
         bool err_eof = false, have_status = false, child_gone = false, pid1_exiting = false;
         int status = 0;
+        _cleanup_(nsr_deadline_done) nsr_deadline deadline = { .fd = -1 };
+        if (nsr_deadline_start(&deadline, &p->run, err) < 0) {
+                (void) kill(child, SIGKILL);
+                (void) waitpid(child, NULL, 0);
+                return -EIO;
+        }
 
         for (;;) {
-                struct pollfd fds[3] = {
+                struct pollfd fds[4] = {
                         { .fd = sfd, .events = POLLIN },
                         { .fd = err_eof ? -1 : l->err_pipe[0], .events = POLLIN },
                         { .fd = have_status ? -1 : l->status_pipe[0], .events = POLLIN },
+                        { .fd = have_status ? -1 : deadline.fd, .events = POLLIN },
                 };
-                if (poll(fds, 3, -1) < 0) {
+                if (poll(fds, 4, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return nsr_error_set(err, errno, "poll");
                 }
+                if (fds[3].revents)
+                        deadline_hook(l, &deadline, child, child_gone, res);
                 if (fds[1].revents) {
                         ssize_t n = read(l->err_pipe[0], (char *) &child_err + err_got, sizeof(child_err) - err_got);
                         if (n > 0)
@@ -655,7 +694,7 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
         }
         ret->exec_done = true;
         ret->wait_status = status;
-        ret->exit_code = nsr_exit_code_from_status(status);
+        ret->exit_code = ret->timed_out ? NSR_EXIT_TIMEOUT : nsr_exit_code_from_status(status);
         write_exit_status(p, ret->exit_code);
         if (l->extra && l->extra->kill_leftovers && !child_gone) {
                 /* SIGKILL to pid 1 takes the whole pid namespace down. */

@@ -20,7 +20,12 @@ typedef struct nsr_launch_result {
         pid_t child_pid;
         int forwarded_signal; /* the first signal nsrun got and passed on, or 0 */
         bool landlock;     /* Landlock scoping was applied */
+        bool timed_out;    /* --timeout expired: the sandbox got SIGTERM (exit_code is 124) */
+        bool killed_after; /* ... and SIGKILL after --kill-after */
 } nsr_launch_result;
+
+/* The exit status of a run that hit --timeout, as timeout(1). */
+#define NSR_EXIT_TIMEOUT 124
 
 /* Extra inputs the plan does not carry itself. */
 typedef struct nsr_launch_extra {

@@ -194,6 +194,8 @@ static const char *project_only_option(const nsr_plan *p) {
                 return "--no-overlay";
         if (o->snapshot_limit)
                 return "--snapshot-limit";
+        if (p->run.tmp_size)
+                return "--tmp-size";
         return NULL;
 }
 

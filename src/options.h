@@ -103,6 +103,14 @@ typedef enum nsr_opt_id {
         NSR_OPT_SANDBOX,
         NSR_OPT_NO_OVERLAY,
         NSR_OPT_SNAPSHOT_LIMIT,
+        /* run control (limits.h) */
+        NSR_OPT_TIMEOUT,
+        NSR_OPT_KILL_AFTER,
+        NSR_OPT_RLIMIT,
+        NSR_OPT_PIDS,
+        NSR_OPT_TMP_SIZE,
+        NSR_OPT_MEMORY,
+        NSR_OPT_CPU,
         _NSR_OPT_MAX,
         _NSR_OPT_INVALID = -EINVAL,
 } nsr_opt_id;

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "runctl.h"
 #include "util.h"
 
 typedef enum nsr_op_type {
@@ -195,6 +196,9 @@ typedef struct nsr_plan {
         /* Project mode: the fds the caller left open (above 2, but for
          * --sync-fd) do not reach the command. */
         bool close_inherited_fds;
+
+        /* --timeout, --rlimit, --pids, --tmp-size, --memory, --cpu */
+        nsr_runctl run;
 
         /* warnings met while parsing, printed by main in order */
         char **warnings;

@@ -906,10 +906,13 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         /* With live writes an interrupted run is in place all the same: it
          * is recorded like any other, so it can be undone. */
         bool interrupted = lr.forwarded_signal != 0;
+        /* A run stopped by --timeout is as unfinished as an interrupted
+         * one: kept for review, never committed half-way. */
+        bool timed_out = lr.timed_out;
         const char *run_outcome;
         if (capture_failed)
                 run_outcome = "failed";
-        else if (!pj->live && (interrupted || p->proj.keep))
+        else if (!pj->live && (interrupted || timed_out || p->proj.keep))
                 run_outcome = "kept";
         else if (p->proj.discard)
                 run_outcome = "discarded";
@@ -1045,7 +1048,9 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         if (streq(run_outcome, "kept"))
                 msg(&o, "nsrun: run %s kept%s: review it with \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
                         "discard %s\"",
-                    pj->run_id, interrupted ? " (nsrun was interrupted)" : "", pj->run_id, pj->run_id, pj->run_id);
+                    pj->run_id,
+                    interrupted ? " (nsrun was interrupted)" : timed_out ? " (the command timed out)" : "",
+                    pj->run_id, pj->run_id, pj->run_id);
         if (p->proj.verbose) {
                 char *all = nsr_strdup("");
                 for (size_t i = 0; i < pj->n; i++) {
@@ -1090,6 +1095,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                                            (ended.tv_nsec - started.tv_nsec) / 1000000),
                 .layers = layers,
                 .interrupted = interrupted,
+                .timed_out = timed_out,
                 .projects = rp,
                 .n_projects = pj->n,
         };

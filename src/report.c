@@ -225,6 +225,8 @@ static int emit_report(nsr_json *j, const nsr_report *r, nsr_error *err) {
         nsr_json_strv(j, "layers", r->layers);
         if (r->interrupted)
                 nsr_json_bool(j, "interrupted", true);
+        if (r->timed_out)
+                nsr_json_bool(j, "timed_out", true);
         nsr_json_array_begin(j, "projects");
         for (size_t i = 0; i < r->n_projects; i++)
                 emit_project(j, &r->projects[i]);

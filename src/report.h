@@ -21,6 +21,7 @@
  *     "duration_ms": 1234,
  *     "layers": ["...", ...],
  *     "interrupted": true,               only when interrupted
+ *     "timed_out": true,                 only when --timeout expired
  *     "projects": [ {
  *         "path": "/p",
  *         "outcome": "applied",
@@ -85,6 +86,7 @@ typedef struct nsr_report {
         uint64_t duration_ms;
         char *const *layers;       /* NULL-terminated, may be NULL */
         bool interrupted;          /* written only when true */
+        bool timed_out;            /* written only when true */
         const nsr_report_project *projects;
         size_t n_projects;
         size_t max_bytes;          /* 0: NSR_REPORT_MAX_BYTES */
