@@ -622,6 +622,15 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, nsr_launch_resul
                 note(pj, "nsrun: --sandbox=off: no isolation at all; the projects are still snapshotted, captured "
                          "and reported");
 
+        /* --pids is RLIMIT_NPROC in the sandbox's own user namespace;
+         * without one it would count every process of the user. */
+        if (r >= 0 && a->conf != CONF_NAMESPACES && p->run.pids) {
+                if (p->run.pids_explicit)
+                        r = nsr_error_setx(err, EOPNOTSUPP,
+                                           "--pids needs the namespace sandbox: without a user namespace of its own, "
+                                           "RLIMIT_NPROC would count every process of the user");
+                p->run.pids = 0;
+        }
         pid_t watcher = -1;
         int watcher_stop = -1;
         if (r >= 0 && p->proj.events_fd != -1) {
