@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 
 #include "caps.h"
+#include "cgroup.h"
 #include "landlock.h"
 #include "launch.h"
 #include "mount.h"
@@ -60,6 +61,7 @@ typedef struct launch {
         sigset_t old_mask;
         struct rlimit old_nofile;
         bool raised_nofile;
+        nsr_cgroup *cgroup;     /* --memory, --cpu, --pids: the run's cgroup */
 } launch;
 
 /* ---- the sandbox child ---------------------------------------------- */
@@ -720,6 +722,7 @@ static int read_seccomp_fd(const nsr_seccomp_prog *sp, nsr_bpf *ret, nsr_error *
 }
 
 static void launch_done(launch *l) {
+        l->cgroup = nsr_cgroup_destroy(l->cgroup);
         for (size_t i = 0; i < l->n_progs; i++)
                 free(l->progs[i].data);
         free(l->progs);
@@ -813,6 +816,20 @@ static int prepare(launch *l, nsr_error *err) {
                         return nsr_error_set(err, errno, "Can't create intermediate pids socket");
                 if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
                         return nsr_error_set(err, errno, "prctl(PR_SET_CHILD_SUBREAPER)");
+        }
+
+        /* --memory and --cpu need a cgroup of the run's own, or fail here
+         * and say why; --pids takes one where there is one (RLIMIT_NPROC
+         * holds anyway). */
+        if (nsr_cgroup_required(&p->run)) {
+                int r = nsr_cgroup_create(&p->run, &l->cgroup, err);
+                if (r < 0)
+                        return nsr_error_prefix(err, "%s%s%s needs a cgroup for the run", p->run.memory ? "--memory" : "",
+                                                p->run.memory && p->run.cpu_milli ? " and " : "",
+                                                p->run.cpu_milli ? "--cpu" : "");
+        } else if (p->run.pids_explicit) {
+                nsr_error ignored = { 0 };
+                (void) nsr_cgroup_create(&p->run, &l->cgroup, &ignored);
         }
 
         /* Join --userns here, so that every namespace the clone creates is
@@ -916,7 +933,7 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         if (p->die_with_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
                 return nsr_error_set(err, errno, "prctl");
 
-        pid_t child = nsr_raw_clone(clone_flags(p), NULL);
+        pid_t child = l->cgroup ? nsr_cgroup_clone(l->cgroup, clone_flags(p)) : nsr_raw_clone(clone_flags(p), NULL);
         if (child < 0)
                 return clone_error(p, errno, err);
         if (child == 0)
