@@ -34,6 +34,7 @@
 #include "mount.h"
 #include "netns.h"
 #include "reaper.h"
+#include "refused.h"
 #include "runctl.h"
 #include "syscalls.h"
 
@@ -62,6 +63,10 @@ typedef struct launch {
         struct rlimit old_nofile;
         bool raised_nofile;
         nsr_cgroup *cgroup;     /* --memory, --cpu, --pids: the run's cgroup */
+        char *notify_prog;      /* the listener form of progs[0] (refused.h), or NULL */
+        size_t notify_len;
+        int notify_sock[2];     /* command -> monitor: the listener fd */
+        int listener;           /* the monitor's listener fd, or -1 */
 } launch;
 
 /* ---- the sandbox child ---------------------------------------------- */
@@ -144,8 +149,25 @@ static int set_parent_death(const launch *l, nsr_error *err) {
         return 0;
 }
 
-static int load_seccomp(const launch *l, nsr_error *err) {
+/* The command's first program goes in with a listener when the refused
+ * calls are recorded: the fd goes up to the monitor, which answers them.
+ * Where that fails (EBUSY: an enclosing sandbox has a listener already),
+ * the plain program, unrecorded. */
+static bool load_listener(const launch *l) {
+        if (!l->notify_prog || l->notify_sock[1] < 0)
+                return false;
+        int fd = nsr_refused_install(l->notify_prog, l->notify_len);
+        if (fd < 0)
+                return false;
+        (void) nsr_refused_send_fd(l->notify_sock[1], fd);
+        close(fd);
+        return true;
+}
+
+static int load_seccomp(const launch *l, bool listener, nsr_error *err) {
         for (size_t i = 0; i < l->n_progs; i++) {
+                if (i == 0 && listener && load_listener(l))
+                        continue;
                 struct sock_fprog prog = {
                         .len = (unsigned short) (l->progs[i].len / 8),
                         .filter = (struct sock_filter *) l->progs[i].data,
@@ -291,6 +313,7 @@ _noreturn_ static void child_main(launch *l) {
         l->status_pipe[0] = safe_close(l->status_pipe[0]);
         l->go_pipe[1] = safe_close(l->go_pipe[1]);
         l->pid_pipe[0] = safe_close(l->pid_pipe[0]);
+        l->notify_sock[0] = safe_close(l->notify_sock[0]);
         if (p->info_fd >= 0)
                 close(p->info_fd);
         if (p->json_status_fd >= 0)
@@ -444,7 +467,7 @@ _noreturn_ static void child_main(launch *l) {
                          * Programs the caller passed (bwrap's --seccomp,
                          * --add-seccomp-fd) it loads as bwrap does. */
                         if (l->n_progs > 0 && (p->n_seccomp > 0 || nsr_reaper_confine() < 0))
-                                (void) load_seccomp(l, &e);
+                                (void) load_seccomp(l, false, &e);
                         nsr_reaper_run(cmd, l->status_pipe[1]);
                 }
                 if (p->sync_fd != -1)
@@ -478,8 +501,9 @@ _noreturn_ static void child_main(launch *l) {
          * through /proc/self/fd. */
         if (p->close_inherited_fds && nsr_fds_cloexec_above_stdio(p->sync_fd) < 0)
                 child_fail(l, (nsr_error_set(&e, errno, "cannot close the inherited file descriptors"), &e));
-        if (load_seccomp(l, &e) < 0)
+        if (load_seccomp(l, true, &e) < 0)
                 child_fail(l, &e);
+        l->notify_sock[1] = safe_close(l->notify_sock[1]);
         signal(SIGCHLD, SIG_DFL);
         sigprocmask(SIG_SETMASK, &l->old_mask, NULL);
 
@@ -590,6 +614,26 @@ static void deadline_hook(launch *l, nsr_deadline *d, pid_t child, bool child_go
         }
 }
 
+/* The refused-call listener: its fd arrives once from the command, then
+ * each refused call is answered (with the policy's errno) and counted. */
+static void refused_hook(launch *l, short sock_ev, short listener_ev) {
+        if (sock_ev) {
+                int fd = nsr_refused_recv_fd(l->notify_sock[0]);
+                if (fd >= 0 && l->listener < 0) {
+                        l->listener = fd;
+                        l->extra->refused->active = true;
+                } else if (fd >= 0)
+                        close(fd);
+                /* One fd, once; EOF too means nothing more comes. */
+                if (fd >= 0 || fd == -ENODATA || (fd != -EAGAIN && fd != -EINTR))
+                        l->notify_sock[0] = safe_close(l->notify_sock[0]);
+        }
+        if (listener_ev & POLLIN)
+                (void) nsr_refused_handle(l->extra->refused, l->listener);
+        else if (listener_ev & (POLLHUP | POLLERR | POLLNVAL))
+                l->listener = safe_close(l->listener); /* every task of the filter is gone */
+}
+
 static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *err) {
         nsr_launch_result *res = ret;
         const nsr_plan *p = l->plan;
@@ -612,19 +656,23 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
         }
 
         for (;;) {
-                struct pollfd fds[4] = {
+                struct pollfd fds[6] = {
                         { .fd = sfd, .events = POLLIN },
                         { .fd = err_eof ? -1 : l->err_pipe[0], .events = POLLIN },
                         { .fd = have_status ? -1 : l->status_pipe[0], .events = POLLIN },
                         { .fd = have_status ? -1 : deadline.fd, .events = POLLIN },
+                        { .fd = l->notify_sock[0], .events = POLLIN },
+                        { .fd = l->listener, .events = POLLIN },
                 };
-                if (poll(fds, 4, -1) < 0) {
+                if (poll(fds, 6, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return nsr_error_set(err, errno, "poll");
                 }
                 if (fds[3].revents)
                         deadline_hook(l, &deadline, child, child_gone, res);
+                if (fds[4].revents || fds[5].revents)
+                        refused_hook(l, fds[4].revents, fds[5].revents);
                 if (fds[1].revents) {
                         ssize_t n = read(l->err_pipe[0], (char *) &child_err + err_got, sizeof(child_err) - err_got);
                         if (n > 0)
@@ -723,6 +771,10 @@ static int read_seccomp_fd(const nsr_seccomp_prog *sp, nsr_bpf *ret, nsr_error *
 
 static void launch_done(launch *l) {
         l->cgroup = nsr_cgroup_destroy(l->cgroup);
+        free(l->notify_prog);
+        l->listener = safe_close(l->listener);
+        for (int i = 0; i < 2; i++)
+                safe_close(l->notify_sock[i]);
         for (size_t i = 0; i < l->n_progs; i++)
                 free(l->progs[i].data);
         free(l->progs);
@@ -817,6 +869,14 @@ static int prepare(launch *l, nsr_error *err) {
                 if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
                         return nsr_error_set(err, errno, "prctl(PR_SET_CHILD_SUBREAPER)");
         }
+
+        /* The refused-call record: the listener form of the first
+         * program, and a socket to pass the listener fd up. A program it
+         * cannot rewrite is loaded as it is, unrecorded. */
+        if (extra && extra->refused && extra->refused->prog && l->n_progs > 0 && n_extra > 0 &&
+            nsr_refused_notify_prog(l->progs[0].data, l->progs[0].len, &l->notify_prog, &l->notify_len) >= 0 &&
+            socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, l->notify_sock) < 0)
+                return nsr_error_set(err, errno, "socketpair()");
 
         /* --memory and --cpu need a cgroup of the run's own, or fail here
          * and say why; --pids takes one where there is one (RLIMIT_NPROC
@@ -943,6 +1003,7 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         l->status_pipe[1] = safe_close(l->status_pipe[1]);
         l->go_pipe[0] = safe_close(l->go_pipe[0]);
         l->pid_pipe[1] = safe_close(l->pid_pipe[1]);
+        l->notify_sock[1] = safe_close(l->notify_sock[1]);
 
         if (p->pidns_fd != -1) {
                 r = adopt_pidns_child(l, child, &child, err);
@@ -992,6 +1053,8 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
                 .status_pipe = { -1, -1 },
                 .go_pipe = { -1, -1 },
                 .pid_pipe = { -1, -1 },
+                .notify_sock = { -1, -1 },
+                .listener = -1,
                 .real_uid = getuid(),
                 .real_gid = getgid(),
         };

@@ -37,6 +37,10 @@ typedef struct nsr_launch_extra {
          * sandbox and wait for it (project mode: nothing may write while
          * nsrun captures and applies). Needs a pid namespace. */
         bool kill_leftovers;
+        /* Record what the first program (bpf[0]) refuses, through a
+         * seccomp listener the monitor answers (refused.h); initialised by
+         * the caller with that program. NULL: no record. */
+        struct nsr_refused *refused;
 } nsr_launch_extra;
 
 /* Runs the plan and waits for the command. Returns 0 when the command ran

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "launch.h"
 #include "profile.h"
 #include "project.h"
+#include "refused.h"
 #include "report.h"
 #include "seccomp.h"
 #include "snapshot.h"
@@ -590,10 +592,15 @@ static int landlock_ruleset(nsr_project *pj, const char *tmpdir, int *ret_fd, ch
 }
 
 typedef struct attempt {
+        nsr_refused refused;                 /* what the policy refused (refused.h) */
         confinement conf;
         char reason[NSR_CHECK_TEXT_MAX + 64]; /* why not the namespace sandbox */
         bool landlock;                       /* a Landlock ruleset confines the command */
 } attempt;
+
+static void attempt_done(attempt *a) {
+        nsr_refused_done(&a->refused);
+}
 
 /* One launch: the command runs, or nothing ran (-errno, err set). */
 static int launch_once(nsr_project *pj, int run_fd, attempt *a, nsr_launch_result *lr, nsr_error *err) {
@@ -649,8 +656,14 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, nsr_launch_resul
                 free(ev);
         }
         if (r >= 0) {
+                nsr_refused_done(&a->refused);
+                if (n_bpf > 0)
+                        nsr_refused_init(&a->refused, bpf[0].data, bpf[0].len, p->proj.events_fd);
                 if (a->conf == CONF_NAMESPACES) {
-                        nsr_launch_extra extra = { .bpf = bpf, .n_bpf = n_bpf, .kill_leftovers = true };
+                        nsr_launch_extra extra = { .bpf = bpf,
+                                                   .n_bpf = n_bpf,
+                                                   .kill_leftovers = true,
+                                                   .refused = n_bpf > 0 ? &a->refused : NULL };
                         r = nsr_launch(p, &extra, lr, err);
                         a->landlock = lr->landlock;
                 } else {
@@ -796,6 +809,58 @@ static void settle_live(nsr_project *pj, project_entry *e, int run_fd, size_t i,
         }
 }
 
+static int by_count(const void *x, const void *y) {
+        const nsr_report_refused_call *a = x, *b = y;
+        return a->count < b->count ? 1 : a->count > b->count ? -1 : strcmp(a->name, b->name);
+}
+
+/* The refused record for the report, and its stderr line
+ * ("nsrun: refused: ptrace x3, mount x1; timeout 90s"), NULL when nothing
+ * was refused. */
+static char *refused_record(const nsr_refused *rf, const nsr_launch_result *lr, const nsr_runctl *rc,
+                            nsr_report_refused_call *calls, nsr_report_refused *ret) {
+        for (size_t i = 0; i < rf->n_entries; i++)
+                calls[i] = (nsr_report_refused_call){ .name = rf->entries[i].name,
+                                                      .count = rf->entries[i].count,
+                                                      .errnum = rf->entries[i].errnum,
+                                                      .comm = rf->entries[i].comm };
+        if (rf->n_entries > 1)
+                qsort(calls, rf->n_entries, sizeof(*calls), by_count);
+        *ret = (nsr_report_refused){ .recorded = rf->active,
+                                     .calls = calls,
+                                     .n_calls = rf->n_entries,
+                                     .more = rf->dropped,
+                                     .timed_out = lr->timed_out,
+                                     .timeout_ms = rc->timeout_ms,
+                                     .killed = lr->killed_after };
+        char *line = nsr_strdup("");
+        for (size_t i = 0; i < rf->n_entries; i++) {
+                char *n = nsr_asprintf("%s%s%s x%" PRIu64, line, i ? ", " : "", calls[i].name, calls[i].count);
+                free(line);
+                line = n;
+        }
+        if (rf->dropped) {
+                char *n = nsr_asprintf("%s, %" PRIu64 " more", line, rf->dropped);
+                free(line);
+                line = n;
+        }
+        if (lr->timed_out) {
+                char d[32];
+                char *n = nsr_asprintf("%s%stimeout %s%s", line, line[0] ? "; " : "",
+                                       nsr_format_duration(rc->timeout_ms, d, sizeof(d)),
+                                       lr->killed_after ? " (SIGKILL after --kill-after)" : "");
+                free(line);
+                line = n;
+        }
+        if (!line[0]) {
+                free(line);
+                return NULL;
+        }
+        char *n = nsr_asprintf("nsrun: refused: %s", line);
+        free(line);
+        return n;
+}
+
 int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         nsr_plan *p = pj->plan;
         nsr_project_outcome o = { .exit_code = NSR_EXIT_FAILURE };
@@ -825,7 +890,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         /* What will confine the command. Best-effort mode asks first
          * whether the namespace sandbox can be built (a probe in a child,
          * about a millisecond); required mode just tries it. */
-        attempt a = { .conf = CONF_NAMESPACES };
+        _cleanup_(attempt_done) attempt a = { .conf = CONF_NAMESPACES };
         if (p->proj.sandbox == NSR_SANDBOX_OFF)
                 a.conf = CONF_NONE;
         else if (p->proj.sandbox == NSR_SANDBOX_BEST_EFFORT && !nsr_hostcheck_userns_works(a.reason, sizeof(a.reason)))
@@ -1073,6 +1138,13 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 o.listing = all;
         }
 
+        /* What was refused: one line, and the report's "refused". */
+        nsr_report_refused_call calls[NSR_REFUSED_MAX_ENTRIES];
+        nsr_report_refused refused;
+        _cleanup_free_ char *refused_line = refused_record(&a.refused, &lr, &p->run, calls, &refused);
+        if (refused_line)
+                nsr_strv_extend(&o.summary, refused_line);
+
         /* The report. */
         _cleanup_strv_free_ char **layers = NULL;
         layers_of(p, a.conf, pj->live, a.landlock, &layers);
@@ -1105,6 +1177,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 .layers = layers,
                 .interrupted = interrupted,
                 .timed_out = timed_out,
+                .refused = &refused,
                 .projects = rp,
                 .n_projects = pj->n,
         };
