@@ -228,6 +228,8 @@ static const struct {
         { "--discard", 0 },        { "--keep", 0 },        { "--quiet", 0 },    { "-q", 0 },
         { "--verbose", 0 },        { "-v", 0 },            { "--events-fd", 1 }, { "--keep-days", 1 },
         { "--backup-limit", 1 },   { "--sandbox", 1 },     { "--no-overlay", 0 }, { "--snapshot-limit", 1 },
+        { "--timeout", 1 },        { "--kill-after", 1 },  { "--rlimit", 1 },     { "--pids", 1 },
+        { "--tmp-size", 1 },       { "--memory", 1 },      { "--cpu", 1 },
 };
 
 START_TEST(test_table_bwrap_options) {
