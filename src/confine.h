@@ -84,6 +84,7 @@ typedef struct nsr_confine_opts {
         const char *tmpdir;          /* the private TMPDIR, or NULL to leave it */
         const pid_t *spare;          /* children of ours that are not the sandbox's (the events watcher) */
         size_t n_spare;
+        struct nsr_refused *refused; /* record what bpf[0] refuses (refused.h), or NULL */
 } nsr_confine_opts;
 
 /* Runs the command under the given confinement in a child and waits for

@@ -657,13 +657,19 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, nsr_launch_resul
         }
         if (r >= 0) {
                 nsr_refused_done(&a->refused);
-                if (n_bpf > 0)
+                bool record = n_bpf > 0;
+#ifdef NSR_TEST_HOOKS
+                /* bench/refused.sh: the same run without the record. */
+                if (getenv("NSRUN_TEST_NO_REFUSED_RECORD"))
+                        record = false;
+#endif
+                if (record)
                         nsr_refused_init(&a->refused, bpf[0].data, bpf[0].len, p->proj.events_fd);
                 if (a->conf == CONF_NAMESPACES) {
                         nsr_launch_extra extra = { .bpf = bpf,
                                                    .n_bpf = n_bpf,
                                                    .kill_leftovers = true,
-                                                   .refused = n_bpf > 0 ? &a->refused : NULL };
+                                                   .refused = record ? &a->refused : NULL };
                         r = nsr_launch(p, &extra, lr, err);
                         a->landlock = lr->landlock;
                 } else {
@@ -673,7 +679,8 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, nsr_launch_resul
                                                 .n_bpf = n_bpf,
                                                 .tmpdir = tmpdir,
                                                 .spare = &watcher,
-                                                .n_spare = watcher > 0 ? 1 : 0 };
+                                                .n_spare = watcher > 0 ? 1 : 0,
+                                                .refused = record ? &a->refused : NULL };
                         r = nsr_confine_run(&co, lr, err);
                 }
         }

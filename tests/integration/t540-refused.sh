@@ -73,6 +73,20 @@ run "$NSRUN" -p "$P" $NS --discard --seccomp-policy strict --report "$d/s.json" 
 is "$(json "$d/s.json" "c['ptrace']['count'], c['ptrace']['errno']")" "(3, 'EPERM')" "--seccomp-policy strict: ptrace x3"
 is "$(json "$d/s.json" "c['ptrace']['first_comm']")" 'py"th\\on' "the hostile comm is escaped (backslash doubled) and JSON-quoted"
 
+# Best-effort mode (no user namespaces, simulated): the same record.
+R=$NSR_HELPERS/nsr-restrict
+if [ -x "$R" ]; then
+	run "$R" --deny-userns EPERM -- "$NSRUN" -p "$P" $NS --sandbox=best-effort --discard --report "$d/be.json" -- \
+		python3 "$P/probe.py" keyctl=4 mount=2
+	is "$out" "keyctl 38
+mount 1
+thread ok" "best-effort mode: the same errnos"
+	is "$(json "$d/be.json" "c['keyctl']['count'], c['mount']['count'], r['recorded']")" "(4, 2, True)" \
+		"best-effort mode: keyctl x4, mount x2 recorded"
+else
+	skip "best-effort mode" "the nsr-restrict helper was not built"
+fi
+
 # Nothing refused: no line, an empty record.
 run "$NSRUN" -p "$P" $NS --discard --report "$d/n.json" -- true
 unlike "$err" "refused" "nothing refused: no stderr line"
