@@ -47,7 +47,14 @@ if [ "$(id -u)" -eq 0 ]; then
 	user=${NSR_BENCH_USER:-nsrun-test}
 	id "$user" >/dev/null 2>&1 || useradd -m -s /bin/sh "$user"
 	as_user="setpriv --reuid=$user --regid=$user --init-groups"
-	chown -R "$user" "$stage/proj"
+	# The integration harness kills what the test user leaves running:
+	# take its lock, as a test run does.
+	exec 9>/tmp/nsrun-test-user.lock
+	flock 9
+	mkdir -p "$stage/state"
+	chown -R "$user" "$stage/proj" "$stage/state"
+	touch "$stage/build.json" "$stage/refuse.json"
+	chown "$user" "$stage/build.json" "$stage/refuse.json"
 fi
 run="env NSRUN_DATADIR=$stage $stage/nsrun -p $stage/proj --state-dir $stage/state --discard -q --"
 build="sh -c 'for i in 1 2 3 4 5 6 7 8; do cc -O2 -c x.c -o /tmp/x\$i.o; done'"
