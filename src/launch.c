@@ -1069,6 +1069,8 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
                 r = run(&l, &res, err);
                 sigprocmask(SIG_SETMASK, &l.old_mask, NULL);
         }
+        if (r >= 0 && l.cgroup)
+                res.limits_hit = nsr_cgroup_hits(l.cgroup);
         launch_done(&l);
         *ret = res;
         return r;

@@ -22,6 +22,8 @@ typedef struct nsr_launch_result {
         bool landlock;     /* Landlock scoping was applied */
         bool timed_out;    /* --timeout expired: the sandbox got SIGTERM (exit_code is 124) */
         bool killed_after; /* ... and SIGKILL after --kill-after */
+        char **limits_hit; /* the run's cgroup limits that struck ("pids.max (3 forks refused)"),
+                            * NULL-terminated or NULL; the caller frees it */
 } nsr_launch_result;
 
 /* The exit status of a run that hit --timeout, as timeout(1). */

@@ -839,7 +839,8 @@ static char *refused_record(const nsr_refused *rf, const nsr_launch_result *lr, 
                                      .more = rf->dropped,
                                      .timed_out = lr->timed_out,
                                      .timeout_ms = rc->timeout_ms,
-                                     .killed = lr->killed_after };
+                                     .killed = lr->killed_after,
+                                     .limits = lr->limits_hit };
         char *line = nsr_strdup("");
         for (size_t i = 0; i < rf->n_entries; i++) {
                 char *n = nsr_asprintf("%s%s%s x%" PRIu64, line, i ? ", " : "", calls[i].name, calls[i].count);
@@ -848,6 +849,11 @@ static char *refused_record(const nsr_refused *rf, const nsr_launch_result *lr, 
         }
         if (rf->dropped) {
                 char *n = nsr_asprintf("%s, %" PRIu64 " more", line, rf->dropped);
+                free(line);
+                line = n;
+        }
+        for (size_t i = 0; lr->limits_hit && lr->limits_hit[i]; i++) {
+                char *n = nsr_asprintf("%s%s%s", line, line[0] ? "; " : "", lr->limits_hit[i]);
                 free(line);
                 line = n;
         }
@@ -936,6 +942,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                  * (a project over --snapshot-limit is refused here). */
                 r = pj->live ? take_snapshots(pj, run_fd, err) : 0;
                 if (r >= 0) {
+                        nsr_strv_free(lr.limits_hit);
                         lr = (nsr_launch_result){ .exit_code = NSR_EXIT_FAILURE };
                         r = launch_once(pj, run_fd, &a, &lr, err);
                 }
@@ -943,6 +950,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         break;
                 nsr_error_clear(err);
         }
+        _cleanup_strv_free_ char **limits_hit = lr.limits_hit; /* owned here */
         if (p->proj.events_fd != -1)
                 p->proj.events_fd = safe_close(p->proj.events_fd);
         clock_gettime(CLOCK_REALTIME, &ended);
