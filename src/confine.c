@@ -278,8 +278,9 @@ static void kill_leftovers(const nsr_confine_opts *o) {
 /* --timeout without namespaces: the command's process group (it has a
  * session of its own) gets SIGTERM, then SIGKILL; whatever left the group
  * is killed with the other leftovers once the command is gone. */
-static void deadline_hook(nsr_deadline *d, pid_t child, nsr_launch_result *res) {
+static void deadline_hook(nsr_deadline *d, int events_fd, pid_t child, nsr_launch_result *res) {
         nsr_deadline_step step = nsr_deadline_next(d);
+        nsr_deadline_event(events_fd, step);
         int sig = step == NSR_DEADLINE_TERM ? SIGTERM : step == NSR_DEADLINE_KILL ? SIGKILL : 0;
         if (!sig)
                 return;
@@ -338,7 +339,7 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, listener *
                         return nsr_error_set(err, errno, "poll");
                 }
                 if (fds[2].revents)
-                        deadline_hook(&deadline, child, res);
+                        deadline_hook(&deadline, o->plan->proj.events_fd, child, res);
                 if (fds[3].revents || fds[4].revents)
                         listener_hook(o, ls, fds[3].revents, fds[4].revents);
                 if (fds[1].revents) {

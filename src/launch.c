@@ -457,6 +457,7 @@ _noreturn_ static void child_main(launch *l) {
                 if (cmd > 0) {
                         /* pid 1: keep only what it needs. */
                         l->err_pipe[1] = safe_close(l->err_pipe[1]);
+                        l->notify_sock[1] = safe_close(l->notify_sock[1]);
                         if (set_parent_death(l, &e) < 0)
                                 _exit(1);
                         (void) nsr_caps_bound_drop(bound, &e);
@@ -595,6 +596,7 @@ static void deadline_hook(launch *l, nsr_deadline *d, pid_t child, bool child_go
         if (child_gone)
                 return;
         bool pidns = l->plan->unshare_pid && need_reaper(l->plan);
+        nsr_deadline_event(l->plan->proj.events_fd, step);
         switch (step) {
         case NSR_DEADLINE_TERM:
                 res->timed_out = true;

@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <sys/timerfd.h>
 
@@ -433,6 +434,14 @@ nsr_deadline_step nsr_deadline_next(nsr_deadline *d) {
         return NSR_DEADLINE_KILL;
 }
 
+void nsr_deadline_event(int fd, nsr_deadline_step step) {
+        if (fd < 0 || (step != NSR_DEADLINE_TERM && step != NSR_DEADLINE_KILL))
+                return;
+        const char *line = step == NSR_DEADLINE_TERM ? "{\"event\":\"timeout\",\"signal\":\"SIGTERM\"}\n"
+                                                     : "{\"event\":\"timeout\",\"signal\":\"SIGKILL\"}\n";
+        (void) nsr_write_all(fd, line, strlen(line));
+}
+
 void nsr_deadline_done(nsr_deadline *d) {
         d->fd = safe_close(d->fd);
 }
@@ -460,10 +469,16 @@ size_t nsr_signal_pidns(pid_t pid1, int sig) {
                 uint32_t pid;
                 if (nsr_parse_u32(de->d_name, &pid) < 0 || pid == 0 || (pid_t) pid == pid1)
                         continue;
+                /* The pidfd first, then the check: a pid that was reused
+                 * between the two is caught by the check, and the pidfd
+                 * keeps the process it names from then on. */
+                _cleanup_close_ int pfd = (int) syscall(SYS_pidfd_open, (pid_t) pid, 0);
+                if (pfd < 0)
+                        continue;
                 ino_t other;
                 if (ns_inode((pid_t) pid, &other) < 0 || other != ns)
                         continue;
-                if (kill((pid_t) pid, sig) == 0)
+                if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) == 0)
                         n++;
         }
         closedir(d);

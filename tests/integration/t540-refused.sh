@@ -93,7 +93,9 @@ unlike "$err" "refused" "nothing refused: no stderr line"
 is "$(json "$d/n.json" 'len(r["syscalls"]), r["timeout"]')" "(0, None)" "... and an empty record"
 
 # The timeout is part of it.
-run "$NSRUN" -p "$P" $NS --discard --timeout 0.3 --kill-after 0.3 --report "$d/t.json" -- sh -c 'trap "" TERM; sleep 30; sleep 30'
+run "$NSRUN" -p "$P" $NS --discard --timeout 0.3 --kill-after 0.3 --report "$d/t.json" --events-fd 3 -- sh -c 'trap "" TERM; sleep 30; sleep 30' 3>"$d/tev"
+is "$(grep timeout "$d/tev")" '{"event":"timeout","signal":"SIGTERM"}
+{"event":"timeout","signal":"SIGKILL"}' "--events-fd gets the timeout's steps"
 like "$err" "nsrun: refused: timeout 300ms \(SIGKILL after --kill-after\)" "the timeout is in the line"
 is "$(json "$d/t.json" 'r["timeout"]')" "{'after_ms': 300, 'killed': True}" "... and in the record"
 done_testing
