@@ -951,6 +951,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 nsr_error_clear(err);
         }
         _cleanup_strv_free_ char **limits_hit = lr.limits_hit; /* owned here */
+        (void) limits_hit;
         if (p->proj.events_fd != -1)
                 p->proj.events_fd = safe_close(p->proj.events_fd);
         clock_gettime(CLOCK_REALTIME, &ended);
