@@ -547,6 +547,57 @@ static int handle(parser *ps, const nsr_option *o, const char *typed, char *cons
                 return nsr_egress_rules_add(&p->egress, o->id == NSR_OPT_DENY_HOST, vals[0], err);
         case NSR_OPT_NET_LOG_FD:
                 return parse_fd_arg(vals[0], &p->net_log_fd, err);
+        case NSR_OPT_TIMEOUT:
+        case NSR_OPT_KILL_AFTER: {
+                uint64_t ms = 0;
+                r = nsr_parse_duration(vals[0], &ms);
+                if (r < 0 || (o->id == NSR_OPT_TIMEOUT && ms == 0))
+                        return nsr_error_setx(err, EINVAL,
+                                              "%s takes a duration such as 90, 90s, 1.5s, 5m or 1h%s, not \"%s\"",
+                                              o->name, o->id == NSR_OPT_TIMEOUT ? " (above 0)" : "", vals[0]);
+                if (o->id == NSR_OPT_TIMEOUT)
+                        p->run.timeout_ms = ms;
+                else {
+                        p->run.kill_after_ms = ms;
+                        p->run.has_kill_after = true;
+                }
+                return 0;
+        }
+        case NSR_OPT_RLIMIT: {
+                nsr_rlimit_id id;
+                nsr_rlimit_spec sp;
+                r = nsr_parse_rlimit(vals[0], &id, &sp, err);
+                if (r < 0)
+                        return r;
+                p->run.rlim[id] = sp;
+                return 0;
+        }
+        case NSR_OPT_PIDS: {
+                uint64_t v = 0;
+                if (nsr_parse_u64(vals[0], &v) < 0 || v == 0 || v > (1u << 22))
+                        return nsr_error_setx(err, EINVAL, "--pids takes a number from 1 to %u, not \"%s\"", 1u << 22,
+                                              vals[0]);
+                p->run.pids = v;
+                p->run.pids_explicit = true;
+                return 0;
+        }
+        case NSR_OPT_TMP_SIZE:
+        case NSR_OPT_MEMORY: {
+                uint64_t v = 0;
+                if (nsr_parse_size_suffix(vals[0], &v) < 0 || v < 4096)
+                        return nsr_error_setx(err, EINVAL, "%s takes a size such as 512M or 2G, not \"%s\"", o->name,
+                                              vals[0]);
+                if (o->id == NSR_OPT_TMP_SIZE)
+                        p->run.tmp_size = v;
+                else
+                        p->run.memory = v;
+                return 0;
+        }
+        case NSR_OPT_CPU:
+                if (nsr_parse_cpu(vals[0], &p->run.cpu_milli) < 0)
+                        return nsr_error_setx(err, EINVAL, "--cpu takes a number of CPUs from 0.01 to 1000 (1.5, 50%%), "
+                                              "not \"%s\"", vals[0]);
+                return 0;
         case NSR_OPT_DISCARD:
                 p->proj.discard = true;
                 return 0;

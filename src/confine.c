@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -21,6 +22,8 @@
 #include "killtree.h"
 #include "reaper.h"
 #include "relay.h"
+#include "refused.h"
+#include "runctl.h"
 
 extern char **environ;
 
@@ -195,8 +198,26 @@ _noreturn_ static void child_fail(int fd, const nsr_error *e) {
         _exit(1);
 }
 
-static int load_bpf(const nsr_confine_opts *o, nsr_error *err) {
+/* The refused-call record (refused.h): bpf[0] in its listener form, the
+ * listener fd passed up to the monitor; the plain program where that
+ * cannot be. */
+typedef struct listener {
+        char *prog;
+        size_t len;
+        int sock[2];
+        int fd;          /* the monitor's */
+} listener;
+
+static int load_bpf(const nsr_confine_opts *o, listener *ls, nsr_error *err) {
         for (size_t i = 0; i < o->n_bpf; i++) {
+                if (i == 0 && ls->prog && ls->sock[1] >= 0) {
+                        int fd = nsr_refused_install(ls->prog, ls->len);
+                        if (fd >= 0) {
+                                (void) nsr_refused_send_fd(ls->sock[1], fd);
+                                close(fd);
+                                continue;
+                        }
+                }
                 struct sock_fprog prog = {
                         .len = (unsigned short) (o->bpf[i].len / 8),
                         .filter = (struct sock_filter *) o->bpf[i].data,
@@ -208,7 +229,7 @@ static int load_bpf(const nsr_confine_opts *o, nsr_error *err) {
 }
 
 _noreturn_ static void child_main(const nsr_confine_opts *o, int errfd, pid_t parent, char **env,
-                                  const sigset_t *old_mask) {
+                                  const sigset_t *old_mask, listener *ls) {
         const nsr_plan *p = o->plan;
         nsr_error e = { 0 };
         if (p->new_session && setsid() < 0)
@@ -228,8 +249,11 @@ _noreturn_ static void child_main(const nsr_confine_opts *o, int errfd, pid_t pa
                 child_fail(errfd, &e);
         if (p->close_inherited_fds && nsr_fds_cloexec_above_stdio(p->sync_fd) < 0)
                 child_fail(errfd, (nsr_error_set(&e, errno, "cannot close the inherited file descriptors"), &e));
-        if (load_bpf(o, &e) < 0)
+        if (nsr_runctl_apply_rlimits(&p->run, &e) < 0)
                 child_fail(errfd, &e);
+        if (load_bpf(o, ls, &e) < 0)
+                child_fail(errfd, &e);
+        ls->sock[1] = safe_close(ls->sock[1]);
         signal(SIGCHLD, SIG_DFL);
         sigprocmask(SIG_SETMASK, old_mask, NULL);
         environ = env;
@@ -252,7 +276,42 @@ static int give_up(const nsr_confine_opts *o, pid_t child, int r) {
         return r;
 }
 
-static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch_result *res, nsr_error *err) {
+/* --timeout without namespaces: the command's process group (it has a
+ * session of its own) gets SIGTERM, then SIGKILL; whatever left the group
+ * is killed with the other leftovers once the command is gone. */
+static void deadline_hook(nsr_deadline *d, int events_fd, pid_t child, nsr_launch_result *res) {
+        nsr_deadline_step step = nsr_deadline_next(d);
+        nsr_deadline_event(events_fd, step);
+        int sig = step == NSR_DEADLINE_TERM ? SIGTERM : step == NSR_DEADLINE_KILL ? SIGKILL : 0;
+        if (!sig)
+                return;
+        if (sig == SIGTERM)
+                res->timed_out = true;
+        else
+                res->killed_after = true;
+        (void) kill(-child, sig);
+        (void) kill(child, sig);
+}
+
+static void listener_hook(const nsr_confine_opts *o, listener *ls, short sock_ev, short fd_ev) {
+        if (sock_ev) {
+                int fd = nsr_refused_recv_fd(ls->sock[0]);
+                if (fd >= 0 && ls->fd < 0) {
+                        ls->fd = fd;
+                        o->refused->active = true;
+                } else if (fd >= 0)
+                        close(fd);
+                if (fd != -EAGAIN && fd != -EINTR)
+                        ls->sock[0] = safe_close(ls->sock[0]);
+        }
+        if (fd_ev & POLLIN)
+                (void) nsr_refused_handle(o->refused, ls->fd);
+        else if (fd_ev & (POLLHUP | POLLERR | POLLNVAL))
+                ls->fd = safe_close(ls->fd);
+}
+
+static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, listener *ls, nsr_launch_result *res,
+                   nsr_error *err) {
         sigset_t set;
         nsr_forwarded_sigset(&set);
         sigaddset(&set, SIGCHLD);
@@ -263,18 +322,31 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch
         size_t got = 0;
         bool eof = false, gone = false;
         int status = 0;
+        _cleanup_(nsr_deadline_done) nsr_deadline deadline = { .fd = -1 };
+        if (nsr_deadline_start(&deadline, &o->plan->run, err) < 0) {
+                (void) kill(child, SIGKILL);
+                (void) waitpid(child, NULL, 0);
+                return -EIO;
+        }
         if (o->relay)
                 nsr_relay_parent_started(o->relay);
         while (!gone) {
-                struct pollfd fds[3] = { { .fd = sfd, .events = POLLIN },
+                struct pollfd fds[6] = { { .fd = sfd, .events = POLLIN },
                                          { .fd = eof ? -1 : errfd, .events = POLLIN },
+                                         { .fd = deadline.fd, .events = POLLIN },
+                                         { .fd = ls->sock[0], .events = POLLIN },
+                                         { .fd = ls->fd, .events = POLLIN },
                                          { .fd = o->relay ? nsr_relay_fd(o->relay) : -1, .events = POLLIN } };
-                if (poll(fds, 3, -1) < 0) {
+                if (poll(fds, 6, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return give_up(o, child, nsr_error_set(err, errno, "poll"));
                 }
                 if (fds[2].revents)
+                        deadline_hook(&deadline, o->plan->proj.events_fd, child, res);
+                if (fds[3].revents || fds[4].revents)
+                        listener_hook(o, ls, fds[3].revents, fds[4].revents);
+                if (fds[5].revents)
                         nsr_relay_dispatch(o->relay);
                 if (fds[1].revents) {
                         ssize_t n = read(errfd, (char *) &child_err + got, sizeof(child_err) - got);
@@ -323,8 +395,15 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, nsr_launch
         }
         res->exec_done = true;
         res->wait_status = status;
-        res->exit_code = nsr_exit_code_from_status(status);
+        res->exit_code = res->timed_out ? NSR_EXIT_TIMEOUT : nsr_exit_code_from_status(status);
         return 0;
+}
+
+static void listener_done(listener *ls) {
+        free(ls->prog);
+        safe_close(ls->sock[0]);
+        safe_close(ls->sock[1]);
+        safe_close(ls->fd);
 }
 
 int nsr_confine_run(const nsr_confine_opts *o, nsr_launch_result *ret, nsr_error *err) {
@@ -362,6 +441,11 @@ int nsr_confine_run(const nsr_confine_opts *o, nsr_launch_result *ret, nsr_error
                 env[k] = NULL;
                 nsr_strv_push(&env, nsr_asprintf("PWD=%s", p->chdir));
         }
+        _cleanup_(listener_done) listener ls = { .sock = { -1, -1 }, .fd = -1 };
+        if (o->refused && o->refused->prog && o->n_bpf > 0 &&
+            nsr_refused_notify_prog(o->bpf[0].data, o->bpf[0].len, &ls.prog, &ls.len) >= 0 &&
+            socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ls.sock) < 0)
+                return nsr_error_set(err, errno, "socketpair()");
         int pipefd[2];
         if (pipe2(pipefd, O_CLOEXEC) < 0)
                 return nsr_error_set(err, errno, "pipe2()");
@@ -378,15 +462,17 @@ int nsr_confine_run(const nsr_confine_opts *o, nsr_launch_result *ret, nsr_error
         pid_t child = fork();
         if (child == 0) {
                 rfd = safe_close(rfd);
-                child_main(o, wfd, parent, env, &old);
+                ls.sock[0] = safe_close(ls.sock[0]);
+                child_main(o, wfd, parent, env, &old, &ls);
         }
         int r;
         if (child < 0)
                 r = nsr_error_set(err, errno, "fork");
         else {
                 wfd = safe_close(wfd);
+                ls.sock[1] = safe_close(ls.sock[1]);
                 res.child_pid = child;
-                r = monitor(o, child, rfd, &res, err);
+                r = monitor(o, child, rfd, &ls, &res, err);
         }
         (void) prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
         sigprocmask(SIG_SETMASK, &old, NULL);

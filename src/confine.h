@@ -121,6 +121,7 @@ typedef struct nsr_confine_opts {
          * command at it ("NAME=VALUE", set last). */
         struct nsr_relay *relay;
         char *const *extra_env;
+        struct nsr_refused *refused; /* record what bpf[0] refuses (refused.h), or NULL */
 } nsr_confine_opts;
 
 /* Runs the command under the given confinement in a child and waits for

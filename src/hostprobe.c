@@ -715,14 +715,15 @@ static void probe_cgroup(const void *arg, nsr_check *out, size_t n) {
         if (!writable) {
                 check_fail(out, "the cgroup %s (%s) is not writable by uid %u: it is not delegated", cg, dir,
                            (unsigned) pc->uid);
-                check_fix(out, "optional: start nsrun in a delegated cgroup, e.g. systemd-run --user --scope -p "
-                               "Delegate=yes nsrun ...");
+                check_fix(out, "optional, for --memory, --cpu and a pids.max under --pids: start nsrun in a "
+                               "delegated cgroup, e.g. systemd-run --user --scope -p Delegate=yes nsrun ...");
         } else if (!useful) {
                 check_fail(out, "the cgroup %s (%s) is writable, but none of the cpu, memory and pids controllers is "
                                 "available there (cgroup.controllers: \"%s\")",
                            cg, dir, controllers);
-                check_fix(out, "optional: enable the controllers in the parent's cgroup.subtree_control (or boot with "
-                               "the unified cgroup v2 hierarchy, if they are bound to cgroup v1)");
+                check_fix(out, "optional, for --memory, --cpu and a pids.max under --pids: enable the controllers in "
+                               "the parent's cgroup.subtree_control (or boot with the unified cgroup v2 hierarchy, if "
+                               "they are bound to cgroup v1)");
         } else
                 check_ok(out, "the cgroup %s (%s) is writable; controllers: %s", cg, dir, controllers);
 }

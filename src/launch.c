@@ -29,12 +29,15 @@
 #include <time.h>
 
 #include "caps.h"
+#include "cgroup.h"
 #include "landlock.h"
 #include "launch.h"
 #include "mount.h"
 #include "netns.h"
 #include "reaper.h"
 #include "relay.h"
+#include "refused.h"
+#include "runctl.h"
 #include "syscalls.h"
 
 extern char **environ;
@@ -63,6 +66,11 @@ typedef struct launch {
         struct rlimit old_nofile;
         bool raised_nofile;
         int snmp_fd, snmp6_fd;  /* the sandbox's /proc/net/snmp{,6}, -1 when unused */
+        nsr_cgroup *cgroup;     /* --memory, --cpu, --pids: the run's cgroup */
+        char *notify_prog;      /* the listener form of progs[0] (refused.h), or NULL */
+        size_t notify_len;
+        int notify_sock[2];     /* command -> monitor: the listener fd */
+        int listener;           /* the monitor's listener fd, or -1 */
 } launch;
 
 /* ---- the sandbox child ---------------------------------------------- */
@@ -164,8 +172,25 @@ static int set_parent_death(const launch *l, nsr_error *err) {
         return 0;
 }
 
-static int load_seccomp(const launch *l, nsr_error *err) {
+/* The command's first program goes in with a listener when the refused
+ * calls are recorded: the fd goes up to the monitor, which answers them.
+ * Where that fails (EBUSY: an enclosing sandbox has a listener already),
+ * the plain program, unrecorded. */
+static bool load_listener(const launch *l) {
+        if (!l->notify_prog || l->notify_sock[1] < 0)
+                return false;
+        int fd = nsr_refused_install(l->notify_prog, l->notify_len);
+        if (fd < 0)
+                return false;
+        (void) nsr_refused_send_fd(l->notify_sock[1], fd);
+        close(fd);
+        return true;
+}
+
+static int load_seccomp(const launch *l, bool listener, nsr_error *err) {
         for (size_t i = 0; i < l->n_progs; i++) {
+                if (i == 0 && listener && load_listener(l))
+                        continue;
                 struct sock_fprog prog = {
                         .len = (unsigned short) (l->progs[i].len / 8),
                         .filter = (struct sock_filter *) l->progs[i].data,
@@ -223,7 +248,7 @@ static int confine_pid1(const launch *l, uint64_t bound, nsr_error *err) {
                 return nsr_error_setx(err, EINVAL, "pid 1: cannot load its seccomp filter");
         if (p->n_seccomp == 0 && nsr_reaper_confine() >= 0)
                 return 0;
-        r = load_seccomp(l, err);
+        r = load_seccomp(l, false, err);
         return r < 0 ? nsr_error_prefix(err, "pid 1") : 0;
 }
 
@@ -356,6 +381,7 @@ _noreturn_ static void child_main(launch *l) {
         l->status_pipe[0] = safe_close(l->status_pipe[0]);
         l->go_pipe[1] = safe_close(l->go_pipe[1]);
         l->pid_pipe[0] = safe_close(l->pid_pipe[0]);
+        l->notify_sock[0] = safe_close(l->notify_sock[0]);
         if (p->info_fd >= 0)
                 close(p->info_fd);
         if (p->json_status_fd >= 0)
@@ -528,6 +554,7 @@ _noreturn_ static void child_main(launch *l) {
                                 child_fail(l, &e);
                         }
                         l->err_pipe[1] = safe_close(l->err_pipe[1]);
+                        l->notify_sock[1] = safe_close(l->notify_sock[1]);
                         if (nsr_write_all(ready[1], "x", 1) < 0) {
                                 (void) kill(cmd, SIGKILL);
                                 _exit(1);
@@ -568,13 +595,16 @@ _noreturn_ static void child_main(launch *l) {
                 child_fail(l, &e);
         if (l->raised_nofile)
                 (void) setrlimit(RLIMIT_NOFILE, &l->old_nofile);
+        if (nsr_runctl_apply_rlimits(&p->run, &e) < 0)
+                child_fail(l, &e);
         /* An fd the caller leaked would reach past the sandbox: a dir fd
          * escapes the read-only root, a file fd can be reopened writable
          * through /proc/self/fd. */
         if (p->close_inherited_fds && nsr_fds_cloexec_above_stdio(p->sync_fd) < 0)
                 child_fail(l, (nsr_error_set(&e, errno, "cannot close the inherited file descriptors"), &e));
-        if (load_seccomp(l, &e) < 0)
+        if (load_seccomp(l, true, &e) < 0)
                 child_fail(l, &e);
+        l->notify_sock[1] = safe_close(l->notify_sock[1]);
         signal(SIGCHLD, SIG_DFL);
         sigprocmask(SIG_SETMASK, &l->old_mask, NULL);
 
@@ -711,6 +741,54 @@ static uint64_t snmp_counter(int fd, const char *prefix, const char *name) {
         return 0;
 }
 
+/* --timeout: SIGTERM to every process of the sandbox, then SIGKILL to
+ * pid 1, which takes the whole pid namespace down. Without a pid
+ * namespace only the process nsrun started gets them. */
+static void deadline_hook(launch *l, nsr_deadline *d, pid_t child, bool child_gone, nsr_launch_result *res) {
+        nsr_deadline_step step = nsr_deadline_next(d);
+        if (child_gone)
+                return;
+        bool pidns = l->plan->unshare_pid && need_reaper(l->plan);
+        nsr_deadline_event(l->plan->proj.events_fd, step);
+        switch (step) {
+        case NSR_DEADLINE_TERM:
+                res->timed_out = true;
+                if (pidns)
+                        (void) nsr_signal_pidns(child, SIGTERM);
+                else
+                        (void) kill(child, SIGTERM);
+                return;
+        case NSR_DEADLINE_KILL:
+                res->killed_after = true;
+                (void) kill(child, SIGKILL);
+                return;
+        case NSR_DEADLINE_NONE:
+        case _NSR_DEADLINE_STEP_MAX:
+        case _NSR_DEADLINE_STEP_INVALID:
+                break;
+        }
+}
+
+/* The refused-call listener: its fd arrives once from the command, then
+ * each refused call is answered (with the policy's errno) and counted. */
+static void refused_hook(launch *l, short sock_ev, short listener_ev) {
+        if (sock_ev) {
+                int fd = nsr_refused_recv_fd(l->notify_sock[0]);
+                if (fd >= 0 && l->listener < 0) {
+                        l->listener = fd;
+                        l->extra->refused->active = true;
+                } else if (fd >= 0)
+                        close(fd);
+                /* One fd, once; EOF too means nothing more comes. */
+                if (fd >= 0 || fd == -ENODATA || (fd != -EAGAIN && fd != -EINTR))
+                        l->notify_sock[0] = safe_close(l->notify_sock[0]);
+        }
+        if (listener_ev & POLLIN)
+                (void) nsr_refused_handle(l->extra->refused, l->listener);
+        else if (listener_ev & (POLLHUP | POLLERR | POLLNVAL))
+                l->listener = safe_close(l->listener); /* every task of the filter is gone */
+}
+
 static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *err) {
         nsr_launch_result *res = ret;
         const nsr_plan *p = l->plan;
@@ -725,20 +803,33 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
         size_t err_got = 0;
         bool err_eof = false, have_status = false, child_gone = false, pid1_exiting = false;
         int status = 0;
+        _cleanup_(nsr_deadline_done) nsr_deadline deadline = { .fd = -1 };
+        if (nsr_deadline_start(&deadline, &p->run, err) < 0) {
+                (void) kill(child, SIGKILL);
+                (void) waitpid(child, NULL, 0);
+                return -EIO;
+        }
 
         for (;;) {
-                struct pollfd fds[4] = {
+                struct pollfd fds[7] = {
                         { .fd = sfd, .events = POLLIN },
                         { .fd = err_eof ? -1 : l->err_pipe[0], .events = POLLIN },
                         { .fd = have_status ? -1 : l->status_pipe[0], .events = POLLIN },
+                        { .fd = have_status ? -1 : deadline.fd, .events = POLLIN },
+                        { .fd = l->notify_sock[0], .events = POLLIN },
+                        { .fd = l->listener, .events = POLLIN },
                         { .fd = l->relay ? nsr_relay_fd(l->relay) : -1, .events = POLLIN },
                 };
-                if (poll(fds, 4, -1) < 0) {
+                if (poll(fds, 7, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return nsr_error_set(err, errno, "poll");
                 }
                 if (fds[3].revents)
+                        deadline_hook(l, &deadline, child, child_gone, res);
+                if (fds[4].revents || fds[5].revents)
+                        refused_hook(l, fds[4].revents, fds[5].revents);
+                if (fds[6].revents)
                         nsr_relay_dispatch(l->relay);
                 if (fds[1].revents) {
                         ssize_t n = read(l->err_pipe[0], (char *) &child_err + err_got, sizeof(child_err) - err_got);
@@ -821,7 +912,7 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
         }
         ret->exec_done = true;
         ret->wait_status = status;
-        ret->exit_code = nsr_exit_code_from_status(status);
+        ret->exit_code = ret->timed_out ? NSR_EXIT_TIMEOUT : nsr_exit_code_from_status(status);
         if (l->snmp_fd >= 0)
                 ret->no_route = snmp_counter(l->snmp_fd, "Ip:", "OutNoRoutes");
         if (l->snmp6_fd >= 0)
@@ -851,6 +942,11 @@ static int read_seccomp_fd(const nsr_seccomp_prog *sp, nsr_bpf *ret, nsr_error *
 }
 
 static void launch_done(launch *l) {
+        l->cgroup = nsr_cgroup_destroy(l->cgroup);
+        free(l->notify_prog);
+        l->listener = safe_close(l->listener);
+        for (int i = 0; i < 2; i++)
+                safe_close(l->notify_sock[i]);
         for (size_t i = 0; i < l->n_progs; i++)
                 free(l->progs[i].data);
         free(l->progs);
@@ -958,6 +1054,28 @@ static int prepare(launch *l, nsr_error *err) {
                         return nsr_error_set(err, errno, "prctl(PR_SET_CHILD_SUBREAPER)");
         }
 
+        /* The refused-call record: the listener form of the first
+         * program, and a socket to pass the listener fd up. A program it
+         * cannot rewrite is loaded as it is, unrecorded. */
+        if (extra && extra->refused && extra->refused->prog && l->n_progs > 0 && n_extra > 0 &&
+            nsr_refused_notify_prog(l->progs[0].data, l->progs[0].len, &l->notify_prog, &l->notify_len) >= 0 &&
+            socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, l->notify_sock) < 0)
+                return nsr_error_set(err, errno, "socketpair()");
+
+        /* --memory and --cpu need a cgroup of the run's own, or fail here
+         * and say why; --pids takes one where there is one (RLIMIT_NPROC
+         * holds anyway). */
+        if (nsr_cgroup_required(&p->run)) {
+                int r = nsr_cgroup_create(&p->run, &l->cgroup, err);
+                if (r < 0)
+                        return nsr_error_prefix(err, "%s%s%s needs a cgroup for the run", p->run.memory ? "--memory" : "",
+                                                p->run.memory && p->run.cpu_milli ? " and " : "",
+                                                p->run.cpu_milli ? "--cpu" : "");
+        } else if (p->run.pids_explicit) {
+                nsr_error ignored = { 0 };
+                (void) nsr_cgroup_create(&p->run, &l->cgroup, &ignored);
+        }
+
         /* Join --userns here, so that every namespace the clone creates is
          * owned by it. */
         if (p->userns_fd != -1 && setns(p->userns_fd, CLONE_NEWUSER) < 0) {
@@ -1059,7 +1177,7 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         if (p->die_with_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
                 return nsr_error_set(err, errno, "prctl");
 
-        pid_t child = nsr_raw_clone(clone_flags(p), NULL);
+        pid_t child = l->cgroup ? nsr_cgroup_clone(l->cgroup, clone_flags(p)) : nsr_raw_clone(clone_flags(p), NULL);
         if (child < 0)
                 return clone_error(p, errno, err);
         if (child == 0)
@@ -1071,6 +1189,7 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         l->pid_pipe[1] = safe_close(l->pid_pipe[1]);
         if (l->relay)
                 nsr_relay_parent_started(l->relay);
+        l->notify_sock[1] = safe_close(l->notify_sock[1]);
 
         if (p->pidns_fd != -1) {
                 r = adopt_pidns_child(l, child, &child, err);
@@ -1133,6 +1252,8 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
                 .snmp_fd = -1,
                 .snmp6_fd = -1,
                 .pid_pipe = { -1, -1 },
+                .notify_sock = { -1, -1 },
+                .listener = -1,
                 .real_uid = getuid(),
                 .real_gid = getgid(),
         };
@@ -1147,6 +1268,8 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
                 r = run(&l, &res, err);
                 sigprocmask(SIG_SETMASK, &l.old_mask, NULL);
         }
+        if (r >= 0 && l.cgroup)
+                res.limits_hit = nsr_cgroup_hits(l.cgroup);
         launch_done(&l);
         *ret = res;
         return r;

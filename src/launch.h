@@ -26,7 +26,14 @@ typedef struct nsr_launch_result {
         /* With --unshare-net in project mode: how many connections found no
          * route (ENETUNREACH) in the sandbox's network namespace. */
         uint64_t no_route;
+        bool timed_out;    /* --timeout expired: the sandbox got SIGTERM (exit_code is 124) */
+        bool killed_after; /* ... and SIGKILL after --kill-after */
+        char **limits_hit; /* the run's cgroup limits that struck ("pids.max (3 forks refused)"),
+                            * NULL-terminated or NULL; the caller frees it */
 } nsr_launch_result;
+
+/* The exit status of a run that hit --timeout, as timeout(1). */
+#define NSR_EXIT_TIMEOUT 124
 
 /* Extra inputs the plan does not carry itself. */
 typedef struct nsr_launch_extra {
@@ -42,6 +49,10 @@ typedef struct nsr_launch_extra {
          * file timestamps come from) is past this time, so every host
          * write after the start has a ctime after it (docs/conflicts.md). */
         struct timespec start_fence;
+        /* Record what the first program (bpf[0]) refuses, through a
+         * seccomp listener the monitor answers (refused.h); initialised by
+         * the caller with that program. NULL: no record. */
+        struct nsr_refused *refused;
 } nsr_launch_extra;
 
 /* Runs the plan and waits for the command. Returns 0 when the command ran

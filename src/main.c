@@ -244,6 +244,8 @@ static const char *project_only_option(const nsr_plan *p) {
                 return "--snapshot-limit";
         if (o->on_conflict != NSR_CONFLICT_APPLY_REST)
                 return "--on-conflict";
+        if (p->run.tmp_size)
+                return "--tmp-size";
         return NULL;
 }
 

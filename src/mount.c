@@ -572,7 +572,10 @@ static int do_dev(builder *b, const nsr_op *op, nsr_error *err) {
         if (target < 0)
                 return nsr_error_set(err, -target, "Can't mkdir %s", op->dest);
         _cleanup_free_ char *n = newroot_path(op->dest);
-        static const char *const tmpfs_opts[] = { "mode", "0755", NULL };
+        /* /dev/shm lives in this tmpfs: project mode caps its size. */
+        char size[32];
+        snprintf(size, sizeof(size), "%" PRIu64, op->size);
+        const char *tmpfs_opts[] = { "mode", "0755", op->size ? "size" : NULL, size, NULL };
         _cleanup_close_ int mnt = new_fs("tmpfs", tmpfs_opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
         int r = mnt < 0 ? mnt : attach(mnt, target);
         if (r < 0)
@@ -851,8 +854,12 @@ static int fchmod_path(int fd, mode_t mode) {
 
 /* A detached tmpfs whose root is 0755. No mode option: the mount table
  * then shows the same options as bwrap's root. */
-static int new_tmpfs_0755(int *ret) {
-        int mnt = new_fs("tmpfs", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+/* size 0: the kernel's default (half the RAM). */
+static int new_tmpfs_0755(int *ret, uint64_t size) {
+        char sz[32];
+        snprintf(sz, sizeof(sz), "%" PRIu64, size);
+        const char *opts[] = { size ? "size" : NULL, sz, NULL };
+        int mnt = new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
         if (mnt < 0)
                 return mnt;
         if (fchmod_path(mnt, 0755) < 0) {
@@ -862,6 +869,24 @@ static int new_tmpfs_0755(int *ret) {
         }
         *ret = mnt;
         return 0;
+}
+
+/* The scratch tmpfs holds the --tmp-overlay upper layers: its size is
+ * theirs when each has one (project mode caps the home layer), else the
+ * kernel's default. */
+static uint64_t scratch_size(const nsr_plan *plan) {
+        uint64_t total = 0;
+        for (size_t i = 0; i < plan->n_ops; i++) {
+                nsr_op_type t = plan->ops[i].type;
+                if (t == NSR_OP_BIND_DATA || t == NSR_OP_RO_BIND_DATA)
+                        return 0;
+                if (t != NSR_OP_TMP_OVERLAY)
+                        continue;
+                if (!plan->ops[i].size || total > UINT64_MAX / 2)
+                        return 0;
+                total += plan->ops[i].size;
+        }
+        return total;
 }
 
 static bool plan_needs_scratch(const nsr_plan *plan) {
@@ -960,7 +985,7 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
          * saves making (and tearing down) that second superblock. */
         if (plan_needs_scratch(plan)) {
                 _cleanup_close_ int mnt = -1;
-                r = new_tmpfs_0755(&mnt);
+                r = new_tmpfs_0755(&mnt, scratch_size(plan));
                 if (r == 0 && move_mount(mnt, "", AT_FDCWD, SCRATCH, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                         r = -errno;
                 if (r < 0) {
@@ -975,7 +1000,7 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
         }
         {
                 _cleanup_close_ int mnt = -1;
-                r = new_tmpfs_0755(&mnt);
+                r = new_tmpfs_0755(&mnt, 0);
                 if (r == 0 && move_mount(mnt, "", b.scratch >= 0 ? b.scratch : AT_FDCWD,
                                          b.scratch >= 0 ? NEWROOT_NAME : SCRATCH, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                         r = -errno;

@@ -184,6 +184,26 @@ const nsr_option nsr_options[_NSR_OPT_MAX] = {
                                 "one is given; repeatable)", N, NULL },
         [NSR_OPT_NET_LOG_FD] = { "--net-log-fd", NULL, NSR_OPT_NET_LOG_FD, 1, "FD",
                                  "Write a JSON line to FD for every proxied connection as it ends", N, NULL },
+
+        [NSR_OPT_TIMEOUT] = { "--timeout", NULL, NSR_OPT_TIMEOUT, 1, "DURATION",
+                              "SIGTERM the whole sandbox after DURATION (90, 90s, 1.5s, 5m, 1h),\n"
+                              "SIGKILL after --kill-after more; exit status 124", N, NULL },
+        [NSR_OPT_KILL_AFTER] = { "--kill-after", NULL, NSR_OPT_KILL_AFTER, 1, "DURATION",
+                                 "With --timeout: how long SIGTERM has before SIGKILL (default 5s)", N, NULL },
+        [NSR_OPT_RLIMIT] = { "--rlimit", NULL, NSR_OPT_RLIMIT, 1, "NAME=SOFT[:HARD]",
+                             "Set a resource limit of the command (prlimit's names: nofile, core,\n"
+                             "as, cpu, ...; a value or unlimited; repeatable)", N, NULL },
+        [NSR_OPT_PIDS] = { "--pids", NULL, NSR_OPT_PIDS, 1, "N",
+                           "At most N processes and threads in the sandbox (RLIMIT_NPROC in its\n"
+                           "user namespace; project mode default 4096)", N, NULL },
+        [NSR_OPT_TMP_SIZE] = { "--tmp-size", NULL, NSR_OPT_TMP_SIZE, 1, "SIZE",
+                               "Project mode: cap each tmpfs (/tmp, /var/tmp, /dev, the home layer)\n"
+                               "at SIZE (default a quarter of the RAM)", N, NULL },
+        [NSR_OPT_MEMORY] = { "--memory", NULL, NSR_OPT_MEMORY, 1, "SIZE",
+                             "memory.max of a cgroup for the run (needs a delegated cgroup v2)", N, NULL },
+        [NSR_OPT_CPU] = { "--cpu", NULL, NSR_OPT_CPU, 1, "CPUS",
+                          "cpu.max of a cgroup for the run, in CPUs (1.5, 50%; needs a\n"
+                          "delegated cgroup v2)", N, NULL },
 };
 
 #undef B

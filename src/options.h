@@ -109,6 +109,14 @@ typedef enum nsr_opt_id {
         NSR_OPT_ALLOW_HOST,
         NSR_OPT_DENY_HOST,
         NSR_OPT_NET_LOG_FD,
+        /* run control (limits.h) */
+        NSR_OPT_TIMEOUT,
+        NSR_OPT_KILL_AFTER,
+        NSR_OPT_RLIMIT,
+        NSR_OPT_PIDS,
+        NSR_OPT_TMP_SIZE,
+        NSR_OPT_MEMORY,
+        NSR_OPT_CPU,
         _NSR_OPT_MAX,
         _NSR_OPT_INVALID = -EINVAL,
 } nsr_opt_id;

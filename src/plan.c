@@ -275,6 +275,7 @@ void nsr_plan_append(nsr_plan *p, nsr_plan *u) {
                 p->seccomp_policies = TAKE_PTR(u->seccomp_policies);
         }
         move_strv(&p->lock_files, &u->lock_files);
+        nsr_runctl_merge(&p->run, &u->run);
 
         p->unshare_user |= u->unshare_user;
         p->unshare_user_try |= u->unshare_user_try;

@@ -11,6 +11,7 @@
 
 #include "egress.h"
 #include "error.h"
+#include "runctl.h"
 #include "util.h"
 
 typedef enum nsr_op_type {
@@ -211,6 +212,9 @@ typedef struct nsr_plan {
         /* Project mode: the fds the caller left open (above 2, but for
          * --sync-fd) do not reach the command. */
         bool close_inherited_fds;
+
+        /* --timeout, --rlimit, --pids, --tmp-size, --memory, --cpu */
+        nsr_runctl run;
 
         /* warnings met while parsing, printed by main in order */
         char **warnings;

@@ -525,6 +525,21 @@ static int build_workspace(builder *b, const char *rt, nsr_error *err) {
         return 0;
 }
 
+/* Run control: the defaults (no core dumps, bounded open files and
+ * processes), and a size on every tmpfs the profile mounts (/tmp,
+ * /var/tmp, /dev with /dev/shm, the runtime dir, the home layer): each
+ * would otherwise take up to half the RAM. The user's own options are
+ * merged over these by nsr_plan_append. */
+static void run_defaults(nsr_plan *p, const nsr_plan *user) {
+        nsr_runctl_project_defaults(&p->run);
+        uint64_t size = user->run.tmp_size ? user->run.tmp_size : nsr_tmp_size_default();
+        for (size_t i = 0; i < p->n_ops; i++) {
+                nsr_op *op = &p->ops[i];
+                if ((op->type == NSR_OP_TMPFS || op->type == NSR_OP_DEV || op->type == NSR_OP_TMP_OVERLAY) && !op->size)
+                        op->size = size;
+        }
+}
+
 int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, nsr_error *err) {
         _cleanup_(nsr_plan_freep) nsr_plan *p = nsr_plan_new();
         _cleanup_(builder_done) builder b = { .p = p, .ctx = c };
@@ -573,6 +588,7 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
                 add_env(&b, err);
                 nsr_error_clear(err);
                 nsr_plan_add_env(p, NSR_ENV_SET, "XDG_RUNTIME_DIR", runtime_dir(c, wsbuf, sizeof(wsbuf)));
+                run_defaults(p, user);
                 nsr_plan_append(p, user);
                 *ret = TAKE_PTR(p);
                 return 0;
@@ -660,6 +676,7 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
         add_env(&b, err);
         nsr_error_clear(err);
         nsr_plan_add_env(p, NSR_ENV_SET, "XDG_RUNTIME_DIR", rt);
+        run_defaults(p, user);
 
         /* Start where the caller is when that is inside a project. */
         const char *cwd = c->n_projects ? c->projects[0].path : "/";

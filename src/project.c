@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "profile.h"
 #include "project.h"
 #include "relay.h"
+#include "refused.h"
 #include "report.h"
 #include "seccomp.h"
 #include "snapshot.h"
@@ -688,10 +690,15 @@ static int landlock_ruleset(nsr_project *pj, const char *tmpdir, const uint16_t 
 }
 
 typedef struct attempt {
+        nsr_refused refused;                 /* what the policy refused (refused.h) */
         confinement conf;
         char reason[NSR_CHECK_TEXT_MAX + 64]; /* why not the namespace sandbox */
         bool landlock;                       /* a Landlock ruleset confines the command */
 } attempt;
+
+static void attempt_done(attempt *a) {
+        nsr_refused_done(&a->refused);
+}
 
 /* One launch: the command runs, or nothing ran (-errno, err set). */
 static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct timespec *fence,
@@ -754,6 +761,15 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
                 note(pj, "nsrun: --sandbox=off: no isolation at all; the projects are still snapshotted, captured "
                          "and reported");
 
+        /* --pids is RLIMIT_NPROC in the sandbox's own user namespace;
+         * without one it would count every process of the user. */
+        if (r >= 0 && a->conf != CONF_NAMESPACES && p->run.pids) {
+                if (p->run.pids_explicit)
+                        r = nsr_error_setx(err, EOPNOTSUPP,
+                                           "--pids needs the namespace sandbox: without a user namespace of its own, "
+                                           "RLIMIT_NPROC would count every process of the user");
+                p->run.pids = 0;
+        }
         pid_t watcher = -1;
         int watcher_stop = -1;
         if (r >= 0 && p->proj.events_fd != -1) {
@@ -772,10 +788,21 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
                 free(ev);
         }
         if (r >= 0) {
+                nsr_refused_done(&a->refused);
+                bool record = n_bpf > 0;
+#ifdef NSR_TEST_HOOKS
+                /* bench/refused.sh: the same run without the record. */
+                if (getenv("NSRUN_TEST_NO_REFUSED_RECORD"))
+                        record = false;
+#endif
+                if (record)
+                        nsr_refused_init(&a->refused, bpf[0].data, bpf[0].len, p->proj.events_fd);
                 if (a->conf == CONF_NAMESPACES) {
-                        nsr_launch_extra extra = {
-                                .bpf = bpf, .n_bpf = n_bpf, .kill_leftovers = true, .start_fence = *fence
-                        };
+                        nsr_launch_extra extra = { .bpf = bpf,
+                                                   .n_bpf = n_bpf,
+                                                   .kill_leftovers = true,
+                                                   .start_fence = *fence,
+                                                   .refused = record ? &a->refused : NULL };
                         r = nsr_launch(p, &extra, lr, err);
                         a->landlock = lr->landlock;
                 } else {
@@ -787,7 +814,8 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
                                                 .n_bpf = n_bpf,
                                                 .tmpdir = tmpdir,
                                                 .spare = &watcher,
-                                                .n_spare = watcher > 0 ? 1 : 0 };
+                                                .n_spare = watcher > 0 ? 1 : 0,
+                                                .refused = record ? &a->refused : NULL };
                         r = nsr_confine_run(&co, lr, err);
                 }
         }
@@ -990,6 +1018,64 @@ static int apply_one(nsr_project *pj, size_t i, int run_fd, int statefd, const s
         return nsr_commit_apply(e->changes, &co, &e->commit, err);
 }
 
+static int by_count(const void *x, const void *y) {
+        const nsr_report_refused_call *a = x, *b = y;
+        return a->count < b->count ? 1 : a->count > b->count ? -1 : strcmp(a->name, b->name);
+}
+
+/* The refused record for the report, and its stderr line
+ * ("nsrun: refused: ptrace x3, mount x1; timeout 90s"), NULL when nothing
+ * was refused. */
+static char *refused_record(const nsr_refused *rf, const nsr_launch_result *lr, const nsr_runctl *rc,
+                            nsr_report_refused_call *calls, nsr_report_refused *ret) {
+        for (size_t i = 0; i < rf->n_entries; i++)
+                calls[i] = (nsr_report_refused_call){ .name = rf->entries[i].name,
+                                                      .count = rf->entries[i].count,
+                                                      .errnum = rf->entries[i].errnum,
+                                                      .comm = rf->entries[i].comm };
+        if (rf->n_entries > 1)
+                qsort(calls, rf->n_entries, sizeof(*calls), by_count);
+        *ret = (nsr_report_refused){ .recorded = rf->active,
+                                     .calls = calls,
+                                     .n_calls = rf->n_entries,
+                                     .more = rf->dropped,
+                                     .timed_out = lr->timed_out,
+                                     .timeout_ms = rc->timeout_ms,
+                                     .killed = lr->killed_after,
+                                     .limits = lr->limits_hit };
+        char *line = nsr_strdup("");
+        for (size_t i = 0; i < rf->n_entries; i++) {
+                char *n = nsr_asprintf("%s%s%s x%" PRIu64, line, i ? ", " : "", calls[i].name, calls[i].count);
+                free(line);
+                line = n;
+        }
+        if (rf->dropped) {
+                char *n = nsr_asprintf("%s, %" PRIu64 " more", line, rf->dropped);
+                free(line);
+                line = n;
+        }
+        for (size_t i = 0; lr->limits_hit && lr->limits_hit[i]; i++) {
+                char *n = nsr_asprintf("%s%s%s", line, line[0] ? "; " : "", lr->limits_hit[i]);
+                free(line);
+                line = n;
+        }
+        if (lr->timed_out) {
+                char d[32];
+                char *n = nsr_asprintf("%s%stimeout %s%s", line, line[0] ? "; " : "",
+                                       nsr_format_duration(rc->timeout_ms, d, sizeof(d)),
+                                       lr->killed_after ? " (SIGKILL after --kill-after)" : "");
+                free(line);
+                line = n;
+        }
+        if (!line[0]) {
+                free(line);
+                return NULL;
+        }
+        char *n = nsr_asprintf("nsrun: refused: %s", line);
+        free(line);
+        return n;
+}
+
 int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         nsr_plan *p = pj->plan;
         nsr_project_outcome o = { .exit_code = NSR_EXIT_FAILURE };
@@ -1019,7 +1105,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         /* What will confine the command. Best-effort mode asks first
          * whether the namespace sandbox can be built (a probe in a child,
          * about a millisecond); required mode just tries it. */
-        attempt a = { .conf = CONF_NAMESPACES };
+        _cleanup_(attempt_done) attempt a = { .conf = CONF_NAMESPACES };
         if (p->proj.sandbox == NSR_SANDBOX_OFF)
                 a.conf = CONF_NONE;
         else if (p->proj.sandbox == NSR_SANDBOX_BEST_EFFORT && !nsr_hostcheck_userns_works(a.reason, sizeof(a.reason)))
@@ -1083,6 +1169,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                  * (a project over --snapshot-limit is refused here). */
                 r = pj->live ? take_snapshots(pj, run_fd, err) : 0;
                 if (r >= 0) {
+                        nsr_strv_free(lr.limits_hit);
                         lr = (nsr_launch_result){ .exit_code = NSR_EXIT_FAILURE };
                         r = launch_once(pj, run_fd, &a, &run_start, &lr, err);
                 }
@@ -1090,6 +1177,8 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         break;
                 nsr_error_clear(err);
         }
+        _cleanup_strv_free_ char **limits_hit = lr.limits_hit; /* owned here */
+        (void) limits_hit;
         if (p->proj.events_fd != -1)
                 p->proj.events_fd = safe_close(p->proj.events_fd);
         clock_gettime(CLOCK_REALTIME, &ended);
@@ -1177,10 +1266,13 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         /* With live writes an interrupted run is in place all the same: it
          * is recorded like any other, so it can be undone. */
         bool interrupted = lr.forwarded_signal != 0;
+        /* A run stopped by --timeout is as unfinished as an interrupted
+         * one: kept for review, never committed half-way. */
+        bool timed_out = lr.timed_out;
         const char *run_outcome;
         if (capture_failed)
                 run_outcome = "failed";
-        else if (!pj->live && (interrupted || p->proj.keep))
+        else if (!pj->live && (interrupted || timed_out || p->proj.keep))
                 run_outcome = "kept";
         else if (p->proj.discard)
                 run_outcome = "discarded";
@@ -1374,7 +1466,9 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         else if (streq(run_outcome, "kept"))
                 msg(&o, "nsrun: run %s kept%s: review it with \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
                         "discard %s\"",
-                    pj->run_id, interrupted ? " (nsrun was interrupted)" : "", pj->run_id, pj->run_id, pj->run_id);
+                    pj->run_id,
+                    interrupted ? " (nsrun was interrupted)" : timed_out ? " (the command timed out)" : "",
+                    pj->run_id, pj->run_id, pj->run_id);
         if (p->proj.verbose) {
                 char *all = nsr_strdup("");
                 for (size_t i = 0; i < pj->n; i++) {
@@ -1387,6 +1481,13 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 }
                 o.listing = all;
         }
+
+        /* What was refused: one line, and the report's "refused". */
+        nsr_report_refused_call calls[NSR_REFUSED_MAX_ENTRIES];
+        nsr_report_refused refused;
+        _cleanup_free_ char *refused_line = refused_record(&a.refused, &lr, &p->run, calls, &refused);
+        if (refused_line)
+                nsr_strv_extend(&o.summary, refused_line);
 
         /* The report. */
         _cleanup_strv_free_ char **layers = NULL;
@@ -1421,6 +1522,8 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                                            (ended.tv_nsec - started.tv_nsec) / 1000000),
                 .layers = layers,
                 .interrupted = interrupted,
+                .timed_out = timed_out,
+                .refused = &refused,
                 .projects = rp,
                 .n_projects = pj->n,
                 .network = lr.net_on ? &lr.net : NULL,

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "json.h"
+#include "policy.h"
 #include "report.h"
 #include "utf8.h"
 
@@ -238,6 +239,36 @@ static void emit_project(nsr_json *j, const nsr_report_project *p) {
         nsr_json_object_end(j);
 }
 
+static void emit_refused(nsr_json *j, const nsr_report_refused *rf) {
+        nsr_json_object_begin(j, "refused");
+        nsr_json_bool(j, "recorded", rf->recorded);
+        nsr_json_array_begin(j, "syscalls");
+        for (size_t i = 0; i < rf->n_calls; i++) {
+                const nsr_report_refused_call *c = &rf->calls[i];
+                nsr_json_object_begin(j, NULL);
+                nsr_json_string(j, "name", c->name);
+                nsr_json_uint(j, "count", c->count);
+                const char *e = nsr_policy_errno_name(c->errnum);
+                if (e)
+                        nsr_json_string(j, "errno", e);
+                else
+                        nsr_json_int(j, "errno", c->errnum);
+                nsr_json_string(j, "first_comm", c->comm);
+                nsr_json_object_end(j);
+        }
+        nsr_json_array_end(j);
+        nsr_json_uint(j, "more", rf->more);
+        if (rf->timed_out) {
+                nsr_json_object_begin(j, "timeout");
+                nsr_json_uint(j, "after_ms", rf->timeout_ms);
+                nsr_json_bool(j, "killed", rf->killed);
+                nsr_json_object_end(j);
+        } else
+                nsr_json_null(j, "timeout");
+        nsr_json_strv(j, "limits", rf->limits);
+        nsr_json_object_end(j);
+}
+
 static int emit_report(nsr_json *j, const nsr_report *r, nsr_error *err) {
         char when[32];
         int k = nsr_report_format_time(&r->started_at, when, sizeof(when));
@@ -277,6 +308,10 @@ static int emit_report(nsr_json *j, const nsr_report *r, nsr_error *err) {
                 if (r->network->n_dropped)
                         nsr_json_uint(j, "network_dropped", r->network->n_dropped);
         }
+        if (r->timed_out)
+                nsr_json_bool(j, "timed_out", true);
+        if (r->refused)
+                emit_refused(j, r->refused);
         nsr_json_array_begin(j, "projects");
         for (size_t i = 0; i < r->n_projects; i++)
                 emit_project(j, &r->projects[i]);

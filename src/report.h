@@ -25,6 +25,17 @@
  *                                         order the connections ended
  *     "network_dropped": N,              connections beyond the first
  *                                         10000, counted only (if any)
+ *     "timed_out": true,                 only when --timeout expired
+ *     "refused": {                       what the sandbox refused (project mode)
+ *         "recorded": true,                a listener recorded the syscalls
+ *                                          (false: none could be installed)
+ *         "syscalls": [ {"name": "ptrace", "count": 3, "errno": "EPERM",
+ *                        "first_comm": "strace"}, ... ],   largest count first
+ *         "more": 0,                       calls of syscalls beyond the table
+ *         "timeout": {"after_ms": 90000, "killed": true} | null,
+ *                                          killed: SIGKILL was needed
+ *         "limits": ["pids.max (3 forks refused)", ...]
+ *     },
  *     "projects": [ {
  *         "path": "/p",
  *         "outcome": "applied",
@@ -102,6 +113,24 @@ typedef struct nsr_report_project {
         char *const *held_units;  /* git dirs held back whole because part of them conflicted; may be NULL */
 } nsr_report_project;
 
+typedef struct nsr_report_refused_call {
+        const char *name;     /* the syscall's name */
+        uint64_t count;
+        int errnum;           /* what the command got */
+        const char *comm;     /* the first caller's name, already escaped */
+} nsr_report_refused_call;
+
+typedef struct nsr_report_refused {
+        bool recorded;
+        const nsr_report_refused_call *calls; /* in the order to write */
+        size_t n_calls;
+        uint64_t more;
+        bool timed_out;
+        uint64_t timeout_ms;
+        bool killed;
+        char *const *limits;  /* NULL-terminated, may be NULL */
+} nsr_report_refused;
+
 /* Filled in by the caller; the report only borrows these pointers. */
 typedef struct nsr_report {
         const char *run_id;
@@ -113,6 +142,8 @@ typedef struct nsr_report {
         uint64_t duration_ms;
         char *const *layers;       /* NULL-terminated, may be NULL */
         bool interrupted;          /* written only when true */
+        bool timed_out;            /* written only when true */
+        const nsr_report_refused *refused; /* NULL: no "refused" member */
         const nsr_report_project *projects;
         size_t n_projects;
         size_t max_bytes;          /* 0: NSR_REPORT_MAX_BYTES */

@@ -300,6 +300,14 @@ char **nsr_trace_notes(const nsr_plan *p) {
                          "seccomp confine the command instead (--sandbox=best-effort)");
         if (p->proj.projects && p->proj.sandbox == NSR_SANDBOX_OFF)
                 addf(&v, "nsrun-only: --sandbox=off: none of the above applies; the command runs without isolation");
+        if (p->proj.projects && p->seccomp_policies)
+                addf(&v, "nsrun-only: system calls the first policy refuses are answered by nsrun through a seccomp "
+                         "listener (same errno) and recorded in the report");
+        {
+                _cleanup_strv_free_ char **rc = nsr_runctl_describe(&p->run);
+                for (size_t i = 0; rc[i]; i++)
+                        addf(&v, "nsrun-only: %s", rc[i]);
+        }
         if (p->seccomp_policies) {
                 char *list = nsr_strdup("");
                 for (size_t i = 0; p->seccomp_policies[i]; i++) {

@@ -230,6 +230,8 @@ static const struct {
         { "--backup-limit", 1 },   { "--sandbox", 1 },     { "--no-overlay", 0 }, { "--snapshot-limit", 1 },
         { "--profile", 1 },        { "--workspace-root", 0 },
         { "--allow-host", 1 },     { "--deny-host", 1 },   { "--net-log-fd", 1 },
+        { "--timeout", 1 },        { "--kill-after", 1 },  { "--rlimit", 1 },     { "--pids", 1 },
+        { "--tmp-size", 1 },       { "--memory", 1 },      { "--cpu", 1 },
 };
 
 START_TEST(test_table_bwrap_options) {

@@ -138,19 +138,29 @@ START_TEST(test_build) {
         nsr_strv_extend(&user->argv, "make");
         nsr_plan_add_env(user, NSR_ENV_SET, "MINE", "1");
         user->unshare_net = false;
+        user->run.tmp_size = 1 << 20;
         nsr_plan *p = NULL;
         nsr_error err = { 0 };
         ck_assert_int_eq(nsr_profile_build(user, &ctx, &p, &err), 0);
+        /* every tmpfs is capped (--tmp-size; --dev and --tmp-overlay
+         * too, which the trace cannot show) */
+        for (size_t i = 0; i < p->n_ops; i++)
+                if (p->ops[i].type == NSR_OP_TMPFS || p->ops[i].type == NSR_OP_DEV ||
+                    p->ops[i].type == NSR_OP_TMP_OVERLAY)
+                        ck_assert_uint_eq(p->ops[i].size, 1 << 20);
+        ck_assert_uint_eq(p->run.pids, NSR_PIDS_DEFAULT);
+        ck_assert_uint_eq(p->run.rlim[NSR_RLIMIT_CORE].hard, 0);
         _cleanup_free_ char *t = trace_of(p);
         _cleanup_free_ char *expect = nsr_asprintf(
                 "--unshare-user --unshare-ipc --unshare-pid --unshare-net --unshare-uts --unshare-cgroup-try "
                 "--unsetenv GH_TOKEN --setenv NSRUN 1 --setenv XDG_RUNTIME_DIR /run/user/1000 --setenv MINE 1 "
                 "--chdir %s --die-with-parent --new-session "
-                "--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /var/tmp --tmpfs /run "
-                "--perms 0700 --tmpfs /run/user/1000 --remount-ro /run "
+                "--ro-bind / / --dev /dev --proc /proc --size 1048576 --tmpfs /tmp --size 1048576 --tmpfs /var/tmp "
+                "--size 1048576 --tmpfs /run "
+                "--perms 0700 --size 1048576 --tmpfs /run/user/1000 --remount-ro /run "
                 "--overlay-src %s --tmp-overlay %s "
                 "--overlay-src %s --overlay %s %s %s --ro-bind %s %s "
-                "--perms 0755 --tmpfs %s --remount-ro %s --dev-bind /dev/null %s/.netrc --remount-ro %s/.netrc -- make",
+                "--perms 0755 --size 1048576 --tmpfs %s --remount-ro %s --dev-bind /dev/null %s/.netrc --remount-ro %s/.netrc -- make",
                 proj, home, home, proj, upper, work, proj, git, git, ssh, ssh, home, home);
         ck_assert_msg(streq(t, expect), "got\n%s\nwant\n%s", t, expect);
         ck_assert_ptr_nonnull(p->seccomp_policies);

@@ -9,7 +9,7 @@
 #if defined(__x86_64__)
 /* A tripwire: a field added to nsr_plan or nsr_op must be compared below
  * (then update the size here). */
-static_assert(sizeof(nsr_plan) == 368, "nsr_plan changed: update tests/unit/plan-eq.c");
+static_assert(sizeof(nsr_plan) == 944, "nsr_plan changed: update tests/unit/plan-eq.c");
 static_assert(sizeof(nsr_op) == 72, "nsr_op changed: update tests/unit/plan-eq.c");
 #endif
 
@@ -167,6 +167,16 @@ char *test_plan_diff(const nsr_plan *a, const nsr_plan *b, unsigned flags) {
                         DIFF_STR("egress.allow", a->egress.allow[i].text, b->egress.allow[i].text);
                 for (size_t i = 0; i < a->egress.n_deny; i++)
                         DIFF_STR("egress.deny", a->egress.deny[i].text, b->egress.deny[i].text);
+                DIFF_INT("run.timeout_ms", a->run.timeout_ms, b->run.timeout_ms);
+                DIFF_INT("run.kill_after_ms", a->run.kill_after_ms, b->run.kill_after_ms);
+                DIFF_INT("run.has_kill_after", a->run.has_kill_after, b->run.has_kill_after);
+                if (memcmp(a->run.rlim, b->run.rlim, sizeof(a->run.rlim)) != 0)
+                        return nsr_strdup("run.rlim differs");
+                DIFF_INT("run.pids", a->run.pids, b->run.pids);
+                DIFF_INT("run.pids_explicit", a->run.pids_explicit, b->run.pids_explicit);
+                DIFF_INT("run.tmp_size", a->run.tmp_size, b->run.tmp_size);
+                DIFF_INT("run.memory", a->run.memory, b->run.memory);
+                DIFF_INT("run.cpu_milli", a->run.cpu_milli, b->run.cpu_milli);
                 DIFF_INT("proj.flags", a->proj.allow_nested | a->proj.discard << 1 | a->proj.keep << 2 |
                                                a->proj.quiet << 3 | a->proj.verbose << 4,
                          b->proj.allow_nested | b->proj.discard << 1 | b->proj.keep << 2 | b->proj.quiet << 3 |
