@@ -55,7 +55,7 @@ if [ "$el" -lt 10000 ]; then ok "SIGTERM reached it (${el} ms, kill-after was 30
 run "$NSRUN" -p "$P" $NS --discard --timeout 30 -- true
 is "$rc" 0 "a command that ends in time keeps its own status"
 run "$NSRUN" -p "$P" $NS --timeout 1x -- true
-is "$rc" 1 "a bad duration is refused (1, as every command-line error)"
+is "$rc" 125 "a bad duration is refused (125, as every error of nsrun's own in project mode)"
 like "$err" "--timeout takes a duration" "... with a message"
 
 # Outside project mode too, in bwrap's language plus --timeout.
@@ -98,7 +98,7 @@ hard=$(ulimit -Hn)
 want=4096; [ "$hard" != unlimited ] && [ "$hard" -lt 4096 ] && want=$hard
 like "$out" "Max open files +$want " "project mode: a bounded number of open files"
 run "$NSRUN" -p "$P" $NS --rlimit bogus=1 -- true
-is "$rc" 1 "an unknown limit is refused"
+is "$rc" 125 "an unknown limit is refused (125)"
 like "$err" "unknown limit \"bogus\" \(known: as, core, cpu" "... listing the known ones"
 run "$NSRUN" -p "$P" $NS --rlimit nofile=20:10 -- true
 like "$err" "soft limit is above the hard limit" "soft above hard is refused"
