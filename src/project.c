@@ -16,6 +16,7 @@
 #include "capture.h"
 #include "commit.h"
 #include "confine.h"
+#include "durable.h"
 #include "events.h"
 #include "hostcheck.h"
 #include "launch.h"
@@ -447,23 +448,10 @@ static void layers_of(const nsr_plan *p, confinement conf, bool live, bool landl
         *ret = v;
 }
 
-static int write_run_file(int run_fd, const char *name, const char *data) {
-        _cleanup_free_ char *tmp = nsr_asprintf("%s.tmp", name);
-        _cleanup_close_ int fd = openat(run_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return -errno;
-        int r = nsr_write_all(fd, data, strlen(data));
-        if (r < 0)
-                return r;
-        if (renameat(run_fd, tmp, run_fd, name) < 0)
-                return -errno;
-        return 0;
-}
-
 /* The run's meta file: what the run was, for history, diff, commit and
  * undo. */
-static void write_meta(nsr_project *pj, int run_fd, const char *state, const struct timespec *start, int wait_status,
-                       bool ran) {
+static int write_meta(nsr_project *pj, int run_fd, const char *state, const struct timespec *start, int wait_status,
+                      bool ran, nsr_error *err) {
         nsr_run_meta m = {
                 .state = (char *) state,
                 .kind = (char *) "run",
@@ -483,10 +471,10 @@ static void write_meta(nsr_project *pj, int run_fd, const char *state, const str
                         m.counts[i][k] = nsr_changeset_count(pj->p[i].changes, (nsr_change_kind) k);
         }
         m.projects = paths;
-        nsr_error e = { 0 };
-        (void) nsr_run_meta_write(run_fd, &m, &e);
+        int r = nsr_run_meta_write(run_fd, &m, err);
         free(paths);
         free(m.counts);
+        return r;
 }
 
 /* ---- live writes: snapshots, the other launchers ------------------------- */
@@ -840,7 +828,15 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
          * from the coarse clock, which lags; a conflict found wrongly only
          * keeps a file aside, one missed would lose a host edit. */
         clock_gettime(CLOCK_REALTIME_COARSE, &run_start);
-        write_meta(pj, run_fd, "running", &run_start, 0, false);
+        /* Without its meta a run is invisible to history, undo and gc:
+         * nothing may run that could not be recorded. */
+        r = write_meta(pj, run_fd, "running", &run_start, 0, false, err);
+        if (r < 0) {
+                nsr_error e2 = { 0 };
+                _cleanup_free_ char *rel = nsr_asprintf("runs/%s", pj->run_id);
+                (void) nsr_rm_rf_at(statefd, rel, &e2);
+                return r;
+        }
 
         /* nsrun's own fds never reach the sandbox: a command that could
          * write to the report or the event stream could forge them. */
@@ -924,7 +920,23 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         continue;
                 }
                 if (pj->live) {
-                        _cleanup_close_ int lock = nsr_project_lock(statefd, e->path, err);
+                        /* Putting protected paths back and recording the
+                         * run race with an apply or undo of another nsrun:
+                         * never without the lock. The changes stay in
+                         * place, and so does the snapshot. */
+                        nsr_error le = { 0 };
+                        _cleanup_close_ int lock = nsr_project_lock(statefd, e->path, &le);
+                        if (lock < 0) {
+                                char buf[NSR_ERROR_MSG_MAX + 256];
+                                nsr_error_format(&le, buf, sizeof(buf));
+                                nsr_strv_extend(&e->errors, buf);
+                                msg(&o, "nsrun: %s: the changes are in place, but the run could not be recorded for "
+                                        "undo: %s; the snapshot stays in %s/backup/p%zu",
+                                    e->path, buf, pj->run_dir, i);
+                                e->outcome = "failed";
+                                apply_failed = true;
+                                continue;
+                        }
                         settle_live(pj, e, run_fd, i, &run_start, &o);
                         continue;
                 }
@@ -942,9 +954,11 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 }
                 char rel[32];
                 snprintf(rel, sizeof(rel), "p%zu/upper", i);
-                _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                _cleanup_close_ int lock = nsr_project_lock(statefd, e->path, err);
                 nsr_error ae = { 0 };
+                _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (upper < 0)
+                        nsr_error_set(&ae, errno, "cannot open the upper layer %s", rel);
+                _cleanup_close_ int lock = upper < 0 ? -1 : nsr_project_lock(statefd, e->path, &ae);
                 nsr_commit_opts co = {
                         .project_fd = e->fd,
                         .project_path = e->path,
@@ -958,10 +972,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 };
                 if (upper < 0 || lock < 0 || nsr_commit_apply(e->changes, &co, &e->commit, &ae) < 0) {
                         char buf[NSR_ERROR_MSG_MAX + 256];
-                        if (upper < 0 || lock < 0)
-                                nsr_error_format(err, buf, sizeof(buf));
-                        else
-                                nsr_error_format(&ae, buf, sizeof(buf));
+                        nsr_error_format(&ae, buf, sizeof(buf));
                         nsr_strv_extend(&e->errors, buf);
                         msg(&o, "nsrun: %s: the apply failed and was rolled back: %s", e->path, buf);
                         e->outcome = "failed";
@@ -1005,7 +1016,15 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         /* What is left of the snapshots goes off the run's path. */
         if (pj->live)
                 nsr_state_trash_background(pj->run_dir);
-        write_meta(pj, run_fd, run_outcome, &run_start, lr.wait_status, true);
+        nsr_error me = { 0 };
+        if (write_meta(pj, run_fd, run_outcome, &run_start, lr.wait_status, true, &me) < 0) {
+                char buf[NSR_ERROR_MSG_MAX + 256];
+                nsr_error_format(&me, buf, sizeof(buf));
+                msg(&o, "nsrun: the run's outcome (%s) could not be recorded: %s; history, undo and gc see run %s "
+                        "as unfinished",
+                    run_outcome, buf, pj->run_id);
+                o.exit_code = NSR_EXIT_FAILURE;
+        }
 
         /* Explanations. */
         int ws = lr.wait_status;
@@ -1099,8 +1118,11 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(&je, buf, sizeof(buf));
                 msg(&o, "nsrun: cannot build the report: %s", buf);
-        } else
-                (void) write_run_file(run_fd, "report.json", o.report_json);
+        } else if (nsr_durable_write(run_fd, "report.json", o.report_json, strlen(o.report_json), 0600, 0, &je) < 0) {
+                char buf[NSR_ERROR_MSG_MAX + 256];
+                nsr_error_format(&je, buf, sizeof(buf));
+                msg(&o, "nsrun: the run's report was not kept: %s", buf);
+        }
         for (size_t i = 0; i < pj->n; i++)
                 free(rc[i]);
         free(rc);
