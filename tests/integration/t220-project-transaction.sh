@@ -35,10 +35,14 @@ like "$(cat "$d"/c*.err)" "conflict: shared changed" "stderr says there was a co
 # --- a host edit during the run ------------------------------------------
 P=$d/host; mkdir -p "$P"; echo original > "$P/f"; echo other > "$P/g"
 sleep 0.1 # a file changed in the same clock tick as the run's start counts as changed during it
-"$NSRUN" -p "$P" $NS --report "$d/h.json" -- sh -c 'sleep 1; echo sandbox > f; echo sandbox > g; echo new > n; exit 4' 2>"$d/h.err" &
+# The command says when it runs (through a --rw dir, outside the
+# transaction) and waits for the host's edit: no race, no fixed sleep.
+SY=$d/sync-h; mkdir -p "$SY"
+"$NSRUN" -p "$P" $NS --rw "$SY" --report "$d/h.json" -- sh -c "echo > '$SY/ready'; while [ ! -e '$SY/go' ]; do sleep 0.01; done; echo sandbox > f; echo sandbox > g; echo new > n; exit 4" 2>"$d/h.err" &
 w=$!
-sleep 0.4
+wait_until 30 test -e "$SY/ready" || diag "the command did not start"
 echo host > "$P/f"
+touch "$SY/go"
 wait $w
 st=$?
 is "$st" 4 "a conflict does not change the exit status"
@@ -124,11 +128,13 @@ P=$d/k1; mkdir -p "$P"; echo old > "$P/f"
 tok=30.$$ # a sleep nothing else on the machine runs
 "$NSRUN" -p "$P" $NS -- sh -c "echo new > f; sleep $tok" &
 w=$!
-sleep 1
+sleeping() { pgrep -f "^sleep $tok\$" >/dev/null; }
+check "the command runs" wait_until 30 sleeping
 kill -KILL $w; wait $w 2>/dev/null
-sleep 0.5
 is "$(cat "$P/f")" "old" "kill -9 during the run applies nothing"
-pgrep -f "sleep $tok" >/dev/null && not_ok "the sandbox dies with nsrun" || ok "the sandbox dies with nsrun"
+# It was running (above): now it must go, well before its 30 s are over.
+check "the sandbox dies with nsrun" wait_until 10 eval '! sleeping'
+pkill -KILL -f "^sleep $tok\$" 2>/dev/null
 run "$NSRUN" -p "$P" $NS -- true
 is "$rc" 0 "the next run on that project works"
 
@@ -193,9 +199,10 @@ like "$(cat "$d/nospc.err" 2>/dev/null)" "rolled back" "... and stderr says it w
 
 # --- interruption: SIGTERM to nsrun reaches the command; the run is kept ----
 P=$d/intr; mkdir -p "$P"
-"$NSRUN" -p "$P" $NS --report "$d/i.json" -- sh -c 'trap "echo caught > t; exit 9" TERM; echo x > before; while :; do sleep 0.1; done' 2>"$d/i.err" &
+SY=$d/sync-i; mkdir -p "$SY"
+"$NSRUN" -p "$P" $NS --rw "$SY" --report "$d/i.json" -- sh -c "trap 'echo caught > t; exit 9' TERM; echo x > before; echo > '$SY/ready'; while :; do sleep 0.1; done" 2>"$d/i.err" &
 w=$!
-sleep 1
+wait_until 30 test -e "$SY/ready" || diag "the command did not start"
 kill -TERM $w
 wait $w
 st=$?
