@@ -730,9 +730,11 @@ static int capture_live(project_entry *e, int run_fd, size_t i, nsr_error *err) 
 
 /* The changes are in place already: protected paths go back, and the run
  * is recorded as an apply that is done (so undo works), or with --discard
- * everything goes back. */
+ * everything goes back. lock_err: the project's lock could not be taken;
+ * protected paths still go back (a planted hook must not stay), but
+ * nothing is recorded, which would race with another nsrun's apply. */
 static void settle_live(nsr_project *pj, project_entry *e, int run_fd, size_t i, const struct timespec *run_start,
-                        nsr_project_outcome *o) {
+                        const nsr_error *lock_err, nsr_project_outcome *o) {
         nsr_live_opts lo = { .project_fd = e->fd,
                              .project_path = e->path,
                              .run_fd = run_fd,
@@ -759,6 +761,17 @@ static void settle_live(nsr_project *pj, project_entry *e, int run_fd, size_t i,
         nsr_strv_free(failed);
         if (r >= 0 && pj->plan->proj.discard) {
                 e->outcome = "discarded";
+                return;
+        }
+        if (lock_err) {
+                char buf[NSR_ERROR_MSG_MAX + 256];
+                nsr_error_format(lock_err, buf, sizeof(buf));
+                nsr_strv_extend(&e->errors, buf);
+                msg(o, "nsrun: %s: the changes are in place, but the run could not be recorded for undo: %s; the "
+                       "snapshot stays in %s/backup/p%zu",
+                    e->path, buf, pj->run_dir, i);
+                e->outcome = "failed";
+                o->exit_code = NSR_EXIT_FAILURE;
                 return;
         }
         if (r >= 0)
@@ -926,18 +939,8 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                          * place, and so does the snapshot. */
                         nsr_error le = { 0 };
                         _cleanup_close_ int lock = nsr_project_lock(statefd, e->path, &le);
-                        if (lock < 0) {
-                                char buf[NSR_ERROR_MSG_MAX + 256];
-                                nsr_error_format(&le, buf, sizeof(buf));
-                                nsr_strv_extend(&e->errors, buf);
-                                msg(&o, "nsrun: %s: the changes are in place, but the run could not be recorded for "
-                                        "undo: %s; the snapshot stays in %s/backup/p%zu",
-                                    e->path, buf, pj->run_dir, i);
-                                e->outcome = "failed";
-                                apply_failed = true;
-                                continue;
-                        }
-                        settle_live(pj, e, run_fd, i, &run_start, &o);
+                        settle_live(pj, e, run_fd, i, &run_start, lock < 0 ? &le : NULL, &o);
+                        apply_failed |= streq(e->outcome, "failed");
                         continue;
                 }
                 if (!streq(run_outcome, "committed")) {
