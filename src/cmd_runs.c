@@ -336,6 +336,12 @@ int nsr_cmd_commit(int argc, char **argv) {
                 char rel[32];
                 snprintf(rel, sizeof(rel), "p%zu/upper", i);
                 _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (upper < 0) {
+                        nsr_error_set(&e, errno, "%s: cannot open the upper layer %s", m.projects[i], rel);
+                        err_print(&e);
+                        rc = 1;
+                        continue;
+                }
                 nsr_commit_result res = { 0 };
                 nsr_commit_opts co = {
                         .project_fd = project,
