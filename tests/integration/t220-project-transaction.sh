@@ -14,9 +14,16 @@ runs_of() { ls "$S/runs" 2>/dev/null | wc -l; }
 
 # --- four concurrent runs on one project apply one after another ----------
 P=$d/conc; mkdir -p "$P"; echo base > "$P/shared"
+# A barrier in a --rw dir (outside the transactions): every run has
+# started before any writes the shared file, so all four overlap whatever
+# the machine's load.
+SY=$d/sync-c; mkdir -p "$SY"
 for i in 1 2 3 4; do
-	"$NSRUN" -p "$P" $NS --report "$d/c$i.json" -- sh -c "echo $i > own$i; sleep 0.3; echo run$i > shared" 2>"$d/c$i.err" &
+	"$NSRUN" -p "$P" $NS --rw "$SY" --report "$d/c$i.json" -- sh -c "echo $i > own$i; echo > '$SY/started$i'; while [ ! -e '$SY/go' ]; do sleep 0.01; done; echo run$i > shared" 2>"$d/c$i.err" &
 done
+all_started() { for i in 1 2 3 4; do [ -e "$SY/started$i" ] || return 1; done; }
+wait_until 60 all_started || diag "not every run started"
+touch "$SY/go"
 wait
 all=1; for i in 1 2 3 4; do [ "$(cat "$P/own$i" 2>/dev/null)" = "$i" ] || all=0; done
 is "$all" 1 "four concurrent runs each applied their own file"
