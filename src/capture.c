@@ -850,10 +850,10 @@ int nsr_capture_scan(int upper_dirfd, int lower_dirfd, const nsr_capture_opts *o
                 .prior = opts->prior,
                 .prior_userdata = opts->prior_userdata,
         };
-        _cleanup_free_ char *buf_a = s->buf_a = nsr_malloc0(XATTR_BUF_SIZE + 1);
-        _cleanup_free_ char *buf_b = s->buf_b = nsr_malloc0(XATTR_BUF_SIZE + 1);
-        _cleanup_free_ char *list_a = s->list_a = nsr_malloc0(XATTR_BUF_SIZE);
-        _cleanup_free_ char *list_b = s->list_b = nsr_malloc0(XATTR_BUF_SIZE);
+        _cleanup_free_ _unused_ char *buf_a = s->buf_a = nsr_malloc0(XATTR_BUF_SIZE + 1);
+        _cleanup_free_ _unused_ char *buf_b = s->buf_b = nsr_malloc0(XATTR_BUF_SIZE + 1);
+        _cleanup_free_ _unused_ char *list_a = s->list_a = nsr_malloc0(XATTR_BUF_SIZE);
+        _cleanup_free_ _unused_ char *list_b = s->list_b = nsr_malloc0(XATTR_BUF_SIZE);
 
         struct stat ust, lst;
         int r = xfstatat(s, upper_dirfd, ".", &ust);

@@ -169,8 +169,9 @@ static int parse_args(int argc, char **argv, const char *allowed, args *a) {
                 else if (streq(s, "--keep-days") && strchr(allowed, 'k')) {
                         NEED_VALUE();
                         char *end = NULL;
+                        errno = 0;
                         a->keep_days = strtol(val, &end, 10);
-                        if (!*val || *end || a->keep_days < 0) {
+                        if (!*val || *end || a->keep_days < 0 || errno == ERANGE) {
                                 say(stderr, "nsrun: --keep-days takes a number of days, not \"%s\"\n", val);
                                 return -EINVAL;
                         }
@@ -528,6 +529,12 @@ int nsr_cmd_commit(int argc, char **argv) {
                 char rel[32];
                 snprintf(rel, sizeof(rel), "p%zu/upper", i);
                 _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (upper < 0) {
+                        nsr_error_set(&e, errno, "%s: cannot open the upper layer %s", m.projects[i], rel);
+                        err_print(&e);
+                        rc = 1;
+                        continue;
+                }
                 nsr_commit_result res = { 0 };
                 nsr_commit_opts co = {
                         .project_fd = project,
@@ -578,7 +585,13 @@ int nsr_cmd_commit(int argc, char **argv) {
         free(m.state);
         m.state = nsr_strdup(rc ? "failed" : conflict ? "conflict" : "committed");
         nsr_error e = { 0 };
-        (void) nsr_run_meta_write(run_fd, &m, &e);
+        /* The changes are in place: without the new state, undo would
+         * refuse the run and gc would treat it as still kept. */
+        if (nsr_run_meta_write(run_fd, &m, &e) < 0) {
+                nsr_error_prefix(&e, "run %s is %s, but its state could not be recorded", m.run_id, m.state);
+                err_print(&e);
+                return 1;
+        }
         return rc;
 }
 
@@ -697,7 +710,15 @@ int nsr_cmd_undo(int argc, char **argv) {
         snprintf(um.run_id, sizeof(um.run_id), "%s", undo_id);
         nsr_run_meta_set_owner(&um);
         um.counts = nsr_malloc0((nsr_strv_length(m.projects) + 1) * sizeof(*um.counts));
-        (void) nsr_run_meta_write(undo_fd, &um, &e);
+        /* An undo that could not be recorded could not be undone itself. */
+        if (nsr_run_meta_write(undo_fd, &um, &e) < 0) {
+                free(um.counts);
+                err_print(&e);
+                _cleanup_free_ char *rel = nsr_asprintf("runs/%s", undo_id);
+                nsr_error re = { 0 };
+                (void) nsr_rm_rf_at(statefd, rel, &re);
+                return 1;
+        }
 
         int rc = 0;
         size_t refused = 0, restored = 0;
@@ -739,14 +760,22 @@ int nsr_cmd_undo(int argc, char **argv) {
                 nsr_undo_result_done(&ur);
         }
         um.state = (char *) (rc ? "failed" : "committed");
-        (void) nsr_run_meta_write(undo_fd, &um, &e);
+        if (nsr_run_meta_write(undo_fd, &um, &e) < 0) {
+                nsr_error_prefix(&e, "undo run %s: its outcome could not be recorded", undo_id);
+                err_print(&e);
+                rc = 1;
+        }
         free(um.counts);
         /* A run with refused paths stays applied, so that "undo --force
          * RUN" can finish the job. */
         if (rc == 0 && refused == 0) {
                 free(m.state);
                 m.state = nsr_strdup("undone");
-                (void) nsr_run_meta_write(run_fd, &m, &e);
+                if (nsr_run_meta_write(run_fd, &m, &e) < 0) {
+                        nsr_error_prefix(&e, "run %s is undone, but that could not be recorded", m.run_id);
+                        err_print(&e);
+                        rc = 1;
+                }
         }
         say(stderr, "nsrun: undid run %s: %zu path%s restored%s (undo run %s)\n", m.run_id, restored,
                 restored == 1 ? "" : "s", refused ? ", some refused" : "", undo_id);

@@ -5,6 +5,7 @@
 
 #include "error.h"
 
+static int record(nsr_error *err, int code, bool with_errno, const char *fmt, va_list ap) _printf_(4, 0);
 static int record(nsr_error *err, int code, bool with_errno, const char *fmt, va_list ap) {
         if (code < 0)
                 code = -code;

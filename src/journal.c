@@ -801,10 +801,20 @@ int nsr_applied_write(int dirfd, const char *name, const nsr_applied *a, nsr_err
         }
         w_str(w, "end\n");
         w_flush(w);
-        if (w->error < 0)
-                return nsr_error_set(err, -w->error, "cannot write the fingerprints file");
-        if (renameat(dirfd, tmp, dirfd, name) < 0)
-                return nsr_error_set(err, errno, "cannot rename the fingerprints file into place");
+        /* close reports what a delayed write-back found; a failed write
+         * leaves no temporary behind. */
+        int r = w->error;
+        if (close(TAKE_FD(fd)) < 0 && r >= 0 && errno != EINTR)
+                r = -errno;
+        if (r < 0) {
+                (void) unlinkat(dirfd, tmp, 0);
+                return nsr_error_set(err, -r, "cannot write the fingerprints file");
+        }
+        if (renameat(dirfd, tmp, dirfd, name) < 0) {
+                r = nsr_error_set(err, errno, "cannot rename the fingerprints file into place");
+                (void) unlinkat(dirfd, tmp, 0);
+                return r;
+        }
         return 0;
 }
 

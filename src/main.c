@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <string.h>
 #include <sys/prctl.h>
 
@@ -27,6 +28,7 @@ typedef struct ctx {
         bool bwrap_mode;
         const char *prog;      /* argv[0] as invoked, for usage */
         bool level_prefix;
+        bool project_mode;     /* nsrun's own failures exit 125 */
 } ctx;
 
 static const char *prefix_of(const ctx *c) {
@@ -146,6 +148,7 @@ static void print_note(const char *line, void *userdata) {
  * from the command's statuses. */
 static int run_project(ctx *c, nsr_plan *user) {
         nsr_error err = { 0 };
+        c->project_mode = true;
         _cleanup_(nsr_project_freep) nsr_project *pj = NULL;
         if (nsr_project_prepare(user, !user->trace_bwrap, &pj, &err) < 0) {
                 print_error(c, &err);
@@ -393,9 +396,8 @@ static bool wants_project_mode(char **argv, int argc) {
         return false;
 }
 
-int main(int argc, char **argv) {
-        ctx c = { .prog = argc > 0 && argv[0] ? argv[0] : "nsrun" };
-        c.bwrap_mode = invoked_as_bwrap(c.prog);
+static int run_main(ctx *cp, int argc, char **argv) {
+        ctx c = *cp;
 
         /* bwrap answers "--version" before touching anything else. */
         if (argc == 2 && streq(argv[1], "--version")) {
@@ -461,5 +463,41 @@ int main(int argc, char **argv) {
         case _NSR_CLI_ACTION_INVALID:
                 return 1;
         }
-        return run_plan(&c, plan);
+        int rc = run_plan(&c, plan);
+        *cp = c;
+        return rc;
+}
+
+/* What nsrun printed must have reached stdout: a full disk or a closed
+ * pipe is an error, found only when the buffer is flushed. As coreutils
+ * does, a stdout that was closed before nsrun started (EBADF with nothing
+ * written) is not. Returns false after printing the error. */
+static bool close_stdout(const ctx *c) {
+        bool pending = __fpending(stdout) != 0;
+        bool failed_before = ferror(stdout) != 0;
+        errno = 0;
+        bool close_failed = fclose(stdout) != 0;
+        int e = errno;
+        if (!failed_before && !(close_failed && (pending || e != EBADF)))
+                return true;
+        if (close_failed && e != 0)
+                fprintf(stderr, "%s: write error: %s\n", prefix_of(c), strerror(e));
+        else
+                fprintf(stderr, "%s: write error\n", prefix_of(c));
+        return false;
+}
+
+int main(int argc, char **argv) {
+        ctx c = { .prog = argc > 0 && argv[0] ? argv[0] : "nsrun" };
+        c.bwrap_mode = invoked_as_bwrap(c.prog);
+        /* Output larger than stdio's buffer is written as it goes, and the
+         * errno of a failed write is lost by exit: a buffer that holds the
+         * help and most listings keeps it for close_stdout. */
+        static char stdout_buf[1u << 16]; /* glibc ignores the size without a buffer */
+        if (!isatty(STDOUT_FILENO))
+                (void) setvbuf(stdout, stdout_buf, _IOFBF, sizeof(stdout_buf));
+        int rc = run_main(&c, argc, argv);
+        if (!close_stdout(&c) && rc == 0)
+                rc = c.project_mode ? NSR_EXIT_FAILURE : 1;
+        return rc;
 }

@@ -17,6 +17,7 @@
 #include "capture.h"
 #include "commit.h"
 #include "confine.h"
+#include "durable.h"
 #include "events.h"
 #include "hostcheck.h"
 #include "launch.h"
@@ -528,23 +529,10 @@ static void layers_of(const nsr_plan *p, confinement conf, bool live, bool landl
         *ret = v;
 }
 
-static int write_run_file(int run_fd, const char *name, const char *data) {
-        _cleanup_free_ char *tmp = nsr_asprintf("%s.tmp", name);
-        _cleanup_close_ int fd = openat(run_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return -errno;
-        int r = nsr_write_all(fd, data, strlen(data));
-        if (r < 0)
-                return r;
-        if (renameat(run_fd, tmp, run_fd, name) < 0)
-                return -errno;
-        return 0;
-}
-
 /* The run's meta file: what the run was, for history, diff, commit and
  * undo. */
-static void write_meta(nsr_project *pj, int run_fd, const char *state, const struct timespec *start, int wait_status,
-                       bool ran) {
+static int write_meta(nsr_project *pj, int run_fd, const char *state, const struct timespec *start, int wait_status,
+                      bool ran, nsr_error *err) {
         nsr_run_meta m = {
                 .state = (char *) state,
                 .kind = (char *) "run",
@@ -567,11 +555,11 @@ static void write_meta(nsr_project *pj, int run_fd, const char *state, const str
                         m.counts[i][k] = nsr_changeset_count(pj->p[i].changes, (nsr_change_kind) k);
         }
         m.projects = paths;
-        nsr_error e = { 0 };
-        (void) nsr_run_meta_write(run_fd, &m, &e);
+        int r = nsr_run_meta_write(run_fd, &m, err);
         free(paths);
         free(m.counts);
         free(m.ids);
+        return r;
 }
 
 /* ---- live writes: snapshots, the other launchers ------------------------- */
@@ -907,9 +895,11 @@ static int capture_live(project_entry *e, int run_fd, size_t i, nsr_error *err) 
 
 /* The changes are in place already: protected paths go back, and the run
  * is recorded as an apply that is done (so undo works), or with --discard
- * everything goes back. */
+ * everything goes back. lock_err: the project's lock could not be taken;
+ * protected paths still go back (a planted hook must not stay), but
+ * nothing is recorded, which would race with another nsrun's apply. */
 static void settle_live(nsr_project *pj, project_entry *e, int run_fd, size_t i, const struct timespec *run_start,
-                        nsr_project_outcome *o) {
+                        const nsr_error *lock_err, nsr_project_outcome *o) {
         nsr_live_opts lo = { .project_fd = e->fd,
                              .project_path = e->path,
                              .run_fd = run_fd,
@@ -946,6 +936,17 @@ static void settle_live(nsr_project *pj, project_entry *e, int run_fd, size_t i,
                 _cleanup_close_ int snap = openat(run_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 nsr_protect_ctx pc = protect_ctx(snap, e->fd, e->path);
                 r = nsr_protect_enforce(e->changes, &pc, e->protected_changes, &ae);
+        }
+        if (lock_err) {
+                char buf[NSR_ERROR_MSG_MAX + 256];
+                nsr_error_format(lock_err, buf, sizeof(buf));
+                nsr_strv_extend(&e->errors, buf);
+                msg(o, "nsrun: %s: the changes are in place, but the run could not be recorded for undo: %s; the "
+                       "snapshot stays in %s/backup/p%zu",
+                    e->path, buf, pj->run_dir, i);
+                e->outcome = "failed";
+                o->exit_code = NSR_EXIT_FAILURE;
+                return;
         }
         if (r >= 0)
                 r = nsr_commit_record_live(e->changes, &lo, &e->commit, &ae);
@@ -1154,7 +1155,15 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
          * no window in between (docs/conflicts.md). */
         clock_gettime(CLOCK_REALTIME, &run_start);
         clock_gettime(CLOCK_MONOTONIC, &mono_start);
-        write_meta(pj, run_fd, "running", &run_start, 0, false);
+        /* Without its meta a run is invisible to history, undo and gc:
+         * nothing may run that could not be recorded. */
+        r = write_meta(pj, run_fd, "running", &run_start, 0, false, err);
+        if (r < 0) {
+                nsr_error e2 = { 0 };
+                _cleanup_free_ char *rel = nsr_asprintf("runs/%s", pj->run_id);
+                (void) nsr_rm_rf_at(statefd, rel, &e2);
+                return r;
+        }
 
         /* nsrun's own fds never reach the sandbox: a command that could
          * write to the report or the event stream could forge them. */
@@ -1306,8 +1315,14 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         continue;
                 }
                 if (pj->live) {
-                        _cleanup_close_ int lock = nsr_project_lock(statefd, e->path, err);
-                        settle_live(pj, e, run_fd, i, &run_start, &o);
+                        /* Putting protected paths back and recording the
+                         * run race with an apply or undo of another nsrun:
+                         * never without the lock. The changes stay in
+                         * place, and so does the snapshot. */
+                        nsr_error le = { 0 };
+                        _cleanup_close_ int lock = nsr_project_lock(statefd, e->path, &le);
+                        settle_live(pj, e, run_fd, i, &run_start, lock < 0 ? &le : NULL, &o);
+                        apply_failed |= streq(e->outcome, "failed");
                         continue;
                 }
                 if (!streq(run_outcome, "committed")) {
@@ -1384,7 +1399,15 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         /* A run whose capture failed was applied nowhere: it is kept, so
          * that once the cause is fixed "nsrun commit RUN" can finish it. */
         bool kept_failed = capture_failed && !pj->live;
-        write_meta(pj, run_fd, kept_failed ? "kept" : run_outcome, &run_start, lr.wait_status, true);
+        nsr_error me = { 0 };
+        if (write_meta(pj, run_fd, kept_failed ? "kept" : run_outcome, &run_start, lr.wait_status, true, &me) < 0) {
+                char buf[NSR_ERROR_MSG_MAX + 256];
+                nsr_error_format(&me, buf, sizeof(buf));
+                msg(&o, "nsrun: the run's outcome (%s) could not be recorded: %s; history, undo and gc see run %s "
+                        "as unfinished",
+                    run_outcome, buf, pj->run_id);
+                o.exit_code = NSR_EXIT_FAILURE;
+        }
 
         /* Explanations. */
         int ws = lr.wait_status;
@@ -1534,8 +1557,11 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(&je, buf, sizeof(buf));
                 msg(&o, "nsrun: cannot build the report: %s", buf);
-        } else
-                (void) write_run_file(run_fd, "report.json", o.report_json);
+        } else if (nsr_durable_write(run_fd, "report.json", o.report_json, strlen(o.report_json), 0600, 0, &je) < 0) {
+                char buf[NSR_ERROR_MSG_MAX + 256];
+                nsr_error_format(&je, buf, sizeof(buf));
+                msg(&o, "nsrun: the run's report was not kept: %s", buf);
+        }
         for (size_t i = 0; i < pj->n; i++)
                 free(rc[i]);
         free(rc);

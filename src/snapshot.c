@@ -481,8 +481,8 @@ int nsr_snapshot_take(int project_fd, int dstdir, const char *dstname, const nsr
                 o = &defaults;
         _cleanup_(nsr_snapshot_freep) nsr_snapshot *s = nsr_malloc0(sizeof(*s));
         _cleanup_free_ walk *w = nsr_malloc0(sizeof(*w));
-        _cleanup_free_ char *list = w->list = nsr_malloc0(XATTR_LIST_BUF);
-        _cleanup_free_ char *value = w->value = nsr_malloc0(XATTR_VALUE_BUF);
+        _cleanup_free_ _unused_ char *list = w->list = nsr_malloc0(XATTR_LIST_BUF);
+        _cleanup_free_ _unused_ char *value = w->value = nsr_malloc0(XATTR_VALUE_BUF);
         w->s = s;
         w->o = o;
         w->limit = o->limit ? o->limit : NSR_SNAPSHOT_LIMIT_DEFAULT;
@@ -502,7 +502,7 @@ int nsr_snapshot_take(int project_fd, int dstdir, const char *dstname, const nsr
                 return fail(w, fd, "cannot open");
         unsigned depth = 0;
         int r = each_entry(fd, scan_entry, w, &depth);
-        _cleanup_free_ char *probe = w->probe;
+        _cleanup_free_ _unused_ char *probe = w->probe;
         if (r < 0)
                 return r;
         w->try_reflink = !(o->flags & NSR_SNAPSHOT_NO_REFLINK) && reflink_works(w, project_fd, dstdir);

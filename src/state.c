@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <signal.h>
 
+#include "durable.h"
 #include "state.h"
 #include "util.h"
 
@@ -254,12 +255,10 @@ int nsr_project_lock(int statefd, const char *abs_path, nsr_error *err) {
         if (mkdirat(statefd, dir, 0700) < 0 && errno != EEXIST)
                 return nsr_error_set(err, errno, "cannot create %s in the state dir", dir);
         _cleanup_free_ char *path = nsr_asprintf("%s/path", dir);
-        {
-                _cleanup_close_ int pf =
-                        openat(statefd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-                if (pf >= 0)
-                        (void) nsr_write_all(pf, abs_path, strlen(abs_path));
-        }
+        /* Only a note for whoever looks at the state dir by hand: the key
+         * is the path's hash, and the lock does not depend on it. */
+        nsr_error pe = { 0 };
+        (void) nsr_durable_write(statefd, path, abs_path, strlen(abs_path), 0600, 0, &pe);
         _cleanup_free_ char *lock = nsr_asprintf("%s/lock", dir);
         _cleanup_close_ int fd = openat(statefd, lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
@@ -363,13 +362,12 @@ int nsr_run_meta_write(int run_fd, const nsr_run_meta *m, nsr_error *err) {
                 free(buf);
                 return nsr_error_set(err, ENOMEM, "run meta");
         }
-        _cleanup_close_ int fd = openat(run_fd, "meta.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        int r = fd < 0 ? -errno : nsr_write_all(fd, buf, len);
+        /* No fsync: the journals carry what a recovery needs; a meta lost
+         * in a crash leaves the older state, which gc and undo handle. */
+        int r = nsr_durable_write(run_fd, "meta", buf, len, 0600, 0, err);
         free(buf);
-        if (r >= 0 && renameat(run_fd, "meta.tmp", run_fd, "meta") < 0)
-                r = -errno;
         if (r < 0)
-                return nsr_error_set(err, -r, "cannot write the run's meta file");
+                return nsr_error_prefix(err, "cannot write the run's meta file");
         return 0;
 }
 
@@ -405,6 +403,17 @@ int nsr_run_meta_read(int run_fd, nsr_run_meta *ret, nsr_error *err) {
                         long ns = 0;
                         if (sscanf(val, "%lld.%ld", &s, &ns) == 2)
                                 m.start = (struct timespec){ .tv_sec = s, .tv_nsec = ns };
+                } else if (streq(key, "owner")) {
+                        /* "owner PID START BOOT": without it every running
+                         * run would look orphaned, and gc would prune it. */
+                        int pid = 0;
+                        unsigned long long pstart = 0;
+                        char boot[sizeof(m.boot)] = "";
+                        if (sscanf(val, "%d %llu %39s", &pid, &pstart, boot) == 3 && pid > 0) {
+                                m.pid = pid;
+                                m.pid_start = pstart;
+                                snprintf(m.boot, sizeof(m.boot), "%s", streq(boot, "-") ? "" : boot);
+                        }
                 } else if (streq(key, "exit"))
                         m.exit_code = atoi(val);
                 else if (streq(key, "signal"))
@@ -498,6 +507,7 @@ typedef struct gc_run {
         uint64_t size;
         bool gone;
         bool busy;
+        bool newest; /* the newest run of one of its projects: always kept */
 } gc_run;
 
 static int remove_run(int statefd, gc_run *g, nsr_gc_stats *st, nsr_error *err) {
@@ -522,7 +532,11 @@ int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stat
         _cleanup_close_ int runs_fd = openat(statefd, "runs", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
-        time_t cutoff = now.tv_sec - (time_t) keep_days * 86400;
+        /* keep_days comes from the user: a count of days beyond the epoch
+         * must not overflow into a cutoff in the future, which would make
+         * every run old. Such a count keeps everything. */
+        bool by_age = keep_days >= 0 && now.tv_sec >= 0 && keep_days <= now.tv_sec / 86400;
+        time_t cutoff = by_age ? now.tv_sec - (time_t) keep_days * 86400 : 0;
         for (size_t i = 0; i < n; i++) {
                 runs[i].id = ids[i];
                 nsr_error e = { 0 };
@@ -544,9 +558,21 @@ int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stat
                     !nsr_run_journals_settled(fd))
                         runs[i].busy = true;
         }
-        for (size_t i = 0; i < n && r >= 0; i++) {
+        /* The ids sort newest first: a run is the newest of a project when
+         * no run before it names that project. */
+        for (size_t i = 0; i < n; i++) {
+                if (runs[i].gone)
+                        continue;
+                for (size_t p = 0; runs[i].meta.projects && runs[i].meta.projects[p] && !runs[i].newest; p++) {
+                        bool newer = false;
+                        for (size_t k = 0; k < i && !newer; k++)
+                                newer = !runs[k].gone && nsr_strv_contains(runs[k].meta.projects, runs[i].meta.projects[p]);
+                        runs[i].newest = !newer;
+                }
+        }
+        for (size_t i = 0; i < n && r >= 0 && by_age; i++) {
                 gc_run *g = &runs[i];
-                if (g->gone || g->busy)
+                if (g->gone || g->busy || g->newest)
                         continue;
                 if (g->meta.start.tv_sec <= cutoff)
                         r = remove_run(statefd, g, &st, err);

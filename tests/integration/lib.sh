@@ -59,3 +59,15 @@ scratch() {
 
 # An empty root with only /usr from the host (Debian 12 is merged-/usr).
 MINROOT="--tmpfs / --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/sbin /sbin --symlink usr/lib /lib --symlink usr/lib64 /lib64"
+
+# wait_until SECONDS COMMAND...: polls COMMAND every 10 ms until it
+# succeeds (status 0) or SECONDS pass (status 1). Races wait for the event
+# itself, never for a fixed time.
+wait_until() {
+	_wu_deadline=$(( $(date +%s) + $1 )); shift
+	while ! "$@"; do
+		[ "$(date +%s)" -ge "$_wu_deadline" ] && return 1
+		sleep 0.01
+	done
+	return 0
+}

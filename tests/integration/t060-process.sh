@@ -55,14 +55,18 @@ for mode in "--unshare-pid" ""; do
 	is "$st:$(cat "$d/trap" 2>/dev/null)" "3:got-term" "SIGTERM to nsrun reaches the command (${mode:-no pid namespace})"
 done
 # --die-with-parent: killing the caller kills the sandbox.
-rm -f "$d/alive"
-sh -c "\"$NSRUN\" $BASE --bind \"$d\" \"$d\" --unshare-pid --die-with-parent -- sh -c 'echo \$\$ > $d/started; sleep 5; echo survived > $d/alive' & echo \$! > $d/nsrun.pid; wait" &
+# The sandbox sleeps 30 s (a token nothing else runs): it is seen
+# running, nsrun is killed, and the sleep must then go well before its end.
+# (Checking for a file it would write after the sleep proved nothing: it
+# could not exist yet at any time the test looked.)
+tok=30.$$
+sh -c "\"$NSRUN\" $BASE --unshare-pid --die-with-parent -- sleep $tok & echo \$! > $d/nsrun.pid; wait" &
 parent=$!
-for _ in $(seq 50); do [ -s "$d/started" ] && break; sleep 0.1; done
+sleeping() { pgrep -f "^sleep $tok\$" >/dev/null; }
+check "--die-with-parent: the sandbox runs" wait_until 30 sleeping
 kill -KILL "$(cat "$d/nsrun.pid")" 2>/dev/null
-sleep 1
-check "--die-with-parent: the sandbox dies with nsrun" test ! -e "$d/alive"
-pgrep -f "$d/alive" >/dev/null && not_ok "no sandbox process is left" || ok "no sandbox process is left"
+check "--die-with-parent: the sandbox dies with nsrun" wait_until 10 eval '! sleeping'
+pkill -KILL -f "^sleep $tok\$" 2>/dev/null
 wait $parent 2>/dev/null
 
 # --new-session: no controlling terminal, so TIOCSTI cannot inject.

@@ -50,12 +50,17 @@ fi
 rm -f "$d/ran"
 run "$NSRUN" $BASE --bind "$d" "$d" --info-fd 99 -- touch "$d/ran"
 like "$rc:$err" "^1:nsrun: Write to info_fd: Bad file descriptor" "a bad --info-fd fails"
-sleep 0.2
+# A control launch that runs: had the failed one started its command,
+# that would have run by the time the control's has.
+"$NSRUN" $BASE --bind "$d" "$d" -- touch "$d/control"
+wait_until 10 test -e "$d/control"
 [ ! -e "$d/ran" ] && ok "and the command never ran" || not_ok "and the command never ran"
 rm -f "$d/ran"
 run "$NSRUN" $BASE --bind "$d" "$d" --unshare-pid --json-status-fd 99 -- touch "$d/ran"
 like "$rc:$err" "^1:nsrun: Write to info_fd: Bad file descriptor" "a bad --json-status-fd fails (bwrap's message)"
-sleep 0.2
+rm -f "$d/control"
+"$NSRUN" $BASE --bind "$d" "$d" --unshare-pid -- touch "$d/control"
+wait_until 10 test -e "$d/control"
 [ ! -e "$d/ran" ] && ok "and the command never ran, pid 1 or not" || not_ok "and the command never ran, pid 1 or not"
 unset NSRUN_TEST_MONITOR_DELAY_MS
 
@@ -64,7 +69,11 @@ rm -f "$d/ran"
 mkfifo "$d/fifo"
 "$NSRUN" $BASE --bind "$d" "$d" --block-fd 3 -- touch "$d/ran" 3<>"$d/fifo" &
 w=$!
-sleep 0.5
+# A whole launch started after it has run its command: the blocked one
+# would have too.
+rm -f "$d/control"
+"$NSRUN" $BASE --bind "$d" "$d" -- touch "$d/control"
+check "--block-fd: a launch started later has run" test -e "$d/control"
 check "--block-fd: nothing runs before data arrives" test ! -e "$d/ran"
 echo go > "$d/fifo"
 wait $w
@@ -93,11 +102,8 @@ run "$NSRUN" $BASE --unshare-user --userns-block-fd 4 -- true
 is "$rc:$err" "1:nsrun: --userns-block-fd requires --info-fd" "--userns-block-fd needs --info-fd"
 
 # --sync-fd: held open by pid 1 while the sandbox lives.
-"$NSRUN" $BASE --sync-fd 3 -- sleep 0.5 3>"$d/fifo2" &
-w=$!
-sleep 0.1
-wait $w
-ok "--sync-fd runs"
+"$NSRUN" $BASE --sync-fd 3 -- true 3>"$d/fifo2"
+is "$?" 0 "--sync-fd runs"
 python3 - "$NSRUN" <<'PY' > "$d/sync.out"
 import os, subprocess, sys, time
 r, w = os.pipe()

@@ -14,9 +14,16 @@ runs_of() { ls "$S/runs" 2>/dev/null | wc -l; }
 
 # --- four concurrent runs on one project apply one after another ----------
 P=$d/conc; mkdir -p "$P"; echo base > "$P/shared"
+# A barrier in a --rw dir (outside the transactions): every run has
+# started before any writes the shared file, so all four overlap whatever
+# the machine's load.
+SY=$d/sync-c; mkdir -p "$SY"
 for i in 1 2 3 4; do
-	"$NSRUN" -p "$P" $NS --report "$d/c$i.json" -- sh -c "echo $i > own$i; sleep 0.3; echo run$i > shared" 2>"$d/c$i.err" &
+	"$NSRUN" -p "$P" $NS --rw "$SY" --report "$d/c$i.json" -- sh -c "echo $i > own$i; echo > '$SY/started$i'; while [ ! -e '$SY/go' ]; do sleep 0.01; done; echo run$i > shared" 2>"$d/c$i.err" &
 done
+all_started() { for i in 1 2 3 4; do [ -e "$SY/started$i" ] || return 1; done; }
+wait_until 60 all_started || diag "not every run started"
+touch "$SY/go"
 wait
 all=1; for i in 1 2 3 4; do [ "$(cat "$P/own$i" 2>/dev/null)" = "$i" ] || all=0; done
 is "$all" 1 "four concurrent runs each applied their own file"
@@ -35,10 +42,14 @@ like "$(cat "$d"/c*.err)" "conflict: shared changed" "stderr says there was a co
 # --- a host edit during the run ------------------------------------------
 P=$d/host; mkdir -p "$P"; echo original > "$P/f"; echo other > "$P/g"
 sleep 0.1 # a file changed in the same clock tick as the run's start counts as changed during it
-"$NSRUN" -p "$P" $NS --report "$d/h.json" -- sh -c 'sleep 1; echo sandbox > f; echo sandbox > g; echo new > n; exit 4' 2>"$d/h.err" &
+# The command says when it runs (through a --rw dir, outside the
+# transaction) and waits for the host's edit: no race, no fixed sleep.
+SY=$d/sync-h; mkdir -p "$SY"
+"$NSRUN" -p "$P" $NS --rw "$SY" --report "$d/h.json" -- sh -c "echo > '$SY/ready'; while [ ! -e '$SY/go' ]; do sleep 0.01; done; echo sandbox > f; echo sandbox > g; echo new > n; exit 4" 2>"$d/h.err" &
 w=$!
-sleep 0.4
+wait_until 30 test -e "$SY/ready" || diag "the command did not start"
 echo host > "$P/f"
+touch "$SY/go"
 wait $w
 st=$?
 is "$st" 4 "a conflict does not change the exit status"
@@ -124,11 +135,13 @@ P=$d/k1; mkdir -p "$P"; echo old > "$P/f"
 tok=30.$$ # a sleep nothing else on the machine runs
 "$NSRUN" -p "$P" $NS -- sh -c "echo new > f; sleep $tok" &
 w=$!
-sleep 1
+sleeping() { pgrep -f "^sleep $tok\$" >/dev/null; }
+check "the command runs" wait_until 30 sleeping
 kill -KILL $w; wait $w 2>/dev/null
-sleep 0.5
 is "$(cat "$P/f")" "old" "kill -9 during the run applies nothing"
-pgrep -f "sleep $tok" >/dev/null && not_ok "the sandbox dies with nsrun" || ok "the sandbox dies with nsrun"
+# It was running (above): now it must go, well before its 30 s are over.
+check "the sandbox dies with nsrun" wait_until 10 eval '! sleeping'
+pkill -KILL -f "^sleep $tok\$" 2>/dev/null
 run "$NSRUN" -p "$P" $NS -- true
 is "$rc" 0 "the next run on that project works"
 
@@ -193,9 +206,10 @@ like "$(cat "$d/nospc.err" 2>/dev/null)" "rolled back" "... and stderr says it w
 
 # --- interruption: SIGTERM to nsrun reaches the command; the run is kept ----
 P=$d/intr; mkdir -p "$P"
-"$NSRUN" -p "$P" $NS --report "$d/i.json" -- sh -c 'trap "echo caught > t; exit 9" TERM; echo x > before; while :; do sleep 0.1; done' 2>"$d/i.err" &
+SY=$d/sync-i; mkdir -p "$SY"
+"$NSRUN" -p "$P" $NS --rw "$SY" --report "$d/i.json" -- sh -c "trap 'echo caught > t; exit 9' TERM; echo x > before; echo > '$SY/ready'; while :; do sleep 0.1; done" 2>"$d/i.err" &
 w=$!
-sleep 1
+wait_until 30 test -e "$SY/ready" || diag "the command did not start"
 kill -TERM $w
 wait $w
 st=$?
@@ -227,9 +241,21 @@ is "$(grep -c '^create build/m ' "$d/ev.txt")" "1" "--events-fd: repeated events
 run "$NSRUN" history $NS --json
 is "$rc" 0 "history --json"
 is "$(printf "%s" "$out" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(all(set(x) >= {"run_id","started_at","command","exit_code","outcome","projects"} for x in r))')" "True" "history --json objects carry id, time, command, status, outcome, projects"
-n=$(runs_of)
+# The newest run of each project, by the meta files: what gc always keeps.
+newest_per_project() {
+	python3 - "$S/runs" <<'PY'
+import os, sys
+newest = {}
+for run in sorted(os.listdir(sys.argv[1])):
+    for line in open(os.path.join(sys.argv[1], run, "meta")):
+        if line.startswith("project "):
+            newest[line.split()[1]] = run
+print(" ".join(sorted(set(newest.values()))))
+PY
+}
+keep=$(newest_per_project)
 run "$NSRUN" gc $NS --keep-days 0
 is "$rc" 0 "nsrun gc"
-is "$(runs_of)" "0" "gc --keep-days 0 prunes every finished run"
+is "$(ls "$S/runs" | LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')" "$keep" "gc --keep-days 0 prunes every finished run but the newest of each project"
 rm -rf "$d"
 done_testing

@@ -40,16 +40,22 @@ n=$($NSRUN $SBX --seccomp-policy "$d/a.policy" --add-seccomp-fd 3 -- cat /proc/1
 is "$n" $((base + 2)) "with a caller's program, pid 1 loads every filter (bwrap's way)"
 # The reaper still does its job under its filter: it reaps an orphan,
 # forwards a signal and reports the command's status.
-$NSRUN $SBX --seccomp-policy default -- sh -c 'trap "exit 7" TERM; (sleep 0.1 &); i=0; while [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done' &
+$NSRUN $SBX --bind "$d" "$d" --seccomp-policy default -- sh -c "trap 'exit 7' TERM; (sleep 0.1 &); echo > '$d/ready'; i=0; while [ \$i -lt 50 ]; do sleep 0.1; i=\$((i+1)); done" &
 pid=$!
-sleep 0.5
+wait_until 30 test -e "$d/ready" || diag "the command did not start"
 kill -TERM $pid
 wait $pid
 is "$?" 7 "the confined pid 1 forwards SIGTERM and reports the command's status"
-run $NSRUN $SBX --seccomp-policy default -- sh -c 'sleep 0.317 & exit 3'
+# The orphan outlives the command by 2 s: pid 1 (its host pid from
+# --info-fd) must still be there to reap it when nsrun returns, and be gone
+# once it has. (The former check looked for the orphan by its command line
+# after it had ended, which a zombie does not have: it could not fail.)
+run $NSRUN $SBX --info-fd 3 --seccomp-policy default -- sh -c 'sleep 2 & exit 3' 3>"$d/info"
 is "$rc" 3 "the command's status comes back as soon as it exits"
-sleep 0.8
-is "$(pgrep -u "$(id -u)" -f 'sleep 0.317 [&] exit' | wc -l)" 0 "and pid 1 reaps the orphan it left, then exits"
+pid1=$(sed -n 's/.*"child-pid": *\([0-9]*\).*/\1/p' "$d/info")
+live() { [ -n "$pid1" ] && [ -e "/proc/$pid1" ] && ! grep -q '^[^)]*) Z' "/proc/$pid1/stat" 2>/dev/null; }
+check "pid 1 stays for the orphan the command left" live
+check "and exits once it has reaped it" wait_until 20 eval '! live'
 
 rm -rf "$d"
 seccomp_done_testing

@@ -1724,7 +1724,7 @@ START_TEST(test_validate_userns_block_fd) {
                 V_ERR(c, "--userns-block-fd requires --unshare-user", "--unshare-all", "--userns-block-fd", "3",
                       "--info-fd", "4", "true");
                 V_ERR(c, "--userns-block-fd requires --info-fd", "--unshare-user", "--userns-block-fd", "3", "true");
-                _cleanup_plan_ nsr_plan *p = V_OK(c, "--unshare-user", "--userns-block-fd", "3", "--info-fd",
+                _cleanup_plan_ _unused_ nsr_plan *p = V_OK(c, "--unshare-user", "--userns-block-fd", "3", "--info-fd",
                         "4", "true");
                 /* even without a command */
                 V_ERR(c, "--userns-block-fd requires --unshare-user", "--userns-block-fd", "3");
@@ -1850,7 +1850,7 @@ START_TEST(test_validate_ids) {
         V_ERR(&ROOT, "Specifying --gid requires --unshare-user or --userns", "--gid", "5", "true");
         V_ERR(&ROOT_OLD, "Specifying --uid requires --unshare-user or --userns", "--unshare-user-try", "--uid", "5",
               "true");
-        _cleanup_plan_ nsr_plan *a = V_OK(&ROOT, "--uid", "0", "--gid", "0", "true");
+        _cleanup_plan_ _unused_ nsr_plan *a = V_OK(&ROOT, "--uid", "0", "--gid", "0", "true");
         _cleanup_plan_ nsr_plan *b = V_OK(&ROOT, "--unshare-user", "--uid", "5", "--gid", "6", "true");
         ck_assert_uint_eq(b->uid, 5);
         ck_assert_uint_eq(b->gid, 6);
@@ -1860,7 +1860,7 @@ START_TEST(test_validate_ids) {
         _cleanup_plan_ nsr_plan *d = V_OK(&USER, "--uid", "0", "--gid", "0", "true");
         ck_assert_uint_eq(d->uid, 0);
         ck_assert_uint_eq(d->gid, 0);
-        _cleanup_plan_ nsr_plan *e = V_OK(&USER_OLD, "--uid", "5", "true");
+        _cleanup_plan_ _unused_ nsr_plan *e = V_OK(&USER_OLD, "--uid", "5", "true");
         /* defaults: the caller's ids */
         _cleanup_plan_ nsr_plan *f = V_OK(&USER, "true");
         ck_assert_uint_eq(f->uid, 1000);
@@ -1870,7 +1870,7 @@ START_TEST(test_validate_ids) {
         ck_assert_uint_eq(g->uid, 7);
         ck_assert_uint_eq(g->gid, 1000);
         /* the checks only run with a command */
-        _cleanup_plan_ nsr_plan *h = V_OK(&ROOT, "--uid", "5");
+        _cleanup_plan_ _unused_ nsr_plan *h = V_OK(&ROOT, "--uid", "5");
 }
 END_TEST
 
@@ -1878,13 +1878,13 @@ START_TEST(test_validate_hostname_pid1) {
         for (size_t i = 0; i < ELEMENTSOF(everyone); i++) {
                 const nsr_caller *c = everyone[i];
                 V_ERR(c, "Specifying --hostname requires --unshare-uts", "--hostname", "h", "true");
-                _cleanup_plan_ nsr_plan *a = V_OK(c, "--unshare-uts", "--hostname", "h", "true");
-                _cleanup_plan_ nsr_plan *b = V_OK(c, "--hostname", "h", "--unshare-all", "true");
+                _cleanup_plan_ _unused_ nsr_plan *a = V_OK(c, "--unshare-uts", "--hostname", "h", "true");
+                _cleanup_plan_ _unused_ nsr_plan *b = V_OK(c, "--hostname", "h", "--unshare-all", "true");
                 V_ERR(c, "Specifying --as-pid-1 requires --unshare-pid", "--as-pid-1", "true");
                 V_ERR(c, "Specifying --as-pid-1 and --lock-file is not permitted", "--unshare-pid", "--as-pid-1",
                       "--lock-file", "/x", "true");
-                _cleanup_plan_ nsr_plan *d = V_OK(c, "--unshare-pid", "--as-pid-1", "true");
-                _cleanup_plan_ nsr_plan *e = V_OK(c, "--unshare-pid", "--lock-file", "/x", "true");
+                _cleanup_plan_ _unused_ nsr_plan *d = V_OK(c, "--unshare-pid", "--as-pid-1", "true");
+                _cleanup_plan_ _unused_ nsr_plan *e = V_OK(c, "--unshare-pid", "--lock-file", "/x", "true");
                 /* without a command, bwrap prints usage before these checks */
                 _cleanup_plan_ nsr_plan *f = V_OK(c, "--hostname", "h", "--as-pid-1");
                 ck_assert(!f->resolved);

@@ -512,7 +512,7 @@ static void scenario_changes(fixture *f) {
 
 static const char *const scenario_paths[] = {
         "mod.txt", "new.txt", "del.txt", "deldir", "deldir/a/b.txt", "newdir", "newdir/two/three", "t2f",
-        "t2f/inside", "d2l", "d2l/x", "lnk", "meta", "sub/" ODD, "untouched",
+        "t2f/inside", "d2l", "d2l/x", "lnk", "meta", ("sub/" ODD), "untouched",
 };
 
 static void assert_scenario_applied(fixture *f) {
@@ -1553,6 +1553,7 @@ START_TEST(test_undo_and_redo) {
         nsr_commit_result res = { 0 };
         fx_apply_ok(&f, &res);
         _cleanup_free_ char *applied = snapshot(f.project_fd);
+        ck_assert_str_ne(applied, before); /* so the undo below has something to undo */
         int u1 = fx_new_run(&f, NULL);
         nsr_undo_result ur = { 0 };
         nsr_error err = { 0 };
@@ -1664,6 +1665,7 @@ START_TEST(test_undo_rollback_and_retry) {
         nsr_commit_result res = { 0 };
         fx_apply_ok(&f, &res);
         _cleanup_free_ char *applied = snapshot(f.project_fd);
+        ck_assert_str_ne(applied, before); /* so the undo below has something to undo */
         int u1 = fx_new_run(&f, NULL);
         nsr_undo_result ur = { 0 };
         nsr_error err = { 0 };
@@ -1764,6 +1766,7 @@ static void exdev_apply_undo(const char *mnt) {
         assert_content(b, "mod.txt", "old mod\n");
         close(b);
         _cleanup_free_ char *applied = snapshot(f.project_fd);
+        ck_assert_str_ne(applied, before); /* so the undo below has something to undo */
         int u1 = fx_new_run(&f, NULL);
         nsr_undo_result ur = { 0 };
         nsr_error err = { 0 };
@@ -1883,13 +1886,11 @@ START_TEST(test_20k_files) {
 }
 END_TEST
 
-/* Timing only (printed, not asserted): 10k files in one new dir, against
- * 10k modified files spread over 100 dirs. */
+/* 10k files in one new dir, against 10k modified files spread over 100
+ * dirs. What is asserted is the work, which a regression changes and a
+ * loaded machine does not: a new dir is one rename whatever it holds, a
+ * modified file one step. The times are printed for the record only. */
 START_TEST(test_timing_10k) {
-        if (!getenv("NSRUN_TEST_TIMING")) {
-                fprintf(stderr, "check-commit: SKIP the 10k timing comparison (set NSRUN_TEST_TIMING=1)\n");
-                return;
-        }
         fixture f;
         fx_init(&f);
         bool ok = true;
@@ -1922,6 +1923,8 @@ START_TEST(test_timing_10k) {
         double t1 = now_s();
         fprintf(stderr, "check-commit: 10k created files in one dir: %.3f s (%zu renames)\n", t1 - t0,
                 res.stats.renames);
+        ck_assert_uint_eq(res.stats.renames, 1);
+        assert_content(f.project_fd, "new/f09999", "x\n");
         nsr_commit_result_done(&res);
 
         int run2 = fx_new_run(&f, NULL);
