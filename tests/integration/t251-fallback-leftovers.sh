@@ -25,9 +25,14 @@ tag=t251-$$-$(date +%s%N)
 # zombie (a zombie main thread may have live siblings).
 # The environment is read through each thread, as a zombie main thread
 # has none.
+# nsrun's own background work (the removal of the snapshot's remainder,
+# gc) is detached on purpose and carries the mark too: it is nsrun's
+# binary, never the command's, so it is not a survivor.
+nsrun_exe=$(readlink -f "$NSRUN")
 survivors() {
 	for p in /proc/[0-9]*; do
 		pid=${p#/proc/}
+		[ "$(readlink "$p/exe" 2>/dev/null)" = "$nsrun_exe" ] && continue
 		for t in "$p"/task/*; do
 			st=$(sed 's/.*) \(.\).*/\1/' "$t/stat" 2>/dev/null)
 			[ -n "$st" ] && [ "$st" != Z ] || continue
