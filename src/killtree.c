@@ -73,9 +73,11 @@ static proc_ent *find(proc_ent *v, size_t n, pid_t pid) {
         return bsearch(&key, v, n, sizeof(proc_ent), ent_cmp);
 }
 
-/* Every process in /proc, sorted by pid. */
+/* Every process in /proc, sorted by pid. A new open of /proc each time,
+ * not a dup of procfd: a dup shares the directory offset, so every scan
+ * after the first would start at the end and find no process at all. */
 static proc_ent *scan(int procfd, size_t *ret_n) {
-        int dfd = fcntl(procfd, F_DUPFD_CLOEXEC, 3);
+        int dfd = openat(procfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
         if (!d) {
                 if (dfd >= 0)

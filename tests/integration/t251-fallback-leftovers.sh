@@ -57,13 +57,20 @@ cat > "$P/linger.sh" <<'EOF'
 while [ ! -e w/go ]; do sleep 0.1; done
 echo evil > .git/hooks/post-merge; echo late > "w/late.$1"
 EOF
+# Starts long-lived children without pause: some start after nsrun's
+# first look at the tree, and only a later look finds them.
+cat > "$P/spawner.sh" <<'EOF'
+while :; do sleep 30 & sleep 0.01; done
+EOF
 cat > "$P/forker.py" <<'EOF'
 import os, time
 n = 0
 while True:
     p = os.fork()
     if p == 0:
-        if n < 200 and os.fork() == 0:
+        # The first 200, then every 5th: these linger, so one forked
+        # after nsrun's first look is found only by a later one.
+        if (n < 200 or n % 5 == 0) and os.fork() == 0:
             os.setsid()
             while not os.path.exists("w/go"):
                 time.sleep(0.2)
@@ -78,6 +85,7 @@ cmd='sh ./chain.sh 100 &
 setsid sh ./linger.sh setsid &
 (sh ./linger.sh double &) &
 python3 forker.py &
+sh ./spawner.sh &
 i=0
 while [ $i -lt 600 ]; do
 	[ -e w/ready.chain ] && [ -e w/ready.setsid ] && [ -e w/ready.double ] && [ -e w/ready.fork ] && break
@@ -98,7 +106,7 @@ like "$err" "best-effort sandbox: landlock, seccomp" "... confined by Landlock a
 is "$out" "ready.chain
 ready.double
 ready.fork
-ready.setsid" "the chain of 100 shells, setsid, the double fork and the fork loop were all running when it exited"
+ready.setsid" "the chain of 100 shells, setsid, the double fork, the fork loop and the spawner were all running when it exited"
 is "$left" "" "no process the command started outlives nsrun"
 if [ -n "$left" ]; then
 	diag "$(echo "$left" | wc -l) survivors, e.g.: $(ps -o pid=,ppid=,args= -p "$(echo "$left" | head -3 | tr '\n' ',' | sed 's/,$//')")"
