@@ -34,6 +34,7 @@
 #include "netns.h"
 #include "reaper.h"
 #include "relay.h"
+#include "session.h"
 #include "syscalls.h"
 
 extern char **environ;
@@ -326,6 +327,62 @@ static int recv_pid(int sock, pid_t *ret) {
         return -ENODATA;
 }
 
+/* The command's own confinement, the last steps before its exec: the
+ * bounding set, the capabilities it keeps, no_new_privs, the Landlock
+ * scopes, the caller's rlimit back, no inherited fd, the seccomp filters
+ * and the signal mask. A one-shot run takes them once; a session's agent
+ * takes them in each command it forks (session.h), so both are confined
+ * by this one function. */
+static int confine_command(launch *l, uint64_t bound, nsr_error *e) {
+        const nsr_plan *p = l->plan;
+        if (l->caps_bounding && (bound & ~l->caps_keep) && nsr_caps_bound(l->caps_keep, e) < 0)
+                return -EPERM;
+        if (l->caps_bounding && nsr_caps_bound_verify(l->caps_keep, e) < 0)
+                return -EPERM;
+        if (l->caps_touch && nsr_caps_set(l->caps_keep, e) < 0)
+                return -EPERM;
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return nsr_error_set(e, errno, "prctl(PR_SET_NO_NEW_PRIVS) failed");
+        if (l->landlock_scope && nsr_landlock_scope(e) < 0)
+                return -EPERM;
+        if (l->raised_nofile)
+                (void) setrlimit(RLIMIT_NOFILE, &l->old_nofile);
+        /* An fd the caller leaked would reach past the sandbox: a dir fd
+         * escapes the read-only root, a file fd can be reopened writable
+         * through /proc/self/fd. */
+        if (p->close_inherited_fds && nsr_fds_cloexec_above_stdio(p->sync_fd) < 0)
+                return nsr_error_set(e, errno, "cannot close the inherited file descriptors");
+        if (load_seccomp(l, e) < 0)
+                return -EPERM;
+        signal(SIGCHLD, SIG_DFL);
+        sigprocmask(SIG_SETMASK, &l->old_mask, NULL);
+        return 0;
+}
+
+typedef struct agent_ctx {
+        launch *l;
+        uint64_t bound;
+} agent_ctx;
+
+static int agent_confine(void *data, nsr_error *e) {
+        agent_ctx *c = data;
+        return confine_command(c->l, c->bound, e);
+}
+
+/* A session: the process that would run the command becomes the agent,
+ * which forks each command on the monitor's request (session.h). */
+_noreturn_ static void run_agent(launch *l, uint64_t bound) {
+        agent_ctx c = { .l = l, .bound = bound };
+        nsr_session_agent ag = {
+                .sock = l->extra->session->agent_fd,
+                .setup_fd = l->err_pipe[1],
+                .env = l->env,
+                .confine = agent_confine,
+                .data = &c,
+        };
+        nsr_session_agent_run(&ag);
+}
+
 _noreturn_ static void child_main(launch *l) {
         const nsr_plan *p = l->plan;
         nsr_error e = { 0 };
@@ -335,6 +392,8 @@ _noreturn_ static void child_main(launch *l) {
         l->status_pipe[0] = safe_close(l->status_pipe[0]);
         l->go_pipe[1] = safe_close(l->go_pipe[1]);
         l->pid_pipe[0] = safe_close(l->pid_pipe[0]);
+        if (l->extra && l->extra->session)
+                close(l->extra->session->monitor_fd);
         if (p->info_fd >= 0)
                 close(p->info_fd);
         if (p->json_status_fd >= 0)
@@ -497,6 +556,13 @@ _noreturn_ static void child_main(launch *l) {
                                 child_fail(l, &e);
                         }
                         l->err_pipe[1] = safe_close(l->err_pipe[1]);
+                        /* The agent's end is the agent's alone: its death
+                         * must reach the monitor as a hangup. */
+                        if (l->extra && l->extra->session) {
+                                close(l->extra->session->agent_fd);
+                                for (size_t i = 0; i < ELEMENTSOF(l->extra->session->sandbox_close); i++)
+                                        safe_close(l->extra->session->sandbox_close[i]);
+                        }
                         if (nsr_write_all(ready[1], "x", 1) < 0) {
                                 (void) kill(cmd, SIGKILL);
                                 _exit(1);
@@ -523,27 +589,10 @@ _noreturn_ static void child_main(launch *l) {
                         _exit(1); /* the monitor failed and says why */
         }
         l->go_pipe[0] = safe_close(l->go_pipe[0]);
-        if (l->caps_bounding && (bound & ~l->caps_keep) && nsr_caps_bound(l->caps_keep, &e) < 0)
+        if (l->extra && l->extra->session)
+                run_agent(l, bound);
+        if (confine_command(l, bound, &e) < 0)
                 child_fail(l, &e);
-        if (l->caps_bounding && nsr_caps_bound_verify(l->caps_keep, &e) < 0)
-                child_fail(l, &e);
-        if (l->caps_touch && nsr_caps_set(l->caps_keep, &e) < 0)
-                child_fail(l, &e);
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                child_fail(l, (nsr_error_set(&e, errno, "prctl(PR_SET_NO_NEW_PRIVS) failed"), &e));
-        if (l->landlock_scope && nsr_landlock_scope(&e) < 0)
-                child_fail(l, &e);
-        if (l->raised_nofile)
-                (void) setrlimit(RLIMIT_NOFILE, &l->old_nofile);
-        /* An fd the caller leaked would reach past the sandbox: a dir fd
-         * escapes the read-only root, a file fd can be reopened writable
-         * through /proc/self/fd. */
-        if (p->close_inherited_fds && nsr_fds_cloexec_above_stdio(p->sync_fd) < 0)
-                child_fail(l, (nsr_error_set(&e, errno, "cannot close the inherited file descriptors"), &e));
-        if (load_seccomp(l, &e) < 0)
-                child_fail(l, &e);
-        signal(SIGCHLD, SIG_DFL);
-        sigprocmask(SIG_SETMASK, &l->old_mask, NULL);
 
         exec_command(l);
         e = (nsr_error){ .kind = NSR_ERR_EXEC };
@@ -641,19 +690,23 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
         int status = 0;
 
         for (;;) {
-                struct pollfd fds[4] = {
+                const nsr_launch_session *ses = l->extra ? l->extra->session : NULL;
+                struct pollfd fds[5] = {
                         { .fd = sfd, .events = POLLIN },
                         { .fd = err_eof ? -1 : l->err_pipe[0], .events = POLLIN },
                         { .fd = have_status ? -1 : l->status_pipe[0], .events = POLLIN },
                         { .fd = l->relay ? nsr_relay_fd(l->relay) : -1, .events = POLLIN },
+                        { .fd = ses ? ses->poll_fd : -1, .events = POLLIN },
                 };
-                if (poll(fds, 4, -1) < 0) {
+                if (poll(fds, 5, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return nsr_error_set(err, errno, "poll");
                 }
                 if (fds[3].revents)
                         nsr_relay_dispatch(l->relay);
+                if (fds[4].revents)
+                        ses->dispatch(ses->data);
                 if (fds[1].revents) {
                         ssize_t n = read(l->err_pipe[0], (char *) &child_err + err_got, sizeof(child_err) - err_got);
                         if (n > 0)

@@ -26,6 +26,21 @@ typedef struct nsr_launch_result {
 } nsr_launch_result;
 
 /* Extra inputs the plan does not carry itself. */
+/* A session (session.h): the command is replaced by the session agent,
+ * which forks commands on request. agent_fd and monitor_fd are the two
+ * ends of a SOCK_SEQPACKET socketpair (the sandbox keeps agent_fd only);
+ * the monitor loop polls poll_fd and calls dispatch when it is readable. */
+typedef struct nsr_launch_session {
+        int agent_fd;
+        int monitor_fd;
+        int poll_fd;
+        /* The monitor's own fds that the sandbox's pid 1 must not keep
+         * (the agent closes every fd but its own). */
+        int sandbox_close[3];
+        void (*dispatch)(void *data);
+        void *data;
+} nsr_launch_session;
+
 typedef struct nsr_launch_extra {
         /* Seccomp BPF programs to load before the plan's own --seccomp and
          * --add-seccomp-fd programs (compiled --seccomp-policy files). */
@@ -35,6 +50,7 @@ typedef struct nsr_launch_extra {
          * sandbox and wait for it (project mode: nothing may write while
          * nsrun captures and applies). Needs a pid namespace. */
         bool kill_leftovers;
+        const nsr_launch_session *session; /* NULL: run the plan's command */
 } nsr_launch_extra;
 
 /* Runs the plan and waits for the command. Returns 0 when the command ran

@@ -72,6 +72,7 @@ static const struct {
         { "seccomp", nsr_cmd_seccomp }, { "diff", nsr_cmd_diff },       { "commit", nsr_cmd_commit },
         { "discard", nsr_cmd_discard }, { "undo", nsr_cmd_undo },       { "history", nsr_cmd_history },
         { "gc", nsr_cmd_gc },           { "doctor", nsr_cmd_doctor },   { "profile", nsr_cmd_profile },
+        { "session", nsr_cmd_session }, { "exec", nsr_cmd_exec },
 };
 
 static int write_report(const nsr_plan *plan, nsr_outfile *file, const char *json, nsr_error *err) {

@@ -69,6 +69,7 @@ struct nsr_project {
         char *skel;            /* --workspace-root: the mount-point layer (workspace.h) */
         void (*notify)(const char *line, void *userdata);
         void *notify_data;
+        const nsr_launch_session *session; /* a session's daemon (session.h) */
 };
 
 nsr_project *nsr_project_free(nsr_project *pj) {
@@ -113,6 +114,14 @@ static void note(nsr_project *pj, const char *fmt, ...) {
         va_end(ap);
         if (pj->notify)
                 pj->notify(s, pj->notify_data);
+}
+
+void nsr_project_set_session(nsr_project *pj, const nsr_launch_session *s) {
+        pj->session = s;
+}
+
+const char *nsr_project_run_id(const nsr_project *pj) {
+        return pj->run_id;
 }
 
 nsr_plan *nsr_project_plan(nsr_project *pj) {
@@ -714,9 +723,17 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, nsr_launch_resul
                 free(snaps);
                 free(ev);
         }
+        /* A session keeps one overlay mounted for many commands: the
+         * other sandboxes have none to keep. */
+        if (r >= 0 && pj->session && (a->conf != CONF_NAMESPACES || pj->live))
+                r = nsr_error_setx(err, EOPNOTSUPP,
+                                   "sessions need the namespace sandbox with an overlay; this host or these options "
+                                   "give %s", a->conf == CONF_NAMESPACES ? "live writes (no overlay)" : "no namespaces");
         if (r >= 0) {
                 if (a->conf == CONF_NAMESPACES) {
-                        nsr_launch_extra extra = { .bpf = bpf, .n_bpf = n_bpf, .kill_leftovers = true };
+                        nsr_launch_extra extra = {
+                                .bpf = bpf, .n_bpf = n_bpf, .kill_leftovers = true, .session = pj->session
+                        };
                         r = nsr_launch(p, &extra, lr, err);
                         a->landlock = lr->landlock;
                 } else {
