@@ -24,6 +24,7 @@
 #include "profileset.h"
 #include "project.h"
 #include "reaper.h"
+#include "sesscommit.h"
 #include "session.h"
 #include "state.h"
 #include "utf8.h"
@@ -57,6 +58,7 @@ static const char usage_session[] =
         "       nsrun session stop [--state-dir DIR] [--commit | --discard] ID\n"
         "       nsrun session list [--state-dir DIR] [--json]\n"
         "       nsrun session diff [--state-dir DIR] ID\n"
+        "       nsrun session commit [--state-dir DIR] ID\n"
         "       nsrun exec [--state-dir DIR] [--cwd DIR] [--env NAME=VALUE] [--unset-env NAME] ID -- COMMAND [ARGS]\n"
         "A session keeps one project sandbox up for many commands; see nsrun(1), SESSIONS.\n";
 
@@ -320,7 +322,66 @@ static int start(int argc, char **argv) {
         return 0;
 }
 
-/* ---- stop, list, diff ---------------------------------------------------------- */
+/* ---- commit, stop, list, diff -------------------------------------------------- */
+
+/* Prints what a session commit did; 0, or 1 when an apply failed. */
+static int session_commit(const char *state_dir, const char *id, bool *ret_conflict) {
+        nsr_error e = { 0 };
+        nsr_session_commit_result res = { 0 };
+        if (nsr_session_commit(state_dir, id, &res, &e) < 0) {
+                err_print(&e);
+                return 1;
+        }
+        for (size_t i = 0; res.lines && res.lines[i]; i++)
+                say("%s\n", res.lines[i]);
+        if (ret_conflict)
+                *ret_conflict = res.conflict;
+        int rc = res.failed ? 1 : 0;
+        nsr_session_commit_done(&res);
+        return rc;
+}
+
+static int commit_cmd(int argc, char **argv) {
+        _cleanup_(sargs_done) sargs a;
+        if (parse(argc, argv, "s", &a) < 0)
+                return 1;
+        if (a.help || !a.id) {
+                fputs(usage_session, a.help ? stdout : stderr);
+                return a.help ? 0 : 1;
+        }
+        _cleanup_free_ char *state_dir = state_dir_of(a.state_dir, false);
+        if (!state_dir)
+                return 1;
+        _cleanup_close_ int fd = connect_or_say(state_dir, a.id);
+        if (fd < 0)
+                return 1;
+        return session_commit(state_dir, a.id, NULL);
+}
+
+/* After the session's daemon finished its run as kept: the run's start
+ * becomes the session's last commit, so that "nsrun commit RUN" later
+ * judges conflicts from there, not from what earlier commits applied. */
+static void keep_with_base(const char *state_dir, const char *id, const char *final_state) {
+        _cleanup_close_ int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        nsr_error e = { 0 };
+        _cleanup_close_ int run_fd = statefd >= 0 ? nsr_run_open(statefd, id, &e) : -1;
+        _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
+        if (run_fd < 0 || nsr_run_meta_read(run_fd, &m, &e) < 0)
+                return;
+        struct timespec base;
+        if (nsr_session_base_read(run_fd, &base) >= 0)
+                m.start = base;
+        if (final_state) {
+                free(m.state);
+                m.state = nsr_strdup(final_state);
+                for (size_t i = 0; m.projects && m.projects[i]; i++) {
+                        char rel[32];
+                        snprintf(rel, sizeof(rel), "p%zu", i);
+                        (void) nsr_rm_rf_at(run_fd, rel, &e);
+                }
+        }
+        (void) nsr_run_meta_write(run_fd, &m, &e);
+}
 
 static int stop_cmd(int argc, char **argv) {
         _cleanup_(sargs_done) sargs a;
@@ -336,7 +397,10 @@ static int stop_cmd(int argc, char **argv) {
         _cleanup_close_ int fd = connect_or_say(state_dir, a.id);
         if (fd < 0)
                 return 1;
-        int how = a.commit ? NSR_SESSION_COMMIT : a.discard ? NSR_SESSION_DISCARD : NSR_SESSION_KEEP;
+        /* --commit stops first, keeping the run, and then commits it the
+         * way "session commit" does: nothing writes any more, and earlier
+         * commits set the conflict baseline. */
+        int how = a.discard ? NSR_SESSION_DISCARD : NSR_SESSION_KEEP;
         if (nsr_session_send(fd, NSR_SMSG_STOP, 0, how, 0, NULL, 0, NULL, 0) < 0) {
                 say("nsrun: session %s: cannot send the stop: %s\n", a.id, strerror(errno));
                 return 1;
@@ -354,9 +418,23 @@ static int stop_cmd(int argc, char **argv) {
                 }
                 if (h.type != NSR_SMSG_STOPPED)
                         continue;
-                say("%s", buf);
+                if (!a.commit)
+                        say("%s", buf);
                 say("nsrun: session %s stopped\n", a.id);
-                return h.value == NSR_EXIT_FAILURE ? 1 : 0;
+                if (h.value == NSR_EXIT_FAILURE)
+                        return 1;
+                if (a.discard)
+                        return 0;
+                if (!a.commit) {
+                        keep_with_base(state_dir, a.id, NULL);
+                        return 0;
+                }
+                bool conflict = false;
+                int rc = session_commit(state_dir, a.id, &conflict);
+                keep_with_base(state_dir, a.id, rc ? NULL : conflict ? "conflict" : "committed");
+                if (rc)
+                        say("nsrun: the session's changes stay as kept run %s\n", a.id);
+                return rc;
         }
 }
 
@@ -457,6 +535,8 @@ int nsr_cmd_session(int argc, char **argv) {
                 return list_cmd(argc - 1, argv + 1);
         if (streq(argv[1], "diff"))
                 return diff_cmd(argc - 1, argv + 1);
+        if (streq(argv[1], "commit"))
+                return commit_cmd(argc - 1, argv + 1);
         say("nsrun: session: unknown subcommand %s\n", argv[1]);
         fputs(usage_session, stderr);
         return 1;
