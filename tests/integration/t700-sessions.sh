@@ -1,0 +1,160 @@
+#!/bin/sh
+# Sessions: one sandbox, many commands. A background server outlives the
+# command that started it and is reached from the next one; changes
+# accumulate and are committed twice, with a host edit between (a
+# conflict); the view inside stays coherent; exit statuses, stdio, --cwd,
+# --env and signals pass through; the control socket is out of reach from
+# inside; stop leaves nothing running; kill -9 of the daemon leaves a kept
+# run.
+. "$NSR_TESTS/lib.sh"
+export NSRUN_DATADIR="$NSR_STAGE"
+d=$(scratch)
+P=$d/proj
+S=$d/state
+NS="--state-dir $S"
+mkdir -p "$P"
+echo one > "$P/a"; echo keep > "$P/k"; echo old > "$P/h"
+command -v python3 >/dev/null || skip_all "needs python3 for the background server"
+
+# poll SECONDS COMMAND...: until the command succeeds, or the deadline.
+poll() {
+	_end=$(($(date +%s) + $1)); shift
+	while ! "$@" 2>/dev/null; do
+		[ "$(date +%s)" -ge "$_end" ] && return 1
+		sleep 0.05
+	done
+}
+gone() { ! kill -0 "$1" 2>/dev/null; }
+
+run "$NSRUN" session start --project "$P" $NS --json
+is "$rc" 0 "session start succeeds"
+ID=$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' 2>/dev/null)
+DPID=$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])' 2>/dev/null)
+like "$ID" "^[0-9]{8}T[0-9.]+Z-[0-9a-f]+$" "--json: the session id"
+check "--json: the daemon's pid is alive" kill -0 "$DPID"
+[ -n "$ID" ] || { diag "$err"; done_testing; }
+ctl=$S/sessions/$ID/ctl
+check "the control socket is in the state dir" test -S "$ctl"
+is "$(stat -c %a "$S/sessions/$ID")" 700 "... in a 0700 dir"
+
+# ---- stdio, exit status, cwd, env ---------------------------------------------
+run "$NSRUN" exec $NS "$ID" -- sh -c 'echo out; echo err >&2; cat a; pwd; exit 3'
+is "$rc:$out" "3:out
+one
+$P" "exec: the command's stdout and exit status; it starts in the project"
+is "$err" "err" "exec: the command's stderr, and nothing else"
+run sh -c "echo piped | '$NSRUN' exec $NS '$ID' -- cat"
+is "$out" "piped" "exec: the caller's stdin"
+run "$NSRUN" exec $NS --cwd /tmp --env FOO=bar --unset-env HOME "$ID" -- sh -c 'echo "$FOO:$PWD:$(pwd):${HOME-unset}"'
+is "$out" "bar:/tmp:/tmp:unset" "--cwd, --env and --unset-env"
+run "$NSRUN" exec $NS "$ID" -- /no/such/command
+is "$rc" 127 "a missing command exits 127"
+like "$err" "No such file" "... and says why"
+run "$NSRUN" exec $NS "$ID" -- sh -c 'kill -TERM $$'
+is "$rc" 143 "a command killed by a signal: 128+N"
+run "$NSRUN" exec $NS "$ID" -- sh -c 'cat /proc/self/status | grep -E "^(CapEff|NoNewPrivs|Seccomp):" | tr -s "\t " " " | tr "\n" " "'
+is "$out" "CapEff: 0000000000000000 NoNewPrivs: 1 Seccomp: 2 " "the command is confined as a one-shot command (no caps, no_new_privs, seccomp)"
+run "$NSRUN" exec $NS "$ID" -- sh -c 'ps -o sid= -p $$; echo $$'
+set -- $out
+is "${1:-}" "${2:-x}" "each command leads a session of its own"
+
+# ---- signals from the caller reach the command --------------------------------
+"$NSRUN" exec $NS "$ID" -- sh -c 'trap "echo got-term; exit 7" TERM; echo ready; while :; do sleep 0.05; done' >"$d/sig.out" 2>&1 &
+cpid=$!
+poll 10 grep -q ready "$d/sig.out"
+kill -TERM "$cpid"
+wait "$cpid"; src=$?
+is "$src:$(grep -c -e ready -e got-term "$d/sig.out")" "7:2" "SIGTERM to exec reaches the command, whose status comes back"
+
+# ---- the state dir and the control socket are out of reach from inside -------
+run "$NSRUN" exec $NS "$ID" -- python3 -c '
+import socket, sys, os
+print(os.path.exists(sys.argv[1]), os.path.isdir(sys.argv[2]) and len(os.listdir(sys.argv[2])) > 0)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+try:
+    s.connect(sys.argv[1]); print("connected")
+except OSError as e:
+    print("refused")' "$ctl" "$S"
+is "$out" "False False
+refused" "inside, the state dir is hidden (empty at most) and the control socket absent"
+
+# ---- a background server, reached from the next command -----------------------
+run "$NSRUN" exec $NS "$ID" -- sh -c 'echo served > page; setsid nohup python3 -m http.server --bind 127.0.0.1 8000 >/dev/null 2>&1 < /dev/null & echo started'
+is "$rc:$out" "0:started" "exec starts a server in the background and returns"
+run "$NSRUN" exec $NS "$ID" -- python3 -c '
+import time, urllib.request
+end = time.time() + 20
+while True:
+    try:
+        print(urllib.request.urlopen("http://127.0.0.1:8000/page", timeout=2).read().decode().strip()); break
+    except OSError:
+        if time.time() > end: print("unreachable"); break
+        time.sleep(0.05)'
+is "$out" "served" "the next exec reaches the server on loopback"
+run "$NSRUN" session list $NS
+like "$out" "^$ID pid $DPID, 0 running, $P$" "session list shows it"
+run "$NSRUN" session list $NS --json
+like "$out" "\"id\":\"$ID\".*\"commands_running\":0" "session list --json"
+
+# ---- changes across commands; commit twice with a host edit between -----------
+"$NSRUN" exec $NS "$ID" -- sh -c 'echo two > a; echo new > b' >/dev/null
+"$NSRUN" exec $NS "$ID" -- sh -c 'rm k; mkdir d; echo f > d/f; echo sandbox > h' >/dev/null
+run "$NSRUN" session diff $NS "$ID"
+like "$out" "\+two" "session diff shows what accumulated"
+run "$NSRUN" session commit $NS "$ID"
+is "$rc" 0 "session commit succeeds"
+like "$err" "^nsrun: $P: [0-9]+ created, 2 modified, 1 deleted; committed \(run " "... and reports the changes"
+is "$(cat "$P/a"):$(cat "$P/b"):$(cat "$P/d/f"):$(cat "$P/h")" "two:new:f:sandbox" "the changes are in the project"
+check "the deletion too" test ! -e "$P/k"
+run "$NSRUN" exec $NS "$ID" -- sh -c 'cat a b h; ls k 2>&1 >/dev/null | wc -l'
+is "$out" "two
+new
+sandbox
+1" "inside, the view is unchanged by the commit"
+run "$NSRUN" session commit $NS "$ID"
+like "$err" "no changes; committed" "a second commit right away applies nothing"
+
+echo host > "$P/h"           # the sandbox wrote h before: a conflict next
+echo fresh > "$P/c"           # new on the host, untouched inside
+"$NSRUN" exec $NS "$ID" -- sh -c 'echo sandbox2 > h; echo three > a' >/dev/null
+run "$NSRUN" exec $NS "$ID" -- cat c
+is "$out" "fresh" "a host-side edit is visible inside"
+run "$NSRUN" session commit $NS "$ID"
+is "$rc" 0 "the second commit runs"
+like "$err" "conflict: h changed on the host" "... and reports the host edit as a conflict"
+is "$(cat "$P/h"):$(cat "$P/a")" "host:three" "the host's edit stays; the rest applies (only what changed since)"
+run "$NSRUN" exec $NS "$ID" -- cat a
+is "$out" "three" "inside, the view stays coherent after the second commit"
+
+# ---- stop: nothing is left running ----------------------------------------------
+run "$NSRUN" session stop $NS "$ID"
+is "$rc" 0 "session stop"
+like "$err" "session $ID stopped" "... says so"
+check "the daemon is gone" poll 10 gone "$DPID"
+left=$(ps -u "$(id -u)" -o args= | grep -c '[h]ttp.server')
+is "$left" 0 "the background server died with the session"
+check "the session dir is gone" test ! -e "$S/sessions/$ID"
+run "$NSRUN" diff $NS "$ID"
+like "$out" "kept" "the stopped session is a kept run"
+run "$NSRUN" exec $NS "$ID" -- true
+is "$rc" 125 "exec into a stopped session fails with 125"
+
+# ---- idle timeout ----------------------------------------------------------------------
+run "$NSRUN" session start --project "$P" $NS --idle-timeout 1s --json
+I2=$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])' 2>/dev/null)
+check "an idle session stops by itself" poll 20 gone "${I2:-0}"
+
+# ---- kill -9 of the daemon ------------------------------------------------------------
+run "$NSRUN" session start --project "$P" $NS --json
+K=$(printf '%s' "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["id"], d["pid"])' 2>/dev/null)
+set -- $K
+KID=${1:-none} KPID=${2:-0}
+"$NSRUN" exec $NS "$KID" -- sh -c 'echo killed > kfile; setsid nohup sleep 1000 >/dev/null 2>&1 < /dev/null &'
+kill -9 "$KPID"
+check "the daemon died" poll 10 gone "$KPID"
+check "its processes die with it" poll 10 sh -c "! ps -u $(id -u) -o args= | grep -q '^sleep 1000'"
+run "$NSRUN" session list $NS
+like "$err" "session $KID ended without a stop .* kept as run $KID" "the next nsrun call recovers it as a kept run"
+run "$NSRUN" commit $NS "$KID"
+is "$rc:$(cat "$P/kfile" 2>/dev/null)" "0:killed" "... which commits like any kept run"
+done_testing
