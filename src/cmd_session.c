@@ -545,6 +545,17 @@ int nsr_cmd_session(int argc, char **argv) {
 /* ---- exec ------------------------------------------------------------------------ */
 
 int nsr_cmd_exec(int argc, char **argv) {
+        /* A closed stdio fd is /dev/null for the command, and is filled
+         * now, before a socket could take its number and be passed on as
+         * the command's stdin. */
+        for (int i = 0; i < 3; i++)
+                if (fcntl(i, F_GETFD) < 0) {
+                        int fd = open("/dev/null", O_RDWR);
+                        if (fd >= 0 && fd != i) {
+                                (void) dup2(fd, i);
+                                close(fd);
+                        }
+                }
         _cleanup_(sargs_done) sargs a;
         if (parse(argc, argv, "sx", &a) < 0)
                 return NSR_EXIT_FAILURE;
@@ -566,13 +577,8 @@ int nsr_cmd_exec(int argc, char **argv) {
         _cleanup_close_ int fd = connect_or_say(state_dir, a.id);
         if (fd < 0)
                 return NSR_EXIT_FAILURE;
-        /* Our stdio goes to the command; a closed one is /dev/null there. */
-        int fds[3];
-        for (int i = 0; i < 3; i++) {
-                fds[i] = i;
-                if (fcntl(i, F_GETFD) < 0)
-                        fds[i] = open("/dev/null", O_RDWR | O_CLOEXEC);
-        }
+        /* Our stdio goes to the command. */
+        int fds[3] = { 0, 1, 2 };
         /* Ctrl-C, kill and a hangup reach the command's process group. */
         sigset_t set;
         sigemptyset(&set);
@@ -583,9 +589,6 @@ int nsr_cmd_exec(int argc, char **argv) {
         sigprocmask(SIG_BLOCK, &set, NULL);
         _cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
         int r = nsr_session_send(fd, NSR_SMSG_EXEC, 0, 0, 0, payload, len, fds, 3);
-        for (int i = 0; i < 3; i++)
-                if (fds[i] > 2)
-                        close(fds[i]);
         if (r < 0) {
                 say("nsrun: session %s: cannot send the command: %s\n", a.id, strerror(-r));
                 return NSR_EXIT_FAILURE;

@@ -248,14 +248,13 @@ static int agent_child_setup(nsr_session_agent *a, nsr_session_exec *x, int fds[
         char *here = getcwd(NULL, 0);
         char **env = nsr_session_exec_env(a->env, x, x->cwd ? x->cwd : here);
         free(here);
-        /* The agent's own dispositions go: the command starts as a
-         * one-shot command does. */
+        /* The agent's own dispositions and mask go: the command starts as
+         * a one-shot command does. Its confinement is the agent's, which
+         * took it once for all its commands (nsr_session_agent_run). */
         for (int s = 1; s < NSIG; s++)
                 if (s != SIGKILL && s != SIGSTOP)
                         signal(s, SIG_DFL);
-        int r = a->confine(a->data, e);
-        if (r < 0)
-                return r;
+        sigprocmask(SIG_SETMASK, &a->mask, NULL);
         environ = env;
         return 0;
 }
@@ -334,9 +333,20 @@ _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
          * fds (the start pipe, the epoll set) must not be in the sandbox. */
         if (close_all_but(a->sock, a->setup_fd) < 0)
                 _exit(125);
-        /* Nothing in the sandbox may ptrace or read the agent: it keeps what
-         * the commands drop. */
-        (void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+        /* Nothing in the sandbox may ptrace the agent or read its memory. */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                _exit(125);
+        /* The agent takes the command's confinement itself, once: every
+         * command it forks inherits it (capabilities, no_new_privs, the
+         * Landlock scopes, the seccomp filters), which spares each command
+         * the filter's load, a third of a millisecond. The mask it restores
+         * is the one each command gets. */
+        nsr_error ce = { 0 };
+        if (a->confine(a->data, &ce) < 0) {
+                (void) nsr_write_all(a->setup_fd, &ce, sizeof(ce));
+                _exit(125);
+        }
+        sigprocmask(SIG_SETMASK, NULL, &a->mask);
         /* A signal pid 1 passes on (the daemon was told to stop) ends the
          * agent, so the session ends as an interrupted run: kept. */
         sigset_t term;

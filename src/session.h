@@ -17,6 +17,7 @@
  * at most NSR_SESSION_PAYLOAD_MAX bytes. */
 #pragma once
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -95,9 +96,11 @@ typedef struct nsr_session_agent {
         int sock;     /* to the monitor */
         int setup_fd; /* the launch's error pipe: closed once the agent runs */
         char **env;   /* the command environment a one-shot run would give */
-        /* The command's confinement, in each forked command. */
+        /* The command's confinement, taken by the agent before its first
+         * command: the commands inherit it. */
         int (*confine)(void *data, nsr_error *err);
         void *data;
+        sigset_t mask; /* the commands' signal mask (set by the agent) */
 } nsr_session_agent;
 
 _noreturn_ void nsr_session_agent_run(nsr_session_agent *a);

@@ -45,6 +45,8 @@ $P" "exec: the command's stdout and exit status; it starts in the project"
 is "$err" "err" "exec: the command's stderr, and nothing else"
 run sh -c "echo piped | '$NSRUN' exec $NS '$ID' -- cat"
 is "$out" "piped" "exec: the caller's stdin"
+run sh -c "'$NSRUN' exec $NS '$ID' -- sh -c 'cat; echo done' <&-"
+is "$rc:$out" "0:done" "exec with stdin closed: the command reads /dev/null, not nsrun's socket"
 run "$NSRUN" exec $NS --cwd /tmp --env FOO=bar --unset-env HOME "$ID" -- sh -c 'echo "$FOO:$PWD:$(pwd):${HOME-unset}"'
 is "$out" "bar:/tmp:/tmp:unset" "--cwd, --env and --unset-env"
 run "$NSRUN" exec $NS "$ID" -- /no/such/command
