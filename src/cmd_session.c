@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "cmd.h"
 #include "json.h"
+#include "outfile.h"
 #include "plan.h"
 #include "profileset.h"
 #include "project.h"
@@ -59,7 +60,8 @@ static const char usage_session[] =
         "       nsrun session list [--state-dir DIR] [--json]\n"
         "       nsrun session diff [--state-dir DIR] ID\n"
         "       nsrun session commit [--state-dir DIR] ID\n"
-        "       nsrun exec [--state-dir DIR] [--cwd DIR] [--env NAME=VALUE] [--unset-env NAME] ID -- COMMAND [ARGS]\n"
+        "       nsrun exec [--state-dir DIR] [--cwd DIR] [--env NAME=VALUE] [--unset-env NAME]\n"
+        "                  [--report FILE] ID -- COMMAND [ARGS]\n"
         "A session keeps one project sandbox up for many commands; see nsrun(1), SESSIONS.\n";
 
 /* The small option set of the session subcommands. */
@@ -70,6 +72,7 @@ typedef struct sargs {
         char **rest; /* exec: the command */
         char **set, **unset;
         const char *cwd;
+        const char *report;
 } sargs;
 
 static void sargs_done(sargs *a) {
@@ -124,6 +127,9 @@ static int parse(int argc, char **argv, const char *allowed, sargs *a) {
                 else if (streq(s, "--cwd") && strchr(allowed, 'x')) {
                         VALUE();
                         a->cwd = val;
+                } else if (streq(s, "--report") && strchr(allowed, 'x')) {
+                        VALUE();
+                        a->report = val;
                 } else if (streq(s, "--env") && strchr(allowed, 'x')) {
                         VALUE();
                         if (!strchr(val, '=') || val[0] == '=') {
@@ -544,6 +550,21 @@ int nsr_cmd_session(int argc, char **argv) {
 
 /* ---- exec ------------------------------------------------------------------------ */
 
+static int write_report(const char *state_dir, const sargs *a, const nsr_session_changes *before, int status,
+                        nsr_outfile *rep) {
+        nsr_error e = { 0 };
+        _cleanup_(nsr_session_changes_free) nsr_session_changes after = { 0 };
+        _cleanup_free_ char *json = NULL;
+        if (nsr_session_changes_take(state_dir, a->id, &after, &e) < 0 ||
+            nsr_session_report(before, &after, a->id, a->rest, status, &json, &e) < 0 ||
+            nsr_outfile_write(rep, json, strlen(json), &e) < 0) {
+                nsr_error_prefix(&e, "--report");
+                err_print(&e);
+                return -1;
+        }
+        return 0;
+}
+
 int nsr_cmd_exec(int argc, char **argv) {
         /* A closed stdio fd is /dev/null for the command, and is filled
          * now, before a socket could take its number and be passed on as
@@ -577,6 +598,15 @@ int nsr_cmd_exec(int argc, char **argv) {
         _cleanup_close_ int fd = connect_or_say(state_dir, a.id);
         if (fd < 0)
                 return NSR_EXIT_FAILURE;
+        /* --report: the file is opened first (outfile.h), then the layer's
+         * state is taken before the command and compared after it. */
+        _cleanup_(nsr_outfile_done) nsr_outfile rep = NSR_OUTFILE_INIT;
+        _cleanup_(nsr_session_changes_free) nsr_session_changes before = { 0 };
+        if (a.report && (nsr_outfile_open("--report", a.report, &rep, &e) < 0 ||
+                         nsr_session_changes_take(state_dir, a.id, &before, &e) < 0)) {
+                err_print(&e);
+                return NSR_EXIT_FAILURE;
+        }
         /* Our stdio goes to the command. */
         int fds[3] = { 0, 1, 2 };
         /* Ctrl-C, kill and a hangup reach the command's process group. */
@@ -626,6 +656,9 @@ int nsr_cmd_exec(int argc, char **argv) {
                         continue;
                 if (h.flags & NSR_SMSG_NOT_RUN)
                         say("nsrun: %s\n", buf);
-                return nsr_exit_code_from_status(h.value);
+                int code = nsr_exit_code_from_status(h.value);
+                if (a.report && write_report(state_dir, &a, &before, h.value, &rep) < 0)
+                        return NSR_EXIT_FAILURE;
+                return code;
         }
 }

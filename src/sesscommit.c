@@ -24,10 +24,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <stdarg.h>
 #include <time.h>
 
 #include "commit.h"
+#include "json.h"
 #include "project.h"
 #include "protect.h"
 #include "report.h"
@@ -331,4 +333,113 @@ int nsr_session_commit(const char *state_dir, const char *session_id, nsr_sessio
         res.failed = failed;
         *ret = res;
         return 0;
+}
+
+/* ---- exec --report ------------------------------------------------------------ */
+
+void nsr_session_changes_free(nsr_session_changes *c) {
+        if (!c)
+                return;
+        for (size_t i = 0; i < c->n; i++)
+                nsr_changeset_free(c->sets[i]);
+        free(c->sets);
+        nsr_strv_free(c->projects);
+        *c = (nsr_session_changes){ 0 };
+}
+
+int nsr_session_changes_take(const char *state_dir, const char *session_id, nsr_session_changes *ret, nsr_error *err) {
+        _cleanup_close_ int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (statefd < 0)
+                return nsr_error_set(err, errno, "no state dir at %s", state_dir);
+        _cleanup_close_ int srun_fd = nsr_run_open(statefd, session_id, err);
+        if (srun_fd < 0)
+                return srun_fd;
+        _cleanup_(nsr_run_meta_done) nsr_run_meta sm = { 0 };
+        int r = nsr_run_meta_read(srun_fd, &sm, err);
+        if (r < 0)
+                return r;
+        nsr_session_changes c = { .n = nsr_strv_length(sm.projects) };
+        c.sets = nsr_malloc0((c.n + 1) * sizeof(nsr_changeset *));
+        c.projects = nsr_strv_copy(sm.projects);
+        for (size_t i = 0; i < c.n && r >= 0; i++) {
+                _cleanup_close_ int pfd = open_recorded(&sm, i, err);
+                if (pfd < 0) {
+                        r = pfd;
+                        break;
+                }
+                _cleanup_(nsr_protect_result_freep) nsr_protect_result *prot = NULL;
+                for (int tries = 0;; tries++) {
+                        r = nsr_project_capture(srun_fd, i, pfd, sm.projects[i], &c.sets[i], &prot, err);
+                        if (r != -EAGAIN || tries >= 5)
+                                break;
+                        nsr_error_clear(err);
+                }
+        }
+        if (r < 0) {
+                nsr_session_changes_free(&c);
+                return r;
+        }
+        *ret = c;
+        return 0;
+}
+
+static bool same_change(const nsr_change *a, const nsr_change *b) {
+        return a->kind == b->kind && a->type == b->type && a->size == b->size && a->mode == b->mode &&
+               a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
+               streq(a->target ? a->target : "", b->target ? b->target : "");
+}
+
+int nsr_session_report(const nsr_session_changes *before, const nsr_session_changes *after, const char *session_id,
+                       char *const *argv, int wait_status, char **ret, nsr_error *err) {
+        _cleanup_(nsr_json_freep) nsr_json *j = nsr_json_new(NULL, 64u << 20, NSR_JSON_PRETTY);
+        nsr_json_object_begin(j, NULL);
+        nsr_json_int(j, "version", 1);
+        nsr_json_string(j, "session", session_id);
+        nsr_json_strv(j, "command", argv);
+        if (WIFEXITED(wait_status))
+                nsr_json_int(j, "exit_code", WEXITSTATUS(wait_status));
+        else
+                nsr_json_null(j, "exit_code");
+        if (WIFSIGNALED(wait_status))
+                nsr_json_int(j, "signal", WTERMSIG(wait_status));
+        else
+                nsr_json_null(j, "signal");
+        /* The layer is shared: what a background process (started by this
+         * or an earlier command) wrote meanwhile is in it too. */
+        nsr_json_bool(j, "includes_background_processes", true);
+        nsr_json_array_begin(j, "projects");
+        for (size_t i = 0; i < after->n; i++) {
+                const nsr_changeset *b = i < before->n ? before->sets[i] : NULL;
+                const nsr_changeset *a = after->sets[i];
+                nsr_json_object_begin(j, NULL);
+                nsr_json_string(j, "path", after->projects[i]);
+                nsr_json_array_begin(j, "changes");
+                for (size_t k = 0; a && k < a->n_changes; k++) {
+                        const nsr_change *c = &a->changes[k];
+                        const nsr_change *o = b ? nsr_changeset_lookup(b, c->path) : NULL;
+                        if (o && same_change(o, c))
+                                continue;
+                        nsr_json_object_begin(j, NULL);
+                        nsr_json_string(j, "path", c->path);
+                        nsr_json_string(j, "change", nsr_change_kind_to_string(c->kind));
+                        nsr_json_string(j, "type", nsr_entry_type_to_string(c->type));
+                        nsr_json_object_end(j);
+                }
+                /* What an earlier command changed and this one put back. */
+                for (size_t k = 0; b && k < b->n_changes; k++) {
+                        const nsr_change *o = &b->changes[k];
+                        if (a && nsr_changeset_lookup(a, o->path))
+                                continue;
+                        nsr_json_object_begin(j, NULL);
+                        nsr_json_string(j, "path", o->path);
+                        nsr_json_string(j, "change", "reverted");
+                        nsr_json_string(j, "type", nsr_entry_type_to_string(o->type));
+                        nsr_json_object_end(j);
+                }
+                nsr_json_array_end(j);
+                nsr_json_object_end(j);
+        }
+        nsr_json_array_end(j);
+        nsr_json_object_end(j);
+        return nsr_json_finish(j, "report", ret, NULL, err);
 }

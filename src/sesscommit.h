@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <time.h>
 
+#include "changeset.h"
 #include "error.h"
 #include "state.h"
 
@@ -26,3 +27,17 @@ int nsr_session_commit(const char *state_dir, const char *session_id, nsr_sessio
 
 /* The session's conflict baseline: when its last commit started. */
 int nsr_session_base_read(int run_fd, struct timespec *ret);
+
+/* exec --report: the session's change sets before and after a command. */
+typedef struct nsr_session_changes {
+        nsr_changeset **sets; /* one per project */
+        char **projects;
+        size_t n;
+} nsr_session_changes;
+
+void nsr_session_changes_free(nsr_session_changes *c);
+int nsr_session_changes_take(const char *state_dir, const char *session_id, nsr_session_changes *ret, nsr_error *err);
+/* The JSON report of what differs from before to after: changes, and
+ * "reverted" for what an earlier command changed and this one undid. */
+int nsr_session_report(const nsr_session_changes *before, const nsr_session_changes *after, const char *session_id,
+                       char *const *argv, int wait_status, char **ret, nsr_error *err);

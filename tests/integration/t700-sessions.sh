@@ -60,6 +60,15 @@ run "$NSRUN" exec $NS "$ID" -- sh -c 'ps -o sid= -p $$; echo $$'
 set -- $out
 is "${1:-}" "${2:-x}" "each command leads a session of its own"
 
+# ---- exec --report: what changed while that command ran ------------------------
+"$NSRUN" exec $NS "$ID" -- sh -c 'echo 1 > rx; echo 2 > ry' >/dev/null
+run "$NSRUN" exec $NS --report "$d/r.json" "$ID" -- sh -c 'echo 3 > rx; rm ry; echo n > rn; exit 4'
+is "$rc" 4 "exec --report keeps the command's status"
+is "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["exit_code"], d["includes_background_processes"], sorted((c["path"], c["change"]) for c in d["projects"][0]["changes"]))' "$d/r.json" 2>&1)" \
+   "4 True [('rn', 'created'), ('rx', 'created'), ('ry', 'reverted')]" \
+   "exec --report: only what changed during the command, and it says background processes count"
+"$NSRUN" exec $NS "$ID" -- rm -f rx rn >/dev/null
+
 # ---- signals from the caller reach the command --------------------------------
 "$NSRUN" exec $NS "$ID" -- sh -c 'trap "echo got-term; exit 7" TERM; echo ready; while :; do sleep 0.05; done' >"$d/sig.out" 2>&1 &
 cpid=$!
