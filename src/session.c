@@ -19,6 +19,7 @@
 
 #include "launch.h"
 #include "plan.h"
+#include "sesscommit.h"
 #include "session.h"
 #include "state.h"
 
@@ -834,6 +835,11 @@ int nsr_session_recover(const char *state_dir, char ***ret_ids, nsr_error *err) 
                 if (dead) {
                         free(m.state);
                         m.state = nsr_strdup("kept");
+                        /* Conflicts are judged from the session's last
+                         * commit, as at a stop. */
+                        struct timespec base;
+                        if (nsr_session_base_read(run_fd, &base) >= 0)
+                                m.start = base;
                         if (nsr_run_meta_write(run_fd, &m, &e) >= 0 && ret_ids)
                                 nsr_strv_extend(ret_ids, ids[i]);
                 }
