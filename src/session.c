@@ -485,9 +485,9 @@ static void drop_client(session *s, size_t i) {
          * terminal's would be. */
         if (c->running && s->agent[0] >= 0)
                 (void) nsr_session_send(s->agent[0], NSR_SMSG_SIGNAL, c->id, SIGHUP, 0, NULL, 0, NULL, 0);
+        (void) epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
         if (c->fd == s->stop_fd)
                 return; /* answered once the run is finished */
-        (void) epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
         c->fd = safe_close(c->fd);
         c->id = 0;
         c->running = false;
@@ -555,6 +555,9 @@ static void on_client(session *s, size_t i) {
                 arm_idle(s);
                 if (nsr_session_send(s->agent[0], NSR_SMSG_EXEC, c->id, 0, 0, s->buf, h.len, fds, 3) < 0) {
                         const char *why = "the session's sandbox is gone";
+                        c->running = false;
+                        s->running--;
+                        arm_idle(s);
                         (void) nsr_session_send(c->fd, NSR_SMSG_ERROR, 0, 0, 0, why, strlen(why), NULL, 0);
                 }
                 break;

@@ -155,6 +155,16 @@ run "$NSRUN" session start --project "$P" $NS --idle-timeout 1s --json
 I2=$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])' 2>/dev/null)
 check "an idle session stops by itself" poll 20 gone "${I2:-0}"
 
+# ---- SIGTERM to the daemon -------------------------------------------------------------
+run "$NSRUN" session start --project "$P" $NS --json
+T=$(printf '%s' "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["id"], d["pid"])' 2>/dev/null)
+set -- $T
+TID=${1:-none} TPID=${2:-0}
+"$NSRUN" exec $NS "$TID" -- sh -c 'echo t > tfile' >/dev/null
+kill -TERM "$TPID"
+check "SIGTERM ends the daemon" poll 20 gone "$TPID"
+check "... and keeps the session's changes as a run" grep -q "^state kept" "$S/runs/$TID/meta"
+
 # ---- kill -9 of the daemon ------------------------------------------------------------
 run "$NSRUN" session start --project "$P" $NS --json
 K=$(printf '%s' "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["id"], d["pid"])' 2>/dev/null)
