@@ -232,6 +232,18 @@ static int start(int argc, char **argv) {
                 say("nsrun: session start takes no command: run commands with \"nsrun exec ID -- CMD\"\n");
                 return NSR_EXIT_FAILURE;
         }
+        /* What a one-shot run writes at its end has no end to wait for
+         * here: exec --report covers one command. */
+        const char *endless = plan->proj.report_file ? "--report" : plan->proj.report_fd != -1 ? "--report-fd"
+                                                           : plan->proj.events_fd != -1 ? "--events-fd"
+                                                           : plan->trace_bwrap || plan->trace_bwrap_fd != -1
+                                                                   ? "--trace-bwrap"
+                                                                   : NULL;
+        if (endless) {
+                say("nsrun: session start does not take %s (\"nsrun exec --report FILE\" reports one command)\n",
+                    endless);
+                return NSR_EXIT_FAILURE;
+        }
         if (plan->proj.keep || plan->proj.discard) {
                 say("nsrun: session start: the outcome is chosen at \"nsrun session stop\" (--commit, --discard)\n");
                 return NSR_EXIT_FAILURE;

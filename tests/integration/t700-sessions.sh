@@ -150,6 +150,9 @@ like "$out" "kept" "the stopped session is a kept run"
 run "$NSRUN" exec $NS "$ID" -- true
 is "$rc" 125 "exec into a stopped session fails with 125"
 
+run "$NSRUN" session start --project "$P" $NS --report "$d/never.json"
+like "$rc:$err" "^125:.*does not take --report" "session start refuses --report (exec --report reports one command)"
+
 # ---- idle timeout ----------------------------------------------------------------------
 run "$NSRUN" session start --project "$P" $NS --idle-timeout 1s --json
 I2=$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])' 2>/dev/null)
