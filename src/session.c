@@ -249,12 +249,10 @@ static int agent_child_setup(nsr_session_agent *a, nsr_session_exec *x, int fds[
         char *here = getcwd(NULL, 0);
         char **env = nsr_session_exec_env(a->env, x, x->cwd ? x->cwd : here);
         free(here);
-        /* The agent's own dispositions and mask go: the command starts as
-         * a one-shot command does. Its confinement is the agent's, which
-         * took it once for all its commands (nsr_session_agent_run). */
-        for (int s = 1; s < NSIG; s++)
-                if (s != SIGKILL && s != SIGSTOP)
-                        signal(s, SIG_DFL);
+        /* The agent's mask goes (its dispositions are the defaults): the
+         * command starts as a one-shot command does. Its confinement is the
+         * agent's, which took it once for all its commands
+         * (nsr_session_agent_run). */
         sigprocmask(SIG_SETMASK, &a->mask, NULL);
         environ = env;
         return 0;
@@ -334,6 +332,11 @@ _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
          * fds (the start pipe, the epoll set) must not be in the sandbox. */
         if (close_all_but(a->sock, a->setup_fd) < 0)
                 _exit(125);
+        /* The daemon ignores SIGPIPE and SIGHUP; an ignored signal stays
+         * ignored across execve, and no command may start that way. */
+        for (int sig = 1; sig < NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        signal(sig, SIG_DFL);
         /* Nothing in the sandbox may ptrace the agent or read its memory. */
         if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
                 _exit(125);
