@@ -335,16 +335,17 @@ static int recv_pid(int sock, pid_t *ret) {
  * by this one function. */
 static int confine_command(launch *l, uint64_t bound, nsr_error *e) {
         const nsr_plan *p = l->plan;
-        if (l->caps_bounding && (bound & ~l->caps_keep) && nsr_caps_bound(l->caps_keep, e) < 0)
-                return -EPERM;
-        if (l->caps_bounding && nsr_caps_bound_verify(l->caps_keep, e) < 0)
-                return -EPERM;
-        if (l->caps_touch && nsr_caps_set(l->caps_keep, e) < 0)
-                return -EPERM;
+        int r;
+        if (l->caps_bounding && (bound & ~l->caps_keep) && (r = nsr_caps_bound(l->caps_keep, e)) < 0)
+                return r;
+        if (l->caps_bounding && (r = nsr_caps_bound_verify(l->caps_keep, e)) < 0)
+                return r;
+        if (l->caps_touch && (r = nsr_caps_set(l->caps_keep, e)) < 0)
+                return r;
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 return nsr_error_set(e, errno, "prctl(PR_SET_NO_NEW_PRIVS) failed");
-        if (l->landlock_scope && nsr_landlock_scope(e) < 0)
-                return -EPERM;
+        if (l->landlock_scope && (r = nsr_landlock_scope(e)) < 0)
+                return r;
         if (l->raised_nofile)
                 (void) setrlimit(RLIMIT_NOFILE, &l->old_nofile);
         /* An fd the caller leaked would reach past the sandbox: a dir fd
@@ -352,8 +353,8 @@ static int confine_command(launch *l, uint64_t bound, nsr_error *e) {
          * through /proc/self/fd. */
         if (p->close_inherited_fds && nsr_fds_cloexec_above_stdio(p->sync_fd) < 0)
                 return nsr_error_set(e, errno, "cannot close the inherited file descriptors");
-        if (load_seccomp(l, e) < 0)
-                return -EPERM;
+        if ((r = load_seccomp(l, e)) < 0)
+                return r;
         signal(SIGCHLD, SIG_DFL);
         sigprocmask(SIG_SETMASK, &l->old_mask, NULL);
         return 0;

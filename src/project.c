@@ -729,6 +729,11 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, nsr_launch_resul
                 r = nsr_error_setx(err, EOPNOTSUPP,
                                    "sessions need the namespace sandbox with an overlay; this host or these options "
                                    "give %s", a->conf == CONF_NAMESPACES ? "live writes (no overlay)" : "no namespaces");
+        /* Everything a session started must end with it: its pid
+         * namespace is what takes the background processes down. */
+        if (r >= 0 && pj->session && (!p->unshare_pid || p->pidns_fd != -1 || p->as_pid_1))
+                r = nsr_error_setx(err, EOPNOTSUPP, "sessions need a pid namespace of their own (no --pidns "
+                                                    "or --as-pid-1)");
         if (r >= 0) {
                 if (a->conf == CONF_NAMESPACES) {
                         nsr_launch_extra extra = {

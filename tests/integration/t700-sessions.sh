@@ -150,6 +150,8 @@ like "$out" "kept" "the stopped session is a kept run"
 run "$NSRUN" exec $NS "$ID" -- true
 is "$rc" 125 "exec into a stopped session fails with 125"
 
+run "$NSRUN" session start --project "$P" $NS --as-pid-1
+like "$rc:$err" "^125:nsrun: sessions need a pid namespace of their own" "a setup error reaches the caller before the daemon detaches"
 run "$NSRUN" session start --project "$P" $NS --report "$d/never.json"
 like "$rc:$err" "^125:.*does not take --report" "session start refuses --report (exec --report reports one command)"
 
