@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -235,42 +236,52 @@ static int close_all_but(int a, int b) {
         return 0;
 }
 
-/* The forked command's setup: its own session and process group, the
- * caller's stdio, its cwd and environment, then the one-shot
- * confinement. */
-static int agent_child_setup(nsr_session_agent *a, nsr_session_exec *x, int fds[3], nsr_error *e) {
-        if (setsid() < 0)
-                return nsr_error_set(e, errno, "setsid");
-        for (int i = 0; i < 3; i++)
-                if (dup2(fds[i], i) < 0)
-                        return nsr_error_set(e, errno, "dup2");
-        if (x->cwd && chdir(x->cwd) < 0)
+/* Starts one command with posix_spawn (a vfork-style clone: the agent's
+ * page tables are not copied): its own session and process group, the
+ * caller's stdio, its cwd and environment, the commands' signal mask and
+ * default dispositions. Its confinement is the agent's, which it inherits.
+ * Returns the pid, or -errno with e set and *ret_code the status to report
+ * (126, 127, or 125 for nsrun's own failure). */
+static pid_t spawn(nsr_session_agent *a, nsr_session_exec *x, int fds[3], int *ret_code, nsr_error *e) {
+        *ret_code = 125;
+        /* A missing cwd is told apart from a missing command. */
+        if (x->cwd && access(x->cwd, X_OK) < 0)
                 return nsr_error_set(e, errno, "Can't chdir to %s", x->cwd);
-        char *here = getcwd(NULL, 0);
+        _cleanup_free_ char *here = x->cwd ? NULL : getcwd(NULL, 0);
         char **env = nsr_session_exec_env(a->env, x, x->cwd ? x->cwd : here);
-        free(here);
-        /* The agent's mask goes (its dispositions are the defaults): the
-         * command starts as a one-shot command does. Its confinement is the
-         * agent's, which took it once for all its commands
-         * (nsr_session_agent_run). */
-        sigprocmask(SIG_SETMASK, &a->mask, NULL);
-        environ = env;
-        return 0;
-}
-
-_noreturn_ static void agent_child(nsr_session_agent *a, nsr_session_exec *x, int fds[3], int errfd) {
-        nsr_error e = { 0 };
-        int code = 125;
-        if (agent_child_setup(a, x, fds, &e) >= 0) {
-                if (strchr(x->argv[0], '/'))
-                        execv(x->argv[0], x->argv);
-                else
-                        execvp(x->argv[0], x->argv);
-                code = errno == ENOENT ? 127 : 126;
-                nsr_error_set(&e, errno, "execvp %s", x->argv[0]);
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t at;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawnattr_init(&at);
+        for (int i = 0; i < 3; i++)
+                posix_spawn_file_actions_adddup2(&fa, fds[i], i);
+        if (x->cwd)
+                posix_spawn_file_actions_addchdir_np(&fa, x->cwd);
+        sigset_t all;
+        sigfillset(&all);
+        posix_spawnattr_setsigmask(&at, &a->mask);
+        posix_spawnattr_setsigdefault(&at, &all);
+        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        pid_t pid = -1;
+        int r;
+        if (strchr(x->argv[0], '/'))
+                r = posix_spawn(&pid, x->argv[0], &fa, &at, x->argv, env);
+        else {
+                /* The search uses the command's PATH, as a one-shot run's
+                 * execvp does, not the agent's. */
+                char **saved = environ;
+                environ = env;
+                r = posix_spawnp(&pid, x->argv[0], &fa, &at, x->argv, env);
+                environ = saved;
         }
-        (void) nsr_write_all(errfd, &e, sizeof(e));
-        _exit(code);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&at);
+        nsr_strv_free(env);
+        if (r != 0) {
+                *ret_code = r == ENOENT ? 127 : 126;
+                return nsr_error_set(e, r, "execvp %s", x->argv[0]);
+        }
+        return pid;
 }
 
 static void agent_exec(nsr_session_agent *a, const nsr_session_hdr *h, const char *buf, int fds[3], agent_cmd *cmds) {
@@ -282,41 +293,15 @@ static void agent_exec(nsr_session_agent *a, const nsr_session_hdr *h, const cha
                         slot = i;
                         break;
                 }
+        int code = 125;
         int r = fds[0] < 0 || fds[1] < 0 || fds[2] < 0 ? nsr_error_setx(&e, EBADMSG, "exec without its stdio")
                 : slot == NSR_SESSION_EXEC_MAX ? nsr_error_setx(&e, EAGAIN, "%u commands run already", NSR_SESSION_EXEC_MAX)
                                                : nsr_session_exec_decode(buf, h->len, &x, &e);
-        int pipefd[2] = { -1, -1 };
-        if (r >= 0 && pipe2(pipefd, O_CLOEXEC) < 0)
-                r = nsr_error_set(&e, errno, "pipe2");
-        pid_t pid = -1;
-        if (r >= 0) {
-                pid = fork();
-                if (pid < 0)
-                        r = nsr_error_set(&e, errno, "fork");
-                else if (pid == 0) {
-                        close(pipefd[0]);
-                        agent_child(a, &x, fds, pipefd[1]);
-                }
-        }
+        pid_t pid = r >= 0 ? spawn(a, &x, fds, &code, &e) : -1;
         for (int i = 0; i < 3; i++)
                 safe_close(fds[i]);
-        safe_close(pipefd[1]);
-        int code = 125;
-        if (r >= 0) {
-                nsr_error ce = { 0 };
-                int n = nsr_read_full(pipefd[0], &ce, sizeof(ce));
-                if (n == (int) sizeof(ce)) {
-                        int st = 0;
-                        (void) waitpid(pid, &st, 0);
-                        ce.msg[sizeof(ce.msg) - 1] = '\0';
-                        e = ce;
-                        code = WIFEXITED(st) ? WEXITSTATUS(st) : 125;
-                        r = -EIO;
-                }
-        }
-        safe_close(pipefd[0]);
         nsr_session_exec_done(&x);
-        if (r < 0) {
+        if (pid < 0) {
                 char msg[NSR_ERROR_MSG_MAX + 64];
                 nsr_error_format(&e, msg, sizeof(msg));
                 (void) nsr_session_send(a->sock, NSR_SMSG_EXIT, h->id, code << 8, NSR_SMSG_NOT_RUN, msg, strlen(msg),

@@ -25,6 +25,15 @@ poll() {
 	done
 }
 gone() { ! kill -0 "$1" 2>/dev/null; }
+# settle FILE...: until the clock is past the files' ctimes by more than the
+# coarse clock's lag, so that a start taken now is after them (an edit in
+# the same tick as a start counts as a conflict, on purpose).
+settle() {
+	python3 -c 'import os, sys, time
+m = max(os.lstat(f).st_ctime for f in sys.argv[1:])
+while time.time() < m + 0.05: time.sleep(0.005)' "$@"
+}
+settle "$P/a" "$P/k" "$P/h"
 
 run "$NSRUN" session start --project "$P" $NS --json
 is "$rc" 0 "session start succeeds"
