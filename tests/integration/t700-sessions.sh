@@ -58,6 +58,10 @@ run sh -c "'$NSRUN' exec $NS '$ID' -- sh -c 'cat; echo done' <&-"
 is "$rc:$out" "0:done" "exec with stdin closed: the command reads /dev/null, not nsrun's socket"
 run "$NSRUN" exec $NS --cwd /tmp --env FOO=bar --unset-env HOME "$ID" -- sh -c 'echo "$FOO:$PWD:$(pwd):${HOME-unset}"'
 is "$out" "bar:/tmp:/tmp:unset" "--cwd, --env and --unset-env"
+run "$NSRUN" exec $NS --cwd /no/such/dir "$ID" -- true
+like "$rc:$err" "^125:nsrun: Can't chdir to /no/such/dir" "a missing --cwd: 125, and says so"
+run "$NSRUN" exec $NS --env PATH=/nowhere "$ID" -- true
+is "$rc" 127 "the command is looked up in its own PATH"
 run "$NSRUN" exec $NS "$ID" -- /no/such/command
 is "$rc" 127 "a missing command exits 127"
 like "$err" "No such file" "... and says why"
