@@ -103,7 +103,7 @@ is "$out" "False False
 refused" "inside, the state dir is hidden (empty at most) and the control socket absent"
 
 # ---- a background server, reached from the next command -----------------------
-run "$NSRUN" exec $NS "$ID" -- sh -c 'echo served > page; setsid nohup python3 -m http.server --bind 127.0.0.1 8000 >/dev/null 2>&1 < /dev/null & echo started'
+run "$NSRUN" exec $NS "$ID" -- sh -c 'echo served > page; setsid nohup python3 -m http.server --bind 127.0.0.1 --directory "$PWD" 8000 >/dev/null 2>&1 < /dev/null & echo started'
 is "$rc:$out" "0:started" "exec starts a server in the background and returns"
 run "$NSRUN" exec $NS "$ID" -- python3 -c '
 import time, urllib.request
@@ -151,12 +151,13 @@ run "$NSRUN" exec $NS "$ID" -- cat a
 is "$out" "three" "inside, the view stays coherent after the second commit"
 
 # ---- stop: nothing is left running ----------------------------------------------
+check "before the stop, the server runs (seen from the host)" sh -c "ps -u $(id -u) -o args= | grep -q 'http[.]server .*$P'"
 run "$NSRUN" session stop $NS "$ID"
 is "$rc" 0 "session stop"
 like "$err" "session $ID stopped" "... says so"
 check "the daemon is gone" poll 10 gone "$DPID"
-left=$(ps -u "$(id -u)" -o args= | grep -c '[h]ttp.server')
-is "$left" 0 "the background server died with the session"
+# (the server's args name this test's project: another test's server is not ours)
+check "the background server died with the session" poll 10 sh -c "! ps -u $(id -u) -o args= | grep -q 'http[.]server .*$P'"
 check "the session dir is gone" test ! -e "$S/sessions/$ID"
 run "$NSRUN" diff $NS "$ID"
 like "$out" "kept" "the stopped session is a kept run"
@@ -184,6 +185,16 @@ check "SIGTERM ends the daemon" poll 20 gone "$TPID"
 check "... and keeps the session's changes as a run" grep -q "^state kept" "$S/runs/$TID/meta"
 
 # ---- kill -9 of the daemon ------------------------------------------------------------
+# (first as seen by the session commands, then by the run commands)
+run "$NSRUN" session start --project "$P" $NS --json
+K=$(printf '%s' "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["id"], d["pid"])' 2>/dev/null)
+set -- $K
+kill -9 "${2:-0}"
+check "a killed daemon dies" poll 10 gone "${2:-0}"
+run "$NSRUN" session list $NS
+like "$err" "session ${1:-none} ended without a stop .* kept as run ${1:-none}" "session list says a killed session's changes are a kept run"
+unlike "$out" "${1:-none}" "... and lists it no more"
+
 run "$NSRUN" session start --project "$P" $NS --json
 K=$(printf '%s' "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["id"], d["pid"])' 2>/dev/null)
 set -- $K
@@ -192,8 +203,10 @@ KID=${1:-none} KPID=${2:-0}
 kill -9 "$KPID"
 check "the daemon died" poll 10 gone "$KPID"
 check "its processes die with it" poll 10 sh -c "! ps -u $(id -u) -o args= | grep -q '^sleep 1000'"
-run "$NSRUN" session list $NS
-like "$err" "session $KID ended without a stop .* kept as run $KID" "the next nsrun call recovers it as a kept run"
+run "$NSRUN" diff $NS "$KID"
+like "$out" "run $KID, kept" "the next nsrun call (here diff) recovers it as a kept run"
+like "$out" "^\+killed$" "... with the changes made before the kill"
+check "... and its session dir is gone" test ! -e "$S/sessions/$KID"
 run "$NSRUN" commit $NS "$KID"
 is "$rc:$(cat "$P/kfile" 2>/dev/null)" "0:killed" "... which commits like any kept run"
 done_testing
