@@ -102,6 +102,31 @@ except OSError as e:
 is "$out" "False False
 refused" "inside, the state dir is hidden (empty at most) and the control socket absent"
 
+# ---- the daemon answers its own uid only (SO_PEERCRED) ---------------------------
+cat > "$d/ping.py" <<'PY'
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.settimeout(10)
+try:
+    s.send(struct.pack("<IIIiII", 0x6e737331, 8, 0, 0, 0, 0))  # PING
+    r = s.recv(64)
+except (BrokenPipeError, ConnectionResetError):
+    r = b""  # hung up on
+print("pong" if len(r) >= 24 and struct.unpack("<I", r[4:8])[0] == 9 else "closed")
+PY
+ping() { python3 "$d/ping.py" "$1"; }
+is "$(ping "$ctl" 2>&1)" "pong" "the daemon answers its own user"
+if is_root && id nsrun-test >/dev/null 2>&1 && command -v setpriv >/dev/null; then
+	# Open the 0700 dirs and the socket: the uid check is what remains.
+	chmod 0711 "$S" "$S/sessions" "$S/sessions/$ID"; chmod 0777 "$ctl"
+	is "$(setpriv --reuid=nsrun-test --regid=nsrun-test --clear-groups python3 "$d/ping.py" "$ctl" 2>&1 | tail -1)" \
+	   "closed" "another user that reaches the socket is hung up on"
+	chmod 0700 "$S" "$S/sessions" "$S/sessions/$ID"
+else
+	skip "another user that reaches the socket is hung up on" "needs root, setpriv and the nsrun-test user"
+fi
+
 # ---- a background server, reached from the next command -----------------------
 run "$NSRUN" exec $NS "$ID" -- sh -c 'echo served > page; setsid nohup python3 -m http.server --bind 127.0.0.1 --directory "$PWD" 8000 >/dev/null 2>&1 < /dev/null & echo started'
 is "$rc:$out" "0:started" "exec starts a server in the background and returns"
