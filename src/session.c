@@ -422,6 +422,7 @@ typedef struct session {
         uint32_t next_id;
         unsigned running;
         bool stopping;
+        bool said_hello;
         int stop_fd; /* the client that asked to stop, for the outcome */
         char *buf;
         nsr_launch_session hooks;
@@ -590,8 +591,13 @@ static void on_agent(session *s) {
                 s->agent[0] = safe_close(s->agent[0]);
                 return;
         }
+        /* The agent lives in the sandbox: what it says is checked like
+         * anything else from there. It says hello once. */
+        if (h.type == NSR_SMSG_HELLO && (s->listen_fd >= 0 || s->stopping || s->said_hello))
+                return;
         if (h.type == NSR_SMSG_HELLO) {
                 nsr_error e = { 0 };
+                s->said_hello = true;
                 s->agent[1] = safe_close(s->agent[1]);
                 /* The control socket exists only now, after the clone:
                  * nothing in the sandbox ever held it. */
