@@ -421,6 +421,7 @@ typedef struct session {
         client clients[NSR_SESSION_CLIENTS_MAX];
         uint32_t next_id;
         unsigned running;
+        uint32_t running_ids[NSR_SESSION_CLIENTS_MAX]; /* execs in flight, 0: free */
         bool stopping;
         bool said_hello;
         int stop_fd; /* the client that asked to stop, for the outcome */
@@ -442,6 +443,24 @@ static void ready(session *s, const char *text) {
                 return;
         (void) nsr_write_all(s->ready_fd, text, strlen(text));
         s->ready_fd = safe_close(s->ready_fd);
+}
+
+/* The execs in flight, by id: only the agent's EXIT for one of them ends
+ * one (what comes from the sandbox is checked), also when its client has
+ * gone away meanwhile. */
+static bool track(session *s, uint32_t id, bool add) {
+        if (id == 0)
+                return false;
+        for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++)
+                if (s->running_ids[i] == (add ? 0 : id)) {
+                        s->running_ids[i] = add ? id : 0;
+                        if (add)
+                                s->running++;
+                        else if (s->running > 0)
+                                s->running--;
+                        return true;
+                }
+        return false;
 }
 
 static void arm_idle(session *s) {
@@ -539,13 +558,13 @@ static void on_client(session *s, size_t i) {
                         break;
                 }
                 c->id = ++s->next_id;
-                c->running = true;
-                s->running++;
+                c->running = track(s, c->id, true);
                 arm_idle(s);
-                if (nsr_session_send(s->agent[0], NSR_SMSG_EXEC, c->id, 0, 0, s->buf, h.len, fds, 3) < 0) {
+                if (!c->running || nsr_session_send(s->agent[0], NSR_SMSG_EXEC, c->id, 0, 0, s->buf, h.len, fds, 3) < 0) {
                         const char *why = "the session's sandbox is gone";
+                        if (c->running)
+                                track(s, c->id, false);
                         c->running = false;
-                        s->running--;
                         arm_idle(s);
                         (void) nsr_session_send(c->fd, NSR_SMSG_ERROR, 0, 0, 0, why, strlen(why), NULL, 0);
                 }
@@ -612,7 +631,7 @@ static void on_agent(session *s) {
                 arm_idle(s);
                 return;
         }
-        if (h.type != NSR_SMSG_STARTED && h.type != NSR_SMSG_EXIT)
+        if ((h.type != NSR_SMSG_STARTED && h.type != NSR_SMSG_EXIT) || h.id == 0)
                 return;
         for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++) {
                 client *c = &s->clients[i];
@@ -621,12 +640,10 @@ static void on_agent(session *s) {
                 (void) nsr_session_send(c->fd, h.type, 0, h.value, h.flags, s->buf, h.len, NULL, 0);
                 break;
         }
-        if (h.type == NSR_SMSG_EXIT) {
+        if (h.type == NSR_SMSG_EXIT && track(s, h.id, false)) {
                 for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++)
-                        if (s->clients[i].id == h.id && s->clients[i].running)
+                        if (s->clients[i].id == h.id)
                                 s->clients[i].running = false;
-                if (s->running > 0)
-                        s->running--;
                 arm_idle(s);
         }
 }

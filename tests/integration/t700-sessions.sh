@@ -198,6 +198,16 @@ like "$rc:$err" "^125:.*does not take --report" "session start refuses --report 
 run "$NSRUN" session start --project "$P" $NS --idle-timeout 1s --json
 I2=$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])' 2>/dev/null)
 check "an idle session stops by itself" poll 20 gone "${I2:-0}"
+# A caller killed mid-command: its command gets SIGHUP, and the session,
+# idle again, stops.
+run "$NSRUN" session start --project "$P" $NS --idle-timeout 1s --json
+I3=$(printf '%s' "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["id"], d["pid"])' 2>/dev/null)
+set -- $I3
+"$NSRUN" exec $NS "${1:-none}" -- sh -c 'echo up; exec sleep 1000' >"$d/hup.out" 2>&1 &
+hpid=$!
+poll 10 grep -q up "$d/hup.out"
+kill -9 "$hpid"; wait "$hpid" 2>/dev/null
+check "a caller killed mid-command hangs its command up; the idle session then stops" poll 20 gone "${2:-0}"
 
 # ---- SIGTERM to the daemon -------------------------------------------------------------
 run "$NSRUN" session start --project "$P" $NS --json
