@@ -194,6 +194,18 @@ like "$rc:$err" "^125:nsrun: sessions need a pid namespace of their own" "a setu
 run "$NSRUN" session start --project "$P" $NS --report "$d/never.json"
 like "$rc:$err" "^125:.*does not take --report" "session start refuses --report (exec --report reports one command)"
 
+# ---- network rules apply to a session: the monitor's relay serves every exec ----
+if command -v curl >/dev/null; then
+	run "$NSRUN" session start --project "$P" $NS --allow-host example.invalid
+	E=$out
+	run "$NSRUN" exec $NS "$E" -- curl -s -o /dev/null -w '%{http_code}' http://denied.example.org/
+	is "$out" 403 "--allow-host: the session's relay refuses another host"
+	run "$NSRUN" session stop $NS --discard "$E"
+	like "$err" "network: .*refused: denied.example.org:80" "... and the stop reports it"
+else
+	skip "--allow-host in a session" "needs curl"
+fi
+
 # ---- idle timeout ----------------------------------------------------------------------
 run "$NSRUN" session start --project "$P" $NS --idle-timeout 1s --json
 I2=$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])' 2>/dev/null)
