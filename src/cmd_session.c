@@ -311,15 +311,20 @@ static int start(int argc, char **argv) {
         size_t len = 0;
         _cleanup_close_ int rfd = rp[0];
         (void) nsr_read_all(rfd, 64 * 1024, &text, &len);
-        /* "PID\n" from the daemon, then "ok\n" or why it failed. */
+        /* "PID\n" from the daemon, then the run's notes and "ok\n", or
+         * why it failed. */
         char *nl = text ? strchr(text, '\n') : NULL;
-        if (!nl || !streq(nl + 1, "ok\n")) {
-                const char *why = nl ? nl + 1 : "";
-                if (!*why)
-                        why = "nsrun: the session daemon failed before it was ready\n";
+        char *tail = nl ? nl + 1 : NULL;
+        size_t rl = tail ? strlen(tail) : 0;
+        bool ok = tail && rl >= 3 && streq(tail + rl - 3, "ok\n") && (rl == 3 || tail[rl - 4] == '\n');
+        if (!ok) {
+                const char *why = tail && *tail ? tail : "nsrun: the session daemon failed before it was ready\n";
                 say("%s", why);
                 return NSR_EXIT_FAILURE;
         }
+        tail[rl - 3] = '\0';
+        if (*tail)
+                say("%s", tail);
         *nl = '\0';
         if (!json) {
                 printf("%s\n", id);

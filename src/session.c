@@ -424,6 +424,7 @@ typedef struct session {
         uint32_t running_ids[NSR_SESSION_CLIENTS_MAX]; /* execs in flight, 0: free */
         bool stopping;
         bool said_hello;
+        char *notes; /* the run's notes for stderr, sent with "ok" */
         int stop_fd; /* the client that asked to stop, for the outcome */
         char *buf;
         nsr_launch_session hooks;
@@ -627,7 +628,8 @@ static void on_agent(session *s) {
                         stop(s, NSR_SESSION_DISCARD);
                         return;
                 }
-                ready(s, "ok\n");
+                _cleanup_free_ char *text = nsr_asprintf("%sok\n", s->notes ? s->notes : "");
+                ready(s, text);
                 arm_idle(s);
                 return;
         }
@@ -646,6 +648,17 @@ static void on_agent(session *s) {
                                 s->clients[i].running = false;
                 arm_idle(s);
         }
+}
+
+/* Lines a run prints before its command (the state dir chosen, ...): the
+ * caller of session start prints them. */
+static void collect_note(const char *line, void *userdata) {
+        session *s = userdata;
+        if (s->notes && strlen(s->notes) > 2048)
+                return;
+        char *n = nsr_asprintf("%s%s\n", s->notes ? s->notes : "", line);
+        free(s->notes);
+        s->notes = n;
 }
 
 static void dispatch(void *data) {
@@ -685,6 +698,7 @@ static void session_done(session *s) {
         }
         free(s->dir);
         free(s->buf);
+        free(s->notes);
 }
 
 static int make_dir(session *s, nsr_error *err) {
@@ -726,6 +740,7 @@ int nsr_session_serve(nsr_project *pj, const nsr_session_opts *o, nsr_error *err
                 .data = &s
         };
         nsr_project_set_session(pj, &s.hooks);
+        nsr_project_set_notify(pj, collect_note, &s);
         /* A session's default outcome is a kept run. */
         nsr_project_plan(pj)->proj.keep = true;
 
@@ -735,21 +750,23 @@ int nsr_session_serve(nsr_project *pj, const nsr_session_opts *o, nsr_error *err
         nsr_project_set_session(pj, NULL);
         /* Never ready: the sandbox could not be built. Say why. */
         if (s.ready_fd >= 0) {
-                char *text = nsr_strdup("");
+                char *text = nsr_strdup(s.notes ? s.notes : "");
                 if (r < 0) {
                         char msg[NSR_ERROR_MSG_MAX + 64];
                         nsr_error_format(&re, msg, sizeof(msg));
+                        char *t = nsr_asprintf("%snsrun: %s\n", text, msg);
                         free(text);
-                        text = nsr_asprintf("nsrun: %s\n", msg);
+                        text = t;
                 }
                 for (size_t i = 0; out.messages && out.messages[i]; i++) {
                         char *t = nsr_asprintf("%s%s\n", text, out.messages[i]);
                         free(text);
                         text = t;
                 }
-                if (!*text) {
+                if (!out.messages && r >= 0) {
+                        char *t = nsr_asprintf("%snsrun: the session's sandbox ended before it was ready\n", text);
                         free(text);
-                        text = nsr_strdup("nsrun: the session's sandbox ended before it was ready\n");
+                        text = t;
                 }
                 if (strlen(text) > 4000)
                         text[4000] = '\0';
