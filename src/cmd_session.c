@@ -397,6 +397,10 @@ static void keep_with_base(const char *state_dir, const char *id, const char *fi
         if (final_state) {
                 free(m.state);
                 m.state = nsr_strdup(final_state);
+                /* What it changed was applied, and is undone, by the commit
+                 * runs: this one has nothing of its own to undo. */
+                for (size_t i = 0; m.projects && m.projects[i]; i++)
+                        memset(m.counts[i], 0, sizeof(m.counts[i]));
                 for (size_t i = 0; m.projects && m.projects[i]; i++) {
                         char rel[32];
                         snprintf(rel, sizeof(rel), "p%zu", i);

@@ -194,6 +194,18 @@ like "$rc:$err" "^125:nsrun: sessions need a pid namespace of their own" "a setu
 run "$NSRUN" session start --project "$P" $NS --report "$d/never.json"
 like "$rc:$err" "^125:.*does not take --report" "session start refuses --report (exec --report reports one command)"
 
+# ---- stop --commit, and undo ------------------------------------------------------
+run "$NSRUN" session start --project "$P" $NS
+C=$out
+"$NSRUN" exec $NS "$C" -- sh -c 'echo u > undo-me' >/dev/null
+run "$NSRUN" session stop $NS --commit "$C"
+is "$rc:$(cat "$P/undo-me" 2>/dev/null)" "0:u" "stop --commit applies what accumulated"
+like "$err" "1 created; committed \(run " "... as a commit run of its own"
+run "$NSRUN" undo $NS "$C"
+like "$rc:$err" "^0:.*changed nothing" "the session's own run has nothing to undo"
+run "$NSRUN" undo $NS -p "$P"
+check "undo -p restores what the session's commit applied" test ! -e "$P/undo-me"
+
 # ---- network rules apply to a session: the monitor's relay serves every exec ----
 if command -v curl >/dev/null; then
 	run "$NSRUN" session start --project "$P" $NS --allow-host example.invalid
