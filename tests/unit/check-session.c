@@ -4,10 +4,13 @@
 #include "config.h"
 
 #include <string.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "session.h"
+#include "state.h"
 #include "unit.h"
 
 START_TEST(test_exec_roundtrip) {
@@ -126,6 +129,37 @@ START_TEST(test_framing) {
 }
 END_TEST
 
+/* A session's run is "running" as long as its daemon lives: the owner
+ * line must come back from the meta, or every running run looks orphaned
+ * (and a live session would be recovered as killed). */
+START_TEST(test_meta_owner) {
+        const char *tmp = getenv("TMPDIR");
+        char *dir = nsr_asprintf("%s/nsrun-session-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        char *projects[] = { (char *) "/p", NULL };
+        nsr_run_meta m = { .state = (char *) "running", .kind = (char *) "run", .projects = projects, .exit_code = -1 };
+        snprintf(m.run_id, sizeof(m.run_id), "20261126T000000.000Z-000000");
+        nsr_run_meta_set_owner(&m);
+        nsr_error e = { 0 };
+        ck_assert_int_eq(nsr_run_meta_write(fd, &m, &e), 0);
+        nsr_run_meta r = { 0 };
+        ck_assert_int_eq(nsr_run_meta_read(fd, &r, &e), 0);
+        ck_assert_int_eq(r.pid, getpid());
+        ck_assert_uint_eq(r.pid_start, m.pid_start);
+        ck_assert_str_eq(r.boot, m.boot);
+        ck_assert(!nsr_run_meta_is_orphan(&r));
+        r.pid = 0;
+        ck_assert(nsr_run_meta_is_orphan(&r));
+        nsr_run_meta_done(&r);
+        ck_assert_int_eq(unlinkat(fd, "meta", 0), 0);
+        close(fd);
+        rmdir(dir);
+        free(dir);
+}
+END_TEST
+
 static Suite *session_suite(void) {
         Suite *s = suite_create("session");
         TCase *tc = tcase_create("core");
@@ -134,6 +168,7 @@ static Suite *session_suite(void) {
         tcase_add_test(tc, test_env);
         tcase_add_test(tc, test_duration);
         tcase_add_test(tc, test_framing);
+        tcase_add_test(tc, test_meta_owner);
         suite_add_tcase(s, tc);
         return s;
 }
