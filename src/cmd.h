@@ -16,3 +16,5 @@ int nsr_cmd_history(int argc, char **argv);
 int nsr_cmd_gc(int argc, char **argv);
 int nsr_cmd_doctor(int argc, char **argv);
 int nsr_cmd_profile(int argc, char **argv);
+int nsr_cmd_session(int argc, char **argv);
+int nsr_cmd_exec(int argc, char **argv);

@@ -19,6 +19,7 @@
 #include "json.h"
 #include "project.h"
 #include "report.h"
+#include "session.h"
 #include "state.h"
 #include "textdiff.h"
 #include "utf8.h"
@@ -215,6 +216,8 @@ static int open_state(const args *a, char **ret_dir) {
                 say(stderr, "nsrun: no state dir at %s (%s): no runs yet\n", dir, strerror(errno));
                 return -1;
         }
+        /* A session whose daemon was killed is a kept run from now on. */
+        (void) nsr_session_recover(dir, NULL, &e);
         if (ret_dir)
                 *ret_dir = TAKE_PTR(dir);
         return fd;

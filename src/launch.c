@@ -38,6 +38,7 @@
 #include "relay.h"
 #include "refused.h"
 #include "runctl.h"
+#include "session.h"
 #include "syscalls.h"
 
 extern char **environ;
@@ -372,6 +373,68 @@ static int recv_pid(int sock, pid_t *ret) {
         return -ENODATA;
 }
 
+/* The command's own confinement, the last steps before its exec: the
+ * bounding set, the capabilities it keeps, no_new_privs, the Landlock
+ * scopes, the caller's rlimit back, no inherited fd, the seccomp filters
+ * and the signal mask. A one-shot run takes them once; a session's agent
+ * takes them in each command it forks (session.h), so both are confined
+ * by this one function. */
+static int confine_command(launch *l, uint64_t bound, nsr_error *e) {
+        const nsr_plan *p = l->plan;
+        int r;
+        if (l->caps_bounding && (bound & ~l->caps_keep) && (r = nsr_caps_bound(l->caps_keep, e)) < 0)
+                return r;
+        if (l->caps_bounding && (r = nsr_caps_bound_verify(l->caps_keep, e)) < 0)
+                return r;
+        if (l->caps_touch && (r = nsr_caps_set(l->caps_keep, e)) < 0)
+                return r;
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return nsr_error_set(e, errno, "prctl(PR_SET_NO_NEW_PRIVS) failed");
+        if (l->landlock_scope && (r = nsr_landlock_scope(e)) < 0)
+                return r;
+        if (l->raised_nofile)
+                (void) setrlimit(RLIMIT_NOFILE, &l->old_nofile);
+        if ((r = nsr_runctl_apply_rlimits(&p->run, e)) < 0)
+                return r;
+        /* An fd the caller leaked would reach past the sandbox: a dir fd
+         * escapes the read-only root, a file fd can be reopened writable
+         * through /proc/self/fd. */
+        if (p->close_inherited_fds && nsr_fds_cloexec_above_stdio(p->sync_fd) < 0)
+                return nsr_error_set(e, errno, "cannot close the inherited file descriptors");
+        /* With the refused record, the first program goes in as its
+         * listener form, and the listener fd goes up to the monitor. */
+        if ((r = load_seccomp(l, true, e)) < 0)
+                return r;
+        l->notify_sock[1] = safe_close(l->notify_sock[1]);
+        signal(SIGCHLD, SIG_DFL);
+        sigprocmask(SIG_SETMASK, &l->old_mask, NULL);
+        return 0;
+}
+
+typedef struct agent_ctx {
+        launch *l;
+        uint64_t bound;
+} agent_ctx;
+
+static int agent_confine(void *data, nsr_error *e) {
+        agent_ctx *c = data;
+        return confine_command(c->l, c->bound, e);
+}
+
+/* A session: the process that would run the command becomes the agent,
+ * which forks each command on the monitor's request (session.h). */
+_noreturn_ static void run_agent(launch *l, uint64_t bound) {
+        agent_ctx c = { .l = l, .bound = bound };
+        nsr_session_agent ag = {
+                .sock = l->extra->session->agent_fd,
+                .setup_fd = l->err_pipe[1],
+                .env = l->env,
+                .confine = agent_confine,
+                .data = &c,
+        };
+        nsr_session_agent_run(&ag);
+}
+
 _noreturn_ static void child_main(launch *l) {
         const nsr_plan *p = l->plan;
         nsr_error e = { 0 };
@@ -382,6 +445,8 @@ _noreturn_ static void child_main(launch *l) {
         l->go_pipe[1] = safe_close(l->go_pipe[1]);
         l->pid_pipe[0] = safe_close(l->pid_pipe[0]);
         l->notify_sock[0] = safe_close(l->notify_sock[0]);
+        if (l->extra && l->extra->session)
+                close(l->extra->session->monitor_fd);
         if (p->info_fd >= 0)
                 close(p->info_fd);
         if (p->json_status_fd >= 0)
@@ -555,6 +620,13 @@ _noreturn_ static void child_main(launch *l) {
                         }
                         l->err_pipe[1] = safe_close(l->err_pipe[1]);
                         l->notify_sock[1] = safe_close(l->notify_sock[1]);
+                        /* The agent's end is the agent's alone: its death
+                         * must reach the monitor as a hangup. */
+                        if (l->extra && l->extra->session) {
+                                close(l->extra->session->agent_fd);
+                                for (size_t i = 0; i < ELEMENTSOF(l->extra->session->sandbox_close); i++)
+                                        safe_close(l->extra->session->sandbox_close[i]);
+                        }
                         if (nsr_write_all(ready[1], "x", 1) < 0) {
                                 (void) kill(cmd, SIGKILL);
                                 _exit(1);
@@ -583,30 +655,10 @@ _noreturn_ static void child_main(launch *l) {
         l->go_pipe[0] = safe_close(l->go_pipe[0]);
         if (l->extra)
                 wait_fence(&l->extra->start_fence);
-        if (l->caps_bounding && (bound & ~l->caps_keep) && nsr_caps_bound(l->caps_keep, &e) < 0)
+        if (l->extra && l->extra->session)
+                run_agent(l, bound);
+        if (confine_command(l, bound, &e) < 0)
                 child_fail(l, &e);
-        if (l->caps_bounding && nsr_caps_bound_verify(l->caps_keep, &e) < 0)
-                child_fail(l, &e);
-        if (l->caps_touch && nsr_caps_set(l->caps_keep, &e) < 0)
-                child_fail(l, &e);
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                child_fail(l, (nsr_error_set(&e, errno, "prctl(PR_SET_NO_NEW_PRIVS) failed"), &e));
-        if (l->landlock_scope && nsr_landlock_scope(&e) < 0)
-                child_fail(l, &e);
-        if (l->raised_nofile)
-                (void) setrlimit(RLIMIT_NOFILE, &l->old_nofile);
-        if (nsr_runctl_apply_rlimits(&p->run, &e) < 0)
-                child_fail(l, &e);
-        /* An fd the caller leaked would reach past the sandbox: a dir fd
-         * escapes the read-only root, a file fd can be reopened writable
-         * through /proc/self/fd. */
-        if (p->close_inherited_fds && nsr_fds_cloexec_above_stdio(p->sync_fd) < 0)
-                child_fail(l, (nsr_error_set(&e, errno, "cannot close the inherited file descriptors"), &e));
-        if (load_seccomp(l, true, &e) < 0)
-                child_fail(l, &e);
-        l->notify_sock[1] = safe_close(l->notify_sock[1]);
-        signal(SIGCHLD, SIG_DFL);
-        sigprocmask(SIG_SETMASK, &l->old_mask, NULL);
 
         exec_command(l);
         e = (nsr_error){ .kind = NSR_ERR_EXEC };
@@ -811,7 +863,8 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
         }
 
         for (;;) {
-                struct pollfd fds[7] = {
+                const nsr_launch_session *ses = l->extra ? l->extra->session : NULL;
+                struct pollfd fds[8] = {
                         { .fd = sfd, .events = POLLIN },
                         { .fd = err_eof ? -1 : l->err_pipe[0], .events = POLLIN },
                         { .fd = have_status ? -1 : l->status_pipe[0], .events = POLLIN },
@@ -819,8 +872,9 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                         { .fd = l->notify_sock[0], .events = POLLIN },
                         { .fd = l->listener, .events = POLLIN },
                         { .fd = l->relay ? nsr_relay_fd(l->relay) : -1, .events = POLLIN },
+                        { .fd = ses ? ses->poll_fd : -1, .events = POLLIN },
                 };
-                if (poll(fds, 7, -1) < 0) {
+                if (poll(fds, 8, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return nsr_error_set(err, errno, "poll");
@@ -831,6 +885,8 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                         refused_hook(l, fds[4].revents, fds[5].revents);
                 if (fds[6].revents)
                         nsr_relay_dispatch(l->relay);
+                if (fds[7].revents)
+                        ses->dispatch(ses->data);
                 if (fds[1].revents) {
                         ssize_t n = read(l->err_pipe[0], (char *) &child_err + err_got, sizeof(child_err) - err_got);
                         if (n > 0)

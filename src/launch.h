@@ -36,6 +36,21 @@ typedef struct nsr_launch_result {
 #define NSR_EXIT_TIMEOUT 124
 
 /* Extra inputs the plan does not carry itself. */
+/* A session (session.h): the command is replaced by the session agent,
+ * which forks commands on request. agent_fd and monitor_fd are the two
+ * ends of a SOCK_SEQPACKET socketpair (the sandbox keeps agent_fd only);
+ * the monitor loop polls poll_fd and calls dispatch when it is readable. */
+typedef struct nsr_launch_session {
+        int agent_fd;
+        int monitor_fd;
+        int poll_fd;
+        /* The monitor's own fds that the sandbox's pid 1 must not keep
+         * (the agent closes every fd but its own). */
+        int sandbox_close[3];
+        void (*dispatch)(void *data);
+        void *data;
+} nsr_launch_session;
+
 typedef struct nsr_launch_extra {
         /* Seccomp BPF programs to load before the plan's own --seccomp and
          * --add-seccomp-fd programs (compiled --seccomp-policy files). */
@@ -53,6 +68,7 @@ typedef struct nsr_launch_extra {
          * seccomp listener the monitor answers (refused.h); initialised by
          * the caller with that program. NULL: no record. */
         struct nsr_refused *refused;
+        const nsr_launch_session *session; /* NULL: run the plan's command */
 } nsr_launch_extra;
 
 /* Runs the plan and waits for the command. Returns 0 when the command ran

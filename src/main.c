@@ -74,6 +74,7 @@ static const struct {
         { "seccomp", nsr_cmd_seccomp }, { "diff", nsr_cmd_diff },       { "commit", nsr_cmd_commit },
         { "discard", nsr_cmd_discard }, { "undo", nsr_cmd_undo },       { "history", nsr_cmd_history },
         { "gc", nsr_cmd_gc },           { "doctor", nsr_cmd_doctor },   { "profile", nsr_cmd_profile },
+        { "session", nsr_cmd_session }, { "exec", nsr_cmd_exec },
 };
 
 /* An fd the caller passed for nsrun to write to: it must be open for

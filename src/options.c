@@ -280,5 +280,8 @@ void nsr_options_help(FILE *f, const char *prog, bool bwrap_mode) {
               "    gc                           Prune old runs and backups\n"
               "    doctor [--json]              Check what this host lets nsrun do\n"
               "    profile list|show|check      List, expand or check profile files\n"
+              "    session start|stop|list|diff|commit\n"
+              "                                 One project sandbox kept up for many commands\n"
+              "    exec ID -- COMMAND           Run a command in a session\n"
               "\nSee nsrun(1).\n", f);
 }

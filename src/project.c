@@ -74,6 +74,7 @@ struct nsr_project {
         char *skel;            /* --workspace-root: the mount-point layer (workspace.h) */
         void (*notify)(const char *line, void *userdata);
         void *notify_data;
+        const nsr_launch_session *session; /* a session's daemon (session.h) */
 };
 
 nsr_project *nsr_project_free(nsr_project *pj) {
@@ -118,6 +119,14 @@ static void note(nsr_project *pj, const char *fmt, ...) {
         va_end(ap);
         if (pj->notify)
                 pj->notify(s, pj->notify_data);
+}
+
+void nsr_project_set_session(nsr_project *pj, const nsr_launch_session *s) {
+        pj->session = s;
+}
+
+const char *nsr_project_run_id(const nsr_project *pj) {
+        return pj->run_id;
 }
 
 nsr_plan *nsr_project_plan(nsr_project *pj) {
@@ -775,6 +784,17 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
                 free(snaps);
                 free(ev);
         }
+        /* A session keeps one overlay mounted for many commands: the
+         * other sandboxes have none to keep. */
+        if (r >= 0 && pj->session && (a->conf != CONF_NAMESPACES || pj->live))
+                r = nsr_error_setx(err, EOPNOTSUPP,
+                                   "sessions need the namespace sandbox with an overlay; this host or these options "
+                                   "give %s", a->conf == CONF_NAMESPACES ? "live writes (no overlay)" : "no namespaces");
+        /* Everything a session started must end with it: its pid
+         * namespace is what takes the background processes down. */
+        if (r >= 0 && pj->session && (!p->unshare_pid || p->pidns_fd != -1 || p->as_pid_1))
+                r = nsr_error_setx(err, EOPNOTSUPP, "sessions need a pid namespace of their own (no --pidns "
+                                                    "or --as-pid-1)");
         if (r >= 0) {
                 nsr_refused_done(&a->refused);
                 bool record = n_bpf > 0;
@@ -790,7 +810,8 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
                                                    .n_bpf = n_bpf,
                                                    .kill_leftovers = true,
                                                    .start_fence = *fence,
-                                                   .refused = record ? &a->refused : NULL };
+                                                   .refused = record ? &a->refused : NULL,
+                                                   .session = pj->session };
                         r = nsr_launch(p, &extra, lr, err);
                         a->landlock = lr->landlock;
                 } else {

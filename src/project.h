@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "changeset.h"
+#include "launch.h"
 #include "plan.h"
 #include "protect.h"
 #include "state.h"
@@ -58,6 +59,12 @@ int nsr_project_protect(int run_fd, size_t index, int project_fd, const char *pr
  * chosen, the sandbox that best-effort mode could build, a switch to
  * --no-overlay): main.c prints them through fn as they come. */
 void nsr_project_set_notify(nsr_project *pj, void (*fn)(const char *line, void *userdata), void *userdata);
+
+/* Sessions (session.h): the launch serves a session instead of running
+ * the command. Set before nsr_project_run(). */
+void nsr_project_set_session(nsr_project *pj, const nsr_launch_session *s);
+/* The run's id, known once prepared (a session's id is its run's). */
+const char *nsr_project_run_id(const nsr_project *pj);
 
 /* Runs the prepared project. Returns a negative errno (err set) only when
  * nothing ran; otherwise fills *ret, whose exit_code says how it went.

@@ -404,15 +404,16 @@ int nsr_run_meta_read(int run_fd, nsr_run_meta *ret, nsr_error *err) {
                         if (sscanf(val, "%lld.%ld", &s, &ns) == 2)
                                 m.start = (struct timespec){ .tv_sec = s, .tv_nsec = ns };
                 } else if (streq(key, "owner")) {
-                        /* "owner PID START BOOT": without it every running
-                         * run would look orphaned, and gc would prune it. */
+                        /* Without it every running run would look orphaned
+                         * (a session's, a run in progress). */
                         int pid = 0;
-                        unsigned long long pstart = 0;
-                        char boot[sizeof(m.boot)] = "";
-                        if (sscanf(val, "%d %llu %39s", &pid, &pstart, boot) == 3 && pid > 0) {
+                        unsigned long long st = 0;
+                        char boot[40] = "";
+                        if (sscanf(val, "%d %llu %39s", &pid, &st, boot) >= 2 && pid > 0) {
                                 m.pid = pid;
-                                m.pid_start = pstart;
-                                snprintf(m.boot, sizeof(m.boot), "%s", streq(boot, "-") ? "" : boot);
+                                m.pid_start = st;
+                                if (!streq(boot, "-"))
+                                        snprintf(m.boot, sizeof(m.boot), "%s", boot);
                         }
                 } else if (streq(key, "exit"))
                         m.exit_code = atoi(val);

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The pure parts of sessions: the exec request's wire form, the command's
+ * environment, durations, and the message framing over a socketpair. */
+#include "config.h"
+
+#include <string.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "session.h"
+#include "state.h"
+#include "unit.h"
+
+START_TEST(test_exec_roundtrip) {
+        char *argv[] = { (char *) "sh", (char *) "-c", (char *) "", (char *) "x y", NULL };
+        char *set[] = { (char *) "A=1", (char *) "B=", NULL };
+        char *unset[] = { (char *) "HOME", NULL };
+        nsr_session_exec x = { .argv = argv, .set = set, .unset = unset, .cwd = (char *) "/tmp" };
+        nsr_error e = { 0 };
+        char *buf = NULL;
+        size_t len = 0;
+        /* An empty argument is a tag with no text: it must survive. */
+        ck_assert_int_eq(nsr_session_exec_encode(&x, &buf, &len, &e), 0);
+        nsr_session_exec y = { 0 };
+        ck_assert_int_eq(nsr_session_exec_decode(buf, len, &y, &e), 0);
+        ck_assert_uint_eq(nsr_strv_length(y.argv), 4);
+        ck_assert_str_eq(y.argv[2], "");
+        ck_assert_str_eq(y.argv[3], "x y");
+        ck_assert_str_eq(y.set[1], "B=");
+        ck_assert_str_eq(y.unset[0], "HOME");
+        ck_assert_str_eq(y.cwd, "/tmp");
+        nsr_session_exec_done(&y);
+        free(buf);
+}
+END_TEST
+
+START_TEST(test_exec_malformed) {
+        nsr_error e = { 0 };
+        nsr_session_exec y = { 0 };
+        static const struct {
+                const char *data;
+                size_t len;
+        } bad[] = {
+                { "", 0 },              /* no command */
+                { "ecmd\0", 5 },        /* env without NAME=VALUE, no command */
+                { "ash", 3 },           /* not terminated */
+                { "xsh\0", 4 },         /* unknown tag */
+                { "ash\0e=1\0", 8 },    /* empty name */
+                { "ash\0uA=B\0", 9 },   /* unset with a value */
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                ck_assert_int_lt(nsr_session_exec_decode(bad[i].data, bad[i].len, &y, &e), 0);
+        char **big = nsr_malloc0(sizeof(char *));
+        for (int i = 0; i < 2000; i++)
+                nsr_strv_push(&big, nsr_asprintf("%0100d", i));
+        nsr_session_exec x = { .argv = big };
+        char *buf = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(nsr_session_exec_encode(&x, &buf, &len, &e), -E2BIG);
+        nsr_strv_free(big);
+}
+END_TEST
+
+START_TEST(test_env) {
+        char *base[] = { (char *) "HOME=/h", (char *) "PATH=/bin", (char *) "PWD=/old", (char *) "HOMEX=1", NULL };
+        char *set[] = { (char *) "PATH=/usr/bin", (char *) "NEW=v", NULL };
+        char *unset[] = { (char *) "HOME", NULL };
+        nsr_session_exec x = { .set = set, .unset = unset };
+        char **env = nsr_session_exec_env(base, &x, "/w");
+        ck_assert_uint_eq(nsr_strv_length(env), 4);
+        ck_assert_str_eq(env[0], "HOMEX=1");
+        ck_assert_str_eq(env[1], "PATH=/usr/bin");
+        ck_assert_str_eq(env[2], "NEW=v");
+        ck_assert_str_eq(env[3], "PWD=/w");
+        nsr_strv_free(env);
+}
+END_TEST
+
+START_TEST(test_duration) {
+        unsigned v = 0;
+        ck_assert_int_eq(nsr_session_parse_duration("30m", &v), 0);
+        ck_assert_uint_eq(v, 1800);
+        ck_assert_int_eq(nsr_session_parse_duration("90", &v), 0);
+        ck_assert_uint_eq(v, 90);
+        ck_assert_int_eq(nsr_session_parse_duration("2h", &v), 0);
+        ck_assert_uint_eq(v, 7200);
+        ck_assert_int_eq(nsr_session_parse_duration("0", &v), 0);
+        ck_assert_uint_eq(v, 0);
+        ck_assert_int_lt(nsr_session_parse_duration("-1", &v), 0);
+        ck_assert_int_lt(nsr_session_parse_duration("5x", &v), 0);
+        ck_assert_int_lt(nsr_session_parse_duration("", &v), 0);
+        ck_assert_int_lt(nsr_session_parse_duration("99999999999d", &v), 0);
+}
+END_TEST
+
+START_TEST(test_framing) {
+        int sp[2];
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+        int fds[3] = { 0, 1, 2 };
+        ck_assert_int_eq(nsr_session_send(sp[0], NSR_SMSG_EXEC, 7, -3, 1, "abc", 3, fds, 3), 0);
+        char *buf = nsr_malloc0(NSR_SESSION_PAYLOAD_MAX + 1);
+        nsr_session_hdr h;
+        int got[3];
+        ck_assert_int_eq(nsr_session_recv(sp[1], &h, buf, got), 0);
+        ck_assert_uint_eq(h.type, NSR_SMSG_EXEC);
+        ck_assert_uint_eq(h.id, 7);
+        ck_assert_int_eq(h.value, -3);
+        ck_assert_str_eq(buf, "abc");
+        for (int i = 0; i < 3; i++) {
+                ck_assert_int_ge(got[i], 3);
+                close(got[i]);
+        }
+        /* Not our magic: refused. A short datagram too. */
+        nsr_session_hdr bad = { .magic = 1, .type = NSR_SMSG_PING };
+        ck_assert_int_eq(write(sp[0], &bad, sizeof(bad)), (ssize_t) sizeof(bad));
+        ck_assert_int_eq(nsr_session_recv(sp[1], &h, buf, got), -EBADMSG);
+        ck_assert_int_eq(write(sp[0], "x", 1), 1);
+        ck_assert_int_eq(nsr_session_recv(sp[1], &h, buf, got), -EBADMSG);
+        /* A type beyond the enum: refused. */
+        bad = (nsr_session_hdr){ .magic = NSR_SESSION_MAGIC, .type = _NSR_SMSG_MAX };
+        ck_assert_int_eq(write(sp[0], &bad, sizeof(bad)), (ssize_t) sizeof(bad));
+        ck_assert_int_eq(nsr_session_recv(sp[1], &h, buf, got), -EBADMSG);
+        close(sp[0]);
+        ck_assert_int_eq(nsr_session_recv(sp[1], &h, buf, got), -ENODATA);
+        close(sp[1]);
+        free(buf);
+}
+END_TEST
+
+/* A session's run is "running" as long as its daemon lives: the owner
+ * line must come back from the meta, or every running run looks orphaned
+ * (and a live session would be recovered as killed). */
+START_TEST(test_meta_owner) {
+        const char *tmp = getenv("TMPDIR");
+        char *dir = nsr_asprintf("%s/nsrun-session-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        char *projects[] = { (char *) "/p", NULL };
+        nsr_run_meta m = { .state = (char *) "running", .kind = (char *) "run", .projects = projects, .exit_code = -1 };
+        snprintf(m.run_id, sizeof(m.run_id), "20261126T000000.000Z-000000");
+        nsr_run_meta_set_owner(&m);
+        nsr_error e = { 0 };
+        ck_assert_int_eq(nsr_run_meta_write(fd, &m, &e), 0);
+        nsr_run_meta r = { 0 };
+        ck_assert_int_eq(nsr_run_meta_read(fd, &r, &e), 0);
+        ck_assert_int_eq(r.pid, getpid());
+        ck_assert_uint_eq(r.pid_start, m.pid_start);
+        ck_assert_str_eq(r.boot, m.boot);
+        ck_assert(!nsr_run_meta_is_orphan(&r));
+        r.pid = 0;
+        ck_assert(nsr_run_meta_is_orphan(&r));
+        nsr_run_meta_done(&r);
+        ck_assert_int_eq(unlinkat(fd, "meta", 0), 0);
+        close(fd);
+        rmdir(dir);
+        free(dir);
+}
+END_TEST
+
+static Suite *session_suite(void) {
+        Suite *s = suite_create("session");
+        TCase *tc = tcase_create("core");
+        tcase_add_test(tc, test_exec_roundtrip);
+        tcase_add_test(tc, test_exec_malformed);
+        tcase_add_test(tc, test_env);
+        tcase_add_test(tc, test_duration);
+        tcase_add_test(tc, test_framing);
+        tcase_add_test(tc, test_meta_owner);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+NSR_UNIT_MAIN(session_suite)
