@@ -28,19 +28,7 @@
  * messages may come from a sandboxed command, so the whole line goes
  * through the one escaping function (utf8.h), which is idempotent on the
  * names escaped already. A diff's body goes through textdiff.c instead. */
-static void say(FILE *f, const char *fmt, ...) _printf_(2, 3);
-static void say(FILE *f, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        char *line = NULL;
-        int n = vasprintf(&line, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-                return;
-        _cleanup_free_ char *shown = nsr_utf8_escape_flags(line, NSR_ESCAPE_MESSAGE);
-        free(line);
-        fputs(shown, f);
-}
+#define say nsr_utf8_fprintf
 
 extern char **environ;
 

@@ -34,19 +34,7 @@ extern char **environ;
 
 /* Every line goes through the one escaping function: messages carry
  * names and text a sandboxed command chose. */
-static void say(const char *fmt, ...) _printf_(1, 2);
-static void say(const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        char *line = NULL;
-        int n = vasprintf(&line, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-                return;
-        _cleanup_free_ char *shown = nsr_utf8_escape_flags(line, NSR_ESCAPE_MESSAGE);
-        free(line);
-        fputs(shown, stderr);
-}
+#define say(...) nsr_utf8_fprintf(stderr, __VA_ARGS__)
 
 static void err_print(const nsr_error *e) {
         char buf[NSR_ERROR_MSG_MAX + 256];

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "utf8.h"
@@ -152,4 +155,18 @@ char *nsr_utf8_escape_flags(const char *s, unsigned flags) {
         }
         out[o] = '\0';
         return out;
+}
+
+void nsr_utf8_fprintf(FILE *f, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        char *line = NULL;
+        int n = vasprintf(&line, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return;
+        char *shown = nsr_utf8_escape_flags(line, NSR_ESCAPE_MESSAGE);
+        free(line);
+        fputs(shown, f);
+        free(shown);
 }

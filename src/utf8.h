@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Decodes one sequence at s (len > 0 bytes available). Strict: overlong
  * forms, surrogates (U+D800..U+DFFF) and values above U+10FFFF are invalid.
@@ -52,3 +53,8 @@ enum {
  * become "\uXXXX". With NSR_ESCAPE_MESSAGE it is idempotent, so applying
  * it to a message whose names were escaped already changes nothing. */
 char *nsr_utf8_escape_flags(const char *s, unsigned flags);
+
+/* Formats a line and writes it to f through the escaping of a message
+ * (NSR_ESCAPE_MESSAGE, idempotent on names escaped already): for the
+ * front ends, whose lines carry names and text a sandboxed command chose. */
+void nsr_utf8_fprintf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
