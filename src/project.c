@@ -1048,8 +1048,30 @@ static int by_count(const void *x, const void *y) {
 /* The refused record for the report, and its stderr line
  * ("nsrun: refused: ptrace x3, mount x1; timeout 90s"), NULL when nothing
  * was refused. */
+/* The connections the egress rules refused, one entry per host and port
+ * (at most max), into conns; returns how many. */
+static size_t refused_connections(const nsr_egress_log *net, nsr_report_refused_conn *conns, size_t max) {
+        size_t n = 0;
+        for (size_t i = 0; net && i < net->n_records; i++) {
+                const nsr_egress_record *r = &net->records[i];
+                if (r->allowed)
+                        continue;
+                size_t k = 0;
+                while (k < n && !(conns[k].port == r->port && streq(conns[k].host, r->host)))
+                        k++;
+                if (k == n) {
+                        if (n == max)
+                                continue;
+                        conns[n++] = (nsr_report_refused_conn){ .host = r->host, .port = r->port, .reason = r->reason };
+                }
+                conns[k].count++;
+        }
+        return n;
+}
+
 static char *refused_record(const nsr_refused *rf, const nsr_launch_result *lr, const nsr_runctl *rc,
-                            nsr_report_refused_call *calls, nsr_report_refused *ret) {
+                            nsr_report_refused_call *calls, nsr_report_refused_conn *conns, size_t max_conns,
+                            nsr_report_refused *ret) {
         for (size_t i = 0; i < rf->n_entries; i++)
                 calls[i] = (nsr_report_refused_call){ .name = rf->entries[i].name,
                                                       .count = rf->entries[i].count,
@@ -1065,6 +1087,10 @@ static char *refused_record(const nsr_refused *rf, const nsr_launch_result *lr, 
                                      .timeout_ms = rc->timeout_ms,
                                      .killed = lr->killed_after,
                                      .limits = lr->limits_hit };
+        if (lr->net_on) {
+                ret->connections = conns;
+                ret->n_connections = refused_connections(&lr->net, conns, max_conns);
+        }
         char *line = nsr_strdup("");
         for (size_t i = 0; i < rf->n_entries; i++) {
                 char *n = nsr_asprintf("%s%s%s x%" PRIu64, line, i ? ", " : "", calls[i].name, calls[i].count);
@@ -1073,6 +1099,15 @@ static char *refused_record(const nsr_refused *rf, const nsr_launch_result *lr, 
         }
         if (rf->dropped) {
                 char *n = nsr_asprintf("%s, %" PRIu64 " more", line, rf->dropped);
+                free(line);
+                line = n;
+        }
+        for (size_t i = 0; i < ret->n_connections; i++) {
+                char count[32] = "";
+                if (conns[i].count > 1)
+                        snprintf(count, sizeof(count), " x%" PRIu64, conns[i].count);
+                char *n = nsr_asprintf("%s%sconnect %s:%d%s", line, line[0] ? (i ? ", " : "; ") : "", conns[i].host,
+                                       conns[i].port, count);
                 free(line);
                 line = n;
         }
@@ -1528,8 +1563,10 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
 
         /* What was refused: one line, and the report's "refused". */
         nsr_report_refused_call calls[NSR_REFUSED_MAX_ENTRIES];
+        nsr_report_refused_conn conns[64];
         nsr_report_refused refused;
-        _cleanup_free_ char *refused_line = refused_record(&a.refused, &lr, &p->run, calls, &refused);
+        _cleanup_free_ char *refused_line =
+                refused_record(&a.refused, &lr, &p->run, calls, conns, ELEMENTSOF(conns), &refused);
         if (refused_line)
                 nsr_strv_extend(&o.summary, refused_line);
 

@@ -266,6 +266,19 @@ static void emit_refused(nsr_json *j, const nsr_report_refused *rf) {
         } else
                 nsr_json_null(j, "timeout");
         nsr_json_strv(j, "limits", rf->limits);
+        if (rf->connections) {
+                nsr_json_array_begin(j, "connections");
+                for (size_t i = 0; i < rf->n_connections; i++) {
+                        const nsr_report_refused_conn *c = &rf->connections[i];
+                        nsr_json_object_begin(j, NULL);
+                        nsr_json_string(j, "host", c->host);
+                        nsr_json_int(j, "port", c->port);
+                        nsr_json_string(j, "reason", c->reason);
+                        nsr_json_uint(j, "count", c->count);
+                        nsr_json_object_end(j);
+                }
+                nsr_json_array_end(j);
+        }
         nsr_json_object_end(j);
 }
 

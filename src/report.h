@@ -34,7 +34,12 @@
  *         "more": 0,                       calls of syscalls beyond the table
  *         "timeout": {"after_ms": 90000, "killed": true} | null,
  *                                          killed: SIGKILL was needed
- *         "limits": ["pids.max (3 forks refused)", ...]
+ *         "limits": ["pids.max (3 forks refused)", ...],
+ *         "connections": [ {"host": "example.net", "port": 443,
+ *                           "reason": "host not in --allow-host",
+ *                           "count": 2}, ... ]   with --allow-host: the
+ *                                          connections the rules refused,
+ *                                          one entry per host and port
  *     },
  *     "projects": [ {
  *         "path": "/p",
@@ -120,6 +125,13 @@ typedef struct nsr_report_refused_call {
         const char *comm;     /* the first caller's name, already escaped */
 } nsr_report_refused_call;
 
+typedef struct nsr_report_refused_conn {
+        const char *host;
+        int port;
+        const char *reason;   /* the first refusal's */
+        uint64_t count;
+} nsr_report_refused_conn;
+
 typedef struct nsr_report_refused {
         bool recorded;
         const nsr_report_refused_call *calls; /* in the order to write */
@@ -129,6 +141,8 @@ typedef struct nsr_report_refused {
         uint64_t timeout_ms;
         bool killed;
         char *const *limits;  /* NULL-terminated, may be NULL */
+        const nsr_report_refused_conn *connections; /* egress refusals, may be NULL */
+        size_t n_connections;
 } nsr_report_refused;
 
 /* Filled in by the caller; the report only borrows these pointers. */

@@ -199,6 +199,9 @@ EOF2
 is "$(python3 "$d/check2.py" "$d/report.json" "$d/net2.log")" "True
 socks5:127.0.0.1:True:$up1:$(resp "$up1") http:refused.invalid:False:0:0 connect:127.0.0.1:True:$up2:$(resp "$up2")" \
 	"project mode: the report's network equals the live log, exactly"
+like "$err" "nsrun: refused: connect refused\.invalid:80" "project mode: the refused line names the refused connection"
+is "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["refused"]["connections"]; print([(c["host"], c["port"], c["reason"], c["count"]) for c in r])' "$d/report.json")" \
+	"[('refused.invalid', 80, 'host not in --allow-host', 1)]" "project mode: the report's refused record has the refused connection"
 run $NSRUN -p "$d/proj" --state-dir "$d/state" --sandbox=off --allow-host "127.0.0.1:$PORT" -- true
 is "$rc" 125 "--sandbox=off with --allow-host is refused (no network namespace to filter)"
 like "$err" "--allow-host needs a sandbox that confines the network; --sandbox=off has none" "and says why"
