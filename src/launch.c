@@ -597,16 +597,19 @@ _noreturn_ static void child_main(launch *l) {
                 pid_t cmd = fork();
                 if (cmd < 0)
                         child_fail(l, (nsr_error_set(&e, errno, "Can't fork for pid 1"), &e));
-                /* In a new session the command leads a process group of its
-                 * own (set on both sides of the fork, so neither races),
-                 * which pid 1 signals as a terminal would its foreground
-                 * group. */
-                if (p->new_session)
+                /* Project mode, in a new session: the command leads a
+                 * process group of its own (set on both sides of the fork,
+                 * so neither races), which pid 1 signals as a terminal
+                 * would its foreground group. The bwrap name keeps bwrap's
+                 * layout (the command in pid 1's group), which the parity
+                 * tests compare. */
+                bool own_group = p->new_session && l->extra && l->extra->kill_leftovers;
+                if (own_group)
                         (void) setpgid(cmd > 0 ? cmd : 0, cmd > 0 ? cmd : 0);
                 if (cmd > 0) {
                         close(ready[0]);
                         /* Before pid 1's own filter, which forbids getpid. */
-                        unsigned rflags = p->new_session ? NSR_REAPER_GROUP : 0;
+                        unsigned rflags = own_group ? NSR_REAPER_GROUP : 0;
                         if (l->extra && l->extra->kill_leftovers && getpid() == 1)
                                 rflags |= NSR_REAPER_TREE;
                         if (set_parent_death(l, &e) < 0)
