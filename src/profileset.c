@@ -24,6 +24,8 @@ void nsr_profileset_ctx(char *const *env, nsr_pf_ctx *ret) {
 
 /* Appends src's lines to dst (src is emptied). */
 static void move_lines(nsr_pf_list *dst, nsr_pf_list *src) {
+        if (src->n == 0) /* memcpy must not see a NULL entries, even for 0 bytes */
+                return;
         dst->entries = nsr_realloc_array(dst->entries, dst->n + src->n, sizeof(nsr_pf_entry));
         memcpy(dst->entries + dst->n, src->entries, src->n * sizeof(nsr_pf_entry));
         dst->n += src->n;

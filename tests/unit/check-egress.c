@@ -319,6 +319,7 @@ END_TEST
 static Suite *egress_suite(void) {
         Suite *s = suite_create("egress");
         TCase *tc = tcase_create("core");
+        tcase_set_timeout(tc, 60); /* test_limits fills the tables: slow under ASan */
         tcase_add_test(tc, test_parse);
         tcase_add_test(tc, test_match);
         tcase_add_test(tc, test_normalize);
