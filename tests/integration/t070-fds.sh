@@ -75,7 +75,8 @@ rm -f "$d/control"
 "$NSRUN" $BASE --bind "$d" "$d" -- touch "$d/control"
 check "--block-fd: a launch started later has run" test -e "$d/control"
 check "--block-fd: nothing runs before data arrives" test ! -e "$d/ran"
-echo go > "$d/fifo"
+# Bounded: if nsrun died, nothing reads the fifo and its open would block.
+timeout 10 sh -c 'echo go > "$1"' _ "$d/fifo"
 wait $w
 check "--block-fd: the command runs after data arrives" test -e "$d/ran"
 
