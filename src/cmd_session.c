@@ -352,20 +352,29 @@ static int session_commit(const char *state_dir, const char *id, bool *ret_confl
         return rc;
 }
 
+/* The start of the subcommands that talk to one session: the options,
+ * the usage, the state dir and the connection. Returns the connected fd,
+ * -1 after saying what failed, or -2 after --help. */
+static int open_session(int argc, char **argv, const char *allowed, sargs *a, char **ret_state_dir) {
+        if (parse(argc, argv, allowed, a) < 0)
+                return -1;
+        if (a->help || !a->id) {
+                fputs(usage_session, a->help ? stdout : stderr);
+                return a->help ? -2 : -1;
+        }
+        *ret_state_dir = state_dir_of(a->state_dir, false);
+        if (!*ret_state_dir)
+                return -1;
+        int fd = connect_or_say(*ret_state_dir, a->id);
+        return fd < 0 ? -1 : fd; /* not -ENOENT, which is -2 */
+}
+
 static int commit_cmd(int argc, char **argv) {
         _cleanup_(sargs_done) sargs a;
-        if (parse(argc, argv, "s", &a) < 0)
-                return 1;
-        if (a.help || !a.id) {
-                fputs(usage_session, a.help ? stdout : stderr);
-                return a.help ? 0 : 1;
-        }
-        _cleanup_free_ char *state_dir = state_dir_of(a.state_dir, false);
-        if (!state_dir)
-                return 1;
-        _cleanup_close_ int fd = connect_or_say(state_dir, a.id);
+        _cleanup_free_ char *state_dir = NULL;
+        _cleanup_close_ int fd = open_session(argc, argv, "s", &a, &state_dir);
         if (fd < 0)
-                return 1;
+                return fd == -2 ? 0 : 1;
         return session_commit(state_dir, a.id, NULL);
 }
 
@@ -400,18 +409,10 @@ static void keep_with_base(const char *state_dir, const char *id, const char *fi
 
 static int stop_cmd(int argc, char **argv) {
         _cleanup_(sargs_done) sargs a;
-        if (parse(argc, argv, "sc", &a) < 0)
-                return 1;
-        if (a.help || !a.id) {
-                fputs(usage_session, a.help ? stdout : stderr);
-                return a.help ? 0 : 1;
-        }
-        _cleanup_free_ char *state_dir = state_dir_of(a.state_dir, false);
-        if (!state_dir)
-                return 1;
-        _cleanup_close_ int fd = connect_or_say(state_dir, a.id);
+        _cleanup_free_ char *state_dir = NULL;
+        _cleanup_close_ int fd = open_session(argc, argv, "sc", &a, &state_dir);
         if (fd < 0)
-                return 1;
+                return fd == -2 ? 0 : 1;
         /* --commit stops first, keeping the run, and then commits it the
          * way "session commit" does: nothing writes any more, and earlier
          * commits set the conflict baseline. */
@@ -520,18 +521,10 @@ static int list_cmd(int argc, char **argv) {
 
 static int diff_cmd(int argc, char **argv) {
         _cleanup_(sargs_done) sargs a;
-        if (parse(argc, argv, "s", &a) < 0)
-                return 1;
-        if (a.help || !a.id) {
-                fputs(usage_session, a.help ? stdout : stderr);
-                return a.help ? 0 : 1;
-        }
-        _cleanup_free_ char *state_dir = state_dir_of(a.state_dir, false);
-        if (!state_dir)
-                return 1;
-        _cleanup_close_ int fd = connect_or_say(state_dir, a.id);
+        _cleanup_free_ char *state_dir = NULL;
+        _cleanup_close_ int fd = open_session(argc, argv, "s", &a, &state_dir);
         if (fd < 0)
-                return 1;
+                return fd == -2 ? 0 : 1;
         /* A session's id is its run's: its upper layer is the run's. */
         char *dargv[] = { (char *) "diff", (char *) "--state-dir", state_dir, (char *) a.id, NULL };
         return nsr_cmd_diff(4, dargv);
