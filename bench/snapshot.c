@@ -17,8 +17,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "snapshot.h"
-#include "txnfs.h"
+#include "project/snapshot.h"
+#include "txn/txnfs.h"
 
 static double now(void) {
         struct timespec ts;

@@ -7,7 +7,7 @@
 
 #include <fcntl.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "fuzz.h"
 
 #define FD_NUM 900

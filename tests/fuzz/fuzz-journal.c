@@ -11,8 +11,8 @@
 #include <stdio.h>
 
 #include "fuzz.h"
-#include "journal.h"
-#include "txnfs.h"
+#include "txn/journal.h"
+#include "txn/txnfs.h"
 
 static int dir_fd = -1;
 

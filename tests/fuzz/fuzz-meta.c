@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-#include "durable.h"
+#include "base/durable.h"
 #include "fuzz.h"
-#include "state.h"
+#include "txn/state.h"
 
 static int dir_fd = -1;
 

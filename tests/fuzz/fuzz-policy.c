@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "fuzz.h"
-#include "policy.h"
+#include "seccomp/policy.h"
 
 static const uint8_t *cur_data;
 static size_t cur_size;

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "fuzz.h"
-#include "profile.h"
+#include "project/profile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (size > 65536)

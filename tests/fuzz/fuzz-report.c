@@ -8,10 +8,10 @@
 
 #include <stdio.h>
 
-#include "changeset.h"
+#include "txn/changeset.h"
 #include "fuzz.h"
-#include "report.h"
-#include "utf8.h"
+#include "project/report.h"
+#include "base/utf8.h"
 
 /* ---- a minimal JSON reader: just enough to check the writer ------------- */
 

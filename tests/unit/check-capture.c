@@ -26,10 +26,10 @@
 #include <sys/xattr.h>
 #include <time.h>
 
-#include "capture.h"
-#include "overlay.h"
+#include "project/capture.h"
+#include "sandbox/overlay.h"
 #include "unit.h"
-#include "utf8.h"
+#include "base/utf8.h"
 
 /* The tests' scratch dir, made by the unchecked fixture in the runner
  * process so that it is removed even when a test fails. */

@@ -3,7 +3,7 @@
 
 #include <sys/stat.h>
 
-#include "changeset.h"
+#include "txn/changeset.h"
 #include "unit.h"
 
 static nsr_change mk(const char *path, nsr_change_kind kind, nsr_entry_type type) {

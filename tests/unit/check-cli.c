@@ -11,10 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "options.h"
+#include "cli/cli.h"
+#include "cli/options.h"
 #include "plan-eq.h"
-#include "plan.h"
+#include "cli/plan.h"
 #include "unit.h"
 
 /* ---- helpers ---------------------------------------------------------------- */

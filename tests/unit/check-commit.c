@@ -16,10 +16,10 @@
 #include <sys/xattr.h>
 #include <time.h>
 
-#include "changeset.h"
-#include "commit.h"
-#include "state.h"
-#include "txnfs.h"
+#include "txn/changeset.h"
+#include "txn/commit.h"
+#include "txn/state.h"
+#include "txn/txnfs.h"
 #include "unit.h"
 
 /* ---- helpers --------------------------------------------------------------------- */

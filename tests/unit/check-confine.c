@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "confine.h"
+#include "sandbox/confine.h"
 #include "unit.h"
 
 /* ---- a fake tree: "dir: name name ..." lines ----------------------------- */

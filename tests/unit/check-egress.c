@@ -4,8 +4,8 @@
 #include <arpa/inet.h>
 #include <string.h>
 
-#include "egress.h"
-#include "relay.h"
+#include "egress/rules.h"
+#include "egress/relay.h"
 #include "unit.h"
 
 static nsr_egress_rules rules_of(const char *const *allow, const char *const *deny) {

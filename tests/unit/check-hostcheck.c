@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* hostcheck.c: the verdict, the explanations of user namespace failures,
+/* doctor/checks.c: the verdict, the explanations of user namespace failures,
  * the launch-error hint, overlay depth from mount tables, the sandbox
  * description, and the probe runner's timeout. */
 #include "config.h"
@@ -11,9 +11,9 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
-#include "hostcheck.h"
+#include "doctor/checks.h"
 #include "unit.h"
-#include "util.h"
+#include "base/util.h"
 
 /* ---- the verdict ---------------------------------------------------- */
 

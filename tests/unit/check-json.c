@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
-#include "json.h"
+#include "base/json.h"
 #include "unit.h"
-#include "utf8.h"
+#include "base/utf8.h"
 
 /* ---- UTF-8 -------------------------------------------------------------- */
 

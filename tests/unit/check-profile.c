@@ -11,13 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "plan.h"
-#include "profile.h"
-#include "state.h"
-#include "textdiff.h"
-#include "trace.h"
+#include "cli/plan.h"
+#include "project/profile.h"
+#include "txn/state.h"
+#include "base/textdiff.h"
+#include "cli/trace.h"
 #include "unit.h"
-#include "util.h"
+#include "base/util.h"
 
 
 START_TEST(test_expand) {

@@ -10,12 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "options.h"
+#include "cli/cli.h"
+#include "cli/options.h"
 #include "plan-eq.h"
-#include "profilefile.h"
+#include "cli/profilefile.h"
 #include "unit.h"
-#include "util.h"
+#include "base/util.h"
 
 static char *const test_env[] = { (char *) "HOME=/home/u", (char *) "XDG_CACHE_HOME=/c", (char *) "PATH=/bin",
                                    NULL };

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "protect.h"
+#include "project/protect.h"
 #include "unit.h"
-#include "util.h"
+#include "base/util.h"
 
 static nsr_protect_verdict git(const char *rel, bool is_new, nsr_entry_type t, bool deleted) {
         const char *why = NULL;

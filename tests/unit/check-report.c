@@ -3,7 +3,7 @@
 
 #include <signal.h>
 
-#include "report.h"
+#include "project/report.h"
 #include "unit.h"
 
 static void add(nsr_changeset *cs, const char *path, nsr_change_kind kind, nsr_entry_type type) {
@@ -99,20 +99,20 @@ END_TEST
 START_TEST(test_format_time) {
         char buf[32];
         struct timespec ts = { .tv_sec = 1795644600, .tv_nsec = 123456789 };
-        ck_assert_int_eq(nsr_report_format_time(&ts, buf, sizeof(buf)), 0);
+        ck_assert_int_eq(nsr_json_format_time(&ts, buf, sizeof(buf)), 0);
         ck_assert_str_eq(buf, "2026-11-25T22:10:00.123Z");
         ts = (struct timespec){ 0, 999999999 };
-        ck_assert_int_eq(nsr_report_format_time(&ts, buf, sizeof(buf)), 0);
+        ck_assert_int_eq(nsr_json_format_time(&ts, buf, sizeof(buf)), 0);
         ck_assert_str_eq(buf, "1970-01-01T00:00:00.999Z");
         ts = (struct timespec){ 951782400, 5000000 }; /* a leap day */
-        ck_assert_int_eq(nsr_report_format_time(&ts, buf, sizeof(buf)), 0);
+        ck_assert_int_eq(nsr_json_format_time(&ts, buf, sizeof(buf)), 0);
         ck_assert_str_eq(buf, "2000-02-29T00:00:00.005Z");
         ts = (struct timespec){ 0, 1000000000 };
-        ck_assert_int_eq(nsr_report_format_time(&ts, buf, sizeof(buf)), -EINVAL);
+        ck_assert_int_eq(nsr_json_format_time(&ts, buf, sizeof(buf)), -EINVAL);
         ts = (struct timespec){ (time_t) 300000000000, 0 }; /* year 11476 */
-        ck_assert_int_eq(nsr_report_format_time(&ts, buf, sizeof(buf)), -EOVERFLOW);
+        ck_assert_int_eq(nsr_json_format_time(&ts, buf, sizeof(buf)), -EOVERFLOW);
         ts = (struct timespec){ 0, 0 };
-        ck_assert_int_eq(nsr_report_format_time(&ts, buf, 10), -ENOBUFS);
+        ck_assert_int_eq(nsr_json_format_time(&ts, buf, 10), -ENOBUFS);
 }
 END_TEST
 

@@ -9,9 +9,9 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
-#include "refused.h"
-#include "runctl.h"
-#include "seccomp.h"
+#include "seccomp/refused.h"
+#include "cli/runctl.h"
+#include "seccomp/compile.h"
 #include "unit.h"
 
 START_TEST(test_duration) {

@@ -18,9 +18,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "policy.h"
-#include "seccomp.h"
-#include "sha256.h"
+#include "seccomp/policy.h"
+#include "seccomp/compile.h"
+#include "base/sha256.h"
 #include "unit.h"
 
 /* ---- helpers ------------------------------------------------------------------ */

@@ -9,8 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "session.h"
-#include "state.h"
+#include "project/session.h"
+#include "txn/state.h"
 #include "unit.h"
 
 START_TEST(test_exec_roundtrip) {

@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "commit.h"
-#include "snapshot.h"
+#include "txn/commit.h"
+#include "project/snapshot.h"
 #include "unit.h"
 
 static char *tmpdir_new(void) {

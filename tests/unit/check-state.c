@@ -9,10 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "durable.h"
-#include "state.h"
+#include "base/durable.h"
+#include "txn/state.h"
 #include "unit.h"
-#include "util.h"
+#include "base/util.h"
 
 static int tmpdir(char path[64]) {
         snprintf(path, 64, "%s/nsr-state.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "textdiff.h"
+#include "base/textdiff.h"
 #include "unit.h"
-#include "util.h"
+#include "base/util.h"
 
 static char *diff_text(const char *a, size_t al, const char *b, size_t bl, bool tty) {
         char *buf = NULL;

@@ -15,10 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "plan-eq.h"
-#include "plan.h"
-#include "trace.h"
+#include "cli/plan.h"
+#include "cli/trace.h"
 #include "unit.h"
 
 #ifndef NSR_TEST_DATADIR

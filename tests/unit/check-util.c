@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "unit.h"
-#include "util.h"
+#include "base/util.h"
 
 /* ---- nsr_parse_int -------------------------------------------------------- */
 

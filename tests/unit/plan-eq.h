@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "plan.h"
+#include "cli/plan.h"
 
 typedef enum test_plan_eq_flags {
         /* Ignore what a bwrap argv cannot carry: --seccomp-policy,

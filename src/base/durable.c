@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "base/durable.h"
+#include "base/util.h"
+
+/* NAME.tmp-XXXXXXXXXXXXXXXX in NAME's dir: unguessable, so a stale or
+ * planted temporary only costs a retry. */
+static void temp_name(const char *name, unsigned attempt, char **ret) {
+        uint64_t rnd = 0;
+        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t) sizeof(rnd)) {
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                rnd = ((uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec) ^ ((uint64_t) getpid() << 32) ^
+                      attempt;
+        }
+        *ret = nsr_asprintf("%s.tmp-%016llx", name, (unsigned long long) rnd);
+}
+
+static int fsync_parent(int dirfd, const char *name) {
+        const char *slash = strrchr(name, '/');
+        _cleanup_free_ char *dir = slash ? nsr_strndup(name, (size_t) (slash - name) + (slash == name)) : NULL;
+        _cleanup_close_ int fd = openat(dirfd, dir ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || fsync(fd) < 0)
+                return -errno;
+        return 0;
+}
+
+int nsr_durable_write(int dirfd, const char *name, const void *data, size_t len, mode_t mode, unsigned flags,
+                      nsr_error *err) {
+        _cleanup_free_ char *tmp = NULL;
+        int fd = -1;
+        for (unsigned attempt = 0; fd < 0 && attempt < 16; attempt++) {
+                free(tmp);
+                temp_name(name, attempt, &tmp);
+                fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
+                if (fd < 0 && errno != EEXIST)
+                        break;
+        }
+        if (fd < 0)
+                return nsr_error_set(err, errno, "cannot create a temporary file for %s", name);
+        int r = nsr_write_all(fd, data, len);
+        if (r >= 0 && (flags & NSR_DURABLE_SYNC) && fsync(fd) < 0)
+                r = -errno;
+        /* close reports what a delayed write-back (NFS, quota) found. */
+        if (close(fd) < 0 && r >= 0 && errno != EINTR)
+                r = -errno;
+        if (r >= 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void) unlinkat(dirfd, tmp, 0);
+                return nsr_error_set(err, -r, "cannot write %s", name);
+        }
+        if ((flags & NSR_DURABLE_SYNC) && (r = fsync_parent(dirfd, name)) < 0)
+                return nsr_error_set(err, -r, "cannot sync the directory of %s", name);
+        return 0;
+}

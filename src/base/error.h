@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nsr_error: where a failure happened, in one fixed-size struct.
+ *
+ * It is fixed-size so that the sandbox child can send it to the monitor over
+ * the sync pipe, and so that it never needs freeing. Functions that fail
+ * record the error once, at the place it happened, and return -errno; only
+ * main.c prints it. */
+#pragma once
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+#include "base/util.h"
+
+#define NSR_ERROR_MSG_MAX 1024
+
+typedef enum nsr_error_kind {
+        NSR_ERR_NONE = 0,
+        NSR_ERR_SETUP,   /* a generic failure: nsrun's own problem */
+        NSR_ERR_USAGE,   /* bad input on the command line */
+        NSR_ERR_EXEC,    /* the command could not be executed */
+        _NSR_ERR_KIND_MAX,
+        _NSR_ERR_KIND_INVALID = -EINVAL,
+} nsr_error_kind;
+
+typedef struct nsr_error {
+        int code;            /* positive errno, or 0 */
+        bool with_errno;     /* append ": strerror(code)" when printed */
+        bool usage;          /* also print the usage hint? (bwrap does not) */
+        nsr_error_kind kind;
+        char msg[NSR_ERROR_MSG_MAX];
+} nsr_error;
+
+/* Records "msg: strerror(code)". Returns -code (or -EIO when code is 0). */
+int nsr_error_set(nsr_error *err, int code, const char *fmt, ...) _printf_(3, 4);
+/* Records "msg" without the strerror suffix. Returns -code. */
+int nsr_error_setx(nsr_error *err, int code, const char *fmt, ...) _printf_(3, 4);
+/* Prepends "prefix: " to an already recorded message. Returns -err->code. */
+int nsr_error_prefix(nsr_error *err, const char *fmt, ...) _printf_(2, 3);
+void nsr_error_clear(nsr_error *err);
+/* Formats the message as it is printed: "msg[: strerror]". */
+void nsr_error_format(const nsr_error *err, char *buf, size_t len);

@@ -1,0 +1,874 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/capability.h>
+
+#include "cli/cli.h"
+#include "cli/options.h"
+#include "cli/profilefile.h"
+
+typedef struct parser {
+        nsr_plan *plan;
+        bool bwrap_mode;
+        size_t total_args;          /* for the 9000-argument limit */
+        mode_t pending_perms;       /* NSR_PERMS_UNSET when none */
+        bool pending_size;
+        uint64_t size;
+        char **pending_overlay;     /* --overlay-src values not yet consumed */
+        bool seen_seccomp, seen_add_seccomp;
+        bool seen_argv0;
+        bool command_found;
+        char **command;             /* points into the caller's argv */
+        size_t n_command;
+        const nsr_pf_list *files;   /* profile and config lines, and forbid rules */
+        /* While the files' lines are applied: each option's last value,
+         * for the project-local "lower limits only" check. */
+        const char *last[_NSR_OPT_MAX];
+        bool policy_error;          /* the error is a file's or a forbid rule's */
+} parser;
+
+static void warn_last(parser *ps, const char *opt) {
+        nsr_strv_push(&ps->plan->warnings, nsr_asprintf("%c" "Only the last %s option will take effect",
+                                                        ps->plan->level_prefix ? '1' : '0', opt));
+}
+
+static int parse_fd_arg(const char *s, int *ret, nsr_error *err) {
+        /* bwrap uses strtol: leading blanks and '+' are fine, a sign or junk
+         * after the number is not, and neither is a negative fd. */
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (!*s || !end || *end != '\0' || v < 0 || errno == ERANGE || v > INT_MAX)
+                return nsr_error_setx(err, EINVAL, "Invalid fd: %s", s);
+        *ret = (int) v;
+        return 0;
+}
+
+static int parse_id_arg(const char *s, const char *what, unsigned *ret, nsr_error *err) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (!*s || !end || *end != '\0' || v < 0 || errno == ERANGE || v > INT_MAX)
+                return nsr_error_setx(err, EINVAL, "Invalid %s: %s", what, s);
+        *ret = (unsigned) v;
+        return 0;
+}
+
+static int parse_octal_arg(const char *s, const char *opt, mode_t *ret, nsr_error *err) {
+        /* bwrap uses strtoul(..., 8): blanks and '+' are accepted, "-0" is 0,
+         * and any other negative number wraps to something above 07777. */
+        char *end = NULL;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 8);
+        if (!*s || !end || *end != '\0' || errno == ERANGE || v > 07777)
+                return nsr_error_setx(err, EINVAL, "%s takes an octal argument <= 07777", opt);
+        *ret = (mode_t) v;
+        return 0;
+}
+
+static int parse_size_arg(const char *s, uint64_t *ret, nsr_error *err) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 0);
+        if (errno != 0 || !isdigit((unsigned char) s[0]) || !end || *end != '\0' || v == 0)
+                return nsr_error_setx(err, EINVAL, "--size takes a non-zero number of bytes");
+        if (v > (unsigned long long) (SIZE_MAX >> 1))
+                return nsr_error_setx(err, EINVAL, "--size (for tmpfs) is limited to %zu", (size_t) (SIZE_MAX >> 1));
+        *ret = v;
+        return 0;
+}
+
+static int parse_cap_arg(const char *s, int *ret, nsr_error *err) {
+        if (strcasecmp(s, "ALL") == 0) {
+                *ret = -1;
+                return 0;
+        }
+        cap_value_t c;
+        if (cap_from_name(s, &c) < 0 || c < 0 || c > 63)
+                return nsr_error_setx(err, EINVAL, "unknown cap: %s", s);
+        *ret = (int) c;
+        return 0;
+}
+
+static int read_fd_data(int fd, char **ret, size_t *ret_len) {
+        /* A limit so a runaway pipe cannot eat memory: 64 MiB is far above
+         * any argument list or seccomp program. */
+        return nsr_read_all(fd, 64u << 20, ret, ret_len);
+}
+
+static nsr_op *add_op(parser *ps, nsr_op_type type, const char *source, const char *dest) {
+        nsr_op *op = nsr_plan_add_op(ps->plan, type);
+        op->source = source ? nsr_strdup(source) : NULL;
+        op->dest = dest ? nsr_strdup(dest) : NULL;
+        if (nsr_op_type_takes_perms(type)) {
+                op->perms = ps->pending_perms;
+                ps->pending_perms = NSR_PERMS_UNSET;
+        }
+        if (type == NSR_OP_TMPFS && ps->pending_size) {
+                op->size = ps->size;
+                ps->pending_size = false;
+        }
+        return op;
+}
+
+static int parse_list(parser *ps, char *const *args, size_t n, bool in_args_file, nsr_error *err);
+
+/* Handles one option whose arguments are vals[0..nargs). */
+static int handle(parser *ps, const nsr_option *o, const char *typed, char *const *vals, bool in_args_file,
+                  nsr_error *err) {
+        nsr_plan *p = ps->plan;
+        nsr_op *op;
+        int r, fd;
+
+        switch (o->id) {
+        case NSR_OPT_HELP:
+        case NSR_OPT_VERSION:
+                return 0; /* handled by the caller */
+        case NSR_OPT_ARGS: {
+                _cleanup_free_ char *data = NULL;
+                size_t len = 0;
+                r = parse_fd_arg(vals[0], &fd, err);
+                if (r < 0)
+                        return r;
+                r = read_fd_data(fd, &data, &len);
+                if (r < 0)
+                        return nsr_error_set(err, -r, "Can't read --args data");
+                close(fd);
+                _cleanup_strv_free_ char **words = NULL;
+                size_t i = 0;
+                while (i < len) {
+                        size_t l = strnlen(data + i, len - i);
+                        nsr_strv_push(&words, nsr_strndup(data + i, l));
+                        i += l + 1;
+                }
+                size_t nw = nsr_strv_length(words);
+                ps->total_args += nw;
+                if (ps->total_args > NSR_MAX_ARGS)
+                        return nsr_error_setx(err, E2BIG, "Exceeded maximum number of arguments %u", NSR_MAX_ARGS);
+                return parse_list(ps, words, nw, true, err);
+        }
+        case NSR_OPT_ARGV0:
+                if (ps->seen_argv0)
+                        return nsr_error_setx(err, EINVAL, "--argv0 used multiple times");
+                ps->seen_argv0 = true;
+                p->argv0 = nsr_strdup(vals[0]);
+                return 0;
+        case NSR_OPT_LEVEL_PREFIX:
+                p->level_prefix = true;
+                return 0;
+        case NSR_OPT_UNSHARE_ALL:
+                p->unshare_user_try = p->unshare_ipc = p->unshare_pid = true;
+                p->unshare_uts = p->unshare_cgroup_try = p->unshare_net = true;
+                p->share_net = false;
+                return 0;
+        case NSR_OPT_SHARE_NET:
+                p->unshare_net = false;
+                p->share_net = true;
+                return 0;
+        case NSR_OPT_UNSHARE_USER:
+                p->unshare_user = true;
+                return 0;
+        case NSR_OPT_UNSHARE_USER_TRY:
+                p->unshare_user_try = true;
+                return 0;
+        case NSR_OPT_UNSHARE_IPC:
+                p->unshare_ipc = true;
+                return 0;
+        case NSR_OPT_UNSHARE_PID:
+                p->unshare_pid = true;
+                return 0;
+        case NSR_OPT_UNSHARE_NET:
+                p->unshare_net = true;
+                p->share_net = false;
+                return 0;
+        case NSR_OPT_UNSHARE_UTS:
+                p->unshare_uts = true;
+                return 0;
+        case NSR_OPT_UNSHARE_CGROUP:
+                p->unshare_cgroup = true;
+                return 0;
+        case NSR_OPT_UNSHARE_CGROUP_TRY:
+                p->unshare_cgroup_try = true;
+                return 0;
+        case NSR_OPT_USERNS:
+        case NSR_OPT_USERNS2:
+        case NSR_OPT_PIDNS:
+        case NSR_OPT_SYNC_FD:
+        case NSR_OPT_BLOCK_FD:
+        case NSR_OPT_USERNS_BLOCK_FD:
+        case NSR_OPT_INFO_FD:
+        case NSR_OPT_JSON_STATUS_FD: {
+                int *slot = o->id == NSR_OPT_USERNS           ? &p->userns_fd
+                            : o->id == NSR_OPT_USERNS2        ? &p->userns2_fd
+                            : o->id == NSR_OPT_PIDNS          ? &p->pidns_fd
+                            : o->id == NSR_OPT_SYNC_FD        ? &p->sync_fd
+                            : o->id == NSR_OPT_BLOCK_FD       ? &p->block_fd
+                            : o->id == NSR_OPT_USERNS_BLOCK_FD ? &p->userns_block_fd
+                            : o->id == NSR_OPT_INFO_FD        ? &p->info_fd
+                                                              : &p->json_status_fd;
+                if (*slot != -1)
+                        warn_last(ps, o->name);
+                return parse_fd_arg(vals[0], slot, err);
+        }
+        case NSR_OPT_DISABLE_USERNS:
+                p->disable_userns = true;
+                return 0;
+        case NSR_OPT_ASSERT_USERNS_DISABLED:
+                p->assert_userns_disabled = true;
+                return 0;
+        case NSR_OPT_UID:
+        case NSR_OPT_GID: {
+                bool is_uid = o->id == NSR_OPT_UID;
+                unsigned v = 0;
+                if (is_uid ? p->has_uid : p->has_gid)
+                        warn_last(ps, o->name);
+                r = parse_id_arg(vals[0], is_uid ? "uid" : "gid", &v, err);
+                if (r < 0)
+                        return r;
+                if (is_uid) {
+                        p->uid = v;
+                        p->has_uid = true;
+                } else {
+                        p->gid = v;
+                        p->has_gid = true;
+                }
+                return 0;
+        }
+        case NSR_OPT_HOSTNAME:
+                for (size_t i = 0; i < p->n_ops; i++)
+                        if (p->ops[i].type == NSR_OP_HOSTNAME) {
+                                warn_last(ps, o->name);
+                                break;
+                        }
+                add_op(ps, NSR_OP_HOSTNAME, NULL, vals[0]);
+                return 0;
+        case NSR_OPT_CHDIR:
+                if (p->chdir)
+                        warn_last(ps, o->name);
+                free(p->chdir);
+                p->chdir = nsr_strdup(vals[0]);
+                return 0;
+        case NSR_OPT_CLEARENV:
+                nsr_plan_add_env(p, NSR_ENV_CLEAR, NULL, NULL);
+                return 0;
+        case NSR_OPT_SETENV:
+                /* setenv(3) refuses an empty name or one with '='. */
+                if (!vals[0][0] || strchr(vals[0], '='))
+                        return nsr_error_setx(err, EINVAL, "setenv failed");
+                nsr_plan_add_env(p, NSR_ENV_SET, vals[0], vals[1]);
+                return 0;
+        case NSR_OPT_UNSETENV:
+                if (!vals[0][0] || strchr(vals[0], '='))
+                        return nsr_error_setx(err, EINVAL, "unsetenv failed");
+                nsr_plan_add_env(p, NSR_ENV_UNSET, vals[0], NULL);
+                return 0;
+        case NSR_OPT_LOCK_FILE:
+                nsr_strv_extend(&p->lock_files, vals[0]);
+                return 0;
+        case NSR_OPT_BIND:
+        case NSR_OPT_BIND_TRY:
+                op = add_op(ps, NSR_OP_BIND, vals[0], vals[1]);
+                op->flags |= o->id == NSR_OPT_BIND_TRY ? NSR_OPF_TRY : 0;
+                return 0;
+        case NSR_OPT_DEV_BIND:
+        case NSR_OPT_DEV_BIND_TRY:
+                op = add_op(ps, NSR_OP_DEV_BIND, vals[0], vals[1]);
+                op->flags |= o->id == NSR_OPT_DEV_BIND_TRY ? NSR_OPF_TRY : 0;
+                return 0;
+        case NSR_OPT_RO_BIND:
+        case NSR_OPT_RO_BIND_TRY:
+                op = add_op(ps, NSR_OP_RO_BIND, vals[0], vals[1]);
+                op->flags |= o->id == NSR_OPT_RO_BIND_TRY ? NSR_OPF_TRY : 0;
+                return 0;
+        case NSR_OPT_BIND_FD:
+        case NSR_OPT_RO_BIND_FD:
+                r = parse_fd_arg(vals[0], &fd, err);
+                if (r < 0)
+                        return r;
+                op = add_op(ps, o->id == NSR_OPT_BIND_FD ? NSR_OP_BIND_FD : NSR_OP_RO_BIND_FD, NULL, vals[1]);
+                op->fd = fd;
+                return 0;
+        case NSR_OPT_REMOUNT_RO:
+                add_op(ps, NSR_OP_REMOUNT_RO, NULL, vals[0]);
+                return 0;
+        case NSR_OPT_OVERLAY_SRC:
+                nsr_strv_extend(&ps->pending_overlay, vals[0]);
+                return 0;
+        case NSR_OPT_OVERLAY:
+        case NSR_OPT_TMP_OVERLAY:
+        case NSR_OPT_RO_OVERLAY: {
+                size_t have = nsr_strv_length(ps->pending_overlay);
+                if (o->id == NSR_OPT_RO_OVERLAY && have < 2)
+                        return nsr_error_setx(err, EINVAL, "--ro-overlay requires at least two --overlay-src");
+                if (have < 1)
+                        return nsr_error_setx(err, EINVAL, "%s requires at least one --overlay-src", o->name);
+                if (o->id == NSR_OPT_OVERLAY) {
+                        op = add_op(ps, NSR_OP_OVERLAY, vals[0], vals[2]);
+                        op->workdir = nsr_strdup(vals[1]);
+                } else
+                        op = add_op(ps, o->id == NSR_OPT_TMP_OVERLAY ? NSR_OP_TMP_OVERLAY : NSR_OP_RO_OVERLAY, NULL,
+                                    vals[0]);
+                op->overlay_srcs = TAKE_PTR(ps->pending_overlay);
+                return 0;
+        }
+        case NSR_OPT_EXEC_LABEL:
+        case NSR_OPT_FILE_LABEL: {
+                char **slot = o->id == NSR_OPT_EXEC_LABEL ? &p->exec_label : &p->file_label;
+                if (*slot)
+                        warn_last(ps, o->name);
+                /* nsrun is built without libselinux, like a bwrap built
+                 * without SELinux support. */
+                return nsr_error_setx(err, ENOTSUP, "labeling not supported on this system");
+        }
+        case NSR_OPT_PROC:
+                add_op(ps, NSR_OP_PROC, NULL, vals[0]);
+                return 0;
+        case NSR_OPT_DEV:
+                add_op(ps, NSR_OP_DEV, NULL, vals[0]);
+                return 0;
+        case NSR_OPT_TMPFS:
+                add_op(ps, NSR_OP_TMPFS, NULL, vals[0]);
+                return 0;
+        case NSR_OPT_MQUEUE:
+                add_op(ps, NSR_OP_MQUEUE, NULL, vals[0]);
+                return 0;
+        case NSR_OPT_DIR:
+                add_op(ps, NSR_OP_DIR, NULL, vals[0]);
+                return 0;
+        case NSR_OPT_FILE:
+        case NSR_OPT_BIND_DATA:
+        case NSR_OPT_RO_BIND_DATA:
+                r = parse_fd_arg(vals[0], &fd, err);
+                if (r < 0)
+                        return r;
+                op = add_op(ps,
+                            o->id == NSR_OPT_FILE        ? NSR_OP_FILE
+                            : o->id == NSR_OPT_BIND_DATA ? NSR_OP_BIND_DATA
+                                                         : NSR_OP_RO_BIND_DATA,
+                            NULL, vals[1]);
+                op->fd = fd;
+                return 0;
+        case NSR_OPT_SYMLINK:
+                add_op(ps, NSR_OP_SYMLINK, vals[0], vals[1]);
+                return 0;
+        case NSR_OPT_SECCOMP: {
+                if (ps->seen_add_seccomp)
+                        return nsr_error_setx(err, EINVAL, "--seccomp cannot be combined with --add-seccomp-fd");
+                if (ps->seen_seccomp)
+                        warn_last(ps, o->name);
+                r = parse_fd_arg(vals[0], &fd, err);
+                if (r < 0)
+                        return r;
+                ps->seen_seccomp = true;
+                /* Last one wins: drop an earlier --seccomp. */
+                for (size_t i = 0; i < p->n_seccomp; i++)
+                        free(p->seccomp[i].data);
+                p->n_seccomp = 0;
+                p->seccomp = nsr_realloc_array(p->seccomp, 1, sizeof(nsr_seccomp_prog));
+                p->seccomp[0] = (nsr_seccomp_prog){ .kind = NSR_SECCOMP_FD, .fd = fd };
+                p->n_seccomp = 1;
+                return 0;
+        }
+        case NSR_OPT_ADD_SECCOMP_FD: {
+                if (ps->seen_seccomp)
+                        return nsr_error_setx(err, EINVAL, "--add-seccomp-fd cannot be combined with --seccomp");
+                r = parse_fd_arg(vals[0], &fd, err);
+                if (r < 0)
+                        return r;
+                ps->seen_add_seccomp = true;
+                char *data = NULL;
+                size_t len = 0;
+                r = read_fd_data(fd, &data, &len);
+                if (r < 0)
+                        return nsr_error_set(err, -r, "Can't read seccomp data");
+                close(fd);
+                if (len % 8 != 0) {
+                        free(data);
+                        return nsr_error_setx(err, EINVAL, "Invalid seccomp data, must be multiple of 8");
+                }
+                p->seccomp = nsr_realloc_array(p->seccomp, p->n_seccomp + 1, sizeof(nsr_seccomp_prog));
+                p->seccomp[p->n_seccomp++] =
+                        (nsr_seccomp_prog){ .kind = NSR_SECCOMP_DATA, .fd = fd, .data = data, .len = len };
+                return 0;
+        }
+        case NSR_OPT_NEW_SESSION:
+                p->new_session = true;
+                return 0;
+        case NSR_OPT_DIE_WITH_PARENT:
+                p->die_with_parent = true;
+                return 0;
+        case NSR_OPT_AS_PID_1:
+                p->as_pid_1 = true;
+                return 0;
+        case NSR_OPT_CAP_ADD:
+        case NSR_OPT_CAP_DROP: {
+                int cap = 0;
+                r = parse_cap_arg(vals[0], &cap, err);
+                if (r < 0)
+                        return r;
+                p->caps = nsr_realloc_array(p->caps, p->n_caps + 1, sizeof(nsr_cap_edit));
+                p->caps[p->n_caps++] = (nsr_cap_edit){ .add = o->id == NSR_OPT_CAP_ADD, .cap = cap };
+                return 0;
+        }
+        case NSR_OPT_PERMS: {
+                mode_t m;
+                if (ps->pending_perms != NSR_PERMS_UNSET)
+                        return nsr_error_setx(err, EINVAL, "--perms given twice for the same action");
+                r = parse_octal_arg(vals[0], "--perms", &m, err);
+                if (r < 0)
+                        return r;
+                ps->pending_perms = m;
+                return 0;
+        }
+        case NSR_OPT_SIZE: {
+                uint64_t v = 0;
+                if (ps->pending_size)
+                        return nsr_error_setx(err, EINVAL, "--size given twice for the same action");
+                r = parse_size_arg(vals[0], &v, err);
+                if (r < 0)
+                        return r;
+                ps->pending_size = true;
+                ps->size = v;
+                return 0;
+        }
+        case NSR_OPT_CHMOD: {
+                mode_t m;
+                r = parse_octal_arg(vals[0], "--chmod", &m, err);
+                if (r < 0)
+                        return r;
+                op = add_op(ps, NSR_OP_CHMOD, NULL, vals[1]);
+                op->perms = m;
+                return 0;
+        }
+        case NSR_OPT_TRACE_BWRAP:
+                p->trace_bwrap = true;
+                return 0;
+        case NSR_OPT_TRACE_BWRAP_FD:
+                if (p->trace_bwrap_fd != -1)
+                        warn_last(ps, o->name);
+                return parse_fd_arg(vals[0], &p->trace_bwrap_fd, err);
+        case NSR_OPT_SECCOMP_POLICY:
+                if (!vals[0][0])
+                        return nsr_error_setx(err, EINVAL, "--seccomp-policy needs a name or a path");
+                nsr_strv_extend(&p->seccomp_policies, vals[0]);
+                return 0;
+        case NSR_OPT_PROJECT:
+                if (!vals[0][0])
+                        return nsr_error_setx(err, EINVAL, "%s needs a directory", typed);
+                nsr_strv_extend(&p->proj.projects, vals[0]);
+                return 0;
+        case NSR_OPT_HOME: {
+                nsr_home_mode m = nsr_home_mode_from_string(vals[0]);
+                if (m < 0)
+                        return nsr_error_setx(err, EINVAL, "--home takes overlay, ro or hide, not \"%s\"", vals[0]);
+                p->proj.home = m;
+                return 0;
+        }
+        case NSR_OPT_HIDE:
+        case NSR_OPT_RW:
+        case NSR_OPT_RO: {
+                if (!vals[0][0])
+                        return nsr_error_setx(err, EINVAL, "%s needs a path", o->name);
+                /* A relative path is relative to where nsrun runs, as for
+                 * --project and --state-dir. */
+                _cleanup_free_ char *cwd = NULL;
+                if (vals[0][0] != '/' && !nsr_startswith(vals[0], "~/") && !(cwd = getcwd(NULL, 0)))
+                        return nsr_error_set(err, errno, "%s %s: cannot find the current dir", o->name, vals[0]);
+                char *path = cwd ? nsr_asprintf("%s/%s", streq(cwd, "/") ? "" : cwd, vals[0]) : nsr_strdup(vals[0]);
+                nsr_strv_push(o->id == NSR_OPT_HIDE ? &p->proj.hide : o->id == NSR_OPT_RW ? &p->proj.rw : &p->proj.ro,
+                              path);
+                return 0;
+        }
+        case NSR_OPT_KEEP_ENV:
+                nsr_strv_extend(&p->proj.keep_env, vals[0]);
+                return 0;
+        case NSR_OPT_ALLOW_NESTED:
+                p->proj.allow_nested = true;
+                return 0;
+        case NSR_OPT_STATE_DIR:
+                if (!vals[0][0])
+                        return nsr_error_setx(err, EINVAL, "--state-dir needs a directory");
+                free(p->proj.state_dir);
+                p->proj.state_dir = nsr_strdup(vals[0]);
+                return 0;
+        case NSR_OPT_REPORT:
+                free(p->proj.report_file);
+                p->proj.report_file = nsr_strdup(vals[0]);
+                return 0;
+        case NSR_OPT_REPORT_FD:
+                return parse_fd_arg(vals[0], &p->proj.report_fd, err);
+        case NSR_OPT_EVENTS_FD:
+                return parse_fd_arg(vals[0], &p->proj.events_fd, err);
+        case NSR_OPT_KEEP_DAYS: {
+                unsigned v = 0;
+                r = parse_id_arg(vals[0], "--keep-days", &v, err);
+                if (r < 0)
+                        return nsr_error_setx(err, EINVAL, "--keep-days takes a number of days, not \"%s\"", vals[0]);
+                p->proj.keep_days = (long) v;
+                return 0;
+        }
+        case NSR_OPT_BACKUP_LIMIT:
+                r = nsr_parse_size_suffix(vals[0], &p->proj.backup_limit);
+                if (r < 0)
+                        return nsr_error_setx(err, EINVAL, "--backup-limit takes a size such as 2G, not \"%s\"", vals[0]);
+                return 0;
+        case NSR_OPT_SNAPSHOT_LIMIT:
+                r = nsr_parse_size_suffix(vals[0], &p->proj.snapshot_limit);
+                if (r < 0)
+                        return nsr_error_setx(err, EINVAL, "--snapshot-limit takes a size such as 1G, not \"%s\"",
+                                              vals[0]);
+                return 0;
+        case NSR_OPT_SANDBOX: {
+                nsr_sandbox_mode m = nsr_sandbox_mode_from_string(vals[0]);
+                if (m < 0)
+                        return nsr_error_setx(err, EINVAL, "--sandbox takes required, best-effort or off, not \"%s\"",
+                                              vals[0]);
+                p->proj.sandbox = m;
+                return 0;
+        }
+        case NSR_OPT_NO_OVERLAY:
+                p->proj.no_overlay = true;
+                return 0;
+        case NSR_OPT_WORKSPACE_ROOT:
+                p->proj.workspace_root = true;
+                return 0;
+        case NSR_OPT_PROFILE:
+                /* Read before the command line (nsr_cli_prescan), so that
+                 * the command line wins; an --args file comes too late. */
+                if (in_args_file)
+                        return nsr_error_setx(err, EINVAL, "--profile cannot be used inside an --args file");
+                return 0;
+        case NSR_OPT_ALLOW_HOST:
+        case NSR_OPT_DENY_HOST:
+                return nsr_egress_rules_add(&p->egress, o->id == NSR_OPT_DENY_HOST, vals[0], err);
+        case NSR_OPT_NET_LOG_FD:
+                return parse_fd_arg(vals[0], &p->net_log_fd, err);
+        case NSR_OPT_TIMEOUT:
+        case NSR_OPT_KILL_AFTER: {
+                uint64_t ms = 0;
+                r = nsr_parse_duration(vals[0], &ms);
+                if (r < 0 || (o->id == NSR_OPT_TIMEOUT && ms == 0))
+                        return nsr_error_setx(err, EINVAL,
+                                              "%s takes a duration such as 90, 90s, 1.5s, 5m or 1h%s, not \"%s\"",
+                                              o->name, o->id == NSR_OPT_TIMEOUT ? " (above 0)" : "", vals[0]);
+                if (o->id == NSR_OPT_TIMEOUT)
+                        p->run.timeout_ms = ms;
+                else {
+                        p->run.kill_after_ms = ms;
+                        p->run.has_kill_after = true;
+                }
+                return 0;
+        }
+        case NSR_OPT_RLIMIT: {
+                nsr_rlimit_id id;
+                nsr_rlimit_spec sp;
+                r = nsr_parse_rlimit(vals[0], &id, &sp, err);
+                if (r < 0)
+                        return r;
+                p->run.rlim[id] = sp;
+                return 0;
+        }
+        case NSR_OPT_PIDS: {
+                uint64_t v = 0;
+                if (nsr_parse_u64(vals[0], &v) < 0 || v == 0 || v > (1u << 22))
+                        return nsr_error_setx(err, EINVAL, "--pids takes a number from 1 to %u, not \"%s\"", 1u << 22,
+                                              vals[0]);
+                p->run.pids = v;
+                p->run.pids_explicit = true;
+                return 0;
+        }
+        case NSR_OPT_TMP_SIZE:
+        case NSR_OPT_MEMORY: {
+                uint64_t v = 0;
+                if (nsr_parse_size_suffix(vals[0], &v) < 0 || v < 4096)
+                        return nsr_error_setx(err, EINVAL, "%s takes a size such as 512M or 2G, not \"%s\"", o->name,
+                                              vals[0]);
+                if (o->id == NSR_OPT_TMP_SIZE)
+                        p->run.tmp_size = v;
+                else
+                        p->run.memory = v;
+                return 0;
+        }
+        case NSR_OPT_CPU:
+                if (nsr_parse_cpu(vals[0], &p->run.cpu_milli) < 0)
+                        return nsr_error_setx(err, EINVAL, "--cpu takes a number of CPUs from 0.01 to 1000 (1.5, 50%%), "
+                                              "not \"%s\"", vals[0]);
+                return 0;
+        case NSR_OPT_DISCARD:
+                p->proj.discard = true;
+                return 0;
+        case NSR_OPT_KEEP:
+                p->proj.keep = true;
+                return 0;
+        case NSR_OPT_ON_CONFLICT: {
+                nsr_conflict_mode m = nsr_conflict_mode_from_string(vals[0]);
+                if (m < 0)
+                        return nsr_error_setx(err, EINVAL, "--on-conflict takes apply-rest, keep-all or fail, not \"%s\"",
+                                              vals[0]);
+                p->proj.on_conflict = m;
+                return 0;
+        }
+        case NSR_OPT_QUIET:
+                p->proj.quiet = true;
+                return 0;
+        case NSR_OPT_VERBOSE:
+                p->proj.verbose = true;
+                return 0;
+        case _NSR_OPT_MAX:
+        case _NSR_OPT_INVALID:
+                break;
+        }
+        return nsr_error_setx(err, EINVAL, "Unknown option %s", typed);
+}
+
+/* bwrap's checks after every option: a pending modifier must be consumed by
+ * the very next option. */
+static int check_modifiers(parser *ps, nsr_opt_id id, nsr_error *err) {
+        if (id != NSR_OPT_PERMS && id != NSR_OPT_SIZE) {
+                if (ps->pending_perms != NSR_PERMS_UNSET)
+                        return nsr_error_setx(err, EINVAL, "--perms must be followed by an option that creates a file");
+                if (ps->pending_size)
+                        return nsr_error_setx(err, EINVAL, "--size must be followed by --tmpfs");
+        }
+        if (id != NSR_OPT_OVERLAY_SRC && ps->pending_overlay)
+                return nsr_error_setx(err, EINVAL,
+                                      "--overlay-src must be followed by another --overlay-src or one of --overlay, "
+                                      "--tmp-overlay, or --ro-overlay");
+        return 0;
+}
+
+static int check_forbidden(parser *ps, const nsr_option *o, const char *value, nsr_error *err) {
+        const nsr_pf_forbid *f = nsr_pf_forbidden(ps->files, o, value);
+        if (!f)
+                return 0;
+        ps->policy_error = true;
+        if (f->value)
+                return nsr_error_setx(err, EPERM, "%s=%s is forbidden on this system (%s:%u)", o->name, f->value, f->file,
+                                      f->line);
+        return nsr_error_setx(err, EPERM, "%s is forbidden on this system (%s:%u)", o->name, f->file, f->line);
+}
+
+/* The options of profile and config files, one line each, before the
+ * command line's. Errors name the file and line. */
+static int parse_files(parser *ps, nsr_error *err) {
+        for (size_t i = 0; ps->files && i < ps->files->n; i++) {
+                const nsr_pf_entry *e = &ps->files->entries[i];
+                const nsr_option *o = e->opt;
+                char *vals[3] = { NULL, NULL, NULL };
+                for (unsigned k = 0; k < o->nargs && k < 3; k++)
+                        vals[k] = e->words[1 + k];
+                int r = check_forbidden(ps, o, vals[0], err);
+                if (r >= 0 && e->kind == NSR_PF_PROJECT_LOCAL)
+                        r = nsr_pf_check_tightening(o, vals,
+                                                    o->id == NSR_OPT_HOME ? nsr_home_mode_to_string(ps->plan->proj.home)
+                                                                          : ps->last[o->id],
+                                                    err);
+                if (r >= 0)
+                        r = handle(ps, o, o->name, vals, false, err);
+                if (r >= 0)
+                        r = check_modifiers(ps, o->id, err);
+                if (r < 0) {
+                        ps->policy_error = true;
+                        return nsr_error_prefix(err, "%s:%u", e->file, e->line);
+                }
+                ps->last[o->id] = vals[0];
+        }
+        /* A file's --perms, --size or --overlay-src is for that file's
+         * next line, never for the command line's first option. */
+        if (ps->files && ps->files->n &&
+            (ps->pending_perms != NSR_PERMS_UNSET || ps->pending_size || ps->pending_overlay)) {
+                const nsr_pf_entry *e = &ps->files->entries[ps->files->n - 1];
+                ps->policy_error = true;
+                check_modifiers(ps, _NSR_OPT_MAX, err);
+                return nsr_error_prefix(err, "%s:%u", e->file, e->line);
+        }
+        return 0;
+}
+
+/* Parses a list of words. Stops at "--" or the first non-option word; at
+ * the top level that word starts the command, inside an --args file the
+ * rest of the file is ignored (bwrap does the same). */
+static int parse_list(parser *ps, char *const *args, size_t n, bool in_args_file, nsr_error *err) {
+        size_t i = 0;
+        while (i < n) {
+                const char *a = args[i];
+                if (streq(a, "--")) {
+                        i++;
+                        if (!in_args_file) {
+                                ps->command_found = true;
+                                ps->command = (char **) args + i;
+                                ps->n_command = n - i;
+                        }
+                        return 0;
+                }
+                if (a[0] != '-') {
+                        if (!in_args_file) {
+                                ps->command_found = true;
+                                ps->command = (char **) args + i;
+                                ps->n_command = n - i;
+                        }
+                        return 0;
+                }
+
+                const nsr_option *o = nsr_options_find(a, ps->bwrap_mode);
+                const char *inline_val = NULL;
+                _cleanup_free_ char *name = NULL;
+                if (!o && !ps->bwrap_mode && a[1] == '-' && strchr(a, '=')) {
+                        /* nsrun's own options also take --opt=VALUE. */
+                        const char *eq = strchr(a, '=');
+                        name = nsr_strndup(a, (size_t) (eq - a));
+                        const nsr_option *c = nsr_options_find(name, false);
+                        if (c && !(c->flags & NSR_OPTF_BWRAP) && c->nargs == 1) {
+                                o = c;
+                                inline_val = eq + 1;
+                        }
+                }
+                if (!o)
+                        return nsr_error_setx(err, EINVAL, "Unknown option %s", a);
+
+                if (o->id == NSR_OPT_ARGS && in_args_file)
+                        return nsr_error_setx(err, EINVAL, "--args not supported in arguments file");
+                if (o->id == NSR_OPT_HELP || o->id == NSR_OPT_VERSION) {
+                        ps->command_found = false;
+                        return o->id == NSR_OPT_HELP ? 1 : 2;
+                }
+
+                char *vals[3] = { NULL, NULL, NULL };
+                if (inline_val) {
+                        vals[0] = (char *) inline_val;
+                        i += 1;
+                } else if (o->id == NSR_OPT_OVERLAY_SRC) {
+                        /* bwrap checks no argument count here: a trailing
+                         * --overlay-src is still a pending source (with no
+                         * path), so the usual checks run and the pending
+                         * check after parsing reports it. The placeholder
+                         * can never reach an overlay: nothing follows it. */
+                        vals[0] = i + 1 < n ? args[i + 1] : (char *) "";
+                        i = i + 1 < n ? i + 2 : n;
+                } else {
+                        if (n - i < (size_t) o->nargs + 1) {
+                                if (o->missing_msg)
+                                        return nsr_error_setx(err, EINVAL, "%s", o->missing_msg);
+                                return nsr_error_setx(err, EINVAL, "%s takes %s", a,
+                                                      o->nargs == 1   ? "an argument"
+                                                      : o->nargs == 2 ? "two arguments"
+                                                                      : "three arguments");
+                        }
+                        for (unsigned k = 0; k < o->nargs; k++)
+                                vals[k] = args[i + 1 + k];
+                        i += 1 + o->nargs;
+                }
+
+                int r = check_forbidden(ps, o, vals[0], err);
+                if (r < 0)
+                        return r;
+                r = handle(ps, o, a, vals, in_args_file, err);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        return r;
+                r = check_modifiers(ps, o->id, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int nsr_cli_parse(char *const *args, size_t n, bool bwrap_mode, nsr_plan **ret_plan, nsr_cli_result *ret,
+                  nsr_error *err) {
+        return nsr_cli_parse_with(NULL, args, n, bwrap_mode, ret_plan, ret, err);
+}
+
+int nsr_cli_parse_with(const nsr_pf_list *files, char *const *args, size_t n, bool bwrap_mode, nsr_plan **ret_plan,
+                       nsr_cli_result *ret, nsr_error *err) {
+        parser ps = {
+                .plan = nsr_plan_new(),
+                .bwrap_mode = bwrap_mode,
+                .total_args = n,
+                .pending_perms = NSR_PERMS_UNSET,
+                .files = files,
+        };
+        nsr_cli_result res = { .action = NSR_CLI_RUN };
+        int r;
+
+        if (ps.total_args > NSR_MAX_ARGS) {
+                r = nsr_error_setx(err, E2BIG, "Exceeded maximum number of arguments %u", NSR_MAX_ARGS);
+                goto finish;
+        }
+
+        r = parse_files(&ps, err);
+        if (r < 0)
+                goto finish;
+        r = parse_list(&ps, args, n, false, err);
+        if (r == 1) {
+                res.action = NSR_CLI_HELP;
+                r = 0;
+                goto finish;
+        }
+        if (r == 2) {
+                res.action = NSR_CLI_VERSION;
+                r = 0;
+                goto finish;
+        }
+        if (r < 0)
+                goto finish;
+        if (ps.pending_overlay) {
+                r = nsr_error_setx(err, EINVAL,
+                                   "--overlay-src must be followed by another --overlay-src or one of --overlay, "
+                                   "--tmp-overlay, or --ro-overlay");
+                goto finish;
+        }
+        if (ps.command_found && ps.n_command > 0) {
+                ps.plan->argv = nsr_malloc0((ps.n_command + 1) * sizeof(char *));
+                for (size_t i = 0; i < ps.n_command; i++)
+                        ps.plan->argv[i] = nsr_strdup(ps.command[i]);
+        } else
+                res.action = NSR_CLI_NO_COMMAND;
+        r = 0;
+
+finish:
+        res.level_prefix = ps.plan->level_prefix;
+        res.policy_error = r < 0 && ps.policy_error;
+        nsr_strv_free(ps.pending_overlay);
+        *ret_plan = ps.plan;
+        *ret = res;
+        return r;
+}
+
+int nsr_cli_prescan(char *const *args, size_t n, char ***ret_profiles, char ***ret_projects) {
+        _cleanup_strv_free_ char **profiles = nsr_malloc0(sizeof(char *)), **projects = nsr_malloc0(sizeof(char *));
+        size_t i = 0;
+        while (i < n) {
+                const char *a = args[i];
+                if (streq(a, "--") || a[0] != '-')
+                        break;
+                const nsr_option *o = nsr_options_find(a, false);
+                const char *val = NULL;
+                if (!o && a[1] == '-' && strchr(a, '=')) {
+                        _cleanup_free_ char *name = nsr_strndup(a, (size_t) (strchr(a, '=') - a));
+                        o = nsr_options_find(name, false);
+                        if (!o || (o->flags & NSR_OPTF_BWRAP) || o->nargs != 1)
+                                break;
+                        val = strchr(a, '=') + 1;
+                        i += 1;
+                } else if (!o || o->id == NSR_OPT_ARGS || o->id == NSR_OPT_HELP || o->id == NSR_OPT_VERSION)
+                        break; /* the parser reports it, or reads on from there */
+                else {
+                        if (n - i < (size_t) o->nargs + 1)
+                                break;
+                        val = o->nargs ? args[i + 1] : NULL;
+                        i += 1 + o->nargs;
+                }
+                if (o->id == NSR_OPT_PROFILE)
+                        nsr_strv_extend(&profiles, val);
+                else if (o->id == NSR_OPT_PROJECT)
+                        nsr_strv_extend(&projects, val);
+        }
+        *ret_profiles = TAKE_PTR(profiles);
+        *ret_projects = TAKE_PTR(projects);
+        return 0;
+}

@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/capability.h>
+
+#include "cli/trace.h"
+
+static void add(char ***v, const char *s) {
+        nsr_strv_extend(v, s);
+}
+
+static void addf(char ***v, const char *fmt, ...) _printf_(2, 3);
+static void addf(char ***v, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        nsr_strv_push(v, nsr_vasprintf(fmt, ap));
+        va_end(ap);
+}
+
+static void add_fd(char ***v, const char *opt, int fd) {
+        if (fd == -1)
+                return;
+        add(v, opt);
+        addf(v, "%d", fd);
+}
+
+static char *cap_name(int cap) {
+        char *n = cap_to_name((cap_value_t) cap);
+        if (!n)
+                return nsr_asprintf("%d", cap);
+        char *r = nsr_strdup(n);
+        cap_free(n);
+        for (char *s = r; *s; s++)
+                *s = (char) toupper((unsigned char) *s);
+        return r;
+}
+
+static const char *op_option(const nsr_op *op) {
+        bool try_ = op->flags & NSR_OPF_TRY;
+        switch (op->type) {
+        case NSR_OP_BIND:
+                return try_ ? "--bind-try" : "--bind";
+        case NSR_OP_RO_BIND:
+                return try_ ? "--ro-bind-try" : "--ro-bind";
+        case NSR_OP_DEV_BIND:
+                return try_ ? "--dev-bind-try" : "--dev-bind";
+        case NSR_OP_BIND_FD:
+                return "--bind-fd";
+        case NSR_OP_RO_BIND_FD:
+                return "--ro-bind-fd";
+        case NSR_OP_REMOUNT_RO:
+                return "--remount-ro";
+        case NSR_OP_OVERLAY:
+                return "--overlay";
+        case NSR_OP_TMP_OVERLAY:
+                return "--tmp-overlay";
+        case NSR_OP_RO_OVERLAY:
+                return "--ro-overlay";
+        case NSR_OP_PROC:
+                return "--proc";
+        case NSR_OP_DEV:
+                return "--dev";
+        case NSR_OP_TMPFS:
+                return "--tmpfs";
+        case NSR_OP_MQUEUE:
+                return "--mqueue";
+        case NSR_OP_DIR:
+                return "--dir";
+        case NSR_OP_FILE:
+                return "--file";
+        case NSR_OP_BIND_DATA:
+                return "--bind-data";
+        case NSR_OP_RO_BIND_DATA:
+                return "--ro-bind-data";
+        case NSR_OP_SYMLINK:
+                return "--symlink";
+        case NSR_OP_CHMOD:
+                return "--chmod";
+        case NSR_OP_HOSTNAME:
+                return "--hostname";
+        case _NSR_OP_TYPE_MAX:
+        case _NSR_OP_TYPE_INVALID:
+                break;
+        }
+        return NULL;
+}
+
+static void add_op(char ***v, const nsr_op *op) {
+        const char *opt = op_option(op);
+        if (!opt)
+                return;
+        if (op->perms != NSR_PERMS_UNSET && nsr_op_type_takes_perms(op->type)) {
+                add(v, "--perms");
+                addf(v, "%04o", (unsigned) op->perms);
+        }
+        if (op->type == NSR_OP_TMPFS && op->size) {
+                add(v, "--size");
+                addf(v, "%llu", (unsigned long long) op->size);
+        }
+        for (size_t i = 0; op->overlay_srcs && op->overlay_srcs[i]; i++) {
+                add(v, "--overlay-src");
+                add(v, op->overlay_srcs[i]);
+        }
+        add(v, opt);
+        switch (op->type) {
+        case NSR_OP_BIND:
+        case NSR_OP_RO_BIND:
+        case NSR_OP_DEV_BIND:
+        case NSR_OP_SYMLINK:
+                add(v, op->source);
+                add(v, op->dest);
+                break;
+        case NSR_OP_BIND_FD:
+        case NSR_OP_RO_BIND_FD:
+        case NSR_OP_FILE:
+        case NSR_OP_BIND_DATA:
+        case NSR_OP_RO_BIND_DATA:
+                addf(v, "%d", op->fd);
+                add(v, op->dest);
+                break;
+        case NSR_OP_OVERLAY:
+                add(v, op->source);
+                add(v, op->workdir);
+                add(v, op->dest);
+                break;
+        case NSR_OP_CHMOD:
+                addf(v, "%04o", (unsigned) op->perms);
+                add(v, op->dest);
+                break;
+        case NSR_OP_REMOUNT_RO:
+        case NSR_OP_TMP_OVERLAY:
+        case NSR_OP_RO_OVERLAY:
+        case NSR_OP_PROC:
+        case NSR_OP_DEV:
+        case NSR_OP_TMPFS:
+        case NSR_OP_MQUEUE:
+        case NSR_OP_DIR:
+        case NSR_OP_HOSTNAME:
+                add(v, op->dest);
+                break;
+        case _NSR_OP_TYPE_MAX:
+        case _NSR_OP_TYPE_INVALID:
+                break;
+        }
+}
+
+char **nsr_trace_argv(const nsr_plan *p) {
+        char **v = nsr_malloc0(sizeof(char *));
+        if (p->level_prefix)
+                add(&v, "--level-prefix");
+        if (p->unshare_user)
+                add(&v, "--unshare-user");
+        if (p->unshare_user_try)
+                add(&v, "--unshare-user-try");
+        if (p->unshare_ipc)
+                add(&v, "--unshare-ipc");
+        if (p->unshare_pid)
+                add(&v, "--unshare-pid");
+        if (p->unshare_net)
+                add(&v, "--unshare-net");
+        if (p->unshare_uts)
+                add(&v, "--unshare-uts");
+        if (p->unshare_cgroup)
+                add(&v, "--unshare-cgroup");
+        if (p->unshare_cgroup_try)
+                add(&v, "--unshare-cgroup-try");
+        add_fd(&v, "--userns", p->userns_fd);
+        add_fd(&v, "--userns2", p->userns2_fd);
+        add_fd(&v, "--pidns", p->pidns_fd);
+        if (p->disable_userns)
+                add(&v, "--disable-userns");
+        if (p->assert_userns_disabled)
+                add(&v, "--assert-userns-disabled");
+        if (p->has_uid) {
+                add(&v, "--uid");
+                addf(&v, "%u", (unsigned) p->uid);
+        }
+        if (p->has_gid) {
+                add(&v, "--gid");
+                addf(&v, "%u", (unsigned) p->gid);
+        }
+        for (size_t i = 0; i < p->n_env; i++) {
+                const nsr_env_edit *e = &p->env[i];
+                switch (e->action) {
+                case NSR_ENV_CLEAR:
+                        add(&v, "--clearenv");
+                        break;
+                case NSR_ENV_SET:
+                        add(&v, "--setenv");
+                        add(&v, e->name);
+                        add(&v, e->value);
+                        break;
+                case NSR_ENV_UNSET:
+                        add(&v, "--unsetenv");
+                        add(&v, e->name);
+                        break;
+                case _NSR_ENV_ACTION_MAX:
+                case _NSR_ENV_ACTION_INVALID:
+                        break;
+                }
+        }
+        if (p->chdir) {
+                add(&v, "--chdir");
+                add(&v, p->chdir);
+        }
+        if (p->argv0) {
+                add(&v, "--argv0");
+                add(&v, p->argv0);
+        }
+        for (size_t i = 0; i < p->n_caps; i++) {
+                add(&v, p->caps[i].add ? "--cap-add" : "--cap-drop");
+                if (p->caps[i].cap < 0)
+                        add(&v, "ALL");
+                else
+                        nsr_strv_push(&v, cap_name(p->caps[i].cap));
+        }
+        for (size_t i = 0; i < p->n_seccomp; i++)
+                add_fd(&v, p->seccomp[i].kind == NSR_SECCOMP_FD ? "--seccomp" : "--add-seccomp-fd", p->seccomp[i].fd);
+        add_fd(&v, "--info-fd", p->info_fd);
+        add_fd(&v, "--json-status-fd", p->json_status_fd);
+        add_fd(&v, "--block-fd", p->block_fd);
+        add_fd(&v, "--userns-block-fd", p->userns_block_fd);
+        add_fd(&v, "--sync-fd", p->sync_fd);
+        for (size_t i = 0; p->lock_files && p->lock_files[i]; i++) {
+                add(&v, "--lock-file");
+                add(&v, p->lock_files[i]);
+        }
+        if (p->die_with_parent)
+                add(&v, "--die-with-parent");
+        if (p->new_session)
+                add(&v, "--new-session");
+        if (p->as_pid_1)
+                add(&v, "--as-pid-1");
+        for (size_t i = 0; i < p->n_ops; i++)
+                add_op(&v, &p->ops[i]);
+        add(&v, "--");
+        for (size_t i = 0; p->argv && p->argv[i]; i++)
+                add(&v, p->argv[i]);
+        return v;
+}
+
+char **nsr_trace_notes(const nsr_plan *p) {
+        char **v = nsr_malloc0(sizeof(char *));
+        for (size_t i = 0; i < p->n_seccomp; i++)
+                addf(&v, "fd %d: a seccomp BPF program (%s)", p->seccomp[i].fd,
+                     p->seccomp[i].kind == NSR_SECCOMP_FD ? "--seccomp" : "--add-seccomp-fd");
+        for (size_t i = 0; i < p->n_ops; i++) {
+                const nsr_op *op = &p->ops[i];
+                if (op->type == NSR_OP_BIND_FD || op->type == NSR_OP_RO_BIND_FD)
+                        addf(&v, "fd %d: a directory or path to bind at %s", op->fd, op->dest);
+                else if (op->type == NSR_OP_FILE || op->type == NSR_OP_BIND_DATA || op->type == NSR_OP_RO_BIND_DATA)
+                        addf(&v, "fd %d: the contents of %s", op->fd, op->dest);
+        }
+        if (p->info_fd != -1)
+                addf(&v, "fd %d: receives the --info-fd JSON", p->info_fd);
+        if (p->json_status_fd != -1)
+                addf(&v, "fd %d: receives the --json-status-fd JSON lines", p->json_status_fd);
+        if (p->block_fd != -1)
+                addf(&v, "fd %d: the sandbox waits for data on it (--block-fd)", p->block_fd);
+        if (p->userns_block_fd != -1)
+                addf(&v, "fd %d: setup waits for data on it (--userns-block-fd)", p->userns_block_fd);
+        if (p->sync_fd != -1)
+                addf(&v, "fd %d: held open while the sandbox lives (--sync-fd)", p->sync_fd);
+        if (p->userns_fd != -1)
+                addf(&v, "fd %d: a user namespace to join", p->userns_fd);
+        if (p->userns2_fd != -1)
+                addf(&v, "fd %d: a user namespace to switch to after setup", p->userns2_fd);
+        if (p->pidns_fd != -1)
+                addf(&v, "fd %d: a pid namespace to join", p->pidns_fd);
+        for (size_t i = 0; i < p->n_ops; i++)
+                if (p->ops[i].flags & NSR_OPF_VERIFY)
+                        addf(&v, "nsrun-only: %s is resolved once; the overlay fails if it changes before the mount",
+                             p->ops[i].dest);
+        if (p->close_inherited_fds)
+                addf(&v, "nsrun-only: file descriptors above 2 that the caller left open are closed before the command runs");
+        if (p->landlock_scope)
+                addf(&v, "nsrun-only: Landlock scopes abstract unix sockets and signals to the sandbox (ABI 6+)");
+        if (p->map_all_ids)
+                addf(&v, "nsrun-only: the whole uid/gid range is mapped into the user namespace");
+        if (p->proj.projects && (p->proj.no_overlay || p->proj.sandbox == NSR_SANDBOX_OFF))
+                addf(&v, "nsrun-only: the command writes to the projects in place; a snapshot taken before it runs "
+                         "is compared with them afterwards, and the changes are reported and %s",
+                     p->proj.discard ? "put back" : "recorded so that nsrun undo can restore them");
+        else if (p->proj.projects)
+                addf(&v, "nsrun-only: after the command, the changes in the upper layers are captured, reported and "
+                         "%s", p->proj.discard ? "discarded" : p->proj.keep ? "kept for review" : "committed to the projects as one transaction");
+        if (p->proj.projects && !p->proj.discard && !p->proj.keep)
+                addf(&v, "nsrun-only: a path the host changed after the command started is a conflict; %s",
+                     p->proj.on_conflict == NSR_CONFLICT_APPLY_REST
+                             ? "the rest applies, a git dir with a conflict is held back whole (--on-conflict=apply-rest)"
+                     : p->proj.on_conflict == NSR_CONFLICT_KEEP_ALL
+                             ? "then nothing applies and the run is kept (--on-conflict=keep-all)"
+                             : "then nothing applies, the run is kept and nsrun exits 125 (--on-conflict=fail)");
+        if (p->proj.projects && p->proj.sandbox == NSR_SANDBOX_BEST_EFFORT)
+                addf(&v, "nsrun-only: where user namespaces are forbidden, none of the above applies: Landlock and "
+                         "seccomp confine the command instead (--sandbox=best-effort)");
+        if (p->proj.projects && p->proj.sandbox == NSR_SANDBOX_OFF)
+                addf(&v, "nsrun-only: --sandbox=off: none of the above applies; the command runs without isolation");
+        if (p->proj.projects && p->seccomp_policies)
+                addf(&v, "nsrun-only: system calls the first policy refuses are answered by nsrun through a seccomp "
+                         "listener (same errno) and recorded in the report");
+        {
+                _cleanup_strv_free_ char **rc = nsr_runctl_describe(&p->run);
+                for (size_t i = 0; rc[i]; i++)
+                        addf(&v, "nsrun-only: %s", rc[i]);
+        }
+        if (p->seccomp_policies) {
+                char *list = nsr_strdup("");
+                for (size_t i = 0; p->seccomp_policies[i]; i++) {
+                        char *n = nsr_asprintf("%s%s--seccomp-policy %s", list, i ? " " : "", p->seccomp_policies[i]);
+                        free(list);
+                        list = n;
+                }
+                addf(&v, "nsrun-only: %s (compiled to BPF and loaded before the programs above)", list);
+                free(list);
+        }
+        if (!nsr_egress_rules_empty(&p->egress)) {
+                char *list = nsr_strdup("");
+                for (size_t i = 0; i < p->egress.n_allow + p->egress.n_deny; i++) {
+                        bool deny = i >= p->egress.n_allow;
+                        const nsr_egress_pattern *pat = deny ? &p->egress.deny[i - p->egress.n_allow]
+                                                             : &p->egress.allow[i];
+                        _cleanup_free_ char *q = nsr_shell_quote(pat->text);
+                        char *n = nsr_asprintf("%s%s%s %s", list, i ? " " : "", deny ? "--deny-host" : "--allow-host", q);
+                        free(list);
+                        list = n;
+                }
+                addf(&v, "nsrun-only: %s: the network namespace has only loopback; nsrun serves an HTTP proxy on "
+                         "127.0.0.1:%d and a SOCKS5 proxy on 127.0.0.1:%d inside it, connects only to matching hosts "
+                         "and sets HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY",
+                     list, NSR_EGRESS_HTTP_PORT, NSR_EGRESS_SOCKS_PORT);
+                free(list);
+        }
+        if (p->net_log_fd != -1)
+                addf(&v, "nsrun-only: fd %d: receives a JSON line per proxied connection (--net-log-fd)", p->net_log_fd);
+        return v;
+}
+
+char *nsr_shell_quote(const char *s) {
+        bool plain = *s != '\0';
+        for (const char *c = s; *c; c++)
+                if (!(isalnum((unsigned char) *c) || strchr("@%+=:,./-_", *c)))
+                        plain = false;
+        if (plain)
+                return nsr_strdup(s);
+        size_t n = 2;
+        for (const char *c = s; *c; c++)
+                n += *c == '\'' ? 4 : 1;
+        char *out = nsr_malloc0(n + 1), *o = out;
+        *o++ = '\'';
+        for (const char *c = s; *c; c++) {
+                if (*c == '\'') {
+                        memcpy(o, "'\\''", 4);
+                        o += 4;
+                } else
+                        *o++ = *c;
+        }
+        *o++ = '\'';
+        *o = '\0';
+        return out;
+}
+
+char *nsr_trace_shell(const nsr_plan *p) {
+        _cleanup_strv_free_ char **argv = nsr_trace_argv(p);
+        _cleanup_strv_free_ char **notes = nsr_trace_notes(p);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f)
+                return nsr_strdup("");
+        fputs("bwrap", f);
+        for (size_t i = 0; argv[i]; i++) {
+                _cleanup_free_ char *q = nsr_shell_quote(argv[i]);
+                fprintf(f, " %s", q);
+        }
+        fputc('\n', f);
+        for (size_t i = 0; notes[i]; i++)
+                fprintf(f, "# %s\n", notes[i]);
+        fclose(f);
+        return buf;
+}
+
+char *nsr_trace_nul(const nsr_plan *p, size_t *ret_len) {
+        _cleanup_strv_free_ char **argv = nsr_trace_argv(p);
+        size_t len = strlen("bwrap") + 1;
+        for (size_t i = 0; argv[i]; i++)
+                len += strlen(argv[i]) + 1;
+        char *buf = nsr_malloc0(len + 1), *o = buf;
+        memcpy(o, "bwrap", 6);
+        o += 6;
+        for (size_t i = 0; argv[i]; i++) {
+                size_t l = strlen(argv[i]) + 1;
+                memcpy(o, argv[i], l);
+                o += l;
+        }
+        *ret_len = len;
+        return buf;
+}

@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The only place that prints errors and exits. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdio_ext.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "cli/cli.h"
+#include "cmd/cmd.h"
+#include "doctor/checks.h"
+#include "sandbox/launch.h"
+#include "cli/options.h"
+#include "base/outfile.h"
+#include "cli/plan.h"
+#include "cli/profileset.h"
+#include "project/project.h"
+#include "seccomp/compile.h"
+#include "cli/trace.h"
+#include "base/utf8.h"
+
+#define BWRAP_VERSION "bubblewrap 0.11.1"
+
+typedef struct ctx {
+        bool bwrap_mode;
+        const char *prog;      /* argv[0] as invoked, for usage */
+        bool level_prefix;
+        bool project_mode;     /* nsrun's own failures exit 125 */
+} ctx;
+
+static const char *prefix_of(const ctx *c) {
+        return c->bwrap_mode ? "bwrap" : "nsrun";
+}
+
+/* Every line nsrun prints goes through here or print_error(): a message
+ * may carry names, link targets and text the sandboxed command chose, and
+ * none of its controls (an escape sequence that hides the rest of the
+ * summary, a bidi override that reorders it) may reach the terminal. */
+static void print_text(FILE *f, const char *level, const char *text, const char *end) {
+        _cleanup_free_ char *s = nsr_utf8_escape_flags(text, NSR_ESCAPE_MESSAGE);
+        fprintf(f, "%s%s%s", level, s, end);
+}
+
+static void print_error(const ctx *c, const nsr_error *e) {
+        char buf[NSR_ERROR_MSG_MAX + 256];
+        nsr_error_format(e, buf, sizeof(buf));
+        /* A failure doctor can explain points to it, except under the
+         * bwrap name, whose messages stay bwrap's exact text. */
+        const char *hint = c->bwrap_mode ? NULL : nsr_hostcheck_hint(e);
+        _cleanup_free_ char *line = nsr_asprintf("%s: %s%s%s", prefix_of(c), buf, hint ? "; " : "", hint ? hint : "");
+        print_text(stderr, c->level_prefix ? "<3>" : "", line, "\n");
+}
+
+static void print_warnings(const ctx *c, char **warnings) {
+        for (size_t i = 0; warnings && warnings[i]; i++) {
+                _cleanup_free_ char *line = nsr_asprintf("%s: %s", prefix_of(c), NSR_WARNING_TEXT(warnings[i]));
+                print_text(stderr, NSR_WARNING_LEVEL_PREFIX(warnings[i]) ? "<4>" : "", line, "\n");
+        }
+}
+
+static bool invoked_as_bwrap(const char *argv0) {
+        const char *base = strrchr(argv0, '/');
+        base = base ? base + 1 : argv0;
+        return streq(base, "bwrap");
+}
+
+static const struct {
+        const char *name;
+        int (*fn)(int argc, char **argv);
+} subcommands[] = {
+        { "seccomp", nsr_cmd_seccomp }, { "diff", nsr_cmd_diff },       { "commit", nsr_cmd_commit },
+        { "discard", nsr_cmd_discard }, { "undo", nsr_cmd_undo },       { "history", nsr_cmd_history },
+        { "gc", nsr_cmd_gc },           { "doctor", nsr_cmd_doctor },   { "profile", nsr_cmd_profile },
+        { "session", nsr_cmd_session }, { "exec", nsr_cmd_exec },
+};
+
+/* An fd the caller passed for nsrun to write to: it must be open for
+ * writing now, before the command runs, not found closed afterwards. */
+static int check_output_fd(const char *option, int fd, nsr_error *err) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0)
+                return nsr_error_set(err, errno, "%s %d", option, fd);
+        if ((fl & O_ACCMODE) == O_RDONLY)
+                return nsr_error_setx(err, EBADF, "%s %d: not open for writing", option, fd);
+        return 0;
+}
+
+/* Every output of a project run, checked (and --report opened) before the
+ * command starts: a bad target found after the run would come too late,
+ * once the changes are applied. The --report file is opened now, before
+ * the command can plant a symlink at its name or swap its directory
+ * (outfile.h). */
+static int open_outputs(const nsr_plan *plan, nsr_outfile *report, nsr_error *err) {
+        int r;
+        if (plan->proj.report_fd != -1 && (r = check_output_fd("--report-fd", plan->proj.report_fd, err)) < 0)
+                return r;
+        if (plan->proj.events_fd != -1 && (r = check_output_fd("--events-fd", plan->proj.events_fd, err)) < 0)
+                return r;
+        if (plan->proj.report_file)
+                return nsr_outfile_open("--report", plan->proj.report_file, report, err);
+        return 0;
+}
+
+static int write_report(const nsr_plan *plan, nsr_outfile *file, const char *json, nsr_error *err) {
+        if (!json)
+                return 0;
+        size_t len = strlen(json);
+        if (file->dirfd >= 0 || file->fd >= 0) {
+                int r = nsr_outfile_write(file, json, len, err);
+                if (r < 0)
+                        return nsr_error_prefix(err, "--report");
+        }
+        if (plan->proj.report_fd != -1) {
+                int r = nsr_write_all(plan->proj.report_fd, json, len);
+                close(plan->proj.report_fd);
+                if (r < 0)
+                        return nsr_error_set(err, -r, "--report-fd %d", plan->proj.report_fd);
+        }
+        return 0;
+}
+
+static int write_trace(ctx *c, nsr_plan *plan, nsr_error *err) {
+        if (plan->trace_bwrap) {
+                _cleanup_free_ char *line = nsr_trace_shell(plan);
+                fputs(line, stdout);
+                return 1;
+        }
+        if (plan->trace_bwrap_fd != -1) {
+                size_t len = 0;
+                _cleanup_free_ char *nul = nsr_trace_nul(plan, &len);
+                int r = nsr_write_all(plan->trace_bwrap_fd, nul, len);
+                close(plan->trace_bwrap_fd);
+                if (r < 0)
+                        return nsr_error_set(err, -r, "Write to --trace-bwrap-fd");
+        }
+        (void) c;
+        return 0;
+}
+
+static void print_note(const char *line, void *userdata) {
+        const ctx *c = userdata;
+        print_text(stderr, c->level_prefix ? "<5>" : "", line, "\n");
+}
+
+/* Project mode: nsrun's own failures exit 125, so callers can tell them
+ * from the command's statuses. */
+static int run_project(ctx *c, nsr_plan *user) {
+        nsr_error err = { 0 };
+        c->project_mode = true;
+        _cleanup_(nsr_project_freep) nsr_project *pj = NULL;
+        if (nsr_project_prepare(user, !user->trace_bwrap, &pj, &err) < 0) {
+                print_error(c, &err);
+                return NSR_EXIT_FAILURE;
+        }
+        nsr_plan *plan = nsr_project_plan(pj);
+        nsr_caller caller;
+        nsr_caller_detect(&caller);
+        if (nsr_plan_validate(plan, &caller, &err) < 0) {
+                print_error(c, &err);
+                return NSR_EXIT_FAILURE;
+        }
+        if (!plan->argv) {
+                fprintf(stderr, "usage: %s -p DIR [OPTIONS...] [--] COMMAND [ARGS...]  (no command given; \"%s --help\" "
+                                "for more)\n",
+                        c->prog, c->prog);
+                return NSR_EXIT_FAILURE;
+        }
+        int r = write_trace(c, plan, &err);
+        if (r < 0) {
+                print_error(c, &err);
+                return NSR_EXIT_FAILURE;
+        }
+        if (r > 0)
+                return 0;
+
+        _cleanup_(nsr_outfile_done) nsr_outfile report = NSR_OUTFILE_INIT;
+        if (open_outputs(plan, &report, &err) < 0) {
+                print_error(c, &err);
+                return NSR_EXIT_FAILURE;
+        }
+        nsr_project_outcome o = { 0 };
+        nsr_project_set_notify(pj, print_note, c);
+        if (nsr_project_run(pj, &o, &err) < 0) {
+                print_error(c, &err);
+                return NSR_EXIT_FAILURE;
+        }
+        for (size_t i = 0; o.messages && o.messages[i]; i++)
+                print_text(stderr, "", o.messages[i], "\n");
+        if (!plan->proj.quiet)
+                for (size_t i = 0; o.summary && o.summary[i]; i++)
+                        print_text(stderr, "", o.summary[i], "\n");
+        if (o.listing)
+                print_text(stderr, "", o.listing, "");
+        int code = o.exit_code;
+        if (write_report(plan, &report, o.report_json, &err) < 0) {
+                print_error(c, &err);
+                code = NSR_EXIT_FAILURE;
+        }
+        nsr_project_outcome_done(&o);
+        return code;
+}
+
+/* Options that only make sense with --project. */
+static const char *project_only_option(const nsr_plan *p) {
+        const nsr_project_opts *o = &p->proj;
+        if (o->home != NSR_HOME_OVERLAY)
+                return "--home";
+        if (o->hide)
+                return "--hide";
+        if (o->rw)
+                return "--rw";
+        if (o->ro)
+                return "--ro";
+        if (o->keep_env)
+                return "--keep-env";
+        if (o->allow_nested)
+                return "--allow-nested";
+        if (o->state_dir)
+                return "--state-dir";
+        if (o->report_file)
+                return "--report";
+        if (o->report_fd != -1)
+                return "--report-fd";
+        if (o->discard)
+                return "--discard";
+        if (o->keep)
+                return "--keep";
+        if (o->quiet)
+                return "--quiet";
+        if (o->verbose)
+                return "--verbose";
+        if (o->events_fd != -1)
+                return "--events-fd";
+        if (o->keep_days != -1)
+                return "--keep-days";
+        if (o->backup_limit)
+                return "--backup-limit";
+        if (o->sandbox != NSR_SANDBOX_REQUIRED)
+                return "--sandbox";
+        if (o->no_overlay)
+                return "--no-overlay";
+        if (o->workspace_root)
+                return "--workspace-root";
+        if (o->snapshot_limit)
+                return "--snapshot-limit";
+        if (o->on_conflict != NSR_CONFLICT_APPLY_REST)
+                return "--on-conflict";
+        if (p->run.tmp_size)
+                return "--tmp-size";
+        return NULL;
+}
+
+static int run_plan(ctx *c, nsr_plan *plan) {
+        nsr_error err = { 0 };
+        if (plan->proj.projects)
+                return run_project(c, plan);
+        const char *only = project_only_option(plan);
+        if (only) {
+                nsr_error_setx(&err, EINVAL, "%s only works in project mode (--project DIR)", only);
+                print_error(c, &err);
+                return 1;
+        }
+        nsr_caller caller;
+        nsr_caller_detect(&caller);
+        if (nsr_plan_validate(plan, &caller, &err) < 0) {
+                print_error(c, &err);
+                return 1;
+        }
+        if (!plan->argv) {
+                nsr_options_help(stderr, c->prog, c->bwrap_mode);
+                return 1;
+        }
+        int tr = write_trace(c, plan, &err);
+        if (tr < 0) {
+                print_error(c, &err);
+                return 1;
+        }
+        if (tr > 0)
+                return 0;
+
+        /* --seccomp-policy files are compiled (or taken from the cache)
+         * here, before anything is created. */
+        size_t n_pol = nsr_strv_length(plan->seccomp_policies);
+        nsr_bpf *bpf = nsr_malloc0((n_pol + 1) * sizeof(nsr_bpf));
+        int r = 0;
+        for (size_t i = 0; i < n_pol && r >= 0; i++)
+                r = nsr_seccomp_policy_bpf(plan->seccomp_policies[i], &bpf[i].data, &bpf[i].len, &err);
+        nsr_launch_result res = { .exit_code = 1 };
+        if (r >= 0) {
+                nsr_launch_extra extra = { .bpf = bpf, .n_bpf = n_pol };
+                r = nsr_launch(plan, &extra, &res, &err);
+        }
+        for (size_t i = 0; i < n_pol; i++)
+                free(bpf[i].data);
+        free(bpf);
+        if (res.net_on) {
+                _cleanup_free_ char *line = nsr_egress_summary(&res.net);
+                fprintf(stderr, "%s%s\n", c->level_prefix ? "<5>" : "", line);
+                nsr_egress_log_free(&res.net);
+        }
+        if (r < 0) {
+                print_error(c, &err);
+                return 1;
+        }
+        return res.exit_code;
+}
+
+/* Levenshtein distance, for "did you mean"; words are short. */
+static size_t edit_distance(const char *a, const char *b) {
+        size_t la = strlen(a), lb = strlen(b);
+        if (la > 32 || lb > 32)
+                return SIZE_MAX;
+        size_t row[33];
+        for (size_t j = 0; j <= lb; j++)
+                row[j] = j;
+        for (size_t i = 1; i <= la; i++) {
+                size_t diag = row[0];
+                row[0] = i;
+                for (size_t j = 1; j <= lb; j++) {
+                        size_t up = row[j];
+                        size_t best = diag + (a[i - 1] != b[j - 1]);
+                        if (up + 1 < best)
+                                best = up + 1;
+                        if (row[j - 1] + 1 < best)
+                                best = row[j - 1] + 1;
+                        row[j] = best;
+                        diag = up;
+                }
+        }
+        return row[lb];
+}
+
+/* Whether a bare word names a program in PATH (or the default path). */
+static bool in_path(const char *word) {
+        const char *path = getenv("PATH");
+        _cleanup_free_ char *copy = nsr_strdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+        char *save = NULL;
+        for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+                _cleanup_free_ char *full = nsr_asprintf("%s/%s", *dir ? dir : ".", word);
+                if (access(full, X_OK) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* "nsrun histroy": a first word that is neither a subcommand nor a program
+ * nsrun could run is a typo, not a command to exec. */
+static bool unknown_command(const char *word) {
+        if (!word[0] || word[0] == '-' || strchr(word, '/') || in_path(word))
+                return false;
+        const char *best = NULL;
+        size_t best_d = SIZE_MAX;
+        for (size_t i = 0; i < ELEMENTSOF(subcommands); i++) {
+                size_t dist = edit_distance(word, subcommands[i].name);
+                if (dist < best_d) {
+                        best_d = dist;
+                        best = subcommands[i].name;
+                }
+        }
+        if (best && best_d <= 2)
+                fprintf(stderr, "nsrun: unknown command \"%s\"; did you mean \"%s\"? (\"nsrun help\" lists them)\n",
+                        word, best);
+        else
+                fprintf(stderr,
+                        "nsrun: unknown command \"%s\": not a subcommand, and no program of that name in PATH "
+                        "(\"nsrun help\" lists the subcommands)\n",
+                        word);
+        return true;
+}
+
+static int cmd_help(int argc, char **argv, const char *prog) {
+        if (argc < 2) {
+                nsr_options_help(stdout, prog, false);
+                return 0;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(subcommands); i++)
+                if (streq(argv[1], subcommands[i].name)) {
+                        char *sub[] = { argv[1], (char *) "--help", NULL };
+                        return subcommands[i].fn(2, sub);
+                }
+        fprintf(stderr, "nsrun: help: no subcommand \"%s\" (\"nsrun help\" lists them)\n", argv[1]);
+        return 2;
+}
+
+/* Whether argv asks for project mode (before any "--"): a parse error then
+ * exits 125, nsrun's own failure status there, not bwrap's 1. */
+static bool wants_project_mode(char **argv, int argc) {
+        for (int i = 1; i < argc; i++) {
+                if (streq(argv[i], "--"))
+                        return false;
+                if (streq(argv[i], "-p") || streq(argv[i], "--project") || nsr_startswith(argv[i], "--project="))
+                        return true;
+        }
+        return false;
+}
+
+static int run_main(ctx *cp, int argc, char **argv) {
+        ctx c = *cp;
+
+        /* bwrap answers "--version" before touching anything else. */
+        if (argc == 2 && streq(argv[1], "--version")) {
+                puts(c.bwrap_mode ? BWRAP_VERSION : PACKAGE_NAME " " PACKAGE_VERSION);
+                return 0;
+        }
+        /* A parent may have left SIGCHLD ignored, which would make our
+         * waits fail. */
+        signal(SIGCHLD, SIG_DFL);
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+                nsr_error err = { 0 };
+                nsr_error_set(&err, errno, "prctl(PR_SET_NO_NEW_PRIVS) failed");
+                print_error(&c, &err);
+                return 1;
+        }
+
+        if (argc < 2) {
+                nsr_options_help(stderr, c.prog, c.bwrap_mode);
+                return 1;
+        }
+        /* A subcommand is only ever the first word, and never under the
+         * bwrap name: "nsrun -- seccomp" runs a command called seccomp. */
+        if (!c.bwrap_mode) {
+                for (size_t i = 0; i < ELEMENTSOF(subcommands); i++)
+                        if (streq(argv[1], subcommands[i].name))
+                                return subcommands[i].fn(argc - 1, argv + 1);
+                if (argc == 2 && (streq(argv[1], "-h") || streq(argv[1], "version") || streq(argv[1], "-V"))) {
+                        if (streq(argv[1], "-h"))
+                                nsr_options_help(stdout, c.prog, false);
+                        else
+                                puts(PACKAGE_NAME " " PACKAGE_VERSION);
+                        return 0;
+                }
+                if (streq(argv[1], "help"))
+                        return cmd_help(argc - 1, argv + 1, c.prog);
+                if (unknown_command(argv[1]))
+                        return 1;
+        }
+
+        nsr_error err = { 0 };
+        _cleanup_(nsr_plan_freep) nsr_plan *plan = NULL;
+        nsr_cli_result res;
+        /* Profiles and configs are nsrun's: the bwrap name reads no file. */
+        int r = c.bwrap_mode ? nsr_cli_parse(argv + 1, (size_t) argc - 1, true, &plan, &res, &err)
+                             : nsr_profileset_parse(argv + 1, (size_t) argc - 1, environ, &plan, &res, NULL, &err);
+        c.level_prefix = res.level_prefix;
+        print_warnings(&c, plan ? plan->warnings : NULL);
+        if (r < 0) {
+                print_error(&c, &err);
+                return res.policy_error || (!c.bwrap_mode && wants_project_mode(argv, argc)) ? NSR_EXIT_FAILURE : 1;
+        }
+        switch (res.action) {
+        case NSR_CLI_HELP:
+                nsr_options_help(stdout, c.prog, c.bwrap_mode);
+                return 0;
+        case NSR_CLI_VERSION:
+                puts(c.bwrap_mode ? BWRAP_VERSION : PACKAGE_NAME " " PACKAGE_VERSION);
+                return 0;
+        case NSR_CLI_RUN:
+        case NSR_CLI_NO_COMMAND:
+                break;
+        case _NSR_CLI_ACTION_MAX:
+        case _NSR_CLI_ACTION_INVALID:
+                return 1;
+        }
+        int rc = run_plan(&c, plan);
+        *cp = c;
+        return rc;
+}
+
+/* What nsrun printed must have reached stdout: a full disk or a closed
+ * pipe is an error, found only when the buffer is flushed. As coreutils
+ * does, a stdout that was closed before nsrun started (EBADF with nothing
+ * written) is not. Returns false after printing the error. */
+static bool close_stdout(const ctx *c) {
+        bool pending = __fpending(stdout) != 0;
+        bool failed_before = ferror(stdout) != 0;
+        errno = 0;
+        bool close_failed = fclose(stdout) != 0;
+        int e = errno;
+        if (!failed_before && !(close_failed && (pending || e != EBADF)))
+                return true;
+        if (close_failed && e != 0)
+                fprintf(stderr, "%s: write error: %s\n", prefix_of(c), strerror(e));
+        else
+                fprintf(stderr, "%s: write error\n", prefix_of(c));
+        return false;
+}
+
+int main(int argc, char **argv) {
+        ctx c = { .prog = argc > 0 && argv[0] ? argv[0] : "nsrun" };
+        c.bwrap_mode = invoked_as_bwrap(c.prog);
+        /* Output larger than stdio's buffer is written as it goes, and the
+         * errno of a failed write is lost by exit: a buffer that holds the
+         * help and most listings keeps it for close_stdout. */
+        static char stdout_buf[1u << 16]; /* glibc ignores the size without a buffer */
+        if (!isatty(STDOUT_FILENO))
+                (void) setvbuf(stdout, stdout_buf, _IOFBF, sizeof(stdout_buf));
+        int rc = run_main(&c, argc, argv);
+        if (!close_stdout(&c) && rc == 0)
+                rc = c.project_mode ? NSR_EXIT_FAILURE : 1;
+        return rc;
+}

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* "nsrun profile list | show [NAME] [--json] | check FILE": the profile
+ * files of nsrun-profile(5), listed, expanded and checked. A front end: it
+ * prints and picks the exit status (0 fine, 1 usage, 125 a bad file). */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "base/json.h"
+#include "cli/options.h"
+#include "cli/profileset.h"
+#include "project/project.h"
+
+extern char **environ;
+
+static void usage(FILE *f) {
+        fputs("usage: nsrun profile list\n"
+              "       nsrun profile show [NAME|PATH] [--json]\n"
+              "       nsrun profile check FILE\n\n"
+              "list    the profiles --profile NAME finds, and where\n"
+              "show    the options a project-mode run in this directory would take from\n"
+              "        files: the system and user configs, the profile, ./.nsrun/profile;\n"
+              "        each fully expanded, with the file and line it came from\n"
+              "check   parse FILE (a project's .nsrun/profile by its name) and report\n"
+              "        the first error as FILE:LINE\n\n"
+              "See nsrun-profile(5).\n",
+              f);
+}
+
+static void print_error(const nsr_error *e) {
+        char buf[NSR_ERROR_MSG_MAX + 64];
+        nsr_error_format(e, buf, sizeof(buf));
+        fprintf(stderr, "nsrun: %s\n", buf);
+}
+
+static int cmd_list(void) {
+        nsr_pf_ctx ctx;
+        nsr_profileset_ctx(environ, &ctx);
+        _cleanup_strv_free_ char **names = NULL, **paths = NULL;
+        nsr_error err = { 0 };
+        if (nsr_pf_list_names(&ctx, &names, &paths, &err) < 0) {
+                print_error(&err);
+                return NSR_EXIT_FAILURE;
+        }
+        for (size_t i = 0; names[i]; i++)
+                printf("%-20s %s\n", names[i], paths[i]);
+        return 0;
+}
+
+/* A word as the shell would read it back. */
+static void put_word(const char *w) {
+        if (*w && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == strlen(w)) {
+                fputs(w, stdout);
+                return;
+        }
+        putchar('\'');
+        for (const char *p = w; *p; p++) {
+                if (*p == '\'')
+                        fputs("'\\''", stdout);
+                else if ((unsigned char) *p < 0x20 || *p == 0x7f)
+                        printf("\\x%02x", (unsigned char) *p);
+                else
+                        putchar(*p);
+        }
+        putchar('\'');
+}
+
+static int show_json(const nsr_pf_list *l) {
+        nsr_error e = { 0 };
+        _cleanup_(nsr_json_freep) nsr_json *j = nsr_json_new(stdout, 0, NSR_JSON_PRETTY);
+        nsr_json_object_begin(j, NULL);
+        nsr_json_array_begin(j, "options");
+        for (size_t i = 0; i < l->n; i++) {
+                const nsr_pf_entry *en = &l->entries[i];
+                nsr_json_object_begin(j, NULL);
+                nsr_json_string(j, "option", en->words[0]);
+                nsr_json_strv(j, "args", en->words + 1);
+                nsr_json_string(j, "file", en->file);
+                nsr_json_uint(j, "line", en->line);
+                nsr_json_object_end(j);
+        }
+        nsr_json_array_end(j);
+        nsr_json_array_begin(j, "forbid");
+        for (size_t i = 0; i < l->n_forbid; i++) {
+                const nsr_pf_forbid *f = &l->forbid[i];
+                nsr_json_object_begin(j, NULL);
+                nsr_json_string(j, "option", f->opt->name);
+                nsr_json_string(j, "value", f->value);
+                nsr_json_string(j, "file", f->file);
+                nsr_json_uint(j, "line", f->line);
+                nsr_json_object_end(j);
+        }
+        nsr_json_array_end(j);
+        nsr_json_object_end(j);
+        if (nsr_json_finish(j, "profile", NULL, NULL, &e) < 0) {
+                print_error(&e);
+                return NSR_EXIT_FAILURE;
+        }
+        putchar('\n');
+        return 0;
+}
+
+static int cmd_show(const char *name, bool json) {
+        /* The files a "nsrun -p . [--profile NAME] -- true" run reads, run
+         * through the parser so that an error shows as it would there. */
+        char *args[] = { (char *) "--profile", (char *) name, (char *) "-p", (char *) ".", (char *) "true", NULL };
+        char **a = name ? args : args + 2;
+        size_t n = name ? 5 : 3;
+        _cleanup_(nsr_plan_freep) nsr_plan *plan = NULL;
+        _cleanup_(nsr_pf_list_done) nsr_pf_list files = { 0 };
+        nsr_cli_result res;
+        nsr_error err = { 0 };
+        if (nsr_profileset_parse(a, n, environ, &plan, &res, &files, &err) < 0) {
+                print_error(&err);
+                return NSR_EXIT_FAILURE;
+        }
+        if (json)
+                return show_json(&files);
+        for (size_t i = 0; i < files.n_forbid; i++)
+                printf("# forbid %s%s%s    (%s:%u)\n", files.forbid[i].opt->name + 2, files.forbid[i].value ? "=" : "",
+                       files.forbid[i].value ? files.forbid[i].value : "", files.forbid[i].file, files.forbid[i].line);
+        for (size_t i = 0; i < files.n; i++) {
+                const nsr_pf_entry *en = &files.entries[i];
+                /* As a profile line: copy it into a file as it is. */
+                for (size_t k = 0; en->words[k]; k++) {
+                        if (k)
+                                putchar(' ');
+                        put_word(k ? en->words[k] : en->words[k] + 2);
+                }
+                printf("    # %s:%u\n", en->file, en->line);
+        }
+        return 0;
+}
+
+static int cmd_check(const char *file) {
+        nsr_pf_ctx ctx;
+        nsr_profileset_ctx(environ, &ctx);
+        _cleanup_(nsr_pf_list_done) nsr_pf_list l = { 0 };
+        nsr_error err = { 0 };
+        bool local = nsr_endswith(file, "/.nsrun/profile") || streq(file, ".nsrun/profile");
+        int r;
+        if (local) {
+                _cleanup_free_ char *dir = nsr_strndup(file, strlen(file) - strlen(".nsrun/profile"));
+                r = nsr_pf_load_project(&ctx, *dir ? dir : ".", &l, &err);
+        } else
+                r = nsr_pf_load(&ctx, file, NSR_PF_PROFILE, false, &l, &err);
+        if (r >= 0) {
+                /* Through the parser, as a run would apply it. */
+                _cleanup_(nsr_plan_freep) nsr_plan *plan = NULL;
+                nsr_cli_result res;
+                char *args[] = { (char *) "true", NULL };
+                r = nsr_cli_parse_with(&l, args, 1, false, &plan, &res, &err);
+        }
+        if (r < 0) {
+                print_error(&err);
+                return NSR_EXIT_FAILURE;
+        }
+        printf("%s: %zu option line%s, ok\n", file, l.n, l.n == 1 ? "" : "s");
+        return 0;
+}
+
+/* For the completion scripts (generated at build time): one line per
+ * option and per short form, "NAME NARGS [METAVAR WORDS...]", such as
+ * "--bind 2 SRC DEST" or "--home 1 overlay|ro|hide". Not documented: an
+ * interface for the build. */
+static int dump_options(void) {
+        for (size_t i = 0; i < _NSR_OPT_MAX; i++) {
+                const nsr_option *o = &nsr_options[i];
+                if (!o->name || !(o->flags & NSR_OPTF_NSRUN))
+                        continue;
+                for (int k = 0; k < 2; k++) {
+                        const char *name = k ? o->short_name : o->name;
+                        if (name)
+                                printf("%s %u%s%s\n", name, o->nargs, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+                }
+        }
+        return 0;
+}
+
+int nsr_cmd_profile(int argc, char **argv) {
+        if (argc < 2 || streq(argv[1], "--help") || streq(argv[1], "-h")) {
+                usage(argc < 2 ? stderr : stdout);
+                return argc < 2 ? 1 : 0;
+        }
+        const char *sub = argv[1];
+        if (streq(sub, "list") && argc == 2)
+                return cmd_list();
+        if (streq(sub, "show")) {
+                const char *name = NULL;
+                bool json = false;
+                for (int i = 2; i < argc; i++) {
+                        if (streq(argv[i], "--json"))
+                                json = true;
+                        else if (!name && argv[i][0] != '-')
+                                name = argv[i];
+                        else {
+                                usage(stderr);
+                                return 1;
+                        }
+                }
+                return cmd_show(name, json);
+        }
+        if (streq(sub, "check") && argc == 3)
+                return cmd_check(argv[2]);
+        if (streq(sub, "--dump-options") && argc == 2)
+                return dump_options();
+        usage(stderr);
+        return 1;
+}

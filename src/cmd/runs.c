@@ -1,0 +1,907 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The run subcommands: diff, commit, discard, undo, history, gc.
+ * Front ends: they print and pick exit codes (0 success, 1 failure, 3 when
+ * undo refused some paths). */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "base/syscalls.h"
+#include "txn/commit.h"
+#include "txn/journal.h"
+#include "base/json.h"
+#include "project/project.h"
+#include "project/report.h"
+#include "project/session.h"
+#include "txn/state.h"
+#include "base/textdiff.h"
+#include "base/utf8.h"
+
+/* Every line these subcommands print: names, link targets, paths and
+ * messages may come from a sandboxed command, so the whole line goes
+ * through the one escaping function (utf8.h), which is idempotent on the
+ * names escaped already. A diff's body goes through textdiff.c instead. */
+#define say nsr_utf8_fprintf
+
+extern char **environ;
+
+#define DIFF_MAX_FILE (8u << 20)
+
+typedef struct args {
+        const char *state_dir;
+        const char *project;
+        const char *run;
+        bool json, force, help;
+        long keep_days;          /* -1: default */
+        long limit;              /* history --limit; 0: all */
+        uint64_t backup_limit;   /* 0: default */
+} args;
+
+static void err_print(const nsr_error *e) {
+        char buf[NSR_ERROR_MSG_MAX + 256];
+        nsr_error_format(e, buf, sizeof(buf));
+        say(stderr, "nsrun: %s\n", buf);
+}
+
+/* Opens project I of a run as the directory the run was made in. Between
+ * the run and a later commit or undo the path can be replaced (a later run
+ * on the parent dir turns it into a symlink to $HOME, say): writing through
+ * it would then land somewhere else. So the fd must still be the recorded
+ * dir (st_dev, st_ino), and reached by the recorded path itself, with no
+ * symlink on the way. Prints why it refuses. */
+static int open_project_dir(const nsr_run_meta *m, size_t i) {
+        const char *path = m->projects[i];
+        _cleanup_close_ int fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno != ENOTDIR && errno != ELOOP) {
+                say(stderr, "nsrun: %s: %s\n", path, strerror(errno));
+                return -1;
+        }
+        struct stat st;
+        char link[64], *real = NULL;
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        real = fd >= 0 ? realpath(link, NULL) : NULL;
+        bool same_path = fd >= 0 && real && streq(real, path);
+        free(real);
+        bool same_dir = fd >= 0 && fstat(fd, &st) == 0 &&
+                        (!m->ids || (!m->ids[i][0] && !m->ids[i][1]) ||
+                         ((unsigned long long) st.st_dev == m->ids[i][0] && (unsigned long long) st.st_ino == m->ids[i][1]));
+        if (!same_path || !same_dir) {
+                say(stderr,
+                        "nsrun: %s: is no longer the directory run %s was made in (it was replaced, moved or is "
+                        "reached through a symlink now); refusing to touch it\n",
+                        path, m->run_id);
+                return -1;
+        }
+        return TAKE_FD(fd);
+}
+
+/* Checks every project of a run (only project path when path is set)
+ * before anything is applied. */
+static int check_projects(const nsr_run_meta *m, ssize_t only) {
+        for (size_t i = 0; m->projects && m->projects[i]; i++) {
+                if (only >= 0 && (size_t) only != i)
+                        continue;
+                int fd = open_project_dir(m, i);
+                if (fd < 0)
+                        return -1;
+                close(fd);
+        }
+        return 0;
+}
+
+/* Opens one project of a run, takes its lock and finishes what an
+ * interrupted apply left (the count goes to *ret_n), printing any failure.
+ * commit and undo both start this way. */
+static int open_project(int statefd, const nsr_run_meta *m, size_t i, int *ret_fd, int *ret_lock, size_t *ret_n) {
+        nsr_error e = { 0 };
+        const char *path = m->projects[i];
+        _cleanup_close_ int fd = open_project_dir(m, i);
+        if (fd < 0)
+                return -1;
+        _cleanup_close_ int lock = nsr_project_lock(statefd, path, &e);
+        if (lock < 0) {
+                say(stderr, "nsrun: %s: %s\n", path, e.msg);
+                return -1;
+        }
+        if (nsr_commit_recover(statefd, path, fd, ret_n, &e) < 0) {
+                err_print(&e);
+                return -1;
+        }
+        *ret_fd = TAKE_FD(fd);
+        *ret_lock = TAKE_FD(lock);
+        return 0;
+}
+
+/* Options: --opt VALUE or --opt=VALUE. allowed: which flags the command
+ * takes ("psjfkb"). */
+static int parse_args(int argc, char **argv, const char *allowed, args *a) {
+        *a = (args){ .keep_days = -1 };
+        for (int i = 1; i < argc; i++) {
+                const char *s = argv[i];
+                const char *val = NULL;
+                _cleanup_free_ char *name = NULL;
+                const char *eq = s[0] == '-' && s[1] == '-' ? strchr(s, '=') : NULL;
+                if (eq) {
+                        name = nsr_strndup(s, (size_t) (eq - s));
+                        val = eq + 1;
+                        s = name;
+                }
+#define NEED_VALUE()                                                                                               \
+        do {                                                                                                       \
+                if (!val) {                                                                                        \
+                        if (i + 1 >= argc) {                                                                       \
+                                say(stderr, "nsrun: %s %s takes an argument\n", argv[0], s);                   \
+                                return -EINVAL;                                                                    \
+                        }                                                                                          \
+                        val = argv[++i];                                                                           \
+                }                                                                                                  \
+        } while (0)
+                if (streq(s, "--help") || streq(s, "-h"))
+                        a->help = true;
+                else if (streq(s, "--state-dir") && strchr(allowed, 's')) {
+                        NEED_VALUE();
+                        a->state_dir = val;
+                } else if ((streq(s, "--project") || streq(s, "-p")) && strchr(allowed, 'p')) {
+                        NEED_VALUE();
+                        a->project = val;
+                } else if (streq(s, "--json") && strchr(allowed, 'j'))
+                        a->json = true;
+                else if (streq(s, "--force") && strchr(allowed, 'f'))
+                        a->force = true;
+                else if (streq(s, "--keep-days") && strchr(allowed, 'k')) {
+                        NEED_VALUE();
+                        char *end = NULL;
+                        errno = 0;
+                        a->keep_days = strtol(val, &end, 10);
+                        if (!*val || *end || a->keep_days < 0 || errno == ERANGE) {
+                                say(stderr, "nsrun: --keep-days takes a number of days, not \"%s\"\n", val);
+                                return -EINVAL;
+                        }
+                } else if (streq(s, "--limit") && strchr(allowed, 'l')) {
+                        NEED_VALUE();
+                        char *end = NULL;
+                        a->limit = strtol(val, &end, 10);
+                        if (!*val || *end || a->limit <= 0) {
+                                say(stderr, "nsrun: --limit takes a number of runs, not \"%s\"\n", val);
+                                return -EINVAL;
+                        }
+                } else if (streq(s, "--backup-limit") && strchr(allowed, 'b')) {
+                        NEED_VALUE();
+                        if (nsr_parse_size_suffix(val, &a->backup_limit) < 0) {
+                                say(stderr, "nsrun: --backup-limit takes a size such as 2G, not \"%s\"\n", val);
+                                return -EINVAL;
+                        }
+                } else if (s[0] == '-' && s[1]) {
+                        say(stderr, "nsrun: %s: unknown option %s\n", argv[0], s);
+                        return -EINVAL;
+                } else if (!a->run && strchr(allowed, 'r'))
+                        a->run = s;
+                else {
+                        say(stderr, "nsrun: %s: unexpected argument \"%s\"\n", argv[0], s);
+                        return -EINVAL;
+                }
+#undef NEED_VALUE
+        }
+        return 0;
+}
+
+static int open_state(const args *a, char **ret_dir) {
+        nsr_error e = { 0 };
+        _cleanup_free_ char *dir = NULL, *note = NULL;
+        if (nsr_state_dir_choose(a->state_dir, environ, false, &dir, &note, &e) < 0) {
+                err_print(&e);
+                return -1;
+        }
+        int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+                say(stderr, "nsrun: no state dir at %s (%s): no runs yet\n", dir, strerror(errno));
+                return -1;
+        }
+        /* A session whose daemon was killed is a kept run from now on. */
+        (void) nsr_session_recover(dir, NULL, &e);
+        if (ret_dir)
+                *ret_dir = TAKE_PTR(dir);
+        return fd;
+}
+
+static int open_run(int statefd, const char *run, nsr_run_meta *meta) {
+        nsr_error e = { 0 };
+        int fd = nsr_run_open(statefd, run, &e);
+        if (fd < 0) {
+                err_print(&e);
+                return -1;
+        }
+        if (nsr_run_meta_read(fd, meta, &e) < 0) {
+                nsr_error_prefix(&e, "run %s", run);
+                err_print(&e);
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+static char *realpath_or_self(const char *p) {
+        char *r = realpath(p, NULL);
+        return r ? r : nsr_strdup(p);
+}
+
+static int find_project(const nsr_run_meta *m, const char *path) {
+        for (size_t i = 0; m->projects && m->projects[i]; i++)
+                if (streq(m->projects[i], path))
+                        return (int) i;
+        return -1;
+}
+
+/* Did the run change project I (all of them when I < 0)? A run that
+ * changed nothing applied nothing: it has no journal to undo. */
+static bool run_changed(const nsr_run_meta *m, int i) {
+        for (size_t k = 0; m->projects && m->projects[k]; k++) {
+                if (i >= 0 && (size_t) i != k)
+                        continue;
+                for (size_t c = 0; c < ELEMENTSOF(m->counts[k]); c++)
+                        if (m->counts && m->counts[k][c])
+                                return true;
+        }
+        return false;
+}
+
+/* ---- diff --------------------------------------------------------------- */
+
+static int read_at(int dirfd, const char *path, char **ret, size_t *ret_len) {
+        int fd = nsr_openat2(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t) st.st_size > DIFF_MAX_FILE) {
+                close(fd);
+                return -EFBIG;
+        }
+        int r = nsr_read_all(fd, DIFF_MAX_FILE, ret, ret_len);
+        close(fd);
+        return r;
+}
+
+static void diff_change(int upper, int project, const nsr_change *c) {
+        _cleanup_free_ char *shown = nsr_utf8_escape(c->path);
+        if (c->old.exists && c->kind != NSR_CHANGE_DELETED && c->type != NSR_ENTRY_SYMLINK &&
+            c->old.type != NSR_ENTRY_SYMLINK && (c->old.mode & 07777) != (c->mode & 07777))
+                say(stdout, "mode %s %04o -> %04o\n", shown, (unsigned) (c->old.mode & 07777), (unsigned) (c->mode & 07777));
+        if (c->type != NSR_ENTRY_FILE || c->kind == NSR_CHANGE_METADATA_CHANGED ||
+            (c->kind == NSR_CHANGE_TYPE_CHANGED && c->old.type != NSR_ENTRY_FILE)) {
+                const char *k = nsr_change_kind_to_string(c->kind);
+                if (c->type == NSR_ENTRY_SYMLINK && c->target) {
+                        _cleanup_free_ char *t = nsr_utf8_escape(c->target);
+                        say(stdout, "%s %s %s -> %s\n", k, nsr_entry_type_to_string(c->type), shown, t);
+                } else if (c->kind == NSR_CHANGE_DELETED && c->type == NSR_ENTRY_DIR)
+                        say(stdout, "%s dir %s (%llu entries below)\n", k, shown, (unsigned long long) c->descendants);
+                else
+                        say(stdout, "%s %s %s (mode %04o)\n", k, nsr_entry_type_to_string(c->type), shown,
+                               (unsigned) c->mode);
+                return;
+        }
+        _cleanup_free_ char *a = NULL, *b = NULL;
+        size_t al = 0, bl = 0;
+        int ra = 0, rb = 0;
+        if (c->old.exists && c->old.type == NSR_ENTRY_FILE)
+                ra = read_at(project, c->path, &a, &al);
+        else
+                a = nsr_strdup("");
+        if (c->kind != NSR_CHANGE_DELETED)
+                rb = read_at(upper, c->path, &b, &bl);
+        else
+                b = nsr_strdup("");
+        if (ra < 0 || rb < 0 || !nsr_diff_is_text(a, al) || !nsr_diff_is_text(b, bl)) {
+                say(stdout, "%s file %s: binary or too large (%llu bytes)\n", nsr_change_kind_to_string(c->kind), shown,
+                       (unsigned long long) c->size);
+                return;
+        }
+        _cleanup_free_ char *la = c->old.exists ? nsr_asprintf("a/%s", shown) : nsr_strdup("/dev/null");
+        _cleanup_free_ char *lb = c->kind != NSR_CHANGE_DELETED ? nsr_asprintf("b/%s", shown) : nsr_strdup("/dev/null");
+        nsr_error e = { 0 };
+        if (nsr_diff_unified(a, al, b, bl, la, lb, stdout, isatty(STDOUT_FILENO) == 1, &e) < 0)
+                say(stdout, "%s file %s: too many differences to show\n", nsr_change_kind_to_string(c->kind), shown);
+}
+
+/* An applied run: what it applied, from its journal, with the originals
+ * from its backups and the new side as the project has it now. -1 when
+ * there is no journal to read (nothing applied, or pruned). */
+static int diff_applied(int run_fd, size_t i, const nsr_run_meta *m) {
+        char rel[32];
+        snprintf(rel, sizeof(rel), "journal/p%zu", i);
+        _cleanup_close_ int jfd = openat(run_fd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        _cleanup_(nsr_journal_freep) nsr_journal *j = NULL;
+        nsr_error e = { 0 };
+        if (jfd < 0 || nsr_journal_read(jfd, false, &j, &e) < 0)
+                return -1;
+        snprintf(rel, sizeof(rel), "backup/p%zu", i);
+        _cleanup_close_ int backup = openat(run_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        _cleanup_close_ int project = open(m->projects[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (project < 0 || backup < 0)
+                return -1;
+        say(stdout, "# %s (run %s, %s): what it applied; the new side is the project as it is now\n", m->projects[i],
+               m->run_id, m->state);
+        for (size_t k = 0; k < j->n_steps; k++) {
+                const nsr_step *s = &j->steps[k];
+                nsr_change c = { .path = s->path };
+                switch (s->op) {
+                case NSR_STEP_PLACE:
+                        c.kind = NSR_CHANGE_CREATED;
+                        c.type = s->new_id.type;
+                        c.mode = s->new_id.mode;
+                        break;
+                case NSR_STEP_REPLACE:
+                        c.kind = s->new_id.type == s->orig.type ? NSR_CHANGE_MODIFIED : NSR_CHANGE_TYPE_CHANGED;
+                        c.type = s->new_id.type;
+                        c.mode = s->new_id.mode;
+                        c.old = (nsr_entry_old){ .exists = true, .type = s->orig.type, .mode = s->orig.mode };
+                        break;
+                case NSR_STEP_REMOVE:
+                        c.kind = NSR_CHANGE_DELETED;
+                        c.type = s->orig.type;
+                        c.mode = s->orig.mode;
+                        c.old = (nsr_entry_old){ .exists = true, .type = s->orig.type, .mode = s->orig.mode };
+                        break;
+                case NSR_STEP_META:
+                        c.kind = NSR_CHANGE_METADATA_CHANGED;
+                        c.type = NSR_ENTRY_DIR;
+                        c.mode = s->new_mode;
+                        break;
+                case _NSR_STEP_OP_MAX:
+                case _NSR_STEP_OP_INVALID:
+                        continue;
+                }
+                diff_change(project, backup, &c);
+        }
+        return 0;
+}
+
+/* The newest run of the project at dir (or the current dir, or the
+ * project the current dir is inside), printing why when there is none. */
+static char *latest_run_here(int statefd, const char *dir) {
+        _cleanup_free_ char *here = realpath_or_self(dir ? dir : ".");
+        nsr_error e = { 0 };
+        _cleanup_strv_free_ char **runs = NULL;
+        if (nsr_state_list_runs(statefd, &runs, &e) < 0) {
+                err_print(&e);
+                return NULL;
+        }
+        for (size_t i = 0; runs && runs[i]; i++) {
+                _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
+                _cleanup_close_ int fd = nsr_run_open(statefd, runs[i], &e);
+                if (fd < 0 || nsr_run_meta_read(fd, &m, &e) < 0)
+                        continue;
+                for (size_t k = 0; m.projects && m.projects[k]; k++)
+                        if (nsr_path_is_below(here, m.projects[k]) || streq(here, m.projects[k]))
+                                return nsr_strdup(runs[i]);
+        }
+        say(stderr, "nsrun: diff: no run of a project at %s (give a RUN, or -p DIR)\n", here);
+        return NULL;
+}
+
+int nsr_cmd_diff(int argc, char **argv) {
+        args a;
+        if (parse_args(argc, argv, "spr", &a) < 0)
+                return 1;
+        if (a.help) {
+                fputs("usage: nsrun diff [--state-dir DIR] [-p DIR] [RUN]\n"
+                      "Show what a kept run changed: a unified diff for text files, one line for the rest.\n"
+                      "Without RUN: the latest run of the project at DIR, or at the current dir.\n"
+                      "An applied run shows what it applied (its backups against the project now).\n"
+                      "On a terminal, control characters in the text are shown as signs, never sent.\n",
+                      stdout);
+                return 0;
+        }
+        _cleanup_close_ int statefd = open_state(&a, NULL);
+        if (statefd < 0)
+                return 1;
+        _cleanup_free_ char *latest = NULL;
+        if (!a.run) {
+                latest = latest_run_here(statefd, a.project);
+                if (!latest)
+                        return 1;
+                a.run = latest;
+        }
+        _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
+        _cleanup_close_ int run_fd = open_run(statefd, a.run, &m);
+        if (run_fd < 0)
+                return 1;
+        for (size_t i = 0; m.projects && m.projects[i]; i++) {
+                char rel[32];
+                snprintf(rel, sizeof(rel), "p%zu/upper", i);
+                _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (upper < 0) {
+                        if (diff_applied(run_fd, i, &m) == 0)
+                                continue;
+                        say(stdout, "# %s: the run is %s; its layers are gone (%lu created, %lu modified, %lu deleted)\n",
+                               m.projects[i], m.state, m.counts[i][0], m.counts[i][1], m.counts[i][2]);
+                        continue;
+                }
+                _cleanup_close_ int project = open_project_dir(&m, i);
+                if (project < 0)
+                        return 1;
+                _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL;
+                _cleanup_(nsr_protect_result_freep) nsr_protect_result *prot = NULL;
+                nsr_error e = { 0 };
+                if (nsr_project_capture(run_fd, i, project, m.projects[i], &cs, &prot, &e) < 0) {
+                        nsr_error_prefix(&e, "%s", m.projects[i]);
+                        err_print(&e);
+                        return 1;
+                }
+                say(stdout, "# %s (run %s, %s)\n", m.projects[i], m.run_id, m.state);
+                _cleanup_close_ int upper_rd = openat(run_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                for (size_t k = 0; k < cs->n_changes; k++)
+                        diff_change(upper_rd >= 0 ? upper_rd : upper, project, &cs->changes[k]);
+                for (size_t k = 0; k < prot->n_notes; k++) {
+                        const nsr_protect_note *n = &prot->notes[k];
+                        _cleanup_free_ char *s = nsr_utf8_escape(n->path);
+                        switch (n->action) {
+                        case NSR_PROTECT_DROPPED:
+                                say(stdout, "protected %s (will not be applied: %s)\n", s, n->reason);
+                                break;
+                        case NSR_PROTECT_CONFIG_REDUCED:
+                                say(stdout, "protected %s (will be reduced to git config keys that run nothing)\n", s);
+                                break;
+                        case NSR_PROTECT_MODE_REDUCED:
+                                say(stdout, "protected %s (mode %04o requested, %04o will be applied)\n", s,
+                                       (unsigned) n->requested, (unsigned) n->mode);
+                                break;
+                        case NSR_PROTECT_XATTR_DROPPED: {
+                                _cleanup_free_ char *x = nsr_utf8_escape(n->detail ? n->detail : "");
+                                say(stdout, "protected %s (xattr %s will be stripped)\n", s, x);
+                                break;
+                        }
+                        case _NSR_PROTECT_ACTION_MAX:
+                        case _NSR_PROTECT_ACTION_INVALID:
+                                break;
+                        }
+                }
+        }
+        return 0;
+}
+
+/* ---- commit and discard --------------------------------------------------- */
+
+int nsr_cmd_commit(int argc, char **argv) {
+        args a;
+        if (parse_args(argc, argv, "sr", &a) < 0)
+                return 1;
+        if (a.help || !a.run) {
+                fputs("usage: nsrun commit [--state-dir DIR] RUN\n"
+                      "Apply a kept run to its projects, as one transaction.\n",
+                      a.help ? stdout : stderr);
+                return a.help ? 0 : 1;
+        }
+        _cleanup_free_ char *state_dir = NULL;
+        _cleanup_close_ int statefd = open_state(&a, &state_dir);
+        if (statefd < 0)
+                return 1;
+        _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
+        _cleanup_close_ int run_fd = open_run(statefd, a.run, &m);
+        if (run_fd < 0)
+                return 1;
+        if (!streq(m.state, "kept")) {
+                say(stderr, "nsrun: run %s is %s, not kept: nothing to commit\n", m.run_id, m.state);
+                return 1;
+        }
+        /* Every project first, so a replaced one refuses the whole commit
+         * and the run stays kept. */
+        if (check_projects(&m, -1) < 0)
+                return 1;
+        _cleanup_free_ char *run_path = nsr_asprintf("%s/runs/%s", state_dir, m.run_id);
+        int rc = 0;
+        bool conflict = false;
+        for (size_t i = 0; m.projects && m.projects[i]; i++) {
+                nsr_error e = { 0 };
+                _cleanup_close_ int project = -1, lock = -1;
+                size_t n = 0;
+                if (open_project(statefd, &m, i, &project, &lock, &n) < 0) {
+                        rc = 1;
+                        continue;
+                }
+                if (n)
+                        say(stderr, "nsrun: %s: rolled back %zu interrupted apply%s first\n", m.projects[i], n,
+                                n == 1 ? "" : "s");
+                _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL;
+                _cleanup_(nsr_protect_result_freep) nsr_protect_result *prot = NULL;
+                if (nsr_project_capture(run_fd, i, project, m.projects[i], &cs, &prot, &e) < 0 ||
+                    nsr_project_protect(run_fd, i, project, m.projects[i], cs, prot, &e) < 0) {
+                        nsr_error_prefix(&e, "%s", m.projects[i]);
+                        err_print(&e);
+                        rc = 1;
+                        continue;
+                }
+                char rel[32];
+                snprintf(rel, sizeof(rel), "p%zu/upper", i);
+                _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (upper < 0) {
+                        nsr_error_set(&e, errno, "%s: cannot open the upper layer %s", m.projects[i], rel);
+                        err_print(&e);
+                        rc = 1;
+                        continue;
+                }
+                nsr_commit_result res = { 0 };
+                nsr_commit_opts co = {
+                        .project_fd = project,
+                        .project_path = m.projects[i],
+                        .upper_fd = upper,
+                        .run_fd = run_fd,
+                        .run_path = run_path,
+                        .project_index = (unsigned) i,
+                        /* Conflicts are judged against the run's own start. */
+                        .run_start = m.start,
+                        .state_fd = statefd,
+                        .run_id = m.run_id,
+                };
+                if (nsr_commit_apply(cs, &co, &res, &e) < 0) {
+                        nsr_error_prefix(&e, "%s: the apply failed and was rolled back", m.projects[i]);
+                        err_print(&e);
+                        rc = 1;
+                        nsr_commit_result_done(&res);
+                        continue;
+                }
+                for (size_t k = 0; k < res.n_conflicts; k++) {
+                        _cleanup_free_ char *shown = nsr_utf8_escape(res.conflicts[k].path);
+                        _cleanup_free_ char *kept =
+                                res.conflicts[k].kept_at ? nsr_utf8_escape(res.conflicts[k].kept_at) : NULL;
+                        if (res.conflicts[k].kept_at)
+                                say(stderr, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s\n",
+                                        m.projects[i], shown, res.conflicts[k].reason, kept);
+                        else
+                                say(stderr, "nsrun: %s: conflict: %s %s; left as the host has it\n", m.projects[i],
+                                        shown, res.conflicts[k].reason);
+                }
+                conflict |= res.n_conflicts > 0;
+                _cleanup_free_ char *pline = nsr_protect_summary(prot, false);
+                if (pline)
+                        say(stderr, "nsrun: %s: %s\n", m.projects[i], pline);
+                _cleanup_free_ char *outcome =
+                        res.n_conflicts ? nsr_asprintf("conflict, %zu of %zu applied", res.applied,
+                                                       nsr_changeset_size(cs))
+                                        : nsr_strdup("committed");
+                _cleanup_free_ char *line = nsr_report_summary(m.projects[i], cs, outcome, m.run_id);
+                say(stderr, "%s\n", line);
+                nsr_commit_result_done(&res);
+                nsr_error ce = { 0 };
+                (void) nsr_rm_rf_at(run_fd, rel, &ce);
+                snprintf(rel, sizeof(rel), "p%zu/work", i);
+                (void) nsr_rm_rf_at(run_fd, rel, &ce);
+        }
+        free(m.state);
+        m.state = nsr_strdup(rc ? "failed" : conflict ? "conflict" : "committed");
+        nsr_error e = { 0 };
+        /* The changes are in place: without the new state, undo would
+         * refuse the run and gc would treat it as still kept. */
+        if (nsr_run_meta_write(run_fd, &m, &e) < 0) {
+                nsr_error_prefix(&e, "run %s is %s, but its state could not be recorded", m.run_id, m.state);
+                err_print(&e);
+                return 1;
+        }
+        return rc;
+}
+
+int nsr_cmd_discard(int argc, char **argv) {
+        args a;
+        if (parse_args(argc, argv, "sr", &a) < 0)
+                return 1;
+        if (a.help || !a.run) {
+                fputs("usage: nsrun discard [--state-dir DIR] RUN\nDrop a kept run.\n", a.help ? stdout : stderr);
+                return a.help ? 0 : 1;
+        }
+        _cleanup_close_ int statefd = open_state(&a, NULL);
+        if (statefd < 0)
+                return 1;
+        _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
+        _cleanup_close_ int run_fd = open_run(statefd, a.run, &m);
+        if (run_fd < 0)
+                return 1;
+        if (!streq(m.state, "kept")) {
+                say(stderr, "nsrun: run %s is %s, not kept: nothing to discard\n", m.run_id, m.state);
+                return 1;
+        }
+        for (size_t i = 0; m.projects && m.projects[i]; i++) {
+                char rel[32];
+                nsr_error e = { 0 };
+                snprintf(rel, sizeof(rel), "p%zu", i);
+                if (nsr_rm_rf_at(run_fd, rel, &e) < 0) {
+                        err_print(&e);
+                        return 1;
+                }
+        }
+        free(m.state);
+        m.state = nsr_strdup("discarded");
+        nsr_error e = { 0 };
+        if (nsr_run_meta_write(run_fd, &m, &e) < 0) {
+                err_print(&e);
+                return 1;
+        }
+        say(stderr, "nsrun: run %s discarded\n", m.run_id);
+        return 0;
+}
+
+/* ---- undo ------------------------------------------------------------------ */
+
+static bool applied_state(const char *s) {
+        return streq(s, "committed") || streq(s, "conflict");
+}
+
+int nsr_cmd_undo(int argc, char **argv) {
+        args a;
+        if (parse_args(argc, argv, "spfr", &a) < 0)
+                return 1;
+        if (a.help || (!a.run && !a.project)) {
+                fputs("usage: nsrun undo [--state-dir DIR] [-p DIR] [--force] [RUN]\n"
+                      "Restore what a run applied from its backups: by default the project's last applied\n"
+                      "run that changed something. Paths changed since that run are refused unless --force.\n"
+                      "An undo is a run of its own: undo it by its run id to get the changes back.\n",
+                      a.help ? stdout : stderr);
+                return a.help ? 0 : 1;
+        }
+        _cleanup_free_ char *state_dir = NULL;
+        _cleanup_close_ int statefd = open_state(&a, &state_dir);
+        if (statefd < 0)
+                return 1;
+        _cleanup_free_ char *project = a.project ? realpath_or_self(a.project) : NULL;
+        _cleanup_free_ char *run = a.run ? nsr_strdup(a.run) : NULL;
+        nsr_error e = { 0 };
+        if (!run) {
+                /* The project's last applied run that is not an undo and changed something. */
+                _cleanup_strv_free_ char **runs = NULL;
+                if (nsr_state_list_runs(statefd, &runs, &e) < 0) {
+                        err_print(&e);
+                        return 1;
+                }
+                for (size_t i = 0; runs[i] && !run; i++) {
+                        _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
+                        _cleanup_close_ int fd = nsr_run_open(statefd, runs[i], &e);
+                        if (fd < 0 || nsr_run_meta_read(fd, &m, &e) < 0)
+                                continue;
+                        if (applied_state(m.state) && !streq(m.kind, "undo") && find_project(&m, project) >= 0 &&
+                            run_changed(&m, find_project(&m, project)))
+                                run = nsr_strdup(runs[i]);
+                }
+                if (!run) {
+                        say(stderr, "nsrun: %s: no applied run to undo\n", project);
+                        return 1;
+                }
+        }
+        _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
+        _cleanup_close_ int run_fd = open_run(statefd, run, &m);
+        if (run_fd < 0)
+                return 1;
+        if (!applied_state(m.state)) {
+                say(stderr, "nsrun: run %s is %s: only an applied run can be undone\n", m.run_id, m.state);
+                return 1;
+        }
+        if (!run_changed(&m, project ? find_project(&m, project) : -1)) {
+                say(stderr, "nsrun: run %s changed nothing%s%s: nothing to undo\n", m.run_id, project ? " in " : "",
+                        project ? project : "");
+                return 0;
+        }
+        if (check_projects(&m, project ? find_project(&m, project) : -1) < 0)
+                return 1;
+
+        char undo_id[NSR_RUN_ID_MAX];
+        nsr_run_id_new(undo_id);
+        _cleanup_close_ int undo_fd = nsr_run_create(statefd, undo_id, 0, &e);
+        if (undo_fd < 0) {
+                err_print(&e);
+                return 1;
+        }
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME_COARSE, &now);
+        nsr_run_meta um = { .kind = (char *) "undo", .undoes = m.run_id, .state = (char *) "running", .start = now,
+                            .exit_code = -1, .projects = m.projects, .ids = m.ids };
+        snprintf(um.run_id, sizeof(um.run_id), "%s", undo_id);
+        nsr_run_meta_set_owner(&um);
+        um.counts = nsr_malloc0((nsr_strv_length(m.projects) + 1) * sizeof(*um.counts));
+        /* An undo that could not be recorded could not be undone itself. */
+        if (nsr_run_meta_write(undo_fd, &um, &e) < 0) {
+                free(um.counts);
+                err_print(&e);
+                _cleanup_free_ char *rel = nsr_asprintf("runs/%s", undo_id);
+                nsr_error re = { 0 };
+                (void) nsr_rm_rf_at(statefd, rel, &re);
+                return 1;
+        }
+
+        int rc = 0;
+        size_t refused = 0, restored = 0;
+        for (size_t i = 0; m.projects && m.projects[i]; i++) {
+                if (project && !streq(project, m.projects[i]))
+                        continue;
+                if (!run_changed(&m, (int) i))
+                        continue;
+                _cleanup_close_ int pfd = -1, lock = -1;
+                size_t n = 0;
+                if (open_project(statefd, &m, i, &pfd, &lock, &n) < 0) {
+                        rc = 1;
+                        continue;
+                }
+                nsr_undo_result ur = { 0 };
+                nsr_undo_opts uo = { .project_fd = pfd,
+                                     .project_path = m.projects[i],
+                                     .run_fd = run_fd,
+                                     .project_index = (unsigned) i,
+                                     .undo_run_fd = undo_fd,
+                                     .force = a.force,
+                                     .state_fd = statefd,
+                                     .undo_run_id = undo_id };
+                if (nsr_commit_undo(&uo, &ur, &e) < 0) {
+                        nsr_error_prefix(&e, "%s: the undo failed and was rolled back", m.projects[i]);
+                        err_print(&e);
+                        rc = 1;
+                        nsr_undo_result_done(&ur);
+                        continue;
+                }
+                for (size_t k = 0; ur.refused && ur.refused[k]; k++) {
+                        _cleanup_free_ char *s = nsr_utf8_escape(ur.refused[k]);
+                        say(stderr, "nsrun: %s: %s changed since run %s; not restored (use --force)\n",
+                                m.projects[i], s, m.run_id);
+                        refused++;
+                }
+                restored += ur.restored;
+                um.counts[i][1] = ur.restored;
+                nsr_undo_result_done(&ur);
+        }
+        um.state = (char *) (rc ? "failed" : "committed");
+        if (nsr_run_meta_write(undo_fd, &um, &e) < 0) {
+                nsr_error_prefix(&e, "undo run %s: its outcome could not be recorded", undo_id);
+                err_print(&e);
+                rc = 1;
+        }
+        free(um.counts);
+        /* A run with refused paths stays applied, so that "undo --force
+         * RUN" can finish the job. */
+        if (rc == 0 && refused == 0) {
+                free(m.state);
+                m.state = nsr_strdup("undone");
+                if (nsr_run_meta_write(run_fd, &m, &e) < 0) {
+                        nsr_error_prefix(&e, "run %s is undone, but that could not be recorded", m.run_id);
+                        err_print(&e);
+                        rc = 1;
+                }
+        }
+        say(stderr, "nsrun: undid run %s: %zu path%s restored%s (undo run %s)\n", m.run_id, restored,
+                restored == 1 ? "" : "s", refused ? ", some refused" : "", undo_id);
+        if (rc)
+                return 1;
+        return refused ? 3 : 0;
+}
+
+/* ---- history ------------------------------------------------------------------ */
+
+int nsr_cmd_history(int argc, char **argv) {
+        args a;
+        if (parse_args(argc, argv, "spjl", &a) < 0)
+                return 1;
+        if (a.help) {
+                fputs("usage: nsrun history [--state-dir DIR] [-p DIR] [--json] [--limit N]\n"
+                      "List runs, newest first (the N newest with --limit).\n",
+                      stdout);
+                return 0;
+        }
+        _cleanup_close_ int statefd = open_state(&a, NULL);
+        if (statefd < 0)
+                return a.json ? (puts("[]"), 0) : 0;
+        _cleanup_free_ char *project = a.project ? realpath_or_self(a.project) : NULL;
+        nsr_error e = { 0 };
+        _cleanup_strv_free_ char **runs = NULL;
+        if (nsr_state_list_runs(statefd, &runs, &e) < 0) {
+                err_print(&e);
+                return 1;
+        }
+        _cleanup_(nsr_json_freep) nsr_json *j = a.json ? nsr_json_new(stdout, 0, 0) : NULL;
+        if (j)
+                nsr_json_array_begin(j, NULL);
+        long shown = 0;
+        for (size_t i = 0; runs[i] && (a.limit == 0 || shown < a.limit); i++) {
+                _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
+                _cleanup_close_ int fd = nsr_run_open(statefd, runs[i], &e);
+                if (fd < 0 || nsr_run_meta_read(fd, &m, &e) < 0)
+                        continue;
+                if (project && find_project(&m, project) < 0)
+                        continue;
+                shown++;
+                char when[32] = "";
+                (void) nsr_json_format_time(&m.start, when, sizeof(when));
+                if (j) {
+                        nsr_json_object_begin(j, NULL);
+                        nsr_json_string(j, "run_id", m.run_id);
+                        nsr_json_string(j, "kind", m.kind ? m.kind : "run");
+                        nsr_json_string(j, "started_at", when);
+                        nsr_json_strv(j, "command", m.argv);
+                        if (m.exit_code >= 0)
+                                nsr_json_int(j, "exit_code", m.exit_code);
+                        else
+                                nsr_json_null(j, "exit_code");
+                        if (m.signal > 0)
+                                nsr_json_string(j, "signal", nsr_report_signal_name(m.signal));
+                        else
+                                nsr_json_null(j, "signal");
+                        nsr_json_string(j, "outcome", m.state);
+                        if (m.undoes)
+                                nsr_json_string(j, "undoes", m.undoes);
+                        nsr_json_array_begin(j, "projects");
+                        for (size_t k = 0; m.projects && m.projects[k]; k++) {
+                                nsr_json_object_begin(j, NULL);
+                                nsr_json_string(j, "path", m.projects[k]);
+                                static const char *const names[5] = { "created", "modified", "deleted",
+                                                                      "type_changed", "metadata_changed" };
+                                for (int c = 0; c < 5; c++)
+                                        nsr_json_uint(j, names[c], m.counts[k][c]);
+                                nsr_json_object_end(j);
+                        }
+                        nsr_json_array_end(j);
+                        nsr_json_object_end(j);
+                        continue;
+                }
+                _cleanup_free_ char *cmd = nsr_strdup("");
+                for (size_t k = 0; m.argv && m.argv[k]; k++) {
+                        _cleanup_free_ char *s = nsr_utf8_escape(m.argv[k]);
+                        char *n = nsr_asprintf("%s%s%s", cmd, k ? " " : "", s);
+                        free(cmd);
+                        cmd = n;
+                }
+                char status[32];
+                if (m.signal > 0)
+                        snprintf(status, sizeof(status), "%s", nsr_report_signal_name(m.signal));
+                else if (m.exit_code >= 0)
+                        snprintf(status, sizeof(status), "exit %d", m.exit_code);
+                else
+                        snprintf(status, sizeof(status), "-");
+                for (size_t k = 0; m.projects && m.projects[k]; k++) {
+                        if (project && !streq(project, m.projects[k]))
+                                continue;
+                        if (streq(m.kind ? m.kind : "run", "undo"))
+                                say(stdout, "%s  %-9s  undo of %s  %s\n", m.run_id, m.state, m.undoes ? m.undoes : "?",
+                                       m.projects[k]);
+                        else
+                                say(stdout, "%s  %-9s  %-8s  +%lu ~%lu -%lu  %s  %s\n", m.run_id, m.state, status,
+                                       m.counts[k][0], m.counts[k][1] + m.counts[k][3] + m.counts[k][4],
+                                       m.counts[k][2], m.projects[k], cmd);
+                }
+        }
+        if (j) {
+                nsr_json_array_end(j);
+                if (nsr_json_finish(j, "history", NULL, NULL, &e) < 0) {
+                        err_print(&e);
+                        return 1;
+                }
+        }
+        return 0;
+}
+
+/* ---- gc ------------------------------------------------------------------------ */
+
+int nsr_cmd_gc(int argc, char **argv) {
+        args a;
+        if (parse_args(argc, argv, "skb", &a) < 0)
+                return 1;
+        if (a.help) {
+                fputs("usage: nsrun gc [--state-dir DIR] [--keep-days N] [--backup-limit SIZE]\n"
+                      "Prune runs older than N days (default 7) and, per project, the oldest runs whose backups\n"
+                      "exceed SIZE (default 2G); the newest run of each project is always kept.\n",
+                      stdout);
+                return 0;
+        }
+        _cleanup_close_ int statefd = open_state(&a, NULL);
+        if (statefd < 0)
+                return 0;
+        nsr_error e = { 0 };
+        nsr_gc_stats st = { 0 };
+        if (nsr_state_gc(statefd, a.keep_days < 0 ? 7 : a.keep_days, a.backup_limit ? a.backup_limit : NSR_BACKUP_LIMIT_DEFAULT,
+                         &st, &e) < 0) {
+                err_print(&e);
+                return 1;
+        }
+        say(stderr, "nsrun: gc: removed %zu run%s (%llu bytes)\n", st.removed, st.removed == 1 ? "" : "s",
+                (unsigned long long) st.bytes);
+        return 0;
+}

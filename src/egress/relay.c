@@ -1,0 +1,1567 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "seccomp/policy.h"
+#include "egress/relay.h"
+#include "seccomp/compile.h"
+#include "base/util.h"
+
+#define MAX_CONNS 256
+#define BUF_SIZE (64 * 1024)
+#define HEADER_MAX (16 * 1024)
+#define TARGET_TIMEOUT_S 30   /* to name a target, and to connect */
+#define IDLE_TIMEOUT_S 600
+#define RESOLVE_THREADS 4
+#define MAX_LISTENERS 4
+
+/* ---- the resolver pool --------------------------------------------------
+ *
+ * getaddrinfo() blocks, so it runs on a few detached threads. The pool is
+ * reference counted: the relay holds one reference and every thread one,
+ * so a thread still stuck in a slow lookup when the run ends frees what
+ * is left when it returns, and the relay never waits for DNS. */
+
+typedef struct resolve_req {
+        struct resolve_req *next;
+        char host[NSR_EGRESS_HOST_MAX + 1];
+        int gai;
+        struct addrinfo *res;
+        void *conn;     /* NULL once the connection is gone (main thread only) */
+} resolve_req;
+
+typedef struct pool {
+        pthread_mutex_t mu;
+        pthread_cond_t cv;
+        resolve_req *queue, **queue_tail;
+        resolve_req *done;
+        int efd;
+        unsigned threads, idle, refs;
+        bool stop;
+        int delay_ms; /* test hook: a slow resolver */
+} pool;
+
+static void req_free(resolve_req *q) {
+        if (q->res)
+                freeaddrinfo(q->res);
+        free(q);
+}
+
+static void pool_unref_locked(pool *p) {
+        /* Called with p->mu held; drops it. */
+        bool last = --p->refs == 0;
+        pthread_mutex_unlock(&p->mu);
+        if (!last)
+                return;
+        for (resolve_req *q = p->queue, *n; q; q = n) {
+                n = q->next;
+                req_free(q);
+        }
+        for (resolve_req *q = p->done, *n; q; q = n) {
+                n = q->next;
+                req_free(q);
+        }
+        safe_close(p->efd);
+        pthread_cond_destroy(&p->cv);
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+}
+
+static void *pool_thread(void *arg) {
+        pool *p = arg;
+        pthread_mutex_lock(&p->mu);
+        for (;;) {
+                while (!p->stop && !p->queue) {
+                        p->idle++;
+                        pthread_cond_wait(&p->cv, &p->mu);
+                        p->idle--;
+                }
+                if (p->stop)
+                        break;
+                resolve_req *q = p->queue;
+                p->queue = q->next;
+                if (!p->queue)
+                        p->queue_tail = &p->queue;
+                pthread_mutex_unlock(&p->mu);
+
+                struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+                if (p->delay_ms > 0)
+                        (void) usleep((useconds_t) p->delay_ms * 1000);
+                q->gai = getaddrinfo(q->host, NULL, &hints, &q->res);
+
+                pthread_mutex_lock(&p->mu);
+                if (p->stop) {
+                        req_free(q);
+                        break;
+                }
+                q->next = p->done;
+                p->done = q;
+                uint64_t one = 1;
+                (void) !write(p->efd, &one, sizeof(one));
+        }
+        pool_unref_locked(p);
+        return NULL;
+}
+
+static pool *pool_new(void) {
+        pool *p = nsr_malloc0(sizeof(*p));
+        p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (p->efd < 0) {
+                free(p);
+                return NULL;
+        }
+        pthread_mutex_init(&p->mu, NULL);
+        pthread_cond_init(&p->cv, NULL);
+        p->queue_tail = &p->queue;
+        p->refs = 1;
+        return p;
+}
+
+static int pool_submit(pool *p, resolve_req *q) {
+        pthread_mutex_lock(&p->mu);
+        q->next = NULL;
+        *p->queue_tail = q;
+        p->queue_tail = &q->next;
+        if (p->idle == 0 && p->threads < RESOLVE_THREADS) {
+                pthread_attr_t attr;
+                pthread_t t;
+                pthread_attr_init(&attr);
+                pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+                pthread_attr_setstacksize(&attr, 512 * 1024);
+                if (pthread_create(&t, &attr, pool_thread, p) == 0) {
+                        p->threads++;
+                        p->refs++;
+                }
+                pthread_attr_destroy(&attr);
+        }
+        bool stuck = p->threads == 0;
+        pthread_cond_signal(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        return stuck ? -EAGAIN : 0;
+}
+
+static resolve_req *pool_take_done(pool *p) {
+        uint64_t v;
+        (void) !read(p->efd, &v, sizeof(v));
+        pthread_mutex_lock(&p->mu);
+        resolve_req *d = p->done;
+        p->done = NULL;
+        pthread_mutex_unlock(&p->mu);
+        return d;
+}
+
+static void pool_release(pool *p) {
+        if (!p)
+                return;
+        pthread_mutex_lock(&p->mu);
+        p->stop = true;
+        pthread_cond_broadcast(&p->cv);
+        pool_unref_locked(p);
+}
+
+/* ---- connections ------------------------------------------------------- */
+
+typedef enum handle_kind {
+        H_CONTROL,
+        H_LISTEN_HTTP,
+        H_LISTEN_SOCKS,
+        H_RESOLVED,
+        H_TIMER,
+        H_CLIENT,
+        H_UPSTREAM,
+} handle_kind;
+
+typedef struct handle {
+        handle_kind kind;
+        int fd;
+        void *conn;
+        uint32_t events; /* registered, or 0 */
+} handle;
+
+typedef enum conn_state {
+        ST_HTTP_HEAD,
+        ST_SOCKS_GREETING,
+        ST_SOCKS_REQUEST,
+        ST_RESOLVING,
+        ST_CONNECTING,
+        ST_RELAY,
+        ST_CLOSING, /* flushing an answer to the client, then close */
+} conn_state;
+
+typedef struct buffer {
+        char *data;
+        size_t off, len;
+} buffer;
+
+/* Once a connection relays, bytes move socket -> pipe -> socket with
+ * splice(2) and never enter user space; the buffer above only carries
+ * what came before (a rewritten request head, a proxy's answer) and is
+ * always sent first. Without pipes (out of fds) the buffer does it all. */
+typedef struct spl {
+        int fd[2];
+        size_t pending, cap;
+} spl;
+
+#define PIPE_SIZE (256 * 1024)
+
+typedef struct conn {
+        struct conn *prev, *next;
+        handle hc, hu;
+        conn_state state;
+        bool socks, has_target, c_eof, u_eof, u_shut, dead;
+        nsr_egress_record rec;
+        nsr_egress_pattern matched;
+        struct timespec mono_start;
+        time_t deadline;       /* CLOCK_MONOTONIC seconds */
+        buffer c2u, u2c;
+        spl p_c2u, p_u2c; /* fd[0] == -1: not spliced */
+        resolve_req *req;
+        size_t n_addrs, next_addr; /* cand: the allowed addresses to try */
+        struct sockaddr_storage *cand;
+} conn;
+
+struct nsr_relay {
+        const nsr_egress_rules *rules;
+        int log_fd;
+        int epfd;
+        int sock[2]; /* [0] monitor, [1] child */
+        int timerfd;
+        handle h_control, h_timer, h_resolved;
+        handle listeners[MAX_LISTENERS];
+        size_t n_listeners;
+        bool listen_paused;
+        pool *pool;
+        conn *head, *tail; /* oldest first */
+        /* Closed during this dispatch: freed at its end, because the batch
+         * of events may still name them. */
+        conn *dead;
+        size_t n_conns;
+        nsr_egress_log log;
+        time_t target_timeout; /* TARGET_TIMEOUT_S, but for the tests */
+        int resolve_delay_ms;
+};
+
+static time_t now_s(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec;
+}
+
+static int ep_set(nsr_relay *r, handle *h, uint32_t events) {
+        if (h->fd < 0 || h->events == events)
+                return 0;
+        struct epoll_event ev = { .events = events, .data.ptr = h };
+        int op = h->events == 0 ? EPOLL_CTL_ADD : events == 0 ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
+        if (epoll_ctl(r->epfd, op, h->fd, &ev) < 0)
+                return -errno;
+        h->events = events;
+        return 0;
+}
+
+static void buf_free(buffer *b) {
+        free(b->data);
+        *b = (buffer){ 0 };
+}
+
+static size_t buf_room(const buffer *b) {
+        return BUF_SIZE - b->off - b->len;
+}
+
+static void buf_compact(buffer *b) {
+        if (b->off > 0 && b->len > 0)
+                memmove(b->data, b->data + b->off, b->len);
+        b->off = 0;
+}
+
+static void buf_put(buffer *b, const void *data, size_t len) {
+        if (!b->data)
+                b->data = nsr_malloc0(BUF_SIZE);
+        buf_compact(b);
+        if (len > BUF_SIZE - b->len)
+                len = BUF_SIZE - b->len;
+        memcpy(b->data + b->len, data, len);
+        b->len += len;
+}
+
+static void consume(buffer *b, size_t n) {
+        b->off += n;
+        b->len -= n;
+        if (b->len == 0)
+                b->off = 0;
+}
+
+/* Reads what fits; returns bytes read, 0 at EOF, -EAGAIN or -errno. */
+static ssize_t fill(int fd, buffer *b, size_t max) {
+        if (!b->data)
+                b->data = nsr_malloc0(BUF_SIZE);
+        if (buf_room(b) == 0)
+                buf_compact(b);
+        if (buf_room(b) == 0 || b->len >= max)
+                return -ENOBUFS;
+        size_t want = buf_room(b);
+        if (want > max - b->len)
+                want = max - b->len;
+        ssize_t n = read(fd, b->data + b->off + b->len, want);
+        if (n < 0)
+                return errno == EINTR ? -EAGAIN : -errno;
+        b->len += (size_t) n;
+        return n;
+}
+
+static ssize_t drain(int fd, buffer *b) {
+        if (b->len == 0)
+                return 0;
+        ssize_t n = send(fd, b->data + b->off, b->len, MSG_NOSIGNAL);
+        if (n < 0)
+                return errno == EINTR ? -EAGAIN : -errno;
+        consume(b, (size_t) n);
+        return n;
+}
+
+/* A host name from the wire is shown only in this safe form. */
+static void sanitize(const char *in, size_t len, char *out, size_t outlen) {
+        size_t o = 0;
+        for (size_t i = 0; i < len && o + 1 < outlen; i++) {
+                unsigned char ch = (unsigned char) in[i];
+                out[o++] = (isalnum(ch) || strchr(".-_:", ch)) ? (char) ch : '?';
+        }
+        out[o] = '\0';
+}
+
+static void emit_log(nsr_relay *r, const nsr_egress_record *rec) {
+        if (r->log_fd < 0)
+                return;
+        _cleanup_free_ char *line = nsr_egress_record_json(rec);
+        _cleanup_free_ char *nl = nsr_asprintf("%s\n", line);
+        /* A reader that went away must not kill the monitor with SIGPIPE:
+         * block it for the write and take back what the write raised. */
+        sigset_t pipe_set, old;
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+        int k = nsr_write_all(r->log_fd, nl, strlen(nl));
+        if (k == -EPIPE) {
+                struct timespec zero = { 0 };
+                (void) sigtimedwait(&pipe_set, NULL, &zero);
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (k < 0)
+                r->log_fd = -1; /* stop logging, keep serving */
+}
+
+static void conn_close(nsr_relay *r, conn *c) {
+        if (c->dead)
+                return;
+        c->dead = true;
+        if (c->has_target) {
+                struct timespec now;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                c->rec.duration_ms = (uint64_t) ((now.tv_sec - c->mono_start.tv_sec) * 1000 +
+                                                 (now.tv_nsec - c->mono_start.tv_nsec) / 1000000);
+                nsr_egress_log_add(&r->log, &c->rec);
+                emit_log(r, &c->rec);
+        } else
+                r->log.n_malformed++;
+        (void) ep_set(r, &c->hc, 0);
+        (void) ep_set(r, &c->hu, 0);
+        c->hc.fd = safe_close(c->hc.fd);
+        c->hu.fd = safe_close(c->hu.fd);
+        for (int i = 0; i < 2; i++) {
+                c->p_c2u.fd[i] = safe_close(c->p_c2u.fd[i]);
+                c->p_u2c.fd[i] = safe_close(c->p_u2c.fd[i]);
+        }
+        if (c->req)
+                c->req->conn = NULL; /* the pool's answer is dropped when it comes */
+        c->req = NULL;
+        free(c->cand);
+        c->cand = NULL;
+        buf_free(&c->c2u);
+        buf_free(&c->u2c);
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                r->head = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        else
+                r->tail = c->prev;
+        r->n_conns--;
+        c->prev = NULL;
+        c->next = r->dead;
+        r->dead = c;
+        if (r->listen_paused && r->n_conns < MAX_CONNS) {
+                r->listen_paused = false;
+                for (size_t i = 0; i < r->n_listeners; i++)
+                        (void) ep_set(r, &r->listeners[i], EPOLLIN);
+        }
+}
+
+static bool can_read(const buffer *b, const spl *p) {
+        if (p->fd[0] >= 0)
+                return p->pending < p->cap;
+        return buf_room(b) + b->off > 0;
+}
+
+static void spl_open(spl *p) {
+        if (pipe2(p->fd, O_CLOEXEC | O_NONBLOCK) < 0) {
+                p->fd[0] = p->fd[1] = -1;
+                return;
+        }
+        int sz = fcntl(p->fd[1], F_SETPIPE_SZ, PIPE_SIZE);
+        if (sz < 0)
+                sz = fcntl(p->fd[1], F_GETPIPE_SZ);
+        p->cap = sz > 0 ? (size_t) sz : 65536;
+}
+
+/* Recomputes what each side waits for, from the buffers and the state. */
+static void conn_arm(nsr_relay *r, conn *c) {
+        uint32_t ce = 0, ue = 0;
+        if (c->dead)
+                return;
+        switch (c->state) {
+        case ST_HTTP_HEAD:
+        case ST_SOCKS_GREETING:
+        case ST_SOCKS_REQUEST:
+                ce = EPOLLIN;
+                if (c->u2c.len)
+                        ce |= EPOLLOUT;
+                break;
+        case ST_RESOLVING:
+                ce = c->u2c.len ? EPOLLOUT : 0;
+                break;
+        case ST_CONNECTING:
+                ue = EPOLLOUT;
+                break;
+        case ST_RELAY:
+                if (!c->c_eof && can_read(&c->c2u, &c->p_c2u))
+                        ce |= EPOLLIN;
+                if (c->u2c.len || c->p_u2c.pending)
+                        ce |= EPOLLOUT;
+                if (!c->u_eof && can_read(&c->u2c, &c->p_u2c))
+                        ue |= EPOLLIN;
+                if (c->c2u.len || c->p_c2u.pending)
+                        ue |= EPOLLOUT;
+                break;
+        case ST_CLOSING:
+                ce = c->u2c.len ? EPOLLOUT : EPOLLIN;
+                break;
+        }
+        if (ep_set(r, &c->hc, ce) < 0 || ep_set(r, &c->hu, ue) < 0)
+                conn_close(r, c);
+}
+
+/* ---- answers ----------------------------------------------------------- */
+
+static void host_port_text(const conn *c, char *buf, size_t len) {
+        if (strchr(c->rec.host, ':'))
+                snprintf(buf, len, "[%s]:%d", c->rec.host, c->rec.port);
+        else
+                snprintf(buf, len, "%s:%d", c->rec.host, c->rec.port);
+}
+
+static void socks_reply(conn *c, uint8_t code) {
+        uint8_t msg[10] = { 5, code, 0, 1 };
+        buf_put(&c->u2c, msg, sizeof(msg));
+}
+
+static void http_reply(conn *c, int status, const char *title, const char *body) {
+        _cleanup_free_ char *msg = nsr_asprintf("HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+                                                "Connection: close\r\nProxy-Agent: nsrun\r\n\r\n%s",
+                                                status, title, strlen(body), body);
+        buf_put(&c->u2c, msg, strlen(msg));
+}
+
+/* Refuses (refused = by the rules) or fails the request, and closes once
+ * the answer is out. */
+static void conn_fail(nsr_relay *r, conn *c, bool refused, const char *reason) {
+        char hp[NSR_EGRESS_HOST_MAX + 16];
+        host_port_text(c, hp, sizeof(hp));
+        if (c->has_target) {
+                c->rec.allowed = !refused;
+                snprintf(c->rec.reason, sizeof(c->rec.reason), "%s", reason);
+        }
+        c->hu.fd = safe_close(c->hu.fd);
+        c->hu.events = 0;
+        c->c2u.len = c->c2u.off = 0;
+        /* A lookup that timed out may still answer: it must find no one. */
+        if (c->req) {
+                c->req->conn = NULL;
+                c->req = NULL;
+        }
+        if (c->socks) {
+                uint8_t code = 1;
+                if (refused)
+                        code = 2;
+                else if (strstr(reason, "refused"))
+                        code = 5;
+                else if (strstr(reason, "resolve") || strstr(reason, "unreachable"))
+                        code = 4;
+                socks_reply(c, code);
+        } else if (refused) {
+                _cleanup_free_ char *body = nsr_asprintf("nsrun refused the connection to %s: %s\n", hp, reason);
+                http_reply(c, 403, "Forbidden", body);
+        } else {
+                _cleanup_free_ char *body = nsr_asprintf("nsrun could not connect to %s: %s\n", hp, reason);
+                http_reply(c, c->has_target ? 502 : 400, c->has_target ? "Bad Gateway" : "Bad Request", body);
+        }
+        c->state = ST_CLOSING;
+        c->deadline = now_s() + r->target_timeout;
+        conn_arm(r, c);
+}
+
+/* ---- connecting -------------------------------------------------------- */
+
+static void try_connect(nsr_relay *r, conn *c);
+
+static void set_address_text(conn *c, const struct sockaddr *sa) {
+        const void *src = sa->sa_family == AF_INET ? (const void *) &((const struct sockaddr_in *) sa)->sin_addr
+                                                   : (const void *) &((const struct sockaddr_in6 *) sa)->sin6_addr;
+        if (!inet_ntop(sa->sa_family, src, c->rec.address, sizeof(c->rec.address)))
+                c->rec.address[0] = '\0';
+}
+
+/* Keeps the addresses the rules let this name reach; refuses when none. */
+static void use_addresses(nsr_relay *r, conn *c, const struct addrinfo *ai) {
+        size_t n = 0;
+        for (const struct addrinfo *a = ai; a; a = a->ai_next)
+                n++;
+        c->cand = nsr_realloc_array(NULL, n + 1, sizeof(struct sockaddr_storage));
+        c->n_addrs = 0;
+        char first_bad[96] = "";
+        for (const struct addrinfo *a = ai; a; a = a->ai_next) {
+                if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) || a->ai_addrlen > sizeof(struct sockaddr_storage))
+                        continue;
+                nsr_addr_class cls;
+                if (nsr_egress_addr_allowed(&c->matched, a->ai_addr, &cls)) {
+                        bool dup = false;
+                        for (size_t k = 0; k < c->n_addrs && !dup; k++)
+                                dup = memcmp(&c->cand[k], a->ai_addr, a->ai_addrlen) == 0;
+                        if (!dup) {
+                                memset(&c->cand[c->n_addrs], 0, sizeof(struct sockaddr_storage));
+                                memcpy(&c->cand[c->n_addrs++], a->ai_addr, a->ai_addrlen);
+                        }
+                } else if (!first_bad[0]) {
+                        set_address_text(c, a->ai_addr);
+                        snprintf(first_bad, sizeof(first_bad), "resolves to a %s address (%s)",
+                                 nsr_addr_class_to_string(cls), c->rec.address);
+                }
+        }
+        if (c->n_addrs == 0) {
+                conn_fail(r, c, first_bad[0] != '\0', first_bad[0] ? first_bad : "no usable address");
+                return;
+        }
+        c->rec.address[0] = '\0';
+        c->next_addr = 0;
+        try_connect(r, c);
+}
+
+static void try_connect(nsr_relay *r, conn *c) {
+        int last = ECONNREFUSED;
+        while (c->next_addr < c->n_addrs) {
+                struct sockaddr_storage *ss = &c->cand[c->next_addr++];
+                socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+                ((struct sockaddr_in *) ss)->sin_port = htons((uint16_t) c->rec.port);
+                c->hu.fd = safe_close(c->hu.fd);
+                c->hu.events = 0;
+                int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+                if (fd < 0) {
+                        last = errno;
+                        continue;
+                }
+                int one = 1;
+                (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                c->hu.fd = fd;
+                set_address_text(c, (struct sockaddr *) ss);
+                if (connect(fd, (struct sockaddr *) ss, len) == 0 || errno == EINPROGRESS) {
+                        c->state = ST_CONNECTING;
+                        c->deadline = now_s() + r->target_timeout;
+                        conn_arm(r, c);
+                        return;
+                }
+                last = errno;
+        }
+        char why[96];
+        snprintf(why, sizeof(why), "connect failed: %s", strerror(last));
+        conn_fail(r, c, false, why);
+}
+
+static void connected(nsr_relay *r, conn *c) {
+        int e = 0;
+        socklen_t l = sizeof(e);
+        if (getsockopt(c->hu.fd, SOL_SOCKET, SO_ERROR, &e, &l) < 0)
+                e = errno;
+        if (e != 0) {
+                if (c->next_addr < c->n_addrs) {
+                        try_connect(r, c);
+                        return;
+                }
+                char why[96];
+                snprintf(why, sizeof(why), "connect failed: %s", strerror(e));
+                conn_fail(r, c, false, why);
+                return;
+        }
+        if (c->rec.proto == NSR_EGRESS_PROTO_CONNECT) {
+                static const char ok[] = "HTTP/1.1 200 Connection established\r\nProxy-Agent: nsrun\r\n\r\n";
+                buf_put(&c->u2c, ok, sizeof(ok) - 1);
+        } else if (c->rec.proto == NSR_EGRESS_PROTO_SOCKS5)
+                socks_reply(c, 0);
+        if (!c->u2c.data)
+                c->u2c.data = nsr_malloc0(BUF_SIZE);
+        spl_open(&c->p_c2u);
+        spl_open(&c->p_u2c);
+        c->state = ST_RELAY;
+        c->deadline = now_s() + IDLE_TIMEOUT_S;
+        conn_arm(r, c);
+}
+
+/* The client named host:port: check, then resolve or connect. */
+static void target(nsr_relay *r, conn *c, const char *raw, size_t raw_len, int port, nsr_egress_proto proto) {
+        c->has_target = true;
+        c->rec.proto = proto;
+        c->rec.port = port;
+        char host[NSR_EGRESS_HOST_MAX + 1];
+        char rawz[NSR_EGRESS_HOST_MAX + 3];
+        bool addr = false;
+        if (raw_len >= sizeof(rawz) || memchr(raw, '\0', raw_len)) {
+                sanitize(raw, raw_len, c->rec.host, sizeof(c->rec.host));
+                conn_fail(r, c, true, "not a valid host name");
+                return;
+        }
+        memcpy(rawz, raw, raw_len);
+        rawz[raw_len] = '\0';
+        if (nsr_egress_host_normalize(rawz, host, sizeof(host), &addr) < 0) {
+                sanitize(raw, raw_len, c->rec.host, sizeof(c->rec.host));
+                conn_fail(r, c, true, "not a valid host name");
+                return;
+        }
+        snprintf(c->rec.host, sizeof(c->rec.host), "%s", host);
+        if (port < 1 || port > 65535) {
+                conn_fail(r, c, true, "not a valid port");
+                return;
+        }
+        nsr_egress_verdict v;
+        nsr_egress_check_name(r->rules, host, port, &v);
+        if (!v.allowed) {
+                if (v.denied)
+                        snprintf(c->rec.reason, sizeof(c->rec.reason), "%s %s", v.reason, v.denied->text);
+                else
+                        snprintf(c->rec.reason, sizeof(c->rec.reason), "%s", v.reason);
+                char why[sizeof(c->rec.reason)];
+                memcpy(why, c->rec.reason, sizeof(why));
+                conn_fail(r, c, true, why);
+                return;
+        }
+        c->matched = *v.matched;
+        c->rec.allowed = true;
+        if (addr) {
+                struct addrinfo hints = { .ai_flags = AI_NUMERICHOST, .ai_socktype = SOCK_STREAM };
+                struct addrinfo *ai = NULL;
+                if (getaddrinfo(host, NULL, &hints, &ai) != 0) {
+                        conn_fail(r, c, true, "not a valid address");
+                        return;
+                }
+                use_addresses(r, c, ai);
+                freeaddrinfo(ai);
+                return;
+        }
+        if (!r->pool) {
+                r->pool = pool_new();
+                if (r->pool)
+                        r->pool->delay_ms = r->resolve_delay_ms;
+        }
+        if (!r->pool) {
+                conn_fail(r, c, false, "cannot resolve: no resolver");
+                return;
+        }
+        if (r->h_resolved.fd < 0) {
+                r->h_resolved = (handle){ .kind = H_RESOLVED, .fd = r->pool->efd };
+                (void) ep_set(r, &r->h_resolved, EPOLLIN);
+        }
+        resolve_req *q = nsr_malloc0(sizeof(*q));
+        memcpy(q->host, host, strlen(host) + 1);
+        q->conn = c;
+        c->req = q;
+        c->state = ST_RESOLVING;
+        c->deadline = now_s() + r->target_timeout;
+        if (pool_submit(r->pool, q) < 0) {
+                /* No thread could start; the queued request is freed with
+                 * the pool. */
+                q->conn = NULL;
+                c->req = NULL;
+                conn_fail(r, c, false, "cannot resolve: no resolver thread");
+                return;
+        }
+        conn_arm(r, c);
+}
+
+static void resolved(nsr_relay *r) {
+        for (resolve_req *q = pool_take_done(r->pool), *n; q; q = n) {
+                n = q->next;
+                conn *c = q->conn;
+                if (c) {
+                        c->req = NULL;
+                        if (q->gai != 0) {
+                                char why[128];
+                                snprintf(why, sizeof(why), "cannot resolve: %s", gai_strerror(q->gai));
+                                conn_fail(r, c, false, why);
+                        } else
+                                use_addresses(r, c, q->res);
+                }
+                req_free(q);
+        }
+}
+
+/* ---- request parsing --------------------------------------------------- */
+
+static bool parse_port_text(const char *s, size_t n, int *ret) {
+        if (n == 0 || n > 5)
+                return false;
+        int v = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (!isdigit((unsigned char) s[i]))
+                        return false;
+                v = v * 10 + (s[i] - '0');
+        }
+        *ret = v;
+        return true;
+}
+
+/* "host:port", "[v6]:port" or, with def > 0, either without a port. */
+static bool split_authority(const char *a, size_t n, const char **host, size_t *hlen, int *port, int def) {
+        if (n == 0 || memchr(a, '@', n))
+                return false;
+        const char *colon = NULL;
+        if (a[0] == '[') {
+                const char *close = memchr(a, ']', n);
+                if (!close)
+                        return false;
+                *host = a + 1;
+                *hlen = (size_t) (close - a - 1);
+                if (close + 1 < a + n) {
+                        if (close[1] != ':')
+                                return false;
+                        colon = close + 1;
+                }
+        } else {
+                colon = memrchr(a, ':', n);
+                if (colon && memchr(a, ':', (size_t) (colon - a)))
+                        return false; /* a bare v6 address */
+                *host = a;
+                *hlen = colon ? (size_t) (colon - a) : n;
+        }
+        if (colon)
+                return parse_port_text(colon + 1, (size_t) (a + n - colon - 1), port);
+        if (def <= 0)
+                return false;
+        *port = def;
+        return true;
+}
+
+static bool hop_header(const char *line, size_t n) {
+        static const char *const names[] = { "proxy-connection:", "proxy-authorization:", "connection:",
+                                             "keep-alive:", "proxy-authenticate:", "host:" };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                size_t l = strlen(names[i]);
+                if (n >= l && strncasecmp(line, names[i], l) == 0)
+                        return true;
+        }
+        return false;
+}
+
+static void http_head(nsr_relay *r, conn *c) {
+        buffer *b = &c->c2u;
+        char *data = b->data + b->off;
+        char *end = memmem(data, b->len, "\r\n\r\n", 4);
+        size_t head_len;
+        if (end)
+                head_len = (size_t) (end - data) + 4;
+        else {
+                if (b->len >= HEADER_MAX) {
+                        http_reply(c, 431, "Request Header Fields Too Large", "nsrun: request header too large\n");
+                        c->state = ST_CLOSING;
+                        conn_arm(r, c);
+                } else
+                        conn_arm(r, c);
+                return;
+        }
+        if (head_len > HEADER_MAX) {
+                http_reply(c, 431, "Request Header Fields Too Large", "nsrun: request header too large\n");
+                c->state = ST_CLOSING;
+                conn_arm(r, c);
+                return;
+        }
+        char *eol = memmem(data, head_len, "\r\n", 2);
+        char *sp1 = memchr(data, ' ', (size_t) (eol - data));
+        char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t) (eol - sp1 - 1)) : NULL;
+        if (!sp1 || !sp2 || sp1 == data || (size_t) (eol - sp2 - 1) < 8 || strncmp(sp2 + 1, "HTTP/1.", 7) != 0 ||
+            memchr(data, '\0', head_len)) {
+                http_reply(c, 400, "Bad Request", "nsrun: not an HTTP proxy request\n");
+                c->state = ST_CLOSING;
+                conn_arm(r, c);
+                return;
+        }
+        for (char *m = data; m < sp1; m++)
+                if (!isupper((unsigned char) *m)) {
+                        http_reply(c, 400, "Bad Request", "nsrun: not an HTTP proxy request\n");
+                        c->state = ST_CLOSING;
+                        conn_arm(r, c);
+                        return;
+                }
+        const char *tgt = sp1 + 1;
+        size_t tlen = (size_t) (sp2 - tgt);
+        const char *host;
+        size_t hlen;
+        int port = 0;
+        if ((size_t) (sp1 - data) == 7 && strncmp(data, "CONNECT", 7) == 0) {
+                if (!split_authority(tgt, tlen, &host, &hlen, &port, 0)) {
+                        http_reply(c, 400, "Bad Request", "nsrun: CONNECT needs host:port\n");
+                        c->state = ST_CLOSING;
+                        conn_arm(r, c);
+                        return;
+                }
+                consume(b, head_len); /* what follows goes to the server */
+                target(r, c, host, hlen, port, NSR_EGRESS_PROTO_CONNECT);
+                return;
+        }
+        if (tlen < 7 || strncasecmp(tgt, "http://", 7) != 0) {
+                http_reply(c, 400, "Bad Request",
+                           "nsrun: the proxy takes absolute http:// URIs, and CONNECT for everything else\n");
+                c->state = ST_CLOSING;
+                conn_arm(r, c);
+                return;
+        }
+        const char *auth = tgt + 7;
+        const char *path = auth;
+        while (path < sp2 && *path != '/' && *path != '?' && *path != '#')
+                path++;
+        if (!split_authority(auth, (size_t) (path - auth), &host, &hlen, &port, 80)) {
+                http_reply(c, 400, "Bad Request", "nsrun: bad host in the request URI\n");
+                c->state = ST_CLOSING;
+                conn_arm(r, c);
+                return;
+        }
+        /* The host, before the rewrite below moves the bytes it points at. */
+        char hostbuf[NSR_EGRESS_HOST_MAX + 3];
+        if (hlen >= sizeof(hostbuf))
+                hlen = sizeof(hostbuf) - 1; /* refused as invalid in target() */
+        memcpy(hostbuf, host, hlen);
+        hostbuf[hlen] = '\0';
+        /* Rewrite: origin-form request line, no hop-by-hop proxy headers,
+         * one request per connection. */
+        char *out = nsr_malloc0(head_len + (size_t) (path - auth) + 64);
+        size_t o = 0;
+        memcpy(out + o, data, (size_t) (sp1 - data) + 1);
+        o += (size_t) (sp1 - data) + 1;
+        if (path == sp2 || *path != '/')
+                out[o++] = '/';
+        memcpy(out + o, path, (size_t) (eol - path));
+        o += (size_t) (eol - path);
+        memcpy(out + o, "\r\n", 2);
+        o += 2;
+        /* Host comes from the URI, the name the rules checked: a client's
+         * own Host header could name another site behind the same server
+         * (RFC 9112 3.2.2 has a proxy replace it too). */
+        memcpy(out + o, "Host: ", 6);
+        o += 6;
+        memcpy(out + o, auth, (size_t) (path - auth));
+        o += (size_t) (path - auth);
+        memcpy(out + o, "\r\n", 2);
+        o += 2;
+        for (char *line = eol + 2; line < data + head_len - 2;) {
+                char *le = memmem(line, (size_t) (data + head_len - line), "\r\n", 2);
+                size_t ll = (size_t) (le - line);
+                if (!hop_header(line, ll)) {
+                        memcpy(out + o, line, ll + 2);
+                        o += ll + 2;
+                }
+                line = le + 2;
+        }
+        memcpy(out + o, "Connection: close\r\n\r\n", 21);
+        o += 21;
+        /* The body bytes that came along stay behind the new head. */
+        consume(b, head_len);
+        buf_compact(b);
+        if (o + b->len > BUF_SIZE)
+                b->len = BUF_SIZE - o; /* cannot happen: o <= HEADER_MAX + 1 KiB */
+        memmove(b->data + o, b->data, b->len);
+        memcpy(b->data, out, o);
+        b->len += o;
+        free(out);
+        target(r, c, hostbuf, hlen, port, NSR_EGRESS_PROTO_HTTP);
+}
+
+static void socks_step(nsr_relay *r, conn *c) {
+        buffer *b = &c->c2u;
+        const uint8_t *d = (const uint8_t *) b->data + b->off;
+        if (c->state == ST_SOCKS_GREETING) {
+                if (b->len < 2) {
+                        conn_arm(r, c);
+                        return;
+                }
+                if (d[0] != 5) {
+                        conn_close(r, c);
+                        return;
+                }
+                size_t need = 2 + (size_t) d[1];
+                if (b->len < need) {
+                        conn_arm(r, c);
+                        return;
+                }
+                bool noauth = memchr(d + 2, 0, d[1]) != NULL;
+                consume(b, need);
+                if (!noauth) {
+                        static const uint8_t no[2] = { 5, 0xff };
+                        buf_put(&c->u2c, no, 2);
+                        c->state = ST_CLOSING;
+                        conn_arm(r, c);
+                        return;
+                }
+                static const uint8_t yes[2] = { 5, 0 };
+                buf_put(&c->u2c, yes, 2);
+                c->state = ST_SOCKS_REQUEST;
+                d = (const uint8_t *) b->data + b->off;
+        }
+        if (b->len < 5) {
+                conn_arm(r, c);
+                return;
+        }
+        if (d[0] != 5 || d[2] != 0) {
+                conn_close(r, c);
+                return;
+        }
+        size_t need;
+        switch (d[3]) {
+        case 1:
+                need = 4 + 4 + 2;
+                break;
+        case 3:
+                need = 4 + 1 + (size_t) d[4] + 2;
+                break;
+        case 4:
+                need = 4 + 16 + 2;
+                break;
+        default:
+                socks_reply(c, 8);
+                c->state = ST_CLOSING;
+                conn_arm(r, c);
+                return;
+        }
+        if (b->len < need) {
+                conn_arm(r, c);
+                return;
+        }
+        if (d[1] != 1) {
+                socks_reply(c, 7);
+                c->state = ST_CLOSING;
+                conn_arm(r, c);
+                return;
+        }
+        int port = d[need - 2] << 8 | d[need - 1];
+        char host[NSR_EGRESS_HOST_MAX + 3];
+        size_t hlen;
+        if (d[3] == 1) {
+                inet_ntop(AF_INET, d + 4, host, sizeof(host));
+                hlen = strlen(host);
+        } else if (d[3] == 4) {
+                inet_ntop(AF_INET6, d + 4, host, sizeof(host));
+                hlen = strlen(host);
+        } else {
+                hlen = d[4];
+                memcpy(host, d + 5, hlen);
+        }
+        consume(b, need);
+        target(r, c, host, hlen, port, NSR_EGRESS_PROTO_SOCKS5);
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+/* Reads from fd into the pipe, or the buffer without one. *ret_full: the
+ * read took all the room there was, so more may be waiting. */
+static ssize_t side_read(int fd, buffer *b, spl *p, bool *ret_full) {
+        if (p->fd[0] >= 0) {
+                size_t want = p->cap - p->pending;
+                if (want == 0)
+                        return -ENOBUFS;
+                ssize_t n = splice(fd, NULL, p->fd[1], NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                if (n < 0)
+                        return errno == EINTR ? -EAGAIN : -errno;
+                p->pending += (size_t) n;
+                *ret_full = (size_t) n == want;
+                return n;
+        }
+        size_t want = buf_room(b) + b->off;
+        ssize_t n = fill(fd, b, BUF_SIZE);
+        *ret_full = n > 0 && (size_t) n == want;
+        return n;
+}
+
+/* Writes the buffer first, then what the pipe holds. */
+static ssize_t side_write(int fd, buffer *b, spl *p) {
+        if (b->len)
+                return drain(fd, b);
+        if (p->pending == 0)
+                return 0;
+        ssize_t n = splice(p->fd[0], NULL, fd, NULL, p->pending, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n < 0)
+                return errno == EINTR ? -EAGAIN : -errno;
+        p->pending -= (size_t) n;
+        return n;
+}
+
+static void relay_io(nsr_relay *r, conn *c, bool client_side, uint32_t ev) {
+        /* Read only the side epoll named, and again only while reads come
+         * back full; write whatever is held. A side that was paused comes
+         * back through conn_arm and the level-triggered epoll. */
+        bool rd_c = client_side && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR));
+        bool rd_u = !client_side && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR));
+        for (int round = 0; round < 8; round++) {
+                bool progress = false, full = false;
+                ssize_t n;
+                if (rd_c && !c->c_eof) {
+                        n = side_read(c->hc.fd, &c->c2u, &c->p_c2u, &full);
+                        if (n > 0) {
+                                progress = true;
+                                rd_c = full;
+                        } else if (n == 0)
+                                c->c_eof = true;
+                        else if (n == -EAGAIN || n == -ENOBUFS)
+                                rd_c = false;
+                        else {
+                                conn_close(r, c);
+                                return;
+                        }
+                }
+                if (rd_u && !c->u_eof) {
+                        n = side_read(c->hu.fd, &c->u2c, &c->p_u2c, &full);
+                        if (n > 0) {
+                                c->rec.bytes_down += (uint64_t) n;
+                                progress = true;
+                                rd_u = full;
+                        } else if (n == 0)
+                                c->u_eof = true;
+                        else if (n == -EAGAIN || n == -ENOBUFS)
+                                rd_u = false;
+                        else {
+                                conn_close(r, c);
+                                return;
+                        }
+                }
+                n = side_write(c->hu.fd, &c->c2u, &c->p_c2u);
+                if (n > 0) {
+                        c->rec.bytes_up += (uint64_t) n;
+                        progress = true;
+                } else if (n < 0 && n != -EAGAIN) {
+                        conn_close(r, c);
+                        return;
+                }
+                n = side_write(c->hc.fd, &c->u2c, &c->p_u2c);
+                if (n > 0)
+                        progress = true;
+                else if (n < 0 && n != -EAGAIN) {
+                        conn_close(r, c);
+                        return;
+                }
+                if (!progress)
+                        break;
+        }
+        if (c->c_eof && c->c2u.len == 0 && c->p_c2u.pending == 0 && !c->u_shut) {
+                (void) shutdown(c->hu.fd, SHUT_WR);
+                c->u_shut = true;
+        }
+        if (c->u_eof && c->u2c.len == 0 && c->p_u2c.pending == 0) {
+                /* The server is done and everything reached the client. */
+                conn_close(r, c);
+                return;
+        }
+        c->deadline = now_s() + IDLE_TIMEOUT_S;
+        conn_arm(r, c);
+}
+
+static void client_event(nsr_relay *r, conn *c, uint32_t ev) {
+        switch (c->state) {
+        case ST_HTTP_HEAD:
+        case ST_SOCKS_GREETING:
+        case ST_SOCKS_REQUEST: {
+                if (c->u2c.len) {
+                        ssize_t w = drain(c->hc.fd, &c->u2c);
+                        if (w < 0 && w != -EAGAIN) {
+                                conn_close(r, c);
+                                return;
+                        }
+                }
+                if (!(ev & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+                        conn_arm(r, c);
+                        return;
+                }
+                size_t limit = c->socks ? 512 : HEADER_MAX;
+                if (c->c2u.len >= limit) {
+                        conn_close(r, c);
+                        return;
+                }
+                /* Never more than a header's worth: the rewritten head
+                 * and the body bytes behind it must fit the buffer. */
+                ssize_t n = fill(c->hc.fd, &c->c2u, limit);
+                if (n == 0 || (n < 0 && n != -EAGAIN)) {
+                        conn_close(r, c);
+                        return;
+                }
+                if (c->socks)
+                        socks_step(r, c);
+                else
+                        http_head(r, c);
+                return;
+        }
+        case ST_RESOLVING:
+        case ST_CONNECTING:
+                if (ev & (EPOLLHUP | EPOLLERR)) {
+                        conn_close(r, c);
+                        return;
+                }
+                if (c->u2c.len && drain(c->hc.fd, &c->u2c) < -EAGAIN) {
+                        conn_close(r, c);
+                        return;
+                }
+                conn_arm(r, c);
+                return;
+        case ST_RELAY:
+                relay_io(r, c, true, ev);
+                return;
+        case ST_CLOSING: {
+                /* Send the answer, then half-close and read what the
+                 * client still sends until it closes: closing with unread
+                 * input would reset the connection, and the client could
+                 * lose the answer. */
+                if (c->u2c.len) {
+                        ssize_t n = drain(c->hc.fd, &c->u2c);
+                        if ((n < 0 && n != -EAGAIN) || (ev & EPOLLERR)) {
+                                conn_close(r, c);
+                                return;
+                        }
+                        if (c->u2c.len == 0) {
+                                (void) shutdown(c->hc.fd, SHUT_WR);
+                                c->deadline = now_s() + 5;
+                        }
+                } else if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+                        char sink[4096];
+                        ssize_t n = read(c->hc.fd, sink, sizeof(sink));
+                        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+                                conn_close(r, c);
+                                return;
+                        }
+                }
+                conn_arm(r, c);
+                return;
+        }
+        }
+}
+
+static void upstream_event(nsr_relay *r, conn *c, uint32_t ev) {
+        if (c->state == ST_CONNECTING) {
+                connected(r, c);
+                return;
+        }
+        if (c->state == ST_RELAY)
+                relay_io(r, c, false, ev);
+}
+
+static void evict_oldest_idle(nsr_relay *r) {
+        for (conn *c = r->head; c; c = c->next)
+                if (c->state == ST_HTTP_HEAD || c->state == ST_SOCKS_GREETING || c->state == ST_SOCKS_REQUEST ||
+                    c->state == ST_CLOSING) {
+                        conn_close(r, c);
+                        return;
+                }
+}
+
+static void accept_all(nsr_relay *r, handle *h) {
+        for (int i = 0; i < 64; i++) {
+                if (r->n_conns >= MAX_CONNS)
+                        evict_oldest_idle(r);
+                if (r->n_conns >= MAX_CONNS) {
+                        /* Every slot is busy relaying: stop accepting until
+                         * one frees; clients wait in the backlog. */
+                        r->listen_paused = true;
+                        for (size_t k = 0; k < r->n_listeners; k++)
+                                (void) ep_set(r, &r->listeners[k], 0);
+                        return;
+                }
+                int fd = accept4(h->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (fd < 0) {
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                                /* Out of fds: pause until the timer ticks,
+                                 * instead of spinning on the backlog. */
+                                r->listen_paused = true;
+                                for (size_t k = 0; k < r->n_listeners; k++)
+                                        (void) ep_set(r, &r->listeners[k], 0);
+                        }
+                        return;
+                }
+                int one = 1;
+                (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                conn *c = nsr_malloc0(sizeof(*c));
+                c->hc = (handle){ .kind = H_CLIENT, .fd = fd, .conn = c };
+                c->hu = (handle){ .kind = H_UPSTREAM, .fd = -1, .conn = c };
+                c->p_c2u.fd[0] = c->p_c2u.fd[1] = c->p_u2c.fd[0] = c->p_u2c.fd[1] = -1;
+                c->socks = h->kind == H_LISTEN_SOCKS;
+                c->state = c->socks ? ST_SOCKS_GREETING : ST_HTTP_HEAD;
+                c->deadline = now_s() + r->target_timeout;
+                clock_gettime(CLOCK_REALTIME, &c->rec.started);
+                clock_gettime(CLOCK_MONOTONIC, &c->mono_start);
+                c->c2u.data = nsr_malloc0(BUF_SIZE);
+                c->prev = r->tail;
+                if (r->tail)
+                        r->tail->next = c;
+                else
+                        r->head = c;
+                r->tail = c;
+                r->n_conns++;
+                conn_arm(r, c);
+        }
+}
+
+static void receive_listeners(nsr_relay *r) {
+        char data[MAX_LISTENERS];
+        char cbuf[CMSG_SPACE(sizeof(int) * MAX_LISTENERS)];
+        struct iovec iov = { .iov_base = data, .iov_len = sizeof(data) };
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+        ssize_t n = recvmsg(r->sock[0], &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        if (n > 0)
+                for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+                        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+                                continue;
+                        size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                        for (size_t i = 0; i < nfd; i++) {
+                                int fd;
+                                memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+                                if (r->n_listeners >= MAX_LISTENERS || i >= (size_t) n) {
+                                        close(fd);
+                                        continue;
+                                }
+                                (void) fcntl(fd, F_SETFL, O_NONBLOCK);
+                                handle *h = &r->listeners[r->n_listeners++];
+                                *h = (handle){ .kind = data[i] == 's' ? H_LISTEN_SOCKS : H_LISTEN_HTTP, .fd = fd };
+                                (void) ep_set(r, h, EPOLLIN);
+                        }
+                }
+        /* One message, or the child is gone: either way, done. */
+        (void) ep_set(r, &r->h_control, 0);
+        r->sock[0] = safe_close(r->sock[0]);
+        r->h_control.fd = -1;
+}
+
+static void sweep(nsr_relay *r) {
+        uint64_t v;
+        (void) !read(r->timerfd, &v, sizeof(v));
+        time_t now = now_s();
+        for (conn *c = r->head, *n; c; c = n) {
+                n = c->next;
+                if (now < c->deadline)
+                        continue;
+                if (c->state == ST_RESOLVING || c->state == ST_CONNECTING)
+                        conn_fail(r, c, false, "timed out");
+                else
+                        conn_close(r, c);
+        }
+        if (r->listen_paused && r->n_conns < MAX_CONNS) {
+                r->listen_paused = false;
+                for (size_t i = 0; i < r->n_listeners; i++)
+                        (void) ep_set(r, &r->listeners[i], EPOLLIN);
+        }
+}
+
+static void bury(nsr_relay *r) {
+        for (conn *c = r->dead, *n; c; c = n) {
+                n = c->next;
+                free(c);
+        }
+        r->dead = NULL;
+}
+
+void nsr_relay_dispatch(nsr_relay *r) {
+        struct epoll_event evs[64];
+        int n = epoll_wait(r->epfd, evs, ELEMENTSOF(evs), 0);
+        for (int i = 0; i < n; i++) {
+                handle *h = evs[i].data.ptr;
+                /* A connection closed earlier in this batch: its events were
+                 * deleted, but this array still names it. Skip handles no
+                 * longer registered; see conn_close's deferral below. */
+                if (!h || h->events == 0 || h->fd < 0)
+                        continue;
+                switch (h->kind) {
+                case H_CONTROL:
+                        receive_listeners(r);
+                        break;
+                case H_LISTEN_HTTP:
+                case H_LISTEN_SOCKS:
+                        accept_all(r, h);
+                        break;
+                case H_RESOLVED:
+                        resolved(r);
+                        break;
+                case H_TIMER:
+                        sweep(r);
+                        break;
+                case H_CLIENT:
+                        client_event(r, h->conn, evs[i].events);
+                        break;
+                case H_UPSTREAM:
+                        upstream_event(r, h->conn, evs[i].events);
+                        break;
+                }
+        }
+        bury(r);
+}
+
+/* ---- setup ------------------------------------------------------------- */
+
+int nsr_relay_new(const nsr_egress_rules *rules, int log_fd, nsr_relay **ret, nsr_error *err) {
+        _cleanup_(nsr_relay_freep) nsr_relay *r = nsr_malloc0(sizeof(*r));
+        r->rules = rules;
+        r->log_fd = log_fd;
+        r->target_timeout = TARGET_TIMEOUT_S;
+#ifdef NSR_TEST_HOOKS
+        /* A slow resolver and a short deadline, so a test can show that a
+         * late answer finds its connection gone. */
+        const char *t = getenv("NSRUN_TEST_RELAY_TIMEOUT_S");
+        if (t && atoi(t) > 0)
+                r->target_timeout = atoi(t);
+        const char *d = getenv("NSRUN_TEST_RESOLVE_DELAY_MS");
+        if (d && atoi(d) > 0)
+                r->resolve_delay_ms = atoi(d);
+#endif
+        r->sock[0] = r->sock[1] = r->timerfd = -1;
+        r->h_resolved.fd = -1;
+        r->epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (r->epfd < 0)
+                return nsr_error_set(err, errno, "egress relay: epoll_create1");
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, r->sock) < 0)
+                return nsr_error_set(err, errno, "egress relay: socketpair");
+        r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (r->timerfd < 0)
+                return nsr_error_set(err, errno, "egress relay: timerfd_create");
+        struct itimerspec it = { .it_interval = { .tv_sec = 1 }, .it_value = { .tv_sec = 1 } };
+        if (timerfd_settime(r->timerfd, 0, &it, NULL) < 0)
+                return nsr_error_set(err, errno, "egress relay: timerfd_settime");
+        r->h_control = (handle){ .kind = H_CONTROL, .fd = r->sock[0] };
+        r->h_timer = (handle){ .kind = H_TIMER, .fd = r->timerfd };
+        if (ep_set(r, &r->h_control, EPOLLIN) < 0 || ep_set(r, &r->h_timer, EPOLLIN) < 0)
+                return nsr_error_set(err, errno, "egress relay: epoll_ctl");
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+void nsr_relay_finish(nsr_relay *r, nsr_egress_log *ret) {
+        while (r->head)
+                conn_close(r, r->head);
+        bury(r);
+        *ret = r->log;
+        r->log = (nsr_egress_log){ 0 };
+}
+
+nsr_relay *nsr_relay_free(nsr_relay *r) {
+        if (!r)
+                return NULL;
+        while (r->head)
+                conn_close(r, r->head);
+        bury(r);
+        nsr_egress_log_free(&r->log);
+        for (size_t i = 0; i < r->n_listeners; i++)
+                safe_close(r->listeners[i].fd);
+        safe_close(r->sock[0]);
+        safe_close(r->sock[1]);
+        safe_close(r->timerfd);
+        safe_close(r->epfd);
+        pool_release(r->pool);
+        free(r);
+        return NULL;
+}
+
+void nsr_relay_parent_started(nsr_relay *r) {
+        r->sock[1] = safe_close(r->sock[1]);
+        /* Up to six fds per connection (two sockets, two pipes): raise the
+         * monitor's soft limit, which the command (already cloned) does
+         * not inherit. Short of fds, accept pauses and pipes give way to
+         * buffers. */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
+        }
+}
+
+int nsr_relay_fd(const nsr_relay *r) {
+        return r->epfd;
+}
+
+static int listen_on(int family, const char *addr, int port, int *ret) {
+        struct sockaddr_storage ss = { 0 };
+        socklen_t len;
+        if (family == AF_INET) {
+                struct sockaddr_in *s4 = (struct sockaddr_in *) &ss;
+                s4->sin_family = AF_INET;
+                s4->sin_port = htons((uint16_t) port);
+                inet_pton(AF_INET, addr, &s4->sin_addr);
+                len = sizeof(*s4);
+        } else {
+                struct sockaddr_in6 *s6 = (struct sockaddr_in6 *) &ss;
+                s6->sin6_family = AF_INET6;
+                s6->sin6_port = htons((uint16_t) port);
+                inet_pton(AF_INET6, addr, &s6->sin6_addr);
+                len = sizeof(*s6);
+        }
+        _cleanup_close_ int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        int one = 1;
+        (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (family == AF_INET6)
+                (void) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+        if (bind(fd, (struct sockaddr *) &ss, len) < 0 || listen(fd, 512) < 0)
+                return -errno;
+        *ret = TAKE_FD(fd);
+        return 0;
+}
+
+int nsr_relay_child_setup(nsr_relay *r, nsr_error *err) {
+        r->sock[0] = safe_close(r->sock[0]);
+        r->epfd = safe_close(r->epfd);
+        r->timerfd = safe_close(r->timerfd);
+        int fds[MAX_LISTENERS];
+        char kinds[MAX_LISTENERS];
+        size_t n = 0;
+        int k = listen_on(AF_INET, "127.0.0.1", NSR_EGRESS_HTTP_PORT, &fds[n]);
+        if (k < 0)
+                return nsr_error_set(err, -k, "egress relay: cannot listen on 127.0.0.1:%d", NSR_EGRESS_HTTP_PORT);
+        kinds[n++] = 'h';
+        k = listen_on(AF_INET, "127.0.0.1", NSR_EGRESS_SOCKS_PORT, &fds[n]);
+        if (k < 0) {
+                close(fds[0]);
+                return nsr_error_set(err, -k, "egress relay: cannot listen on 127.0.0.1:%d", NSR_EGRESS_SOCKS_PORT);
+        }
+        kinds[n++] = 's';
+        /* IPv6 loopback only where the kernel gave lo ::1. */
+        if (listen_on(AF_INET6, "::1", NSR_EGRESS_HTTP_PORT, &fds[n]) == 0)
+                kinds[n++] = 'h';
+        if (n == 3 && listen_on(AF_INET6, "::1", NSR_EGRESS_SOCKS_PORT, &fds[n]) == 0)
+                kinds[n++] = 's';
+
+        char cbuf[CMSG_SPACE(sizeof(int) * MAX_LISTENERS)];
+        memset(cbuf, 0, sizeof(cbuf));
+        struct iovec iov = { .iov_base = kinds, .iov_len = n };
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                              .msg_controllen = CMSG_SPACE(sizeof(int) * n) };
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+        memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+        ssize_t s = sendmsg(r->sock[1], &msg, MSG_NOSIGNAL);
+        int e = errno;
+        for (size_t i = 0; i < n; i++)
+                close(fds[i]);
+        r->sock[1] = safe_close(r->sock[1]);
+        if (s < 0)
+                return nsr_error_set(err, e, "egress relay: cannot pass the listening sockets to the monitor");
+        return 0;
+}
+
+static void env_set(char ***env, const char *name, const char *value) {
+        size_t l = strlen(name);
+        char *entry = nsr_asprintf("%s=%s", name, value);
+        for (char **e = *env; e && *e; e++)
+                if (strncmp(*e, name, l) == 0 && (*e)[l] == '=') {
+                        free(*e);
+                        *e = entry;
+                        return;
+                }
+        nsr_strv_push(env, entry);
+}
+
+void nsr_relay_env(char ***env) {
+        nsr_relay_env_ports(env, NSR_EGRESS_HTTP_PORT, NSR_EGRESS_SOCKS_PORT);
+}
+
+int nsr_relay_listen_host(nsr_relay *r, uint16_t *ret_http, uint16_t *ret_socks, nsr_error *err) {
+        /* No child sends sockets: the control channel is not needed. */
+        (void) ep_set(r, &r->h_control, 0);
+        r->sock[0] = safe_close(r->sock[0]);
+        r->sock[1] = safe_close(r->sock[1]);
+        r->h_control.fd = -1;
+        uint16_t ports[2];
+        for (int i = 0; i < 2; i++) {
+                int fd = -1;
+                int k = listen_on(AF_INET, "127.0.0.1", 0, &fd);
+                if (k < 0)
+                        return nsr_error_set(err, -k, "egress relay: cannot listen on 127.0.0.1");
+                struct sockaddr_in sa;
+                socklen_t len = sizeof(sa);
+                if (getsockname(fd, (struct sockaddr *) &sa, &len) < 0) {
+                        k = -errno;
+                        close(fd);
+                        return nsr_error_set(err, -k, "egress relay: getsockname");
+                }
+                ports[i] = ntohs(sa.sin_port);
+                (void) fcntl(fd, F_SETFL, O_NONBLOCK);
+                handle *h = &r->listeners[r->n_listeners++];
+                *h = (handle){ .kind = i == 0 ? H_LISTEN_HTTP : H_LISTEN_SOCKS, .fd = fd };
+                if (ep_set(r, h, EPOLLIN) < 0)
+                        return nsr_error_set(err, errno, "egress relay: epoll_ctl");
+        }
+        *ret_http = ports[0];
+        *ret_socks = ports[1];
+        return 0;
+}
+
+/* Best-effort mode, with --allow-host: sockets for TCP over IPv4 and IPv6
+ * only. Landlock confines TCP connects to the relay's ports but knows
+ * nothing of UDP, raw, netlink or unix sockets. */
+static const char fallback_policy[] =
+        "deny socket errno EACCES if arg0 & 0xffffffff not in {AF_INET, AF_INET6}\n"
+        "deny socket errno EACCES if arg1 & 0xf != SOCK_STREAM\n"
+        "deny socket errno EACCES if arg2 & 0xffffffff not in {0, 6}\n";
+
+int nsr_relay_fallback_bpf(char **ret_data, size_t *ret_len, nsr_error *err) {
+        _cleanup_fclose_ FILE *f = fmemopen((void *) fallback_policy, sizeof(fallback_policy) - 1, "r");
+        if (!f)
+                return nsr_error_set(err, errno, "fmemopen");
+        _cleanup_(nsr_policy_freep) nsr_policy *p = NULL;
+        int r = nsr_policy_parse(f, "(best-effort --allow-host filter)", NULL, &p, err);
+        if (r < 0)
+                return r;
+        return nsr_seccomp_compile(p, ret_data, ret_len, err);
+}
+
+void nsr_relay_env_ports(char ***env, uint16_t http_port, uint16_t socks_port) {
+        char http[64], socks[64];
+        snprintf(http, sizeof(http), "http://127.0.0.1:%u", (unsigned) http_port);
+        snprintf(socks, sizeof(socks), "socks5h://127.0.0.1:%u", (unsigned) socks_port);
+        static const char *const no_proxy = "localhost,127.0.0.1,::1";
+        env_set(env, "HTTP_PROXY", http);
+        env_set(env, "HTTPS_PROXY", http);
+        env_set(env, "ALL_PROXY", socks);
+        env_set(env, "NO_PROXY", no_proxy);
+        env_set(env, "http_proxy", http);
+        env_set(env, "https_proxy", http);
+        env_set(env, "all_proxy", socks);
+        env_set(env, "no_proxy", no_proxy);
+}

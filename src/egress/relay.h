@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The egress relay: an HTTP proxy (CONNECT and absolute-URI requests) and
+ * a SOCKS5 proxy (no authentication, CONNECT, names and addresses) that
+ * the monitor serves in the host's network namespace on sockets that
+ * listen inside the sandbox's.
+ *
+ * The sandbox child, right after it brought up loopback in the new
+ * network namespace, creates the listening sockets (127.0.0.1:3128 and
+ * :1080, and [::1] when loopback has IPv6) and sends them to the monitor
+ * over a socketpair with SCM_RIGHTS, before the command starts: a client
+ * that connects early waits in the listen backlog. No unix socket and no
+ * helper enters the sandbox.
+ *
+ * The monitor polls nsr_relay_fd() (an epoll fd) in its own loop and
+ * calls nsr_relay_dispatch() when it is readable; nothing in the relay
+ * blocks: names are resolved by a small pool of threads that answer
+ * through an eventfd. Every limit is fixed: 256 connections at once (the
+ * oldest that has not yet named a target makes room for a new one),
+ * 64 KiB buffered and a 256 KiB pipe each way, 16 KiB of request header,
+ * 30 s to name a
+ * target and to connect, 10 minutes idle. */
+#pragma once
+
+#include "egress/rules.h"
+#include "base/error.h"
+
+typedef struct nsr_relay nsr_relay;
+
+/* Before the clone. rules is borrowed and must outlive the relay.
+ * log_fd (or -1) gets a JSON line per connection as it ends. */
+int nsr_relay_new(const nsr_egress_rules *rules, int log_fd, nsr_relay **ret, nsr_error *err);
+nsr_relay *nsr_relay_free(nsr_relay *r);
+DEFINE_CLEANUP_FUNC(nsr_relay *, nsr_relay_free)
+
+/* In the sandbox child, in the new network namespace with loopback up:
+ * listens and sends the sockets to the monitor. Closes the child's copies
+ * of the monitor's fds. */
+int nsr_relay_child_setup(nsr_relay *r, nsr_error *err);
+/* In the monitor, after the clone: drops the child's end. */
+void nsr_relay_parent_started(nsr_relay *r);
+
+/* The fd to poll for POLLIN, and the work to do when it is readable. */
+int nsr_relay_fd(const nsr_relay *r);
+void nsr_relay_dispatch(nsr_relay *r);
+
+/* Closes every connection (recording it) and moves the log to *ret. */
+void nsr_relay_finish(nsr_relay *r, nsr_egress_log *ret);
+
+/* Sets HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY and their lowercase
+ * forms in env (a NULL-terminated strv), replacing what was there. */
+void nsr_relay_env(char ***env);
+
+/* ---- best-effort mode: no network namespace ------------------------------
+ *
+ * The relay listens on the host's loopback instead, on ports the kernel
+ * picks, and Landlock (ABI 4+) lets the command connect over TCP to those
+ * two ports only; a seccomp filter refuses every socket but TCP over IPv4
+ * and IPv6, since Landlock does not cover UDP or unix sockets. Any process
+ * of the host could use these ports too; they reach only what the rules
+ * allow. */
+
+/* Listens on 127.0.0.1 (ephemeral ports) in this namespace. */
+int nsr_relay_listen_host(nsr_relay *r, uint16_t *ret_http, uint16_t *ret_socks, nsr_error *err);
+/* nsr_relay_env with the given ports. */
+void nsr_relay_env_ports(char ***env, uint16_t http, uint16_t socks);
+/* The seccomp filter that takes the place of fallback.policy then. */
+int nsr_relay_fallback_bpf(char **ret_data, size_t *ret_len, nsr_error *err);

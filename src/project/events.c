@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+
+#include "project/events.h"
+#include "base/json.h"
+#include "base/util.h"
+
+#define MASK (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_ONLYDIR)
+#define MAX_WATCHES 100000
+#define MAX_SEEN 1000000
+
+typedef struct watch {
+        int proj;
+        char *rel;            /* "" for the upper root */
+} watch;
+
+typedef struct seen {
+        char *key;            /* proj NUL path, as one string "N/path" */
+        char kind;            /* 'c' create, 'm' modify, 'd' delete */
+} seen;
+
+typedef struct watcher {
+        int ifd, out;
+        const nsr_events_project *projects;
+        size_t n;
+        watch *watches;       /* indexed by wd */
+        size_t n_watches;
+        seen *seen;           /* open-addressed set */
+        size_t seen_cap, seen_n;
+        uint32_t move_cookie; /* a pending IN_MOVED_FROM */
+        int move_proj;
+        char *move_rel;
+} watcher;
+
+static uint64_t hash(const char *s) {
+        uint64_t h = UINT64_C(14695981039346656037);
+        for (; *s; s++) {
+                h ^= (unsigned char) *s;
+                h *= UINT64_C(1099511628211);
+        }
+        return h;
+}
+
+static seen *lookup(watcher *w, const char *key, bool create) {
+        if (w->seen_n * 2 >= w->seen_cap) {
+                size_t cap = w->seen_cap ? w->seen_cap * 2 : 1024;
+                seen *nv = nsr_malloc0(cap * sizeof(seen));
+                for (size_t i = 0; i < w->seen_cap; i++)
+                        if (w->seen[i].key) {
+                                size_t k = hash(w->seen[i].key) & (cap - 1);
+                                while (nv[k].key)
+                                        k = (k + 1) & (cap - 1);
+                                nv[k] = w->seen[i];
+                        }
+                free(w->seen);
+                w->seen = nv;
+                w->seen_cap = cap;
+        }
+        size_t k = hash(key) & (w->seen_cap - 1);
+        while (w->seen[k].key) {
+                if (streq(w->seen[k].key, key))
+                        return &w->seen[k];
+                k = (k + 1) & (w->seen_cap - 1);
+        }
+        if (!create || w->seen_n >= MAX_SEEN)
+                return NULL;
+        w->seen[k].key = nsr_strdup(key);
+        w->seen[k].kind = 0;
+        w->seen_n++;
+        return &w->seen[k];
+}
+
+static void write_line(watcher *w, const char *event, int proj, const char *rel, const char *from) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f)
+                return;
+        nsr_json *j = nsr_json_new(f, 0, 0);
+        nsr_json_object_begin(j, NULL);
+        nsr_json_string(j, "event", event);
+        if (proj >= 0) {
+                nsr_json_string(j, "project", w->projects[proj].path);
+                nsr_json_string(j, "path", rel);
+                if (from)
+                        nsr_json_string(j, "from", from);
+        }
+        nsr_json_object_end(j);
+        nsr_error e = { 0 };
+        (void) nsr_json_finish(j, "event", NULL, NULL, &e);
+        nsr_json_free(j);
+        fclose(f); /* the writer ended the line */
+        (void) nsr_write_all(w->out, buf, len);
+        free(buf);
+}
+
+/* Coalesces: one create or modify per path until it is deleted, one
+ * delete until it comes back. */
+static void emit(watcher *w, char kind, int proj, const char *rel) {
+        _cleanup_free_ char *key = nsr_asprintf("%d/%s", proj, rel);
+        seen *s = lookup(w, key, true);
+        if (s) {
+                if (kind == 'd' && s->kind == 'd')
+                        return;
+                if (kind != 'd' && (s->kind == 'c' || s->kind == 'm'))
+                        return;
+                s->kind = kind;
+        }
+        write_line(w, kind == 'c' ? "create" : kind == 'm' ? "modify" : "delete", proj, rel, NULL);
+}
+
+/* What an entry appearing in upper means. */
+static char classify(watcher *w, int proj, const char *rel) {
+        _cleanup_free_ char *up = nsr_path_join(w->projects[proj].upper, rel);
+        const char *lower = w->projects[proj].lower ? w->projects[proj].lower : w->projects[proj].path;
+        _cleanup_free_ char *lo = nsr_path_join(lower, rel);
+        struct stat st;
+        if (lstat(up, &st) < 0) {
+                /* Gone again before we looked (a short-lived temp file):
+                 * it was created all the same, unless the project has the
+                 * name, where a later event says what happened. */
+                return lstat(lo, &st) < 0 ? 'c' : 0;
+        }
+        if (S_ISCHR(st.st_mode) && major(st.st_rdev) == 0 && minor(st.st_rdev) == 0)
+                return 'd';
+        return lstat(lo, &st) == 0 ? 'm' : 'c';
+}
+
+static char *join_rel(const char *dir, const char *name) {
+        return *dir ? nsr_asprintf("%s/%s", dir, name) : nsr_strdup(name);
+}
+
+static void add_dir(watcher *w, int proj, const char *rel, unsigned depth) {
+        if (depth > 256 || w->n_watches >= MAX_WATCHES)
+                return;
+        _cleanup_free_ char *abs = *rel ? nsr_path_join(w->projects[proj].upper, rel) : nsr_strdup(w->projects[proj].upper);
+        int wd = inotify_add_watch(w->ifd, abs, MASK);
+        if (wd < 0)
+                return;
+        if ((size_t) wd >= w->n_watches) {
+                size_t n = (size_t) wd + 64;
+                w->watches = nsr_realloc_array(w->watches, n, sizeof(watch));
+                memset(w->watches + w->n_watches, 0, (n - w->n_watches) * sizeof(watch));
+                w->n_watches = n;
+        }
+        free(w->watches[wd].rel);
+        w->watches[wd] = (watch){ .proj = proj, .rel = nsr_strdup(rel) };
+        /* Rescan: whatever appeared before the watch existed. */
+        DIR *d = opendir(abs);
+        if (!d)
+                return;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                _cleanup_free_ char *sub = join_rel(rel, de->d_name);
+                char k = classify(w, proj, sub);
+                if (k)
+                        emit(w, k, proj, sub);
+                if (de->d_type == DT_DIR)
+                        add_dir(w, proj, sub, depth + 1);
+        }
+        closedir(d);
+}
+
+static void flush_move(watcher *w) {
+        if (!w->move_rel)
+                return;
+        /* Moved away and not back into upper: gone. */
+        emit(w, 'd', w->move_proj, w->move_rel);
+        free(w->move_rel);
+        w->move_rel = NULL;
+        w->move_cookie = 0;
+}
+
+static void handle(watcher *w, const struct inotify_event *ev) {
+        if (ev->mask & IN_Q_OVERFLOW) {
+                write_line(w, "overflow", -1, NULL, NULL);
+                return;
+        }
+        if (ev->wd < 0 || (size_t) ev->wd >= w->n_watches || !w->watches[ev->wd].rel || !ev->len)
+                return;
+        watch *wt = &w->watches[ev->wd];
+        _cleanup_free_ char *rel = join_rel(wt->rel, ev->name);
+        if (ev->mask & IN_MOVED_FROM) {
+                flush_move(w);
+                w->move_cookie = ev->cookie;
+                w->move_proj = wt->proj;
+                w->move_rel = TAKE_PTR(rel);
+                return;
+        }
+        if ((ev->mask & IN_MOVED_TO) && w->move_rel && ev->cookie == w->move_cookie && w->move_proj == wt->proj) {
+                write_line(w, "rename", wt->proj, rel, w->move_rel);
+                _cleanup_free_ char *key = nsr_asprintf("%d/%s", wt->proj, rel);
+                seen *s = lookup(w, key, true);
+                if (s)
+                        s->kind = 'c';
+                free(w->move_rel);
+                w->move_rel = NULL;
+                if (ev->mask & IN_ISDIR)
+                        add_dir(w, wt->proj, rel, 0);
+                return;
+        }
+        flush_move(w);
+        if (ev->mask & IN_DELETE) {
+                emit(w, 'd', wt->proj, rel);
+                return;
+        }
+        char k = classify(w, wt->proj, rel);
+        if (k)
+                emit(w, k, wt->proj, rel);
+        if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && (ev->mask & IN_ISDIR))
+                add_dir(w, wt->proj, rel, 0);
+}
+
+static void drain(watcher *w) {
+        char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+        for (;;) {
+                ssize_t n = read(w->ifd, buf, sizeof(buf));
+                if (n <= 0)
+                        break;
+                for (char *p = buf; p < buf + n;) {
+                        const struct inotify_event *ev = (const struct inotify_event *) p;
+                        handle(w, ev);
+                        p += sizeof(*ev) + ev->len;
+                }
+        }
+        flush_move(w);
+}
+
+_noreturn_ static void watcher_main(int out, int stop, const nsr_events_project *projects, size_t n) {
+        watcher w = { .out = out, .projects = projects, .n = n, .move_proj = -1 };
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        w.ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        if (w.ifd < 0)
+                _exit(1);
+        for (size_t i = 0; i < n; i++)
+                add_dir(&w, (int) i, "", 0);
+        /* Tell the parent the watches are in place. */
+        (void) nsr_write_all(stop, "r", 1);
+        for (;;) {
+                struct pollfd p[2] = { { .fd = w.ifd, .events = POLLIN }, { .fd = stop, .events = POLLIN } };
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break;
+                }
+                if (p[0].revents)
+                        drain(&w);
+                if (p[1].revents) {
+                        drain(&w);
+                        break;
+                }
+        }
+        _exit(0);
+}
+
+int nsr_events_start(int out_fd, const nsr_events_project *projects, size_t n, pid_t *ret_pid, int *ret_stop_fd,
+                     nsr_error *err) {
+        int sp[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+                return nsr_error_set(err, errno, "--events-fd: socketpair");
+        pid_t pid = fork();
+        if (pid < 0) {
+                int e = errno;
+                close(sp[0]);
+                close(sp[1]);
+                return nsr_error_set(err, e, "--events-fd: fork");
+        }
+        if (pid == 0) {
+                close(sp[0]);
+                watcher_main(out_fd, sp[1], projects, n);
+        }
+        close(sp[1]);
+        char c;
+        (void) nsr_read_full(sp[0], &c, 1); /* watches ready */
+        *ret_pid = pid;
+        *ret_stop_fd = sp[0];
+        return 0;
+}
+
+void nsr_events_stop(pid_t pid, int stop_fd) {
+        if (pid <= 0)
+                return;
+        /* Closing our end wakes the watcher, which drains and exits. */
+        close(stop_fd);
+        (void) waitpid(pid, NULL, 0);
+}

@@ -1,0 +1,699 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <ctype.h>
+#include <fnmatch.h>
+#include <glob.h>
+#include <linux/capability.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "project/profile.h"
+
+#define MAX_LIST_ENTRIES 4096
+
+static const char *env_get(char *const *env, const char *name, size_t len) {
+        for (size_t i = 0; env && env[i]; i++)
+                if (strncmp(env[i], name, len) == 0 && env[i][len] == '=')
+                        return env[i] + len + 1;
+        return NULL;
+}
+
+char *nsr_profile_expand(const char *line, const char *home, char *const *env) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f)
+                return NULL;
+        const char *s = line;
+        bool ok = true;
+        if (s[0] == '~' && (s[1] == '/' || s[1] == '\0')) {
+                if (!home || home[0] != '/')
+                        ok = false;
+                else
+                        fputs(home, f);
+                s++;
+        }
+        while (ok && *s) {
+                if (*s != '$') {
+                        fputc(*s++, f);
+                        continue;
+                }
+                s++;
+                bool brace = *s == '{';
+                if (brace)
+                        s++;
+                const char *start = s;
+                while (isalnum((unsigned char) *s) || *s == '_')
+                        s++;
+                size_t n = (size_t) (s - start);
+                if (brace) {
+                        if (*s != '}') {
+                                ok = false;
+                                break;
+                        }
+                        s++;
+                }
+                const char *v = n ? env_get(env, start, n) : NULL;
+                if (!v) {
+                        ok = false;
+                        break;
+                }
+                fputs(v, f);
+        }
+        fclose(f);
+        if (!ok) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
+int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f)
+                return nsr_error_set(err, errno,
+                                     "cannot read the profile file %s (is nsrun installed? \"make install\", or set "
+                                     "NSRUN_DATADIR to the source tree to run it in place)",
+                                     path);
+        char **list = nsr_malloc0(sizeof(char *));
+        char line[PATH_MAX + 64];
+        size_t n = 0;
+        while (fgets(line, sizeof(line), f)) {
+                char *s = line;
+                while (isspace((unsigned char) *s))
+                        s++;
+                char *e = s + strlen(s);
+                while (e > s && isspace((unsigned char) e[-1]))
+                        *--e = '\0';
+                if (!*s || *s == '#')
+                        continue;
+                if (++n > MAX_LIST_ENTRIES) {
+                        nsr_strv_free(list);
+                        return nsr_error_setx(err, E2BIG, "%s: more than %d entries", path, MAX_LIST_ENTRIES);
+                }
+                nsr_strv_extend(&list, s);
+        }
+        *ret = list;
+        return 0;
+}
+
+bool nsr_profile_env_denied(const char *name, char *const *patterns) {
+        /* "!PATTERN" lines are exceptions, whatever their place: *PWD*
+         * catches MYSQL_PWD but must leave PWD and OLDPWD. */
+        for (size_t i = 0; patterns && patterns[i]; i++)
+                if (patterns[i][0] == '!' && fnmatch(patterns[i] + 1, name, FNM_CASEFOLD) == 0)
+                        return false;
+        for (size_t i = 0; patterns && patterns[i]; i++)
+                if (patterns[i][0] != '!' && fnmatch(patterns[i], name, FNM_CASEFOLD) == 0)
+                        return true;
+        return false;
+}
+
+bool nsr_profile_env_value_secret(const char *value) {
+        /* Every "scheme://user:secret@host" in the value (several URLs
+         * may share one variable, such as PIP_EXTRA_INDEX_URL). */
+        for (const char *s = strstr(value, "://"); s; s = strstr(s, "://")) {
+                s += 3;
+                size_t auth = strcspn(s, "/?#@ \t\n");
+                if (s[auth] != '@')
+                        continue;
+                const char *colon = memchr(s, ':', auth);
+                /* "user:" with an empty secret gives nothing away. */
+                if (colon && colon + 1 < s + auth)
+                        return true;
+        }
+        return false;
+}
+
+static bool under(const char *path, const char *dir) {
+        size_t l = strlen(dir);
+        if (l == 1 && dir[0] == '/')
+                return true;
+        return strncmp(path, dir, l) == 0 && (path[l] == '/' || path[l] == '\0');
+}
+
+/* ---- what the profile hides, as paths ---------------------------------- */
+
+static const char *runtime_dir(const nsr_profile_ctx *c, char *buf, size_t len);
+
+static void add_real(char ***v, const char *path) {
+        char buf[PATH_MAX];
+        struct stat st;
+        /* The real path: a symlink's target is what must stay unreadable
+         * (a symlink itself gives nothing to read). */
+        if (lstat(path, &st) < 0 || !realpath(path, buf))
+                return;
+        if (!nsr_strv_contains(*v, buf))
+                nsr_strv_extend(v, buf);
+}
+
+static void add_glob(char ***v, const char *pattern) {
+        glob_t g;
+        if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
+                return;
+        for (size_t i = 0; i < g.gl_pathc; i++)
+                nsr_strv_extend(v, g.gl_pathv[i]);
+        globfree(&g);
+}
+
+/* The paths to hide that exist now: hide.list's (*ret_listed) and
+ * --hide's (*ret_asked), expanded and globbed, read once per launch. */
+static int hide_paths(const nsr_project_opts *o, const nsr_profile_ctx *c, char ***ret_listed, char ***ret_asked,
+                      nsr_error *err) {
+        _cleanup_free_ char *file = nsr_asprintf("%s/profiles/hide.list", c->datadir);
+        _cleanup_strv_free_ char **list = NULL, **listed = nsr_malloc0(sizeof(char *)),
+                                 **asked = nsr_malloc0(sizeof(char *));
+        int r = nsr_profile_read_list(file, &list, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; list[i]; i++) {
+                _cleanup_free_ char *x = nsr_profile_expand(list[i], c->home, c->env);
+                if (x && x[0] == '/')
+                        add_glob(&listed, x);
+        }
+        for (size_t i = 0; o->hide && o->hide[i]; i++) {
+                _cleanup_free_ char *x = nsr_profile_expand(o->hide[i], c->home, c->env);
+                if (!x)
+                        return nsr_error_setx(err, EINVAL, "--hide %s: cannot expand it", o->hide[i]);
+                add_glob(&asked, x);
+        }
+        *ret_listed = TAKE_PTR(listed);
+        *ret_asked = TAKE_PTR(asked);
+        return 0;
+}
+
+int nsr_profile_hidden(const nsr_project_opts *o, const nsr_profile_ctx *c, char ***ret, nsr_error *err) {
+        _cleanup_strv_free_ char **v = nsr_malloc0(sizeof(char *));
+        /* What namespace mode replaces with private mounts, and /run with
+         * the host's sockets. */
+        static const char *const fixed[] = { "/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue" };
+        for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
+                add_real(&v, fixed[i]);
+        char rtbuf[64];
+        add_real(&v, runtime_dir(c, rtbuf, sizeof(rtbuf)));
+        add_real(&v, c->state_dir);
+        if (c->cache_dir)
+                add_real(&v, c->cache_dir);
+        if (o->home == NSR_HOME_HIDE && c->home && c->home[0] == '/' && !streq(c->home, "/"))
+                add_real(&v, c->home);
+        _cleanup_strv_free_ char **listed = NULL, **asked = NULL;
+        int r = hide_paths(o, c, &listed, &asked, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; listed[i]; i++)
+                add_real(&v, listed[i]);
+        for (size_t i = 0; asked[i]; i++)
+                add_real(&v, asked[i]);
+        *ret = TAKE_PTR(v);
+        return 0;
+}
+
+/* ---- building the plan ------------------------------------------------ */
+
+typedef struct builder {
+        nsr_plan *p;
+        const nsr_profile_ctx *ctx;
+        char **hidden;        /* dirs already covered, so their insides are skipped */
+        char **exposed;       /* --ro and --rw paths: hide.list does not hide them */
+        char **shown;         /* the projects and the --ro/--rw paths */
+        char **late_ro;       /* hidden dirs made read-only only after those */
+        char **listed, **asked; /* paths to hide: hide.list's, --hide's */
+} builder;
+
+static nsr_op *op2(builder *b, nsr_op_type t, const char *src, const char *dest) {
+        nsr_op *op = nsr_plan_add_op(b->p, t);
+        op->source = src ? nsr_strdup(src) : NULL;
+        op->dest = dest ? nsr_strdup(dest) : NULL;
+        return op;
+}
+
+/* A project or a --ro/--rw path at or below dir that holds path: mounted
+ * over a hidden dir, it shows path again. */
+static bool shown_between(builder *b, const char *dir, const char *path) {
+        for (size_t i = 0; b->shown && b->shown[i]; i++)
+                if (under(b->shown[i], dir) && under(path, b->shown[i]))
+                        return true;
+        return false;
+}
+
+static bool covered(builder *b, const char *path) {
+        for (size_t i = 0; b->hidden && b->hidden[i]; i++)
+                if (under(path, b->hidden[i]) && !shown_between(b, b->hidden[i], path))
+                        return true;
+        return false;
+}
+
+/* Whether a project or a --ro/--rw path lies at or below path. */
+static bool holds_shown(builder *b, const char *path) {
+        for (size_t i = 0; b->shown && b->shown[i]; i++)
+                if (under(b->shown[i], path))
+                        return true;
+        return false;
+}
+
+/* An empty read-only tmpfs over a dir, /dev/null over anything else. The
+ * /dev/null bind must allow devices (binds are nodev by default, and a
+ * nodev /dev/null cannot even be opened), then is made read-only: in bwrap
+ * terms --dev-bind plus --remount-ro, on that one file. */
+static void hide(builder *b, const char *path) {
+        struct stat st;
+        if (covered(b, path) || stat(path, &st) < 0)
+                return;
+        if (S_ISDIR(st.st_mode)) {
+                op2(b, NSR_OP_TMPFS, NULL, path)->perms = 0755;
+                /* A project or bind inside needs its mount point made in
+                 * the tmpfs first: read-only comes after them. */
+                if (holds_shown(b, path))
+                        nsr_strv_extend(&b->late_ro, path);
+                else
+                        op2(b, NSR_OP_REMOUNT_RO, NULL, path);
+                nsr_strv_extend(&b->hidden, path);
+        } else {
+                op2(b, NSR_OP_DEV_BIND, "/dev/null", path);
+                op2(b, NSR_OP_REMOUNT_RO, NULL, path);
+        }
+}
+
+/* An empty read-only tmpfs over dir, whatever was mounted there before. */
+static void mask_dir(builder *b, const char *dir) {
+        op2(b, NSR_OP_TMPFS, NULL, dir)->perms = 0755;
+        op2(b, NSR_OP_REMOUNT_RO, NULL, dir);
+}
+
+static bool is_bind(nsr_op_type t) {
+        return t == NSR_OP_BIND || t == NSR_OP_RO_BIND || t == NSR_OP_DEV_BIND;
+}
+
+/* Masks a dir that later runs trust, in the last mount round: at its own
+ * path unless a hidden dir already covers it and nothing mounted since
+ * shows it again, and at every place a caller's bind maps it to. */
+static void guard_trusted(builder *b, const char *dir, size_t first_user_op) {
+        struct stat st;
+        if (!dir || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+                return;
+        bool reached = false;
+        size_t n = b->p->n_ops;
+        for (size_t i = first_user_op; i < n; i++) {
+                const nsr_op *op = &b->p->ops[i];
+                if (op->dest && under(dir, op->dest))
+                        reached = true;
+                char real[PATH_MAX];
+                if (!is_bind(op->type) || !op->source || !op->dest || !realpath(op->source, real) ||
+                    !under(dir, real) || streq(op->dest, real))
+                        continue;
+                /* --bind ~/.local /x shows the state dir at /x/state/nsrun. */
+                _cleanup_free_ char *alias = nsr_path_join(op->dest, streq(real, "/") ? dir : dir + strlen(real));
+                mask_dir(b, alias);
+        }
+        if (reached || !covered(b, dir))
+                mask_dir(b, dir);
+}
+
+/* A path of hide.list that the caller named with --ro or --rw stays: that
+ * is how one lets the command see, say, ~/.aws. --hide always hides. */
+static bool exposed(builder *b, const char *path) {
+        for (size_t i = 0; b->exposed && b->exposed[i]; i++)
+                if (streq(path, b->exposed[i]))
+                        return true;
+        return false;
+}
+
+/* Hidden paths are mounted in two rounds. Those that hold a project or a
+ * --ro/--rw path go first, so that the project or bind lands on top and
+ * shows; all others go last, over the projects and binds, so that a
+ * secret inside a project (--hide $PWD/.env) stays hidden. A hide.list
+ * path named exactly by --ro/--rw is not hidden. */
+static void add_hidden(builder *b, bool holders) {
+        for (size_t i = 0; b->listed[i]; i++)
+                if (!exposed(b, b->listed[i]) && holds_shown(b, b->listed[i]) == holders)
+                        hide(b, b->listed[i]);
+        for (size_t i = 0; b->asked[i]; i++)
+                if (holds_shown(b, b->asked[i]) == holders)
+                        hide(b, b->asked[i]);
+}
+
+/* With the network shared, DNS needs /etc/resolv.conf, which on many
+ * systems links into /run (systemd-resolved, NetworkManager). Bind the
+ * target file (never its dir: resolved keeps a socket beside it) back into
+ * the hidden /run. */
+static void keep_resolv_conf(builder *b) {
+        char target[PATH_MAX];
+        if (!realpath("/etc/resolv.conf", target))
+                return;
+        if (under(target, "/run") || under(target, "/var/run"))
+                op2(b, NSR_OP_RO_BIND, target, target)->flags |= NSR_OPF_TRY;
+}
+
+static const char *runtime_dir(const nsr_profile_ctx *c, char *buf, size_t len) {
+        const char *x = env_get(c->env, "XDG_RUNTIME_DIR", strlen("XDG_RUNTIME_DIR"));
+        if (x && x[0] == '/' && !streq(x, "/"))
+                return x;
+        snprintf(buf, len, "/run/user/%u", (unsigned) c->uid);
+        return buf;
+}
+
+static void add_env(builder *b, nsr_error *err) {
+        const nsr_profile_ctx *c = b->ctx;
+        _cleanup_free_ char *file = nsr_asprintf("%s/profiles/env-deny.list", c->datadir);
+        _cleanup_strv_free_ char **deny = NULL;
+        if (nsr_profile_read_list(file, &deny, err) < 0)
+                deny = NULL; /* reported by the caller through err */
+        for (size_t i = 0; c->env && c->env[i]; i++) {
+                const char *eq = strchr(c->env[i], '=');
+                if (!eq)
+                        continue;
+                _cleanup_free_ char *name = nsr_strndup(c->env[i], (size_t) (eq - c->env[i]));
+                if (!*name || nsr_strv_contains(b->p->proj.keep_env, name))
+                        continue;
+                if (nsr_profile_env_denied(name, deny) || nsr_profile_env_value_secret(eq + 1))
+                        nsr_plan_add_env(b->p, NSR_ENV_UNSET, name, NULL);
+        }
+        nsr_plan_add_env(b->p, NSR_ENV_SET, "NSRUN", "1");
+}
+
+static void protect_git(builder *b, const char *project) {
+        _cleanup_free_ char *git = nsr_path_join(project, ".git");
+        _cleanup_free_ char *local = nsr_path_join(project, ".nsrun");
+        struct stat st;
+        /* The project-local profile: read-only inside too, so the command
+         * is told at once (its changes would be dropped at apply anyway). */
+        if (lstat(local, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+                op2(b, NSR_OP_RO_BIND, local, local);
+        if (lstat(git, &st) < 0)
+                return;
+        if (S_ISREG(st.st_mode)) {
+                op2(b, NSR_OP_RO_BIND, git, git);
+                return;
+        }
+        if (!S_ISDIR(st.st_mode))
+                return;
+        static const char *const fixed[] = { "hooks", "config", "config.worktree" };
+        for (size_t i = 0; i < ELEMENTSOF(fixed); i++) {
+                _cleanup_free_ char *p = nsr_path_join(git, fixed[i]);
+                if (lstat(p, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+                        op2(b, NSR_OP_RO_BIND, p, p);
+        }
+        static const char *const globs[] = { "modules/*/hooks", "modules/*/config", "worktrees" };
+        for (size_t i = 0; i < ELEMENTSOF(globs); i++) {
+                _cleanup_free_ char *pat = nsr_path_join(git, globs[i]);
+                glob_t g;
+                if (glob(pat, GLOB_NOSORT, NULL, &g) != 0)
+                        continue;
+                for (size_t k = 0; k < g.gl_pathc; k++)
+                        if (lstat(g.gl_pathv[k], &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+                                op2(b, NSR_OP_RO_BIND, g.gl_pathv[k], g.gl_pathv[k]);
+                globfree(&g);
+        }
+}
+
+static void builder_done(builder *b) {
+        nsr_strv_free(b->hidden);
+        nsr_strv_free(b->exposed);
+        nsr_strv_free(b->shown);
+        nsr_strv_free(b->late_ro);
+        nsr_strv_free(b->listed);
+        nsr_strv_free(b->asked);
+}
+
+/* ---- --workspace-root ----------------------------------------------------- */
+
+/* What the host lends a workspace root, read-only: the system dirs, as
+ * binds, or as the same symlinks where the host has symlinks (merged /usr). */
+static const char *const workspace_host_dirs[] = { "/usr", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin" };
+
+static bool in_workspace_host_dirs(const char *path) {
+        for (size_t i = 0; i < ELEMENTSOF(workspace_host_dirs); i++)
+                if (under(path, workspace_host_dirs[i]))
+                        return true;
+        return false;
+}
+
+/* "/" + the part of path below project. */
+static char *relocate(const char *path, const char *project) {
+        const char *rest = path + strlen(project);
+        return nsr_strdup(*rest ? rest : "/");
+}
+
+/* The project as /: an overlay of the project and the skeleton (the mount
+ * points), the host's system dirs read-only, fresh /dev, /proc, /tmp and
+ * /run. Nothing else of the host exists inside: no home, no /var, no
+ * /srv, so hide.list matters only where it names a path under /etc or
+ * /usr, and --hide paths in the project are hidden at their place under /. */
+static int build_workspace(builder *b, const char *rt, nsr_error *err) {
+        const nsr_profile_ctx *c = b->ctx;
+        nsr_plan *p = b->p;
+        const nsr_profile_project *pr = &c->projects[0];
+        struct stat st;
+
+        nsr_op *op = op2(b, NSR_OP_OVERLAY, pr->upper, "/");
+        op->workdir = nsr_strdup(pr->work);
+        /* The project first: the sandbox checks that it is still the dir
+         * resolved before anything was created. */
+        nsr_strv_extend(&op->overlay_srcs, pr->path);
+        if (pr->skel)
+                nsr_strv_extend(&op->overlay_srcs, pr->skel);
+        op->flags |= NSR_OPF_VERIFY;
+        op->verify_dev = pr->dev;
+        op->verify_ino = pr->ino;
+
+        for (size_t i = 0; i < ELEMENTSOF(workspace_host_dirs); i++) {
+                const char *d = workspace_host_dirs[i];
+                char target[PATH_MAX];
+                if (lstat(d, &st) < 0)
+                        continue;
+                if (S_ISLNK(st.st_mode)) {
+                        ssize_t k = readlink(d, target, sizeof(target) - 1);
+                        if (k <= 0)
+                                continue;
+                        target[k] = '\0';
+                        op2(b, NSR_OP_SYMLINK, target, d);
+                } else if (S_ISDIR(st.st_mode))
+                        op2(b, NSR_OP_RO_BIND, d, d);
+        }
+        op2(b, NSR_OP_DEV, NULL, "/dev");
+        op2(b, NSR_OP_PROC, NULL, "/proc")->flags |= NSR_OPF_PROC_FALLBACK;
+        op2(b, NSR_OP_TMPFS, NULL, "/tmp");
+        op2(b, NSR_OP_TMPFS, NULL, "/run");
+        op2(b, NSR_OP_TMPFS, NULL, rt)->perms = 0700;
+        if (p->share_net)
+                keep_resolv_conf(b);
+        op2(b, NSR_OP_REMOUNT_RO, NULL, "/run");
+
+        /* Hidden paths: those of the lent system dirs where they are, those
+         * of the project at their place under /. */
+        int r = hide_paths(&p->proj, c, &b->listed, &b->asked, err);
+        if (r < 0)
+                return r;
+        for (int round = 0; round < 2; round++) {
+                char **v = round ? b->asked : b->listed;
+                for (size_t i = 0; v && v[i]; i++) {
+                        if (in_workspace_host_dirs(v[i])) {
+                                hide(b, v[i]);
+                                continue;
+                        }
+                        if (!under(v[i], pr->path) || streq(v[i], pr->path) || lstat(v[i], &st) < 0)
+                                continue;
+                        _cleanup_free_ char *dest = relocate(v[i], pr->path);
+                        if (S_ISDIR(st.st_mode)) {
+                                op2(b, NSR_OP_TMPFS, NULL, dest)->perms = 0755;
+                                op2(b, NSR_OP_REMOUNT_RO, NULL, dest);
+                        } else {
+                                op2(b, NSR_OP_DEV_BIND, "/dev/null", dest);
+                                op2(b, NSR_OP_REMOUNT_RO, NULL, dest);
+                        }
+                }
+        }
+
+        /* The protected paths, bound where the project now is. */
+        size_t first = p->n_ops;
+        protect_git(b, pr->path);
+        for (size_t i = first; i < p->n_ops; i++) {
+                char *d = p->ops[i].dest;
+                if (d && under(d, pr->path)) {
+                        p->ops[i].dest = relocate(d, pr->path);
+                        free(d);
+                }
+        }
+
+        /* No host home inside: a private one. */
+        nsr_plan_add_env(p, NSR_ENV_SET, "HOME", "/tmp");
+        const char *cwd = c->cwd && under(c->cwd, pr->path) ? c->cwd : pr->path;
+        p->chdir = relocate(cwd, pr->path);
+        return 0;
+}
+
+/* Run control: the defaults (no core dumps, bounded open files and
+ * processes), and a size on every tmpfs the profile mounts (/tmp,
+ * /var/tmp, /dev with /dev/shm, the runtime dir, the home layer): each
+ * would otherwise take up to half the RAM. The user's own options are
+ * merged over these by nsr_plan_append. */
+static void run_defaults(nsr_plan *p, const nsr_plan *user) {
+        nsr_runctl_project_defaults(&p->run);
+        uint64_t size = user->run.tmp_size ? user->run.tmp_size : nsr_tmp_size_default();
+        for (size_t i = 0; i < p->n_ops; i++) {
+                nsr_op *op = &p->ops[i];
+                if ((op->type == NSR_OP_TMPFS || op->type == NSR_OP_DEV || op->type == NSR_OP_TMP_OVERLAY) && !op->size)
+                        op->size = size;
+        }
+}
+
+int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, nsr_error *err) {
+        _cleanup_(nsr_plan_freep) nsr_plan *p = nsr_plan_new();
+        _cleanup_(builder_done) builder b = { .p = p, .ctx = c };
+        int r;
+
+        /* The project options travel with the plan. */
+        p->proj = user->proj;
+        memset(&user->proj, 0, sizeof(user->proj));
+        user->proj.report_fd = -1;
+
+        p->unshare_user = p->unshare_pid = p->unshare_ipc = p->unshare_uts = true;
+        p->unshare_cgroup_try = p->unshare_net = true;
+        p->die_with_parent = p->new_session = true;
+        p->map_all_ids = c->uid == 0;
+        p->landlock_scope = true;
+        p->close_inherited_fds = true;
+        if (c->uid == 0) {
+                /* Real root keeps its caps by default; not here. */
+                p->caps = nsr_malloc0(2 * sizeof(nsr_cap_edit));
+                p->caps[0] = (nsr_cap_edit){ .add = false, .cap = -1 };
+                p->n_caps = 1;
+                /* Except, with --allow-nested, CAP_SETFCAP: since Linux
+                 * 5.12 a new user namespace may map uid 0 only if its
+                 * creator had it, so without it a nested nsrun or bwrap
+                 * run as uid 0 could build no sandbox at all. It grants
+                 * nothing else here: no_new_privs voids file capabilities
+                 * at exec, the host's file systems belong to the initial
+                 * user namespace, and the apply strips security.capability
+                 * from whatever enters a project. */
+                if (p->proj.allow_nested)
+                        p->caps[p->n_caps++] = (nsr_cap_edit){ .add = true, .cap = CAP_SETFCAP };
+        }
+        nsr_strv_extend(&p->seccomp_policies, p->proj.allow_nested ? "default-nested" : "default");
+
+        if (p->proj.workspace_root) {
+                char wsbuf[64];
+                if (c->n_projects != 1 || c->projects[0].live)
+                        return nsr_error_setx(err, EINVAL, "--workspace-root needs exactly one project, on an overlay");
+                if (p->proj.ro || p->proj.rw)
+                        return nsr_error_setx(err, EINVAL,
+                                              "--ro and --rw cannot be combined with --workspace-root: only the "
+                                              "system dirs of the host exist under it");
+                r = build_workspace(&b, runtime_dir(c, wsbuf, sizeof(wsbuf)), err);
+                if (r < 0)
+                        return r;
+                add_env(&b, err);
+                nsr_error_clear(err);
+                nsr_plan_add_env(p, NSR_ENV_SET, "XDG_RUNTIME_DIR", runtime_dir(c, wsbuf, sizeof(wsbuf)));
+                run_defaults(p, user);
+                nsr_plan_append(p, user);
+                *ret = TAKE_PTR(p);
+                return 0;
+        }
+
+        /* The host, read-only; fresh /dev, /proc, /tmp and /var/tmp. */
+        op2(&b, NSR_OP_RO_BIND, "/", "/");
+        op2(&b, NSR_OP_DEV, NULL, "/dev");
+        op2(&b, NSR_OP_PROC, NULL, "/proc")->flags |= NSR_OPF_PROC_FALLBACK;
+        /* Not marked hidden: a home or project under /tmp is mounted back
+         * on top of these, and mount points can be made in them. */
+        op2(&b, NSR_OP_TMPFS, NULL, "/tmp");
+        op2(&b, NSR_OP_TMPFS, NULL, "/var/tmp");
+
+        /* /run holds every host socket (D-Bus, docker.sock, the agents):
+         * an empty read-only tmpfs, with a private runtime dir. */
+        char rtbuf[64];
+        const char *rt = runtime_dir(c, rtbuf, sizeof(rtbuf));
+        op2(&b, NSR_OP_TMPFS, NULL, "/run");
+        struct stat st;
+        if (lstat("/var/run", &st) == 0 && S_ISDIR(st.st_mode)) {
+                op2(&b, NSR_OP_TMPFS, NULL, "/var/run");
+                op2(&b, NSR_OP_REMOUNT_RO, NULL, "/var/run");
+                nsr_strv_extend(&b.hidden, "/var/run");
+        }
+        op2(&b, NSR_OP_TMPFS, NULL, rt)->perms = 0700;
+        if (user->share_net)
+                keep_resolv_conf(&b);
+        op2(&b, NSR_OP_REMOUNT_RO, NULL, "/run");
+        nsr_strv_extend(&b.hidden, "/run");
+
+        /* The home: a throwaway writable layer by default. */
+        bool home_ok = c->home && c->home[0] == '/' && !streq(c->home, "/") && stat(c->home, &st) == 0 &&
+                       S_ISDIR(st.st_mode);
+        if (home_ok && p->proj.home == NSR_HOME_OVERLAY) {
+                nsr_op *op = op2(&b, NSR_OP_TMP_OVERLAY, NULL, c->home);
+                nsr_strv_extend(&op->overlay_srcs, c->home);
+        } else if (home_ok && p->proj.home == NSR_HOME_HIDE) {
+                op2(&b, NSR_OP_TMPFS, NULL, c->home)->perms = 0700;
+                nsr_strv_extend(&b.hidden, c->home);
+        }
+
+        /* b.exposed: the --ro paths, then the --rw paths. */
+        size_t n_ro = nsr_strv_length(p->proj.ro);
+        for (size_t i = 0; i < n_ro + nsr_strv_length(p->proj.rw); i++) {
+                const char *arg = i < n_ro ? p->proj.ro[i] : p->proj.rw[i - n_ro];
+                char *x = nsr_profile_expand(arg, c->home, c->env);
+                if (!x)
+                        return nsr_error_setx(err, EINVAL, "%s %s: cannot expand it", i < n_ro ? "--ro" : "--rw", arg);
+                nsr_strv_push(&b.exposed, x);
+                nsr_strv_extend(&b.shown, x);
+        }
+        for (size_t i = 0; i < c->n_projects; i++)
+                nsr_strv_extend(&b.shown, c->projects[i].path);
+
+        r = hide_paths(&p->proj, c, &b.listed, &b.asked, err);
+        if (r < 0)
+                return r;
+        add_hidden(&b, true);
+
+        for (size_t i = 0; i < c->n_projects; i++) {
+                const nsr_profile_project *pr = &c->projects[i];
+                nsr_op *op;
+                if (pr->live)
+                        /* --no-overlay: the project itself, writable; a
+                         * snapshot taken before the run catches the
+                         * changes. */
+                        op = op2(&b, NSR_OP_BIND, pr->path, pr->path);
+                else {
+                        op = op2(&b, NSR_OP_OVERLAY, pr->upper, pr->path);
+                        op->workdir = nsr_strdup(pr->work);
+                        nsr_strv_extend(&op->overlay_srcs, pr->path);
+                }
+                op->flags |= NSR_OPF_VERIFY;
+                op->verify_dev = pr->dev;
+                op->verify_ino = pr->ino;
+                protect_git(&b, pr->path);
+        }
+        for (size_t i = 0; b.exposed && b.exposed[i]; i++)
+                op2(&b, i < n_ro ? NSR_OP_RO_BIND : NSR_OP_BIND, b.exposed[i], b.exposed[i]);
+        for (size_t i = 0; b.late_ro && b.late_ro[i]; i++)
+                op2(&b, NSR_OP_REMOUNT_RO, NULL, b.late_ro[i]);
+        add_hidden(&b, false);
+
+        add_env(&b, err);
+        nsr_error_clear(err);
+        nsr_plan_add_env(p, NSR_ENV_SET, "XDG_RUNTIME_DIR", rt);
+        run_defaults(p, user);
+
+        /* Start where the caller is when that is inside a project. */
+        const char *cwd = c->n_projects ? c->projects[0].path : "/";
+        for (size_t i = 0; c->cwd && i < c->n_projects; i++)
+                if (under(c->cwd, c->projects[i].path))
+                        cwd = c->cwd;
+        p->chdir = nsr_strdup(cwd);
+
+        size_t first_user_op = p->n_ops;
+        nsr_plan_append(p, user);
+        /* What later runs trust goes last, after every bind, the caller's
+         * own bwrap options included: the state dir (other runs' layers,
+         * backups, journals, which commit and undo replay) and the cache
+         * of compiled filters (which the next run loads as its seccomp
+         * filter). No --ro, --rw or bind can show them again. */
+        guard_trusted(&b, c->state_dir, first_user_op);
+        guard_trusted(&b, c->cache_dir, first_user_op);
+        *ret = TAKE_PTR(p);
+        return 0;
+}

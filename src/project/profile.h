@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Project mode's built-in profile, expanded into ordinary plan ops.
+ *
+ * The profile never reaches the launcher directly: "hide ~/.ssh" becomes a
+ * --tmpfs and a --remount-ro, the project becomes --overlay-src/--overlay,
+ * and so on, which is why --trace-bwrap can show a project-mode run as a
+ * bwrap command line. The user's own bwrap options are appended after the
+ * profile's, so they win. */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "base/error.h"
+#include "cli/plan.h"
+
+typedef struct nsr_profile_project {
+        const char *path;      /* absolute, normalised, the project's real path */
+        const char *upper;     /* host path of the overlay upper dir */
+        const char *work;      /* host path of the overlay work dir */
+        dev_t dev;             /* what path was when nsrun resolved it */
+        ino_t ino;
+        bool live;             /* --no-overlay: bound writable, no overlay (upper, work unused) */
+        /* --workspace-root: a lower layer above the project holding the
+         * mount points the root needs (usr, etc, proc...), so that they
+         * never land in the upper dir as changes; NULL otherwise. */
+        const char *skel;
+} nsr_profile_project;
+
+typedef struct nsr_profile_ctx {
+        uid_t uid;
+        gid_t gid;
+        const char *home;      /* the caller's home, or NULL */
+        const char *cwd;       /* the caller's cwd, or NULL */
+        char *const *env;      /* the caller's environment */
+        const char *datadir;   /* holds profiles/hide.list and profiles/env-deny.list */
+        const char *state_dir; /* hidden inside the sandbox */
+        const char *cache_dir; /* nsrun's cache (compiled filters), hidden too; or NULL */
+        const nsr_profile_project *projects;
+        size_t n_projects;
+} nsr_profile_ctx;
+
+/* Builds the project-mode plan: the profile's ops and settings, then the
+ * user's plan appended (user is emptied). */
+int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *ctx, nsr_plan **ret, nsr_error *err);
+
+/* The host paths the profile keeps from the command, as real paths of
+ * those that exist: /run and /var/run (host sockets), the runtime dir, the
+ * state dir, hide.list and --hide (globs expanded), the home with --home
+ * hide, and what namespace mode replaces with private mounts (/tmp,
+ * /var/tmp, /dev/shm, /dev/mqueue). Best-effort mode, which cannot mount,
+ * hides them with Landlock instead (confine.h). */
+int nsr_profile_hidden(const nsr_project_opts *o, const nsr_profile_ctx *ctx, char ***ret, nsr_error *err);
+
+/* Expands "~/" and $VAR / ${VAR} in a profile line. NULL when a variable
+ * is unset or the home is unknown. */
+char *nsr_profile_expand(const char *line, const char *home, char *const *env);
+
+/* Whether an environment variable name matches the deny list (fnmatch,
+ * case-insensitive); a pattern starting with '!' is an exception that
+ * wins over every other line. */
+bool nsr_profile_env_denied(const char *name, char *const *patterns);
+/* Whether a variable's value carries a URL with credentials in it
+ * ("scheme://user:secret@host"), whatever the variable's name. */
+bool nsr_profile_env_value_secret(const char *value);
+/* Reads a profile list file: one entry per line, '#' comments, blank lines
+ * skipped, surrounding blanks trimmed. */
+int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err);

@@ -1,0 +1,1162 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "project/profile.h"
+#include "project/protect.h"
+#include "txn/txnfs.h"
+#include "base/utf8.h"
+
+#define CONFIG_MAX ((size_t) 1 << 20)
+#define MAX_HOOKS 256
+
+static bool under(const char *path, const char *dir) {
+        if (!*dir)
+                return true;
+        size_t l = strlen(dir);
+        return strncmp(path, dir, l) == 0 && (path[l] == '/' || path[l] == '\0');
+}
+
+/* ---- the pure core ------------------------------------------------------------ */
+
+static bool first_is(const char *rel, const char *name) {
+        return under(rel, name);
+}
+
+nsr_protect_verdict nsr_protect_git_entry(const char *rel, bool is_new, nsr_entry_type type, bool deleted,
+                                          const char **ret_reason) {
+        static const char *const state_files[] = {
+                "HEAD",          "ORIG_HEAD",   "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD",
+                "REBASE_HEAD",   "AUTO_MERGE",  "index",      "packed-refs", "COMMIT_EDITMSG", "MERGE_MSG",
+                "MERGE_MODE",    "SQUASH_MSG",  "TAG_EDITMSG", "shallow",    "description",
+        };
+        const char *why = NULL;
+        /* A symlink in a git dir points git somewhere else (a hooks dir,
+         * an object store, a config): never. Removing one is harmless. */
+        if (type == NSR_ENTRY_SYMLINK && !deleted)
+                why = "a symlink inside a git dir points git elsewhere";
+        else if (first_is(rel, "objects")) {
+                if (first_is(rel, "objects/info/alternates") || first_is(rel, "objects/info/http-alternates"))
+                        why = "git alternates point git at other object stores";
+        } else if (first_is(rel, "refs") || first_is(rel, "logs") || first_is(rel, "reftable") ||
+                   first_is(rel, "lfs/objects"))
+                ;
+        else if (streq(rel, "config") && is_new && !deleted && type == NSR_ENTRY_FILE) {
+                *ret_reason = "the config of a repository the run created, reduced to keys that run nothing";
+                return NSR_PROTECT_REDUCE_CONFIG;
+        } else {
+                bool state = false;
+                for (size_t i = 0; i < ELEMENTSOF(state_files); i++)
+                        state |= streq(rel, state_files[i]);
+                state |= nsr_startswith(rel, "sharedindex.") && !strchr(rel, '/');
+                if (!state) {
+                        if (first_is(rel, "hooks"))
+                                why = "git runs hooks";
+                        else if (first_is(rel, "config") || first_is(rel, "config.worktree"))
+                                why = "git config can run commands";
+                        else if (first_is(rel, "commondir") || first_is(rel, "gitdir"))
+                                why = "points git at another git dir";
+                        else if (first_is(rel, "modules") || first_is(rel, "worktrees"))
+                                why = "a submodule's or worktree's git dir";
+                        else if (first_is(rel, "info"))
+                                why = "info/ steers git (attributes, excludes, grafts, sparse checkout)";
+                        else if (first_is(rel, "rebase-merge") || first_is(rel, "rebase-apply") ||
+                                 first_is(rel, "sequencer"))
+                                why = "a rebase or cherry-pick todo list can run commands";
+                        else
+                                why = "not on the allow-list of git metadata";
+                }
+        }
+        if (why) {
+                *ret_reason = why;
+                return NSR_PROTECT_DROP;
+        }
+        *ret_reason = NULL;
+        return NSR_PROTECT_APPLY;
+}
+
+/* Does pattern match s, or s with components stripped from the front
+ * (anywhere)? */
+static bool match_one(const char *pat, const char *s, bool anywhere) {
+        for (;;) {
+                if (fnmatch(pat, s, FNM_PATHNAME) == 0)
+                        return true;
+                if (!anywhere)
+                        return false;
+                const char *slash = strchr(s, '/');
+                if (!slash)
+                        return false;
+                s = slash + 1;
+        }
+}
+
+bool nsr_protect_list_match(char *const *patterns, const char *path) {
+        for (size_t i = 0; patterns && patterns[i]; i++) {
+                const char *p = patterns[i];
+                bool anywhere = nsr_startswith(p, "**/");
+                if (anywhere)
+                        p += 3;
+                while (*p == '/')
+                        p++;
+                char pat[PATH_MAX];
+                size_t l = strlen(p);
+                while (l > 0 && p[l - 1] == '/')
+                        l--;
+                if (l == 0 || l >= sizeof(pat))
+                        continue;
+                memcpy(pat, p, l);
+                pat[l] = '\0';
+                /* The path and each of its ancestors. */
+                _cleanup_free_ char *buf = nsr_strdup(path);
+                for (;;) {
+                        if (match_one(pat, buf, anywhere))
+                                return true;
+                        char *slash = strrchr(buf, '/');
+                        if (!slash)
+                                break;
+                        *slash = '\0';
+                }
+        }
+        return false;
+}
+
+/* githooks(5): the names git runs from a hooks dir. Needed where that dir
+ * is the project root, which cannot be protected as a whole. */
+static bool is_hook_name(const char *name) {
+        static const char *const hooks[] = {
+                "applypatch-msg",    "pre-applypatch",        "post-applypatch",   "pre-commit",
+                "pre-merge-commit",  "prepare-commit-msg",    "commit-msg",        "post-commit",
+                "pre-rebase",        "post-checkout",         "post-merge",        "pre-push",
+                "pre-receive",       "update",                "proc-receive",      "post-receive",
+                "post-update",       "reference-transaction", "push-to-checkout",  "pre-auto-gc",
+                "post-rewrite",      "sendemail-validate",    "fsmonitor-watchman", "p4-changelist",
+                "p4-prepare-changelist", "p4-post-changelist", "p4-pre-submit",    "post-index-change",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(hooks); i++)
+                if (streq(name, hooks[i]))
+                        return true;
+        return false;
+}
+
+nsr_protect_verdict nsr_protect_classify(const nsr_protect_rules *rules, const nsr_change *c, const char **ret_reason) {
+        bool deleted = c->kind == NSR_CHANGE_DELETED;
+        const char *base = strrchr(c->path, '/');
+        base = base ? base + 1 : c->path;
+        if (streq(base, ".git") && !deleted && c->type != NSR_ENTRY_DIR) {
+                *ret_reason = "a .git file or symlink points git at another git dir";
+                return NSR_PROTECT_DROP;
+        }
+        /* The project-local profile (nsrun-profile(5)) configures the next
+         * run on this project: nsrun's own, so not left to protect.list. */
+        if (under(c->path, ".nsrun")) {
+                *ret_reason = "the project-local profile configures the next run";
+                return NSR_PROTECT_DROP;
+        }
+        nsr_protect_verdict v = NSR_PROTECT_APPLY;
+        const char *why = NULL;
+        for (size_t i = 0; i < rules->n_gitdirs; i++) {
+                const nsr_protect_gitdir *g = &rules->gitdirs[i];
+                if (!under(c->path, g->path) || streq(c->path, g->path))
+                        continue;
+                const char *rel = c->path + strlen(g->path) + (*g->path ? 1 : 0);
+                const char *r = NULL;
+                nsr_protect_verdict k = nsr_protect_git_entry(rel, g->is_new, c->type, deleted, &r);
+                if (k == NSR_PROTECT_DROP) {
+                        *ret_reason = r;
+                        return k;
+                }
+                if (k == NSR_PROTECT_REDUCE_CONFIG) {
+                        v = k;
+                        why = r;
+                }
+        }
+        for (size_t i = 0; rules->hooks && rules->hooks[i]; i++)
+                if (*rules->hooks[i] ? under(c->path, rules->hooks[i]) : is_hook_name(c->path)) {
+                        *ret_reason = "git runs the hooks in core.hooksPath";
+                        return NSR_PROTECT_DROP;
+                }
+        if (nsr_protect_list_match(rules->patterns, c->path)) {
+                *ret_reason = "protect.list: tools on the host run it on their own";
+                return NSR_PROTECT_DROP;
+        }
+        *ret_reason = why;
+        return v;
+}
+
+mode_t nsr_protect_mode(mode_t requested, bool old_exists, mode_t old, mode_t umask) {
+        mode_t allowed = 0777 & ~umask;
+        if (old_exists)
+                allowed = (old & 07777) | (allowed & ~(mode_t) (S_IWGRP | S_IWOTH));
+        return requested & 07777 & allowed;
+}
+
+/* Overlay's own xattrs: stripped without a word (sanitize does the user
+ * ones; trusted.* only overlay itself can have set). */
+static bool xattr_silent(const char *name) {
+        return nsr_startswith(name, "user.overlay.") || nsr_startswith(name, "trusted.overlay.");
+}
+
+bool nsr_protect_xattr_allowed(const char *name) {
+        if (nsr_startswith(name, "user."))
+                return !nsr_startswith(name, "user.overlay.");
+        return streq(name, "security.selinux") || nsr_startswith(name, "security.SMACK64") ||
+               streq(name, "security.apparmor");
+}
+
+/* ---- git config, read strictly --------------------------------------------------- */
+
+typedef struct cfg_key {
+        char section[32];
+        char sub[256];
+        bool has_sub;
+        char key[64];
+        char *value; /* NULL: a bare key (boolean true) */
+} cfg_key;
+
+static bool is_blank(char ch) {
+        return ch == ' ' || ch == '\t';
+}
+
+static bool clean_bytes(const char *s, const char *e) {
+        for (; s < e; s++)
+                if ((unsigned char) *s < 0x20 || *s == 0x7f)
+                        return false;
+        return true;
+}
+
+/* "[section]" or "[section "sub"]", an optional comment after it. */
+static bool parse_header(const char *s, const char *e, cfg_key *k) {
+        s++;
+        size_t n = 0;
+        while (s < e && (isalnum((unsigned char) *s) || *s == '-')) {
+                if (n + 1 >= sizeof(k->section))
+                        return false;
+                k->section[n++] = (char) tolower((unsigned char) *s++);
+        }
+        k->section[n] = '\0';
+        if (n == 0)
+                return false;
+        k->has_sub = false;
+        if (s < e && *s == ' ') {
+                s++;
+                if (s >= e || *s != '"')
+                        return false;
+                s++;
+                size_t m = 0;
+                while (s < e && *s != '"') {
+                        if (*s == '\\' || m + 1 >= sizeof(k->sub))
+                                return false;
+                        k->sub[m++] = *s++;
+                }
+                if (s >= e || m == 0)
+                        return false;
+                k->sub[m] = '\0';
+                k->has_sub = true;
+                s++;
+        }
+        if (s >= e || *s != ']')
+                return false;
+        s++;
+        while (s < e && is_blank(*s))
+                s++;
+        return s == e || *s == '#' || *s == ';';
+}
+
+/* A value: plain, or wholly in double quotes; no escapes, no comment
+ * characters, no control bytes. NULL when odd. */
+static char *strict_value(const char *s, const char *e) {
+        while (s < e && is_blank(*s))
+                s++;
+        while (e > s && is_blank(e[-1]))
+                e--;
+        if (e - s >= 2 && *s == '"' && e[-1] == '"') {
+                s++;
+                e--;
+        }
+        for (const char *p = s; p < e; p++)
+                if (*p == '"' || *p == '\\' || *p == '#' || *p == ';')
+                        return NULL;
+        return nsr_strndup(s, (size_t) (e - s));
+}
+
+/* git's own reading of a value (quotes, \\ \" \n \t \b, comments), for the
+ * host's config. */
+static char *lenient_value(const char *s, const char *e) {
+        char *out = nsr_malloc0((size_t) (e - s) + 1);
+        size_t n = 0, keep = 0;
+        bool quoted = false;
+        while (s < e && is_blank(*s))
+                s++;
+        for (; s < e; s++) {
+                if (*s == '"') {
+                        quoted = !quoted;
+                        keep = n;
+                        continue;
+                }
+                if (!quoted && (*s == '#' || *s == ';'))
+                        break;
+                if (*s == '\\' && s + 1 < e) {
+                        s++;
+                        char ch = *s == 'n' ? '\n' : *s == 't' ? '\t' : *s == 'b' ? '\b' : *s;
+                        out[n++] = ch;
+                        keep = n;
+                        continue;
+                }
+                out[n++] = *s;
+                if (quoted || !is_blank(*s))
+                        keep = n;
+        }
+        out[keep] = '\0';
+        return out;
+}
+
+/* Calls fn for every key line; *valid_section false for keys under a
+ * header that could not be read. Returns the number of odd lines. */
+static size_t cfg_walk(const char *in, size_t len, bool strict,
+                       void (*fn)(const cfg_key *k, bool ok, void *userdata), void *userdata) {
+        cfg_key k = { .section = "" };
+        bool section_ok = false;
+        size_t odd = 0;
+        const char *end = in + len;
+        for (const char *s = in; s < end;) {
+                const char *e = memchr(s, '\n', (size_t) (end - s));
+                if (!e)
+                        e = end;
+                const char *next = e < end ? e + 1 : end;
+                while (s < e && is_blank(*s))
+                        s++;
+                if (s == e || *s == '#' || *s == ';') {
+                        s = next;
+                        continue;
+                }
+                bool line_ok = clean_bytes(s, e) && (e == s || e[-1] != '\\');
+                if (*s == '[') {
+                        section_ok = line_ok && parse_header(s, e, &k);
+                        odd += !section_ok;
+                        s = next;
+                        continue;
+                }
+                size_t n = 0;
+                const char *p = s;
+                if (isalpha((unsigned char) *p))
+                        while (p < e && (isalnum((unsigned char) *p) || *p == '-') && n + 1 < sizeof(k.key))
+                                k.key[n++] = (char) tolower((unsigned char) *p++);
+                k.key[n] = '\0';
+                while (p < e && is_blank(*p))
+                        p++;
+                bool ok = line_ok && section_ok && n > 0 && (p == e || *p == '=');
+                k.value = NULL;
+                if (ok && p < e) {
+                        k.value = strict ? strict_value(p + 1, e) : lenient_value(p + 1, e);
+                        ok = k.value != NULL;
+                }
+                if (!ok)
+                        odd++;
+                fn(&k, ok, userdata);
+                free(k.value);
+                k.value = NULL;
+                s = next;
+        }
+        return odd;
+}
+
+static bool is_bool(const char *v) {
+        static const char *const words[] = { "true", "false", "yes", "no", "on", "off", "1", "0" };
+        if (!v)
+                return true;
+        for (size_t i = 0; i < ELEMENTSOF(words); i++)
+                if (strcasecmp(v, words[i]) == 0)
+                        return true;
+        return false;
+}
+
+/* Printable, no blanks, no option-looking start. */
+static bool is_token(const char *v) {
+        if (!v || !*v || *v == '-')
+                return false;
+        for (const char *p = v; *p; p++)
+                if ((unsigned char) *p <= 0x20 || (unsigned char) *p >= 0x7f)
+                        return false;
+        return true;
+}
+
+static bool name_ok(const char *s) {
+        if (!*s || *s == '-' || strstr(s, ".."))
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!isalnum((unsigned char) *p) && !strchr("._/-", *p))
+                        return false;
+        return true;
+}
+
+static bool key_allowed(const cfg_key *k) {
+        const char *v = k->value;
+        if (streq(k->section, "core") && !k->has_sub) {
+                if (streq(k->key, "repositoryformatversion"))
+                        return v && (streq(v, "0") || streq(v, "1"));
+                if (streq(k->key, "logallrefupdates"))
+                        return is_bool(v) || (v && strcasecmp(v, "always") == 0);
+                return (streq(k->key, "bare") || streq(k->key, "filemode") || streq(k->key, "ignorecase") ||
+                        streq(k->key, "precomposeunicode") || streq(k->key, "symlinks")) &&
+                       is_bool(v);
+        }
+        if (streq(k->section, "extensions") && !k->has_sub) {
+                if (streq(k->key, "objectformat"))
+                        return v && (streq(v, "sha1") || streq(v, "sha256"));
+                if (streq(k->key, "refstorage"))
+                        return v && (streq(v, "files") || streq(v, "reftable"));
+                return false;
+        }
+        if (streq(k->section, "remote") && k->has_sub && name_ok(k->sub)) {
+                /* "transport::address" runs git-remote-transport, ext::
+                 * any command. */
+                if (streq(k->key, "url"))
+                        return is_token(v) && !strstr(v, "::");
+                return streq(k->key, "fetch") && is_token(v);
+        }
+        if (streq(k->section, "branch") && k->has_sub && name_ok(k->sub))
+                return (streq(k->key, "remote") || streq(k->key, "merge")) && is_token(v) && !strstr(v, "::");
+        return false;
+}
+
+typedef struct reduce_ctx {
+        FILE *f;
+        char last_section[32];
+        char last_sub[256];
+        bool last_has_sub;
+        bool any;
+        size_t dropped;
+} reduce_ctx;
+
+static void reduce_cb(const cfg_key *k, bool ok, void *userdata) {
+        reduce_ctx *rc = userdata;
+        if (!ok)
+                return; /* counted as odd */
+        if (!key_allowed(k)) {
+                rc->dropped++;
+                return;
+        }
+        if (!rc->any || !streq(rc->last_section, k->section) || rc->last_has_sub != k->has_sub ||
+            (k->has_sub && !streq(rc->last_sub, k->sub))) {
+                if (k->has_sub)
+                        fprintf(rc->f, "[%s \"%s\"]\n", k->section, k->sub);
+                else
+                        fprintf(rc->f, "[%s]\n", k->section);
+                snprintf(rc->last_section, sizeof(rc->last_section), "%s", k->section);
+                snprintf(rc->last_sub, sizeof(rc->last_sub), "%s", k->has_sub ? k->sub : "");
+                rc->last_has_sub = k->has_sub;
+                rc->any = true;
+        }
+        fprintf(rc->f, "\t%s = %s\n", k->key, k->value ? k->value : "true");
+}
+
+int nsr_protect_git_config_reduce(const char *in, size_t len, char **ret, size_t *ret_dropped) {
+        if (len > CONFIG_MAX)
+                return -E2BIG;
+        char *buf = NULL;
+        size_t blen = 0;
+        reduce_ctx rc = { .f = open_memstream(&buf, &blen) };
+        if (!rc.f)
+                return -ENOMEM;
+        fputs("# reduced by nsrun to keys that run nothing\n", rc.f);
+        size_t odd = cfg_walk(in, len, true, reduce_cb, &rc);
+        fclose(rc.f);
+        *ret = buf;
+        *ret_dropped = odd + rc.dropped;
+        return 0;
+}
+
+typedef struct hooks_ctx {
+        char *value;
+} hooks_ctx;
+
+static void hooks_cb(const cfg_key *k, bool ok, void *userdata) {
+        hooks_ctx *hc = userdata;
+        if (ok && streq(k->section, "core") && !k->has_sub && streq(k->key, "hookspath") && k->value) {
+                free(hc->value);
+                hc->value = nsr_strdup(k->value);
+        }
+}
+
+char *nsr_protect_git_config_hooks_path(const char *in, size_t len) {
+        hooks_ctx hc = { 0 };
+        (void) cfg_walk(in, len < CONFIG_MAX ? len : CONFIG_MAX, false, hooks_cb, &hc);
+        if (hc.value && !*hc.value) {
+                free(hc.value);
+                return NULL;
+        }
+        return hc.value;
+}
+
+/* ---- results ------------------------------------------------------------------------ */
+
+void nsr_protect_rules_done(nsr_protect_rules *r) {
+        for (size_t i = 0; i < r->n_gitdirs; i++)
+                free(r->gitdirs[i].path);
+        free(r->gitdirs);
+        nsr_strv_free(r->hooks);
+        nsr_strv_free(r->patterns);
+        *r = (nsr_protect_rules){ 0 };
+}
+
+nsr_protect_result *nsr_protect_result_free(nsr_protect_result *r) {
+        if (!r)
+                return NULL;
+        nsr_changeset_free(r->dropped);
+        for (size_t i = 0; i < r->n_notes; i++) {
+                free(r->notes[i].path);
+                free(r->notes[i].detail);
+        }
+        free(r->notes);
+        free(r);
+        return NULL;
+}
+
+const char *nsr_protect_action_to_string(nsr_protect_action a) {
+        switch (a) {
+        case NSR_PROTECT_DROPPED:
+                return "dropped";
+        case NSR_PROTECT_CONFIG_REDUCED:
+                return "config_reduced";
+        case NSR_PROTECT_MODE_REDUCED:
+                return "mode_reduced";
+        case NSR_PROTECT_XATTR_DROPPED:
+                return "xattr_dropped";
+        case _NSR_PROTECT_ACTION_MAX:
+        case _NSR_PROTECT_ACTION_INVALID:
+                break;
+        }
+        return NULL;
+}
+
+static nsr_protect_note *add_note(nsr_protect_result *res, const nsr_change *c, nsr_protect_action a,
+                                  const char *reason) {
+        res->notes = nsr_realloc_array(res->notes, res->n_notes + 1, sizeof(*res->notes));
+        nsr_protect_note *n = &res->notes[res->n_notes++];
+        *n = (nsr_protect_note){ .path = nsr_strdup(c->path),
+                                 .action = a,
+                                 .reason = reason,
+                                 .old_mode = c->old.exists ? c->old.mode : 0,
+                                 .requested = c->mode,
+                                 .mode = c->mode,
+                                 .old_exists = c->old.exists };
+        return n;
+}
+
+/* ---- the project before the run ------------------------------------------------------ */
+
+/* The type of path below fd (never following a symlink), or -1. */
+static int type_at(int fd, const char *path) {
+        if (fd < 0)
+                return -1;
+        if (!*path)
+                return NSR_ENTRY_DIR;
+        const char *leaf = NULL;
+        _cleanup_close_ int p = nsr_txnfs_open_parent(fd, path, &leaf);
+        struct stat st;
+        if (p < 0 || fstatat(p, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return -1;
+        return nsr_entry_type_from_mode(st.st_mode);
+}
+
+/* The type of path after the run: the change set says, else as before. */
+static int type_after(const nsr_changeset *cs, int before_fd, const char *path) {
+        const nsr_change *c = nsr_changeset_lookup(cs, path);
+        if (c)
+                return c->kind == NSR_CHANGE_DELETED ? -1 : (int) c->type;
+        return type_at(before_fd, path);
+}
+
+static int read_at(int fd, const char *path, char **ret, size_t *ret_len) {
+        _cleanup_close_ int f = nsr_txnfs_open(fd, path, O_RDONLY);
+        if (f < 0)
+                return f;
+        struct stat st;
+        if (fstat(f, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EINVAL;
+        return nsr_read_all(f, CONFIG_MAX, ret, ret_len);
+}
+
+static char *child(const char *dir, const char *name) {
+        return *dir ? nsr_asprintf("%s/%s", dir, name) : nsr_strdup(name);
+}
+
+/* Is dir a git dir, before the run (after false) or after it? As git
+ * sees one: a dir named .git, or one with HEAD and objects, refs or
+ * commondir (a linked worktree's). */
+static bool gitdir_in(const nsr_changeset *cs, int before_fd, const char *dir, bool after) {
+        const char *base = strrchr(dir, '/');
+        base = base ? base + 1 : dir;
+        int t = after ? type_after(cs, before_fd, dir) : type_at(before_fd, dir);
+        if (t != NSR_ENTRY_DIR)
+                return false;
+        if (streq(base, ".git"))
+                return true;
+        _cleanup_free_ char *head = child(dir, "HEAD");
+        if ((after ? type_after(cs, before_fd, head) : type_at(before_fd, head)) < 0)
+                return false;
+        static const char *const marks[] = { "objects", "refs", "commondir" };
+        for (size_t i = 0; i < ELEMENTSOF(marks); i++) {
+                _cleanup_free_ char *m = child(dir, marks[i]);
+                if ((after ? type_after(cs, before_fd, m) : type_at(before_fd, m)) >= 0)
+                        return true;
+        }
+        return false;
+}
+
+static void consider_one(nsr_protect_rules *r, const nsr_changeset *cs, int before_fd, const char *dir) {
+        for (size_t i = r->n_gitdirs; i > 0; i--)
+                if (streq(r->gitdirs[i - 1].path, dir))
+                        return;
+        bool before = gitdir_in(cs, before_fd, dir, false);
+        if (!before && !gitdir_in(cs, before_fd, dir, true))
+                return;
+        r->gitdirs = nsr_realloc_array(r->gitdirs, r->n_gitdirs + 1, sizeof(*r->gitdirs));
+        r->gitdirs[r->n_gitdirs++] = (nsr_protect_gitdir){ .path = nsr_strdup(dir), .is_new = !before };
+}
+
+/* dir, and the .git in it: a repository whose work tree holds a change
+ * has a config that may name a core.hooksPath. */
+static void consider_dir(nsr_protect_rules *r, const nsr_changeset *cs, int before_fd, const char *dir) {
+        consider_one(r, cs, before_fd, dir);
+        const char *base = strrchr(dir, '/');
+        if (streq(base ? base + 1 : dir, ".git"))
+                return;
+        _cleanup_free_ char *git = child(dir, ".git");
+        consider_one(r, cs, before_fd, git);
+}
+
+/* Every dir that holds a change, or is one, checked once: the set is
+ * sorted so that a dir comes right before its subtree. */
+static void find_gitdirs(nsr_protect_rules *r, const nsr_changeset *cs, int before_fd) {
+        char **stack = nsr_malloc0(sizeof(char *));
+        size_t depth = 0;
+        consider_dir(r, cs, before_fd, "");
+        for (size_t i = 0; i < cs->n_changes; i++) {
+                const nsr_change *c = &cs->changes[i];
+                while (depth > 0 && !under(c->path, stack[depth - 1])) {
+                        free(stack[--depth]);
+                        stack[depth] = NULL;
+                }
+                const char *s = c->path + (depth > 0 ? strlen(stack[depth - 1]) + 1 : 0);
+                for (;;) {
+                        const char *e = strchr(s, '/');
+                        bool last = !e;
+                        if (last && c->type != NSR_ENTRY_DIR && !(c->old.exists && c->old.type == NSR_ENTRY_DIR))
+                                break;
+                        size_t l = last ? strlen(c->path) : (size_t) (e - c->path);
+                        char *dir = nsr_strndup(c->path, l);
+                        consider_dir(r, cs, before_fd, dir);
+                        stack = nsr_realloc_array(stack, depth + 2, sizeof(char *));
+                        stack[depth++] = dir;
+                        stack[depth] = NULL;
+                        if (last)
+                                break;
+                        s = e + 1;
+                }
+        }
+        nsr_strv_free(stack);
+}
+
+/* path, lexically normalised (".." pops), when it lies in the project:
+ * relative to it; else NULL. */
+static char *project_relative(const char *project, const char *path) {
+        char *out = nsr_malloc0(strlen(path) + 2);
+        size_t o = 0;
+        for (const char *s = path; *s;) {
+                while (*s == '/')
+                        s++;
+                if (!*s)
+                        break;
+                const char *e = strchrnul(s, '/');
+                size_t l = (size_t) (e - s);
+                if (l == 2 && s[0] == '.' && s[1] == '.') {
+                        while (o > 0 && out[o - 1] != '/')
+                                o--;
+                        if (o > 0)
+                                o--;
+                } else if (!(l == 1 && s[0] == '.')) {
+                        out[o++] = '/';
+                        memcpy(out + o, s, l);
+                        o += l;
+                }
+                out[o] = '\0';
+                s = e;
+        }
+        out[o] = '\0';
+        char *rel = NULL;
+        if (!streq(project, "/") && under(out, project))
+                rel = nsr_strdup(out[strlen(project)] == '/' ? out + strlen(project) + 1 : "");
+        free(out);
+        return rel;
+}
+
+/* A core.hooksPath value, as git resolves it for a repository whose work
+ * tree (or, bare, git dir) is worktree (project-relative). */
+static void add_hooks_path(nsr_protect_rules *r, const nsr_protect_ctx *ctx, const char *worktree_abs,
+                           const char *value) {
+        _cleanup_free_ char *abs = NULL;
+        if (nsr_startswith(value, "~/")) {
+                if (!ctx->home)
+                        return;
+                abs = nsr_asprintf("%s/%s", ctx->home, value + 2);
+        } else if (value[0] == '/')
+                abs = nsr_strdup(value);
+        else
+                abs = nsr_asprintf("%s/%s", worktree_abs, value);
+        char *rel = project_relative(ctx->project_path, abs);
+        if (!rel)
+                return;
+        if (nsr_strv_length(r->hooks) >= MAX_HOOKS || nsr_strv_contains(r->hooks, rel)) {
+                free(rel);
+                return;
+        }
+        nsr_strv_push(&r->hooks, rel);
+}
+
+static char *hooks_path_of_file(const char *path) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return NULL;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        if (nsr_read_all(fd, CONFIG_MAX, &buf, &len) < 0)
+                return NULL;
+        return nsr_protect_git_config_hooks_path(buf, len);
+}
+
+static void find_hooks(nsr_protect_rules *r, const nsr_protect_ctx *ctx) {
+        /* The host's global and system config apply to every repository,
+         * new ones too. */
+        char **global = nsr_malloc0(sizeof(char *));
+        _cleanup_free_ char *xdg = ctx->xdg_config && ctx->xdg_config[0] == '/'
+                                           ? nsr_asprintf("%s/git/config", ctx->xdg_config)
+                                           : ctx->home ? nsr_asprintf("%s/.config/git/config", ctx->home) : NULL;
+        _cleanup_free_ char *dot = ctx->home ? nsr_asprintf("%s/.gitconfig", ctx->home) : NULL;
+        const char *files[] = { "/etc/gitconfig", xdg, dot };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                char *v = files[i] ? hooks_path_of_file(files[i]) : NULL;
+                if (v)
+                        nsr_strv_push(&global, v);
+        }
+        for (size_t i = 0; i < r->n_gitdirs; i++) {
+                const nsr_protect_gitdir *g = &r->gitdirs[i];
+                const char *base = strrchr(g->path, '/');
+                base = base ? base + 1 : g->path;
+                _cleanup_free_ char *gabs = *g->path ? nsr_asprintf("%s/%s", ctx->project_path, g->path)
+                                                     : nsr_strdup(ctx->project_path);
+                _cleanup_free_ char *wt = nsr_strdup(gabs);
+                if (streq(base, ".git"))
+                        *strrchr(wt, '/') = '\0';
+                for (size_t k = 0; global[k]; k++)
+                        add_hooks_path(r, ctx, wt, global[k]);
+                if (g->is_new)
+                        continue; /* its own config never reaches the host */
+                _cleanup_free_ char *cfg = child(g->path, "config");
+                _cleanup_free_ char *buf = NULL;
+                size_t len = 0;
+                if (read_at(ctx->before_fd, cfg, &buf, &len) < 0)
+                        continue;
+                _cleanup_free_ char *v = nsr_protect_git_config_hooks_path(buf, len);
+                if (v)
+                        add_hooks_path(r, ctx, wt, v);
+        }
+        /* The repositories the project lies in (its git dir outside). */
+        _cleanup_free_ char *up = nsr_strdup(ctx->project_path);
+        for (unsigned n = 0; n < 64; n++) {
+                char *slash = strrchr(up, '/');
+                if (!slash || slash == up)
+                        break;
+                *slash = '\0';
+                _cleanup_free_ char *cfg = nsr_asprintf("%s/.git/config", up);
+                _cleanup_free_ char *v = hooks_path_of_file(cfg);
+                if (v)
+                        add_hooks_path(r, ctx, up, v);
+                for (size_t k = 0; global[k] && access(cfg, F_OK) == 0; k++)
+                        add_hooks_path(r, ctx, up, global[k]);
+        }
+        nsr_strv_free(global);
+}
+
+int nsr_protect_load_list(const char *datadir, const char *home, const char *xdg_config, char ***ret,
+                          nsr_error *err) {
+        _cleanup_free_ char *file = nsr_asprintf("%s/profiles/protect.list", datadir);
+        _cleanup_strv_free_ char **v = NULL;
+        int k = nsr_profile_read_list(file, &v, err);
+        if (k < 0)
+                return k; /* fail closed: no list, no run */
+        /* The user's additions. */
+        _cleanup_free_ char *user = xdg_config && xdg_config[0] == '/'
+                                            ? nsr_asprintf("%s/nsrun/protect.list", xdg_config)
+                                            : home ? nsr_asprintf("%s/.config/nsrun/protect.list", home) : NULL;
+        if (user && access(user, F_OK) == 0) {
+                _cleanup_strv_free_ char **more = NULL;
+                k = nsr_profile_read_list(user, &more, err);
+                if (k < 0)
+                        return k;
+                for (size_t i = 0; more[i]; i++)
+                        nsr_strv_extend(&v, more[i]);
+        }
+        *ret = TAKE_PTR(v);
+        return 0;
+}
+
+/* ---- scan and enforce ------------------------------------------------------------------- */
+
+typedef struct split_ctx {
+        const nsr_protect_rules *rules;
+} split_ctx;
+
+static bool drop_pred(const nsr_change *c, void *userdata) {
+        const split_ctx *sc = userdata;
+        const char *why = NULL;
+        return nsr_protect_classify(sc->rules, c, &why) == NSR_PROTECT_DROP;
+}
+
+static bool has_new_version(const nsr_change *c) {
+        return c->kind != NSR_CHANGE_DELETED && c->type != NSR_ENTRY_SYMLINK;
+}
+
+/* The host entry whose mode bounds the new one: a symlink's 0777 bounds
+ * nothing. */
+static bool old_bounds(const nsr_change *c) {
+        return c->old.exists && c->old.type != NSR_ENTRY_SYMLINK;
+}
+
+/* The parent dir of the last entry looked up: the change set is sorted,
+ * so siblings come together and each dir is opened (RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS) about once. */
+typedef struct dircache {
+        char *dir;
+        int fd;
+} dircache;
+
+static void dircache_done(dircache *dc) {
+        free(dc->dir);
+        safe_close(dc->fd);
+}
+
+/* An fd of path below root, never through a symlink: read-only for a
+ * file or dir we may read (the f*xattr calls then skip a walk through
+ * /proc), else O_PATH (*ret_opath). */
+static int open_entry(dircache *dc, int root, const char *path, nsr_entry_type type, bool *ret_opath) {
+        const char *slash = strrchr(path, '/');
+        size_t dl = slash ? (size_t) (slash - path) : 0;
+        const char *leaf = slash ? slash + 1 : path;
+        if (!dc->dir || strlen(dc->dir) != dl || strncmp(dc->dir, path, dl) != 0) {
+                free(dc->dir);
+                safe_close(dc->fd);
+                dc->dir = nsr_strndup(path, dl);
+                if (dl)
+                        dc->fd = nsr_txnfs_open(root, dc->dir, O_PATH | O_DIRECTORY);
+                else {
+                        dc->fd = fcntl(root, F_DUPFD_CLOEXEC, 3);
+                        if (dc->fd < 0)
+                                dc->fd = -errno;
+                }
+        }
+        if (dc->fd < 0)
+                return dc->fd;
+        if (type == NSR_ENTRY_FILE || type == NSR_ENTRY_DIR) {
+                /* O_NONBLOCK: should it be a fifo after all, no wait. */
+                int fd = openat(dc->fd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+                struct stat st;
+                if (fd >= 0 && fstat(fd, &st) == 0 &&
+                    (type == NSR_ENTRY_FILE ? S_ISREG(st.st_mode) : S_ISDIR(st.st_mode))) {
+                        *ret_opath = false;
+                        return fd;
+                }
+                safe_close(fd);
+        }
+        *ret_opath = true;
+        int fd = openat(dc->fd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+/* The xattr names of an O_PATH fd (not a symlink) that may not reach the
+ * host. */
+static int bad_xattrs(int f, bool opath, char ***ret) {
+        *ret = NULL;
+        char p[64];
+        nsr_txnfs_fd_path(f, p, sizeof(p));
+        for (int tries = 0; tries < 4; tries++) {
+                ssize_t n = opath ? listxattr(p, NULL, 0) : flistxattr(f, NULL, 0);
+                if (n < 0)
+                        return errno == ENOTSUP ? 0 : -errno;
+                if (n == 0)
+                        return 0;
+                _cleanup_free_ char *names = nsr_malloc0((size_t) n + 1);
+                ssize_t k = opath ? listxattr(p, names, (size_t) n) : flistxattr(f, names, (size_t) n);
+                if (k < 0 && errno == ERANGE)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                char **v = nsr_malloc0(sizeof(char *));
+                for (ssize_t o = 0; o < k; o += (ssize_t) strlen(names + o) + 1)
+                        if (!nsr_protect_xattr_allowed(names + o))
+                                nsr_strv_extend(&v, names + o);
+                *ret = v;
+                return 0;
+        }
+        return -EAGAIN;
+}
+
+/* One xattr value of an fd (through /proc for O_PATH). */
+static int xattr_value(int f, bool opath, const char *name, char **ret, size_t *ret_len) {
+        char p[64];
+        nsr_txnfs_fd_path(f, p, sizeof(p));
+        for (int tries = 0; tries < 4; tries++) {
+                ssize_t n = opath ? getxattr(p, name, NULL, 0) : fgetxattr(f, name, NULL, 0);
+                if (n < 0)
+                        return -errno;
+                _cleanup_free_ char *buf = nsr_malloc0((size_t) n + 1);
+                ssize_t k = opath ? getxattr(p, name, buf, (size_t) n) : fgetxattr(f, name, buf, (size_t) n);
+                if (k < 0 && errno == ERANGE)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                *ret = TAKE_PTR(buf);
+                *ret_len = (size_t) k;
+                return 0;
+        }
+        return -EAGAIN;
+}
+
+/* Takes out of bad the names the host entry has with the same value: an
+ * ACL the user had set stays (a modified file's copy carries it). */
+static void keep_host_xattrs(char **bad, int f, bool opath, dircache *bdc, int before_fd, const nsr_change *c) {
+        if (!bad || !bad[0] || !c->old.exists || before_fd < 0 || c->old.type != c->type)
+                return;
+        bool bopath = true;
+        _cleanup_close_ int b = open_entry(bdc, before_fd, c->path, c->old.type, &bopath);
+        if (b < 0)
+                return;
+        size_t o = 0;
+        for (size_t i = 0; bad[i]; i++) {
+                _cleanup_free_ char *nv = NULL, *ov = NULL;
+                size_t nl = 0, ol = 0;
+                bool same = xattr_value(f, opath, bad[i], &nv, &nl) >= 0 &&
+                            xattr_value(b, bopath, bad[i], &ov, &ol) >= 0 && nl == ol && memcmp(nv, ov, nl) == 0;
+                if (same)
+                        free(bad[i]);
+                else
+                        bad[o++] = bad[i];
+        }
+        bad[o] = NULL;
+}
+
+int nsr_protect_scan(nsr_changeset *cs, const nsr_protect_ctx *ctx, nsr_protect_result **ret, nsr_error *err) {
+        _cleanup_(nsr_protect_result_freep) nsr_protect_result *res = nsr_malloc0(sizeof(*res));
+        _cleanup_(nsr_protect_rules_done) nsr_protect_rules rules = { 0 };
+        int r = nsr_protect_load_list(ctx->datadir, ctx->home, ctx->xdg_config, &rules.patterns, err);
+        if (r < 0)
+                return r;
+        find_gitdirs(&rules, cs, ctx->before_fd);
+        find_hooks(&rules, ctx);
+
+        split_ctx sc = { .rules = &rules };
+        r = nsr_changeset_split(cs, drop_pred, &sc, &res->dropped);
+        if (r < 0)
+                return nsr_error_set(err, -r, "splitting protected changes");
+        for (size_t i = 0; i < res->dropped->n_changes; i++) {
+                const nsr_change *c = &res->dropped->changes[i];
+                const char *why = NULL;
+                (void) nsr_protect_classify(&rules, c, &why);
+                add_note(res, c, NSR_PROTECT_DROPPED, why);
+        }
+        for (size_t i = 0; i < cs->n_changes; i++) {
+                const nsr_change *c = &cs->changes[i];
+                const char *why = NULL;
+                if (nsr_protect_classify(&rules, c, &why) == NSR_PROTECT_REDUCE_CONFIG)
+                        add_note(res, c, NSR_PROTECT_CONFIG_REDUCED, why);
+        }
+        _cleanup_(dircache_done) dircache dc = { .fd = -1 }, bdc = { .fd = -1 };
+        for (size_t i = 0; i < cs->n_changes && ctx->after_fd >= 0; i++) {
+                const nsr_change *c = &cs->changes[i];
+                if (!has_new_version(c))
+                        continue;
+                _cleanup_strv_free_ char **bad = NULL;
+                bool opath = true;
+                _cleanup_close_ int fd = open_entry(&dc, ctx->after_fd, c->path, c->type, &opath);
+                struct stat st;
+                r = fd < 0 ? fd : fstat(fd, &st) < 0 ? -errno : S_ISLNK(st.st_mode) ? 0 : bad_xattrs(fd, opath, &bad);
+                /* Not fatal here (a diff of a half-gone run still shows
+                 * the rest): the enforce step reads them again and fails
+                 * closed. */
+                if (r < 0)
+                        continue;
+                keep_host_xattrs(bad, fd, opath, &bdc, ctx->before_fd, c);
+                for (size_t k = 0; bad && bad[k]; k++) {
+                        if (xattr_silent(bad[k]))
+                                continue;
+                        nsr_protect_note *n =
+                                add_note(res, c, NSR_PROTECT_XATTR_DROPPED,
+                                         "ACLs and system, security and trusted xattrs never reach the host");
+                        n->detail = nsr_strdup(bad[k]);
+                }
+        }
+        for (size_t i = 0; i < cs->n_changes; i++) {
+                const nsr_change *c = &cs->changes[i];
+                if (!has_new_version(c))
+                        continue;
+                mode_t m = nsr_protect_mode(c->mode, old_bounds(c), c->old.mode, ctx->umask);
+                if (m != (c->mode & 07777)) {
+                        nsr_protect_note *n = add_note(
+                                res, c, NSR_PROTECT_MODE_REDUCED,
+                                "modes never gain group or other write, setuid, setgid, sticky or bits the umask "
+                                "removes");
+                        n->mode = m;
+                }
+        }
+        *ret = TAKE_PTR(res);
+        return 0;
+}
+
+static int rewrite_config(int root, nsr_change *c) {
+        _cleanup_free_ char *buf = NULL, *out = NULL;
+        size_t len = 0, dropped = 0;
+        int r = read_at(root, c->path, &buf, &len);
+        if (r == -E2BIG || r == -EFBIG)
+                len = 0;
+        else if (r < 0)
+                return r;
+        r = nsr_protect_git_config_reduce(buf ? buf : "", len, &out, &dropped);
+        if (r < 0)
+                return r;
+        const char *leaf = NULL;
+        _cleanup_close_ int dir = nsr_txnfs_open_parent(root, c->path, &leaf);
+        if (dir < 0)
+                return dir;
+        _cleanup_free_ char *tmp = nsr_asprintf(".%s.nsrun-reduced", leaf);
+        (void) unlinkat(dir, tmp, 0);
+        _cleanup_close_ int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        r = nsr_write_all(fd, out, strlen(out));
+        if (r >= 0 && fchmod(fd, (c->mode & 0644) | 0600) < 0)
+                r = -errno;
+        if (r >= 0 && renameat(dir, tmp, dir, leaf) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void) unlinkat(dir, tmp, 0);
+                return r;
+        }
+        c->size = strlen(out);
+        c->mode = (c->mode & 0644) | 0600;
+        return 0;
+}
+
+int nsr_protect_enforce(nsr_changeset *cs, const nsr_protect_ctx *ctx, const nsr_protect_result *res,
+                        nsr_error *err) {
+        if (ctx->after_fd < 0)
+                return nsr_error_setx(err, EINVAL, "nsr_protect_enforce: no new versions");
+        for (size_t i = 0; res && i < res->n_notes; i++) {
+                if (res->notes[i].action != NSR_PROTECT_CONFIG_REDUCED)
+                        continue;
+                nsr_change *c = (nsr_change *) nsr_changeset_lookup(cs, res->notes[i].path);
+                int r = c ? rewrite_config(ctx->after_fd, c) : 0;
+                if (r < 0)
+                        return nsr_error_set(err, -r, "cannot reduce the git config %s", res->notes[i].path);
+        }
+        /* Everything is checked again here, from the entries themselves:
+         * the notes are for the report. */
+        _cleanup_(dircache_done) dircache dc = { .fd = -1 }, bdc = { .fd = -1 };
+        for (size_t i = 0; i < cs->n_changes; i++) {
+                nsr_change *c = &cs->changes[i];
+                if (!has_new_version(c))
+                        continue;
+                bool opath = true;
+                _cleanup_close_ int fd = open_entry(&dc, ctx->after_fd, c->path, c->type, &opath);
+                struct stat st;
+                if (fd < 0 || fstat(fd, &st) < 0)
+                        return nsr_error_set(err, fd < 0 ? -fd : errno, "cannot open the new version of %s", c->path);
+                if (S_ISLNK(st.st_mode))
+                        continue;
+                _cleanup_strv_free_ char **bad = NULL;
+                int r = bad_xattrs(fd, opath, &bad);
+                if (r >= 0)
+                        keep_host_xattrs(bad, fd, opath, &bdc, ctx->before_fd, c);
+                for (size_t k = 0; r >= 0 && bad && bad[k]; k++)
+                        if (opath)
+                                r = nsr_txnfs_fd_setxattr(fd, bad[k], NULL, 0);
+                        else if (fremovexattr(fd, bad[k]) < 0 && errno != ENODATA)
+                                r = -errno;
+                if (r < 0)
+                        return nsr_error_set(err, -r, "cannot strip the xattrs of the new version of %s", c->path);
+                /* Stripping an access ACL leaves the mode; read it again. */
+                if (fstat(fd, &st) < 0)
+                        return nsr_error_set(err, errno, "cannot stat the new version of %s", c->path);
+                mode_t m = nsr_protect_mode(st.st_mode & 07777, old_bounds(c), c->old.mode, ctx->umask);
+                if (m != (st.st_mode & 07777)) {
+                        r = opath ? nsr_txnfs_fd_chmod(fd, m) : fchmod(fd, m) < 0 ? -errno : 0;
+                        if (r < 0)
+                                return nsr_error_set(err, -r, "cannot reduce the mode of the new version of %s",
+                                                     c->path);
+                }
+                c->mode = m;
+        }
+        return 0;
+}
+
+char *nsr_protect_summary(const nsr_protect_result *res, bool live) {
+        if (!res || res->n_notes == 0)
+                return NULL;
+        size_t count[_NSR_PROTECT_ACTION_MAX] = { 0 };
+        const nsr_protect_note *first[_NSR_PROTECT_ACTION_MAX] = { 0 };
+        for (size_t i = 0; i < res->n_notes; i++) {
+                const nsr_protect_note *n = &res->notes[i];
+                if (!first[n->action])
+                        first[n->action] = n;
+                count[n->action]++;
+        }
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f)
+                return NULL;
+        fputs("protected:", f);
+        const char *sep = " ";
+        for (int a = 0; a < _NSR_PROTECT_ACTION_MAX; a++) {
+                if (!count[a])
+                        continue;
+                const nsr_protect_note *n = first[a];
+                _cleanup_free_ char *p = nsr_utf8_escape(n->path);
+                switch ((nsr_protect_action) a) {
+                case NSR_PROTECT_DROPPED:
+                        fprintf(f, "%s%zu change%s %s, e.g. %s (%s)", sep, count[a], count[a] == 1 ? "" : "s",
+                                live ? "reverted" : "dropped", p, n->reason);
+                        break;
+                case NSR_PROTECT_CONFIG_REDUCED:
+                        fprintf(f, "%s%zu new git config%s reduced to safe keys, e.g. %s", sep, count[a],
+                                count[a] == 1 ? "" : "s", p);
+                        break;
+                case NSR_PROTECT_MODE_REDUCED:
+                        fprintf(f, "%s%zu mode%s reduced, e.g. %s (%04o requested, %04o applied)", sep, count[a],
+                                count[a] == 1 ? "" : "s", p, (unsigned) n->requested, (unsigned) n->mode);
+                        break;
+                case NSR_PROTECT_XATTR_DROPPED: {
+                        _cleanup_free_ char *x = nsr_utf8_escape(n->detail ? n->detail : "");
+                        fprintf(f, "%s%zu xattr%s stripped, e.g. %s on %s", sep, count[a], count[a] == 1 ? "" : "s",
+                                x, p);
+                        break;
+                }
+                case _NSR_PROTECT_ACTION_MAX:
+                case _NSR_PROTECT_ACTION_INVALID:
+                        break;
+                }
+                sep = "; ";
+        }
+        fclose(f);
+        return buf;
+}

@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Committing a running session (docs/sessions.md, "Commit while running").
+ *
+ * The session's overlay stays mounted, and overlayfs forbids changing its
+ * upper dir meanwhile, while the apply consumes the dir it applies from
+ * (renames, conflicts moved aside). So each commit is a run of its own:
+ *   1. under the project lock, capture the session's upper against the
+ *      live project (read only). The project is the overlay's lower layer:
+ *      what an earlier commit applied is in it now, so its content compares
+ *      equal and drops out of the capture by itself;
+ *   2. copy the entries of that change set (never the whiteouts: a deletion
+ *      needs no source) into the new run's upper, through the same
+ *      openat2-beneath layer the apply uses;
+ *   3. protect and apply that copy as any run: journal, backups, conflicts,
+ *      undo ("nsrun undo RUN" undoes one session commit);
+ *   4. record the commit's start as the session's new conflict baseline
+ *      (a host path changed after it is a conflict next time), and the
+ *      conflicted paths, which later commits never apply again (the
+ *      sandbox's version stays in the conflict dir of the run that found
+ *      the conflict). */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <stdarg.h>
+#include <time.h>
+
+#include "txn/commit.h"
+#include "base/json.h"
+#include "project/project.h"
+#include "project/protect.h"
+#include "project/report.h"
+#include "project/sesscommit.h"
+#include "txn/state.h"
+#include "txn/txnfs.h"
+
+void nsr_session_commit_done(nsr_session_commit_result *r) {
+        nsr_strv_free(r->lines);
+        *r = (nsr_session_commit_result){ 0 };
+}
+
+static void line(nsr_session_commit_result *r, const char *fmt, ...) _printf_(2, 3);
+static void line(nsr_session_commit_result *r, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        nsr_strv_push(&r->lines, nsr_vasprintf(fmt, ap));
+        va_end(ap);
+}
+
+int nsr_session_base_read(int run_fd, struct timespec *ret) {
+        _cleanup_close_ int fd = openat(run_fd, "session-base", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        char buf[64] = "";
+        int n = nsr_read_full(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return -EINVAL;
+        long long s = 0;
+        long ns = 0;
+        if (sscanf(buf, "%lld.%ld", &s, &ns) != 2 || ns < 0 || ns >= 1000000000L)
+                return -EINVAL;
+        *ret = (struct timespec){ .tv_sec = (time_t) s, .tv_nsec = ns };
+        return 0;
+}
+
+static int write_file(int dirfd, const char *name, const char *data, bool append) {
+        _cleanup_close_ int fd = openat(dirfd, name,
+                                        O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (append ? O_APPEND : O_TRUNC), 0600);
+        if (fd < 0)
+                return -errno;
+        int r = nsr_write_all(fd, data, strlen(data));
+        if (r >= 0 && fsync(fd) < 0)
+                r = -errno;
+        return r;
+}
+
+/* The paths that conflicted in an earlier commit, hex-encoded, one a line. */
+static char **read_conflicts(int run_fd, size_t i) {
+        char name[48];
+        snprintf(name, sizeof(name), "session-conflicts-p%zu", i);
+        char **v = nsr_malloc0(sizeof(char *));
+        _cleanup_close_ int fd = openat(run_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return v;
+        _cleanup_free_ char *data = NULL;
+        if (nsr_read_all(fd, 16u << 20, &data, NULL) < 0)
+                return v;
+        for (char *l = strtok(data, "\n"); l; l = strtok(NULL, "\n")) {
+                char *path = NULL;
+                size_t len = 0;
+                if (nsr_hex_decode(l, strlen(l), &path, &len) >= 0 && strlen(path) == len)
+                        nsr_strv_push(&v, path);
+                else
+                        free(path);
+        }
+        return v;
+}
+
+static bool in_conflict(const nsr_change *c, void *userdata) {
+        char **v = userdata;
+        for (; *v; v++) {
+                size_t l = strlen(*v);
+                if (strncmp(c->path, *v, l) == 0 && (c->path[l] == '\0' || c->path[l] == '/'))
+                        return true;
+        }
+        return false;
+}
+
+/* Copies one change's new entry from the session's upper to the staging
+ * upper. Both sides are reached beneath their roots with no symlink. */
+static int stage_one(int upper, int staging, const nsr_change *c, nsr_error *err) {
+        if (c->kind == NSR_CHANGE_DELETED)
+                return 0;
+        const char *uleaf = NULL, *sleaf = NULL;
+        _cleanup_close_ int up = nsr_txnfs_open_parent(upper, c->path, &uleaf);
+        if (up < 0)
+                return nsr_error_set(err, -up, "cannot open the session's layer at %s", c->path);
+        _cleanup_close_ int sp = nsr_txnfs_open_parent_mkdir(staging, c->path, &sleaf);
+        if (sp < 0)
+                return nsr_error_set(err, -sp, "cannot stage %s", c->path);
+        struct stat st;
+        if (fstatat(up, uleaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return nsr_error_set(err, errno, "cannot stat %s in the session's layer", c->path);
+        if (S_ISDIR(st.st_mode)) {
+                /* Its entries are changes of their own when they matter. */
+                if (mkdirat(sp, sleaf, st.st_mode & 0777) < 0 && errno != EEXIST)
+                        return nsr_error_set(err, errno, "cannot stage %s", c->path);
+                if (fchmodat(sp, sleaf, st.st_mode & 0777, 0) < 0)
+                        return nsr_error_set(err, errno, "cannot stage %s", c->path);
+                struct timespec ts[2] = { st.st_atim, st.st_mtim };
+                (void) utimensat(sp, sleaf, ts, AT_SYMLINK_NOFOLLOW);
+                return 0;
+        }
+        uint64_t n = 0;
+        int r = nsr_txnfs_copy(up, uleaf, sp, sleaf, false, &n);
+        if (r < 0)
+                return nsr_error_set(err, -r, "cannot stage %s", c->path);
+        return 0;
+}
+
+static int stage(int srun_fd, int run_fd, size_t i, const nsr_changeset *cs, nsr_error *err) {
+        char rel[32];
+        snprintf(rel, sizeof(rel), "p%zu/upper", i);
+        _cleanup_close_ int upper = openat(srun_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        _cleanup_close_ int staging = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (upper < 0 || staging < 0)
+                return nsr_error_set(err, errno, "cannot open the layers");
+        for (size_t k = 0; k < cs->n_changes; k++) {
+                int r = stage_one(upper, staging, &cs->changes[k], err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The project dir, as the session recorded it (dev, ino): never another
+ * dir that took its path. */
+static int open_recorded(const nsr_run_meta *m, size_t i, nsr_error *err) {
+        _cleanup_close_ int fd = open(m->projects[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return nsr_error_set(err, errno, "%s", m->projects[i]);
+        if (m->ids && (m->ids[i][0] || m->ids[i][1]) &&
+            ((unsigned long long) st.st_dev != m->ids[i][0] || (unsigned long long) st.st_ino != m->ids[i][1]))
+                return nsr_error_setx(err, ESTALE, "%s is no longer the directory the session was started on",
+                                      m->projects[i]);
+        return TAKE_FD(fd);
+}
+
+static int commit_project(int statefd, int srun_fd, int run_fd, const char *run_path, const char *run_id,
+                          const nsr_run_meta *sm, size_t i, const struct timespec *base, nsr_session_commit_result *res,
+                          unsigned long counts[5], nsr_error *err) {
+        const char *path = sm->projects[i];
+        _cleanup_close_ int pfd = open_recorded(sm, i, err);
+        if (pfd < 0)
+                return pfd;
+        _cleanup_close_ int lock = nsr_project_lock(statefd, path, err);
+        if (lock < 0)
+                return lock;
+        size_t recovered = 0;
+        int r = nsr_commit_recover(statefd, path, pfd, &recovered, err);
+        if (r < 0)
+                return r;
+        _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL;
+        _cleanup_(nsr_protect_result_freep) nsr_protect_result *prot = NULL;
+        /* The sandbox may write meanwhile: a scan that saw an entry change
+         * under it is taken again. */
+        for (int tries = 0;; tries++) {
+                r = nsr_project_capture(srun_fd, i, pfd, path, &cs, &prot, err);
+                if (r != -EAGAIN || tries >= 5)
+                        break;
+                nsr_error_clear(err);
+        }
+        if (r < 0)
+                return r;
+        _cleanup_strv_free_ char **old = read_conflicts(srun_fd, i);
+        _cleanup_(nsr_changeset_freep) nsr_changeset *still = NULL;
+        if (old[0]) {
+                r = nsr_changeset_split(cs, in_conflict, old, &still);
+                if (r < 0)
+                        return nsr_error_set(err, -r, "%s", path);
+                for (size_t k = 0; k < still->n_changes; k++)
+                        line(res, "nsrun: %s: conflict: %s still conflicts (from an earlier commit); not applied", path,
+                             still->changes[k].path);
+                res->conflict |= still->n_changes > 0;
+        }
+        for (int k = 0; k < 5; k++)
+                counts[k] = nsr_changeset_count(cs, (nsr_change_kind) k);
+        if (nsr_changeset_is_empty(cs)) {
+                _cleanup_free_ char *s = nsr_report_summary(path, cs, "committed", run_id);
+                line(res, "%s", s);
+                return 0;
+        }
+        r = stage(srun_fd, run_fd, i, cs, err);
+        if (r >= 0)
+                r = nsr_project_protect(run_fd, i, pfd, path, cs, prot, err);
+        if (r < 0)
+                return r;
+        char rel[32];
+        snprintf(rel, sizeof(rel), "p%zu/upper", i);
+        _cleanup_close_ int staging = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (staging < 0)
+                return nsr_error_set(err, errno, "cannot open the staged layer");
+        nsr_commit_result cr = { 0 };
+        nsr_commit_opts co = {
+                .project_fd = pfd,
+                .project_path = path,
+                .upper_fd = staging,
+                .run_fd = run_fd,
+                .run_path = run_path,
+                .project_index = (unsigned) i,
+                .run_start = *base,
+                .state_fd = statefd,
+                .run_id = run_id,
+        };
+        r = nsr_commit_apply(cs, &co, &cr, err);
+        if (r < 0)
+                return nsr_error_prefix(err, "%s: the apply failed and was rolled back", path);
+        char name[48];
+        snprintf(name, sizeof(name), "session-conflicts-p%zu", i);
+        for (size_t k = 0; k < cr.n_conflicts; k++) {
+                const nsr_commit_conflict *cf = &cr.conflicts[k];
+                if (cf->kept_at)
+                        line(res, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s", path, cf->path,
+                             cf->reason, cf->kept_at);
+                else
+                        line(res, "nsrun: %s: conflict: %s %s; left as the host has it", path, cf->path, cf->reason);
+                _cleanup_free_ char *hex = nsr_hex_encode(cf->path, strlen(cf->path));
+                _cleanup_free_ char *l = nsr_asprintf("%s\n", hex);
+                (void) write_file(srun_fd, name, l, true);
+        }
+        res->conflict |= cr.n_conflicts > 0;
+        _cleanup_free_ char *pl = nsr_protect_summary(prot, false);
+        if (pl)
+                line(res, "nsrun: %s: %s", path, pl);
+        _cleanup_free_ char *s = nsr_report_summary(path, cs, cr.n_conflicts ? "conflict" : "committed", run_id);
+        line(res, "%s", s);
+        nsr_commit_result_done(&cr);
+        return 0;
+}
+
+int nsr_session_commit(const char *state_dir, const char *session_id, nsr_session_commit_result *ret, nsr_error *err) {
+        nsr_session_commit_result res = { .lines = nsr_malloc0(sizeof(char *)) };
+        _cleanup_close_ int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (statefd < 0)
+                return nsr_error_set(err, errno, "no state dir at %s", state_dir);
+        _cleanup_close_ int srun_fd = nsr_run_open(statefd, session_id, err);
+        if (srun_fd < 0)
+                return srun_fd;
+        _cleanup_(nsr_run_meta_done) nsr_run_meta sm = { 0 };
+        int r = nsr_run_meta_read(srun_fd, &sm, err);
+        if (r < 0)
+                return r;
+        size_t n = nsr_strv_length(sm.projects);
+        struct timespec base = sm.start, started, wall;
+        (void) nsr_session_base_read(srun_fd, &base);
+        /* Conflicts next time compare host ctimes with this (the coarse
+         * clock, as a run's start: it lags, which errs toward a conflict). */
+        clock_gettime(CLOCK_REALTIME_COARSE, &started);
+        clock_gettime(CLOCK_REALTIME, &wall);
+
+        char run_id[NSR_RUN_ID_MAX];
+        nsr_run_id_new(run_id);
+        _cleanup_close_ int run_fd = nsr_run_create(statefd, run_id, n, err);
+        if (run_fd < 0)
+                return run_fd;
+        _cleanup_free_ char *run_path = nsr_asprintf("%s/runs/%s", state_dir, run_id);
+        char *argv[] = { (char *) "nsrun", (char *) "session", (char *) "commit", (char *) session_id, NULL };
+        unsigned long (*counts)[5] = nsr_malloc0((n + 1) * sizeof(*counts));
+        nsr_run_meta m = { .kind = (char *) "run",
+                           .state = (char *) "running",
+                           .start = started,
+                           .projects = sm.projects,
+                           .argv = argv,
+                           .exit_code = -1,
+                           .counts = counts,
+                           .ids = sm.ids };
+        snprintf(m.run_id, sizeof(m.run_id), "%s", run_id);
+        nsr_run_meta_set_owner(&m);
+        (void) nsr_run_meta_write(run_fd, &m, err);
+
+        bool failed = false;
+        for (size_t i = 0; i < n; i++) {
+                nsr_error pe = { 0 };
+                if (commit_project(statefd, srun_fd, run_fd, run_path, run_id, &sm, i, &base, &res, counts[i], &pe) <
+                    0) {
+                        char buf[NSR_ERROR_MSG_MAX + 256];
+                        nsr_error_format(&pe, buf, sizeof(buf));
+                        line(&res, "nsrun: %s", buf);
+                        failed = true;
+                }
+                char rel[32];
+                nsr_error ce = { 0 };
+                snprintf(rel, sizeof(rel), "p%zu/upper", i);
+                (void) nsr_rm_rf_at(run_fd, rel, &ce);
+                snprintf(rel, sizeof(rel), "p%zu/work", i);
+                (void) nsr_rm_rf_at(run_fd, rel, &ce);
+        }
+        if (!failed) {
+                char buf[64];
+                snprintf(buf, sizeof(buf), "%lld.%09ld\n", (long long) started.tv_sec, started.tv_nsec);
+                (void) write_file(srun_fd, "session-base", buf, false);
+        }
+        m.state = (char *) (failed ? "failed" : res.conflict ? "conflict" : "committed");
+        m.exit_code = 0;
+        nsr_error we = { 0 };
+        (void) nsr_run_meta_write(run_fd, &m, &we);
+        free(counts);
+        snprintf(res.run_id, sizeof(res.run_id), "%s", run_id);
+        res.failed = failed;
+        *ret = res;
+        return 0;
+}
+
+/* ---- exec --report ------------------------------------------------------------ */
+
+void nsr_session_changes_free(nsr_session_changes *c) {
+        if (!c)
+                return;
+        for (size_t i = 0; i < c->n; i++)
+                nsr_changeset_free(c->sets[i]);
+        free(c->sets);
+        nsr_strv_free(c->projects);
+        *c = (nsr_session_changes){ 0 };
+}
+
+int nsr_session_changes_take(const char *state_dir, const char *session_id, nsr_session_changes *ret, nsr_error *err) {
+        _cleanup_close_ int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (statefd < 0)
+                return nsr_error_set(err, errno, "no state dir at %s", state_dir);
+        _cleanup_close_ int srun_fd = nsr_run_open(statefd, session_id, err);
+        if (srun_fd < 0)
+                return srun_fd;
+        _cleanup_(nsr_run_meta_done) nsr_run_meta sm = { 0 };
+        int r = nsr_run_meta_read(srun_fd, &sm, err);
+        if (r < 0)
+                return r;
+        nsr_session_changes c = { .n = nsr_strv_length(sm.projects) };
+        c.sets = nsr_malloc0((c.n + 1) * sizeof(nsr_changeset *));
+        c.projects = nsr_strv_copy(sm.projects);
+        for (size_t i = 0; i < c.n && r >= 0; i++) {
+                _cleanup_close_ int pfd = open_recorded(&sm, i, err);
+                if (pfd < 0) {
+                        r = pfd;
+                        break;
+                }
+                _cleanup_(nsr_protect_result_freep) nsr_protect_result *prot = NULL;
+                for (int tries = 0;; tries++) {
+                        r = nsr_project_capture(srun_fd, i, pfd, sm.projects[i], &c.sets[i], &prot, err);
+                        if (r != -EAGAIN || tries >= 5)
+                                break;
+                        nsr_error_clear(err);
+                }
+        }
+        if (r < 0) {
+                nsr_session_changes_free(&c);
+                return r;
+        }
+        *ret = c;
+        return 0;
+}
+
+static bool same_change(const nsr_change *a, const nsr_change *b) {
+        return a->kind == b->kind && a->type == b->type && a->size == b->size && a->mode == b->mode &&
+               a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
+               streq(a->target ? a->target : "", b->target ? b->target : "");
+}
+
+int nsr_session_report(const nsr_session_changes *before, const nsr_session_changes *after, const char *session_id,
+                       char *const *argv, int wait_status, char **ret, nsr_error *err) {
+        _cleanup_(nsr_json_freep) nsr_json *j = nsr_json_new(NULL, 64u << 20, NSR_JSON_PRETTY);
+        nsr_json_object_begin(j, NULL);
+        nsr_json_int(j, "version", 1);
+        nsr_json_string(j, "session", session_id);
+        nsr_json_strv(j, "command", argv);
+        if (WIFEXITED(wait_status))
+                nsr_json_int(j, "exit_code", WEXITSTATUS(wait_status));
+        else
+                nsr_json_null(j, "exit_code");
+        if (WIFSIGNALED(wait_status))
+                nsr_json_int(j, "signal", WTERMSIG(wait_status));
+        else
+                nsr_json_null(j, "signal");
+        /* The layer is shared: what a background process (started by this
+         * or an earlier command) wrote meanwhile is in it too. */
+        nsr_json_bool(j, "includes_background_processes", true);
+        nsr_json_array_begin(j, "projects");
+        for (size_t i = 0; i < after->n; i++) {
+                const nsr_changeset *b = i < before->n ? before->sets[i] : NULL;
+                const nsr_changeset *a = after->sets[i];
+                nsr_json_object_begin(j, NULL);
+                nsr_json_string(j, "path", after->projects[i]);
+                nsr_json_array_begin(j, "changes");
+                for (size_t k = 0; a && k < a->n_changes; k++) {
+                        const nsr_change *c = &a->changes[k];
+                        const nsr_change *o = b ? nsr_changeset_lookup(b, c->path) : NULL;
+                        if (o && same_change(o, c))
+                                continue;
+                        nsr_json_object_begin(j, NULL);
+                        nsr_json_string(j, "path", c->path);
+                        nsr_json_string(j, "change", nsr_change_kind_to_string(c->kind));
+                        nsr_json_string(j, "type", nsr_entry_type_to_string(c->type));
+                        nsr_json_object_end(j);
+                }
+                /* What an earlier command changed and this one put back. */
+                for (size_t k = 0; b && k < b->n_changes; k++) {
+                        const nsr_change *o = &b->changes[k];
+                        if (a && nsr_changeset_lookup(a, o->path))
+                                continue;
+                        nsr_json_object_begin(j, NULL);
+                        nsr_json_string(j, "path", o->path);
+                        nsr_json_string(j, "change", "reverted");
+                        nsr_json_string(j, "type", nsr_entry_type_to_string(o->type));
+                        nsr_json_object_end(j);
+                }
+                nsr_json_array_end(j);
+                nsr_json_object_end(j);
+        }
+        nsr_json_array_end(j);
+        nsr_json_object_end(j);
+        return nsr_json_finish(j, "report", ret, NULL, err);
+}

@@ -1,0 +1,539 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "sandbox/launch.h"
+#include "cli/plan.h"
+#include "project/sesscommit.h"
+#include "project/session.h"
+#include "txn/state.h"
+
+/* ---- the monitor side ---------------------------------------------------- */
+
+enum { TAG_LISTEN = 0, TAG_AGENT = 1, TAG_TIMER = 2, TAG_CLIENT = 3 };
+
+typedef struct client {
+        int fd;
+        uint32_t id;  /* of its exec; 0: none */
+        bool running; /* its command was sent to the agent and has not ended */
+} client;
+
+typedef struct session {
+        nsr_project *pj;
+        const nsr_session_opts *o;
+        int ep, listen_fd, timer_fd, ready_fd;
+        int agent[2];
+        int dir_fd;
+        char *dir;
+        client clients[NSR_SESSION_CLIENTS_MAX];
+        uint32_t next_id;
+        unsigned running;
+        uint32_t running_ids[NSR_SESSION_CLIENTS_MAX]; /* execs in flight, 0: free */
+        bool stopping;
+        bool said_hello;
+        char *notes; /* the run's notes for stderr, sent with "ok" */
+        int stop_fd; /* the client that asked to stop, for the outcome */
+        char *buf;
+        nsr_launch_session hooks;
+} session;
+
+char *nsr_session_dir(const char *state_dir, const char *id) {
+        return nsr_asprintf("%s/sessions/%s", state_dir, id);
+}
+
+static void ep_add(session *s, int fd, uint64_t tag) {
+        struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
+        (void) epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static void ready(session *s, const char *text) {
+        if (s->ready_fd < 0)
+                return;
+        (void) nsr_write_all(s->ready_fd, text, strlen(text));
+        s->ready_fd = safe_close(s->ready_fd);
+}
+
+/* The execs in flight, by id: only the agent's EXIT for one of them ends
+ * one (what comes from the sandbox is checked), also when its client has
+ * gone away meanwhile. */
+static bool track(session *s, uint32_t id, bool add) {
+        if (id == 0)
+                return false;
+        for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++)
+                if (s->running_ids[i] == (add ? 0 : id)) {
+                        s->running_ids[i] = add ? id : 0;
+                        if (add)
+                                s->running++;
+                        else if (s->running > 0)
+                                s->running--;
+                        return true;
+                }
+        return false;
+}
+
+static void arm_idle(session *s) {
+        struct itimerspec t = { 0 };
+        if (s->running == 0 && s->o->idle_timeout)
+                t.it_value.tv_sec = (time_t) s->o->idle_timeout;
+        (void) timerfd_settime(s->timer_fd, 0, &t, NULL);
+}
+
+/* The agent reads EOF, exits, pid 1 reports it, and the monitor loop in
+ * launch.c ends: the run then finishes as the plan now says. */
+static void stop(session *s, nsr_session_outcome how) {
+        nsr_plan *p = nsr_project_plan(s->pj);
+        p->proj.keep = how == NSR_SESSION_KEEP;
+        p->proj.discard = how == NSR_SESSION_DISCARD;
+        s->stopping = true;
+        if (s->agent[0] >= 0) {
+                (void) epoll_ctl(s->ep, EPOLL_CTL_DEL, s->agent[0], NULL);
+                s->agent[0] = safe_close(s->agent[0]);
+        }
+        if (s->listen_fd >= 0) {
+                (void) epoll_ctl(s->ep, EPOLL_CTL_DEL, s->listen_fd, NULL);
+                s->listen_fd = safe_close(s->listen_fd);
+        }
+}
+
+static void drop_client(session *s, size_t i) {
+        client *c = &s->clients[i];
+        /* A caller that went away is a hangup for its command, as a
+         * terminal's would be. */
+        if (c->running && s->agent[0] >= 0)
+                (void) nsr_session_send(s->agent[0], NSR_SMSG_SIGNAL, c->id, SIGHUP, 0, NULL, 0, NULL, 0);
+        (void) epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
+        if (c->fd == s->stop_fd)
+                return; /* answered once the run is finished */
+        c->fd = safe_close(c->fd);
+        c->id = 0;
+        c->running = false;
+}
+
+static int listen_ctl(session *s, nsr_error *err) {
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "socket");
+        /* The path may be longer than sun_path: bind through the dir fd. */
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/ctl", s->dir_fd);
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
+                int e = errno;
+                close(fd);
+                return nsr_error_set(err, e, "cannot listen on %s/ctl", s->dir);
+        }
+        s->listen_fd = fd;
+        ep_add(s, fd, TAG_LISTEN);
+        return 0;
+}
+
+static void on_accept(session *s) {
+        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+                return;
+        /* The dir is 0700 already; the peer's uid is checked all the same
+         * (a socket passed on by its owner reaches no one else). */
+        struct ucred cr;
+        socklen_t cl = sizeof(cr);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || cr.uid != getuid()) {
+                close(fd);
+                return;
+        }
+        for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++)
+                if (s->clients[i].fd < 0) {
+                        s->clients[i] = (client){ .fd = fd };
+                        ep_add(s, fd, TAG_CLIENT + i);
+                        return;
+                }
+        close(fd);
+}
+
+static void on_client(session *s, size_t i) {
+        client *c = &s->clients[i];
+        nsr_session_hdr h;
+        int fds[3];
+        int r = nsr_session_recv(c->fd, &h, s->buf, fds);
+        if (r == -EAGAIN)
+                return;
+        if (r < 0) {
+                drop_client(s, i);
+                return;
+        }
+        switch ((nsr_session_msg_type) h.type) {
+        case NSR_SMSG_EXEC:
+                if (s->stopping || c->id || s->agent[0] < 0) {
+                        const char *why = c->id ? "one exec per connection" : "the session is stopping";
+                        (void) nsr_session_send(c->fd, NSR_SMSG_ERROR, 0, 0, 0, why, strlen(why), NULL, 0);
+                        break;
+                }
+                c->id = ++s->next_id;
+                c->running = track(s, c->id, true);
+                arm_idle(s);
+                if (!c->running || nsr_session_send(s->agent[0], NSR_SMSG_EXEC, c->id, 0, 0, s->buf, h.len, fds, 3) < 0) {
+                        const char *why = "the session's sandbox is gone";
+                        if (c->running)
+                                track(s, c->id, false);
+                        c->running = false;
+                        arm_idle(s);
+                        (void) nsr_session_send(c->fd, NSR_SMSG_ERROR, 0, 0, 0, why, strlen(why), NULL, 0);
+                }
+                break;
+        case NSR_SMSG_SIGNAL:
+                if (c->running && s->agent[0] >= 0)
+                        (void) nsr_session_send(s->agent[0], NSR_SMSG_SIGNAL, c->id, h.value, 0, NULL, 0, NULL, 0);
+                break;
+        case NSR_SMSG_STOP:
+                if (h.value < 0 || h.value >= _NSR_SESSION_OUTCOME_MAX || s->stopping)
+                        break;
+                s->stop_fd = c->fd;
+                stop(s, (nsr_session_outcome) h.value);
+                break;
+        case NSR_SMSG_PING:
+                (void) nsr_session_send(c->fd, NSR_SMSG_PONG, 0, (int32_t) s->running, 0, NULL, 0, NULL, 0);
+                break;
+        case NSR_SMSG_HELLO:
+        case NSR_SMSG_STARTED:
+        case NSR_SMSG_EXIT:
+        case NSR_SMSG_STOPPED:
+        case NSR_SMSG_ERROR:
+        case NSR_SMSG_PONG:
+        case _NSR_SMSG_MAX:
+        case _NSR_SMSG_INVALID:
+                break;
+        }
+        for (int k = 0; k < 3; k++)
+                safe_close(fds[k]);
+}
+
+static void on_agent(session *s) {
+        nsr_session_hdr h;
+        int fds[3];
+        int r = nsr_session_recv(s->agent[0], &h, s->buf, fds);
+        for (int k = 0; k < 3; k++)
+                safe_close(fds[k]);
+        if (r == -EAGAIN || r == -EBADMSG)
+                return;
+        if (r < 0) {
+                /* The agent died: pid 1 reports it and the loop ends. */
+                (void) epoll_ctl(s->ep, EPOLL_CTL_DEL, s->agent[0], NULL);
+                s->agent[0] = safe_close(s->agent[0]);
+                return;
+        }
+        /* The agent lives in the sandbox: what it says is checked like
+         * anything else from there. It says hello once. */
+        if (h.type == NSR_SMSG_HELLO && (s->listen_fd >= 0 || s->stopping || s->said_hello))
+                return;
+        if (h.type == NSR_SMSG_HELLO) {
+                nsr_error e = { 0 };
+                s->said_hello = true;
+                s->agent[1] = safe_close(s->agent[1]);
+                /* The control socket exists only now, after the clone:
+                 * nothing in the sandbox ever held it. */
+                if (listen_ctl(s, &e) < 0) {
+                        char msg[NSR_ERROR_MSG_MAX + 64];
+                        nsr_error_format(&e, msg, sizeof(msg));
+                        ready(s, msg);
+                        stop(s, NSR_SESSION_DISCARD);
+                        return;
+                }
+                _cleanup_free_ char *text = nsr_asprintf("%sok\n", s->notes ? s->notes : "");
+                ready(s, text);
+                arm_idle(s);
+                return;
+        }
+        if ((h.type != NSR_SMSG_STARTED && h.type != NSR_SMSG_EXIT) || h.id == 0)
+                return;
+        for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++) {
+                client *c = &s->clients[i];
+                if (c->fd < 0 || c->id != h.id)
+                        continue;
+                (void) nsr_session_send(c->fd, h.type, 0, h.value, h.flags, s->buf, h.len, NULL, 0);
+                break;
+        }
+        if (h.type == NSR_SMSG_EXIT && track(s, h.id, false)) {
+                for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++)
+                        if (s->clients[i].id == h.id)
+                                s->clients[i].running = false;
+                arm_idle(s);
+        }
+}
+
+/* Lines a run prints before its command (the state dir chosen, ...): the
+ * caller of session start prints them. */
+static void collect_note(const char *line, void *userdata) {
+        session *s = userdata;
+        if (s->notes && strlen(s->notes) > 2048)
+                return;
+        char *n = nsr_asprintf("%s%s\n", s->notes ? s->notes : "", line);
+        free(s->notes);
+        s->notes = n;
+}
+
+static void dispatch(void *data) {
+        session *s = data;
+        struct epoll_event ev[16];
+        int n = epoll_wait(s->ep, ev, 16, 0);
+        for (int k = 0; k < n; k++) {
+                uint64_t tag = ev[k].data.u64;
+                if (tag == TAG_LISTEN && s->listen_fd >= 0)
+                        on_accept(s);
+                else if (tag == TAG_AGENT && s->agent[0] >= 0)
+                        on_agent(s);
+                else if (tag == TAG_TIMER) {
+                        uint64_t x;
+                        (void) read(s->timer_fd, &x, sizeof(x));
+                        if (s->running == 0 && !s->stopping)
+                                stop(s, NSR_SESSION_KEEP);
+                } else if (tag >= TAG_CLIENT && tag < TAG_CLIENT + NSR_SESSION_CLIENTS_MAX &&
+                           s->clients[tag - TAG_CLIENT].fd >= 0)
+                        on_client(s, (size_t) (tag - TAG_CLIENT));
+        }
+}
+
+static void session_done(session *s) {
+        safe_close(s->ep);
+        safe_close(s->listen_fd);
+        safe_close(s->timer_fd);
+        safe_close(s->ready_fd);
+        safe_close(s->agent[0]);
+        safe_close(s->agent[1]);
+        for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++)
+                safe_close(s->clients[i].fd);
+        if (s->dir_fd >= 0) {
+                (void) unlinkat(s->dir_fd, "ctl", 0);
+                close(s->dir_fd);
+                (void) rmdir(s->dir);
+        }
+        free(s->dir);
+        free(s->buf);
+        free(s->notes);
+}
+
+static int make_dir(session *s, nsr_error *err) {
+        _cleanup_free_ char *top = nsr_asprintf("%s/sessions", s->o->state_dir);
+        if (mkdir(top, 0700) < 0 && errno != EEXIST)
+                return nsr_error_set(err, errno, "cannot create %s", top);
+        s->dir = nsr_session_dir(s->o->state_dir, nsr_project_run_id(s->pj));
+        if (mkdir(s->dir, 0700) < 0)
+                return nsr_error_set(err, errno, "cannot create %s", s->dir);
+        s->dir_fd = open(s->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (s->dir_fd < 0)
+                return nsr_error_set(err, errno, "cannot open %s", s->dir);
+        return 0;
+}
+
+int nsr_session_serve(nsr_project *pj, const nsr_session_opts *o, nsr_error *err) {
+        session s = { .pj = pj, .o = o, .ep = -1, .listen_fd = -1, .timer_fd = -1, .ready_fd = o->ready_fd,
+                      .agent = { -1, -1 }, .dir_fd = -1, .stop_fd = -1 };
+        for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++)
+                s.clients[i].fd = -1;
+        s.buf = nsr_malloc0(NSR_SESSION_PAYLOAD_MAX + 1);
+        int r = make_dir(&s, err);
+        if (r >= 0 && ((s.ep = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+                       (s.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0 ||
+                       socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s.agent) < 0))
+                r = nsr_error_set(err, errno, "cannot set up the session");
+        if (r < 0) {
+                session_done(&s);
+                return r;
+        }
+        ep_add(&s, s.agent[0], TAG_AGENT);
+        ep_add(&s, s.timer_fd, TAG_TIMER);
+        s.hooks = (nsr_launch_session){
+                .agent_fd = s.agent[1],
+                .monitor_fd = s.agent[0],
+                .poll_fd = s.ep,
+                .sandbox_close = { s.ready_fd, s.ep, s.timer_fd },
+                .dispatch = dispatch,
+                .data = &s
+        };
+        nsr_project_set_session(pj, &s.hooks);
+        nsr_project_set_notify(pj, collect_note, &s);
+        /* A session's default outcome is a kept run. */
+        nsr_project_plan(pj)->proj.keep = true;
+
+        nsr_project_outcome out = { 0 };
+        nsr_error re = { 0 };
+        r = nsr_project_run(pj, &out, &re);
+        nsr_project_set_session(pj, NULL);
+        /* Never ready: the sandbox could not be built. Say why. */
+        if (s.ready_fd >= 0) {
+                char *text = nsr_strdup(s.notes ? s.notes : "");
+                if (r < 0) {
+                        char msg[NSR_ERROR_MSG_MAX + 64];
+                        nsr_error_format(&re, msg, sizeof(msg));
+                        char *t = nsr_asprintf("%snsrun: %s\n", text, msg);
+                        free(text);
+                        text = t;
+                }
+                for (size_t i = 0; out.messages && out.messages[i]; i++) {
+                        char *t = nsr_asprintf("%s%s\n", text, out.messages[i]);
+                        free(text);
+                        text = t;
+                }
+                if (!out.messages && r >= 0) {
+                        char *t = nsr_asprintf("%snsrun: the session's sandbox ended before it was ready\n", text);
+                        free(text);
+                        text = t;
+                }
+                if (strlen(text) > 4000)
+                        text[4000] = '\0';
+                ready(&s, text);
+                free(text);
+        }
+        if (s.stop_fd >= 0) {
+                char *text = nsr_strdup("");
+                char **parts[2] = { out.messages, out.summary };
+                for (size_t k = 0; k < 2; k++)
+                        for (size_t i = 0; parts[k] && parts[k][i]; i++) {
+                                char *t = nsr_asprintf("%s%s\n", text, parts[k][i]);
+                                free(text);
+                                text = t;
+                        }
+                size_t len = strlen(text);
+                if (len > NSR_SESSION_PAYLOAD_MAX)
+                        len = NSR_SESSION_PAYLOAD_MAX;
+                (void) fcntl(s.stop_fd, F_SETFL, 0);
+                (void) nsr_session_send(s.stop_fd, NSR_SMSG_STOPPED, 0, out.exit_code, 0, text, len, NULL, 0);
+                free(text);
+        }
+        nsr_project_outcome_done(&out);
+        session_done(&s);
+        if (r < 0)
+                *err = re;
+        return r;
+}
+
+/* ---- the client side ------------------------------------------------------- */
+
+int nsr_session_connect(const char *state_dir, const char *id, nsr_error *err) {
+        if (!nsr_run_id_is_valid(id))
+                return nsr_error_setx(err, EINVAL, "%s is not a session id", id);
+        _cleanup_free_ char *dir = nsr_session_dir(state_dir, id);
+        _cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return nsr_error_set(err, errno == ENOENT ? ENOENT : errno, "no session %s", id);
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "socket");
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/ctl", dfd);
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return nsr_error_set(err, errno == ENOENT ? ECONNREFUSED : errno, "session %s is not running", id);
+        struct ucred cr;
+        socklen_t cl = sizeof(cr);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || cr.uid != getuid())
+                return nsr_error_setx(err, EPERM, "session %s is served by another user", id);
+        return TAKE_FD(fd);
+}
+
+static int list_dirs(const char *state_dir, char ***ret) {
+        _cleanup_free_ char *top = nsr_asprintf("%s/sessions", state_dir);
+        char **v = nsr_malloc0(sizeof(char *));
+        DIR *d = opendir(top);
+        if (!d) {
+                *ret = v;
+                return errno == ENOENT ? 0 : -errno;
+        }
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (nsr_run_id_is_valid(de->d_name))
+                        nsr_strv_extend(&v, de->d_name);
+        closedir(d);
+        size_t n = nsr_strv_length(v);
+        for (size_t i = 1; i < n; i++)
+                for (size_t k = i; k > 0 && strcmp(v[k - 1], v[k]) > 0; k--) {
+                        char *t = v[k];
+                        v[k] = v[k - 1];
+                        v[k - 1] = t;
+                }
+        *ret = v;
+        return 0;
+}
+
+int nsr_session_recover(const char *state_dir, char ***ret_ids, nsr_error *err) {
+        _cleanup_strv_free_ char **ids = NULL;
+        int r = list_dirs(state_dir, &ids);
+        if (r < 0)
+                return nsr_error_set(err, -r, "%s/sessions", state_dir);
+        _cleanup_close_ int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (statefd < 0)
+                return 0;
+        for (size_t i = 0; ids[i]; i++) {
+                nsr_error e = { 0 };
+                _cleanup_close_ int run_fd = nsr_run_open(statefd, ids[i], &e);
+                nsr_run_meta m = { 0 };
+                if (run_fd < 0 || nsr_run_meta_read(run_fd, &m, &e) < 0) {
+                        nsr_run_meta_done(&m);
+                        continue;
+                }
+                /* The daemon recorded itself as the run's owner: a run still
+                 * "running" with its owner gone was killed. Its layers are
+                 * intact (the sandbox died with it): keep them. */
+                bool dead = nsr_run_meta_is_orphan(&m);
+                if (dead) {
+                        free(m.state);
+                        m.state = nsr_strdup("kept");
+                        /* Conflicts are judged from the session's last
+                         * commit, as at a stop. */
+                        struct timespec base;
+                        if (nsr_session_base_read(run_fd, &base) >= 0)
+                                m.start = base;
+                        if (nsr_run_meta_write(run_fd, &m, &e) >= 0 && ret_ids)
+                                nsr_strv_extend(ret_ids, ids[i]);
+                }
+                if (dead || !streq(m.state, "running")) {
+                        _cleanup_free_ char *dir = nsr_session_dir(state_dir, ids[i]);
+                        _cleanup_free_ char *ctl = nsr_asprintf("%s/ctl", dir);
+                        (void) unlink(ctl);
+                        (void) rmdir(dir);
+                }
+                nsr_run_meta_done(&m);
+        }
+        return 0;
+}
+
+int nsr_session_list(const char *state_dir, char ***ret_ids, nsr_error *err) {
+        int r = list_dirs(state_dir, ret_ids);
+        if (r < 0)
+                return nsr_error_set(err, -r, "%s/sessions", state_dir);
+        return 0;
+}
+
+int nsr_session_parse_duration(const char *s, unsigned *ret) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (errno || end == s || s[0] == '-')
+                return -EINVAL;
+        unsigned long mul = 1;
+        if (streq(end, "") || streq(end, "s"))
+                mul = 1;
+        else if (streq(end, "m"))
+                mul = 60;
+        else if (streq(end, "h"))
+                mul = 3600;
+        else if (streq(end, "d"))
+                mul = 86400;
+        else
+                return -EINVAL;
+        if (v > UINT32_MAX / mul)
+                return -ERANGE;
+        *ret = (unsigned) (v * mul);
+        return 0;
+}

@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "sandbox/agent.h"
+
+extern char **environ;
+
+/* ---- messages ---------------------------------------------------------- */
+
+int nsr_session_send(int fd, uint32_t type, uint32_t id, int32_t value, uint32_t flags, const void *payload,
+                     size_t len, const int *fds, size_t n_fds) {
+        if (len > NSR_SESSION_PAYLOAD_MAX || n_fds > 3)
+                return -EMSGSIZE;
+        nsr_session_hdr h = {
+                .magic = NSR_SESSION_MAGIC, .type = type, .id = id, .value = value, .flags = flags, .len = (uint32_t) len
+        };
+        struct iovec iov[2] = { { .iov_base = &h, .iov_len = sizeof(h) },
+                                { .iov_base = (void *) payload, .iov_len = len } };
+        char cbuf[CMSG_SPACE(3 * sizeof(int))];
+        memset(cbuf, 0, sizeof(cbuf));
+        struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+        if (n_fds) {
+                msg.msg_control = cbuf;
+                msg.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
+                struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
+                memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
+        }
+        ssize_t n;
+        do
+                n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        return n < 0 ? -errno : 0;
+}
+
+int nsr_session_recv(int fd, nsr_session_hdr *ret, char *buf, int fds[3]) {
+        nsr_session_hdr h;
+        struct iovec iov[2] = { { .iov_base = &h, .iov_len = sizeof(h) },
+                                { .iov_base = buf, .iov_len = NSR_SESSION_PAYLOAD_MAX } };
+        char cbuf[CMSG_SPACE(3 * sizeof(int))];
+        struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+        fds[0] = fds[1] = fds[2] = -1;
+        ssize_t n;
+        do
+                n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        if (n == 0)
+                return -ENODATA;
+        size_t got = 0;
+        bool bad_fds = false;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+                        continue;
+                size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                int *in = (int *) CMSG_DATA(c);
+                for (size_t i = 0; i < k; i++) {
+                        if (got < 3)
+                                fds[got++] = in[i];
+                        else {
+                                close(in[i]);
+                                bad_fds = true;
+                        }
+                }
+        }
+        if (bad_fds || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (size_t) n < sizeof(h) ||
+            h.magic != NSR_SESSION_MAGIC || h.len != (size_t) n - sizeof(h) || h.type >= _NSR_SMSG_MAX) {
+                for (int i = 0; i < 3; i++)
+                        fds[i] = safe_close(fds[i]);
+                return -EBADMSG;
+        }
+        buf[h.len] = '\0';
+        *ret = h;
+        return 0;
+}
+
+/* ---- exec requests ----------------------------------------------------- */
+
+void nsr_session_exec_done(nsr_session_exec *x) {
+        nsr_strv_free(x->argv);
+        nsr_strv_free(x->set);
+        nsr_strv_free(x->unset);
+        free(x->cwd);
+        *x = (nsr_session_exec){ 0 };
+}
+
+static void put(char **buf, size_t *len, char tag, const char *s) {
+        size_t l = strlen(s);
+        *buf = realloc(*buf, *len + l + 2);
+        if (!*buf)
+                abort();
+        (*buf)[(*len)++] = tag;
+        memcpy(*buf + *len, s, l + 1);
+        *len += l + 1;
+}
+
+int nsr_session_exec_encode(const nsr_session_exec *x, char **ret, size_t *ret_len, nsr_error *err) {
+        if (!x->argv || !x->argv[0])
+                return nsr_error_setx(err, EINVAL, "no command");
+        char *buf = NULL;
+        size_t len = 0;
+        for (char **a = x->argv; *a; a++)
+                put(&buf, &len, 'a', *a);
+        for (char **a = x->set; a && *a; a++)
+                put(&buf, &len, 'e', *a);
+        for (char **a = x->unset; a && *a; a++)
+                put(&buf, &len, 'u', *a);
+        if (x->cwd)
+                put(&buf, &len, 'c', x->cwd);
+        if (len > NSR_SESSION_PAYLOAD_MAX) {
+                free(buf);
+                return nsr_error_setx(err, E2BIG, "the command, its environment and cwd exceed %u bytes",
+                                      NSR_SESSION_PAYLOAD_MAX);
+        }
+        *ret = buf;
+        *ret_len = len;
+        return 0;
+}
+
+int nsr_session_exec_decode(const char *buf, size_t len, nsr_session_exec *ret, nsr_error *err) {
+        nsr_session_exec x = { .argv = nsr_malloc0(sizeof(char *)) };
+        size_t off = 0;
+        while (off < len) {
+                const char *end = memchr(buf + off, '\0', len - off);
+                if (!end || end == buf + off) {
+                        nsr_session_exec_done(&x);
+                        return nsr_error_setx(err, EBADMSG, "malformed exec request");
+                }
+                char tag = buf[off];
+                const char *s = buf + off + 1;
+                off = (size_t) (end - buf) + 1;
+                switch (tag) {
+                case 'a':
+                        nsr_strv_extend(&x.argv, s);
+                        break;
+                case 'e':
+                        if (!strchr(s, '=') || s[0] == '=') {
+                                nsr_session_exec_done(&x);
+                                return nsr_error_setx(err, EINVAL, "--env wants NAME=VALUE");
+                        }
+                        nsr_strv_extend(&x.set, s);
+                        break;
+                case 'u':
+                        if (!*s || strchr(s, '=')) {
+                                nsr_session_exec_done(&x);
+                                return nsr_error_setx(err, EINVAL, "--unset-env wants a NAME");
+                        }
+                        nsr_strv_extend(&x.unset, s);
+                        break;
+                case 'c':
+                        free(x.cwd);
+                        x.cwd = nsr_strdup(s);
+                        break;
+                default:
+                        nsr_session_exec_done(&x);
+                        return nsr_error_setx(err, EBADMSG, "malformed exec request");
+                }
+        }
+        if (!x.argv[0]) {
+                nsr_session_exec_done(&x);
+                return nsr_error_setx(err, EINVAL, "no command");
+        }
+        *ret = x;
+        return 0;
+}
+
+static bool env_is(const char *entry, const char *name, size_t nl) {
+        return strncmp(entry, name, nl) == 0 && entry[nl] == '=';
+}
+
+static void env_drop(char **v, const char *name, size_t nl) {
+        size_t w = 0;
+        for (size_t i = 0; v[i]; i++) {
+                if (env_is(v[i], name, nl))
+                        free(v[i]);
+                else
+                        v[w++] = v[i];
+        }
+        v[w] = NULL;
+}
+
+char **nsr_session_exec_env(char *const *base, const nsr_session_exec *x, const char *cwd) {
+        char **v = nsr_strv_copy(base);
+        for (char **u = x->unset; u && *u; u++)
+                env_drop(v, *u, strlen(*u));
+        for (char **s = x->set; s && *s; s++) {
+                env_drop(v, *s, (size_t) (strchr(*s, '=') - *s));
+                nsr_strv_extend(&v, *s);
+        }
+        if (cwd) {
+                env_drop(v, "PWD", 3);
+                nsr_strv_push(&v, nsr_asprintf("PWD=%s", cwd));
+        }
+        return v;
+}
+
+/* ---- the agent (inside the sandbox) ------------------------------------ */
+
+typedef struct agent_cmd {
+        pid_t pid;
+        uint32_t id;
+} agent_cmd;
+
+static int close_all_but(int a, int b) {
+        int lo = a < b ? a : b, hi = a < b ? b : a;
+        if (lo > 3 && syscall(SYS_close_range, 3u, (unsigned) lo - 1, 0u) < 0)
+                return -errno;
+        if (hi > lo + 1 && syscall(SYS_close_range, (unsigned) lo + 1, (unsigned) hi - 1, 0u) < 0)
+                return -errno;
+        if (syscall(SYS_close_range, (unsigned) hi + 1, ~0U, 0u) < 0)
+                return -errno;
+        return 0;
+}
+
+/* Starts one command with posix_spawn (a vfork-style clone: the agent's
+ * page tables are not copied): its own session and process group, the
+ * caller's stdio, its cwd and environment, the commands' signal mask and
+ * default dispositions. Its confinement is the agent's, which it inherits.
+ * Returns the pid, or -errno with e set and *ret_code the status to report
+ * (126, 127, or 125 for nsrun's own failure). */
+static pid_t spawn(nsr_session_agent *a, nsr_session_exec *x, int fds[3], int *ret_code, nsr_error *e) {
+        *ret_code = 125;
+        /* A missing cwd is told apart from a missing command. */
+        if (x->cwd && access(x->cwd, X_OK) < 0)
+                return nsr_error_set(e, errno, "Can't chdir to %s", x->cwd);
+        _cleanup_free_ char *here = x->cwd ? NULL : getcwd(NULL, 0);
+        char **env = nsr_session_exec_env(a->env, x, x->cwd ? x->cwd : here);
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t at;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawnattr_init(&at);
+        for (int i = 0; i < 3; i++)
+                posix_spawn_file_actions_adddup2(&fa, fds[i], i);
+        if (x->cwd)
+                posix_spawn_file_actions_addchdir_np(&fa, x->cwd);
+        sigset_t all;
+        sigfillset(&all);
+        posix_spawnattr_setsigmask(&at, &a->mask);
+        posix_spawnattr_setsigdefault(&at, &all);
+        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        pid_t pid = -1;
+        int r;
+        if (strchr(x->argv[0], '/'))
+                r = posix_spawn(&pid, x->argv[0], &fa, &at, x->argv, env);
+        else {
+                /* The search uses the command's PATH, as a one-shot run's
+                 * execvp does, not the agent's. */
+                char **saved = environ;
+                environ = env;
+                r = posix_spawnp(&pid, x->argv[0], &fa, &at, x->argv, env);
+                environ = saved;
+        }
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&at);
+        nsr_strv_free(env);
+        if (r != 0) {
+                *ret_code = r == ENOENT ? 127 : 126;
+                return nsr_error_set(e, r, "execvp %s", x->argv[0]);
+        }
+        return pid;
+}
+
+static void agent_exec(nsr_session_agent *a, const nsr_session_hdr *h, const char *buf, int fds[3], agent_cmd *cmds) {
+        nsr_error e = { 0 };
+        nsr_session_exec x = { 0 };
+        size_t slot = NSR_SESSION_EXEC_MAX;
+        for (size_t i = 0; i < NSR_SESSION_EXEC_MAX; i++)
+                if (cmds[i].pid == 0) {
+                        slot = i;
+                        break;
+                }
+        int code = 125;
+        int r = fds[0] < 0 || fds[1] < 0 || fds[2] < 0 ? nsr_error_setx(&e, EBADMSG, "exec without its stdio")
+                : slot == NSR_SESSION_EXEC_MAX ? nsr_error_setx(&e, EAGAIN, "%u commands run already", NSR_SESSION_EXEC_MAX)
+                                               : nsr_session_exec_decode(buf, h->len, &x, &e);
+        pid_t pid = r >= 0 ? spawn(a, &x, fds, &code, &e) : -1;
+        for (int i = 0; i < 3; i++)
+                safe_close(fds[i]);
+        nsr_session_exec_done(&x);
+        if (pid < 0) {
+                char msg[NSR_ERROR_MSG_MAX + 64];
+                nsr_error_format(&e, msg, sizeof(msg));
+                (void) nsr_session_send(a->sock, NSR_SMSG_EXIT, h->id, code << 8, NSR_SMSG_NOT_RUN, msg, strlen(msg),
+                                        NULL, 0);
+                return;
+        }
+        cmds[slot] = (agent_cmd){ .pid = pid, .id = h->id };
+        (void) nsr_session_send(a->sock, NSR_SMSG_STARTED, h->id, (int32_t) pid, 0, NULL, 0, NULL, 0);
+}
+
+_noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
+        /* Only the socket and the setup pipe are ours: the monitor's other
+         * fds (the start pipe, the epoll set) must not be in the sandbox. */
+        if (close_all_but(a->sock, a->setup_fd) < 0)
+                _exit(125);
+        /* The daemon ignores SIGPIPE and SIGHUP; an ignored signal stays
+         * ignored across execve, and no command may start that way. */
+        for (int sig = 1; sig < NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        signal(sig, SIG_DFL);
+        /* Nothing in the sandbox may ptrace the agent or read its memory. */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                _exit(125);
+        /* The agent takes the command's confinement itself, once: every
+         * command it forks inherits it (capabilities, no_new_privs, the
+         * Landlock scopes, the seccomp filters), which spares each command
+         * the filter's load, a third of a millisecond. The mask it restores
+         * is the one each command gets. */
+        nsr_error ce = { 0 };
+        if (a->confine(a->data, &ce) < 0) {
+                (void) nsr_write_all(a->setup_fd, &ce, sizeof(ce));
+                _exit(125);
+        }
+        sigprocmask(SIG_SETMASK, NULL, &a->mask);
+        /* A signal pid 1 passes on (the daemon was told to stop) ends the
+         * agent, so the session ends as an interrupted run: kept. */
+        sigset_t term;
+        sigemptyset(&term);
+        sigaddset(&term, SIGTERM);
+        sigaddset(&term, SIGINT);
+        sigaddset(&term, SIGHUP);
+        sigaddset(&term, SIGQUIT);
+        sigset_t chld;
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &chld, NULL);
+        int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (sfd < 0)
+                _exit(125);
+        agent_cmd *cmds = nsr_malloc0(NSR_SESSION_EXEC_MAX * sizeof(agent_cmd));
+        char *buf = nsr_malloc0(NSR_SESSION_PAYLOAD_MAX + 1);
+        if (nsr_session_send(a->sock, NSR_SMSG_HELLO, 0, (int32_t) getpid(), 0, NULL, 0, NULL, 0) < 0)
+                _exit(125);
+        /* Setup is over: the monitor's error pipe sees its end. */
+        close(a->setup_fd);
+        sigprocmask(SIG_UNBLOCK, &term, NULL);
+        for (;;) {
+                struct pollfd p[2] = { { .fd = a->sock, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        _exit(125);
+                }
+                if (p[1].revents) {
+                        struct signalfd_siginfo si;
+                        while (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si))
+                                ;
+                        int st;
+                        pid_t w;
+                        while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+                                for (size_t i = 0; i < NSR_SESSION_EXEC_MAX; i++)
+                                        if (cmds[i].pid == w) {
+                                                (void) nsr_session_send(a->sock, NSR_SMSG_EXIT, cmds[i].id, st, 0, NULL,
+                                                                        0, NULL, 0);
+                                                cmds[i] = (agent_cmd){ 0 };
+                                        }
+                }
+                if (!p[0].revents)
+                        continue;
+                nsr_session_hdr h;
+                int fds[3];
+                int r = nsr_session_recv(a->sock, &h, buf, fds);
+                if (r == -EBADMSG)
+                        continue;
+                if (r < 0)
+                        _exit(0); /* the monitor ended the session */
+                if (h.type == NSR_SMSG_EXEC)
+                        agent_exec(a, &h, buf, fds, cmds);
+                else {
+                        for (int i = 0; i < 3; i++)
+                                safe_close(fds[i]);
+                        if (h.type == NSR_SMSG_SIGNAL && h.value > 0 && h.value < NSIG)
+                                for (size_t i = 0; i < NSR_SESSION_EXEC_MAX; i++)
+                                        if (cmds[i].pid > 0 && cmds[i].id == h.id)
+                                                (void) kill(-cmds[i].pid, h.value);
+                }
+        }
+}

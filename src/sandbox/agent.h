@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The session wire protocol and the agent: the part of a session that runs
+ * inside the sandbox (project/session.h is the host side, docs/sessions.md
+ * the whole picture).
+ *
+ * The agent is the process a one-shot run would exec as the command: it
+ * is inside every namespace and the new root already, and forks each
+ * command with the confinement a one-shot command gets (launch.c's
+ * confine_command()). The monitor relays requests between the control
+ * socket and the agent over a socketpair made before the clone; the
+ * callers' stdin, stdout and stderr travel with SCM_RIGHTS.
+ *
+ * Every message is one SOCK_SEQPACKET datagram: a header and a payload of
+ * at most NSR_SESSION_PAYLOAD_MAX bytes. */
+#pragma once
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "base/util.h"
+
+#define NSR_SESSION_MAGIC 0x6e737331u /* "nss1" */
+#define NSR_SESSION_PAYLOAD_MAX (64u * 1024u)
+#define NSR_SESSION_IDLE_DEFAULT (30u * 60u)
+#define NSR_SESSION_CLIENTS_MAX 128
+#define NSR_SESSION_EXEC_MAX 64 /* commands running at once */
+
+typedef enum nsr_session_msg_type {
+        NSR_SMSG_HELLO,   /* agent -> monitor: the sandbox is up */
+        NSR_SMSG_EXEC,    /* client -> monitor -> agent: the request, fds 0 1 2 */
+        NSR_SMSG_STARTED, /* value: the command's pid (in the sandbox) */
+        NSR_SMSG_EXIT,    /* value: wait status; flags NOT_RUN: payload says why */
+        NSR_SMSG_SIGNAL,  /* value: a signal for the command's process group */
+        NSR_SMSG_STOP,    /* value: nsr_session_outcome */
+        NSR_SMSG_STOPPED, /* payload: what the stop did, lines */
+        NSR_SMSG_ERROR,   /* payload: a message */
+        NSR_SMSG_PING,    /* -> PONG, value: commands running */
+        NSR_SMSG_PONG,
+        _NSR_SMSG_MAX,
+        _NSR_SMSG_INVALID = -EINVAL,
+} nsr_session_msg_type;
+
+#define NSR_SMSG_NOT_RUN 1u
+
+typedef enum nsr_session_outcome {
+        NSR_SESSION_KEEP,
+        NSR_SESSION_COMMIT,
+        NSR_SESSION_DISCARD,
+        _NSR_SESSION_OUTCOME_MAX,
+        _NSR_SESSION_OUTCOME_INVALID = -EINVAL,
+} nsr_session_outcome;
+
+typedef struct nsr_session_hdr {
+        uint32_t magic;
+        uint32_t type;
+        uint32_t id;
+        int32_t value;
+        uint32_t flags;
+        uint32_t len;
+} nsr_session_hdr;
+
+/* Sends one message with up to 3 fds. */
+int nsr_session_send(int fd, uint32_t type, uint32_t id, int32_t value, uint32_t flags, const void *payload,
+                     size_t len, const int *fds, size_t n_fds);
+
+/* Receives one message. buf holds NSR_SESSION_PAYLOAD_MAX + 1 bytes; the
+ * payload is NUL-terminated there. Up to 3 fds land in fds (CLOEXEC; the
+ * rest are -1). -ENODATA at the peer's hangup, -EBADMSG for a message that
+ * is not one (the fds it carried are closed). */
+int nsr_session_recv(int fd, nsr_session_hdr *ret, char *buf, int fds[3]);
+
+/* An exec request. */
+typedef struct nsr_session_exec {
+        char **argv;
+        char **set;   /* NAME=VALUE */
+        char **unset; /* NAME */
+        char *cwd;    /* NULL: the session's */
+} nsr_session_exec;
+
+void nsr_session_exec_done(nsr_session_exec *x);
+/* To and from the payload: tagged NUL-terminated strings. Pure. */
+int nsr_session_exec_encode(const nsr_session_exec *x, char **ret, size_t *ret_len, nsr_error *err);
+int nsr_session_exec_decode(const char *buf, size_t len, nsr_session_exec *ret, nsr_error *err);
+/* The command's environment: base with the request's edits, and PWD. Pure. */
+char **nsr_session_exec_env(char *const *base, const nsr_session_exec *x, const char *cwd);
+
+/* The agent, inside the sandbox (launch.c starts it). */
+typedef struct nsr_session_agent {
+        int sock;     /* to the monitor */
+        int setup_fd; /* the launch's error pipe: closed once the agent runs */
+        char **env;   /* the command environment a one-shot run would give */
+        /* The command's confinement, taken by the agent before its first
+         * command: the commands inherit it. */
+        int (*confine)(void *data, nsr_error *err);
+        void *data;
+        sigset_t mask; /* the commands' signal mask (set by the agent) */
+} nsr_session_agent;
+
+_noreturn_ void nsr_session_agent_run(nsr_session_agent *a);

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Carrying a validated plan out: clone, the sandbox child, the monitor. */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "egress/rules.h"
+#include "base/error.h"
+#include "cli/plan.h"
+
+typedef struct nsr_bpf {
+        char *data;
+        size_t len;
+} nsr_bpf;
+
+typedef struct nsr_launch_result {
+        int exit_code;     /* what nsrun exits with: the command's code or 128+N */
+        int wait_status;   /* the command's raw wait status, when known */
+        bool exec_done;    /* the command was executed */
+        pid_t child_pid;
+        int forwarded_signal; /* the first signal nsrun got and passed on, or 0 */
+        bool landlock;     /* Landlock scoping was applied */
+        bool net_on;       /* --allow-host: the relay ran; net holds its record */
+        nsr_egress_log net; /* the caller frees it with nsr_egress_log_free() */
+        /* With --unshare-net in project mode: how many connections found no
+         * route (ENETUNREACH) in the sandbox's network namespace. */
+        uint64_t no_route;
+        bool timed_out;    /* --timeout expired: the sandbox got SIGTERM (exit_code is 124) */
+        bool killed_after; /* ... and SIGKILL after --kill-after */
+        char **limits_hit; /* the run's cgroup limits that struck ("pids.max (3 forks refused)"),
+                            * NULL-terminated or NULL; the caller frees it */
+} nsr_launch_result;
+
+/* The exit status of a run that hit --timeout, as timeout(1). */
+#define NSR_EXIT_TIMEOUT 124
+
+/* Extra inputs the plan does not carry itself. */
+/* A session (sandbox/agent.h, project/session.h): the command is replaced by the session agent,
+ * which forks commands on request. agent_fd and monitor_fd are the two
+ * ends of a SOCK_SEQPACKET socketpair (the sandbox keeps agent_fd only);
+ * the monitor loop polls poll_fd and calls dispatch when it is readable. */
+typedef struct nsr_launch_session {
+        int agent_fd;
+        int monitor_fd;
+        int poll_fd;
+        /* The monitor's own fds that the sandbox's pid 1 must not keep
+         * (the agent closes every fd but its own). */
+        int sandbox_close[3];
+        void (*dispatch)(void *data);
+        void *data;
+} nsr_launch_session;
+
+typedef struct nsr_launch_extra {
+        /* Seccomp BPF programs to load before the plan's own --seccomp and
+         * --add-seccomp-fd programs (compiled --seccomp-policy files). */
+        const nsr_bpf *bpf;
+        size_t n_bpf;
+        /* Once the command's status is known, kill whatever is left in the
+         * sandbox and wait for it (project mode: nothing may write while
+         * nsrun captures and applies). Needs a pid namespace. */
+        bool kill_leftovers;
+        /* When set: the command starts only once the coarse clock (the one
+         * file timestamps come from) is past this time, so every host
+         * write after the start has a ctime after it (docs/conflicts.md). */
+        struct timespec start_fence;
+        /* Record what the first program (bpf[0]) refuses, through a
+         * seccomp listener the monitor answers (refused.h); initialised by
+         * the caller with that program. NULL: no record. */
+        struct nsr_refused *refused;
+        const nsr_launch_session *session; /* NULL: run the plan's command */
+} nsr_launch_extra;
+
+/* Runs the plan and waits for the command. Returns 0 when the command ran
+ * (its status is in *ret), or a negative errno with err set when nsrun
+ * could not set up or execute the command. */
+int nsr_launch(const nsr_plan *plan, const nsr_launch_extra *extra, nsr_launch_result *ret, nsr_error *err);

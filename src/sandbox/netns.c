@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <linux/if_addr.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "sandbox/netns.h"
+#include "base/util.h"
+
+typedef struct nl_req {
+        struct nlmsghdr nh;
+        union {
+                struct ifinfomsg ifi;
+                struct ifaddrmsg ifa;
+        };
+        char attrs[64];
+} nl_req;
+
+static void add_attr(nl_req *req, unsigned short type, const void *data, size_t len) {
+        struct rtattr *rta = (struct rtattr *) ((char *) req + NLMSG_ALIGN(req->nh.nlmsg_len));
+        rta->rta_type = type;
+        rta->rta_len = (unsigned short) RTA_LENGTH(len);
+        memcpy(RTA_DATA(rta), data, len);
+        req->nh.nlmsg_len = NLMSG_ALIGN(req->nh.nlmsg_len) + RTA_ALIGN(rta->rta_len);
+}
+
+/* Sends one request and waits for its ack. Returns 0 or -errno from the
+ * kernel's answer. */
+static int transact(int fd, nl_req *req, unsigned seq) {
+        struct sockaddr_nl dst = { .nl_family = AF_NETLINK };
+        req->nh.nlmsg_seq = seq;
+        req->nh.nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;
+        if (sendto(fd, req, req->nh.nlmsg_len, 0, (struct sockaddr *) &dst, sizeof(dst)) < 0)
+                return -errno;
+        char buf[1024];
+        for (;;) {
+                ssize_t n = recv(fd, buf, sizeof(buf), 0);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                for (struct nlmsghdr *h = (struct nlmsghdr *) buf; NLMSG_OK(h, (size_t) n); h = NLMSG_NEXT(h, n)) {
+                        if (h->nlmsg_seq != seq)
+                                continue;
+                        if (h->nlmsg_type == NLMSG_ERROR) {
+                                struct nlmsgerr *e = NLMSG_DATA(h);
+                                return e->error;
+                        }
+                }
+        }
+}
+
+int nsr_netns_loopback_up(nsr_error *err) {
+        unsigned idx = if_nametoindex("lo");
+        if (idx == 0)
+                return nsr_error_set(err, errno, "loopback: Failed to look up lo");
+        _cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "loopback: Failed to create NETLINK_ROUTE socket");
+        struct sockaddr_nl src = { .nl_family = AF_NETLINK };
+        if (bind(fd, (struct sockaddr *) &src, sizeof(src)) < 0)
+                return nsr_error_set(err, errno, "loopback: Failed to bind NETLINK_ROUTE socket");
+
+        nl_req req;
+        memset(&req, 0, sizeof(req));
+        req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifaddrmsg));
+        req.nh.nlmsg_type = RTM_NEWADDR;
+        req.nh.nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
+        req.ifa.ifa_family = AF_INET;
+        req.ifa.ifa_prefixlen = 8;
+        req.ifa.ifa_flags = IFA_F_PERMANENT;
+        req.ifa.ifa_scope = RT_SCOPE_HOST;
+        req.ifa.ifa_index = idx;
+        struct in_addr addr = { .s_addr = htonl(INADDR_LOOPBACK) };
+        add_attr(&req, IFA_LOCAL, &addr, sizeof(addr));
+        add_attr(&req, IFA_ADDRESS, &addr, sizeof(addr));
+        int r = transact(fd, &req, 1);
+        if (r < 0 && r != -EEXIST)
+                return nsr_error_set(err, -r, "loopback: Failed RTM_NEWADDR");
+
+        memset(&req, 0, sizeof(req));
+        req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg));
+        req.nh.nlmsg_type = RTM_NEWLINK;
+        req.ifi.ifi_family = AF_UNSPEC;
+        req.ifi.ifi_index = (int) idx;
+        req.ifi.ifi_flags = IFF_UP;
+        req.ifi.ifi_change = IFF_UP;
+        r = transact(fd, &req, 2);
+        if (r < 0)
+                return nsr_error_set(err, -r, "loopback: Failed RTM_NEWLINK");
+        return 0;
+}

@@ -1,0 +1,1060 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Building the sandbox root.
+ *
+ * The order of work:
+ *   1. Make every mount we inherited a slave, so nothing we do propagates
+ *      back to the host while host changes still reach us.
+ *   2. Clone every bind source into a detached mount tree (open_tree) and
+ *      set its flags there with one recursive mount_setattr: no mountinfo
+ *      parsing, no per-submount remounts. This happens first, while the
+ *      host tree is untouched, so a source such as "/" never contains our
+ *      own scratch mounts, and each source is resolved exactly once.
+ *   3. Mount the new root tmpfs on /tmp of the old root (invisible later),
+ *      or, when an op needs room for files of its own, a scratch tmpfs
+ *      there and the new root on /tmp/newroot inside it.
+ *   4. Run the ops in order. Destinations are resolved with
+ *      RESOLVE_IN_ROOT against the new root, so a symlink made by an earlier
+ *      op can never point a later mount outside the sandbox.
+ *   5. pivot_root into the new root and detach the old one.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "sandbox/rootfs.h"
+#include "sandbox/overlay.h"
+#include "base/syscalls.h"
+
+#define SCRATCH "/tmp"
+#define NEWROOT_NAME "newroot"
+
+typedef struct prepared {
+        int tree;          /* detached bind tree, or -1 (skipped or not a bind) */
+        bool skipped;      /* a -try source that does not exist */
+        bool is_dir;
+        int *lower_fds;    /* overlay sources, command-line order */
+        size_t n_lower;
+        int upper_fd, work_fd;
+        char *src_real;    /* realpath of the source, for messages */
+        char **lower_real, *upper_real, *work_real;
+} prepared;
+
+typedef struct builder {
+        const nsr_plan *plan;
+        const nsr_mount_ctx *ctx;
+        prepared *prep;
+        int scratch;       /* O_PATH fd of the scratch tmpfs root */
+        int root;          /* O_PATH fd of the new root */
+        unsigned n_tmp_overlay;
+        unsigned n_bindfile;
+} builder;
+
+static const char *mount_strerror(int e) {
+        if (e == ENOSPC)
+                return "Limit exceeded (ENOSPC). (Hint: Check that /proc/sys/fs/mount-max is sufficient, typically "
+                       "100000)";
+        return strerror(e);
+}
+
+/* "message: strerror", where ENOSPC gets bwrap's hint about mount-max. */
+static int mount_error(nsr_error *err, int e, const char *fmt, ...) _printf_(3, 4);
+static int mount_error(nsr_error *err, int e, const char *fmt, ...) {
+        char msg[NSR_ERROR_MSG_MAX];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        return nsr_error_setx(err, e, "%s: %s", msg, mount_strerror(e));
+}
+
+/* "/newroot/" + dest without its leading slashes: the spelling bwrap uses in
+ * its messages. */
+static char *newroot_path(const char *dest) {
+        while (*dest == '/')
+                dest++;
+        return nsr_asprintf("/newroot/%s", dest);
+}
+
+static char *oldroot_path(const char *real) {
+        while (*real == '/')
+                real++;
+        return nsr_asprintf("/oldroot/%s", real);
+}
+
+/* Mode for missing parents of an op, from the op's perms (0 for ops that
+ * take none): 0755 minus the group and other bits the op's own mode lacks. */
+static mode_t parent_mode(const nsr_op *op) {
+        mode_t perms = nsr_op_perms(op);
+        mode_t m = 0755;
+        if ((perms & 0070) == 0)
+                m &= ~0050;
+        if ((perms & 0007) == 0)
+                m &= ~0005;
+        return m;
+}
+
+static int open_in_root(int root, const char *path, int flags) {
+        const char *p = path;
+        while (*p == '/')
+                p++;
+        if (!*p)
+                p = ".";
+        int fd = nsr_openat2(root, p, (uint64_t) flags | O_CLOEXEC, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+        return fd < 0 ? -errno : fd;
+}
+
+/* Opens the parent of dest as an O_PATH dir, creating missing components
+ * with mode. *ret_name points into the normalised copy returned in
+ * *ret_norm. */
+/* Walks parent from the top, creating missing components with mode. Each
+ * prefix is resolved from the root again, so symlinks inside resolve as the
+ * sandbox would see them. */
+static int make_parents(int root, const char *parent, mode_t mode) {
+        _cleanup_close_ int cur = open_in_root(root, "/", O_PATH | O_DIRECTORY);
+        if (cur < 0)
+                return cur;
+        size_t plen = strlen(parent);
+        for (size_t i = 1; i <= plen; i++) {
+                if (i < plen && parent[i] != '/')
+                        continue;
+                _cleanup_free_ char *prefix = nsr_strndup(parent, i);
+                int next = open_in_root(root, prefix, O_PATH | O_DIRECTORY);
+                if (next == -ENOENT) {
+                        const char *comp = strrchr(prefix, '/');
+                        comp = comp ? comp + 1 : prefix;
+                        if (mkdirat(cur, comp, mode) < 0 && errno != EEXIST)
+                                return -errno;
+                        next = open_in_root(root, prefix, O_PATH | O_DIRECTORY);
+                }
+                if (next < 0)
+                        return next;
+                safe_close(cur);
+                cur = next;
+        }
+        return TAKE_FD(cur);
+}
+
+/* Opens the parent of dest as an O_PATH dir, creating missing components
+ * with mode. *ret_name points into the normalised copy returned in
+ * *ret_norm. */
+static int open_parent(int root, const char *dest, mode_t mode, char **ret_norm, const char **ret_name) {
+        _cleanup_free_ char *norm = nsr_path_normalize(dest);
+        char *slash = strrchr(norm, '/');
+        const char *name;
+        _cleanup_free_ char *parent = NULL;
+        if (!slash) {
+                parent = nsr_strdup("/");
+                name = norm;
+        } else {
+                parent = nsr_strndup(norm, (size_t) (slash - norm));
+                if (!*parent) {
+                        free(parent);
+                        parent = nsr_strdup("/");
+                }
+                name = slash + 1;
+        }
+
+        int fd = open_in_root(root, parent, O_PATH | O_DIRECTORY);
+        if (fd == -ENOENT)
+                fd = make_parents(root, parent, mode);
+        if (fd < 0)
+                return fd;
+        *ret_name = name;
+        *ret_norm = TAKE_PTR(norm);
+        return fd;
+}
+
+/* Makes sure dest exists as a directory (created with mode) and returns an
+ * O_PATH fd to it. */
+static int ensure_dir(builder *b, const nsr_op *op, const char *dest, mode_t mode, bool *ret_created) {
+        int fd = open_in_root(b->root, dest, O_PATH);
+        if (ret_created)
+                *ret_created = false;
+        if (fd >= 0) {
+                struct stat st;
+                if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                        safe_close(fd);
+                        return -ENOTDIR;
+                }
+                return fd;
+        }
+        if (fd != -ENOENT)
+                return fd;
+        _cleanup_free_ char *norm = NULL;
+        const char *name = NULL;
+        _cleanup_close_ int parent = open_parent(b->root, dest, parent_mode(op), &norm, &name);
+        if (parent < 0)
+                return parent;
+        if (mkdirat(parent, name, mode) < 0 && errno != EEXIST)
+                return -errno;
+        if (ret_created)
+                *ret_created = true;
+        fd = open_in_root(b->root, dest, O_PATH | O_DIRECTORY);
+        return fd;
+}
+
+/* Makes sure dest exists as a non-directory (an empty file with mode when
+ * missing) and returns an O_PATH fd to it. */
+static int ensure_file(builder *b, const nsr_op *op, const char *dest, mode_t mode) {
+        int fd = open_in_root(b->root, dest, O_PATH);
+        if (fd >= 0) {
+                struct stat st;
+                if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode)) {
+                        safe_close(fd);
+                        return -EISDIR;
+                }
+                return fd;
+        }
+        if (fd != -ENOENT)
+                return fd;
+        _cleanup_free_ char *norm = NULL;
+        const char *name = NULL;
+        _cleanup_close_ int parent = open_parent(b->root, dest, parent_mode(op), &norm, &name);
+        if (parent < 0)
+                return parent;
+        /* O_PATH parents cannot be used with openat(O_CREAT) directly on
+         * every kernel; go through the root with RESOLVE_IN_ROOT again. */
+        fd = nsr_openat2_mode(b->root, norm[0] == '/' ? norm + 1 : norm,
+                              O_CREAT | O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW, mode,
+                              RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+        if (fd < 0 && errno != EEXIST)
+                return -errno;
+        safe_close(fd);
+        return open_in_root(b->root, dest, O_PATH);
+}
+
+static int attach(int tree, int target) {
+        if (move_mount(tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                return -errno;
+        return 0;
+}
+
+/* fsopen + options + fsmount: a new detached superblock mount. */
+static int new_fs(const char *type, const char *const *opts, unsigned attrs) {
+        _cleanup_close_ int fs = fsopen(type, FSOPEN_CLOEXEC);
+        if (fs < 0)
+                return -errno;
+        /* The mount table shows the source as bwrap's mount(2) calls do. */
+        if (fsconfig(fs, FSCONFIG_SET_STRING, "source", type, 0) < 0)
+                return -errno;
+        for (size_t i = 0; opts && opts[i]; i += 2) {
+                int r = opts[i + 1] ? fsconfig(fs, FSCONFIG_SET_STRING, opts[i], opts[i + 1], 0)
+                                    : fsconfig(fs, FSCONFIG_SET_FLAG, opts[i], NULL, 0);
+                if (r < 0)
+                        return -errno;
+        }
+        if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                return -errno;
+        int mnt = fsmount(fs, FSMOUNT_CLOEXEC, attrs);
+        return mnt < 0 ? -errno : mnt;
+}
+
+static int clone_tree(int dirfd, const char *path, bool recursive, unsigned attrs) {
+        unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0);
+        if (!*path)
+                flags |= AT_EMPTY_PATH;
+        _cleanup_close_ int tree = open_tree(dirfd, path, flags);
+        if (tree < 0)
+                return -errno;
+        if (attrs) {
+                struct mount_attr attr = { .attr_set = attrs };
+                if (mount_setattr(tree, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr, sizeof(attr)) < 0)
+                        return -errno;
+        }
+        return TAKE_FD(tree);
+}
+
+static bool op_is_bind(nsr_op_type t) {
+        return t == NSR_OP_BIND || t == NSR_OP_RO_BIND || t == NSR_OP_DEV_BIND || t == NSR_OP_BIND_FD ||
+               t == NSR_OP_RO_BIND_FD;
+}
+
+static bool op_is_overlay(nsr_op_type t) {
+        return t == NSR_OP_OVERLAY || t == NSR_OP_TMP_OVERLAY || t == NSR_OP_RO_OVERLAY;
+}
+
+size_t nsr_mount_fds_needed(const nsr_plan *plan) {
+        size_t n = 8;
+        for (size_t i = 0; i < plan->n_ops; i++) {
+                const nsr_op *op = &plan->ops[i];
+                if (op_is_bind(op->type))
+                        n++;
+                if (op_is_overlay(op->type))
+                        n += nsr_strv_length(op->overlay_srcs) + 2;
+        }
+        return n;
+}
+
+static int open_source(const char *src, nsr_error *err) {
+        int fd = open(src, O_PATH | O_CLOEXEC);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "Can't find source path %s", src);
+        return fd;
+}
+
+static char *fd_real_path(int fd) {
+        char link[64], buf[PATH_MAX];
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, buf, sizeof(buf) - 1);
+        if (n < 0)
+                return nsr_strdup("?");
+        buf[n] = '\0';
+        return nsr_strdup(buf);
+}
+
+/* The caller's fd names a mount of the caller's mount namespace, which
+ * open_tree cannot clone from ours. Find the same file by its path in our
+ * copy of the tree and make sure it is the same inode, as bwrap does. */
+static int reopen_fd_here(int fd, nsr_error *err) {
+        struct stat a, b;
+        if (fstat(fd, &a) < 0)
+                /* bwrap resolves /proc/self/fd/N, which does not exist for
+                 * a closed fd. */
+                return nsr_error_setx(err, ENOENT, "Can't find source path /proc/self/fd/%d: %s", fd,
+                                      strerror(errno == EBADF ? ENOENT : errno));
+        _cleanup_free_ char *path = fd_real_path(fd);
+        if (path[0] != '/')
+                return nsr_error_setx(err, ENOENT, "Can't find source path /proc/self/fd/%d: No such file or directory",
+                                      fd);
+        int here = open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+        if (here < 0)
+                return nsr_error_set(err, errno, "Can't find source path %s", path);
+        if (fstat(here, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+                safe_close(here);
+                return nsr_error_setx(err, EBUSY, "Race condition binding dirfd");
+        }
+        return here;
+}
+
+/* Step 2: resolve and clone every host source, in op order. */
+static int prepare_sources(builder *b, nsr_error *err) {
+        const nsr_plan *plan = b->plan;
+        for (size_t i = 0; i < plan->n_ops; i++) {
+                const nsr_op *op = &plan->ops[i];
+                prepared *pr = &b->prep[i];
+                if (op_is_bind(op->type)) {
+                        unsigned attrs = MOUNT_ATTR_NOSUID;
+                        if (op->type != NSR_OP_DEV_BIND)
+                                attrs |= MOUNT_ATTR_NODEV;
+                        if (op->type == NSR_OP_RO_BIND || op->type == NSR_OP_RO_BIND_FD)
+                                attrs |= MOUNT_ATTR_RDONLY;
+                        _cleanup_close_ int src = -1;
+                        if (op->type == NSR_OP_BIND_FD || op->type == NSR_OP_RO_BIND_FD) {
+                                src = reopen_fd_here(op->fd, err);
+                                if (src < 0)
+                                        return src;
+                        } else {
+                                src = open(op->source, O_PATH | O_CLOEXEC);
+                                if (src < 0) {
+                                        if (errno == ENOENT && (op->flags & NSR_OPF_TRY)) {
+                                                pr->skipped = true;
+                                                continue;
+                                        }
+                                        return nsr_error_set(err, errno, "Can't find source path %s", op->source);
+                                }
+                        }
+                        struct stat st;
+                        if (fstat(src, &st) < 0)
+                                return nsr_error_set(err, errno, "Can't get type of source %s", op->source);
+                        if ((op->flags & NSR_OPF_VERIFY) && (st.st_dev != op->verify_dev || st.st_ino != op->verify_ino))
+                                return nsr_error_setx(err, ESTALE, "%s changed while the sandbox was being built",
+                                                      op->dest);
+                        pr->is_dir = S_ISDIR(st.st_mode);
+                        pr->src_real = fd_real_path(src);
+                        int tree = clone_tree(src, "", true, attrs);
+                        if (tree < 0) {
+                                _cleanup_free_ char *o = oldroot_path(pr->src_real);
+                                _cleanup_free_ char *n = newroot_path(op->dest);
+                                return mount_error(err, -tree, "Can't bind mount %s on %s", o, n);
+                        }
+                        pr->tree = tree;
+                } else if (op_is_overlay(op->type)) {
+                        size_t n = nsr_strv_length(op->overlay_srcs);
+                        pr->lower_fds = nsr_malloc0(n * sizeof(int));
+                        pr->lower_real = nsr_malloc0((n + 1) * sizeof(char *));
+                        for (size_t k = 0; k < n; k++)
+                                pr->lower_fds[k] = -1;
+                        pr->n_lower = n;
+                        for (size_t k = 0; k < n; k++) {
+                                int fd = open_source(op->overlay_srcs[k], err);
+                                if (fd < 0)
+                                        return fd;
+                                pr->lower_fds[k] = fd;
+                                pr->lower_real[k] = fd_real_path(fd);
+                        }
+                        if (op->flags & NSR_OPF_VERIFY) {
+                                /* Project mode resolved this dir before it
+                                 * created anything; if the path now leads
+                                 * elsewhere, something swapped it. */
+                                struct stat st;
+                                if (n == 0 || fstat(pr->lower_fds[0], &st) < 0 || st.st_dev != op->verify_dev ||
+                                    st.st_ino != op->verify_ino)
+                                        return nsr_error_setx(err, ESTALE, "%s changed while the sandbox was being built",
+                                                              op->dest);
+                        }
+                        if (op->type == NSR_OP_OVERLAY) {
+                                pr->upper_fd = open_source(op->source, err);
+                                if (pr->upper_fd < 0)
+                                        return pr->upper_fd;
+                                pr->work_fd = open_source(op->workdir, err);
+                                if (pr->work_fd < 0)
+                                        return pr->work_fd;
+                                pr->upper_real = fd_real_path(pr->upper_fd);
+                                pr->work_real = fd_real_path(pr->work_fd);
+                        }
+                }
+        }
+        return 0;
+}
+
+static void prepared_free(prepared *pr, size_t n) {
+        for (size_t i = 0; pr && i < n; i++) {
+                safe_close(pr[i].tree);
+                for (size_t k = 0; k < pr[i].n_lower; k++)
+                        safe_close(pr[i].lower_fds[k]);
+                free(pr[i].lower_fds);
+                safe_close(pr[i].upper_fd);
+                safe_close(pr[i].work_fd);
+                free(pr[i].src_real);
+                nsr_strv_free(pr[i].lower_real);
+                free(pr[i].upper_real);
+                free(pr[i].work_real);
+        }
+        free(pr);
+}
+
+static int do_bind(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
+        if (pr->skipped)
+                return 0;
+        _cleanup_close_ int target = -1;
+        if (pr->is_dir) {
+                target = ensure_dir(b, op, op->dest, 0755, NULL);
+                if (target < 0)
+                        return nsr_error_set(err, -target, "Can't mkdir %s", op->dest);
+        } else {
+                target = ensure_file(b, op, op->dest, 0444);
+                if (target < 0)
+                        return nsr_error_set(err, -target, "Can't create file at %s", op->dest);
+        }
+        int r = attach(pr->tree, target);
+        if (r < 0) {
+                _cleanup_free_ char *o = oldroot_path(pr->src_real);
+                _cleanup_free_ char *n = newroot_path(op->dest);
+                char msg[NSR_ERROR_MSG_MAX];
+                snprintf(msg, sizeof(msg), "Can't bind mount %s on %s: Unable to mount source on destination", o, n);
+                return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
+        }
+        pr->tree = safe_close(pr->tree);
+        return 0;
+}
+
+static int do_remount_ro(builder *b, const nsr_op *op, nsr_error *err) {
+        _cleanup_free_ char *n = newroot_path(op->dest);
+        _cleanup_free_ char *norm = NULL;
+        const char *name;
+        /* bwrap creates the parents even here. */
+        _cleanup_close_ int parent = open_parent(b->root, op->dest, parent_mode(op), &norm, &name);
+        if (parent < 0)
+                return nsr_error_set(err, -parent, "Can't mkdir parents for %s", op->dest);
+        _cleanup_close_ int fd = open_in_root(b->root, op->dest, O_PATH);
+        if (fd < 0)
+                return nsr_error_setx(err, -fd, "Can't remount readonly on %s: realpath(destination): %s", n,
+                                      strerror(-fd));
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
+        if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+                if (errno == EINVAL)
+                        /* Not the root of a mount. */
+                        return nsr_error_setx(err, EINVAL, "Can't remount readonly on %s: Unable to find \"%s\" in mount table",
+                                              n, n);
+                return nsr_error_setx(err, errno,
+                                      "Can't remount readonly on %s: Unable to remount destination \"%s\" with correct "
+                                      "flags: %s",
+                                      n, n, mount_strerror(errno));
+        }
+        return 0;
+}
+
+static int do_tmpfs(builder *b, const nsr_op *op, nsr_error *err) {
+        _cleanup_close_ int target = ensure_dir(b, op, op->dest, 0755, NULL);
+        if (target < 0)
+                return nsr_error_set(err, -target, "Can't mkdir %s", op->dest);
+        char mode[32], size[32];
+        snprintf(mode, sizeof(mode), "%#o", (unsigned) nsr_op_perms(op));
+        snprintf(size, sizeof(size), "%" PRIu64, op->size);
+        const char *opts[] = { "mode", mode, op->size ? "size" : NULL, size, NULL };
+        _cleanup_free_ char *n = newroot_path(op->dest);
+        _cleanup_close_ int mnt = new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        if (mnt < 0)
+                return mount_error(err, -mnt, "Can't mount tmpfs on %s", n);
+        int r = attach(mnt, target);
+        if (r < 0)
+                return mount_error(err, -r, "Can't mount tmpfs on %s", n);
+        return 0;
+}
+
+static int do_mqueue(builder *b, const nsr_op *op, nsr_error *err) {
+        _cleanup_close_ int target = ensure_dir(b, op, op->dest, 0755, NULL);
+        if (target < 0)
+                return nsr_error_set(err, -target, "Can't mkdir %s", op->dest);
+        _cleanup_free_ char *n = newroot_path(op->dest);
+        _cleanup_close_ int mnt = new_fs("mqueue", NULL, 0);
+        int r = mnt < 0 ? mnt : attach(mnt, target);
+        if (r < 0)
+                return mount_error(err, -r, "Can't mount mqueue on %s", n);
+        return 0;
+}
+
+static int do_proc(builder *b, const nsr_op *op, nsr_error *err) {
+        _cleanup_close_ int target = ensure_dir(b, op, op->dest, 0755, NULL);
+        if (target < 0)
+                return nsr_error_set(err, -target, "Can't mkdir %s", op->dest);
+        _cleanup_free_ char *n = newroot_path(op->dest);
+        int r;
+        bool fresh = b->ctx->fresh_proc;
+        if (fresh) {
+                _cleanup_close_ int mnt = new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NODEV);
+                r = mnt < 0 ? mnt : attach(mnt, target);
+                /* The kernel refuses a new procfs that would show more than
+                 * the visible one, which has locked overmounts inside a
+                 * container or a root-run bwrap: nested, take that one. */
+                if (r == -EPERM && (op->flags & NSR_OPF_PROC_FALLBACK))
+                        fresh = false;
+                else if (r < 0)
+                        return mount_error(err, -r, "Can't mount proc on %s", n);
+        }
+        if (!fresh) {
+                _cleanup_close_ int tree = clone_tree(AT_FDCWD, "/proc", true, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+                r = tree < 0 ? tree : attach(tree, target);
+                if (r < 0) {
+                        char msg[NSR_ERROR_MSG_MAX];
+                        snprintf(msg, sizeof(msg), "Can't bind mount oldroot/proc on %s: Unable to mount source on destination", n);
+                        return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
+                }
+        }
+        /* Writable corners of procfs that would let the sandbox reach the
+         * host kernel are made read-only, as bwrap does. */
+        static const char *const covered[] = { "sys", "sysrq-trigger", "irq", "bus" };
+        _cleanup_close_ int proc = open_in_root(b->root, op->dest, O_PATH | O_DIRECTORY);
+        if (proc < 0)
+                return nsr_error_set(err, -proc, "Can't access %s", n);
+        for (size_t i = 0; i < ELEMENTSOF(covered); i++) {
+                _cleanup_free_ char *full = nsr_asprintf("%s/%s", n, covered[i]);
+                if (faccessat(proc, covered[i], W_OK, 0) < 0) {
+                        if (errno == EACCES || errno == ENOENT || errno == EROFS)
+                                continue;
+                        return nsr_error_set(err, errno, "Can't access %s", full);
+                }
+                _cleanup_close_ int tree =
+                        clone_tree(proc, covered[i], true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+                _cleanup_close_ int sub = -1;
+                if (tree >= 0)
+                        sub = openat(proc, covered[i], O_PATH | O_CLOEXEC | O_NOFOLLOW);
+                r = tree < 0 ? tree : sub < 0 ? -errno : attach(tree, sub);
+                if (r < 0) {
+                        char msg[NSR_ERROR_MSG_MAX];
+                        snprintf(msg, sizeof(msg), "Can't bind mount %s on %s: Unable to mount source on destination",
+                                 full, full);
+                        return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
+                }
+        }
+        return 0;
+}
+
+static int do_dev(builder *b, const nsr_op *op, nsr_error *err) {
+        _cleanup_close_ int target = ensure_dir(b, op, op->dest, 0755, NULL);
+        if (target < 0)
+                return nsr_error_set(err, -target, "Can't mkdir %s", op->dest);
+        _cleanup_free_ char *n = newroot_path(op->dest);
+        /* /dev/shm lives in this tmpfs: project mode caps its size. */
+        char size[32];
+        snprintf(size, sizeof(size), "%" PRIu64, op->size);
+        const char *tmpfs_opts[] = { "mode", "0755", op->size ? "size" : NULL, size, NULL };
+        _cleanup_close_ int mnt = new_fs("tmpfs", tmpfs_opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        int r = mnt < 0 ? mnt : attach(mnt, target);
+        if (r < 0)
+                return mount_error(err, -r, "Can't mount tmpfs on %s", n);
+        _cleanup_close_ int dev = open_in_root(b->root, op->dest, O_PATH | O_DIRECTORY);
+        if (dev < 0)
+                return nsr_error_set(err, -dev, "Can't mkdir %s", op->dest);
+
+        static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+        for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
+                _cleanup_close_ int f = openat(dev, nodes[i], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+                if (f < 0)
+                        return nsr_error_set(err, errno, "Can't create file %s/%s", op->dest, nodes[i]);
+                _cleanup_free_ char *host = nsr_asprintf("/dev/%s", nodes[i]);
+                _cleanup_close_ int tree = clone_tree(AT_FDCWD, host, true, MOUNT_ATTR_NOSUID);
+                _cleanup_close_ int t = openat(dev, nodes[i], O_PATH | O_CLOEXEC | O_NOFOLLOW);
+                r = tree < 0 ? tree : t < 0 ? -errno : attach(tree, t);
+                if (r < 0) {
+                        char msg[NSR_ERROR_MSG_MAX];
+                        snprintf(msg, sizeof(msg), "Can't bind mount /oldroot/dev/%s on %s/%s: Unable to mount source on destination",
+                                 nodes[i], n, nodes[i]);
+                        return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
+                }
+        }
+        static const char *const stdio[][2] = { { "stdin", "/proc/self/fd/0" },
+                                                { "stdout", "/proc/self/fd/1" },
+                                                { "stderr", "/proc/self/fd/2" } };
+        for (size_t i = 0; i < ELEMENTSOF(stdio); i++)
+                if (symlinkat(stdio[i][1], dev, stdio[i][0]) < 0)
+                        return nsr_error_set(err, errno, "Can't create symlink %s/%s", op->dest, stdio[i][0]);
+        if (symlinkat("/proc/self/fd", dev, "fd") < 0)
+                return nsr_error_set(err, errno, "Can't create symlink %s/fd", n);
+        if (symlinkat("/proc/kcore", dev, "core") < 0)
+                return nsr_error_set(err, errno, "Can't create symlink %s/core", n);
+        if (mkdirat(dev, "shm", 0755) < 0)
+                return nsr_error_set(err, errno, "Can't create %s/shm", op->dest);
+        if (mkdirat(dev, "pts", 0755) < 0)
+                return nsr_error_set(err, errno, "Can't create %s/devpts", op->dest);
+        static const char *const pts_opts[] = { "newinstance", NULL, "ptmxmode", "0666", "mode", "620", NULL };
+        _cleanup_close_ int pts = new_fs("devpts", pts_opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
+        _cleanup_close_ int ptsdir = openat(dev, "pts", O_PATH | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
+        r = pts < 0 ? pts : ptsdir < 0 ? -errno : attach(pts, ptsdir);
+        if (r < 0) {
+                _cleanup_free_ char *p = nsr_asprintf("%s/pts", n);
+                return mount_error(err, -r, "Can't mount devpts on %s", p);
+        }
+        if (symlinkat("pts/ptmx", dev, "ptmx") < 0)
+                return nsr_error_set(err, errno, "Can't make symlink at %s/ptmx", op->dest);
+
+        /* The caller's terminal becomes /dev/console, so programs that open
+         * it still reach the terminal they were started from. */
+        if (b->ctx->host_tty && *b->ctx->host_tty) {
+                _cleanup_close_ int f = openat(dev, "console", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+                if (f < 0)
+                        return nsr_error_set(err, errno, "creating %s/console", op->dest);
+                _cleanup_close_ int tree = clone_tree(AT_FDCWD, b->ctx->host_tty, true, MOUNT_ATTR_NOSUID);
+                _cleanup_close_ int t = openat(dev, "console", O_PATH | O_CLOEXEC | O_NOFOLLOW);
+                r = tree < 0 ? tree : t < 0 ? -errno : attach(tree, t);
+                if (r < 0) {
+                        char msg[NSR_ERROR_MSG_MAX];
+                        snprintf(msg, sizeof(msg), "Can't bind mount /oldroot%s on %s/console: Unable to mount source on destination",
+                                 b->ctx->host_tty, n);
+                        return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
+                }
+        }
+        return 0;
+}
+
+static int do_dir(builder *b, const nsr_op *op, nsr_error *err) {
+        _cleanup_close_ int fd = ensure_dir(b, op, op->dest, nsr_op_perms(op), NULL);
+        if (fd < 0)
+                return nsr_error_set(err, -fd, "Can't mkdir %s", op->dest);
+        return 0;
+}
+
+static int read_op_data(const nsr_op *op, char **ret, size_t *ret_len) {
+        /* The data comes from the caller; 1 GiB is a sanity bound. */
+        int r = nsr_read_all(op->fd, (size_t) 1 << 30, ret, ret_len);
+        close(op->fd);
+        return r;
+}
+
+static int do_file(builder *b, const nsr_op *op, nsr_error *err) {
+        _cleanup_free_ char *norm = NULL;
+        const char *name;
+        _cleanup_close_ int parent = open_parent(b->root, op->dest, parent_mode(op), &norm, &name);
+        if (parent < 0)
+                return nsr_error_set(err, -parent, "Can't mkdir parents for %s", op->dest);
+        _cleanup_close_ int fd = nsr_openat2_mode(b->root, norm[0] == '/' ? norm + 1 : norm,
+                                                  O_CREAT | O_TRUNC | O_WRONLY | O_NOCTTY | O_CLOEXEC, nsr_op_perms(op),
+                                                  RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "Can't create file %s", op->dest);
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        int r = read_op_data(op, &data, &len);
+        if (r < 0 || (r = nsr_write_all(fd, data, len)) < 0)
+                return nsr_error_set(err, -r, "Can't write data to file %s", op->dest);
+        return 0;
+}
+
+static int do_bind_data(builder *b, const nsr_op *op, nsr_error *err) {
+        char name[64];
+        snprintf(name, sizeof(name), "bindfile%u", b->n_bindfile++);
+        mode_t perms = nsr_op_perms(op);
+        _cleanup_close_ int fd = openat(b->scratch, name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, perms);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "Can't create tmpfile for %s", op->dest);
+        if (fchmod(fd, perms) < 0)
+                return nsr_error_set(err, errno, "Can't set mode %#o on file to be used for %s", (unsigned) perms,
+                                     op->dest);
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        int r = read_op_data(op, &data, &len);
+        if (r < 0 || (r = nsr_write_all(fd, data, len)) < 0)
+                return nsr_error_set(err, -r, "Can't write data to file %s", op->dest);
+        _cleanup_close_ int target = ensure_file(b, op, op->dest, 0444);
+        if (target < 0)
+                return nsr_error_set(err, -target, "Can't create file at %s", op->dest);
+        unsigned attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (op->type == NSR_OP_RO_BIND_DATA ? MOUNT_ATTR_RDONLY : 0);
+        _cleanup_close_ int tree = clone_tree(b->scratch, name, false, attrs);
+        r = tree < 0 ? tree : attach(tree, target);
+        (void) unlinkat(b->scratch, name, 0);
+        if (r < 0) {
+                _cleanup_free_ char *n = newroot_path(op->dest);
+                char msg[NSR_ERROR_MSG_MAX];
+                snprintf(msg, sizeof(msg), "Can't bind mount /%s on %s: Unable to mount source on destination", name, n);
+                return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
+        }
+        return 0;
+}
+
+static int do_symlink(builder *b, const nsr_op *op, nsr_error *err) {
+        _cleanup_free_ char *norm = NULL;
+        const char *name;
+        _cleanup_close_ int parent = open_parent(b->root, op->dest, parent_mode(op), &norm, &name);
+        if (parent < 0)
+                return nsr_error_set(err, -parent, "Can't mkdir parents for %s", op->dest);
+        if (symlinkat(op->source, parent, name) == 0)
+                return 0;
+        if (errno != EEXIST)
+                return nsr_error_set(err, errno, "Can't make symlink at %s", op->dest);
+        /* Since bwrap 0.9 an identical existing symlink is fine. */
+        struct stat st;
+        if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode))
+                return nsr_error_setx(err, EEXIST, "Can't make symlink at %s: destination exists and is not a symlink",
+                                      op->dest);
+        char buf[PATH_MAX];
+        ssize_t k = readlinkat(parent, name, buf, sizeof(buf) - 1);
+        if (k < 0)
+                return nsr_error_set(err, errno,
+                                     "Can't make symlink at %s: destination exists, and cannot read symlink target",
+                                     op->dest);
+        buf[k] = '\0';
+        if (streq(buf, op->source))
+                return 0;
+        return nsr_error_setx(err, EEXIST, "Can't make symlink at %s: existing destination is %s", op->dest, buf);
+}
+
+static int do_chmod(builder *b, const nsr_op *op, nsr_error *err) {
+        _cleanup_close_ int fd = open_in_root(b->root, op->dest, O_PATH);
+        if (fd < 0)
+                return nsr_error_set(err, -fd, "Can't chmod %#o %s", (unsigned) op->perms, op->dest);
+        char p[64];
+        snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+        if (chmod(p, op->perms) < 0)
+                return nsr_error_set(err, errno, "Can't chmod %#o %s", (unsigned) op->perms, op->dest);
+        return 0;
+}
+
+static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
+        _cleanup_close_ int target = ensure_dir(b, op, op->dest, 0755, NULL);
+        if (target < 0)
+                return nsr_error_set(err, -target, "Can't mkdir %s", op->dest);
+
+        /* Messages show bwrap's option string, with host paths under
+         * /oldroot; the mount itself goes through fsconfig, one layer at a
+         * time, naming each layer by its O_PATH fd. */
+        _cleanup_strv_free_ char **top_first = NULL;
+        _cleanup_strv_free_ char **fd_paths = NULL;
+        for (size_t k = pr->n_lower; k > 0; k--) {
+                nsr_strv_extend(&top_first, pr->lower_real[k - 1]);
+                nsr_strv_push(&fd_paths, nsr_asprintf("/proc/self/fd/%d", pr->lower_fds[k - 1]));
+        }
+        char upper_name[64], work_name[64];
+        _cleanup_free_ char *upper = NULL, *work = NULL, *shown_upper = NULL, *shown_work = NULL;
+        if (op->type == NSR_OP_OVERLAY) {
+                upper = nsr_asprintf("/proc/self/fd/%d", pr->upper_fd);
+                work = nsr_asprintf("/proc/self/fd/%d", pr->work_fd);
+                shown_upper = nsr_strdup(pr->upper_real);
+                shown_work = nsr_strdup(pr->work_real);
+        } else if (op->type == NSR_OP_TMP_OVERLAY) {
+                unsigned i = b->n_tmp_overlay++;
+                snprintf(upper_name, sizeof(upper_name), "tmp-overlay-upper-%u", i);
+                snprintf(work_name, sizeof(work_name), "tmp-overlay-work-%u", i);
+                if (mkdirat(b->scratch, upper_name, 0755) < 0)
+                        return nsr_error_set(err, errno, "Creating --tmp-overlay upperdir failed");
+                if (mkdirat(b->scratch, work_name, 0755) < 0)
+                        return nsr_error_set(err, errno, "Creating --tmp-overlay workdir failed");
+                upper = nsr_asprintf(SCRATCH "/%s", upper_name);
+                work = nsr_asprintf(SCRATCH "/%s", work_name);
+        }
+        _cleanup_free_ char *shown = NULL;
+        {
+                _cleanup_free_ char *opts = nsr_overlay_options("/oldroot", shown_upper, shown_work, top_first,
+                                                                nsr_strv_length(top_first));
+                if (op->type == NSR_OP_TMP_OVERLAY) {
+                        _cleanup_free_ char *lower = nsr_overlay_options("/oldroot", NULL, NULL, top_first,
+                                                                         nsr_strv_length(top_first));
+                        shown = nsr_asprintf("upperdir=/%s,workdir=/%s,%s", upper_name, work_name, lower);
+                } else
+                        shown = TAKE_PTR(opts);
+        }
+        _cleanup_free_ char *n = newroot_path(op->dest);
+
+        _cleanup_close_ int fs = fsopen("overlay", FSOPEN_CLOEXEC);
+        int r = fs < 0 ? -errno : 0;
+        if (r == 0 && fsconfig(fs, FSCONFIG_SET_STRING, "source", "overlay", 0) < 0)
+                r = -errno;
+        for (size_t k = 0; r == 0 && fd_paths && fd_paths[k]; k++)
+                if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", fd_paths[k], 0) < 0)
+                        r = -errno;
+        if (r == -EINVAL && fs >= 0) {
+                /* Kernels before 6.8 have no "lowerdir+": one string. The
+                 * fd paths contain none of the characters that need
+                 * escaping. */
+                _cleanup_free_ char *lower = nsr_overlay_options("", NULL, NULL, fd_paths, nsr_strv_length(fd_paths));
+                /* lower is "lowerdir=...,userxattr": take the value. */
+                char *comma = strrchr(lower, ',');
+                if (comma)
+                        *comma = '\0';
+                r = fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", lower + strlen("lowerdir="), 0) < 0 ? -errno : 0;
+        }
+        if (r == 0 && upper && fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0)
+                r = -errno;
+        if (r == 0 && work && fsconfig(fs, FSCONFIG_SET_STRING, "workdir", work, 0) < 0)
+                r = -errno;
+        if (r == 0 && fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
+                r = -errno;
+        if (r == 0 && fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                r = -errno;
+        _cleanup_close_ int mnt = -1;
+        if (r == 0) {
+                mnt = fsmount(fs, FSMOUNT_CLOEXEC, 0);
+                if (mnt < 0)
+                        r = -errno;
+        }
+        if (r == 0)
+                r = attach(mnt, target);
+        if (r == -ELOOP)
+                return nsr_error_setx(err, ELOOP,
+                                      "Can't make overlay mount on %s with options %s: Overlay directories may not overlap",
+                                      n, shown);
+        if (r < 0) {
+                char msg[NSR_ERROR_MSG_MAX];
+                snprintf(msg, sizeof(msg), "Can't make overlay mount on %s with options %s", n, shown);
+                return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
+        }
+        return 0;
+}
+
+static int fchmod_path(int fd, mode_t mode) {
+        /* fsmount() gives an O_PATH fd, which fchmod() refuses; fchmodat2()
+         * (Linux 6.6) takes it as is and spares a walk through /proc. */
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+        if (syscall(SYS_fchmodat2, fd, "", mode, AT_EMPTY_PATH) == 0)
+                return 0;
+        if (errno != ENOSYS && errno != EINVAL)
+                return -1;
+        char p[64];
+        snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+        return chmod(p, mode);
+}
+
+/* A detached tmpfs whose root is 0755. No mode option: the mount table
+ * then shows the same options as bwrap's root. */
+/* size 0: the kernel's default (half the RAM). */
+static int new_tmpfs_0755(int *ret, uint64_t size) {
+        char sz[32];
+        snprintf(sz, sizeof(sz), "%" PRIu64, size);
+        const char *opts[] = { size ? "size" : NULL, sz, NULL };
+        int mnt = new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        if (mnt < 0)
+                return mnt;
+        if (fchmod_path(mnt, 0755) < 0) {
+                int r = -errno;
+                close(mnt);
+                return r;
+        }
+        *ret = mnt;
+        return 0;
+}
+
+/* The scratch tmpfs holds the --tmp-overlay upper layers: its size is
+ * theirs when each has one (project mode caps the home layer), else the
+ * kernel's default. */
+static uint64_t scratch_size(const nsr_plan *plan) {
+        uint64_t total = 0;
+        for (size_t i = 0; i < plan->n_ops; i++) {
+                nsr_op_type t = plan->ops[i].type;
+                if (t == NSR_OP_BIND_DATA || t == NSR_OP_RO_BIND_DATA)
+                        return 0;
+                if (t != NSR_OP_TMP_OVERLAY)
+                        continue;
+                if (!plan->ops[i].size || total > UINT64_MAX / 2)
+                        return 0;
+                total += plan->ops[i].size;
+        }
+        return total;
+}
+
+static bool plan_needs_scratch(const nsr_plan *plan) {
+        for (size_t i = 0; i < plan->n_ops; i++) {
+                nsr_op_type t = plan->ops[i].type;
+                if (t == NSR_OP_BIND_DATA || t == NSR_OP_RO_BIND_DATA || t == NSR_OP_TMP_OVERLAY)
+                        return true;
+        }
+        return false;
+}
+
+/* The new root, through the path it is mounted on (so a mount stacked on
+ * it later is seen). */
+static int open_root(const builder *b) {
+        if (b->scratch >= 0)
+                return openat(b->scratch, NEWROOT_NAME, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        return open(SCRATCH, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+static bool op_targets_root(const char *dest) {
+        _cleanup_free_ char *n = nsr_path_normalize(dest);
+        return streq(n, "/") || streq(n, ".");
+}
+
+static int do_hostname(const nsr_op *op, nsr_error *err) {
+        if (sethostname(op->dest, strlen(op->dest)) < 0)
+                return nsr_error_set(err, errno, "Can't set hostname to %s", op->dest);
+        return 0;
+}
+
+static int run_op(builder *b, size_t i, nsr_error *err) {
+        const nsr_op *op = &b->plan->ops[i];
+        prepared *pr = &b->prep[i];
+        switch (op->type) {
+        case NSR_OP_BIND:
+        case NSR_OP_RO_BIND:
+        case NSR_OP_DEV_BIND:
+        case NSR_OP_BIND_FD:
+        case NSR_OP_RO_BIND_FD:
+                return do_bind(b, op, pr, err);
+        case NSR_OP_REMOUNT_RO:
+                return do_remount_ro(b, op, err);
+        case NSR_OP_OVERLAY:
+        case NSR_OP_TMP_OVERLAY:
+        case NSR_OP_RO_OVERLAY:
+                return do_overlay(b, op, pr, err);
+        case NSR_OP_PROC:
+                return do_proc(b, op, err);
+        case NSR_OP_DEV:
+                return do_dev(b, op, err);
+        case NSR_OP_TMPFS:
+                return do_tmpfs(b, op, err);
+        case NSR_OP_MQUEUE:
+                return do_mqueue(b, op, err);
+        case NSR_OP_DIR:
+                return do_dir(b, op, err);
+        case NSR_OP_FILE:
+                return do_file(b, op, err);
+        case NSR_OP_BIND_DATA:
+        case NSR_OP_RO_BIND_DATA:
+                return do_bind_data(b, op, err);
+        case NSR_OP_SYMLINK:
+                return do_symlink(b, op, err);
+        case NSR_OP_CHMOD:
+                return do_chmod(b, op, err);
+        case NSR_OP_HOSTNAME:
+                return do_hostname(op, err);
+        case _NSR_OP_TYPE_MAX:
+        case _NSR_OP_TYPE_INVALID:
+                break;
+        }
+        return nsr_error_setx(err, EINVAL, "Unexpected type %d", (int) op->type);
+}
+
+int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_error *err) {
+        builder b = { .plan = plan, .ctx = ctx, .scratch = -1, .root = -1 };
+        int r;
+
+        b.prep = nsr_malloc0((plan->n_ops + 1) * sizeof(prepared));
+        for (size_t i = 0; i < plan->n_ops; i++)
+                b.prep[i] = (prepared){ .tree = -1, .upper_fd = -1, .work_fd = -1 };
+
+        if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC | MS_SILENT, NULL) < 0) {
+                r = nsr_error_setx(err, errno, "Failed to make / slave: %s", mount_strerror(errno));
+                goto out;
+        }
+
+        r = prepare_sources(&b, err);
+        if (r < 0)
+                goto out;
+
+        /* The new root is a tmpfs on /tmp of the old root, which the
+         * sandbox never sees. When an op needs room for files of its own
+         * (--bind-data, --tmp-overlay), a scratch tmpfs goes there first and
+         * the new root on /tmp/newroot inside it; a launch that needs none
+         * saves making (and tearing down) that second superblock. */
+        if (plan_needs_scratch(plan)) {
+                _cleanup_close_ int mnt = -1;
+                r = new_tmpfs_0755(&mnt, scratch_size(plan));
+                if (r == 0 && move_mount(mnt, "", AT_FDCWD, SCRATCH, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        r = -errno;
+                if (r < 0) {
+                        r = nsr_error_setx(err, -r, "Failed to mount tmpfs: %s", mount_strerror(-r));
+                        goto out;
+                }
+                b.scratch = open(SCRATCH, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (b.scratch < 0 || mkdirat(b.scratch, NEWROOT_NAME, 0755) < 0) {
+                        r = nsr_error_set(err, errno, "Creating newroot failed");
+                        goto out;
+                }
+        }
+        {
+                _cleanup_close_ int mnt = -1;
+                r = new_tmpfs_0755(&mnt, 0);
+                if (r == 0 && move_mount(mnt, "", b.scratch >= 0 ? b.scratch : AT_FDCWD,
+                                         b.scratch >= 0 ? NEWROOT_NAME : SCRATCH, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        r = -errno;
+                if (r < 0) {
+                        r = nsr_error_setx(err, -r, "setting up newroot bind: %s", mount_strerror(-r));
+                        goto out;
+                }
+        }
+        b.root = open_root(&b);
+        if (b.root < 0) {
+                r = nsr_error_set(err, errno, "Creating newroot failed");
+                goto out;
+        }
+
+        for (size_t i = 0; i < plan->n_ops; i++) {
+                r = run_op(&b, i, err);
+                if (r < 0)
+                        goto out;
+                /* A mount on "/" covers the root we hold an fd to; lookups
+                 * starting from that fd would not see it. Re-open by path,
+                 * which crosses into the top mount. */
+                if (plan->ops[i].dest && op_targets_root(plan->ops[i].dest)) {
+                        safe_close(b.root);
+                        b.root = open_root(&b);
+                        if (b.root < 0) {
+                                r = nsr_error_set(err, errno, "Creating newroot failed");
+                                goto out;
+                        }
+                }
+        }
+
+        /* Into the new root. pivot_root(".", ".") stacks the old root on
+         * top of the new one; detaching "." then removes it, scratch
+         * included, without ever needing a path for it. */
+        if (fchdir(b.root) < 0) {
+                r = nsr_error_set(err, errno, "chdir /newroot");
+                goto out;
+        }
+        if (nsr_pivot_root(".", ".") < 0) {
+                r = nsr_error_set(err, errno, "pivot_root(/newroot)");
+                goto out;
+        }
+        if (umount2(".", MNT_DETACH) < 0) {
+                r = nsr_error_set(err, errno, "umount old root");
+                goto out;
+        }
+        if (chdir("/") < 0) {
+                r = nsr_error_set(err, errno, "chdir /");
+                goto out;
+        }
+        r = 0;
+out:
+        prepared_free(b.prep, plan->n_ops);
+        safe_close(b.scratch);
+        safe_close(b.root);
+        return r;
+}

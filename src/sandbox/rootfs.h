@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The new root: runs the plan's ops in order and pivots into the result.
+ * Everything here runs in the sandbox child, inside its new mount
+ * namespace, before any capability is dropped. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "base/error.h"
+#include "cli/plan.h"
+
+typedef struct nsr_mount_ctx {
+        const char *host_tty;   /* ttyname(1) when nsrun started, for /dev/console */
+        bool fresh_proc;        /* a pid namespace of our own: --proc mounts a new procfs */
+} nsr_mount_ctx;
+
+/* Builds the root described by the plan's ops and pivots into it. On
+ * return the old root is detached and the cwd is the new "/". */
+int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_error *err);
+
+/* How many fds the build keeps open at once for this plan, so the caller
+ * can raise RLIMIT_NOFILE before it starts. */
+size_t nsr_mount_fds_needed(const nsr_plan *plan);

@@ -1,0 +1,905 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Policy files → libseccomp → one BPF program, with a cache.
+ *
+ * Each arch gets its own libseccomp context, and the contexts are merged at
+ * the end. One context for all arches would be simpler, but a rule must
+ * sometimes differ per arch: on 32-bit arches an argument has no upper
+ * half (libseccomp would silently truncate a 64-bit constant), and on i386
+ * the socket calls can arrive through socketcall(2), whose arguments the
+ * filter cannot see. */
+#include "config.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "seccomp/compile.h"
+
+/* ---- finding policies ------------------------------------------------------ */
+
+char *nsr_seccomp_dir(void) {
+        return nsr_path_join(nsr_datadir(), "seccomp");
+}
+
+static char *policy_file_name(const char *name) {
+        return nsr_endswith(name, ".policy") ? nsr_strdup(name) : nsr_asprintf("%s.policy", name);
+}
+
+int nsr_seccomp_policy_path(const char *name_or_path, char **ret, nsr_error *err) {
+        if (strchr(name_or_path, '/')) {
+                *ret = nsr_strdup(name_or_path);
+                return 0;
+        }
+        if (!nsr_policy_name_valid(name_or_path))
+                return nsr_error_setx(err, EINVAL,
+                                      "invalid seccomp policy name '%s' (use a shipped name, or a path with a '/')",
+                                      name_or_path);
+        _cleanup_free_ char *dir = nsr_seccomp_dir();
+        _cleanup_free_ char *file = policy_file_name(name_or_path);
+        *ret = nsr_path_join(dir, file);
+        return 0;
+}
+
+/* fopen, but a directory is an error of its own rather than a read error
+ * on line 1. */
+static FILE *open_policy_file(const char *path) {
+        FILE *f = fopen(path, "re");
+        struct stat st;
+        if (f && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+                fclose(f);
+                errno = EISDIR;
+                return NULL;
+        }
+        return f;
+}
+
+static char *dir_of(const char *path) {
+        const char *slash = strrchr(path, '/');
+        if (!slash)
+                return nsr_strdup(".");
+        if (slash == path)
+                return nsr_strdup("/");
+        return nsr_strndup(path, (size_t) (slash - path));
+}
+
+/* "include NAME": NAME.policy next to the including file, else the shipped
+ * one, so that a policy of one's own can say "include default". */
+static int loader_open(void *userdata, const char *from, const char *name, FILE **ret_f, char **ret_path,
+                       nsr_error *err) {
+        (void) userdata;
+        _cleanup_free_ char *file = policy_file_name(name);
+        _cleanup_free_ char *here = dir_of(from);
+        _cleanup_free_ char *shipped = nsr_seccomp_dir();
+        const char *dirs[] = { here, shipped };
+        int first_errno = 0;
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                _cleanup_free_ char *joined = nsr_path_join(dirs[i], file);
+                char *path = nsr_path_normalize(joined);
+                FILE *f = open_policy_file(path);
+                if (f) {
+                        *ret_f = f;
+                        *ret_path = path;
+                        return 0;
+                }
+                if (first_errno == 0 || first_errno == ENOENT)
+                        first_errno = errno;
+                free(path);
+        }
+        return nsr_error_set(err, first_errno, "cannot include '%s': no readable %s in %s or %s", name, file, here,
+                             shipped);
+}
+
+int nsr_seccomp_policy_load(const char *name_or_path, nsr_policy **ret, nsr_error *err) {
+        _cleanup_free_ char *path = NULL;
+        int r = nsr_seccomp_policy_path(name_or_path, &path, err);
+        if (r < 0)
+                return r;
+        _cleanup_fclose_ FILE *f = open_policy_file(path);
+        if (!f) {
+                if (errno == ENOENT && !strchr(name_or_path, '/'))
+                        return nsr_error_setx(err, ENOENT, "no seccomp policy called '%s' (looked for %s)",
+                                              name_or_path, path);
+                return nsr_error_set(err, errno, "cannot open seccomp policy %s", path);
+        }
+        static const nsr_policy_loader loader = { .open = loader_open };
+        return nsr_policy_parse(f, path, &loader, ret, err);
+}
+
+/* ---- arches ----------------------------------------------------------------- */
+
+size_t nsr_seccomp_arches(uint32_t *ret, size_t max) {
+        size_t n = 0;
+        uint32_t native = seccomp_arch_native();
+        if (n < max)
+                ret[n++] = native;
+        /* A 64-bit process can still enter the kernel through the compat
+         * entry points (int 0x80, or an x32 syscall number), and those run
+         * with the compat arch in seccomp_data: a filter that only knows
+         * the native arch would be bypassed, so it must cover them. */
+        if (native == SCMP_ARCH_X86_64) {
+                if (n < max)
+                        ret[n++] = SCMP_ARCH_X86;
+                if (n < max)
+                        ret[n++] = SCMP_ARCH_X32;
+        } else if (native == SCMP_ARCH_AARCH64) {
+                if (n < max)
+                        ret[n++] = SCMP_ARCH_ARM;
+        }
+        return n;
+}
+
+static const char *arch_name(uint32_t arch) {
+        switch (arch) {
+        case SCMP_ARCH_X86_64:
+                return "x86_64";
+        case SCMP_ARCH_X86:
+                return "i386";
+        case SCMP_ARCH_X32:
+                return "x32";
+        case SCMP_ARCH_AARCH64:
+                return "aarch64";
+        case SCMP_ARCH_ARM:
+                return "arm";
+        default:
+                return "native";
+        }
+}
+
+/* Arches whose system call arguments are 32 bits wide, as libseccomp sees
+ * them (it treats x32 as one of these). */
+static bool arch_is_32bit(uint32_t arch) {
+        switch (arch) {
+        case SCMP_ARCH_X86:
+        case SCMP_ARCH_X32:
+        case SCMP_ARCH_ARM:
+        case SCMP_ARCH_MIPS:
+        case SCMP_ARCH_MIPSEL:
+        case SCMP_ARCH_MIPS64N32:
+        case SCMP_ARCH_MIPSEL64N32:
+        case SCMP_ARCH_PPC:
+        case SCMP_ARCH_S390:
+        case SCMP_ARCH_PARISC:
+                return true;
+        default:
+                return false;
+        }
+}
+
+/* The arch value the kernel puts in seccomp_data for an arch's tasks. x32
+ * tasks report AUDIT_ARCH_X86_64 and are told apart by their syscall
+ * numbers. */
+static uint32_t arch_audit_token(uint32_t arch) {
+        return arch == SCMP_ARCH_X32 ? SCMP_ARCH_X86_64 : arch;
+}
+
+/* ---- compiling ----------------------------------------------------------- */
+
+static uint32_t scmp_action(const nsr_policy_action *a) {
+        switch (a->verdict) {
+        case NSR_POLICY_ALLOW:
+                return SCMP_ACT_ALLOW;
+        case NSR_POLICY_LOG:
+                return SCMP_ACT_LOG;
+        case NSR_POLICY_ERRNO:
+                return SCMP_ACT_ERRNO((uint32_t) a->errnum);
+        case NSR_POLICY_KILL:
+        case _NSR_POLICY_VERDICT_MAX:
+        case _NSR_POLICY_VERDICT_INVALID:
+                break;
+        }
+        return SCMP_ACT_KILL_PROCESS;
+}
+
+static enum scmp_compare scmp_op(nsr_policy_op op) {
+        switch (op) {
+        case NSR_POLICY_OP_EQ:
+                return SCMP_CMP_EQ;
+        case NSR_POLICY_OP_NE:
+                return SCMP_CMP_NE;
+        case NSR_POLICY_OP_LT:
+                return SCMP_CMP_LT;
+        case NSR_POLICY_OP_LE:
+                return SCMP_CMP_LE;
+        case NSR_POLICY_OP_GT:
+                return SCMP_CMP_GT;
+        case NSR_POLICY_OP_GE:
+                return SCMP_CMP_GE;
+        case NSR_POLICY_OP_MASKED_EQ:
+        case _NSR_POLICY_OP_MAX:
+        case _NSR_POLICY_OP_INVALID:
+                break;
+        }
+        return SCMP_CMP_MASKED_EQ;
+}
+
+/* On a 32-bit arch an argument is a 32-bit value (the kernel zero-extends
+ * it into seccomp_data). Rewrites the comparisons to say exactly that, and
+ * returns false when the rule can never match there. Without this,
+ * libseccomp would truncate the constants: "arg0 == 0x100000001" would
+ * become "arg0 == 1". */
+static bool normalize_32bit(nsr_policy_rule *r) {
+        const uint64_t lo = UINT32_MAX;
+        unsigned o = 0;
+        for (unsigned i = 0; i < r->n_cmp; i++) {
+                nsr_policy_cmp c = r->cmp[i];
+                bool keep = true;
+                switch (c.op) {
+                case NSR_POLICY_OP_EQ:
+                        if (c.value > lo)
+                                return false;
+                        break;
+                case NSR_POLICY_OP_MASKED_EQ:
+                        if (c.value > lo)
+                                return false;
+                        c.mask &= lo;
+                        keep = c.mask != 0;
+                        break;
+                case NSR_POLICY_OP_NE:
+                        keep = c.value <= lo;
+                        break;
+                case NSR_POLICY_OP_LT:
+                        keep = c.value <= lo;
+                        break;
+                case NSR_POLICY_OP_LE:
+                        keep = c.value < lo;
+                        break;
+                case NSR_POLICY_OP_GT:
+                        if (c.value >= lo)
+                                return false;
+                        break;
+                case NSR_POLICY_OP_GE:
+                        if (c.value > lo)
+                                return false;
+                        break;
+                case _NSR_POLICY_OP_MAX:
+                case _NSR_POLICY_OP_INVALID:
+                        break;
+                }
+                if (keep)
+                        r->cmp[o++] = c;
+        }
+        r->n_cmp = o;
+        return true;
+}
+
+/* A rule on a system call libseccomp does not know, handled by a few BPF
+ * instructions of our own in front of libseccomp's program. */
+typedef struct extra_rule {
+        uint32_t token;    /* seccomp_data.arch */
+        uint32_t nr;
+        uint32_t ret;      /* SECCOMP_RET_* (libseccomp's SCMP_ACT_* are the same values) */
+} extra_rule;
+
+typedef struct compiler {
+        const nsr_policy *policy;
+        uint32_t arch;
+        extra_rule *extra;
+        size_t n_extra;
+        nsr_error *err;
+} compiler;
+
+static int add_one(compiler *c, scmp_filter_ctx ctx, int nr, const nsr_policy_action *a, const nsr_policy_rule *r) {
+        struct scmp_arg_cmp cmp[NSR_POLICY_ARGS];
+        for (unsigned i = 0; i < r->n_cmp; i++) {
+                const nsr_policy_cmp *pc = &r->cmp[i];
+                cmp[i] = (struct scmp_arg_cmp){
+                        .arg = pc->arg,
+                        .op = scmp_op(pc->op),
+                        .datum_a = pc->op == NSR_POLICY_OP_MASKED_EQ ? pc->mask : pc->value,
+                        .datum_b = pc->op == NSR_POLICY_OP_MASKED_EQ ? pc->value : 0,
+                };
+        }
+        int k = seccomp_rule_add_array(ctx, scmp_action(a), nr, r->n_cmp, cmp);
+        if (k < 0)
+                return nsr_error_setx(c->err, -k, "%s:%u: libseccomp rejected the rule for %s on %s: %s",
+                                      c->policy->files[r->file], r->line, r->syscall, arch_name(c->arch),
+                                      strerror(-k));
+        return 0;
+}
+
+static unsigned verdict_rank(const nsr_policy_action *a) {
+        return (unsigned) a->verdict;
+}
+
+/* i386 socket and SysV IPC calls exist twice: as direct system calls, and
+ * multiplexed through socketcall(2) and ipc(2), which pass the real
+ * arguments in memory the filter cannot read. libseccomp turns a rule on
+ * socket() into a rule on both, but for the socketcall copy it keeps
+ * comparisons on argument positions that mean something else there. So:
+ *   - the multiplexed call gets one action for all its uses of this call:
+ *     the most restrictive of the rules' actions and the default;
+ *   - when every rule has that action, the direct call keeps its precise
+ *     rules (the broad multiplexed rule, added first, absorbs libseccomp's
+ *     copies); otherwise the direct call gets the same blanket action. */
+static int add_multiplexed(compiler *c, scmp_filter_ctx ctx, int nr, int nr_arch, const nsr_policy_rule *rules,
+                           size_t n) {
+        const nsr_policy_action *def = &c->policy->default_action;
+        const nsr_policy_action *strict = def;
+        for (size_t i = 0; i < n; i++)
+                if (verdict_rank(&rules[i].action) > verdict_rank(strict))
+                        strict = &rules[i].action;
+        if (nsr_policy_action_equal(strict, def))
+                return 0; /* the default already covers it */
+        bool all_same = true;
+        for (size_t i = 0; i < n; i++)
+                all_same = all_same && nsr_policy_action_equal(&rules[i].action, strict);
+
+        nsr_policy_rule blanket = rules[0];
+        blanket.n_cmp = 0;
+        if (!all_same)
+                return add_one(c, ctx, nr, strict, &blanket);
+
+        bool is_socket = nr_arch <= -100 && nr_arch >= -120;
+        /* libseccomp numbers its pseudo syscalls so that the call number
+         * (SYS_SOCKET etc. from linux/net.h, SEMOP etc. from linux/ipc.h) is
+         * the pseudo number's last digits: socket is -101, SYS_SOCKET 1. */
+        uint64_t call = (uint64_t) (is_socket ? (-nr_arch) % 100 : (-nr_arch) % 200);
+        int mux = seccomp_syscall_resolve_name(is_socket ? "socketcall" : "ipc");
+        blanket.n_cmp = 1;
+        blanket.cmp[0] = (nsr_policy_cmp){ .arg = 0, .op = NSR_POLICY_OP_EQ, .value = call };
+        int r = add_one(c, ctx, mux, strict, &blanket);
+        for (size_t i = 0; i < n && r >= 0; i++)
+                r = add_one(c, ctx, nr, &rules[i].action, &rules[i]);
+        return r;
+}
+
+static int push_extra(compiler *c, int nr, const nsr_policy_action *a) {
+        /* The table has a few names and there are at most three arches;
+         * this only keeps build_prefix's 8-bit jumps in range. */
+        if (c->n_extra >= 64)
+                return nsr_error_setx(c->err, E2BIG, "too many rules on system calls libseccomp does not know");
+        c->extra = nsr_realloc_array(c->extra, c->n_extra + 1, sizeof(*c->extra));
+        c->extra[c->n_extra++] = (extra_rule){
+                .token = arch_audit_token(c->arch),
+                .nr = (uint32_t) nr,
+                .ret = scmp_action(a),
+        };
+        return 0;
+}
+
+static int add_arch_rules(compiler *c, scmp_filter_ctx ctx) {
+        const nsr_policy *p = c->policy;
+        /* The rules that matter on this arch, rewritten for it. */
+        _cleanup_free_ nsr_policy_rule *rules = nsr_malloc0((p->n_rules + 1) * sizeof(*rules));
+        size_t n = 0;
+        for (size_t i = 0; i < p->n_rules; i++) {
+                /* A rule with the default's action changes nothing (the
+                 * parser made sure it overlaps no rule with another action),
+                 * and libseccomp refuses it. */
+                if (nsr_policy_action_equal(&p->rules[i].action, &p->default_action))
+                        continue;
+                rules[n] = p->rules[i];
+                if (arch_is_32bit(c->arch) && !normalize_32bit(&rules[n]))
+                        continue;
+                n++;
+        }
+        _cleanup_free_ bool *done = nsr_malloc0(n + 1);
+        _cleanup_free_ nsr_policy_rule *group = nsr_malloc0((n + 1) * sizeof(*group));
+        for (size_t i = 0; i < n; i++) {
+                if (done[i])
+                        continue;
+                const char *name = rules[i].syscall;
+                size_t g = 0;
+                const nsr_policy_rule *blanket = NULL;
+                for (size_t j = i; j < n; j++)
+                        if (!done[j] && streq(rules[j].syscall, name)) {
+                                done[j] = true;
+                                group[g++] = rules[j];
+                        }
+                for (size_t j = 0; j < g && !blanket; j++)
+                        if (group[j].n_cmp == 0)
+                                blanket = &group[j];
+
+                int nr_arch = seccomp_syscall_resolve_name_arch(c->arch, name);
+                if (nr_arch == __NR_SCMP_ERROR) {
+                        /* Unknown to libseccomp: the parser allowed it only
+                         * without conditions, and only from our table. */
+                        int extra = nsr_policy_extra_syscall(name, c->arch);
+                        if (extra >= 0 && blanket) {
+                                int r = push_extra(c, extra, &blanket->action);
+                                if (r < 0)
+                                        return r;
+                        }
+                        continue;
+                }
+                bool muxed = (nr_arch <= -100 && nr_arch >= -120) || (nr_arch <= -200 && nr_arch >= -224);
+                if (nr_arch < 0 && !muxed)
+                        continue; /* not a system call on this arch */
+                /* libseccomp wants the native number (or its pseudo number)
+                 * and translates it for the context's arch. */
+                int nr = seccomp_syscall_resolve_name(name);
+                int r;
+                if (blanket)
+                        /* The other rules have the same action (the parser
+                         * checked), so this one covers them. */
+                        r = add_one(c, ctx, nr, &blanket->action, blanket);
+                else if (muxed)
+                        r = add_multiplexed(c, ctx, nr, nr_arch, group, g);
+                else {
+                        r = 0;
+                        for (size_t j = 0; j < g && r >= 0; j++)
+                                r = add_one(c, ctx, nr, &group[j].action, &group[j]);
+                }
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static void release_ctx(scmp_filter_ctx *ctx) {
+        if (*ctx)
+                seccomp_release(*ctx);
+}
+
+static int new_ctx(compiler *c, scmp_filter_ctx *ret) {
+        uint32_t native = seccomp_arch_native();
+        scmp_filter_ctx ctx = seccomp_init(scmp_action(&c->policy->default_action));
+        if (!ctx)
+                return nsr_error_setx(c->err, ENOMEM, "seccomp_init failed");
+        int k = 0;
+        if (c->arch != native) {
+                k = seccomp_arch_add(ctx, c->arch);
+                if (k >= 0)
+                        k = seccomp_arch_remove(ctx, native);
+        }
+        /* An arch the filter does not know at all is an attempt to get
+         * around it: kill, and kill the whole process rather than a thread. */
+        if (k >= 0)
+                k = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+        /* A binary tree over the syscall numbers instead of a linear chain.
+         * The kernel runs the filter once per syscall number when it loads
+         * it (to find the ones it can allow without running it again), so
+         * the chain's length was paid about a thousand times per launch:
+         * 0.47 ms for default.policy, more than the whole mount setup. */
+        if (k >= 0)
+                k = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+        if (k < 0) {
+                seccomp_release(ctx);
+                return nsr_error_setx(c->err, -k, "libseccomp could not set up a filter for %s: %s",
+                                      arch_name(c->arch), strerror(-k));
+        }
+        *ret = ctx;
+        return 0;
+}
+
+/* Writes the libseccomp program somewhere readable. memfd first; a pipe if
+ * memfd_create is blocked (nsrun inside another sandbox). The pipe is
+ * non-blocking so that an oversized program fails instead of hanging. */
+static int export_bpf(scmp_filter_ctx ctx, char **ret, size_t *ret_len, nsr_error *err) {
+        _cleanup_close_ int fd = memfd_create("nsrun-seccomp", MFD_CLOEXEC);
+        int k;
+        if (fd >= 0) {
+                k = seccomp_export_bpf(ctx, fd);
+                if (k < 0)
+                        return nsr_error_setx(err, -k, "libseccomp could not export the filter: %s", strerror(-k));
+                if (lseek(fd, 0, SEEK_SET) < 0)
+                        return nsr_error_set(err, errno, "lseek on the filter memfd");
+                k = nsr_read_all(fd, (NSR_SECCOMP_MAX_INSNS + 1) * sizeof(struct sock_filter) * 16, ret, ret_len);
+                if (k < 0)
+                        return nsr_error_set(err, -k, "reading the exported filter");
+                return 0;
+        }
+        int p[2];
+        if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+                return nsr_error_set(err, errno, "memfd_create and pipe2 both failed");
+        _cleanup_close_ int rd = p[0];
+        _cleanup_close_ int wr = p[1];
+        k = seccomp_export_bpf(ctx, wr);
+        if (k < 0)
+                return nsr_error_setx(err, -k, "libseccomp could not export the filter: %s", strerror(-k));
+        wr = safe_close(wr);
+        k = nsr_read_all(rd, (NSR_SECCOMP_MAX_INSNS + 1) * sizeof(struct sock_filter) * 16, ret, ret_len);
+        if (k < 0)
+                return nsr_error_set(err, -k, "reading the exported filter");
+        return 0;
+}
+
+/* The instructions in front of libseccomp's program for system calls it
+ * does not know (see extra_rule):
+ *
+ *         ld  arch
+ *         jeq TOKEN1, 0, <past block 1>
+ *         ld  nr                          block 1
+ *         jeq NR, <its ret>, 0
+ *         ...
+ *         ja  <end>
+ *         jeq TOKEN2, ...                 (A still holds the arch here)
+ *         ...
+ *         ja  <end>
+ *         ret ACTION                      one per rule
+ *         ...
+ *   end:  libseccomp's program, which starts over from seccomp_data.arch
+ */
+static int build_prefix(const extra_rule *extra, size_t n, struct sock_filter **ret, size_t *ret_len,
+                        nsr_error *err) {
+        uint32_t tokens[8];
+        size_t n_tokens = 0;
+        for (size_t i = 0; i < n; i++) {
+                bool seen = false;
+                for (size_t t = 0; t < n_tokens; t++)
+                        seen = seen || tokens[t] == extra[i].token;
+                if (!seen && n_tokens < ELEMENTSOF(tokens))
+                        tokens[n_tokens++] = extra[i].token;
+        }
+        /* Count first, so the jumps can be computed. */
+        size_t len = 1 + 1;
+        for (size_t t = 0; t < n_tokens; t++) {
+                size_t in_block = 0;
+                for (size_t i = 0; i < n; i++)
+                        in_block += extra[i].token == tokens[t];
+                len += 1 + 1 + in_block + 1;
+        }
+        size_t ret_at = len;
+        len += n;
+        struct sock_filter *f = nsr_malloc0(len * sizeof(*f));
+        size_t pc = 0;
+        f[pc++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+        for (size_t t = 0; t < n_tokens; t++) {
+                size_t in_block = 0;
+                for (size_t i = 0; i < n; i++)
+                        in_block += extra[i].token == tokens[t];
+                if (1 + in_block + 1 > 255) {
+                        free(f);
+                        return nsr_error_setx(err, E2BIG, "too many rules on system calls libseccomp does not know");
+                }
+                f[pc++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, tokens[t], 0,
+                                                        (uint8_t) (1 + in_block + 1));
+                f[pc++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+                for (size_t i = 0; i < n; i++) {
+                        if (extra[i].token != tokens[t])
+                                continue;
+                        size_t off = ret_at + i - (pc + 1);
+                        if (off > 255) {
+                                free(f);
+                                return nsr_error_setx(err, E2BIG,
+                                                      "too many rules on system calls libseccomp does not know");
+                        }
+                        f[pc++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, extra[i].nr, (uint8_t) off, 0);
+                }
+                f[pc] = (struct sock_filter) BPF_STMT(BPF_JMP | BPF_JA, (uint32_t) (len - (pc + 1)));
+                pc++;
+        }
+        f[pc] = (struct sock_filter) BPF_STMT(BPF_JMP | BPF_JA, (uint32_t) (len - (pc + 1)));
+        pc++;
+        for (size_t i = 0; i < n; i++)
+                f[pc++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, extra[i].ret);
+        *ret = f;
+        *ret_len = len;
+        return 0;
+}
+
+int nsr_seccomp_compile(const nsr_policy *p, char **ret_data, size_t *ret_len, nsr_error *err) {
+        uint32_t arches[4];
+        size_t n_arches = nsr_seccomp_arches(arches, ELEMENTSOF(arches));
+        compiler c = { .policy = p, .err = err };
+        _cleanup_(release_ctx) scmp_filter_ctx main_ctx = NULL;
+        _cleanup_free_ char *prog = NULL;
+        _cleanup_free_ struct sock_filter *prefix = NULL;
+        size_t prog_len = 0, prefix_len = 0, insns, total;
+        char *data;
+        int k, r = 0;
+
+        for (size_t i = 0; i < n_arches; i++) {
+                _cleanup_(release_ctx) scmp_filter_ctx ctx = NULL;
+                c.arch = arches[i];
+                r = new_ctx(&c, &ctx);
+                if (r < 0)
+                        goto out;
+                r = add_arch_rules(&c, ctx);
+                if (r < 0)
+                        goto out;
+                if (!main_ctx) {
+                        main_ctx = TAKE_PTR(ctx);
+                        continue;
+                }
+                k = seccomp_merge(main_ctx, ctx);
+                if (k < 0) {
+                        r = nsr_error_setx(err, -k, "libseccomp could not merge the %s filter: %s", arch_name(c.arch),
+                                           strerror(-k));
+                        goto out;
+                }
+                ctx = NULL; /* seccomp_merge consumed it */
+        }
+        r = export_bpf(main_ctx, &prog, &prog_len, err);
+        if (r < 0)
+                goto out;
+        if (prog_len == 0 || prog_len % sizeof(struct sock_filter) != 0) {
+                r = nsr_error_setx(err, EINVAL, "libseccomp exported a filter of %zu bytes", prog_len);
+                goto out;
+        }
+        if (c.n_extra > 0) {
+                r = build_prefix(c.extra, c.n_extra, &prefix, &prefix_len, err);
+                if (r < 0)
+                        goto out;
+        }
+        insns = prefix_len + prog_len / sizeof(struct sock_filter);
+        if (insns > NSR_SECCOMP_MAX_INSNS) {
+                r = nsr_error_setx(err, E2BIG, "%s: the filter has %zu instructions; the kernel allows at most %u",
+                                   p->files[0], insns, NSR_SECCOMP_MAX_INSNS);
+                goto out;
+        }
+        total = insns * sizeof(struct sock_filter);
+        data = nsr_malloc0(total);
+        if (prefix_len)
+                memcpy(data, prefix, prefix_len * sizeof(struct sock_filter));
+        memcpy(data + prefix_len * sizeof(struct sock_filter), prog, prog_len);
+        *ret_data = data;
+        *ret_len = total;
+out:
+        free(c.extra);
+        return r;
+}
+
+/* ---- the cache --------------------------------------------------------------- */
+
+/* Bumped whenever the compiler's output for the same input changes. */
+#define CACHE_GENERATION 2
+#define CACHE_MAGIC "NSRBPF01"
+#define CACHE_HEADER (8 + 2 * NSR_SHA256_SIZE)
+#define CACHE_FILE_MAX (CACHE_HEADER + NSR_SECCOMP_MAX_INSNS * sizeof(struct sock_filter))
+
+int nsr_seccomp_cache_key(const nsr_policy *p, uint8_t ret[NSR_SHA256_SIZE]) {
+        /* The filter depends on the policy text, on the compiler (nsrun's
+         * version and this very binary: a distribution patch may change the
+         * output without changing the version), on libseccomp and on the
+         * arches. */
+        struct stat st;
+        if (stat("/proc/self/exe", &st) < 0)
+                return -errno;
+        const struct scmp_version *v = seccomp_version();
+        uint32_t arches[4];
+        size_t n_arches = nsr_seccomp_arches(arches, ELEMENTSOF(arches));
+        char buf[512];
+        int l = snprintf(buf, sizeof(buf),
+                         "nsrun seccomp cache %d\nnsrun %s\nexe %llu:%llu:%lld:%lld.%09ld\nlibseccomp %u.%u.%u api %u\n",
+                         CACHE_GENERATION, PACKAGE_VERSION, (unsigned long long) st.st_dev,
+                         (unsigned long long) st.st_ino, (long long) st.st_size, (long long) st.st_mtim.tv_sec,
+                         st.st_mtim.tv_nsec, v->major, v->minor, v->micro, seccomp_api_get());
+        nsr_sha256 s;
+        nsr_sha256_init(&s);
+        nsr_sha256_update(&s, buf, (size_t) l);
+        for (size_t i = 0; i < n_arches; i++)
+                nsr_sha256_update(&s, &arches[i], sizeof(arches[i]));
+        nsr_sha256_update(&s, p->digest, sizeof(p->digest));
+        nsr_sha256_final(&s, ret);
+        return 0;
+}
+
+/* Opens a directory we may trust: ours, and writable by nobody else. */
+static int open_trusted_dir(int at, const char *name, bool create, bool strict_mode) {
+        if (create && mkdirat(at, name, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (strict_mode ? O_NOFOLLOW : 0));
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (strict_mode && (st.st_mode & 022))) {
+                close(fd);
+                return -EPERM;
+        }
+        return fd;
+}
+
+static int cache_root_open(bool create);
+
+char *nsr_seccomp_cache_root(bool create) {
+        _cleanup_close_ int fd = cache_root_open(create);
+        if (fd < 0)
+                return NULL;
+        char link[64];
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        return realpath(link, NULL);
+}
+
+static int cache_dir_open(bool create) {
+        _cleanup_close_ int mid = cache_root_open(create);
+        if (mid < 0)
+                return mid;
+        return open_trusted_dir(mid, "seccomp", create, true);
+}
+
+static int cache_root_open(bool create) {
+        const char *xdg = getenv("XDG_CACHE_HOME");
+        const char *home = getenv("HOME");
+        _cleanup_close_ int base = -1;
+        /* Relative values are to be ignored, says the XDG spec. */
+        if (xdg && xdg[0] == '/')
+                base = open_trusted_dir(AT_FDCWD, xdg, create, false);
+        else if (home && home[0] == '/') {
+                _cleanup_close_ int h = open_trusted_dir(AT_FDCWD, home, false, false);
+                if (h < 0)
+                        return h;
+                base = open_trusted_dir(h, ".cache", create, false);
+        } else
+                return -ENOENT;
+        if (base < 0)
+                return base;
+        return open_trusted_dir(base, "nsrun", create, true);
+}
+
+static void cache_file_name(const uint8_t key[NSR_SHA256_SIZE], char *buf) {
+        nsr_sha256_hex(key, buf);
+        strcat(buf, ".bpf");
+}
+
+int nsr_seccomp_cache_lookup(const uint8_t key[NSR_SHA256_SIZE], char **ret_data, size_t *ret_len) {
+        _cleanup_close_ int dir = cache_dir_open(false);
+        if (dir < 0)
+                return dir;
+        char name[2 * NSR_SHA256_SIZE + 8];
+        cache_file_name(key, name);
+        _cleanup_close_ int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        /* Never load a filter someone else could have written. */
+        if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+                return -EPERM;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        int r = nsr_read_all(fd, CACHE_FILE_MAX, &buf, &len);
+        if (r < 0)
+                return r;
+        /* A torn or corrupt entry is ignored (and later overwritten). */
+        size_t body = len - CACHE_HEADER;
+        if (len <= CACHE_HEADER || body % sizeof(struct sock_filter) != 0 ||
+            memcmp(buf, CACHE_MAGIC, 8) != 0 || memcmp(buf + 8, key, NSR_SHA256_SIZE) != 0)
+                return -EBADMSG;
+        uint8_t sum[NSR_SHA256_SIZE];
+        nsr_sha256_buf(buf + CACHE_HEADER, body, sum);
+        if (memcmp(sum, buf + 8 + NSR_SHA256_SIZE, NSR_SHA256_SIZE) != 0)
+                return -EBADMSG;
+        char *data = nsr_malloc0(body);
+        memcpy(data, buf + CACHE_HEADER, body);
+        *ret_data = data;
+        *ret_len = body;
+        return 0;
+}
+
+/* The cache only grows when nsrun, libseccomp or a policy changes; when it
+ * holds too many entries anyway, start over rather than track ages. */
+static void cache_trim(int dir) {
+        int fd = dup(dir);
+        if (fd < 0)
+                return;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return;
+        }
+        size_t n = 0;
+        for (struct dirent *e; (e = readdir(d));)
+                n += nsr_endswith(e->d_name, ".bpf");
+        if (n >= NSR_SECCOMP_CACHE_MAX) {
+                rewinddir(d);
+                for (struct dirent *e; (e = readdir(d));)
+                        if (nsr_endswith(e->d_name, ".bpf"))
+                                (void) unlinkat(dir, e->d_name, 0);
+        }
+        closedir(d);
+}
+
+int nsr_seccomp_cache_store(const uint8_t key[NSR_SHA256_SIZE], const char *data, size_t len) {
+        if (len == 0 || len % sizeof(struct sock_filter) != 0 || len > NSR_SECCOMP_MAX_INSNS * sizeof(struct sock_filter))
+                return -EINVAL;
+        _cleanup_close_ int dir = cache_dir_open(true);
+        if (dir < 0)
+                return dir;
+        cache_trim(dir);
+
+        uint8_t rnd[8];
+        if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t) sizeof(rnd)) {
+                uint64_t x = (uint64_t) getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t) time(NULL);
+                memcpy(rnd, &x, sizeof(rnd));
+        }
+        char tmp[64], name[2 * NSR_SHA256_SIZE + 8];
+        snprintf(tmp, sizeof(tmp), ".tmp-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
+                 rnd[5], rnd[6], rnd[7]);
+        cache_file_name(key, name);
+
+        _cleanup_free_ char *buf = nsr_malloc0(CACHE_HEADER + len);
+        memcpy(buf, CACHE_MAGIC, 8);
+        memcpy(buf + 8, key, NSR_SHA256_SIZE);
+        nsr_sha256_buf(data, len, (uint8_t *) buf + 8 + NSR_SHA256_SIZE);
+        memcpy(buf + CACHE_HEADER, data, len);
+
+        int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        int r = nsr_write_all(fd, buf, CACHE_HEADER + len);
+        if (close(fd) < 0 && r >= 0)
+                r = -errno;
+        /* No fsync: a torn entry fails its checksum and is recompiled. */
+        if (r >= 0 && renameat(dir, tmp, dir, name) < 0)
+                r = -errno;
+        if (r < 0)
+                (void) unlinkat(dir, tmp, 0);
+        return r;
+}
+
+/* ---- the entry point for launches ------------------------------------------------ */
+
+int nsr_seccomp_policy_bpf(const char *name_or_path, char **ret_data, size_t *ret_len, nsr_error *err) {
+        _cleanup_(nsr_policy_freep) nsr_policy *p = NULL;
+        int r = nsr_seccomp_policy_load(name_or_path, &p, err);
+        if (r < 0)
+                return r;
+        /* Parsing is cheap; compiling three arches is not. The key covers
+         * every file the policy read, so an edited include is noticed. */
+        uint8_t key[NSR_SHA256_SIZE];
+        bool cache = nsr_seccomp_cache_key(p, key) >= 0;
+        if (cache && nsr_seccomp_cache_lookup(key, ret_data, ret_len) >= 0)
+                return 0;
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        r = nsr_seccomp_compile(p, &data, &len, err);
+        if (r < 0)
+                return r;
+        if (cache)
+                (void) nsr_seccomp_cache_store(key, data, len);
+        *ret_data = TAKE_PTR(data);
+        *ret_len = len;
+        return 0;
+}
+
+/* ---- listing ------------------------------------------------------------------ */
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+int nsr_seccomp_list(char ***ret, nsr_error *err) {
+        _cleanup_free_ char *dir = nsr_seccomp_dir();
+        DIR *d = opendir(dir);
+        if (!d)
+                return nsr_error_set(err, errno, "cannot read the seccomp policy directory %s", dir);
+        _cleanup_strv_free_ char **names = NULL;
+        size_t n = 0;
+        for (struct dirent *e; (e = readdir(d)) && n < 1024;) {
+                if (e->d_name[0] == '.' || !nsr_endswith(e->d_name, ".policy"))
+                        continue;
+                nsr_strv_push(&names, nsr_strndup(e->d_name, strlen(e->d_name) - strlen(".policy")));
+                n++;
+        }
+        closedir(d);
+        if (names)
+                qsort(names, n, sizeof(char *), cmp_str);
+        else
+                names = nsr_malloc0(sizeof(char *));
+        *ret = TAKE_PTR(names);
+        return 0;
+}
+
+int nsr_seccomp_summary(const char *path, char **ret, nsr_error *err) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f)
+                return nsr_error_set(err, errno, "cannot open %s", path);
+        char line[512];
+        while (fgets(line, sizeof(line), f)) {
+                char *s = line;
+                while (*s == ' ' || *s == '\t')
+                        s++;
+                if (*s == '\n' || *s == '\0')
+                        continue;
+                if (*s != '#')
+                        break;
+                s++;
+                while (*s == ' ' || *s == '\t')
+                        s++;
+                s[strcspn(s, "\r\n")] = '\0';
+                *ret = nsr_strdup(s);
+                return 0;
+        }
+        *ret = nsr_strdup("");
+        return 0;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Seccomp policy files (the .policy files under seccomp/): find them, compile
+ * them with libseccomp for the native arch and its compat arches, export
+ * BPF, and cache the result. The language itself is in policy.h. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "seccomp/policy.h"
+
+/* The kernel's limit on one filter program (BPF_MAXINSNS). */
+#define NSR_SECCOMP_MAX_INSNS 4096
+/* Entries kept in the compile cache before it is emptied. */
+#define NSR_SECCOMP_CACHE_MAX 128
+
+/* Where shipped policies live: $NSRUN_DATADIR/seccomp when NSRUN_DATADIR is
+ * set (tests run uninstalled), else $(pkgdatadir)/seccomp. The caller frees
+ * the result. */
+char *nsr_seccomp_dir(void);
+
+/* Turns a policy name ("default", "default.policy") into the path of the
+ * shipped file; anything with a '/' is a path and is returned as is. */
+int nsr_seccomp_policy_path(const char *name_or_path, char **ret, nsr_error *err);
+
+/* Reads and parses a policy file by name or path. Includes are looked up
+ * next to the including file, then in nsr_seccomp_dir(). */
+int nsr_seccomp_policy_load(const char *name_or_path, nsr_policy **ret, nsr_error *err);
+
+/* The libseccomp arch tokens a filter covers: the native arch first, then
+ * the compat arches whose system calls could otherwise bypass it (i386 and
+ * x32 on x86_64, arm on aarch64). Returns how many it stored. */
+size_t nsr_seccomp_arches(uint32_t *ret, size_t max);
+
+/* Compiles a parsed policy to one BPF program (struct sock_filter array,
+ * native byte order) for every arch nsr_seccomp_arches() names. No cache. */
+int nsr_seccomp_compile(const nsr_policy *p, char **ret_data, size_t *ret_len, nsr_error *err);
+
+/* The compile cache: $XDG_CACHE_HOME/nsrun/seccomp, else
+ * $HOME/.cache/nsrun/seccomp. Both functions are best effort and never
+ * fail the caller: a lookup that finds nothing usable returns -ENOENT, a
+ * store that cannot write returns a negative errno the caller may ignore. */
+int nsr_seccomp_cache_key(const nsr_policy *p, uint8_t ret[NSR_SHA256_SIZE]);
+int nsr_seccomp_cache_lookup(const uint8_t key[NSR_SHA256_SIZE], char **ret_data, size_t *ret_len);
+int nsr_seccomp_cache_store(const uint8_t key[NSR_SHA256_SIZE], const char *data, size_t len);
+/* The cache's own dir ($XDG_CACHE_HOME/nsrun or $HOME/.cache/nsrun) as a
+ * real path, made first (with its seccomp/ subdir) when create is set;
+ * NULL when there is none. Project mode hides it from every run: a run
+ * that could write a cache entry would pick the next run's filter. */
+char *nsr_seccomp_cache_root(bool create);
+
+/* Compiles a policy, given by name ("default") or by path (anything with a
+ * '/'), to a BPF program for the native arch and its compat arches. The
+ * result may come from a cache keyed by the policy's content. */
+int nsr_seccomp_policy_bpf(const char *name_or_path, char **ret_data, size_t *ret_len, nsr_error *err);
+
+/* The shipped policies: names without ".policy", sorted. */
+int nsr_seccomp_list(char ***ret, nsr_error *err);
+/* A policy file's summary: the text of its first comment line. */
+int nsr_seccomp_summary(const char *path, char **ret, nsr_error *err);

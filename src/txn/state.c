@@ -1,0 +1,756 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <signal.h>
+
+#include "base/durable.h"
+#include "txn/state.h"
+#include "base/util.h"
+
+static const char *env_get(char *const *env, const char *name) {
+        size_t l = strlen(name);
+        for (size_t i = 0; env && env[i]; i++)
+                if (strncmp(env[i], name, l) == 0 && env[i][l] == '=')
+                        return env[i] + l + 1;
+        return NULL;
+}
+
+int nsr_state_dir_resolve(const char *opt, char *const *env, char **ret, nsr_error *err) {
+        if (opt) {
+                if (opt[0] != '/') {
+                        char *cwd = getcwd(NULL, 0);
+                        if (!cwd)
+                                return nsr_error_set(err, errno, "--state-dir %s: cannot resolve a relative path", opt);
+                        *ret = nsr_path_join(cwd, opt);
+                        free(cwd);
+                } else
+                        *ret = nsr_path_normalize(opt);
+                return 0;
+        }
+        const char *xdg = env_get(env, "XDG_STATE_HOME");
+        if (xdg && xdg[0] == '/') {
+                *ret = nsr_path_join(xdg, "nsrun");
+                return 0;
+        }
+        const char *home = env_get(env, "HOME");
+        if (!home || home[0] != '/')
+                return nsr_error_setx(err, ENOENT, "no state dir: set HOME, XDG_STATE_HOME or --state-dir");
+        *ret = nsr_path_join(home, ".local/state/nsrun");
+        return 0;
+}
+
+#define OVERLAYFS_MAGIC 0x794c7630
+
+/* Why dir (which need not exist yet) cannot be a state dir here, or NULL:
+ * judged on it or on its nearest existing ancestor, where it would be
+ * made. */
+static const char *state_dir_unusable(const char *dir) {
+        _cleanup_free_ char *p = nsr_strdup(dir);
+        struct stat st;
+        while (lstat(p, &st) < 0) {
+                char *slash = strrchr(p, '/');
+                if (errno != ENOENT || !slash)
+                        return "it cannot be looked up";
+                if (slash == p)
+                        slash[1] = '\0';
+                else
+                        *slash = '\0';
+        }
+        if (!S_ISDIR(st.st_mode))
+                return "it is not a directory";
+        struct statvfs vfs;
+        if (statvfs(p, &vfs) == 0 && (vfs.f_flag & ST_RDONLY))
+                return "read-only file system";
+        struct statfs fs;
+        if (statfs(p, &fs) == 0 && (unsigned long) fs.f_type == OVERLAYFS_MAGIC)
+                return "it is on an overlay, which cannot hold the overlay layers of runs";
+        if (faccessat(AT_FDCWD, p, W_OK | X_OK, AT_EACCESS) < 0)
+                return "not writable";
+        if (streq(p, dir) && st.st_uid != geteuid())
+                return "not owned by you";
+        return NULL;
+}
+
+/* The private fallback: a real dir of ours that nobody else may write,
+ * made if missing. */
+static int fallback_state_dir(const char *path, nsr_error *err) {
+        struct stat st;
+        if (mkdir(path, 0700) < 0 && errno != EEXIST)
+                return nsr_error_set(err, errno, "cannot create the state dir %s", path);
+        if (lstat(path, &st) < 0)
+                return nsr_error_set(err, errno, "cannot stat the state dir %s", path);
+        if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+                return nsr_error_setx(err, EPERM,
+                                      "%s exists but is not a private directory of yours (owner uid %u, mode %04o); "
+                                      "choose a state dir with --state-dir",
+                                      path, (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777));
+        return 0;
+}
+
+int nsr_state_dir_choose(const char *opt, char *const *env, bool for_run, char **ret, char **ret_note,
+                         nsr_error *err) {
+        _cleanup_free_ char *dir = NULL;
+        int r = nsr_state_dir_resolve(opt, env, &dir, err);
+        if (r < 0 && (opt || r != -ENOENT))
+                return r;
+        nsr_error_clear(err);
+        *ret_note = NULL;
+        if (opt) {
+                *ret = TAKE_PTR(dir);
+                return 0;
+        }
+        const char *tmp = env_get(env, "TMPDIR");
+        if (!tmp || tmp[0] != '/')
+                tmp = "/tmp";
+        _cleanup_free_ char *base = nsr_path_normalize(tmp);
+        _cleanup_free_ char *fb = nsr_asprintf("%s/nsrun-state-%u", base, (unsigned) geteuid());
+        struct stat st;
+        const char *why = dir ? state_dir_unusable(dir) : "no HOME or XDG_STATE_HOME";
+        /* On an overlay, but so is the temp dir (a container's root): the
+         * move would gain nothing and lose the runs' persistence. */
+        if (why && nsr_startswith(why, "it is on an overlay") && state_dir_unusable(base))
+                why = NULL;
+        if (!for_run) {
+                /* Subcommands look where runs went: where a run would
+                 * have gone, if that dir exists. */
+                if (why && lstat(fb, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
+                        *ret = TAKE_PTR(fb);
+                        return 0;
+                }
+                if (!dir)
+                        return nsr_error_setx(err, ENOENT, "no state dir: set HOME, XDG_STATE_HOME or --state-dir");
+                *ret = TAKE_PTR(dir);
+                return 0;
+        }
+        if (!why) {
+                *ret = TAKE_PTR(dir);
+                return 0;
+        }
+        r = fallback_state_dir(fb, err);
+        if (r < 0)
+                return nsr_error_prefix(err, "the state dir %s cannot be used (%s), and the fallback", dir ? dir : "",
+                                        why);
+        *ret_note = nsr_asprintf("the state dir %s cannot be used here (%s); using %s", dir ? dir : "(none)", why, fb);
+        *ret = TAKE_PTR(fb);
+        return 0;
+}
+
+static int mkdir_p(const char *path, mode_t mode) {
+        _cleanup_free_ char *p = nsr_strdup(path);
+        for (char *s = p + 1; *s; s++) {
+                if (*s != '/')
+                        continue;
+                *s = '\0';
+                if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                *s = '/';
+        }
+        if (mkdir(p, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+int nsr_state_open(const char *dir, nsr_error *err) {
+        int r = mkdir_p(dir, 0700);
+        if (r < 0)
+                return nsr_error_set(err, -r, "cannot create the state dir %s (choose another with --state-dir)", dir);
+        int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "cannot open the state dir %s", dir);
+        struct stat st;
+        if (fstat(fd, &st) < 0 || st.st_uid != geteuid()) {
+                close(fd);
+                return nsr_error_setx(err, EPERM, "the state dir %s is not owned by you", dir);
+        }
+        if (mkdirat(fd, "runs", 0700) < 0 && errno != EEXIST) {
+                close(fd);
+                return nsr_error_set(err, errno, "cannot create %s/runs", dir);
+        }
+        if (mkdirat(fd, "projects", 0700) < 0 && errno != EEXIST) {
+                close(fd);
+                return nsr_error_set(err, errno, "cannot create %s/projects", dir);
+        }
+        return fd;
+}
+
+void nsr_run_id_new(char ret[NSR_RUN_ID_MAX]) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        struct tm tm;
+        gmtime_r(&ts.tv_sec, &tm);
+        uint8_t rnd[3] = { 0 };
+        if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t) sizeof(rnd)) {
+                /* Without entropy, the pid and the nanoseconds still make
+                 * two runs started together differ. */
+                uint32_t x = (uint32_t) getpid() ^ (uint32_t) ts.tv_nsec;
+                memcpy(rnd, &x, sizeof(rnd));
+        }
+        snprintf(ret, NSR_RUN_ID_MAX, "%04d%02d%02dT%02d%02d%02d.%03ldZ-%02x%02x%02x", tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, rnd[0], rnd[1], rnd[2]);
+}
+
+bool nsr_run_id_is_valid(const char *id) {
+        size_t n = strlen(id);
+        if (n == 0 || n >= NSR_RUN_ID_MAX || id[0] == '.')
+                return false;
+        for (const char *s = id; *s; s++)
+                if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '.' ||
+                      *s == '-'))
+                        return false;
+        return true;
+}
+
+int nsr_run_create(int statefd, const char *run_id, size_t n_projects, nsr_error *err) {
+        _cleanup_free_ char *rel = nsr_asprintf("runs/%s", run_id);
+        if (mkdirat(statefd, rel, 0700) < 0)
+                return nsr_error_set(err, errno, "cannot create the run dir %s", rel);
+        _cleanup_close_ int fd = openat(statefd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "cannot open the run dir %s", rel);
+        for (size_t i = 0; i < n_projects; i++) {
+                char p[32], u[48], w[48];
+                snprintf(p, sizeof(p), "p%zu", i);
+                snprintf(u, sizeof(u), "p%zu/upper", i);
+                snprintf(w, sizeof(w), "p%zu/work", i);
+                if (mkdirat(fd, p, 0700) < 0 || mkdirat(fd, u, 0755) < 0 || mkdirat(fd, w, 0700) < 0)
+                        return nsr_error_set(err, errno, "cannot create the overlay dirs of run %s", run_id);
+        }
+        return TAKE_FD(fd);
+}
+
+int nsr_run_open(int statefd, const char *run_id, nsr_error *err) {
+        if (!nsr_run_id_is_valid(run_id))
+                return nsr_error_setx(err, EINVAL, "\"%s\" is not a run id", run_id);
+        _cleanup_free_ char *rel = nsr_asprintf("runs/%s", run_id);
+        int fd = openat(statefd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "no run %s", run_id);
+        return fd;
+}
+
+void nsr_project_key(const char *abs_path, char ret[17]) {
+        /* FNV-1a, 64 bits: a stable, short name for a path. */
+        uint64_t h = UINT64_C(14695981039346656037);
+        for (const unsigned char *s = (const unsigned char *) abs_path; *s; s++) {
+                h ^= *s;
+                h *= UINT64_C(1099511628211);
+        }
+        snprintf(ret, 17, "%016llx", (unsigned long long) h);
+}
+
+int nsr_project_lock(int statefd, const char *abs_path, nsr_error *err) {
+        char key[17];
+        nsr_project_key(abs_path, key);
+        _cleanup_free_ char *dir = nsr_asprintf("projects/%s", key);
+        if (mkdirat(statefd, dir, 0700) < 0 && errno != EEXIST)
+                return nsr_error_set(err, errno, "cannot create %s in the state dir", dir);
+        _cleanup_free_ char *path = nsr_asprintf("%s/path", dir);
+        /* Only a note for whoever looks at the state dir by hand: the key
+         * is the path's hash, and the lock does not depend on it. */
+        nsr_error pe = { 0 };
+        (void) nsr_durable_write(statefd, path, abs_path, strlen(abs_path), 0600, 0, &pe);
+        _cleanup_free_ char *lock = nsr_asprintf("%s/lock", dir);
+        _cleanup_close_ int fd = openat(statefd, lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "cannot open the lock of %s", abs_path);
+        while (flock(fd, LOCK_EX) < 0)
+                if (errno != EINTR)
+                        return nsr_error_set(err, errno, "cannot lock %s", abs_path);
+        return TAKE_FD(fd);
+}
+
+/* Depth-first removal through dirfds. Entries a sandboxed command made
+ * unreadable (mode 000) get u+rwx first: we own them. */
+static int rm_tree(int parent, const char *name, unsigned depth) {
+        if (depth > 4096)
+                return -ELOOP;
+        struct stat st;
+        if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISDIR(st.st_mode))
+                return unlinkat(parent, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+        int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno == EACCES) {
+                (void) fchmodat(parent, name, 0700, 0);
+                fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
+        if (fd < 0)
+                return -errno;
+        if ((st.st_mode & 0700) != 0700)
+                (void) fchmod(fd, 0700);
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return -errno;
+        }
+        int r = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                int k = rm_tree(dirfd(d), de->d_name, depth + 1);
+                if (k < 0 && r == 0)
+                        r = k;
+        }
+        closedir(d);
+        if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT && r == 0)
+                r = -errno;
+        return r;
+}
+
+int nsr_rm_rf_at(int dirfd, const char *name, nsr_error *err) {
+        /* rm_tree needs a real dir fd as parent, not O_PATH, for readdir of
+         * children; fstatat/unlinkat work on O_PATH fds. */
+        int r = rm_tree(dirfd, name, 0);
+        if (r < 0)
+                return nsr_error_set(err, -r, "cannot remove %s", name);
+        return 0;
+}
+
+void nsr_run_meta_done(nsr_run_meta *m) {
+        free(m->state);
+        free(m->kind);
+        free(m->undoes);
+        nsr_strv_free(m->projects);
+        nsr_strv_free(m->argv);
+        free(m->counts);
+        free(m->ids);
+        memset(m, 0, sizeof(*m));
+}
+
+int nsr_run_meta_write(int run_fd, const nsr_run_meta *m, nsr_error *err) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f)
+                return nsr_error_set(err, ENOMEM, "run meta");
+        fprintf(f, "version 1\nrun %s\nkind %s\nstate %s\nstart %lld.%09ld\n", m->run_id, m->kind ? m->kind : "run",
+                m->state ? m->state : "running", (long long) m->start.tv_sec, m->start.tv_nsec);
+        if (m->undoes)
+                fprintf(f, "undoes %s\n", m->undoes);
+        if (m->pid > 0)
+                fprintf(f, "owner %d %llu %s\n", (int) m->pid, m->pid_start, m->boot[0] ? m->boot : "-");
+        if (m->exit_code >= 0)
+                fprintf(f, "exit %d\n", m->exit_code);
+        if (m->signal > 0)
+                fprintf(f, "signal %d\n", m->signal);
+        for (size_t i = 0; m->projects && m->projects[i]; i++) {
+                _cleanup_free_ char *hex = nsr_hex_encode(m->projects[i], strlen(m->projects[i]));
+                fprintf(f, "project %s", hex);
+                if (m->counts)
+                        for (int k = 0; k < 5; k++)
+                                fprintf(f, " %lu", m->counts[i][k]);
+                fputc('\n', f);
+                if (m->ids && (m->ids[i][0] || m->ids[i][1]))
+                        fprintf(f, "project-id %llu %llu\n", m->ids[i][0], m->ids[i][1]);
+        }
+        for (size_t i = 0; m->argv && m->argv[i]; i++) {
+                _cleanup_free_ char *hex = nsr_hex_encode(m->argv[i], strlen(m->argv[i]));
+                fprintf(f, "arg %s\n", hex);
+        }
+        if (fclose(f) != 0) {
+                free(buf);
+                return nsr_error_set(err, ENOMEM, "run meta");
+        }
+        /* No fsync: the journals carry what a recovery needs; a meta lost
+         * in a crash leaves the older state, which gc and undo handle. */
+        int r = nsr_durable_write(run_fd, "meta", buf, len, 0600, 0, err);
+        free(buf);
+        if (r < 0)
+                return nsr_error_prefix(err, "cannot write the run's meta file");
+        return 0;
+}
+
+int nsr_run_meta_read(int run_fd, nsr_run_meta *ret, nsr_error *err) {
+        _cleanup_close_ int fd = openat(run_fd, "meta", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "cannot read the run's meta file");
+        _cleanup_free_ char *data = NULL;
+        int r = nsr_read_all(fd, 16u << 20, &data, NULL);
+        if (r < 0)
+                return nsr_error_set(err, -r, "cannot read the run's meta file");
+        nsr_run_meta m = { .exit_code = -1 };
+        size_t n_proj = 0;
+        for (char *line = data, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                char *sp = strchr(line, ' ');
+                if (!sp)
+                        continue;
+                *sp = '\0';
+                const char *key = line, *val = sp + 1;
+                if (streq(key, "run"))
+                        snprintf(m.run_id, sizeof(m.run_id), "%s", val);
+                else if (streq(key, "state"))
+                        free(m.state), m.state = nsr_strdup(val);
+                else if (streq(key, "kind"))
+                        free(m.kind), m.kind = nsr_strdup(val);
+                else if (streq(key, "undoes"))
+                        free(m.undoes), m.undoes = nsr_strdup(val);
+                else if (streq(key, "start")) {
+                        long long s = 0;
+                        long ns = 0;
+                        if (sscanf(val, "%lld.%ld", &s, &ns) == 2)
+                                m.start = (struct timespec){ .tv_sec = s, .tv_nsec = ns };
+                } else if (streq(key, "owner")) {
+                        /* Without it every running run would look orphaned
+                         * (a session's, a run in progress). */
+                        int pid = 0;
+                        unsigned long long st = 0;
+                        char boot[40] = "";
+                        if (sscanf(val, "%d %llu %39s", &pid, &st, boot) >= 2 && pid > 0) {
+                                m.pid = pid;
+                                m.pid_start = st;
+                                if (!streq(boot, "-"))
+                                        snprintf(m.boot, sizeof(m.boot), "%s", boot);
+                        }
+                } else if (streq(key, "exit"))
+                        m.exit_code = atoi(val);
+                else if (streq(key, "signal"))
+                        m.signal = atoi(val);
+                else if (streq(key, "project-id")) {
+                        /* Belongs to the project line just before it. */
+                        unsigned long long dev = 0, ino = 0;
+                        if (n_proj > 0 && sscanf(val, "%llu %llu", &dev, &ino) == 2) {
+                                m.ids[n_proj - 1][0] = dev;
+                                m.ids[n_proj - 1][1] = ino;
+                        }
+                } else if (streq(key, "project") || streq(key, "arg")) {
+                        char *sp2 = strchr(val, ' ');
+                        _cleanup_free_ char *hex = sp2 ? nsr_strndup(val, (size_t) (sp2 - val)) : nsr_strdup(val);
+                        char *bytes = NULL;
+                        if (nsr_hex_decode(hex, strlen(hex), &bytes, NULL) < 0)
+                                continue;
+                        if (streq(key, "arg")) {
+                                nsr_strv_push(&m.argv, bytes);
+                                continue;
+                        }
+                        nsr_strv_push(&m.projects, bytes);
+                        m.counts = nsr_realloc_array(m.counts, n_proj + 1, sizeof(*m.counts));
+                        memset(m.counts[n_proj], 0, sizeof(*m.counts));
+                        m.ids = nsr_realloc_array(m.ids, n_proj + 1, sizeof(*m.ids));
+                        memset(m.ids[n_proj], 0, sizeof(*m.ids));
+                        if (sp2)
+                                sscanf(sp2, " %lu %lu %lu %lu %lu", &m.counts[n_proj][0], &m.counts[n_proj][1],
+                                       &m.counts[n_proj][2], &m.counts[n_proj][3], &m.counts[n_proj][4]);
+                        n_proj++;
+                }
+        }
+        if (!m.state || !m.run_id[0]) {
+                nsr_run_meta_done(&m);
+                return nsr_error_setx(err, EINVAL, "the run's meta file is damaged");
+        }
+        *ret = m;
+        return 0;
+}
+
+static int cmp_desc(const void *a, const void *b) {
+        return -strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+int nsr_state_list_runs(int statefd, char ***ret, nsr_error *err) {
+        int fd = openat(statefd, "runs", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "cannot list the runs");
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return nsr_error_set(err, errno, "cannot list the runs");
+        }
+        char **v = nsr_malloc0(sizeof(char *));
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (nsr_run_id_is_valid(de->d_name))
+                        nsr_strv_extend(&v, de->d_name);
+        closedir(d);
+        qsort(v, nsr_strv_length(v), sizeof(char *), cmp_desc);
+        *ret = v;
+        return 0;
+}
+
+static uint64_t tree_size(int parent, const char *name, unsigned depth) {
+        struct stat st;
+        if (depth > 256 || fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return 0;
+        uint64_t total = (uint64_t) st.st_blocks * 512;
+        if (!S_ISDIR(st.st_mode))
+                return total;
+        int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return total;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return total;
+        }
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+                        total += tree_size(dirfd(d), de->d_name, depth + 1);
+        closedir(d);
+        return total;
+}
+
+typedef struct gc_run {
+        char *id;
+        nsr_run_meta meta;
+        uint64_t size;
+        bool gone;
+        bool busy;
+        bool newest; /* the newest run of one of its projects: always kept */
+} gc_run;
+
+static int remove_run(int statefd, gc_run *g, nsr_gc_stats *st, nsr_error *err) {
+        _cleanup_free_ char *rel = nsr_asprintf("runs/%s", g->id);
+        int r = nsr_rm_rf_at(statefd, rel, err);
+        if (r < 0)
+                return r;
+        g->gone = true;
+        st->removed++;
+        st->bytes += g->size;
+        return 0;
+}
+
+int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stats *ret, nsr_error *err) {
+        _cleanup_strv_free_ char **ids = NULL;
+        nsr_gc_stats st = { 0 };
+        int r = nsr_state_list_runs(statefd, &ids, err);
+        if (r < 0)
+                return r;
+        size_t n = nsr_strv_length(ids);
+        gc_run *runs = nsr_malloc0((n + 1) * sizeof(gc_run));
+        _cleanup_close_ int runs_fd = openat(statefd, "runs", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        /* keep_days comes from the user: a count of days beyond the epoch
+         * must not overflow into a cutoff in the future, which would make
+         * every run old. Such a count keeps everything. */
+        bool by_age = keep_days >= 0 && now.tv_sec >= 0 && keep_days <= now.tv_sec / 86400;
+        time_t cutoff = by_age ? now.tv_sec - (time_t) keep_days * 86400 : 0;
+        for (size_t i = 0; i < n; i++) {
+                runs[i].id = ids[i];
+                nsr_error e = { 0 };
+                _cleanup_close_ int fd = nsr_run_open(statefd, ids[i], &e);
+                if (fd < 0 || nsr_run_meta_read(fd, &runs[i].meta, &e) < 0) {
+                        runs[i].gone = true; /* not ours to judge: leave it */
+                        continue;
+                }
+                /* What a run's own removal left behind (its nsrun died
+                 * first): never needed. */
+                if (!streq(runs[i].meta.state, "running")) {
+                        nsr_error te = { 0 };
+                        (void) nsr_rm_rf_at(fd, "trash", &te);
+                }
+                runs[i].size = tree_size(runs_fd, ids[i], 0);
+                /* A live run, or an apply waiting for recovery, is not ours
+                 * to prune. An orphaned run (its nsrun died) is. */
+                if ((streq(runs[i].meta.state, "running") && !nsr_run_meta_is_orphan(&runs[i].meta)) ||
+                    !nsr_run_journals_settled(fd))
+                        runs[i].busy = true;
+        }
+        /* The ids sort newest first: a run is the newest of a project when
+         * no run before it names that project. */
+        for (size_t i = 0; i < n; i++) {
+                if (runs[i].gone)
+                        continue;
+                for (size_t p = 0; runs[i].meta.projects && runs[i].meta.projects[p] && !runs[i].newest; p++) {
+                        bool newer = false;
+                        for (size_t k = 0; k < i && !newer; k++)
+                                newer = !runs[k].gone && nsr_strv_contains(runs[k].meta.projects, runs[i].meta.projects[p]);
+                        runs[i].newest = !newer;
+                }
+        }
+        for (size_t i = 0; i < n && r >= 0 && by_age; i++) {
+                gc_run *g = &runs[i];
+                if (g->gone || g->busy || g->newest)
+                        continue;
+                if (g->meta.start.tv_sec <= cutoff)
+                        r = remove_run(statefd, g, &st, err);
+        }
+        /* The quota, project by project, newest first. */
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                if (runs[i].gone || !runs[i].meta.projects)
+                        continue;
+                for (size_t p = 0; runs[i].meta.projects[p]; p++) {
+                        const char *proj = runs[i].meta.projects[p];
+                        uint64_t sum = 0;
+                        bool newest = true;
+                        for (size_t k = 0; k < n && r >= 0; k++) {
+                                gc_run *g = &runs[k];
+                                if (g->gone || !nsr_strv_contains(g->meta.projects, proj))
+                                        continue;
+                                sum += g->size;
+                                if (!newest && sum > backup_limit && !g->busy)
+                                        r = remove_run(statefd, g, &st, err);
+                                newest = false;
+                        }
+                }
+        }
+        for (size_t i = 0; i < n; i++)
+                nsr_run_meta_done(&runs[i].meta);
+        free(runs);
+        if (ret)
+                *ret = st;
+        return r < 0 ? r : 0;
+}
+
+/* A grandchild in its own session, with no fd of the caller's and a low
+ * priority: whoever reads nsrun's output must not wait for it. Returns
+ * false in the caller, true in the grandchild. */
+static bool detach(void) {
+        pid_t pid = fork();
+        if (pid < 0)
+                return false;
+        if (pid > 0) {
+                (void) waitpid(pid, NULL, 0);
+                return false;
+        }
+        if (setsid() < 0 || fork() != 0)
+                _exit(0);
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null >= 0) {
+                dup2(null, 0);
+                dup2(null, 1);
+                dup2(null, 2);
+        }
+        closefrom(3);
+        (void) nice(10);
+        return true;
+}
+
+void nsr_state_trash_background(const char *run_dir) {
+        if (!detach())
+                return;
+        int fd = open(run_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd >= 0) {
+                nsr_error e = { 0 };
+                (void) nsr_rm_rf_at(fd, "trash", &e);
+        }
+        _exit(0);
+}
+
+void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t backup_limit) {
+        _cleanup_free_ char *stamp = nsr_path_join(state_dir, "gc.stamp");
+        struct stat st;
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        if (stat(stamp, &st) == 0 && now.tv_sec - st.st_mtime < 3600)
+                return;
+        _cleanup_close_ int sf = open(stamp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (sf < 0 || !detach())
+                return;
+        int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (statefd >= 0) {
+                nsr_error e = { 0 };
+                (void) nsr_state_gc(statefd, keep_days, backup_limit, NULL, &e);
+        }
+        _exit(0);
+}
+
+static unsigned long long proc_start_time(pid_t pid) {
+        char path[64], buf[1024];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        int n = nsr_read_full(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        /* The comm field may hold spaces and parens: skip to the last ')'. */
+        char *s = strrchr(buf, ')');
+        if (!s)
+                return 0;
+        unsigned long long v = 0;
+        /* fields after comm: state(3) ... starttime(22) */
+        int field = 2;
+        for (char *t = strtok(s + 1, " "); t; t = strtok(NULL, " "))
+                if (++field == 22) {
+                        v = strtoull(t, NULL, 10);
+                        break;
+                }
+        return v;
+}
+
+static void boot_id(char ret[40]) {
+        ret[0] = '\0';
+        _cleanup_close_ int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        int n = nsr_read_full(fd, ret, 39);
+        if (n < 0)
+                n = 0;
+        ret[n] = '\0';
+        char *nl = strchr(ret, '\n');
+        if (nl)
+                *nl = '\0';
+}
+
+void nsr_run_meta_set_owner(nsr_run_meta *m) {
+        m->pid = getpid();
+        m->pid_start = proc_start_time(m->pid);
+        boot_id(m->boot);
+}
+
+bool nsr_run_meta_is_orphan(const nsr_run_meta *m) {
+        if (!streq(m->state, "running"))
+                return false;
+        if (m->pid <= 0)
+                return true; /* no owner recorded: older than owner records */
+        char now[40];
+        boot_id(now);
+        if (m->boot[0] && now[0] && !streq(now, m->boot))
+                return true;
+        if (kill(m->pid, 0) < 0 && errno == ESRCH)
+                return true;
+        return proc_start_time(m->pid) != m->pid_start;
+}
+
+static bool journal_settled(int dirfd, const char *name) {
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return false;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return false;
+        /* The settling lines are appended last: read the tail. */
+        off_t off = st.st_size > 65536 ? st.st_size - 65536 : 0;
+        if (lseek(fd, off, SEEK_SET) < 0)
+                return false;
+        _cleanup_free_ char *data = NULL;
+        if (nsr_read_all(fd, 65536 + 1, &data, NULL) < 0)
+                return false;
+        for (char *line = strtok(data, "\n"); line; line = strtok(NULL, "\n"))
+                if (streq(line, "done") || streq(line, "rolled-back"))
+                        return true;
+        return false;
+}
+
+bool nsr_run_journals_settled(int run_fd) {
+        int fd = openat(run_fd, "journal", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return errno == ENOENT;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return false;
+        }
+        bool settled = true;
+        struct dirent *de;
+        while (settled && (de = readdir(d)))
+                if (de->d_name[0] != '.')
+                        settled = journal_settled(dirfd(d), de->d_name);
+        closedir(d);
+        return settled;
+}

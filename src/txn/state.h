@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* nsrun's state outside every project: runs, their overlay layers,
+ * journals and backups, and the per-project locks.
+ *
+ *   STATE/runs/RUN/            one dir per run (0700)
+ *       meta                   what the run was: see nsr_run_meta
+ *       p0/upper p0/work ...   the overlay layers of project 0, 1, ...
+ *       backup/p0/...          originals the apply replaced or deleted
+ *       trash/                 what is left of snapshots, removed in the background
+ *       journal/pN             the apply (or undo) journal of project N (txn.c)
+ *       applied/pN             fingerprints of what the apply wrote (txn.c)
+ *       conflict/ excluded/ rollback/   see txn/commit.h
+ *       report.json            the run's report
+ *   STATE/projects/KEY/lock    flock()ed while a run applies to the project
+ *   STATE/projects/KEY/path    the project's absolute path
+ *
+ * Run ids sort by time: 20261125T221530.123Z-3f9a1c. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "base/error.h"
+
+#define NSR_RUN_ID_MAX 64
+
+/* --state-dir, else $XDG_STATE_HOME/nsrun, else ~/.local/state/nsrun. */
+int nsr_state_dir_resolve(const char *opt, char *const *env, char **ret, nsr_error *err);
+/* The state dir a run uses: --state-dir (opt) as given; else the default
+ * above, unless it cannot hold runs here: it cannot be created or written
+ * (a read-only home, as inside a sandbox), or it lies on an overlay, which
+ * cannot hold overlay upper dirs (inside nsrun's project mode the home is
+ * one). Then $TMPDIR/nsrun-state-UID (or /tmp/...), created 0700, and
+ * refused unless it is a real dir of the caller's that nobody else may
+ * write; *ret_note then says where and why, for stderr (NULL otherwise).
+ * With for_run false (subcommands, traces: nothing is created), the
+ * fallback is chosen only when the default does not exist and it does. */
+int nsr_state_dir_choose(const char *opt, char *const *env, bool for_run, char **ret, char **ret_note,
+                         nsr_error *err);
+/* Creates the state dir (0700, parents as needed) and opens it. */
+int nsr_state_open(const char *dir, nsr_error *err);
+/* What a run was: STATE/runs/RUN/meta, a line file ("key value"), with
+ * byte strings (paths, argv) hex-encoded. */
+typedef struct nsr_run_meta {
+        char run_id[NSR_RUN_ID_MAX];
+        char *state;           /* running, committed, conflict, kept, discarded, failed, undone */
+        char *kind;            /* "run", or "undo" for the run an undo made */
+        char *undoes;          /* kind undo: the run it undid */
+        struct timespec start; /* the run's start (conflict checks compare ctimes with it) */
+        char **projects;       /* absolute paths */
+        char **argv;
+        int exit_code;         /* -1: none */
+        int signal;            /* 0: none */
+        /* per project: created, modified, deleted, type_changed, metadata_changed */
+        unsigned long (*counts)[5];
+        /* per project: the st_dev and st_ino the project had when the run
+         * started, so that commit and undo can refuse a path that names
+         * something else now; both 0 when the meta predates them */
+        unsigned long long (*ids)[2];
+        /* Who runs it, to tell a live run from one whose nsrun died. */
+        pid_t pid;
+        unsigned long long pid_start; /* the process's start time, against pid reuse */
+        char boot[40];                /* the kernel's boot id */
+} nsr_run_meta;
+
+/* Fills the owner fields (pid, start time, boot id) for the calling
+ * process. */
+void nsr_run_meta_set_owner(nsr_run_meta *m);
+/* A run still marked running whose nsrun is gone. */
+bool nsr_run_meta_is_orphan(const nsr_run_meta *m);
+/* Whether every apply journal in the run dir is settled (done or rolled
+ * back): an unsettled one waits for recovery and must not be pruned. */
+bool nsr_run_journals_settled(int run_fd);
+
+void nsr_run_meta_done(nsr_run_meta *m);
+int nsr_run_meta_write(int run_fd, const nsr_run_meta *m, nsr_error *err);
+int nsr_run_meta_read(int run_fd, nsr_run_meta *ret, nsr_error *err);
+/* Every run id under STATE/runs, newest first. */
+int nsr_state_list_runs(int statefd, char ***ret, nsr_error *err);
+
+#define NSR_BACKUP_LIMIT_DEFAULT ((uint64_t) 2 << 30)
+
+typedef struct nsr_gc_stats {
+        size_t removed;
+        uint64_t bytes;
+} nsr_gc_stats;
+
+/* Retention: removes runs older than keep_days, then, per project, the
+ * oldest runs once the project's runs take more than backup_limit bytes;
+ * the newest run of each project always stays. Runs still running (or
+ * crashed with an apply unfinished) are left for recovery. */
+int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stats *ret, nsr_error *err);
+/* Removes RUN/trash (what is left of a snapshot once the backups are out
+ * of it) in a detached background process. */
+void nsr_state_trash_background(const char *run_dir);
+/* Runs nsr_state_gc() in a detached background process, at most once an
+ * hour, so retention never sits on a run's critical path. */
+void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t backup_limit);
+
+/* A new run id from the time and random bytes. */
+void nsr_run_id_new(char ret[NSR_RUN_ID_MAX]);
+/* A run id is only ever [0-9A-Za-z.-]; anything else is refused before it
+ * becomes a path. */
+bool nsr_run_id_is_valid(const char *id);
+/* Creates runs/RUN with p0..pN-1/{upper,work}; returns the run dir fd. */
+int nsr_run_create(int statefd, const char *run_id, size_t n_projects, nsr_error *err);
+/* Opens an existing run dir. */
+int nsr_run_open(int statefd, const char *run_id, nsr_error *err);
+/* The stable key of a project path (a hash), as hex. */
+void nsr_project_key(const char *abs_path, char ret[17]);
+/* Takes the project's exclusive lock, waiting for it; returns the fd that
+ * holds it (closing it releases the lock). */
+int nsr_project_lock(int statefd, const char *abs_path, nsr_error *err);
+/* Removes a directory tree below dirfd (no symlink is followed; modes the
+ * sandbox set to 000 are fixed first). */
+int nsr_rm_rf_at(int dirfd, const char *name, nsr_error *err);
