@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "seccomp/policy.h"
+#include "base/sockmsg.h"
 #include "egress/relay.h"
 #include "seccomp/compile.h"
 #include "base/util.h"
@@ -1239,30 +1240,25 @@ static void accept_all(nsr_relay *r, handle *h) {
 
 static void receive_listeners(nsr_relay *r) {
         char data[MAX_LISTENERS];
-        char cbuf[CMSG_SPACE(sizeof(int) * MAX_LISTENERS)];
+        int fds[MAX_LISTENERS];
         struct iovec iov = { .iov_base = data, .iov_len = sizeof(data) };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-        ssize_t n = recvmsg(r->sock[0], &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        nsr_sockmsg_info info;
+        ssize_t n = nsr_sockmsg_recv(r->sock[0], &iov, 1, MSG_DONTWAIT, fds, MAX_LISTENERS, &info);
+        if (n == -EAGAIN)
                 return;
-        if (n > 0)
-                for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-                        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-                                continue;
-                        size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                        for (size_t i = 0; i < nfd; i++) {
-                                int fd;
-                                memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-                                if (r->n_listeners >= MAX_LISTENERS || i >= (size_t) n) {
-                                        close(fd);
-                                        continue;
-                                }
-                                (void) fcntl(fd, F_SETFL, O_NONBLOCK);
-                                handle *h = &r->listeners[r->n_listeners++];
-                                *h = (handle){ .kind = data[i] == 's' ? H_LISTEN_SOCKS : H_LISTEN_HTTP, .fd = fd };
-                                (void) ep_set(r, h, EPOLLIN);
-                        }
+        for (size_t i = 0; n > 0 && i < info.n_fds; i++) {
+                if (i >= (size_t) n || r->n_listeners >= MAX_LISTENERS) { /* an fd comes with its kind byte */
+                        close(fds[i]);
+                        continue;
                 }
+                (void) fcntl(fds[i], F_SETFL, O_NONBLOCK);
+                handle *h = &r->listeners[r->n_listeners++];
+                *h = (handle){ .kind = data[i] == 's' ? H_LISTEN_SOCKS : H_LISTEN_HTTP, .fd = fds[i] };
+                (void) ep_set(r, h, EPOLLIN);
+        }
+        if (n <= 0)
+                for (size_t i = 0; i < info.n_fds; i++)
+                        close(fds[i]);
         /* One message, or the child is gone: either way, done. */
         (void) ep_set(r, &r->h_control, 0);
         r->sock[0] = safe_close(r->sock[0]);
@@ -1465,23 +1461,13 @@ int nsr_relay_child_setup(nsr_relay *r, nsr_error *err) {
         if (n == 3 && listen_on(AF_INET6, "::1", NSR_EGRESS_SOCKS_PORT, &fds[n]) == 0)
                 kinds[n++] = 's';
 
-        char cbuf[CMSG_SPACE(sizeof(int) * MAX_LISTENERS)];
-        memset(cbuf, 0, sizeof(cbuf));
         struct iovec iov = { .iov_base = kinds, .iov_len = n };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                              .msg_controllen = CMSG_SPACE(sizeof(int) * n) };
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
-        memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
-        ssize_t s = sendmsg(r->sock[1], &msg, MSG_NOSIGNAL);
-        int e = errno;
+        int s = nsr_sockmsg_send(r->sock[1], &iov, 1, fds, n);
         for (size_t i = 0; i < n; i++)
                 close(fds[i]);
         r->sock[1] = safe_close(r->sock[1]);
         if (s < 0)
-                return nsr_error_set(err, e, "egress relay: cannot pass the listening sockets to the monitor");
+                return nsr_error_set(err, -s, "egress relay: cannot pass the listening sockets to the monitor");
         return 0;
 }
 

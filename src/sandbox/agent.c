@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "base/sockmsg.h"
 #include "sandbox/agent.h"
 
 extern char **environ;
@@ -29,57 +30,20 @@ int nsr_session_send(int fd, uint32_t type, uint32_t id, int32_t value, uint32_t
         };
         struct iovec iov[2] = { { .iov_base = &h, .iov_len = sizeof(h) },
                                 { .iov_base = (void *) payload, .iov_len = len } };
-        char cbuf[CMSG_SPACE(3 * sizeof(int))];
-        memset(cbuf, 0, sizeof(cbuf));
-        struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
-        if (n_fds) {
-                msg.msg_control = cbuf;
-                msg.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
-                struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-                c->cmsg_level = SOL_SOCKET;
-                c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
-                memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
-        }
-        ssize_t n;
-        do
-                n = sendmsg(fd, &msg, MSG_NOSIGNAL);
-        while (n < 0 && errno == EINTR);
-        return n < 0 ? -errno : 0;
+        return nsr_sockmsg_send(fd, iov, len ? 2 : 1, fds, n_fds);
 }
 
 int nsr_session_recv(int fd, nsr_session_hdr *ret, char *buf, int fds[3]) {
         nsr_session_hdr h;
         struct iovec iov[2] = { { .iov_base = &h, .iov_len = sizeof(h) },
                                 { .iov_base = buf, .iov_len = NSR_SESSION_PAYLOAD_MAX } };
-        char cbuf[CMSG_SPACE(3 * sizeof(int))];
-        struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-        fds[0] = fds[1] = fds[2] = -1;
-        ssize_t n;
-        do
-                n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
-        while (n < 0 && errno == EINTR);
+        nsr_sockmsg_info info;
+        ssize_t n = nsr_sockmsg_recv(fd, iov, 2, 0, fds, 3, &info);
         if (n < 0)
-                return -errno;
+                return (int) n;
         if (n == 0)
                 return -ENODATA;
-        size_t got = 0;
-        bool bad_fds = false;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-                        continue;
-                size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                int *in = (int *) CMSG_DATA(c);
-                for (size_t i = 0; i < k; i++) {
-                        if (got < 3)
-                                fds[got++] = in[i];
-                        else {
-                                close(in[i]);
-                                bad_fds = true;
-                        }
-                }
-        }
-        if (bad_fds || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (size_t) n < sizeof(h) ||
+        if (info.extra_fds || info.truncated || (size_t) n < sizeof(h) ||
             h.magic != NSR_SESSION_MAGIC || h.len != (size_t) n - sizeof(h) || h.type >= _NSR_SMSG_MAX) {
                 for (int i = 0; i < 3; i++)
                         fds[i] = safe_close(fds[i]);

@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "base/sockmsg.h"
 #include "sandbox/caps.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/landlock.h"
@@ -335,44 +336,6 @@ static bool need_reaper(const nsr_plan *p) {
         return p->unshare_pid || p->lock_files || p->sync_fd != -1;
 }
 
-static int send_own_pid(int sock) {
-        struct ucred cred = { .pid = getpid(), .uid = getuid(), .gid = getgid() };
-        char buf[CMSG_SPACE(sizeof(cred))];
-        memset(buf, 0, sizeof(buf));
-        char data = 'p';
-        struct iovec iov = { .iov_base = &data, .iov_len = 1 };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf) };
-        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_CREDENTIALS;
-        c->cmsg_len = CMSG_LEN(sizeof(cred));
-        memcpy(CMSG_DATA(c), &cred, sizeof(cred));
-        return sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
-}
-
-static int recv_pid(int sock, pid_t *ret) {
-        struct ucred cred;
-        char buf[CMSG_SPACE(sizeof(cred))];
-        char data;
-        struct iovec iov = { .iov_base = &data, .iov_len = 1 };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf) };
-        ssize_t n;
-        do
-                n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-        while (n < 0 && errno == EINTR);
-        if (n < 0)
-                return -errno;
-        if (n == 0)
-                return -ENODATA;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
-                        memcpy(&cred, CMSG_DATA(c), sizeof(cred));
-                        *ret = cred.pid;
-                        return 0;
-                }
-        return -ENODATA;
-}
-
 /* The command's own confinement, the last steps before its exec: the
  * bounding set, the capabilities it keeps, no_new_privs, the Landlock
  * scopes, the caller's rlimit back, no inherited fd, the seccomp filters
@@ -500,7 +463,7 @@ _noreturn_ static void child_main(launch *l) {
                         if (pid > 0)
                                 _exit(0);
                 }
-                if (send_own_pid(l->pid_pipe[1]) < 0)
+                if (nsr_sockmsg_send_creds(l->pid_pipe[1], 'p') < 0)
                         child_fail(l, (nsr_error_set(&e, errno, "Can't send pid"), &e));
         }
         l->pid_pipe[1] = safe_close(l->pid_pipe[1]);
@@ -1168,7 +1131,7 @@ static unsigned long clone_flags(const nsr_plan *p) {
  * the sandbox reports its pid. */
 static int adopt_pidns_child(launch *l, pid_t middle, pid_t *ret, nsr_error *err) {
         pid_t real = 0;
-        int n = recv_pid(l->pid_pipe[0], &real);
+        int n = nsr_sockmsg_recv_pid(l->pid_pipe[0], &real);
         if (n >= 0 && real > 0) {
                 *ret = real;
                 return 0;

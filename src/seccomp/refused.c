@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/sockmsg.h"
 #include "seccomp/refused.h"
 #include "base/utf8.h"
 
@@ -341,37 +342,17 @@ int nsr_refused_install(const char *notify_prog, size_t len) {
 }
 
 int nsr_refused_send_fd(int sock, int fd) {
-        char buf[CMSG_SPACE(sizeof(int))];
-        memset(buf, 0, sizeof(buf));
-        char data = 'l';
-        struct iovec iov = { .iov_base = &data, .iov_len = 1 };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf) };
-        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof(int));
-        return sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+        char tag = 'l';
+        struct iovec iov = { .iov_base = &tag, .iov_len = 1 };
+        return nsr_sockmsg_send(sock, &iov, 1, &fd, 1);
 }
 
 int nsr_refused_recv_fd(int sock) {
-        char buf[CMSG_SPACE(sizeof(int))];
-        char data;
-        struct iovec iov = { .iov_base = &data, .iov_len = 1 };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf) };
-        ssize_t n;
-        do
-                n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-        while (n < 0 && errno == EINTR);
+        char tag;
+        struct iovec iov = { .iov_base = &tag, .iov_len = 1 };
+        int fd;
+        ssize_t n = nsr_sockmsg_recv(sock, &iov, 1, MSG_DONTWAIT, &fd, 1, NULL);
         if (n < 0)
-                return -errno;
-        if (n == 0)
-                return -ENODATA;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
-                        int fd;
-                        memcpy(&fd, CMSG_DATA(c), sizeof(int));
-                        return fd;
-                }
-        return -ENODATA;
+                return (int) n;
+        return n == 0 || fd < 0 ? -ENODATA : fd;
 }
