@@ -381,13 +381,15 @@ static int commit_cmd(int argc, char **argv) {
 /* After the session's daemon finished its run as kept: the run's start
  * becomes the session's last commit, so that "nsrun commit RUN" later
  * judges conflicts from there, not from what earlier commits applied. */
-static void keep_with_base(const char *state_dir, const char *id, const char *final_state) {
+static int keep_with_base(const char *state_dir, const char *id, const char *final_state) {
         _cleanup_close_ int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         nsr_error e = { 0 };
+        if (statefd < 0)
+                nsr_error_set(&e, errno, "no state dir at %s", state_dir);
         _cleanup_close_ int run_fd = statefd >= 0 ? nsr_run_open(statefd, id, &e) : -1;
         _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
         if (run_fd < 0 || nsr_run_meta_read(run_fd, &m, &e) < 0)
-                return;
+                goto fail;
         struct timespec base;
         if (nsr_session_base_read(run_fd, &base) >= 0)
                 m.start = base;
@@ -404,7 +406,11 @@ static void keep_with_base(const char *state_dir, const char *id, const char *fi
                         (void) nsr_rm_rf_at(run_fd, rel, &e);
                 }
         }
-        (void) nsr_run_meta_write(run_fd, &m, &e);
+        if (nsr_run_meta_write(run_fd, &m, &e) >= 0)
+                return 0;
+fail:
+        say("nsrun: session %s: cannot record how the run ended: %s\n", id, e.msg);
+        return -1;
 }
 
 static int stop_cmd(int argc, char **argv) {
@@ -417,8 +423,9 @@ static int stop_cmd(int argc, char **argv) {
          * way "session commit" does: nothing writes any more, and earlier
          * commits set the conflict baseline. */
         int how = a.discard ? NSR_SESSION_DISCARD : NSR_SESSION_KEEP;
-        if (nsr_session_send(fd, NSR_SMSG_STOP, 0, how, 0, NULL, 0, NULL, 0) < 0) {
-                say("nsrun: session %s: cannot send the stop: %s\n", a.id, strerror(errno));
+        int sr = nsr_session_send(fd, NSR_SMSG_STOP, 0, how, 0, NULL, 0, NULL, 0);
+        if (sr < 0) {
+                say("nsrun: session %s: cannot send the stop: %s\n", a.id, strerror(-sr));
                 return 1;
         }
         _cleanup_free_ char *buf = nsr_malloc0(NSR_SESSION_PAYLOAD_MAX + 1);
@@ -442,12 +449,12 @@ static int stop_cmd(int argc, char **argv) {
                 if (a.discard)
                         return 0;
                 if (!a.commit) {
-                        keep_with_base(state_dir, a.id, NULL);
-                        return 0;
+                        return keep_with_base(state_dir, a.id, NULL) < 0 ? 1 : 0;
                 }
                 bool conflict = false;
                 int rc = session_commit(state_dir, a.id, &conflict);
-                keep_with_base(state_dir, a.id, rc ? NULL : conflict ? "conflict" : "committed");
+                if (keep_with_base(state_dir, a.id, rc ? NULL : conflict ? "conflict" : "committed") < 0)
+                        rc = 1;
                 if (rc)
                         say("nsrun: the session's changes stay as kept run %s\n", a.id);
                 return rc;

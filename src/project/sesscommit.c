@@ -262,16 +262,23 @@ static int commit_project(int statefd, int srun_fd, int run_fd, const char *run_
         return 0;
 }
 
+/* The state dir, the session's run dir and its meta. */
+static int open_session_run(const char *state_dir, const char *session_id, int *ret_statefd, int *ret_run_fd,
+                            nsr_run_meta *ret_meta, nsr_error *err) {
+        *ret_statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (*ret_statefd < 0)
+                return nsr_error_set(err, errno, "no state dir at %s", state_dir);
+        *ret_run_fd = nsr_run_open(*ret_statefd, session_id, err);
+        if (*ret_run_fd < 0)
+                return *ret_run_fd;
+        return nsr_run_meta_read(*ret_run_fd, ret_meta, err);
+}
+
 int nsr_session_commit(const char *state_dir, const char *session_id, nsr_session_commit_result *ret, nsr_error *err) {
         nsr_session_commit_result res = { .lines = nsr_malloc0(sizeof(char *)) };
-        _cleanup_close_ int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (statefd < 0)
-                return nsr_error_set(err, errno, "no state dir at %s", state_dir);
-        _cleanup_close_ int srun_fd = nsr_run_open(statefd, session_id, err);
-        if (srun_fd < 0)
-                return srun_fd;
+        _cleanup_close_ int statefd = -1, srun_fd = -1;
         _cleanup_(nsr_run_meta_done) nsr_run_meta sm = { 0 };
-        int r = nsr_run_meta_read(srun_fd, &sm, err);
+        int r = open_session_run(state_dir, session_id, &statefd, &srun_fd, &sm, err);
         if (r < 0)
                 return r;
         size_t n = nsr_strv_length(sm.projects);
@@ -348,14 +355,9 @@ void nsr_session_changes_free(nsr_session_changes *c) {
 }
 
 int nsr_session_changes_take(const char *state_dir, const char *session_id, nsr_session_changes *ret, nsr_error *err) {
-        _cleanup_close_ int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (statefd < 0)
-                return nsr_error_set(err, errno, "no state dir at %s", state_dir);
-        _cleanup_close_ int srun_fd = nsr_run_open(statefd, session_id, err);
-        if (srun_fd < 0)
-                return srun_fd;
+        _cleanup_close_ int statefd = -1, srun_fd = -1;
         _cleanup_(nsr_run_meta_done) nsr_run_meta sm = { 0 };
-        int r = nsr_run_meta_read(srun_fd, &sm, err);
+        int r = open_session_run(state_dir, session_id, &statefd, &srun_fd, &sm, err);
         if (r < 0)
                 return r;
         nsr_session_changes c = { .n = nsr_strv_length(sm.projects) };

@@ -206,6 +206,18 @@ like "$rc:$err" "^0:.*changed nothing" "the session's own run has nothing to und
 run "$NSRUN" undo $NS -p "$P"
 check "undo -p restores what the session's commit applied" test ! -e "$P/undo-me"
 
+# ---- a stop that cannot record the run's end says so, and fails ----
+run "$NSRUN" session start --project "$P" $NS
+M=$out
+if [ -n "$M" ] && [ -f "$S/runs/$M/meta" ]; then
+	mv "$S/runs/$M/meta" "$S/runs/$M/meta.saved" && mkdir "$S/runs/$M/meta"
+	run "$NSRUN" session stop $NS "$M"
+	like "$rc:$err" "^1:.*outcome \(kept\) could not be recorded: .*meta" "stop: a run whose meta cannot be written is an error, not silence"
+	rmdir "$S/runs/$M/meta"; mv "$S/runs/$M/meta.saved" "$S/runs/$M/meta"
+else
+	not_ok "stop: a failed meta update is an error (no session: $err)"
+fi
+
 # ---- network rules apply to a session: the monitor's relay serves every exec ----
 if command -v curl >/dev/null; then
 	run "$NSRUN" session start --project "$P" $NS --allow-host example.invalid
