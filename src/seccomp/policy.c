@@ -13,6 +13,7 @@
 #include <sys/personality.h>
 #include <sys/socket.h>
 
+#include "base/syscalls.h"
 #include "seccomp/policy.h"
 
 /* ---- name tables --------------------------------------------------------- */
@@ -40,16 +41,6 @@ static const struct {
         /* Aliases. */
         E(EWOULDBLOCK), E(ENOTSUP), E(EDEADLOCK),
 };
-
-#ifndef CLONE_NEWTIME
-#define CLONE_NEWTIME 0x00000080
-#endif
-#ifndef CLONE_PIDFD
-#define CLONE_PIDFD 0x00001000
-#endif
-#ifndef CLONE_NEWCGROUP
-#define CLONE_NEWCGROUP 0x02000000
-#endif
 
 #ifndef AF_XDP
 #define AF_XDP 44
