@@ -67,6 +67,16 @@ char *nsr_asprintf(const char *fmt, ...) {
         return r;
 }
 
+void nsr_strappendf(char **s, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        _cleanup_free_ char *add = nsr_vasprintf(fmt, ap);
+        va_end(ap);
+        char *n = nsr_asprintf("%s%s", *s ? *s : "", add);
+        free(*s);
+        *s = n;
+}
+
 void nsr_strv_free(char **v) {
         if (!v)
                 return;

@@ -85,6 +85,8 @@ void *nsr_realloc_array(void *p, size_t n, size_t size);
 char *nsr_strdup(const char *s);
 char *nsr_strndup(const char *s, size_t n);
 char *nsr_asprintf(const char *fmt, ...) _printf_(1, 2);
+/* Appends the formatted text to *s (malloc'ed, or NULL for ""). */
+void nsr_strappendf(char **s, const char *fmt, ...) _printf_(2, 3);
 char *nsr_vasprintf(const char *fmt, va_list ap) _printf_(1, 0);
 
 /* String vectors: NULL-terminated arrays of owned strings. */

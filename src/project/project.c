@@ -1091,46 +1091,23 @@ static char *refused_record(const nsr_refused *rf, const nsr_launch_result *lr, 
                 ret->connections = conns;
                 ret->n_connections = refused_connections(&lr->net, conns, max_conns);
         }
-        char *line = nsr_strdup("");
-        for (size_t i = 0; i < rf->n_entries; i++) {
-                char *n = nsr_asprintf("%s%s%s x%" PRIu64, line, i ? ", " : "", calls[i].name, calls[i].count);
-                free(line);
-                line = n;
-        }
-        if (rf->dropped) {
-                char *n = nsr_asprintf("%s, %" PRIu64 " more", line, rf->dropped);
-                free(line);
-                line = n;
-        }
+        _cleanup_free_ char *line = nsr_refused_summary(rf);
         for (size_t i = 0; i < ret->n_connections; i++) {
                 char count[32] = "";
                 if (conns[i].count > 1)
                         snprintf(count, sizeof(count), " x%" PRIu64, conns[i].count);
-                char *n = nsr_asprintf("%s%sconnect %s:%d%s", line, line[0] ? (i ? ", " : "; ") : "", conns[i].host,
-                                       conns[i].port, count);
-                free(line);
-                line = n;
+                nsr_strappendf(&line, "%sconnect %s:%d%s", line ? (i ? ", " : "; ") : "", conns[i].host,
+                               conns[i].port, count);
         }
-        for (size_t i = 0; lr->limits_hit && lr->limits_hit[i]; i++) {
-                char *n = nsr_asprintf("%s%s%s", line, line[0] ? "; " : "", lr->limits_hit[i]);
-                free(line);
-                line = n;
-        }
+        for (size_t i = 0; lr->limits_hit && lr->limits_hit[i]; i++)
+                nsr_strappendf(&line, "%s%s", line ? "; " : "", lr->limits_hit[i]);
         if (lr->timed_out) {
                 char d[32];
-                char *n = nsr_asprintf("%s%stimeout %s%s", line, line[0] ? "; " : "",
-                                       nsr_format_duration(rc->timeout_ms, d, sizeof(d)),
-                                       lr->killed_after ? " (SIGKILL after --kill-after)" : "");
-                free(line);
-                line = n;
+                nsr_strappendf(&line, "%stimeout %s%s", line ? "; " : "",
+                               nsr_format_duration(rc->timeout_ms, d, sizeof(d)),
+                               lr->killed_after ? " (SIGKILL after --kill-after)" : "");
         }
-        if (!line[0]) {
-                free(line);
-                return NULL;
-        }
-        char *n = nsr_asprintf("nsrun: refused: %s", line);
-        free(line);
-        return n;
+        return line ? nsr_asprintf("nsrun: refused: %s", line) : NULL;
 }
 
 int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {

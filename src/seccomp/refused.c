@@ -306,7 +306,7 @@ int nsr_refused_handle(nsr_refused *rf, int listener) {
 
 static int cmp_count(const void *a, const void *b) {
         const nsr_refused_entry *x = *(nsr_refused_entry *const *) a, *y = *(nsr_refused_entry *const *) b;
-        return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
+        return x->count < y->count ? 1 : x->count > y->count ? -1 : strcmp(x->name, y->name);
 }
 
 char *nsr_refused_summary(const nsr_refused *rf) {
@@ -316,17 +316,11 @@ char *nsr_refused_summary(const nsr_refused *rf) {
         for (size_t i = 0; i < rf->n_entries; i++)
                 v[i] = &rf->entries[i];
         qsort(v, rf->n_entries, sizeof(v[0]), cmp_count);
-        char *s = nsr_strdup("");
-        for (size_t i = 0; i < rf->n_entries; i++) {
-                char *n = nsr_asprintf("%s%s%s x%" PRIu64, s, i ? ", " : "", v[i]->name, v[i]->count);
-                free(s);
-                s = n;
-        }
-        if (rf->dropped) {
-                char *n = nsr_asprintf("%s, and %" PRIu64 " more", s, rf->dropped);
-                free(s);
-                s = n;
-        }
+        char *s = NULL;
+        for (size_t i = 0; i < rf->n_entries; i++)
+                nsr_strappendf(&s, "%s%s x%" PRIu64, i ? ", " : "", v[i]->name, v[i]->count);
+        if (rf->dropped)
+                nsr_strappendf(&s, ", %" PRIu64 " more", rf->dropped);
         return s;
 }
 

@@ -74,8 +74,8 @@ void nsr_refused_done(nsr_refused *rf);
 int nsr_refused_handle(nsr_refused *rf, int listener);
 /* Adds one refused call to the record (used by nsr_refused_handle). */
 void nsr_refused_count(nsr_refused *rf, uint32_t arch, int nr, int errnum, const char *comm);
-/* "ptrace x3, mount x1" in count order (largest first), or NULL when
- * nothing was refused. */
+/* "ptrace x3, mount x1, 2 more" in count order (largest first, then by
+ * name), or NULL when nothing was refused: the start of the stderr line. */
 char *nsr_refused_summary(const nsr_refused *rf);
 
 /* Installs the listener filter in the calling process and returns the

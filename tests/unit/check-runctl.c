@@ -249,6 +249,9 @@ START_TEST(test_refused_count) {
                 nsr_refused_count(&rf, AUDIT_ARCH_X86_64, 200000 + i, EPERM, "x");
         ck_assert_int_eq(rf.n_entries, NSR_REFUSED_MAX_ENTRIES);
         ck_assert_int_eq(rf.dropped, 13);
+        _cleanup_free_ char *full = nsr_refused_summary(&rf);
+        ck_assert(nsr_startswith(full, "ptrace x3, mount x1, syscall 100000 x1, syscall 200000 x1, "));
+        ck_assert(nsr_endswith(full, ", 13 more"));
         nsr_refused_done(&rf);
 }
 END_TEST

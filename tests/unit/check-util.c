@@ -14,6 +14,16 @@
 
 /* ---- nsr_parse_int -------------------------------------------------------- */
 
+START_TEST(test_strappendf) {
+        _cleanup_free_ char *s = NULL;
+        nsr_strappendf(&s, "%s", "");
+        ck_assert_str_eq(s, "");
+        nsr_strappendf(&s, "a%d", 1);
+        nsr_strappendf(&s, ", %s", "b");
+        ck_assert_str_eq(s, "a1, b");
+}
+END_TEST
+
 START_TEST(test_parse_int_good) {
         static const struct {
                 const char *s;
@@ -487,6 +497,7 @@ END_TEST
 static Suite *suite(void) {
         Suite *s = suite_create("util");
         TCase *tc = tcase_create("parse");
+        tcase_add_test(tc, test_strappendf);
         tcase_add_test(tc, test_parse_int_good);
         tcase_add_test(tc, test_parse_int_bad);
         tcase_add_test(tc, test_parse_fd);
