@@ -323,27 +323,15 @@ const char *nsr_hostcheck_hint(const nsr_error *e) {
         /* Failures that belong to the user namespace layers: the clone
          * itself (any errno doctor can explain), then the id maps and
          * the first mounts, which AppArmor's restriction breaks with
-         * EPERM. */
-        static const char *const clone_msgs[] = {
-                "Creating new namespace failed",
-                "No permissions to create a new namespace",
-                "unshare user ns",
-        };
-        static const char *const setup_msgs[] = {
-                "setting up uid map",      "setting up gid map",    "error writing to setgroups",
-                "Failed to make / slave",  "Failed to mount tmpfs",
-        };
+         * EPERM. The kind says which step failed, not the message. */
         static const char hint[] = "run \"nsrun doctor\" for details";
         if (!e)
                 return NULL;
-        if (e->code == EPERM || e->code == ENOSPC || e->code == EINVAL || e->code == EUSERS)
-                for (size_t i = 0; i < ELEMENTSOF(clone_msgs); i++)
-                        if (nsr_startswith(e->msg, clone_msgs[i]))
-                                return hint;
-        if (e->code == EPERM || e->code == EACCES)
-                for (size_t i = 0; i < ELEMENTSOF(setup_msgs); i++)
-                        if (nsr_startswith(e->msg, setup_msgs[i]))
-                                return hint;
+        if (e->kind == NSR_ERR_CLONE &&
+            (e->code == EPERM || e->code == ENOSPC || e->code == EINVAL || e->code == EUSERS))
+                return hint;
+        if (e->kind == NSR_ERR_USERNS_SETUP && (e->code == EPERM || e->code == EACCES))
+                return hint;
         return NULL;
 }
 

@@ -844,13 +844,11 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
  * enclosing sandbox's hiding intact. */
 static bool home_overlay_failed(nsr_project *pj, const nsr_error *err) {
         nsr_plan *p = pj->plan;
-        for (size_t i = 0; i < p->n_ops; i++) {
-                nsr_op *op = &p->ops[i];
+        /* The launch got this plan: err->op names the op that failed. */
+        if (err->kind == NSR_ERR_OVERLAY_MOUNT && err->op >= 1 && err->op <= p->n_ops) {
+                nsr_op *op = &p->ops[err->op - 1];
                 if (op->type != NSR_OP_TMP_OVERLAY)
-                        continue;
-                _cleanup_free_ char *prefix = nsr_asprintf("Can't make overlay mount on /newroot%s with ", op->dest);
-                if (!nsr_startswith(err->msg, prefix))
-                        continue;
+                        return false;
                 op->type = NSR_OP_RO_BIND;
                 free(op->source);
                 op->source = nsr_strdup(op->dest);
@@ -871,7 +869,7 @@ static bool retry_after(nsr_project *pj, attempt *a, const nsr_error *err) {
                 return false;
         if ((err->code == EINVAL || err->code == EOPNOTSUPP) && home_overlay_failed(pj, err))
                 return true;
-        if (!pj->live && !o->keep && !o->workspace_root && nsr_startswith(err->msg, "Can't make overlay mount") &&
+        if (!pj->live && !o->keep && !o->workspace_root && err->kind == NSR_ERR_OVERLAY_MOUNT &&
             (err->code == EINVAL || err->code == EOPNOTSUPP)) {
                 /* The usual cause: the project already sits on an overlay
                  * (nsrun or a container inside nsrun), and the kernel

@@ -3,6 +3,7 @@
 
 #include <signal.h>
 
+#include "base/json.h"
 #include "project/report.h"
 #include "unit.h"
 

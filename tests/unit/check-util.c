@@ -397,10 +397,12 @@ START_TEST(test_error_setx) {
         nsr_error_format(&e, buf, sizeof(buf));
         ck_assert_str_eq(buf, "Unknown option --foo");
 
-        /* the kind is kept when already chosen */
-        nsr_error u = { .kind = NSR_ERR_USAGE };
+        /* a new error replaces the kind and op of the one before: control
+         * flow branches on them, so they must describe this message */
+        nsr_error u = { .kind = NSR_ERR_OVERLAY_MOUNT, .op = 3 };
         nsr_error_setx(&u, EINVAL, "x");
-        ck_assert_int_eq(u.kind, NSR_ERR_USAGE);
+        ck_assert_int_eq(u.kind, NSR_ERR_SETUP);
+        ck_assert_uint_eq(u.op, 0);
 
         nsr_error_clear(&u);
         ck_assert_int_eq(u.code, 0);
@@ -424,6 +426,56 @@ START_TEST(test_error_prefix) {
         nsr_error_setx(&z, 0, "inner");
         ck_assert_int_eq(nsr_error_prefix(&z, "outer"), -EIO);
         ck_assert_str_eq(z.msg, "outer: inner");
+}
+END_TEST
+
+START_TEST(test_error_kind) {
+        nsr_error e = { 0 };
+        ck_assert_int_eq(nsr_error_setk(&e, NSR_ERR_CLONE, EPERM, "Creating new namespace failed"), -EPERM);
+        ck_assert_int_eq(e.kind, NSR_ERR_CLONE);
+        ck_assert(e.with_errno);
+        ck_assert_int_eq(nsr_error_setxk(&e, NSR_ERR_OVERLAY_MOUNT, -EINVAL, "Can't make overlay mount on %s", "/x"),
+                         -EINVAL);
+        ck_assert_int_eq(e.kind, NSR_ERR_OVERLAY_MOUNT);
+        ck_assert_int_eq(e.code, EINVAL);
+        ck_assert(!e.with_errno);
+        ck_assert_str_eq(e.msg, "Can't make overlay mount on /x");
+        ck_assert_int_eq(nsr_error_setxk(NULL, NSR_ERR_CLONE, EPERM, "x"), -EPERM);
+
+        /* context in front keeps what failed */
+        e.op = 2;
+        nsr_error_prefix(&e, "outer");
+        ck_assert_int_eq(e.kind, NSR_ERR_OVERLAY_MOUNT);
+        ck_assert_uint_eq(e.op, 2);
+
+        /* the same text through the generic setter is no such kind */
+        nsr_error_setx(&e, EINVAL, "Can't make overlay mount on /x");
+        ck_assert_int_eq(e.kind, NSR_ERR_SETUP);
+
+        ck_assert_str_eq(nsr_error_kind_to_string(NSR_ERR_USERNS_SETUP), "userns-setup");
+        ck_assert_str_eq(nsr_error_kind_to_string(NSR_ERR_OVERLAY_MOUNT), "overlay-mount");
+        for (int k = 0; k < _NSR_ERR_KIND_MAX; k++)
+                ck_assert_ptr_nonnull(nsr_error_kind_to_string((nsr_error_kind) k));
+        ck_assert_ptr_null(nsr_error_kind_to_string(_NSR_ERR_KIND_MAX));
+        ck_assert_ptr_null(nsr_error_kind_to_string(_NSR_ERR_KIND_INVALID));
+}
+END_TEST
+
+START_TEST(test_error_sanitize) {
+        /* An error read from a pipe: a kind this build does not know is a
+         * generic failure, and the message ends inside the buffer. */
+        nsr_error e;
+        memset(&e, 'x', sizeof(e));
+        e.kind = (nsr_error_kind) 1000;
+        nsr_error_sanitize(&e);
+        ck_assert_int_eq(e.kind, NSR_ERR_SETUP);
+        ck_assert_uint_eq(strlen(e.msg), NSR_ERROR_MSG_MAX - 1);
+        e.kind = (nsr_error_kind) -5;
+        nsr_error_sanitize(&e);
+        ck_assert_int_eq(e.kind, NSR_ERR_SETUP);
+        e.kind = NSR_ERR_CLONE;
+        nsr_error_sanitize(&e);
+        ck_assert_int_eq(e.kind, NSR_ERR_CLONE);
 }
 END_TEST
 
@@ -515,6 +567,8 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_error_set);
         tcase_add_test(tc, test_error_setx);
         tcase_add_test(tc, test_error_prefix);
+        tcase_add_test(tc, test_error_kind);
+        tcase_add_test(tc, test_error_sanitize);
         tcase_add_test(tc, test_error_truncation);
         tcase_add_test(tc, test_error_fixed_size);
         suite_add_tcase(s, tc);
