@@ -356,6 +356,61 @@ START_TEST(test_read_full_write_all) {
 }
 END_TEST
 
+/* ---- DEFINE_STRING_TABLE_LOOKUP ------------------------------------------- */
+
+typedef enum fruit {
+        FRUIT_APPLE,
+        FRUIT_PEAR,
+        FRUIT_UNNAMED, /* a hole in the table */
+        FRUIT_FIG,
+        _FRUIT_MAX,
+        _FRUIT_INVALID = -EINVAL,
+} fruit;
+
+static const char *const fruit_names[_FRUIT_MAX] = {
+        [FRUIT_APPLE] = "apple",
+        [FRUIT_PEAR] = "pear",
+        [FRUIT_FIG] = "fig",
+};
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP(fruit, fruit, fruit_names)
+
+/* A plain int index, as for tables of non-enum ids. */
+static const char *const digit_names[] = { "zero", "one", "two" };
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP(digit, int, digit_names)
+
+START_TEST(test_string_table) {
+        for (int i = 0; i < _FRUIT_MAX; i++) {
+                const char *n = fruit_to_string((fruit) i);
+                if (i == FRUIT_UNNAMED) {
+                        ck_assert_ptr_null(n);
+                        continue;
+                }
+                ck_assert_ptr_nonnull(n);
+                ck_assert_int_eq(fruit_from_string(n), i);
+        }
+        ck_assert_str_eq(fruit_to_string(FRUIT_FIG), "fig");
+        ck_assert_int_eq(fruit_from_string("pear"), FRUIT_PEAR);
+        /* out of range, both sides */
+        ck_assert_ptr_null(fruit_to_string(_FRUIT_MAX));
+        ck_assert_ptr_null(fruit_to_string(_FRUIT_INVALID));
+        ck_assert_ptr_null(fruit_to_string((fruit) 1000));
+        /* unknown names: exact, case-sensitive, whole-string matches only */
+        ck_assert_int_eq(fruit_from_string("plum"), _FRUIT_INVALID);
+        ck_assert_int_eq(fruit_from_string("Apple"), _FRUIT_INVALID);
+        ck_assert_int_eq(fruit_from_string("app"), _FRUIT_INVALID);
+        ck_assert_int_eq(fruit_from_string("apples"), _FRUIT_INVALID);
+        ck_assert_int_eq(fruit_from_string(""), _FRUIT_INVALID);
+        ck_assert_int_eq(fruit_from_string(NULL), _FRUIT_INVALID);
+
+        ck_assert_str_eq(digit_to_string(2), "two");
+        ck_assert_ptr_null(digit_to_string(3));
+        ck_assert_ptr_null(digit_to_string(-1));
+        ck_assert_ptr_null(digit_to_string(INT_MIN));
+        ck_assert_int_eq(digit_from_string("one"), 1);
+        ck_assert_int_eq(digit_from_string("three"), -EINVAL);
+}
+END_TEST
+
 /* ---- nsr_error ------------------------------------------------------------ */
 
 START_TEST(test_error_set) {
@@ -561,6 +616,10 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_read_all_limit);
         tcase_add_test(tc, test_read_all_bad_fd);
         tcase_add_test(tc, test_read_full_write_all);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("string-table");
+        tcase_add_test(tc, test_string_table);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("error");
