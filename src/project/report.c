@@ -204,7 +204,7 @@ static void emit_protected(nsr_json *j, const nsr_protect_result *res) {
 static void emit_project(nsr_json *j, const nsr_report_project *p) {
         nsr_json_object_begin(j, NULL);
         nsr_json_string(j, "path", p->path);
-        nsr_json_string(j, "outcome", p->outcome);
+        nsr_json_string(j, "outcome", nsr_outcome_to_string(p->outcome));
         emit_changes(j, "changes", p->changes);
         emit_protected(j, p->protect);
         nsr_json_array_begin(j, "conflicts");
@@ -292,7 +292,7 @@ static int emit_report(nsr_json *j, const nsr_report *r, nsr_error *err) {
                 nsr_json_string(j, "signal", name);
         } else
                 nsr_json_null(j, "signal");
-        nsr_json_string(j, "outcome", r->outcome);
+        nsr_json_string(j, "outcome", nsr_outcome_to_string(r->outcome));
         nsr_json_string(j, "started_at", when);
         nsr_json_uint(j, "duration_ms", r->duration_ms);
         nsr_json_strv(j, "layers", r->layers);
