@@ -128,9 +128,13 @@ bool nsr_startswith(const char *s, const char *prefix);
 #define DEFINE_STRING_TABLE_LOOKUP(name, type, table)                          \
         DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table)                \
         DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table)
-#define DEFINE_PRIVATE_STRING_TABLE_LOOKUP(name, type, table)                  \
-        _DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table, _unused_ static) \
+#define DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table)        \
+        _DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table, _unused_ static)
+#define DEFINE_PRIVATE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table)      \
         _DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table, _unused_ static)
+#define DEFINE_PRIVATE_STRING_TABLE_LOOKUP(name, type, table)                  \
+        DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table)        \
+        DEFINE_PRIVATE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table)
 bool nsr_endswith(const char *s, const char *suffix);
 
 /* Strict parsers: the whole string must be consumed, no sign games, no

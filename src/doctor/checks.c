@@ -71,20 +71,12 @@ nsr_check_class nsr_check_class_of(nsr_check_id id) {
         return check_table[id].cls;
 }
 
-const char *nsr_verdict_to_string(nsr_verdict v) {
-        switch (v) {
-        case NSR_VERDICT_FULL:
-                return "full";
-        case NSR_VERDICT_DEGRADED:
-                return "degraded";
-        case NSR_VERDICT_UNAVAILABLE:
-                return "unavailable";
-        case _NSR_VERDICT_MAX:
-        case _NSR_VERDICT_INVALID:
-                break;
-        }
-        return NULL;
-}
+static const char *const verdict_names[_NSR_VERDICT_MAX] = {
+        [NSR_VERDICT_FULL] = "full",
+        [NSR_VERDICT_DEGRADED] = "degraded",
+        [NSR_VERDICT_UNAVAILABLE] = "unavailable",
+};
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(nsr_verdict, nsr_verdict, verdict_names)
 
 nsr_verdict nsr_hostcheck_verdict(const nsr_check checks[_NSR_CHECK_ID_MAX]) {
         /* Without a user namespace in which we may map ids and mount,
@@ -180,27 +172,19 @@ size_t nsr_hostcheck_best_effort(const nsr_check c[_NSR_CHECK_ID_MAX], int abi, 
         return n;
 }
 
+static const char *const userns_step_names[_NSR_USERNS_STEP_MAX] = {
+        [NSR_USERNS_STEP_NONE] = "nothing",
+        [NSR_USERNS_STEP_CREATE] = "unshare(CLONE_NEWUSER)",
+        [NSR_USERNS_STEP_SETGROUPS] = "writing /proc/self/setgroups",
+        [NSR_USERNS_STEP_UID_MAP] = "writing /proc/self/uid_map",
+        [NSR_USERNS_STEP_GID_MAP] = "writing /proc/self/gid_map",
+        [NSR_USERNS_STEP_MOUNT_NS] = "unshare(CLONE_NEWNS)",
+        [NSR_USERNS_STEP_MOUNT] = "mounting a tmpfs",
+};
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(userns_step, nsr_userns_step, userns_step_names)
+
 const char *nsr_userns_step_to_string(nsr_userns_step s) {
-        switch (s) {
-        case NSR_USERNS_STEP_NONE:
-                return "nothing";
-        case NSR_USERNS_STEP_CREATE:
-                return "unshare(CLONE_NEWUSER)";
-        case NSR_USERNS_STEP_SETGROUPS:
-                return "writing /proc/self/setgroups";
-        case NSR_USERNS_STEP_UID_MAP:
-                return "writing /proc/self/uid_map";
-        case NSR_USERNS_STEP_GID_MAP:
-                return "writing /proc/self/gid_map";
-        case NSR_USERNS_STEP_MOUNT_NS:
-                return "unshare(CLONE_NEWNS)";
-        case NSR_USERNS_STEP_MOUNT:
-                return "mounting a tmpfs";
-        case _NSR_USERNS_STEP_MAX:
-        case _NSR_USERNS_STEP_INVALID:
-                break;
-        }
-        return "an unknown step";
+        return userns_step_to_string(s) ?: "an unknown step";
 }
 
 #define FIX_APPARMOR                                                                                               \

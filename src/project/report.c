@@ -22,10 +22,10 @@ static const char *const signal_names[] = {
         [SIGIO] = "SIGIO",     [SIGPWR] = "SIGPWR",       [SIGSYS] = "SIGSYS",
 };
 
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(signal, int, signal_names)
+
 const char *nsr_report_signal_name(int sig) {
-        if (sig <= 0 || (size_t) sig >= ELEMENTSOF(signal_names))
-                return NULL;
-        return signal_names[sig];
+        return signal_to_string(sig); /* signal_names[0] is NULL */
 }
 
 /* ---- text ------------------------------------------------------------- */
@@ -37,23 +37,17 @@ static void append(char **buf, size_t *len, const char *s) {
         *len += l;
 }
 
+static const char *const human_kinds[_NSR_CHANGE_KIND_MAX] = {
+        [NSR_CHANGE_CREATED] = "created",
+        [NSR_CHANGE_MODIFIED] = "modified",
+        [NSR_CHANGE_DELETED] = "deleted",
+        [NSR_CHANGE_TYPE_CHANGED] = "type changed",
+        [NSR_CHANGE_METADATA_CHANGED] = "metadata changed",
+};
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(human_kind, nsr_change_kind, human_kinds)
+
 static const char *human_kind(nsr_change_kind k) {
-        switch (k) {
-        case NSR_CHANGE_CREATED:
-                return "created";
-        case NSR_CHANGE_MODIFIED:
-                return "modified";
-        case NSR_CHANGE_DELETED:
-                return "deleted";
-        case NSR_CHANGE_TYPE_CHANGED:
-                return "type changed";
-        case NSR_CHANGE_METADATA_CHANGED:
-                return "metadata changed";
-        case _NSR_CHANGE_KIND_MAX:
-        case _NSR_CHANGE_KIND_INVALID:
-                break;
-        }
-        return "?";
+        return human_kind_to_string(k) ?: "?";
 }
 
 char *nsr_report_summary(const char *project_path, const nsr_changeset *cs, const char *outcome,

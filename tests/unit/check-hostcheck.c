@@ -508,6 +508,21 @@ START_TEST(test_hidepid) {
 }
 END_TEST
 
+/* The name tables replaced switches, whose -Wswitch-enum caught a value
+ * without a name: this does now. */
+START_TEST(test_name_tables) {
+        for (int i = 0; i < _NSR_VERDICT_MAX; i++)
+                ck_assert_ptr_nonnull(nsr_verdict_to_string((nsr_verdict) i));
+        ck_assert_ptr_null(nsr_verdict_to_string(_NSR_VERDICT_MAX));
+        ck_assert_ptr_null(nsr_verdict_to_string(_NSR_VERDICT_INVALID));
+        for (int i = 0; i < _NSR_USERNS_STEP_MAX; i++)
+                ck_assert_str_ne(nsr_userns_step_to_string((nsr_userns_step) i), "an unknown step");
+        ck_assert_str_eq(nsr_userns_step_to_string(NSR_USERNS_STEP_GID_MAP), "writing /proc/self/gid_map");
+        ck_assert_str_eq(nsr_userns_step_to_string(_NSR_USERNS_STEP_MAX), "an unknown step");
+        ck_assert_str_eq(nsr_userns_step_to_string(_NSR_USERNS_STEP_INVALID), "an unknown step");
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("hostcheck");
         TCase *tc = tcase_create("core");
@@ -521,6 +536,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_egress);
         tcase_add_test(tc, test_explain);
         tcase_add_test(tc, test_hint);
+        tcase_add_test(tc, test_name_tables);
         tcase_add_test(tc, test_depth_plain);
         tcase_add_test(tc, test_depth_stacked);
         tcase_add_test(tc, test_depth_devno);
