@@ -5,15 +5,29 @@
 
 #include "base/error.h"
 
-static int record(nsr_error *err, int code, bool with_errno, const char *fmt, va_list ap) _printf_(4, 0);
-static int record(nsr_error *err, int code, bool with_errno, const char *fmt, va_list ap) {
+static const char *const kind_names[_NSR_ERR_KIND_MAX] = {
+        [NSR_ERR_NONE] = "none",
+        [NSR_ERR_SETUP] = "setup",
+        [NSR_ERR_USAGE] = "usage",
+        [NSR_ERR_EXEC] = "exec",
+        [NSR_ERR_CLONE] = "clone",
+        [NSR_ERR_USERNS_SETUP] = "userns-setup",
+        [NSR_ERR_OVERLAY_MOUNT] = "overlay-mount",
+};
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(nsr_error_kind, nsr_error_kind, kind_names)
+
+/* A new error replaces the kind and op of an earlier one in the same
+ * struct: they describe this message. */
+static int record(nsr_error *err, nsr_error_kind kind, int code, bool with_errno, const char *fmt, va_list ap)
+        _printf_(5, 0);
+static int record(nsr_error *err, nsr_error_kind kind, int code, bool with_errno, const char *fmt, va_list ap) {
         if (code < 0)
                 code = -code;
         if (err) {
                 err->code = code;
                 err->with_errno = with_errno && code != 0;
-                if (err->kind == NSR_ERR_NONE)
-                        err->kind = NSR_ERR_SETUP;
+                err->kind = kind;
+                err->op = 0;
                 vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
         }
         return code ? -code : -EIO;
@@ -22,7 +36,7 @@ static int record(nsr_error *err, int code, bool with_errno, const char *fmt, va
 int nsr_error_set(nsr_error *err, int code, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
-        int r = record(err, code, true, fmt, ap);
+        int r = record(err, NSR_ERR_SETUP, code, true, fmt, ap);
         va_end(ap);
         return r;
 }
@@ -30,9 +44,31 @@ int nsr_error_set(nsr_error *err, int code, const char *fmt, ...) {
 int nsr_error_setx(nsr_error *err, int code, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
-        int r = record(err, code, false, fmt, ap);
+        int r = record(err, NSR_ERR_SETUP, code, false, fmt, ap);
         va_end(ap);
         return r;
+}
+
+int nsr_error_setk(nsr_error *err, nsr_error_kind kind, int code, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = record(err, kind, code, true, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+int nsr_error_setxk(nsr_error *err, nsr_error_kind kind, int code, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = record(err, kind, code, false, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+void nsr_error_sanitize(nsr_error *err) {
+        if ((unsigned) err->kind >= _NSR_ERR_KIND_MAX)
+                err->kind = NSR_ERR_SETUP;
+        err->msg[sizeof(err->msg) - 1] = '\0';
 }
 
 int nsr_error_prefix(nsr_error *err, const char *fmt, ...) {

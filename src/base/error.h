@@ -19,6 +19,11 @@ typedef enum nsr_error_kind {
         NSR_ERR_SETUP,   /* a generic failure: nsrun's own problem */
         NSR_ERR_USAGE,   /* bad input on the command line */
         NSR_ERR_EXEC,    /* the command could not be executed */
+        /* The steps a host's policy on user namespaces breaks, which
+         * doctor explains (nsr_hostcheck_hint()): */
+        NSR_ERR_CLONE,         /* creating the namespaces (clone, unshare) */
+        NSR_ERR_USERNS_SETUP,  /* the id maps and the first mounts in the new user namespace */
+        NSR_ERR_OVERLAY_MOUNT, /* an overlay mount of the plan (op names which) */
         _NSR_ERR_KIND_MAX,
         _NSR_ERR_KIND_INVALID = -EINVAL,
 } nsr_error_kind;
@@ -27,15 +32,26 @@ typedef struct nsr_error {
         int code;            /* positive errno, or 0 */
         bool with_errno;     /* append ": strerror(code)" when printed */
         bool usage;          /* also print the usage hint? (bwrap does not) */
-        nsr_error_kind kind;
+        nsr_error_kind kind; /* what failed: callers branch on this, never on msg */
+        unsigned op;         /* the mount op that failed: 1 + its index in the plan's ops; 0: none */
         char msg[NSR_ERROR_MSG_MAX];
 } nsr_error;
 
-/* Records "msg: strerror(code)". Returns -code (or -EIO when code is 0). */
+/* Records "msg: strerror(code)", of kind NSR_ERR_SETUP (op 0). Returns
+ * -code (or -EIO when code is 0). */
 int nsr_error_set(nsr_error *err, int code, const char *fmt, ...) _printf_(3, 4);
 /* Records "msg" without the strerror suffix. Returns -code. */
 int nsr_error_setx(nsr_error *err, int code, const char *fmt, ...) _printf_(3, 4);
-/* Prepends "prefix: " to an already recorded message. Returns -err->code. */
+/* The same, of the given kind. */
+int nsr_error_setk(nsr_error *err, nsr_error_kind kind, int code, const char *fmt, ...) _printf_(4, 5);
+int nsr_error_setxk(nsr_error *err, nsr_error_kind kind, int code, const char *fmt, ...) _printf_(4, 5);
+/* The kind as a name ("clone", "overlay-mount", ...), for tests and logs. */
+const char *nsr_error_kind_to_string(nsr_error_kind k);
+/* An error that crossed a pipe from another process: an unknown kind
+ * becomes NSR_ERR_SETUP, and the message is terminated. */
+void nsr_error_sanitize(nsr_error *err);
+/* Prepends "prefix: " to an already recorded message; kind and op stay.
+ * Returns -err->code. */
 int nsr_error_prefix(nsr_error *err, const char *fmt, ...) _printf_(2, 3);
 void nsr_error_clear(nsr_error *err);
 /* Formats the message as it is printed: "msg[: strerror]". */

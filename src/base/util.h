@@ -100,6 +100,43 @@ static inline bool streq(const char *a, const char *b) {
         return a && b && strcmp(a, b) == 0;
 }
 bool nsr_startswith(const char *s, const char *prefix);
+
+/* Enum <-> name tables. Given a table indexed by the enum,
+ *     static const char *const foo_names[_FOO_MAX] = { [FOO_A] = "a", ... };
+ * DEFINE_STRING_TABLE_LOOKUP(nsr_foo, nsr_foo, foo_names) defines
+ *     const char *nsr_foo_to_string(nsr_foo i);  NULL out of range or unnamed
+ *     nsr_foo nsr_foo_from_string(const char *s); -EINVAL when s is NULL or no name
+ * DEFINE_PRIVATE_STRING_TABLE_LOOKUP makes them static; the _TO_STRING and
+ * _FROM_STRING forms define one direction. Names compare exactly. */
+#define _DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table, scope)       \
+        scope const char *name##_to_string(type i) {                           \
+                if ((size_t) i >= ELEMENTSOF(table))                           \
+                        return NULL;                                           \
+                return (table)[(size_t) i];                                    \
+        }
+#define _DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table, scope)     \
+        scope type name##_from_string(const char *s) {                         \
+                if (!s)                                                        \
+                        return (type) -EINVAL;                                 \
+                for (size_t _i = 0; _i < ELEMENTSOF(table); _i++)              \
+                        if ((table)[_i] && strcmp((table)[_i], s) == 0)        \
+                                return (type) _i;                              \
+                return (type) -EINVAL;                                         \
+        }
+#define DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table)                \
+        _DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table, )
+#define DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table)              \
+        _DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table, )
+#define DEFINE_STRING_TABLE_LOOKUP(name, type, table)                          \
+        DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table)                \
+        DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table)
+#define DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table)        \
+        _DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table, _unused_ static)
+#define DEFINE_PRIVATE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table)      \
+        _DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table, _unused_ static)
+#define DEFINE_PRIVATE_STRING_TABLE_LOOKUP(name, type, table)                  \
+        DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table)        \
+        DEFINE_PRIVATE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table)
 bool nsr_endswith(const char *s, const char *suffix);
 
 /* Strict parsers: the whole string must be consumed, no sign games, no

@@ -97,11 +97,7 @@ static const char *const op_names[_NSR_OP_TYPE_MAX] = {
         [NSR_OP_HOSTNAME] = "hostname",
 };
 
-const char *nsr_op_type_to_string(nsr_op_type t) {
-        if (t < 0 || t >= _NSR_OP_TYPE_MAX)
-                return NULL;
-        return op_names[t];
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(nsr_op_type, nsr_op_type, op_names)
 
 bool nsr_op_type_takes_perms(nsr_op_type t) {
         switch (t) {
@@ -175,18 +171,7 @@ static const char *const home_modes[_NSR_HOME_MODE_MAX] = {
         [NSR_HOME_HIDE] = "hide",
 };
 
-const char *nsr_home_mode_to_string(nsr_home_mode m) {
-        if (m < 0 || m >= _NSR_HOME_MODE_MAX)
-                return NULL;
-        return home_modes[m];
-}
-
-nsr_home_mode nsr_home_mode_from_string(const char *s) {
-        for (int i = 0; i < _NSR_HOME_MODE_MAX; i++)
-                if (streq(home_modes[i], s))
-                        return (nsr_home_mode) i;
-        return _NSR_HOME_MODE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(nsr_home_mode, nsr_home_mode, home_modes)
 
 static const char *const sandbox_modes[_NSR_SANDBOX_MODE_MAX] = {
         [NSR_SANDBOX_REQUIRED] = "required",
@@ -194,18 +179,7 @@ static const char *const sandbox_modes[_NSR_SANDBOX_MODE_MAX] = {
         [NSR_SANDBOX_OFF] = "off",
 };
 
-const char *nsr_sandbox_mode_to_string(nsr_sandbox_mode m) {
-        if (m < 0 || m >= _NSR_SANDBOX_MODE_MAX)
-                return NULL;
-        return sandbox_modes[m];
-}
-
-nsr_sandbox_mode nsr_sandbox_mode_from_string(const char *s) {
-        for (int i = 0; i < _NSR_SANDBOX_MODE_MAX; i++)
-                if (streq(sandbox_modes[i], s))
-                        return (nsr_sandbox_mode) i;
-        return _NSR_SANDBOX_MODE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(nsr_sandbox_mode, nsr_sandbox_mode, sandbox_modes)
 
 static const char *const conflict_modes[_NSR_CONFLICT_MODE_MAX] = {
         [NSR_CONFLICT_APPLY_REST] = "apply-rest",
@@ -213,18 +187,7 @@ static const char *const conflict_modes[_NSR_CONFLICT_MODE_MAX] = {
         [NSR_CONFLICT_FAIL] = "fail",
 };
 
-const char *nsr_conflict_mode_to_string(nsr_conflict_mode m) {
-        if (m < 0 || m >= _NSR_CONFLICT_MODE_MAX)
-                return NULL;
-        return conflict_modes[m];
-}
-
-nsr_conflict_mode nsr_conflict_mode_from_string(const char *s) {
-        for (int i = 0; i < _NSR_CONFLICT_MODE_MAX; i++)
-                if (streq(conflict_modes[i], s))
-                        return (nsr_conflict_mode) i;
-        return _NSR_CONFLICT_MODE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(nsr_conflict_mode, nsr_conflict_mode, conflict_modes)
 
 #define MOVE_ARRAY(dst, ndst, src, nsrc, type)                                 \
         do {                                                                   \

@@ -301,21 +301,16 @@ static void sanitize(char *s) {
                         *s = '?';
 }
 
+static const char *const kind_names[_NSR_PF_KIND_MAX] = {
+        [NSR_PF_PROFILE] = "a profile",
+        [NSR_PF_SYSTEM_CONFIG] = "the system config",
+        [NSR_PF_USER_CONFIG] = "the user config",
+        [NSR_PF_PROJECT_LOCAL] = "a project's .nsrun/profile",
+};
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(pf_kind, nsr_pf_kind, kind_names)
+
 static const char *kind_name(nsr_pf_kind k) {
-        switch (k) {
-        case NSR_PF_PROFILE:
-                return "a profile";
-        case NSR_PF_SYSTEM_CONFIG:
-                return "the system config";
-        case NSR_PF_USER_CONFIG:
-                return "the user config";
-        case NSR_PF_PROJECT_LOCAL:
-                return "a project's .nsrun/profile";
-        case _NSR_PF_KIND_MAX:
-        case _NSR_PF_KIND_INVALID:
-                break;
-        }
-        return "?";
+        return pf_kind_to_string(k) ?: "?";
 }
 
 /* Options that make no sense in a file. */

@@ -326,7 +326,7 @@ static int diff_applied(int run_fd, size_t i, const nsr_run_meta *m) {
         if (project < 0 || backup < 0)
                 return -1;
         say(stdout, "# %s (run %s, %s): what it applied; the new side is the project as it is now\n", m->projects[i],
-               m->run_id, m->state);
+               m->run_id, nsr_outcome_to_string(m->state));
         for (size_t k = 0; k < j->n_steps; k++) {
                 const nsr_step *s = &j->steps[k];
                 nsr_change c = { .path = s->path };
@@ -420,7 +420,8 @@ int nsr_cmd_diff(int argc, char **argv) {
                         if (diff_applied(run_fd, i, &m) == 0)
                                 continue;
                         say(stdout, "# %s: the run is %s; its layers are gone (%lu created, %lu modified, %lu deleted)\n",
-                               m.projects[i], m.state, m.counts[i][0], m.counts[i][1], m.counts[i][2]);
+                               m.projects[i], nsr_outcome_to_string(m.state), m.counts[i][0], m.counts[i][1],
+                               m.counts[i][2]);
                         continue;
                 }
                 _cleanup_close_ int project = open_project_dir(&m, i);
@@ -434,7 +435,7 @@ int nsr_cmd_diff(int argc, char **argv) {
                         err_print(&e);
                         return 1;
                 }
-                say(stdout, "# %s (run %s, %s)\n", m.projects[i], m.run_id, m.state);
+                say(stdout, "# %s (run %s, %s)\n", m.projects[i], m.run_id, nsr_outcome_to_string(m.state));
                 _cleanup_close_ int upper_rd = openat(run_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
                 for (size_t k = 0; k < cs->n_changes; k++)
                         diff_change(upper_rd >= 0 ? upper_rd : upper, project, &cs->changes[k]);
@@ -486,8 +487,9 @@ int nsr_cmd_commit(int argc, char **argv) {
         _cleanup_close_ int run_fd = open_run(statefd, a.run, &m);
         if (run_fd < 0)
                 return 1;
-        if (!streq(m.state, "kept")) {
-                say(stderr, "nsrun: run %s is %s, not kept: nothing to commit\n", m.run_id, m.state);
+        if (m.state != NSR_OUTCOME_KEPT) {
+                say(stderr, "nsrun: run %s is %s, not kept: nothing to commit\n", m.run_id,
+                    nsr_outcome_to_string(m.state));
                 return 1;
         }
         /* Every project first, so a replaced one refuses the whole commit
@@ -564,7 +566,7 @@ int nsr_cmd_commit(int argc, char **argv) {
                 _cleanup_free_ char *outcome =
                         res.n_conflicts ? nsr_asprintf("conflict, %zu of %zu applied", res.applied,
                                                        nsr_changeset_size(cs))
-                                        : nsr_strdup("committed");
+                                        : nsr_strdup(nsr_outcome_to_string(NSR_OUTCOME_COMMITTED));
                 _cleanup_free_ char *line = nsr_report_summary(m.projects[i], cs, outcome, m.run_id);
                 say(stderr, "%s\n", line);
                 nsr_commit_result_done(&res);
@@ -573,13 +575,13 @@ int nsr_cmd_commit(int argc, char **argv) {
                 snprintf(rel, sizeof(rel), "p%zu/work", i);
                 (void) nsr_rm_rf_at(run_fd, rel, &ce);
         }
-        free(m.state);
-        m.state = nsr_strdup(rc ? "failed" : conflict ? "conflict" : "committed");
+        m.state = rc ? NSR_OUTCOME_FAILED : conflict ? NSR_OUTCOME_CONFLICT : NSR_OUTCOME_COMMITTED;
         nsr_error e = { 0 };
         /* The changes are in place: without the new state, undo would
          * refuse the run and gc would treat it as still kept. */
         if (nsr_run_meta_write(run_fd, &m, &e) < 0) {
-                nsr_error_prefix(&e, "run %s is %s, but its state could not be recorded", m.run_id, m.state);
+                nsr_error_prefix(&e, "run %s is %s, but its state could not be recorded", m.run_id,
+                                 nsr_outcome_to_string(m.state));
                 err_print(&e);
                 return 1;
         }
@@ -601,8 +603,9 @@ int nsr_cmd_discard(int argc, char **argv) {
         _cleanup_close_ int run_fd = open_run(statefd, a.run, &m);
         if (run_fd < 0)
                 return 1;
-        if (!streq(m.state, "kept")) {
-                say(stderr, "nsrun: run %s is %s, not kept: nothing to discard\n", m.run_id, m.state);
+        if (m.state != NSR_OUTCOME_KEPT) {
+                say(stderr, "nsrun: run %s is %s, not kept: nothing to discard\n", m.run_id,
+                    nsr_outcome_to_string(m.state));
                 return 1;
         }
         for (size_t i = 0; m.projects && m.projects[i]; i++) {
@@ -614,8 +617,7 @@ int nsr_cmd_discard(int argc, char **argv) {
                         return 1;
                 }
         }
-        free(m.state);
-        m.state = nsr_strdup("discarded");
+        m.state = NSR_OUTCOME_DISCARDED;
         nsr_error e = { 0 };
         if (nsr_run_meta_write(run_fd, &m, &e) < 0) {
                 err_print(&e);
@@ -627,8 +629,8 @@ int nsr_cmd_discard(int argc, char **argv) {
 
 /* ---- undo ------------------------------------------------------------------ */
 
-static bool applied_state(const char *s) {
-        return streq(s, "committed") || streq(s, "conflict");
+static bool applied_state(nsr_outcome s) {
+        return s == NSR_OUTCOME_COMMITTED || s == NSR_OUTCOME_CONFLICT;
 }
 
 int nsr_cmd_undo(int argc, char **argv) {
@@ -676,7 +678,8 @@ int nsr_cmd_undo(int argc, char **argv) {
         if (run_fd < 0)
                 return 1;
         if (!applied_state(m.state)) {
-                say(stderr, "nsrun: run %s is %s: only an applied run can be undone\n", m.run_id, m.state);
+                say(stderr, "nsrun: run %s is %s: only an applied run can be undone\n", m.run_id,
+                    nsr_outcome_to_string(m.state));
                 return 1;
         }
         if (!run_changed(&m, project ? find_project(&m, project) : -1)) {
@@ -696,7 +699,7 @@ int nsr_cmd_undo(int argc, char **argv) {
         }
         struct timespec now;
         clock_gettime(CLOCK_REALTIME_COARSE, &now);
-        nsr_run_meta um = { .kind = (char *) "undo", .undoes = m.run_id, .state = (char *) "running", .start = now,
+        nsr_run_meta um = { .kind = (char *) "undo", .undoes = m.run_id, .state = NSR_OUTCOME_RUNNING, .start = now,
                             .exit_code = -1, .projects = m.projects, .ids = m.ids };
         snprintf(um.run_id, sizeof(um.run_id), "%s", undo_id);
         nsr_run_meta_set_owner(&um);
@@ -750,7 +753,7 @@ int nsr_cmd_undo(int argc, char **argv) {
                 um.counts[i][1] = ur.restored;
                 nsr_undo_result_done(&ur);
         }
-        um.state = (char *) (rc ? "failed" : "committed");
+        um.state = rc ? NSR_OUTCOME_FAILED : NSR_OUTCOME_COMMITTED;
         if (nsr_run_meta_write(undo_fd, &um, &e) < 0) {
                 nsr_error_prefix(&e, "undo run %s: its outcome could not be recorded", undo_id);
                 err_print(&e);
@@ -760,8 +763,7 @@ int nsr_cmd_undo(int argc, char **argv) {
         /* A run with refused paths stays applied, so that "undo --force
          * RUN" can finish the job. */
         if (rc == 0 && refused == 0) {
-                free(m.state);
-                m.state = nsr_strdup("undone");
+                m.state = NSR_OUTCOME_UNDONE;
                 if (nsr_run_meta_write(run_fd, &m, &e) < 0) {
                         nsr_error_prefix(&e, "run %s is undone, but that could not be recorded", m.run_id);
                         err_print(&e);
@@ -825,7 +827,7 @@ int nsr_cmd_history(int argc, char **argv) {
                                 nsr_json_string(j, "signal", nsr_report_signal_name(m.signal));
                         else
                                 nsr_json_null(j, "signal");
-                        nsr_json_string(j, "outcome", m.state);
+                        nsr_json_string(j, "outcome", nsr_outcome_to_string(m.state));
                         if (m.undoes)
                                 nsr_json_string(j, "undoes", m.undoes);
                         nsr_json_array_begin(j, "projects");
@@ -860,12 +862,12 @@ int nsr_cmd_history(int argc, char **argv) {
                         if (project && !streq(project, m.projects[k]))
                                 continue;
                         if (streq(m.kind ? m.kind : "run", "undo"))
-                                say(stdout, "%s  %-9s  undo of %s  %s\n", m.run_id, m.state, m.undoes ? m.undoes : "?",
-                                       m.projects[k]);
+                                say(stdout, "%s  %-9s  undo of %s  %s\n", m.run_id, nsr_outcome_to_string(m.state),
+                                    m.undoes ? m.undoes : "?", m.projects[k]);
                         else
-                                say(stdout, "%s  %-9s  %-8s  +%lu ~%lu -%lu  %s  %s\n", m.run_id, m.state, status,
-                                       m.counts[k][0], m.counts[k][1] + m.counts[k][3] + m.counts[k][4],
-                                       m.counts[k][2], m.projects[k], cmd);
+                                say(stdout, "%s  %-9s  %-8s  +%lu ~%lu -%lu  %s  %s\n", m.run_id,
+                                    nsr_outcome_to_string(m.state), status, m.counts[k][0],
+                                    m.counts[k][1] + m.counts[k][3] + m.counts[k][4], m.counts[k][2], m.projects[k], cmd);
                 }
         }
         if (j) {

@@ -381,7 +381,7 @@ static int commit_cmd(int argc, char **argv) {
 /* After the session's daemon finished its run as kept: the run's start
  * becomes the session's last commit, so that "nsrun commit RUN" later
  * judges conflicts from there, not from what earlier commits applied. */
-static int keep_with_base(const char *state_dir, const char *id, const char *final_state) {
+static int keep_with_base(const char *state_dir, const char *id, nsr_outcome final_state) {
         _cleanup_close_ int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         nsr_error e = { 0 };
         if (statefd < 0)
@@ -393,9 +393,8 @@ static int keep_with_base(const char *state_dir, const char *id, const char *fin
         struct timespec base;
         if (nsr_session_base_read(run_fd, &base) >= 0)
                 m.start = base;
-        if (final_state) {
-                free(m.state);
-                m.state = nsr_strdup(final_state);
+        if (final_state >= 0) {
+                m.state = final_state;
                 /* What it changed was applied, and is undone, by the commit
                  * runs: this one has nothing of its own to undo. */
                 for (size_t i = 0; m.projects && m.projects[i]; i++)
@@ -449,11 +448,12 @@ static int stop_cmd(int argc, char **argv) {
                 if (a.discard)
                         return 0;
                 if (!a.commit) {
-                        return keep_with_base(state_dir, a.id, NULL) < 0 ? 1 : 0;
+                        return keep_with_base(state_dir, a.id, _NSR_OUTCOME_INVALID) < 0 ? 1 : 0;
                 }
                 bool conflict = false;
                 int rc = session_commit(state_dir, a.id, &conflict);
-                if (keep_with_base(state_dir, a.id, rc ? NULL : conflict ? "conflict" : "committed") < 0)
+                if (keep_with_base(state_dir, a.id,
+                                   rc ? _NSR_OUTCOME_INVALID : conflict ? NSR_OUTCOME_CONFLICT : NSR_OUTCOME_COMMITTED) < 0)
                         rc = 1;
                 if (rc)
                         say("nsrun: the session's changes stay as kept run %s\n", a.id);

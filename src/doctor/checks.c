@@ -71,20 +71,12 @@ nsr_check_class nsr_check_class_of(nsr_check_id id) {
         return check_table[id].cls;
 }
 
-const char *nsr_verdict_to_string(nsr_verdict v) {
-        switch (v) {
-        case NSR_VERDICT_FULL:
-                return "full";
-        case NSR_VERDICT_DEGRADED:
-                return "degraded";
-        case NSR_VERDICT_UNAVAILABLE:
-                return "unavailable";
-        case _NSR_VERDICT_MAX:
-        case _NSR_VERDICT_INVALID:
-                break;
-        }
-        return NULL;
-}
+static const char *const verdict_names[_NSR_VERDICT_MAX] = {
+        [NSR_VERDICT_FULL] = "full",
+        [NSR_VERDICT_DEGRADED] = "degraded",
+        [NSR_VERDICT_UNAVAILABLE] = "unavailable",
+};
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(nsr_verdict, nsr_verdict, verdict_names)
 
 nsr_verdict nsr_hostcheck_verdict(const nsr_check checks[_NSR_CHECK_ID_MAX]) {
         /* Without a user namespace in which we may map ids and mount,
@@ -180,27 +172,19 @@ size_t nsr_hostcheck_best_effort(const nsr_check c[_NSR_CHECK_ID_MAX], int abi, 
         return n;
 }
 
+static const char *const userns_step_names[_NSR_USERNS_STEP_MAX] = {
+        [NSR_USERNS_STEP_NONE] = "nothing",
+        [NSR_USERNS_STEP_CREATE] = "unshare(CLONE_NEWUSER)",
+        [NSR_USERNS_STEP_SETGROUPS] = "writing /proc/self/setgroups",
+        [NSR_USERNS_STEP_UID_MAP] = "writing /proc/self/uid_map",
+        [NSR_USERNS_STEP_GID_MAP] = "writing /proc/self/gid_map",
+        [NSR_USERNS_STEP_MOUNT_NS] = "unshare(CLONE_NEWNS)",
+        [NSR_USERNS_STEP_MOUNT] = "mounting a tmpfs",
+};
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(userns_step, nsr_userns_step, userns_step_names)
+
 const char *nsr_userns_step_to_string(nsr_userns_step s) {
-        switch (s) {
-        case NSR_USERNS_STEP_NONE:
-                return "nothing";
-        case NSR_USERNS_STEP_CREATE:
-                return "unshare(CLONE_NEWUSER)";
-        case NSR_USERNS_STEP_SETGROUPS:
-                return "writing /proc/self/setgroups";
-        case NSR_USERNS_STEP_UID_MAP:
-                return "writing /proc/self/uid_map";
-        case NSR_USERNS_STEP_GID_MAP:
-                return "writing /proc/self/gid_map";
-        case NSR_USERNS_STEP_MOUNT_NS:
-                return "unshare(CLONE_NEWNS)";
-        case NSR_USERNS_STEP_MOUNT:
-                return "mounting a tmpfs";
-        case _NSR_USERNS_STEP_MAX:
-        case _NSR_USERNS_STEP_INVALID:
-                break;
-        }
-        return "an unknown step";
+        return userns_step_to_string(s) ?: "an unknown step";
 }
 
 #define FIX_APPARMOR                                                                                               \
@@ -323,27 +307,15 @@ const char *nsr_hostcheck_hint(const nsr_error *e) {
         /* Failures that belong to the user namespace layers: the clone
          * itself (any errno doctor can explain), then the id maps and
          * the first mounts, which AppArmor's restriction breaks with
-         * EPERM. */
-        static const char *const clone_msgs[] = {
-                "Creating new namespace failed",
-                "No permissions to create a new namespace",
-                "unshare user ns",
-        };
-        static const char *const setup_msgs[] = {
-                "setting up uid map",      "setting up gid map",    "error writing to setgroups",
-                "Failed to make / slave",  "Failed to mount tmpfs",
-        };
+         * EPERM. The kind says which step failed, not the message. */
         static const char hint[] = "run \"nsrun doctor\" for details";
         if (!e)
                 return NULL;
-        if (e->code == EPERM || e->code == ENOSPC || e->code == EINVAL || e->code == EUSERS)
-                for (size_t i = 0; i < ELEMENTSOF(clone_msgs); i++)
-                        if (nsr_startswith(e->msg, clone_msgs[i]))
-                                return hint;
-        if (e->code == EPERM || e->code == EACCES)
-                for (size_t i = 0; i < ELEMENTSOF(setup_msgs); i++)
-                        if (nsr_startswith(e->msg, setup_msgs[i]))
-                                return hint;
+        if (e->kind == NSR_ERR_CLONE &&
+            (e->code == EPERM || e->code == ENOSPC || e->code == EINVAL || e->code == EUSERS))
+                return hint;
+        if (e->kind == NSR_ERR_USERNS_SETUP && (e->code == EPERM || e->code == EACCES))
+                return hint;
         return NULL;
 }
 

@@ -314,18 +314,14 @@ nsr_addr_class nsr_egress_classify(const struct sockaddr *sa) {
         return NSR_ADDR_RESERVED;
 }
 
-const char *nsr_addr_class_to_string(nsr_addr_class c) {
-        static const char *const names[_NSR_ADDR_CLASS_MAX] = {
-                [NSR_ADDR_PUBLIC] = "public",       [NSR_ADDR_LOOPBACK] = "loopback",
-                [NSR_ADDR_PRIVATE] = "private",     [NSR_ADDR_LINK_LOCAL] = "link-local",
-                [NSR_ADDR_CGNAT] = "cgnat",         [NSR_ADDR_METADATA] = "metadata",
-                [NSR_ADDR_UNSPECIFIED] = "unspecified", [NSR_ADDR_MULTICAST] = "multicast",
-                [NSR_ADDR_MAPPED] = "ipv4-mapped",  [NSR_ADDR_RESERVED] = "reserved",
-        };
-        if (c < 0 || c >= _NSR_ADDR_CLASS_MAX)
-                return NULL;
-        return names[c];
-}
+static const char *const addr_class_names[_NSR_ADDR_CLASS_MAX] = {
+        [NSR_ADDR_PUBLIC] = "public",       [NSR_ADDR_LOOPBACK] = "loopback",
+        [NSR_ADDR_PRIVATE] = "private",     [NSR_ADDR_LINK_LOCAL] = "link-local",
+        [NSR_ADDR_CGNAT] = "cgnat",         [NSR_ADDR_METADATA] = "metadata",
+        [NSR_ADDR_UNSPECIFIED] = "unspecified", [NSR_ADDR_MULTICAST] = "multicast",
+        [NSR_ADDR_MAPPED] = "ipv4-mapped",  [NSR_ADDR_RESERVED] = "reserved",
+};
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(nsr_addr_class, nsr_addr_class, addr_class_names)
 
 bool nsr_egress_addr_allowed(const nsr_egress_pattern *m, const struct sockaddr *sa, nsr_addr_class *ret_class) {
         nsr_addr_class c = nsr_egress_classify(sa);
@@ -350,19 +346,15 @@ bool nsr_egress_addr_allowed(const nsr_egress_pattern *m, const struct sockaddr 
 
 /* ---- the record -------------------------------------------------------- */
 
+static const char *const proto_names[_NSR_EGRESS_PROTO_MAX] = {
+        [NSR_EGRESS_PROTO_HTTP] = "http",
+        [NSR_EGRESS_PROTO_CONNECT] = "connect",
+        [NSR_EGRESS_PROTO_SOCKS5] = "socks5",
+};
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(proto, nsr_egress_proto, proto_names)
+
 const char *nsr_egress_proto_to_string(nsr_egress_proto p) {
-        switch (p) {
-        case NSR_EGRESS_PROTO_HTTP:
-                return "http";
-        case NSR_EGRESS_PROTO_CONNECT:
-                return "connect";
-        case NSR_EGRESS_PROTO_SOCKS5:
-                return "socks5";
-        case _NSR_EGRESS_PROTO_MAX:
-        case _NSR_EGRESS_PROTO_INVALID:
-                break;
-        }
-        return "?";
+        return proto_to_string(p) ?: "?";
 }
 
 void nsr_egress_log_add(nsr_egress_log *log, const nsr_egress_record *rec) {

@@ -42,7 +42,7 @@ typedef struct project_entry {
         nsr_changeset *changes;
         nsr_protect_result *protected_changes;
         nsr_commit_result commit;
-        const char *outcome;
+        nsr_outcome outcome;
         char **errors;
         nsr_snapshot *snap;    /* live writes: the project before the run */
         mode_t root_mode;      /* the root's mode when the run started (overlay runs) */
@@ -540,10 +540,10 @@ static void layers_of(const nsr_plan *p, confinement conf, bool live, bool landl
 
 /* The run's meta file: what the run was, for history, diff, commit and
  * undo. */
-static int write_meta(nsr_project *pj, int run_fd, const char *state, const struct timespec *start, int wait_status,
+static int write_meta(nsr_project *pj, int run_fd, nsr_outcome state, const struct timespec *start, int wait_status,
                       bool ran, nsr_error *err) {
         nsr_run_meta m = {
-                .state = (char *) state,
+                .state = state,
                 .kind = (char *) "run",
                 .start = *start,
                 .projects = NULL,
@@ -844,13 +844,11 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
  * enclosing sandbox's hiding intact. */
 static bool home_overlay_failed(nsr_project *pj, const nsr_error *err) {
         nsr_plan *p = pj->plan;
-        for (size_t i = 0; i < p->n_ops; i++) {
-                nsr_op *op = &p->ops[i];
+        /* The launch got this plan: err->op names the op that failed. */
+        if (err->kind == NSR_ERR_OVERLAY_MOUNT && err->op >= 1 && err->op <= p->n_ops) {
+                nsr_op *op = &p->ops[err->op - 1];
                 if (op->type != NSR_OP_TMP_OVERLAY)
-                        continue;
-                _cleanup_free_ char *prefix = nsr_asprintf("Can't make overlay mount on /newroot%s with ", op->dest);
-                if (!nsr_startswith(err->msg, prefix))
-                        continue;
+                        return false;
                 op->type = NSR_OP_RO_BIND;
                 free(op->source);
                 op->source = nsr_strdup(op->dest);
@@ -871,7 +869,7 @@ static bool retry_after(nsr_project *pj, attempt *a, const nsr_error *err) {
                 return false;
         if ((err->code == EINVAL || err->code == EOPNOTSUPP) && home_overlay_failed(pj, err))
                 return true;
-        if (!pj->live && !o->keep && !o->workspace_root && nsr_startswith(err->msg, "Can't make overlay mount") &&
+        if (!pj->live && !o->keep && !o->workspace_root && err->kind == NSR_ERR_OVERLAY_MOUNT &&
             (err->code == EINVAL || err->code == EOPNOTSUPP)) {
                 /* The usual cause: the project already sits on an overlay
                  * (nsrun or a container inside nsrun), and the kernel
@@ -946,7 +944,7 @@ static void settle_live(nsr_project *pj, project_entry *e, int run_fd, size_t i,
         }
         nsr_strv_free(failed);
         if (r >= 0 && pj->plan->proj.discard) {
-                e->outcome = "discarded";
+                e->outcome = NSR_OUTCOME_DISCARDED;
                 return;
         }
         if (r >= 0) {
@@ -965,13 +963,13 @@ static void settle_live(nsr_project *pj, project_entry *e, int run_fd, size_t i,
                 msg(o, "nsrun: %s: the changes are in place, but the run could not be recorded for undo: %s; the "
                        "snapshot stays in %s/backup/p%zu",
                     e->path, buf, pj->run_dir, i);
-                e->outcome = "failed";
+                e->outcome = NSR_OUTCOME_FAILED;
                 o->exit_code = NSR_EXIT_FAILURE;
                 return;
         }
         if (r >= 0)
                 r = nsr_commit_record_live(e->changes, &lo, &e->commit, &ae);
-        e->outcome = "committed";
+        e->outcome = NSR_OUTCOME_COMMITTED;
         if (r < 0) {
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(&ae, buf, sizeof(buf));
@@ -1190,7 +1188,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         clock_gettime(CLOCK_MONOTONIC, &mono_start);
         /* Without its meta a run is invisible to history, undo and gc:
          * nothing may run that could not be recorded. */
-        r = write_meta(pj, run_fd, "running", &run_start, 0, false, err);
+        r = write_meta(pj, run_fd, NSR_OUTCOME_RUNNING, &run_start, 0, false, err);
         if (r < 0) {
                 nsr_error e2 = { 0 };
                 _cleanup_free_ char *rel = nsr_asprintf("runs/%s", pj->run_id);
@@ -1247,12 +1245,14 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 char *errs[2] = { buf, NULL };
                 nsr_report_project *rp = nsr_malloc0((pj->n + 1) * sizeof(nsr_report_project));
                 for (size_t i = 0; i < pj->n; i++)
-                        rp[i] = (nsr_report_project){ .path = pj->p[i].path, .outcome = "failed", .errors = errs };
+                        rp[i] = (nsr_report_project){ .path = pj->p[i].path,
+                                                      .outcome = NSR_OUTCOME_FAILED,
+                                                      .errors = errs };
                 nsr_report rep = {
                         .run_id = pj->run_id,
                         .command = pj->command,
                         .exit_code = -1,
-                        .outcome = "failed",
+                        .outcome = NSR_OUTCOME_FAILED,
                         .started_at = started,
                         .duration_ms = (uint64_t) ((ended.tv_sec - started.tv_sec) * 1000 +
                                                    (ended.tv_nsec - started.tv_nsec) / 1000000),
@@ -1311,20 +1311,20 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         /* A run stopped by --timeout is as unfinished as an interrupted
          * one: kept for review, never committed half-way. */
         bool timed_out = lr.timed_out;
-        const char *run_outcome;
+        nsr_outcome run_outcome;
         if (capture_failed)
-                run_outcome = "failed";
+                run_outcome = NSR_OUTCOME_FAILED;
         else if (!pj->live && (interrupted || timed_out || p->proj.keep))
-                run_outcome = "kept";
+                run_outcome = NSR_OUTCOME_KEPT;
         else if (p->proj.discard)
-                run_outcome = "discarded";
+                run_outcome = NSR_OUTCOME_DISCARDED;
         else
-                run_outcome = "committed";
+                run_outcome = NSR_OUTCOME_COMMITTED;
 
         bool apply_failed = false, any_conflict = false, withheld = false;
         /* --on-conflict=keep-all|fail: a conflict in any project holds
          * every project back, so first look for one everywhere. */
-        if (!pj->live && streq(run_outcome, "committed") && p->proj.on_conflict != NSR_CONFLICT_APPLY_REST &&
+        if (!pj->live && run_outcome == NSR_OUTCOME_COMMITTED && p->proj.on_conflict != NSR_CONFLICT_APPLY_REST &&
             pj->n > 1) {
                 for (size_t i = 0; i < pj->n && !withheld; i++) {
                         project_entry *e = &pj->p[i];
@@ -1339,12 +1339,12 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                                 nsr_commit_result_done(&e->commit);
                 }
                 if (withheld)
-                        run_outcome = "kept";
+                        run_outcome = NSR_OUTCOME_KEPT;
         }
         for (size_t i = 0; i < pj->n; i++) {
                 project_entry *e = &pj->p[i];
                 if (!e->changes) {
-                        e->outcome = "failed";
+                        e->outcome = NSR_OUTCOME_FAILED;
                         continue;
                 }
                 if (pj->live) {
@@ -1355,10 +1355,10 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         nsr_error le = { 0 };
                         _cleanup_close_ int lock = nsr_project_lock(statefd, e->path, &le);
                         settle_live(pj, e, run_fd, i, &run_start, lock < 0 ? &le : NULL, &o);
-                        apply_failed |= streq(e->outcome, "failed");
+                        apply_failed |= e->outcome == NSR_OUTCOME_FAILED;
                         continue;
                 }
-                if (!streq(run_outcome, "committed")) {
+                if (run_outcome != NSR_OUTCOME_COMMITTED) {
                         e->outcome = run_outcome;
                         continue;
                 }
@@ -1367,7 +1367,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                          * fsync, the common case of a command that only
                          * reads. Undo knows such a run has nothing to
                          * restore (its counts are all 0). */
-                        e->outcome = "committed";
+                        e->outcome = NSR_OUTCOME_COMMITTED;
                         continue;
                 }
                 nsr_error ae = { 0 };
@@ -1376,31 +1376,31 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         nsr_error_format(&ae, buf, sizeof(buf));
                         nsr_strv_extend(&e->errors, buf);
                         msg(&o, "nsrun: %s: the apply failed and was rolled back: %s", e->path, buf);
-                        e->outcome = "failed";
+                        e->outcome = NSR_OUTCOME_FAILED;
                         apply_failed = true;
                         continue;
                 }
                 if (e->commit.withheld) {
-                        e->outcome = "kept";
+                        e->outcome = NSR_OUTCOME_KEPT;
                         withheld = true;
                 } else if (e->commit.n_conflicts > 0) {
-                        e->outcome = "conflict";
+                        e->outcome = NSR_OUTCOME_CONFLICT;
                         any_conflict = true;
                 } else
-                        e->outcome = "committed";
+                        e->outcome = NSR_OUTCOME_COMMITTED;
         }
         if (apply_failed) {
-                run_outcome = "failed";
+                run_outcome = NSR_OUTCOME_FAILED;
                 o.exit_code = NSR_EXIT_FAILURE;
         } else if (withheld) {
                 /* A project applied before another one's conflict showed
                  * (the host changed it between the check and the apply)
                  * stays applied; the run is kept for the others. */
-                run_outcome = "kept";
+                run_outcome = NSR_OUTCOME_KEPT;
                 if (p->proj.on_conflict == NSR_CONFLICT_FAIL)
                         o.exit_code = NSR_EXIT_FAILURE;
         } else if (any_conflict)
-                run_outcome = "conflict";
+                run_outcome = NSR_OUTCOME_CONFLICT;
 
         /* The layers: an applied or discarded run needs them no more; a
          * kept run keeps its upper dirs for diff and commit. A discarded
@@ -1411,12 +1411,13 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 snprintf(rel, sizeof(rel), "p%zu/work", i);
                 (void) nsr_rm_rf_at(run_fd, rel, &ce);
                 /* A failed apply rolled back into the upper dir: keep it. */
-                bool keep_upper = streq(pj->p[i].outcome, "kept") || (!pj->live && streq(pj->p[i].outcome, "failed"));
+                bool keep_upper = pj->p[i].outcome == NSR_OUTCOME_KEPT ||
+                                  (!pj->live && pj->p[i].outcome == NSR_OUTCOME_FAILED);
                 if (!keep_upper) {
                         snprintf(rel, sizeof(rel), "p%zu/upper", i);
                         (void) nsr_rm_rf_at(run_fd, rel, &ce);
                 }
-                if (pj->live && streq(pj->p[i].outcome, "discarded")) {
+                if (pj->live && pj->p[i].outcome == NSR_OUTCOME_DISCARDED) {
                         char trash[32];
                         snprintf(rel, sizeof(rel), "backup/p%zu", i);
                         snprintf(trash, sizeof(trash), "trash/p%zu", i);
@@ -1433,12 +1434,13 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
          * that once the cause is fixed "nsrun commit RUN" can finish it. */
         bool kept_failed = capture_failed && !pj->live;
         nsr_error me = { 0 };
-        if (write_meta(pj, run_fd, kept_failed ? "kept" : run_outcome, &run_start, lr.wait_status, true, &me) < 0) {
+        if (write_meta(pj, run_fd, kept_failed ? NSR_OUTCOME_KEPT : run_outcome, &run_start, lr.wait_status, true,
+                       &me) < 0) {
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(&me, buf, sizeof(buf));
                 msg(&o, "nsrun: the run's outcome (%s) could not be recorded: %s; history, undo and gc see run %s "
                         "as unfinished",
-                    run_outcome, buf, pj->run_id);
+                    nsr_outcome_to_string(run_outcome), buf, pj->run_id);
                 o.exit_code = NSR_EXIT_FAILURE;
         }
 
@@ -1461,10 +1463,10 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         /* The counts are what the command changed; with a
                          * conflict, the outcome says how much of it applied. */
                         _cleanup_free_ char *outcome =
-                                streq(e->outcome, "conflict")
+                                e->outcome == NSR_OUTCOME_CONFLICT
                                         ? nsr_asprintf("conflict, %zu of %zu applied", e->commit.applied,
                                                        nsr_changeset_size(e->changes))
-                                        : nsr_strdup(e->outcome);
+                                        : nsr_strdup(nsr_outcome_to_string(e->outcome));
                         _cleanup_free_ char *line = nsr_report_summary(e->path, e->changes, outcome, pj->run_id);
                         nsr_strv_extend(&o.summary, line);
                 }
@@ -1519,7 +1521,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         "%s/pN/upper; once the cause is fixed, \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
                         "discard %s\"",
                     pj->run_id, pj->run_dir, pj->run_id, pj->run_id, pj->run_id);
-        else if (streq(run_outcome, "kept"))
+        else if (run_outcome == NSR_OUTCOME_KEPT)
                 msg(&o, "nsrun: run %s kept%s: review it with \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
                         "discard %s\"",
                     pj->run_id,

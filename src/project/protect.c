@@ -521,22 +521,13 @@ nsr_protect_result *nsr_protect_result_free(nsr_protect_result *r) {
         return NULL;
 }
 
-const char *nsr_protect_action_to_string(nsr_protect_action a) {
-        switch (a) {
-        case NSR_PROTECT_DROPPED:
-                return "dropped";
-        case NSR_PROTECT_CONFIG_REDUCED:
-                return "config_reduced";
-        case NSR_PROTECT_MODE_REDUCED:
-                return "mode_reduced";
-        case NSR_PROTECT_XATTR_DROPPED:
-                return "xattr_dropped";
-        case _NSR_PROTECT_ACTION_MAX:
-        case _NSR_PROTECT_ACTION_INVALID:
-                break;
-        }
-        return NULL;
-}
+static const char *const action_names[_NSR_PROTECT_ACTION_MAX] = {
+        [NSR_PROTECT_DROPPED] = "dropped",
+        [NSR_PROTECT_CONFIG_REDUCED] = "config_reduced",
+        [NSR_PROTECT_MODE_REDUCED] = "mode_reduced",
+        [NSR_PROTECT_XATTR_DROPPED] = "xattr_dropped",
+};
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(nsr_protect_action, nsr_protect_action, action_names)
 
 static nsr_protect_note *add_note(nsr_protect_result *res, const nsr_change *c, nsr_protect_action a,
                                   const char *reason) {

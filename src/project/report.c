@@ -22,10 +22,10 @@ static const char *const signal_names[] = {
         [SIGIO] = "SIGIO",     [SIGPWR] = "SIGPWR",       [SIGSYS] = "SIGSYS",
 };
 
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(signal, int, signal_names)
+
 const char *nsr_report_signal_name(int sig) {
-        if (sig <= 0 || (size_t) sig >= ELEMENTSOF(signal_names))
-                return NULL;
-        return signal_names[sig];
+        return signal_to_string(sig); /* signal_names[0] is NULL */
 }
 
 /* ---- text ------------------------------------------------------------- */
@@ -37,23 +37,17 @@ static void append(char **buf, size_t *len, const char *s) {
         *len += l;
 }
 
+static const char *const human_kinds[_NSR_CHANGE_KIND_MAX] = {
+        [NSR_CHANGE_CREATED] = "created",
+        [NSR_CHANGE_MODIFIED] = "modified",
+        [NSR_CHANGE_DELETED] = "deleted",
+        [NSR_CHANGE_TYPE_CHANGED] = "type changed",
+        [NSR_CHANGE_METADATA_CHANGED] = "metadata changed",
+};
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(human_kind, nsr_change_kind, human_kinds)
+
 static const char *human_kind(nsr_change_kind k) {
-        switch (k) {
-        case NSR_CHANGE_CREATED:
-                return "created";
-        case NSR_CHANGE_MODIFIED:
-                return "modified";
-        case NSR_CHANGE_DELETED:
-                return "deleted";
-        case NSR_CHANGE_TYPE_CHANGED:
-                return "type changed";
-        case NSR_CHANGE_METADATA_CHANGED:
-                return "metadata changed";
-        case _NSR_CHANGE_KIND_MAX:
-        case _NSR_CHANGE_KIND_INVALID:
-                break;
-        }
-        return "?";
+        return human_kind_to_string(k) ?: "?";
 }
 
 char *nsr_report_summary(const char *project_path, const nsr_changeset *cs, const char *outcome,
@@ -204,7 +198,7 @@ static void emit_protected(nsr_json *j, const nsr_protect_result *res) {
 static void emit_project(nsr_json *j, const nsr_report_project *p) {
         nsr_json_object_begin(j, NULL);
         nsr_json_string(j, "path", p->path);
-        nsr_json_string(j, "outcome", p->outcome);
+        nsr_json_string(j, "outcome", nsr_outcome_to_string(p->outcome));
         emit_changes(j, "changes", p->changes);
         emit_protected(j, p->protect);
         nsr_json_array_begin(j, "conflicts");
@@ -292,7 +286,7 @@ static int emit_report(nsr_json *j, const nsr_report *r, nsr_error *err) {
                 nsr_json_string(j, "signal", name);
         } else
                 nsr_json_null(j, "signal");
-        nsr_json_string(j, "outcome", r->outcome);
+        nsr_json_string(j, "outcome", nsr_outcome_to_string(r->outcome));
         nsr_json_string(j, "started_at", when);
         nsr_json_uint(j, "duration_ms", r->duration_ms);
         nsr_json_strv(j, "layers", r->layers);

@@ -16,7 +16,7 @@
  *                                         every element encoded
  *     "exit_code": 0 | null,
  *     "signal": "SIGTERM" | null,
- *     "outcome": "applied",
+ *     "outcome": "committed",            the run's (nsr_outcome's names)
  *     "started_at": "2026-11-25T22:10:00.123Z",
  *     "duration_ms": 1234,
  *     "layers": ["...", ...],
@@ -43,7 +43,7 @@
  *     },
  *     "projects": [ {
  *         "path": "/p",
- *         "outcome": "applied",
+ *         "outcome": "committed",        the project's
  *         "changes": [ CHANGE, ... ],
  *         "protected": [ PROTECTED, ... ], every change dropped or
  *                                         reduced because it touches
@@ -91,6 +91,7 @@
 #include "egress/rules.h"
 #include "base/error.h"
 #include "project/protect.h"
+#include "txn/state.h"
 
 #define NSR_REPORT_VERSION 1
 /* A report larger than this is refused (-EFBIG) rather than written. */
@@ -108,7 +109,7 @@ typedef struct nsr_report_conflict {
 
 typedef struct nsr_report_project {
         const char *path;                   /* the project root, absolute */
-        const char *outcome;                /* "applied", "kept", "discarded", "failed", ... */
+        nsr_outcome outcome;
         const nsr_changeset *changes;       /* NULL means none; written in set order */
         const nsr_protect_result *protect; /* NULL means none */
         const nsr_report_conflict *conflicts;
@@ -151,7 +152,7 @@ typedef struct nsr_report {
         char *const *command;      /* argv, NULL-terminated */
         int exit_code;             /* < 0: null (killed by a signal, or never ran) */
         int signal;                /* 0: null */
-        const char *outcome;
+        nsr_outcome outcome;
         struct timespec started_at; /* CLOCK_REALTIME */
         uint64_t duration_ms;
         char *const *layers;       /* NULL-terminated, may be NULL */

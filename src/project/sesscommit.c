@@ -210,7 +210,8 @@ static int commit_project(int statefd, int srun_fd, int run_fd, const char *run_
         for (int k = 0; k < 5; k++)
                 counts[k] = nsr_changeset_count(cs, (nsr_change_kind) k);
         if (nsr_changeset_is_empty(cs)) {
-                _cleanup_free_ char *s = nsr_report_summary(path, cs, "committed", run_id);
+                _cleanup_free_ char *s =
+                        nsr_report_summary(path, cs, nsr_outcome_to_string(NSR_OUTCOME_COMMITTED), run_id);
                 line(res, "%s", s);
                 return 0;
         }
@@ -256,7 +257,8 @@ static int commit_project(int statefd, int srun_fd, int run_fd, const char *run_
         _cleanup_free_ char *pl = nsr_protect_summary(prot, false);
         if (pl)
                 line(res, "nsrun: %s: %s", path, pl);
-        _cleanup_free_ char *s = nsr_report_summary(path, cs, cr.n_conflicts ? "conflict" : "committed", run_id);
+        _cleanup_free_ char *s = nsr_report_summary(
+                path, cs, nsr_outcome_to_string(cr.n_conflicts ? NSR_OUTCOME_CONFLICT : NSR_OUTCOME_COMMITTED), run_id);
         line(res, "%s", s);
         nsr_commit_result_done(&cr);
         return 0;
@@ -298,7 +300,7 @@ int nsr_session_commit(const char *state_dir, const char *session_id, nsr_sessio
         char *argv[] = { (char *) "nsrun", (char *) "session", (char *) "commit", (char *) session_id, NULL };
         unsigned long (*counts)[5] = nsr_malloc0((n + 1) * sizeof(*counts));
         nsr_run_meta m = { .kind = (char *) "run",
-                           .state = (char *) "running",
+                           .state = NSR_OUTCOME_RUNNING,
                            .start = started,
                            .projects = sm.projects,
                            .argv = argv,
@@ -331,7 +333,7 @@ int nsr_session_commit(const char *state_dir, const char *session_id, nsr_sessio
                 snprintf(buf, sizeof(buf), "%lld.%09ld\n", (long long) started.tv_sec, started.tv_nsec);
                 (void) write_file(srun_fd, "session-base", buf, false);
         }
-        m.state = (char *) (failed ? "failed" : res.conflict ? "conflict" : "committed");
+        m.state = failed ? NSR_OUTCOME_FAILED : res.conflict ? NSR_OUTCOME_CONFLICT : NSR_OUTCOME_COMMITTED;
         m.exit_code = 0;
         nsr_error we = { 0 };
         (void) nsr_run_meta_write(run_fd, &m, &we);

@@ -487,8 +487,7 @@ int nsr_session_recover(const char *state_dir, char ***ret_ids, nsr_error *err) 
                  * intact (the sandbox died with it): keep them. */
                 bool dead = nsr_run_meta_is_orphan(&m);
                 if (dead) {
-                        free(m.state);
-                        m.state = nsr_strdup("kept");
+                        m.state = NSR_OUTCOME_KEPT;
                         /* Conflicts are judged from the session's last
                          * commit, as at a stop. */
                         struct timespec base;
@@ -497,7 +496,7 @@ int nsr_session_recover(const char *state_dir, char ***ret_ids, nsr_error *err) 
                         if (nsr_run_meta_write(run_fd, &m, &e) >= 0 && ret_ids)
                                 nsr_strv_extend(ret_ids, ids[i]);
                 }
-                if (dead || !streq(m.state, "running")) {
+                if (dead || m.state != NSR_OUTCOME_RUNNING) {
                         _cleanup_free_ char *dir = nsr_session_dir(state_dir, ids[i]);
                         _cleanup_free_ char *ctl = nsr_asprintf("%s/ctl", dir);
                         (void) unlink(ctl);

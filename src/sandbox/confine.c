@@ -385,7 +385,7 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, listener *
          * however deep or fast it forks (killtree.h). */
         (void) nsr_killtree(o->spare, o->n_spare);
         if (got == sizeof(child_err)) {
-                child_err.msg[sizeof(child_err.msg) - 1] = '\0';
+                nsr_error_sanitize(&child_err);
                 *err = child_err;
                 return -(child_err.code ? child_err.code : EIO);
         }

@@ -120,16 +120,16 @@ static int write_id_maps(int procfd, uid_t inside_uid, uid_t outside_uid, gid_t 
         snprintf(buf, sizeof(buf), "%u %u %u\n", (unsigned) inside_uid, (unsigned) outside_uid, count);
         r = write_proc(procfd, "self/uid_map", buf);
         if (r < 0)
-                return nsr_error_set(err, -r, "setting up uid map");
+                return nsr_error_setk(err, NSR_ERR_USERNS_SETUP, -r, "setting up uid map");
         if (deny_setgroups) {
                 r = write_proc(procfd, "self/setgroups", "deny\n");
                 if (r < 0 && r != -ENOENT)
-                        return nsr_error_set(err, -r, "error writing to setgroups");
+                        return nsr_error_setk(err, NSR_ERR_USERNS_SETUP, -r, "error writing to setgroups");
         }
         snprintf(buf, sizeof(buf), "%u %u %u\n", (unsigned) inside_gid, (unsigned) outside_gid, count);
         r = write_proc(procfd, "self/gid_map", buf);
         if (r < 0)
-                return nsr_error_set(err, -r, "setting up gid map");
+                return nsr_error_setk(err, NSR_ERR_USERNS_SETUP, -r, "setting up gid map");
         return 0;
 }
 
@@ -513,7 +513,7 @@ _noreturn_ static void child_main(launch *l) {
                                 child_fail(l, (nsr_error_set(&e, -r, "sysctl user.max_user_namespaces = 1"), &e));
                 }
                 if (unshare(CLONE_NEWUSER) < 0)
-                        child_fail(l, (nsr_error_set(&e, errno, "unshare user ns"), &e));
+                        child_fail(l, (nsr_error_setk(&e, NSR_ERR_CLONE, errno, "unshare user ns"), &e));
                 if (write_id_maps(procfd, p->uid, ns_uid, p->gid, ns_gid, false, 1, &e) < 0)
                         child_fail(l, &e);
         }
@@ -691,7 +691,7 @@ static void write_exit_status(const nsr_plan *p, int code) {
 
 static int clone_error(const nsr_plan *p, int e, nsr_error *err) {
         if (p->unshare_user && e == EINVAL)
-                return nsr_error_setx(err, e,
+                return nsr_error_setxk(err, NSR_ERR_CLONE, e,
                                       "Creating new namespace failed, likely because the kernel does not support user "
                                       "namespaces.  bwrap must be installed setuid on such systems.");
         /* Inside an nsrun project sandbox the reason is the outer run's
@@ -705,20 +705,20 @@ static int clone_error(const nsr_plan *p, int e, nsr_error *err) {
                                       strerror(e));
         /* Name the Debian sysctl only where the kernel has it. */
         if (p->unshare_user && e == EPERM && access("/proc/sys/kernel/unprivileged_userns_clone", F_OK) == 0)
-                return nsr_error_setx(err, e,
+                return nsr_error_setxk(err, NSR_ERR_CLONE, e,
                                       "No permissions to create a new namespace, likely because the kernel does not "
                                       "allow non-privileged user namespaces. On e.g. debian this can be enabled with "
                                       "'sysctl kernel.unprivileged_userns_clone=1'.");
         if (p->unshare_user && e == EPERM)
-                return nsr_error_setx(err, e,
+                return nsr_error_setxk(err, NSR_ERR_CLONE, e,
                                       "No permissions to create a new namespace, likely because this system does "
                                       "not allow non-privileged user namespaces (a seccomp filter, AppArmor, or a "
                                       "container)");
         if (e == ENOSPC)
-                return nsr_error_setx(err, e,
+                return nsr_error_setxk(err, NSR_ERR_CLONE, e,
                                       "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces "
                                       "exceeded (ENOSPC)");
-        return nsr_error_set(err, e, "Creating new namespace failed");
+        return nsr_error_setk(err, NSR_ERR_CLONE, e, "Creating new namespace failed");
 }
 
 /* The value of counter name in a /proc/net/snmp file: "Ip: A B ..."
@@ -924,7 +924,7 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
         if (err_got == sizeof(child_err)) {
                 if (!child_gone)
                         (void) waitpid(child, NULL, 0);
-                child_err.msg[sizeof(child_err.msg) - 1] = '\0';
+                nsr_error_sanitize(&child_err);
                 *err = child_err;
                 return -(child_err.code ? child_err.code : EIO);
         }
@@ -1141,6 +1141,7 @@ static int adopt_pidns_child(launch *l, pid_t middle, pid_t *ret, nsr_error *err
         (void) waitpid(middle, NULL, 0);
         nsr_error ce = { 0 };
         if (nsr_read_full(l->err_pipe[0], &ce, sizeof(ce)) == (int) sizeof(ce)) {
+                nsr_error_sanitize(&ce);
                 *err = ce;
                 return -(ce.code ? ce.code : EIO);
         }
@@ -1176,18 +1177,18 @@ static int write_full_maps(pid_t child, nsr_error *err) {
         snprintf(path, sizeof(path), "/proc/%d", (int) child);
         _cleanup_close_ int pfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (pfd < 0)
-                return nsr_error_set(err, errno, "setting up uid map");
+                return nsr_error_setk(err, NSR_ERR_USERNS_SETUP, errno, "setting up uid map");
         _cleanup_free_ char *umap = NULL, *gmap = NULL;
         int r = identity_map("/proc/self/uid_map", &umap);
         if (r >= 0)
                 r = write_proc(pfd, "uid_map", umap);
         if (r < 0)
-                return nsr_error_set(err, -r, "setting up uid map");
+                return nsr_error_setk(err, NSR_ERR_USERNS_SETUP, -r, "setting up uid map");
         r = identity_map("/proc/self/gid_map", &gmap);
         if (r >= 0)
                 r = write_proc(pfd, "gid_map", gmap);
         if (r < 0)
-                return nsr_error_set(err, -r, "setting up gid map");
+                return nsr_error_setk(err, NSR_ERR_USERNS_SETUP, -r, "setting up gid map");
         return 0;
 }
 

@@ -826,13 +826,13 @@ static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
         if (r == 0)
                 r = attach(mnt, target);
         if (r == -ELOOP)
-                return nsr_error_setx(err, ELOOP,
+                return nsr_error_setxk(err, NSR_ERR_OVERLAY_MOUNT, ELOOP,
                                       "Can't make overlay mount on %s with options %s: Overlay directories may not overlap",
                                       n, shown);
         if (r < 0) {
                 char msg[NSR_ERROR_MSG_MAX];
                 snprintf(msg, sizeof(msg), "Can't make overlay mount on %s with options %s", n, shown);
-                return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
+                return nsr_error_setxk(err, NSR_ERR_OVERLAY_MOUNT, -r, "%s: %s", msg, mount_strerror(-r));
         }
         return 0;
 }
@@ -970,7 +970,8 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
                 b.prep[i] = (prepared){ .tree = -1, .upper_fd = -1, .work_fd = -1 };
 
         if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC | MS_SILENT, NULL) < 0) {
-                r = nsr_error_setx(err, errno, "Failed to make / slave: %s", mount_strerror(errno));
+                r = nsr_error_setxk(err, NSR_ERR_USERNS_SETUP, errno, "Failed to make / slave: %s",
+                                    mount_strerror(errno));
                 goto out;
         }
 
@@ -989,7 +990,8 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
                 if (r == 0 && move_mount(mnt, "", AT_FDCWD, SCRATCH, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                         r = -errno;
                 if (r < 0) {
-                        r = nsr_error_setx(err, -r, "Failed to mount tmpfs: %s", mount_strerror(-r));
+                        r = nsr_error_setxk(err, NSR_ERR_USERNS_SETUP, -r, "Failed to mount tmpfs: %s",
+                                            mount_strerror(-r));
                         goto out;
                 }
                 b.scratch = open(SCRATCH, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -1017,8 +1019,11 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
 
         for (size_t i = 0; i < plan->n_ops; i++) {
                 r = run_op(&b, i, err);
-                if (r < 0)
+                if (r < 0) {
+                        if (err)
+                                err->op = (unsigned) i + 1;
                         goto out;
+                }
                 /* A mount on "/" covers the root we hold an fd to; lookups
                  * starting from that fd would not see it. Re-open by path,
                  * which crosses into the top mount. */

@@ -206,26 +206,15 @@ const char *nsr_policy_action_to_string(const nsr_policy_action *a, char *buf, s
         return buf;
 }
 
+static const char *const op_names[_NSR_POLICY_OP_MAX] = {
+        [NSR_POLICY_OP_EQ] = "==", [NSR_POLICY_OP_MASKED_EQ] = "==", [NSR_POLICY_OP_NE] = "!=",
+        [NSR_POLICY_OP_LT] = "<",  [NSR_POLICY_OP_LE] = "<=",        [NSR_POLICY_OP_GT] = ">",
+        [NSR_POLICY_OP_GE] = ">=",
+};
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(op, nsr_policy_op, op_names)
+
 static const char *op_string(nsr_policy_op op) {
-        switch (op) {
-        case NSR_POLICY_OP_EQ:
-        case NSR_POLICY_OP_MASKED_EQ:
-                return "==";
-        case NSR_POLICY_OP_NE:
-                return "!=";
-        case NSR_POLICY_OP_LT:
-                return "<";
-        case NSR_POLICY_OP_LE:
-                return "<=";
-        case NSR_POLICY_OP_GT:
-                return ">";
-        case NSR_POLICY_OP_GE:
-                return ">=";
-        case _NSR_POLICY_OP_MAX:
-        case _NSR_POLICY_OP_INVALID:
-                break;
-        }
-        return "?";
+        return op_to_string(op) ?: "?";
 }
 
 void nsr_policy_format_rule(const nsr_policy_rule *r, char *buf, size_t len) {

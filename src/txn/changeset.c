@@ -22,31 +22,9 @@ static const char *const type_names[_NSR_ENTRY_TYPE_MAX] = {
         [NSR_ENTRY_OTHER] = "other",
 };
 
-const char *nsr_change_kind_to_string(nsr_change_kind k) {
-        if (k < 0 || k >= _NSR_CHANGE_KIND_MAX)
-                return NULL;
-        return kind_names[k];
-}
+DEFINE_STRING_TABLE_LOOKUP(nsr_change_kind, nsr_change_kind, kind_names)
 
-nsr_change_kind nsr_change_kind_from_string(const char *s) {
-        for (int i = 0; i < _NSR_CHANGE_KIND_MAX; i++)
-                if (streq(kind_names[i], s))
-                        return (nsr_change_kind) i;
-        return _NSR_CHANGE_KIND_INVALID;
-}
-
-const char *nsr_entry_type_to_string(nsr_entry_type t) {
-        if (t < 0 || t >= _NSR_ENTRY_TYPE_MAX)
-                return NULL;
-        return type_names[t];
-}
-
-nsr_entry_type nsr_entry_type_from_string(const char *s) {
-        for (int i = 0; i < _NSR_ENTRY_TYPE_MAX; i++)
-                if (streq(type_names[i], s))
-                        return (nsr_entry_type) i;
-        return _NSR_ENTRY_TYPE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(nsr_entry_type, nsr_entry_type, type_names)
 
 nsr_entry_type nsr_entry_type_from_mode(mode_t m) {
         if (S_ISREG(m))

@@ -21,18 +21,8 @@ static const char *const op_names[_NSR_STEP_OP_MAX] = {
         [NSR_STEP_META] = "meta",
 };
 
-const char *nsr_step_op_to_string(nsr_step_op op) {
-        if (op < 0 || op >= _NSR_STEP_OP_MAX)
-                return NULL;
-        return op_names[op];
-}
-
-static nsr_step_op op_from_string(const char *s) {
-        for (int i = 0; i < _NSR_STEP_OP_MAX; i++)
-                if (streq(op_names[i], s))
-                        return (nsr_step_op) i;
-        return _NSR_STEP_OP_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(nsr_step_op, nsr_step_op, op_names)
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP_FROM_STRING(op, nsr_step_op, op_names)
 
 static const char type_letters[_NSR_ENTRY_TYPE_MAX] = {
         [NSR_ENTRY_FILE] = 'f',

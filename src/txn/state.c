@@ -317,8 +317,21 @@ int nsr_rm_rf_at(int dirfd, const char *name, nsr_error *err) {
         return 0;
 }
 
+static const char *const outcome_names[_NSR_OUTCOME_MAX] = {
+        [NSR_OUTCOME_RUNNING] = "running",     [NSR_OUTCOME_COMMITTED] = "committed",
+        [NSR_OUTCOME_CONFLICT] = "conflict",   [NSR_OUTCOME_KEPT] = "kept",
+        [NSR_OUTCOME_DISCARDED] = "discarded", [NSR_OUTCOME_FAILED] = "failed",
+        [NSR_OUTCOME_UNDONE] = "undone",       [NSR_OUTCOME_UNKNOWN] = "unknown",
+};
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(nsr_outcome, nsr_outcome, outcome_names)
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP(outcome, nsr_outcome, outcome_names)
+
+nsr_outcome nsr_outcome_from_string(const char *s) {
+        nsr_outcome o = outcome_from_string(s);
+        return o < 0 ? NSR_OUTCOME_UNKNOWN : o;
+}
+
 void nsr_run_meta_done(nsr_run_meta *m) {
-        free(m->state);
         free(m->kind);
         free(m->undoes);
         nsr_strv_free(m->projects);
@@ -335,7 +348,7 @@ int nsr_run_meta_write(int run_fd, const nsr_run_meta *m, nsr_error *err) {
         if (!f)
                 return nsr_error_set(err, ENOMEM, "run meta");
         fprintf(f, "version 1\nrun %s\nkind %s\nstate %s\nstart %lld.%09ld\n", m->run_id, m->kind ? m->kind : "run",
-                m->state ? m->state : "running", (long long) m->start.tv_sec, m->start.tv_nsec);
+                nsr_outcome_to_string(m->state) ?: "unknown", (long long) m->start.tv_sec, m->start.tv_nsec);
         if (m->undoes)
                 fprintf(f, "undoes %s\n", m->undoes);
         if (m->pid > 0)
@@ -380,6 +393,7 @@ int nsr_run_meta_read(int run_fd, nsr_run_meta *ret, nsr_error *err) {
         if (r < 0)
                 return nsr_error_set(err, -r, "cannot read the run's meta file");
         nsr_run_meta m = { .exit_code = -1 };
+        bool have_state = false;
         size_t n_proj = 0;
         for (char *line = data, *next; line && *line; line = next) {
                 next = strchr(line, '\n');
@@ -393,7 +407,7 @@ int nsr_run_meta_read(int run_fd, nsr_run_meta *ret, nsr_error *err) {
                 if (streq(key, "run"))
                         snprintf(m.run_id, sizeof(m.run_id), "%s", val);
                 else if (streq(key, "state"))
-                        free(m.state), m.state = nsr_strdup(val);
+                        m.state = nsr_outcome_from_string(val), have_state = true;
                 else if (streq(key, "kind"))
                         free(m.kind), m.kind = nsr_strdup(val);
                 else if (streq(key, "undoes"))
@@ -447,7 +461,7 @@ int nsr_run_meta_read(int run_fd, nsr_run_meta *ret, nsr_error *err) {
                         n_proj++;
                 }
         }
-        if (!m.state || !m.run_id[0]) {
+        if (!have_state || !m.run_id[0]) {
                 nsr_run_meta_done(&m);
                 return nsr_error_setx(err, EINVAL, "the run's meta file is damaged");
         }
@@ -548,14 +562,14 @@ int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stat
                 }
                 /* What a run's own removal left behind (its nsrun died
                  * first): never needed. */
-                if (!streq(runs[i].meta.state, "running")) {
+                if (runs[i].meta.state != NSR_OUTCOME_RUNNING) {
                         nsr_error te = { 0 };
                         (void) nsr_rm_rf_at(fd, "trash", &te);
                 }
                 runs[i].size = tree_size(runs_fd, ids[i], 0);
                 /* A live run, or an apply waiting for recovery, is not ours
                  * to prune. An orphaned run (its nsrun died) is. */
-                if ((streq(runs[i].meta.state, "running") && !nsr_run_meta_is_orphan(&runs[i].meta)) ||
+                if ((runs[i].meta.state == NSR_OUTCOME_RUNNING && !nsr_run_meta_is_orphan(&runs[i].meta)) ||
                     !nsr_run_journals_settled(fd))
                         runs[i].busy = true;
         }
@@ -704,7 +718,7 @@ void nsr_run_meta_set_owner(nsr_run_meta *m) {
 }
 
 bool nsr_run_meta_is_orphan(const nsr_run_meta *m) {
-        if (!streq(m->state, "running"))
+        if (m->state != NSR_OUTCOME_RUNNING)
                 return false;
         if (m->pid <= 0)
                 return true; /* no owner recorded: older than owner records */

@@ -26,6 +26,26 @@
 
 #define NSR_RUN_ID_MAX 64
 
+/* What became of a run, and of each of its projects: the meta file's
+ * "state" and the report's "outcome" spell these names. */
+typedef enum nsr_outcome {
+        NSR_OUTCOME_RUNNING,   /* not finished (or its nsrun died: nsr_run_meta_is_orphan()) */
+        NSR_OUTCOME_COMMITTED, /* applied to the projects */
+        NSR_OUTCOME_CONFLICT,  /* applied, except what conflicted */
+        NSR_OUTCOME_KEPT,      /* kept for review: diff, commit or discard it */
+        NSR_OUTCOME_DISCARDED,
+        NSR_OUTCOME_FAILED,
+        NSR_OUTCOME_UNDONE,
+        NSR_OUTCOME_UNKNOWN, /* a name this nsrun does not know (a newer nsrun's, or a damaged file) */
+        _NSR_OUTCOME_MAX,
+        _NSR_OUTCOME_INVALID = -EINVAL,
+} nsr_outcome;
+
+/* The name; NULL out of range. */
+const char *nsr_outcome_to_string(nsr_outcome o);
+/* Never fails: NULL or a name it does not know is NSR_OUTCOME_UNKNOWN. */
+nsr_outcome nsr_outcome_from_string(const char *s);
+
 /* --state-dir, else $XDG_STATE_HOME/nsrun, else ~/.local/state/nsrun. */
 int nsr_state_dir_resolve(const char *opt, char *const *env, char **ret, nsr_error *err);
 /* The state dir a run uses: --state-dir (opt) as given; else the default
@@ -45,7 +65,7 @@ int nsr_state_open(const char *dir, nsr_error *err);
  * byte strings (paths, argv) hex-encoded. */
 typedef struct nsr_run_meta {
         char run_id[NSR_RUN_ID_MAX];
-        char *state;           /* running, committed, conflict, kept, discarded, failed, undone */
+        nsr_outcome state;     /* in the file: its name (nsr_outcome_to_string()) */
         char *kind;            /* "run", or "undo" for the run an undo made */
         char *undoes;          /* kind undo: the run it undid */
         struct timespec start; /* the run's start (conflict checks compare ctimes with it) */

@@ -37,7 +37,7 @@ static bool opt_eq(const char *a, const char *b) {
 
 static void check_same(const nsr_run_meta *a, const nsr_run_meta *b) {
         size_t np = nsr_strv_length(a->projects);
-        if (!streq(a->run_id, b->run_id) || !opt_eq(a->state, b->state) || !opt_eq(a->kind, b->kind) ||
+        if (!streq(a->run_id, b->run_id) || a->state != b->state || !opt_eq(a->kind, b->kind) ||
             !opt_eq(a->undoes, b->undoes) || a->start.tv_sec != b->start.tv_sec ||
             a->start.tv_nsec != b->start.tv_nsec || !strv_eq(a->projects, b->projects) || !strv_eq(a->argv, b->argv) ||
             a->exit_code != b->exit_code || a->signal != b->signal || a->pid != b->pid ||

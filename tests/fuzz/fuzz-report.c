@@ -326,7 +326,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char *errors[] = { n > 3 ? w[3] : (char *) "e", NULL };
         char *const *command = n > 4 ? w + 4 : (char *const[]){ (char *) "true", NULL };
         nsr_report_project rp = { .path = proj,
-                                  .outcome = "committed",
+                                  .outcome = NSR_OUTCOME_COMMITTED,
                                   .changes = cs,
                                   .conflicts = &conf,
                                   .n_conflicts = 1,
@@ -334,7 +334,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         nsr_report rep = { .run_id = "r",
                            .command = command,
                            .exit_code = 0,
-                           .outcome = "committed",
+                           .outcome = NSR_OUTCOME_COMMITTED,
                            .projects = &rp,
                            .n_projects = 1 };
         char *json = NULL;

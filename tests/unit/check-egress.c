@@ -316,6 +316,21 @@ START_TEST(test_limits) {
 }
 END_TEST
 
+START_TEST(test_names) {
+        static const char *const protos[] = { "http", "connect", "socks5" };
+        ck_assert_int_eq(ELEMENTSOF(protos), _NSR_EGRESS_PROTO_MAX);
+        for (int i = 0; i < _NSR_EGRESS_PROTO_MAX; i++)
+                ck_assert_str_eq(nsr_egress_proto_to_string((nsr_egress_proto) i), protos[i]);
+        ck_assert_str_eq(nsr_egress_proto_to_string(_NSR_EGRESS_PROTO_MAX), "?");
+        ck_assert_str_eq(nsr_egress_proto_to_string(_NSR_EGRESS_PROTO_INVALID), "?");
+        for (int i = 0; i < _NSR_ADDR_CLASS_MAX; i++)
+                ck_assert_ptr_nonnull(nsr_addr_class_to_string((nsr_addr_class) i));
+        ck_assert_str_eq(nsr_addr_class_to_string(NSR_ADDR_MAPPED), "ipv4-mapped");
+        ck_assert_ptr_null(nsr_addr_class_to_string(_NSR_ADDR_CLASS_MAX));
+        ck_assert_ptr_null(nsr_addr_class_to_string(_NSR_ADDR_CLASS_INVALID));
+}
+END_TEST
+
 static Suite *egress_suite(void) {
         Suite *s = suite_create("egress");
         TCase *tc = tcase_create("core");
@@ -328,6 +343,7 @@ static Suite *egress_suite(void) {
         tcase_add_test(tc, test_summary_and_json);
         tcase_add_test(tc, test_env);
         tcase_add_test(tc, test_limits);
+        tcase_add_test(tc, test_names);
         suite_add_tcase(s, tc);
         return s;
 }

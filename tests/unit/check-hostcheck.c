@@ -206,30 +206,42 @@ START_TEST(test_explain) {
 END_TEST
 
 START_TEST(test_hint) {
+        /* The kind of the error decides, never its text. */
         static const struct {
+                nsr_error_kind kind;
                 int code;
                 const char *msg;
                 bool hinted;
         } cases[] = {
-                { ENOSPC, "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)", true },
-                { EPERM, "No permissions to create a new namespace, likely because", true },
-                { EINVAL, "Creating new namespace failed, likely because the kernel does not support user namespaces.", true },
-                { EUSERS, "Creating new namespace failed", true },
-                { ENOMEM, "Creating new namespace failed", false },
-                { EPERM, "setting up uid map", true },
-                { EPERM, "setting up gid map", true },
-                { EACCES, "error writing to setgroups", true },
-                { EINVAL, "setting up uid map", false },
-                { EPERM, "Failed to make / slave: Operation not permitted", true },
-                { EPERM, "Failed to mount tmpfs: Operation not permitted", true },
-                { EINVAL, "Failed to mount tmpfs: Invalid argument", false },
-                { ENOSPC, "unshare user ns", true },
-                { EPERM, "Can't find source path /x", false },
-                { ENOENT, "execvp nosuch", false },
-                { EPERM, "prefix: Creating new namespace failed", false },
+                { NSR_ERR_CLONE, ENOSPC, "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)", true },
+                { NSR_ERR_CLONE, EPERM, "No permissions to create a new namespace, likely because", true },
+                { NSR_ERR_CLONE, EINVAL, "Creating new namespace failed, likely because the kernel does not support user namespaces.", true },
+                { NSR_ERR_CLONE, EUSERS, "Creating new namespace failed", true },
+                { NSR_ERR_CLONE, ENOMEM, "Creating new namespace failed", false },
+                { NSR_ERR_CLONE, ENOSPC, "unshare user ns", true },
+                { NSR_ERR_USERNS_SETUP, EPERM, "setting up uid map", true },
+                { NSR_ERR_USERNS_SETUP, EPERM, "setting up gid map", true },
+                { NSR_ERR_USERNS_SETUP, EACCES, "error writing to setgroups", true },
+                { NSR_ERR_USERNS_SETUP, EINVAL, "setting up uid map", false },
+                { NSR_ERR_USERNS_SETUP, EPERM, "Failed to make / slave: Operation not permitted", true },
+                { NSR_ERR_USERNS_SETUP, EPERM, "Failed to mount tmpfs: Operation not permitted", true },
+                { NSR_ERR_USERNS_SETUP, EINVAL, "Failed to mount tmpfs: Invalid argument", false },
+                { NSR_ERR_USERNS_SETUP, ENOSPC, "setting up uid map", false },
+                /* a clone's errno on a later step is no clone failure */
+                { NSR_ERR_USERNS_SETUP, EUSERS, "setting up uid map", false },
+                { NSR_ERR_SETUP, EPERM, "Can't find source path /x", false },
+                { NSR_ERR_EXEC, ENOENT, "execvp nosuch", false },
+                { NSR_ERR_OVERLAY_MOUNT, EPERM, "Can't make overlay mount on /newroot/x", false },
+                /* the text alone: a generic error that reads like one */
+                { NSR_ERR_SETUP, EPERM, "Creating new namespace failed", false },
+                { NSR_ERR_SETUP, EPERM, "setting up uid map", false },
+                { NSR_ERR_NONE, EPERM, "Failed to make / slave: Operation not permitted", false },
+                /* the kind alone: the message does not matter */
+                { NSR_ERR_CLONE, EPERM, "prefix: Creating new namespace failed", true },
+                { NSR_ERR_USERNS_SETUP, EACCES, "", true },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-                nsr_error e = { .code = cases[i].code };
+                nsr_error e = { .code = cases[i].code, .kind = cases[i].kind };
                 snprintf(e.msg, sizeof(e.msg), "%s", cases[i].msg);
                 const char *h = nsr_hostcheck_hint(&e);
                 ck_assert_msg((h != NULL) == cases[i].hinted, "case %zu (%s): hint %s", i, cases[i].msg,
@@ -496,6 +508,21 @@ START_TEST(test_hidepid) {
 }
 END_TEST
 
+/* The name tables replaced switches, whose -Wswitch-enum caught a value
+ * without a name: this does now. */
+START_TEST(test_name_tables) {
+        for (int i = 0; i < _NSR_VERDICT_MAX; i++)
+                ck_assert_ptr_nonnull(nsr_verdict_to_string((nsr_verdict) i));
+        ck_assert_ptr_null(nsr_verdict_to_string(_NSR_VERDICT_MAX));
+        ck_assert_ptr_null(nsr_verdict_to_string(_NSR_VERDICT_INVALID));
+        for (int i = 0; i < _NSR_USERNS_STEP_MAX; i++)
+                ck_assert_str_ne(nsr_userns_step_to_string((nsr_userns_step) i), "an unknown step");
+        ck_assert_str_eq(nsr_userns_step_to_string(NSR_USERNS_STEP_GID_MAP), "writing /proc/self/gid_map");
+        ck_assert_str_eq(nsr_userns_step_to_string(_NSR_USERNS_STEP_MAX), "an unknown step");
+        ck_assert_str_eq(nsr_userns_step_to_string(_NSR_USERNS_STEP_INVALID), "an unknown step");
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("hostcheck");
         TCase *tc = tcase_create("core");
@@ -509,6 +536,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_egress);
         tcase_add_test(tc, test_explain);
         tcase_add_test(tc, test_hint);
+        tcase_add_test(tc, test_name_tables);
         tcase_add_test(tc, test_depth_plain);
         tcase_add_test(tc, test_depth_stacked);
         tcase_add_test(tc, test_depth_devno);

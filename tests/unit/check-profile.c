@@ -306,7 +306,7 @@ START_TEST(test_meta_roundtrip) {
         char *projects[] = { "/p/one", "/p/with\nnewline\xff", NULL };
         char *argv[] = { "sh", "-c", "echo 'x y'", "", NULL };
         unsigned long counts[2][5] = { { 1, 2, 3, 4, 5 }, { 0, 0, 7, 0, 0 } };
-        nsr_run_meta m = { .state = "committed", .kind = "run", .start = { 1234, 5678 }, .projects = projects,
+        nsr_run_meta m = { .state = NSR_OUTCOME_COMMITTED, .kind = "run", .start = { 1234, 5678 }, .projects = projects,
                            .argv = argv, .exit_code = 3, .signal = 0, .counts = counts };
         snprintf(m.run_id, sizeof(m.run_id), "20261125T000000.000Z-abcdef");
         nsr_error err = { 0 };
@@ -314,7 +314,7 @@ START_TEST(test_meta_roundtrip) {
         nsr_run_meta r = { 0 };
         ck_assert_int_eq(nsr_run_meta_read(fd, &r, &err), 0);
         ck_assert_str_eq(r.run_id, m.run_id);
-        ck_assert_str_eq(r.state, "committed");
+        ck_assert_int_eq(r.state, NSR_OUTCOME_COMMITTED);
         ck_assert_int_eq(r.start.tv_sec, 1234);
         ck_assert_int_eq(r.start.tv_nsec, 5678);
         ck_assert_int_eq(r.exit_code, 3);

@@ -304,6 +304,16 @@ START_TEST(test_summary) {
 }
 END_TEST
 
+START_TEST(test_action_names) {
+        static const char *const names[] = { "dropped", "config_reduced", "mode_reduced", "xattr_dropped" };
+        ck_assert_int_eq(ELEMENTSOF(names), _NSR_PROTECT_ACTION_MAX);
+        for (int i = 0; i < _NSR_PROTECT_ACTION_MAX; i++)
+                ck_assert_str_eq(nsr_protect_action_to_string((nsr_protect_action) i), names[i]);
+        ck_assert_ptr_null(nsr_protect_action_to_string(_NSR_PROTECT_ACTION_MAX));
+        ck_assert_ptr_null(nsr_protect_action_to_string(_NSR_PROTECT_ACTION_INVALID));
+}
+END_TEST
+
 static Suite *protect_suite(void) {
         Suite *s = suite_create("protect");
         TCase *tc = tcase_create("protect");
@@ -315,6 +325,7 @@ static Suite *protect_suite(void) {
         tcase_add_test(tc, test_config_reduce);
         tcase_add_test(tc, test_hooks_path);
         tcase_add_test(tc, test_summary);
+        tcase_add_test(tc, test_action_names);
         suite_add_tcase(s, tc);
         return s;
 }

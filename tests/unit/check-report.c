@@ -3,6 +3,7 @@
 
 #include <signal.h>
 
+#include "base/json.h"
 #include "project/report.h"
 #include "unit.h"
 
@@ -171,19 +172,19 @@ static void fixture_init(fixture *f) {
                                                  .kept_at = "/state/runs/R/kept/n\x80" };
         f->projects[0] = (nsr_report_project){
                 .path = "/p",
-                .outcome = "applied",
+                .outcome = NSR_OUTCOME_COMMITTED,
                 .changes = f->changes,
                 .protect = f->protect,
                 .conflicts = f->conflicts,
                 .n_conflicts = 1,
                 .errors = errors_,
         };
-        f->projects[1] = (nsr_report_project){ .path = "/q", .outcome = "discarded" };
+        f->projects[1] = (nsr_report_project){ .path = "/q", .outcome = NSR_OUTCOME_DISCARDED };
         f->report = (nsr_report){
                 .run_id = "R",
                 .command = argv_,
                 .exit_code = 0,
-                .outcome = "applied",
+                .outcome = NSR_OUTCOME_COMMITTED,
                 .started_at = { .tv_sec = 1795644600, .tv_nsec = 123456789 },
                 .duration_ms = 1500,
                 .layers = layers_,
@@ -199,9 +200,9 @@ static void fixture_done(fixture *f) {
 
 static const char golden_compact[] =
         "{\"version\":1,\"run_id\":\"R\",\"command\":[\"make\",\"-j2\"],\"exit_code\":0,\"signal\":null,"
-        "\"outcome\":\"applied\",\"started_at\":\"2026-11-25T22:10:00.123Z\",\"duration_ms\":1500,"
+        "\"outcome\":\"committed\",\"started_at\":\"2026-11-25T22:10:00.123Z\",\"duration_ms\":1500,"
         "\"layers\":[\"agent\"],\"projects\":["
-        "{\"path\":\"/p\",\"outcome\":\"applied\",\"changes\":["
+        "{\"path\":\"/p\",\"outcome\":\"committed\",\"changes\":["
         "{\"path\":\"new.txt\",\"change\":\"created\",\"type\":\"file\",\"size\":12,\"mode\":\"0644\"},"
         "{\"path\":\"old\",\"change\":\"deleted\",\"type\":\"dir\",\"size\":0,\"mode\":\"0755\",\"descendants\":7},"
         "{\"path\":\"run.sh\",\"change\":\"metadata_changed\",\"type\":\"file\",\"size\":100,\"mode\":\"4755\"},"
@@ -250,7 +251,7 @@ START_TEST(test_json_signal_and_flags) {
                 .command = bad_argv,
                 .exit_code = -1,
                 .signal = SIGTERM,
-                .outcome = "kept",
+                .outcome = NSR_OUTCOME_KEPT,
                 .started_at = { 0, 0 },
                 .interrupted = true,
         };
@@ -271,8 +272,8 @@ START_TEST(test_json_signal_and_flags) {
 END_TEST
 
 START_TEST(test_json_pretty) {
-        nsr_report r = { .run_id = "R", .exit_code = 3, .outcome = "failed" };
-        nsr_report_project p = { .path = "/p", .outcome = "failed" };
+        nsr_report r = { .run_id = "R", .exit_code = 3, .outcome = NSR_OUTCOME_FAILED };
+        nsr_report_project p = { .path = "/p", .outcome = NSR_OUTCOME_FAILED };
         r.projects = &p;
         r.n_projects = 1;
         nsr_error err = { 0 };
@@ -321,7 +322,7 @@ START_TEST(test_json_size_limit) {
 END_TEST
 
 START_TEST(test_json_bad_time) {
-        nsr_report r = { .outcome = "x", .started_at = { 0, -1 } };
+        nsr_report r = { .outcome = NSR_OUTCOME_UNKNOWN, .started_at = { 0, -1 } };
         nsr_error err = { 0 };
         char *out = NULL;
         ck_assert_int_eq(nsr_report_to_json(&r, 0, &out, NULL, &err), -EINVAL);

@@ -139,7 +139,7 @@ START_TEST(test_meta_owner) {
         int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         ck_assert_int_ge(fd, 0);
         char *projects[] = { (char *) "/p", NULL };
-        nsr_run_meta m = { .state = (char *) "running", .kind = (char *) "run", .projects = projects, .exit_code = -1 };
+        nsr_run_meta m = { .state = NSR_OUTCOME_RUNNING, .kind = (char *) "run", .projects = projects, .exit_code = -1 };
         snprintf(m.run_id, sizeof(m.run_id), "20261126T000000.000Z-000000");
         nsr_run_meta_set_owner(&m);
         nsr_error e = { 0 };

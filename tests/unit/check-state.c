@@ -88,7 +88,7 @@ START_TEST(test_meta_round_trip) {
         char *projects[] = { (char *) "/p/a", (char *) "/p/b b", NULL };
         char *argv[] = { (char *) "sh", (char *) "-c", (char *) "echo \n \xff", NULL };
         unsigned long counts[3][5] = { { 1, 2, 3, 4, 5 }, { 6, 7, 8, 9, 10 } };
-        nsr_run_meta m = { .state = (char *) "running",
+        nsr_run_meta m = { .state = NSR_OUTCOME_RUNNING,
                            .kind = (char *) "run",
                            .start = { .tv_sec = 1764000000, .tv_nsec = 123456789 },
                            .projects = projects,
@@ -104,7 +104,7 @@ START_TEST(test_meta_round_trip) {
         nsr_run_meta r = { 0 };
         ck_assert_int_eq(nsr_run_meta_read(dir, &r, &err), 0);
         ck_assert_str_eq(r.run_id, m.run_id);
-        ck_assert_str_eq(r.state, "running");
+        ck_assert_int_eq(r.state, NSR_OUTCOME_RUNNING);
         ck_assert_int_eq(r.pid, m.pid);
         ck_assert_uint_eq(r.pid_start, m.pid_start);
         ck_assert_str_eq(r.boot, m.boot);
@@ -131,11 +131,70 @@ START_TEST(test_meta_round_trip) {
 }
 END_TEST
 
+/* The meta file's state names are the outcome table's; a name this nsrun
+ * does not know (a newer one's, a damaged or planted file) reads as
+ * "unknown", never as a crash or as one of the states it would act on. */
+START_TEST(test_meta_outcome) {
+        static const char *const names[] = { "running", "committed", "conflict", "kept",
+                                             "discarded", "failed", "undone" };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                nsr_outcome o = nsr_outcome_from_string(names[i]);
+                ck_assert_int_eq(o, (nsr_outcome) i);
+                ck_assert_str_eq(nsr_outcome_to_string(o), names[i]);
+        }
+        ck_assert_int_eq(nsr_outcome_from_string("applied"), NSR_OUTCOME_UNKNOWN);
+        ck_assert_int_eq(nsr_outcome_from_string("Kept"), NSR_OUTCOME_UNKNOWN);
+        ck_assert_int_eq(nsr_outcome_from_string(""), NSR_OUTCOME_UNKNOWN);
+        ck_assert_int_eq(nsr_outcome_from_string(NULL), NSR_OUTCOME_UNKNOWN);
+        ck_assert_str_eq(nsr_outcome_to_string(NSR_OUTCOME_UNKNOWN), "unknown");
+        ck_assert_ptr_null(nsr_outcome_to_string(_NSR_OUTCOME_MAX));
+        ck_assert_ptr_null(nsr_outcome_to_string(_NSR_OUTCOME_INVALID));
+
+        char path[64];
+        int dir = tmpdir(path);
+        nsr_error err = { 0 };
+        nsr_run_meta r = { 0 };
+        static const struct {
+                const char *state_line;
+                nsr_outcome want;
+        } cases[] = {
+                { "state kept\n", NSR_OUTCOME_KEPT },
+                { "state undone\n", NSR_OUTCOME_UNDONE },
+                { "state kept-ish\n", NSR_OUTCOME_UNKNOWN },
+                { "state \xff\x1b[2J\n", NSR_OUTCOME_UNKNOWN },
+                { "state \n", NSR_OUTCOME_UNKNOWN },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *text =
+                        nsr_asprintf("version 1\nrun R1\nkind run\n%sstart 1.000000002\n", cases[i].state_line);
+                ck_assert_int_eq(nsr_durable_write(dir, "meta", text, strlen(text), 0600, 0, &err), 0);
+                ck_assert_int_eq(nsr_run_meta_read(dir, &r, &err), 0);
+                ck_assert_msg(r.state == cases[i].want, "case %zu: state %d", i, (int) r.state);
+                ck_assert(!nsr_run_meta_is_orphan(&r) || r.state == NSR_OUTCOME_RUNNING);
+                /* written back, it keeps a name nsrun knows */
+                ck_assert_int_eq(nsr_run_meta_write(dir, &r, &err), 0);
+                nsr_run_meta_done(&r);
+                ck_assert_int_eq(nsr_run_meta_read(dir, &r, &err), 0);
+                ck_assert_int_eq(r.state, cases[i].want);
+                nsr_run_meta_done(&r);
+        }
+        /* no state line: damaged, as before */
+        static const char bare[] = "version 1\nrun R1\nkind run\n";
+        ck_assert_int_eq(nsr_durable_write(dir, "meta", bare, strlen(bare), 0600, 0, &err), 0);
+        ck_assert_int_eq(nsr_run_meta_read(dir, &r, &err), -EINVAL);
+
+        nsr_error e2 = { 0 };
+        ck_assert_int_eq(nsr_rm_rf_at(AT_FDCWD, path, &e2), 0);
+        close(dir);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("state");
         TCase *tc = tcase_create("records");
         tcase_add_test(tc, test_durable_write);
         tcase_add_test(tc, test_meta_round_trip);
+        tcase_add_test(tc, test_meta_outcome);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -366,6 +366,61 @@ START_TEST(test_read_full_write_all) {
 }
 END_TEST
 
+/* ---- DEFINE_STRING_TABLE_LOOKUP ------------------------------------------- */
+
+typedef enum fruit {
+        FRUIT_APPLE,
+        FRUIT_PEAR,
+        FRUIT_UNNAMED, /* a hole in the table */
+        FRUIT_FIG,
+        _FRUIT_MAX,
+        _FRUIT_INVALID = -EINVAL,
+} fruit;
+
+static const char *const fruit_names[_FRUIT_MAX] = {
+        [FRUIT_APPLE] = "apple",
+        [FRUIT_PEAR] = "pear",
+        [FRUIT_FIG] = "fig",
+};
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP(fruit, fruit, fruit_names)
+
+/* A plain int index, as for tables of non-enum ids. */
+static const char *const digit_names[] = { "zero", "one", "two" };
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP(digit, int, digit_names)
+
+START_TEST(test_string_table) {
+        for (int i = 0; i < _FRUIT_MAX; i++) {
+                const char *n = fruit_to_string((fruit) i);
+                if (i == FRUIT_UNNAMED) {
+                        ck_assert_ptr_null(n);
+                        continue;
+                }
+                ck_assert_ptr_nonnull(n);
+                ck_assert_int_eq(fruit_from_string(n), i);
+        }
+        ck_assert_str_eq(fruit_to_string(FRUIT_FIG), "fig");
+        ck_assert_int_eq(fruit_from_string("pear"), FRUIT_PEAR);
+        /* out of range, both sides */
+        ck_assert_ptr_null(fruit_to_string(_FRUIT_MAX));
+        ck_assert_ptr_null(fruit_to_string(_FRUIT_INVALID));
+        ck_assert_ptr_null(fruit_to_string((fruit) 1000));
+        /* unknown names: exact, case-sensitive, whole-string matches only */
+        ck_assert_int_eq(fruit_from_string("plum"), _FRUIT_INVALID);
+        ck_assert_int_eq(fruit_from_string("Apple"), _FRUIT_INVALID);
+        ck_assert_int_eq(fruit_from_string("app"), _FRUIT_INVALID);
+        ck_assert_int_eq(fruit_from_string("apples"), _FRUIT_INVALID);
+        ck_assert_int_eq(fruit_from_string(""), _FRUIT_INVALID);
+        ck_assert_int_eq(fruit_from_string(NULL), _FRUIT_INVALID);
+
+        ck_assert_str_eq(digit_to_string(2), "two");
+        ck_assert_ptr_null(digit_to_string(3));
+        ck_assert_ptr_null(digit_to_string(-1));
+        ck_assert_ptr_null(digit_to_string(INT_MIN));
+        ck_assert_int_eq(digit_from_string("one"), 1);
+        ck_assert_int_eq(digit_from_string("three"), -EINVAL);
+}
+END_TEST
+
 /* ---- nsr_error ------------------------------------------------------------ */
 
 START_TEST(test_error_set) {
@@ -407,10 +462,12 @@ START_TEST(test_error_setx) {
         nsr_error_format(&e, buf, sizeof(buf));
         ck_assert_str_eq(buf, "Unknown option --foo");
 
-        /* the kind is kept when already chosen */
-        nsr_error u = { .kind = NSR_ERR_USAGE };
+        /* a new error replaces the kind and op of the one before: control
+         * flow branches on them, so they must describe this message */
+        nsr_error u = { .kind = NSR_ERR_OVERLAY_MOUNT, .op = 3 };
         nsr_error_setx(&u, EINVAL, "x");
-        ck_assert_int_eq(u.kind, NSR_ERR_USAGE);
+        ck_assert_int_eq(u.kind, NSR_ERR_SETUP);
+        ck_assert_uint_eq(u.op, 0);
 
         nsr_error_clear(&u);
         ck_assert_int_eq(u.code, 0);
@@ -434,6 +491,56 @@ START_TEST(test_error_prefix) {
         nsr_error_setx(&z, 0, "inner");
         ck_assert_int_eq(nsr_error_prefix(&z, "outer"), -EIO);
         ck_assert_str_eq(z.msg, "outer: inner");
+}
+END_TEST
+
+START_TEST(test_error_kind) {
+        nsr_error e = { 0 };
+        ck_assert_int_eq(nsr_error_setk(&e, NSR_ERR_CLONE, EPERM, "Creating new namespace failed"), -EPERM);
+        ck_assert_int_eq(e.kind, NSR_ERR_CLONE);
+        ck_assert(e.with_errno);
+        ck_assert_int_eq(nsr_error_setxk(&e, NSR_ERR_OVERLAY_MOUNT, -EINVAL, "Can't make overlay mount on %s", "/x"),
+                         -EINVAL);
+        ck_assert_int_eq(e.kind, NSR_ERR_OVERLAY_MOUNT);
+        ck_assert_int_eq(e.code, EINVAL);
+        ck_assert(!e.with_errno);
+        ck_assert_str_eq(e.msg, "Can't make overlay mount on /x");
+        ck_assert_int_eq(nsr_error_setxk(NULL, NSR_ERR_CLONE, EPERM, "x"), -EPERM);
+
+        /* context in front keeps what failed */
+        e.op = 2;
+        nsr_error_prefix(&e, "outer");
+        ck_assert_int_eq(e.kind, NSR_ERR_OVERLAY_MOUNT);
+        ck_assert_uint_eq(e.op, 2);
+
+        /* the same text through the generic setter is no such kind */
+        nsr_error_setx(&e, EINVAL, "Can't make overlay mount on /x");
+        ck_assert_int_eq(e.kind, NSR_ERR_SETUP);
+
+        ck_assert_str_eq(nsr_error_kind_to_string(NSR_ERR_USERNS_SETUP), "userns-setup");
+        ck_assert_str_eq(nsr_error_kind_to_string(NSR_ERR_OVERLAY_MOUNT), "overlay-mount");
+        for (int k = 0; k < _NSR_ERR_KIND_MAX; k++)
+                ck_assert_ptr_nonnull(nsr_error_kind_to_string((nsr_error_kind) k));
+        ck_assert_ptr_null(nsr_error_kind_to_string(_NSR_ERR_KIND_MAX));
+        ck_assert_ptr_null(nsr_error_kind_to_string(_NSR_ERR_KIND_INVALID));
+}
+END_TEST
+
+START_TEST(test_error_sanitize) {
+        /* An error read from a pipe: a kind this build does not know is a
+         * generic failure, and the message ends inside the buffer. */
+        nsr_error e;
+        memset(&e, 'x', sizeof(e));
+        e.kind = (nsr_error_kind) 1000;
+        nsr_error_sanitize(&e);
+        ck_assert_int_eq(e.kind, NSR_ERR_SETUP);
+        ck_assert_uint_eq(strlen(e.msg), NSR_ERROR_MSG_MAX - 1);
+        e.kind = (nsr_error_kind) -5;
+        nsr_error_sanitize(&e);
+        ck_assert_int_eq(e.kind, NSR_ERR_SETUP);
+        e.kind = NSR_ERR_CLONE;
+        nsr_error_sanitize(&e);
+        ck_assert_int_eq(e.kind, NSR_ERR_CLONE);
 }
 END_TEST
 
@@ -522,10 +629,16 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_read_full_write_all);
         suite_add_tcase(s, tc);
 
+        tc = tcase_create("string-table");
+        tcase_add_test(tc, test_string_table);
+        suite_add_tcase(s, tc);
+
         tc = tcase_create("error");
         tcase_add_test(tc, test_error_set);
         tcase_add_test(tc, test_error_setx);
         tcase_add_test(tc, test_error_prefix);
+        tcase_add_test(tc, test_error_kind);
+        tcase_add_test(tc, test_error_sanitize);
         tcase_add_test(tc, test_error_truncation);
         tcase_add_test(tc, test_error_fixed_size);
         suite_add_tcase(s, tc);
