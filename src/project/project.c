@@ -273,13 +273,9 @@ static int check_writable_binds(const nsr_plan *user, const nsr_project *pj, nsr
         return 0;
 }
 
-int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, nsr_error *err) {
-        _cleanup_(nsr_project_freep) nsr_project *pj = nsr_malloc0(sizeof(*pj));
-        nsr_project_opts *o = &user->proj;
+/* The projects: resolved, opened once, none inside another. */
+static int resolve_projects(nsr_project *pj, const nsr_project_opts *o, nsr_error *err) {
         int r;
-
-        if (o->keep && o->discard)
-                return nsr_error_setx(err, EINVAL, "--keep and --discard cannot be combined");
 
         pj->n = nsr_strv_length(o->projects);
         pj->p = nsr_malloc0((pj->n + 1) * sizeof(project_entry));
@@ -296,15 +292,13 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
                                 return nsr_error_setx(err, EINVAL,
                                                       "projects %s and %s overlap: one is inside the other",
                                                       pj->p[i].path, pj->p[k].path);
-        r = check_writable_binds(user, pj, err);
-        if (r < 0)
-                return r;
+        return 0;
+}
 
-        if (o->keep && (o->no_overlay || o->sandbox == NSR_SANDBOX_OFF))
-                return nsr_error_setx(err, EINVAL,
-                                      "--keep needs the overlay: with %s the command writes to the projects "
-                                      "themselves, so there is nothing to keep aside",
-                                      o->no_overlay ? "--no-overlay" : "--sandbox=off");
+/* The state dir: chosen, never inside a project nor a project inside it,
+ * and (unless a trace only looks) created. */
+static int choose_state_dir(nsr_project *pj, const nsr_project_opts *o, bool create_state, nsr_error *err) {
+        int r;
 
         _cleanup_free_ char *state = NULL, *state_note = NULL;
         r = nsr_state_dir_choose(o->state_dir, environ, create_state, &state, &state_note, err);
@@ -332,7 +326,12 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
                         return fd;
                 close(fd);
         }
+        return 0;
+}
 
+/* The run's id and dir, and whether it writes live (no overlay) or keeps
+ * a workspace skeleton. */
+static int choose_run_dir(nsr_project *pj, const nsr_project_opts *o, nsr_error *err) {
         nsr_run_id_new(pj->run_id);
         pj->run_dir = nsr_asprintf("%s/runs/%s", pj->state_dir, pj->run_id);
         pj->live = o->no_overlay || o->sandbox == NSR_SANDBOX_OFF;
@@ -357,6 +356,36 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
                                                    "(--sandbox=required)");
         if (o->workspace_root)
                 pj->skel = nsr_asprintf("%s/p0/skel", pj->run_dir);
+        return 0;
+}
+
+int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, nsr_error *err) {
+        _cleanup_(nsr_project_freep) nsr_project *pj = nsr_malloc0(sizeof(*pj));
+        nsr_project_opts *o = &user->proj;
+        int r;
+
+        if (o->keep && o->discard)
+                return nsr_error_setx(err, EINVAL, "--keep and --discard cannot be combined");
+
+        r = resolve_projects(pj, o, err);
+        if (r < 0)
+                return r;
+        r = check_writable_binds(user, pj, err);
+        if (r < 0)
+                return r;
+
+        if (o->keep && (o->no_overlay || o->sandbox == NSR_SANDBOX_OFF))
+                return nsr_error_setx(err, EINVAL,
+                                      "--keep needs the overlay: with %s the command writes to the projects "
+                                      "themselves, so there is nothing to keep aside",
+                                      o->no_overlay ? "--no-overlay" : "--sandbox=off");
+
+        r = choose_state_dir(pj, o, create_state, err);
+        if (r < 0)
+                return r;
+        r = choose_run_dir(pj, o, err);
+        if (r < 0)
+                return r;
         _cleanup_free_ nsr_profile_project *pp = nsr_malloc0((pj->n + 1) * sizeof(nsr_profile_project));
         for (size_t i = 0; i < pj->n; i++) {
                 pj->p[i].upper = nsr_asprintf("%s/p%zu/upper", pj->run_dir, i);
