@@ -726,6 +726,56 @@ static void attempt_done(attempt *a) {
         nsr_refused_done(&a->refused);
 }
 
+/* Best-effort mode: the private TMPDIR made, and the Landlock ruleset
+ * that confines the command (to nsrun's relay alone, with --allow-host). */
+static int confine_landlock(nsr_project *pj, int run_fd, attempt *a, const char *tmpdir, const nsr_relay *relay,
+                            const uint16_t *relay_ports, int *ruleset, nsr_error *err) {
+        int r = 0;
+
+        if (mkdirat(run_fd, "tmp", 0700) < 0 && errno != EEXIST)
+                r = nsr_error_set(err, errno, "cannot create the private temp dir %s", tmpdir);
+        char info[sizeof(a->reason) + 64];
+        snprintf(info, sizeof(info), "%s", a->reason);
+        bool tcp = false;
+        if (r >= 0)
+                r = landlock_ruleset(pj, tmpdir, relay_ports, relay ? 2 : 0, ruleset, &tcp, info, sizeof(info),
+                                     err);
+        if (r >= 0 && relay && !tcp)
+                r = nsr_error_setx(err, EPERM,
+                                   "--allow-host in best-effort mode needs Landlock ABI 4 or later to confine "
+                                   "TCP to nsrun's relay (%s); the run is refused",
+                                   info);
+        if (r >= 0 && relay)
+                note(pj, "nsrun: best-effort --allow-host: the relay is on 127.0.0.1:%u and :%u; Landlock "
+                         "limits TCP by port, not address, so those two port numbers reach any host directly",
+                     (unsigned) relay_ports[0], (unsigned) relay_ports[1]);
+        if (r >= 0) {
+                a->landlock = true;
+                note(pj, "nsrun: best-effort sandbox: landlock, seccomp (no user namespace: %s)", a->reason);
+        }
+        return r;
+}
+
+/* --events-fd: the watcher that reports the projects' changes as they
+ * happen. */
+static int start_events(nsr_project *pj, pid_t *watcher, int *watcher_stop, nsr_error *err) {
+        nsr_plan *p = pj->plan;
+        nsr_events_project *ev = nsr_malloc0((pj->n + 1) * sizeof(nsr_events_project));
+        char **snaps = nsr_malloc0((pj->n + 1) * sizeof(char *));
+        for (size_t i = 0; i < pj->n; i++) {
+                snaps[i] = pj->live ? nsr_asprintf("%s/backup/p%zu", pj->run_dir, i) : NULL;
+                ev[i] = (nsr_events_project){ .path = pj->p[i].path,
+                                              .upper = pj->live ? pj->p[i].path : pj->p[i].upper,
+                                              .lower = snaps[i] };
+        }
+        int r = nsr_events_start(p->proj.events_fd, ev, pj->n, watcher, watcher_stop, err);
+        for (size_t i = 0; i < pj->n; i++)
+                free(snaps[i]);
+        free(snaps);
+        free(ev);
+        return r;
+}
+
 /* One launch: the command runs, or nothing ran (-errno, err set). */
 static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct timespec *fence,
                        nsr_launch_result *lr, nsr_error *err) {
@@ -762,27 +812,7 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
                 /* The private TMPDIR, inside the run dir (the state dir is
                  * hidden; this one dir is granted). */
                 tmpdir = nsr_asprintf("%s/tmp", pj->run_dir);
-                if (mkdirat(run_fd, "tmp", 0700) < 0 && errno != EEXIST)
-                        r = nsr_error_set(err, errno, "cannot create the private temp dir %s", tmpdir);
-                char info[sizeof(a->reason) + 64];
-                snprintf(info, sizeof(info), "%s", a->reason);
-                bool tcp = false;
-                if (r >= 0)
-                        r = landlock_ruleset(pj, tmpdir, relay_ports, relay ? 2 : 0, &ruleset, &tcp, info, sizeof(info),
-                                             err);
-                if (r >= 0 && relay && !tcp)
-                        r = nsr_error_setx(err, EPERM,
-                                           "--allow-host in best-effort mode needs Landlock ABI 4 or later to confine "
-                                           "TCP to nsrun's relay (%s); the run is refused",
-                                           info);
-                if (r >= 0 && relay)
-                        note(pj, "nsrun: best-effort --allow-host: the relay is on 127.0.0.1:%u and :%u; Landlock "
-                                 "limits TCP by port, not address, so those two port numbers reach any host directly",
-                             (unsigned) relay_ports[0], (unsigned) relay_ports[1]);
-                if (r >= 0) {
-                        a->landlock = true;
-                        note(pj, "nsrun: best-effort sandbox: landlock, seccomp (no user namespace: %s)", a->reason);
-                }
+                r = confine_landlock(pj, run_fd, a, tmpdir, relay, relay_ports, &ruleset, err);
         } else if (r >= 0 && a->conf == CONF_NONE)
                 note(pj, "nsrun: --sandbox=off: no isolation at all; the projects are still snapshotted, captured "
                          "and reported");
@@ -798,21 +828,8 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
         }
         pid_t watcher = -1;
         int watcher_stop = -1;
-        if (r >= 0 && p->proj.events_fd != -1) {
-                nsr_events_project *ev = nsr_malloc0((pj->n + 1) * sizeof(nsr_events_project));
-                char **snaps = nsr_malloc0((pj->n + 1) * sizeof(char *));
-                for (size_t i = 0; i < pj->n; i++) {
-                        snaps[i] = pj->live ? nsr_asprintf("%s/backup/p%zu", pj->run_dir, i) : NULL;
-                        ev[i] = (nsr_events_project){ .path = pj->p[i].path,
-                                                      .upper = pj->live ? pj->p[i].path : pj->p[i].upper,
-                                                      .lower = snaps[i] };
-                }
-                r = nsr_events_start(p->proj.events_fd, ev, pj->n, &watcher, &watcher_stop, err);
-                for (size_t i = 0; i < pj->n; i++)
-                        free(snaps[i]);
-                free(snaps);
-                free(ev);
-        }
+        if (r >= 0 && p->proj.events_fd != -1)
+                r = start_events(pj, &watcher, &watcher_stop, err);
         /* A session keeps one overlay mounted for many commands: the
          * other sandboxes have none to keep. */
         if (r >= 0 && pj->session && (a->conf != CONF_NAMESPACES || pj->live))
