@@ -899,6 +899,64 @@ static void refused_hook(launch *l, short sock_ev, short listener_ev) {
                 l->listener = safe_close(l->listener); /* every task of the filter is gone */
 }
 
+/* A signal to the monitor: SIGCHLD reaps (the child's status, unless pid 1
+ * reported it already); any other goes on to the sandbox. */
+static void on_signal(int sfd, pid_t child, bool *child_gone, bool *have_status, int *status,
+                      nsr_launch_result *res) {
+        struct signalfd_siginfo si;
+        if (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
+                if (si.ssi_signo == SIGCHLD) {
+                        /* Also reaps the middle processes
+                         * of --pidns, adopted as subreaper. */
+                        int st;
+                        pid_t w;
+                        while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
+                                if (w != child)
+                                        continue;
+                                *child_gone = true;
+                                if (!*have_status) {
+                                        *status = st;
+                                        *have_status = true;
+                                }
+                        }
+                } else if (!*child_gone) {
+                        if (!res->forwarded_signal && nsr_signal_interrupts((int) si.ssi_signo))
+                                res->forwarded_signal = (int) si.ssi_signo;
+                        (void) kill(child, (int) si.ssi_signo);
+                        /* ^Z: the command's group stops (pid 1
+                         * passes it on), then nsrun, so the
+                         * shell gets its prompt back; fg
+                         * sends SIGCONT, which goes on too. */
+                        if (si.ssi_signo == SIGTSTP)
+                                (void) raise(SIGSTOP);
+                }
+        }
+}
+
+/* The command ran: its status and exit code, what the relay saw, the
+ * routes it found missing; the sandbox's leftovers go. */
+static void command_done(launch *l, pid_t child, bool child_gone, int status, nsr_launch_result *ret) {
+        const nsr_plan *p = l->plan;
+
+        if (l->relay) {
+                nsr_relay_finish(l->relay, &ret->net);
+                ret->net_on = true;
+        }
+        ret->exec_done = true;
+        ret->wait_status = status;
+        ret->exit_code = ret->timed_out ? NSR_EXIT_TIMEOUT : nsr_exit_code_from_status(status);
+        if (l->snmp_fd >= 0)
+                ret->no_route = snmp_counter(l->snmp_fd, "Ip:", "OutNoRoutes");
+        if (l->snmp6_fd >= 0)
+                ret->no_route += snmp_counter(l->snmp6_fd, "", "Ip6OutNoRoutes");
+        write_exit_status(p, ret->exit_code);
+        if (l->extra && l->extra->kill_leftovers && !child_gone) {
+                /* SIGKILL to pid 1 takes the whole pid namespace down. */
+                (void) kill(child, SIGKILL);
+                (void) waitpid(child, NULL, 0);
+        }
+}
+
 static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *err) {
         nsr_launch_result *res = ret;
         const nsr_plan *p = l->plan;
@@ -966,36 +1024,8 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                         } else
                                 l->status_pipe[0] = safe_close(l->status_pipe[0]);
                 }
-                if (fds[0].revents) {
-                        struct signalfd_siginfo si;
-                        if (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
-                                if (si.ssi_signo == SIGCHLD) {
-                                        /* Also reaps the middle processes
-                                         * of --pidns, adopted as subreaper. */
-                                        int st;
-                                        pid_t w;
-                                        while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
-                                                if (w != child)
-                                                        continue;
-                                                child_gone = true;
-                                                if (!have_status) {
-                                                        status = st;
-                                                        have_status = true;
-                                                }
-                                        }
-                                } else if (!child_gone) {
-                                        if (!res->forwarded_signal && nsr_signal_interrupts((int) si.ssi_signo))
-                                                res->forwarded_signal = (int) si.ssi_signo;
-                                        (void) kill(child, (int) si.ssi_signo);
-                                        /* ^Z: the command's group stops (pid 1
-                                         * passes it on), then nsrun, so the
-                                         * shell gets its prompt back; fg
-                                         * sends SIGCONT, which goes on too. */
-                                        if (si.ssi_signo == SIGTSTP)
-                                                (void) raise(SIGSTOP);
-                                }
-                        }
-                }
+                if (fds[0].revents)
+                        on_signal(sfd, child, &child_gone, &have_status, &status, res);
                 /* An error report is complete, or the command ran and we
                  * know its status: done. With a reaper the status arrives
                  * before pid 1 exits (bwrap returns at that point too). */
@@ -1020,23 +1050,7 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                 *err = child_err;
                 return -(child_err.code ? child_err.code : EIO);
         }
-        if (l->relay) {
-                nsr_relay_finish(l->relay, &ret->net);
-                ret->net_on = true;
-        }
-        ret->exec_done = true;
-        ret->wait_status = status;
-        ret->exit_code = ret->timed_out ? NSR_EXIT_TIMEOUT : nsr_exit_code_from_status(status);
-        if (l->snmp_fd >= 0)
-                ret->no_route = snmp_counter(l->snmp_fd, "Ip:", "OutNoRoutes");
-        if (l->snmp6_fd >= 0)
-                ret->no_route += snmp_counter(l->snmp6_fd, "", "Ip6OutNoRoutes");
-        write_exit_status(p, ret->exit_code);
-        if (l->extra && l->extra->kill_leftovers && !child_gone) {
-                /* SIGKILL to pid 1 takes the whole pid namespace down. */
-                (void) kill(child, SIGKILL);
-                (void) waitpid(child, NULL, 0);
-        }
+        command_done(l, child, child_gone, status, ret);
         return 0;
 }
 
