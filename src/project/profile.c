@@ -540,16 +540,8 @@ static void run_defaults(nsr_plan *p, const nsr_plan *user) {
         }
 }
 
-int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, nsr_error *err) {
-        _cleanup_(nsr_plan_freep) nsr_plan *p = nsr_plan_new();
-        _cleanup_(builder_done) builder b = { .p = p, .ctx = c };
-        int r;
-
-        /* The project options travel with the plan. */
-        p->proj = user->proj;
-        memset(&user->proj, 0, sizeof(user->proj));
-        user->proj.report_fd = -1;
-
+/* What every project run unshares, drops and filters. */
+static void isolate(nsr_plan *p, const nsr_profile_ctx *c) {
         p->unshare_user = p->unshare_pid = p->unshare_ipc = p->unshare_uts = true;
         p->unshare_cgroup_try = p->unshare_net = true;
         p->die_with_parent = p->new_session = true;
@@ -573,6 +565,86 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
                         p->caps[p->n_caps++] = (nsr_cap_edit){ .add = true, .cap = CAP_SETFCAP };
         }
         nsr_strv_extend(&p->seccomp_policies, p->proj.allow_nested ? "default-nested" : "default");
+}
+
+/* The host, its /run and the home, as the command sees them; rt is the
+ * private runtime dir. */
+static void add_host(builder *b, const nsr_plan *user, const char *rt) {
+        const nsr_profile_ctx *c = b->ctx;
+        nsr_plan *p = b->p;
+
+        /* The host, read-only; fresh /dev, /proc, /tmp and /var/tmp. */
+        op2(b, NSR_OP_RO_BIND, "/", "/");
+        op2(b, NSR_OP_DEV, NULL, "/dev");
+        op2(b, NSR_OP_PROC, NULL, "/proc")->flags |= NSR_OPF_PROC_FALLBACK;
+        /* Not marked hidden: a home or project under /tmp is mounted back
+         * on top of these, and mount points can be made in them. */
+        op2(b, NSR_OP_TMPFS, NULL, "/tmp");
+        op2(b, NSR_OP_TMPFS, NULL, "/var/tmp");
+
+        /* /run holds every host socket (D-Bus, docker.sock, the agents):
+         * an empty read-only tmpfs, with a private runtime dir. */
+        op2(b, NSR_OP_TMPFS, NULL, "/run");
+        struct stat st;
+        if (lstat("/var/run", &st) == 0 && S_ISDIR(st.st_mode)) {
+                op2(b, NSR_OP_TMPFS, NULL, "/var/run");
+                op2(b, NSR_OP_REMOUNT_RO, NULL, "/var/run");
+                nsr_strv_extend(&b->hidden, "/var/run");
+        }
+        op2(b, NSR_OP_TMPFS, NULL, rt)->perms = 0700;
+        if (user->share_net)
+                keep_resolv_conf(b);
+        op2(b, NSR_OP_REMOUNT_RO, NULL, "/run");
+        nsr_strv_extend(&b->hidden, "/run");
+
+        /* The home: a throwaway writable layer by default. */
+        bool home_ok = c->home && c->home[0] == '/' && !streq(c->home, "/") && stat(c->home, &st) == 0 &&
+                       S_ISDIR(st.st_mode);
+        if (home_ok && p->proj.home == NSR_HOME_OVERLAY) {
+                nsr_op *op = op2(b, NSR_OP_TMP_OVERLAY, NULL, c->home);
+                nsr_strv_extend(&op->overlay_srcs, c->home);
+        } else if (home_ok && p->proj.home == NSR_HOME_HIDE) {
+                op2(b, NSR_OP_TMPFS, NULL, c->home)->perms = 0700;
+                nsr_strv_extend(&b->hidden, c->home);
+        }
+}
+
+/* The projects: overlaid (or, live, bound writable), checked to be the
+ * dirs resolved, their git dirs protected. */
+static void add_projects(builder *b) {
+        const nsr_profile_ctx *c = b->ctx;
+
+        for (size_t i = 0; i < c->n_projects; i++) {
+                const nsr_profile_project *pr = &c->projects[i];
+                nsr_op *op;
+                if (pr->live)
+                        /* --no-overlay: the project itself, writable; a
+                         * snapshot taken before the run catches the
+                         * changes. */
+                        op = op2(b, NSR_OP_BIND, pr->path, pr->path);
+                else {
+                        op = op2(b, NSR_OP_OVERLAY, pr->upper, pr->path);
+                        op->workdir = nsr_strdup(pr->work);
+                        nsr_strv_extend(&op->overlay_srcs, pr->path);
+                }
+                op->flags |= NSR_OPF_VERIFY;
+                op->verify_dev = pr->dev;
+                op->verify_ino = pr->ino;
+                protect_git(b, pr->path);
+        }
+}
+
+int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, nsr_error *err) {
+        _cleanup_(nsr_plan_freep) nsr_plan *p = nsr_plan_new();
+        _cleanup_(builder_done) builder b = { .p = p, .ctx = c };
+        int r;
+
+        /* The project options travel with the plan. */
+        p->proj = user->proj;
+        memset(&user->proj, 0, sizeof(user->proj));
+        user->proj.report_fd = -1;
+
+        isolate(p, c);
 
         if (p->proj.workspace_root) {
                 char wsbuf[64];
@@ -594,42 +666,9 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
                 return 0;
         }
 
-        /* The host, read-only; fresh /dev, /proc, /tmp and /var/tmp. */
-        op2(&b, NSR_OP_RO_BIND, "/", "/");
-        op2(&b, NSR_OP_DEV, NULL, "/dev");
-        op2(&b, NSR_OP_PROC, NULL, "/proc")->flags |= NSR_OPF_PROC_FALLBACK;
-        /* Not marked hidden: a home or project under /tmp is mounted back
-         * on top of these, and mount points can be made in them. */
-        op2(&b, NSR_OP_TMPFS, NULL, "/tmp");
-        op2(&b, NSR_OP_TMPFS, NULL, "/var/tmp");
-
-        /* /run holds every host socket (D-Bus, docker.sock, the agents):
-         * an empty read-only tmpfs, with a private runtime dir. */
         char rtbuf[64];
         const char *rt = runtime_dir(c, rtbuf, sizeof(rtbuf));
-        op2(&b, NSR_OP_TMPFS, NULL, "/run");
-        struct stat st;
-        if (lstat("/var/run", &st) == 0 && S_ISDIR(st.st_mode)) {
-                op2(&b, NSR_OP_TMPFS, NULL, "/var/run");
-                op2(&b, NSR_OP_REMOUNT_RO, NULL, "/var/run");
-                nsr_strv_extend(&b.hidden, "/var/run");
-        }
-        op2(&b, NSR_OP_TMPFS, NULL, rt)->perms = 0700;
-        if (user->share_net)
-                keep_resolv_conf(&b);
-        op2(&b, NSR_OP_REMOUNT_RO, NULL, "/run");
-        nsr_strv_extend(&b.hidden, "/run");
-
-        /* The home: a throwaway writable layer by default. */
-        bool home_ok = c->home && c->home[0] == '/' && !streq(c->home, "/") && stat(c->home, &st) == 0 &&
-                       S_ISDIR(st.st_mode);
-        if (home_ok && p->proj.home == NSR_HOME_OVERLAY) {
-                nsr_op *op = op2(&b, NSR_OP_TMP_OVERLAY, NULL, c->home);
-                nsr_strv_extend(&op->overlay_srcs, c->home);
-        } else if (home_ok && p->proj.home == NSR_HOME_HIDE) {
-                op2(&b, NSR_OP_TMPFS, NULL, c->home)->perms = 0700;
-                nsr_strv_extend(&b.hidden, c->home);
-        }
+        add_host(&b, user, rt);
 
         /* b.exposed: the --ro paths, then the --rw paths. */
         size_t n_ro = nsr_strv_length(p->proj.ro);
@@ -649,24 +688,7 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
                 return r;
         add_hidden(&b, true);
 
-        for (size_t i = 0; i < c->n_projects; i++) {
-                const nsr_profile_project *pr = &c->projects[i];
-                nsr_op *op;
-                if (pr->live)
-                        /* --no-overlay: the project itself, writable; a
-                         * snapshot taken before the run catches the
-                         * changes. */
-                        op = op2(&b, NSR_OP_BIND, pr->path, pr->path);
-                else {
-                        op = op2(&b, NSR_OP_OVERLAY, pr->upper, pr->path);
-                        op->workdir = nsr_strdup(pr->work);
-                        nsr_strv_extend(&op->overlay_srcs, pr->path);
-                }
-                op->flags |= NSR_OPF_VERIFY;
-                op->verify_dev = pr->dev;
-                op->verify_ino = pr->ino;
-                protect_git(&b, pr->path);
-        }
+        add_projects(&b);
         for (size_t i = 0; b.exposed && b.exposed[i]; i++)
                 op2(&b, i < n_ro ? NSR_OP_RO_BIND : NSR_OP_BIND, b.exposed[i], b.exposed[i]);
         for (size_t i = 0; b.late_ro && b.late_ro[i]; i++)

@@ -273,13 +273,9 @@ static int check_writable_binds(const nsr_plan *user, const nsr_project *pj, nsr
         return 0;
 }
 
-int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, nsr_error *err) {
-        _cleanup_(nsr_project_freep) nsr_project *pj = nsr_malloc0(sizeof(*pj));
-        nsr_project_opts *o = &user->proj;
+/* The projects: resolved, opened once, none inside another. */
+static int resolve_projects(nsr_project *pj, const nsr_project_opts *o, nsr_error *err) {
         int r;
-
-        if (o->keep && o->discard)
-                return nsr_error_setx(err, EINVAL, "--keep and --discard cannot be combined");
 
         pj->n = nsr_strv_length(o->projects);
         pj->p = nsr_malloc0((pj->n + 1) * sizeof(project_entry));
@@ -296,15 +292,13 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
                                 return nsr_error_setx(err, EINVAL,
                                                       "projects %s and %s overlap: one is inside the other",
                                                       pj->p[i].path, pj->p[k].path);
-        r = check_writable_binds(user, pj, err);
-        if (r < 0)
-                return r;
+        return 0;
+}
 
-        if (o->keep && (o->no_overlay || o->sandbox == NSR_SANDBOX_OFF))
-                return nsr_error_setx(err, EINVAL,
-                                      "--keep needs the overlay: with %s the command writes to the projects "
-                                      "themselves, so there is nothing to keep aside",
-                                      o->no_overlay ? "--no-overlay" : "--sandbox=off");
+/* The state dir: chosen, never inside a project nor a project inside it,
+ * and (unless a trace only looks) created. */
+static int choose_state_dir(nsr_project *pj, const nsr_project_opts *o, bool create_state, nsr_error *err) {
+        int r;
 
         _cleanup_free_ char *state = NULL, *state_note = NULL;
         r = nsr_state_dir_choose(o->state_dir, environ, create_state, &state, &state_note, err);
@@ -332,7 +326,12 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
                         return fd;
                 close(fd);
         }
+        return 0;
+}
 
+/* The run's id and dir, and whether it writes live (no overlay) or keeps
+ * a workspace skeleton. */
+static int choose_run_dir(nsr_project *pj, const nsr_project_opts *o, nsr_error *err) {
         nsr_run_id_new(pj->run_id);
         pj->run_dir = nsr_asprintf("%s/runs/%s", pj->state_dir, pj->run_id);
         pj->live = o->no_overlay || o->sandbox == NSR_SANDBOX_OFF;
@@ -357,6 +356,36 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
                                                    "(--sandbox=required)");
         if (o->workspace_root)
                 pj->skel = nsr_asprintf("%s/p0/skel", pj->run_dir);
+        return 0;
+}
+
+int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, nsr_error *err) {
+        _cleanup_(nsr_project_freep) nsr_project *pj = nsr_malloc0(sizeof(*pj));
+        nsr_project_opts *o = &user->proj;
+        int r;
+
+        if (o->keep && o->discard)
+                return nsr_error_setx(err, EINVAL, "--keep and --discard cannot be combined");
+
+        r = resolve_projects(pj, o, err);
+        if (r < 0)
+                return r;
+        r = check_writable_binds(user, pj, err);
+        if (r < 0)
+                return r;
+
+        if (o->keep && (o->no_overlay || o->sandbox == NSR_SANDBOX_OFF))
+                return nsr_error_setx(err, EINVAL,
+                                      "--keep needs the overlay: with %s the command writes to the projects "
+                                      "themselves, so there is nothing to keep aside",
+                                      o->no_overlay ? "--no-overlay" : "--sandbox=off");
+
+        r = choose_state_dir(pj, o, create_state, err);
+        if (r < 0)
+                return r;
+        r = choose_run_dir(pj, o, err);
+        if (r < 0)
+                return r;
         _cleanup_free_ nsr_profile_project *pp = nsr_malloc0((pj->n + 1) * sizeof(nsr_profile_project));
         for (size_t i = 0; i < pj->n; i++) {
                 pj->p[i].upper = nsr_asprintf("%s/p%zu/upper", pj->run_dir, i);
@@ -697,6 +726,56 @@ static void attempt_done(attempt *a) {
         nsr_refused_done(&a->refused);
 }
 
+/* Best-effort mode: the private TMPDIR made, and the Landlock ruleset
+ * that confines the command (to nsrun's relay alone, with --allow-host). */
+static int confine_landlock(nsr_project *pj, int run_fd, attempt *a, const char *tmpdir, const nsr_relay *relay,
+                            const uint16_t *relay_ports, int *ruleset, nsr_error *err) {
+        int r = 0;
+
+        if (mkdirat(run_fd, "tmp", 0700) < 0 && errno != EEXIST)
+                r = nsr_error_set(err, errno, "cannot create the private temp dir %s", tmpdir);
+        char info[sizeof(a->reason) + 64];
+        snprintf(info, sizeof(info), "%s", a->reason);
+        bool tcp = false;
+        if (r >= 0)
+                r = landlock_ruleset(pj, tmpdir, relay_ports, relay ? 2 : 0, ruleset, &tcp, info, sizeof(info),
+                                     err);
+        if (r >= 0 && relay && !tcp)
+                r = nsr_error_setx(err, EPERM,
+                                   "--allow-host in best-effort mode needs Landlock ABI 4 or later to confine "
+                                   "TCP to nsrun's relay (%s); the run is refused",
+                                   info);
+        if (r >= 0 && relay)
+                note(pj, "nsrun: best-effort --allow-host: the relay is on 127.0.0.1:%u and :%u; Landlock "
+                         "limits TCP by port, not address, so those two port numbers reach any host directly",
+                     (unsigned) relay_ports[0], (unsigned) relay_ports[1]);
+        if (r >= 0) {
+                a->landlock = true;
+                note(pj, "nsrun: best-effort sandbox: landlock, seccomp (no user namespace: %s)", a->reason);
+        }
+        return r;
+}
+
+/* --events-fd: the watcher that reports the projects' changes as they
+ * happen. */
+static int start_events(nsr_project *pj, pid_t *watcher, int *watcher_stop, nsr_error *err) {
+        nsr_plan *p = pj->plan;
+        nsr_events_project *ev = nsr_malloc0((pj->n + 1) * sizeof(nsr_events_project));
+        char **snaps = nsr_malloc0((pj->n + 1) * sizeof(char *));
+        for (size_t i = 0; i < pj->n; i++) {
+                snaps[i] = pj->live ? nsr_asprintf("%s/backup/p%zu", pj->run_dir, i) : NULL;
+                ev[i] = (nsr_events_project){ .path = pj->p[i].path,
+                                              .upper = pj->live ? pj->p[i].path : pj->p[i].upper,
+                                              .lower = snaps[i] };
+        }
+        int r = nsr_events_start(p->proj.events_fd, ev, pj->n, watcher, watcher_stop, err);
+        for (size_t i = 0; i < pj->n; i++)
+                free(snaps[i]);
+        free(snaps);
+        free(ev);
+        return r;
+}
+
 /* One launch: the command runs, or nothing ran (-errno, err set). */
 static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct timespec *fence,
                        nsr_launch_result *lr, nsr_error *err) {
@@ -733,27 +812,7 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
                 /* The private TMPDIR, inside the run dir (the state dir is
                  * hidden; this one dir is granted). */
                 tmpdir = nsr_asprintf("%s/tmp", pj->run_dir);
-                if (mkdirat(run_fd, "tmp", 0700) < 0 && errno != EEXIST)
-                        r = nsr_error_set(err, errno, "cannot create the private temp dir %s", tmpdir);
-                char info[sizeof(a->reason) + 64];
-                snprintf(info, sizeof(info), "%s", a->reason);
-                bool tcp = false;
-                if (r >= 0)
-                        r = landlock_ruleset(pj, tmpdir, relay_ports, relay ? 2 : 0, &ruleset, &tcp, info, sizeof(info),
-                                             err);
-                if (r >= 0 && relay && !tcp)
-                        r = nsr_error_setx(err, EPERM,
-                                           "--allow-host in best-effort mode needs Landlock ABI 4 or later to confine "
-                                           "TCP to nsrun's relay (%s); the run is refused",
-                                           info);
-                if (r >= 0 && relay)
-                        note(pj, "nsrun: best-effort --allow-host: the relay is on 127.0.0.1:%u and :%u; Landlock "
-                                 "limits TCP by port, not address, so those two port numbers reach any host directly",
-                             (unsigned) relay_ports[0], (unsigned) relay_ports[1]);
-                if (r >= 0) {
-                        a->landlock = true;
-                        note(pj, "nsrun: best-effort sandbox: landlock, seccomp (no user namespace: %s)", a->reason);
-                }
+                r = confine_landlock(pj, run_fd, a, tmpdir, relay, relay_ports, &ruleset, err);
         } else if (r >= 0 && a->conf == CONF_NONE)
                 note(pj, "nsrun: --sandbox=off: no isolation at all; the projects are still snapshotted, captured "
                          "and reported");
@@ -769,21 +828,8 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
         }
         pid_t watcher = -1;
         int watcher_stop = -1;
-        if (r >= 0 && p->proj.events_fd != -1) {
-                nsr_events_project *ev = nsr_malloc0((pj->n + 1) * sizeof(nsr_events_project));
-                char **snaps = nsr_malloc0((pj->n + 1) * sizeof(char *));
-                for (size_t i = 0; i < pj->n; i++) {
-                        snaps[i] = pj->live ? nsr_asprintf("%s/backup/p%zu", pj->run_dir, i) : NULL;
-                        ev[i] = (nsr_events_project){ .path = pj->p[i].path,
-                                                      .upper = pj->live ? pj->p[i].path : pj->p[i].upper,
-                                                      .lower = snaps[i] };
-                }
-                r = nsr_events_start(p->proj.events_fd, ev, pj->n, &watcher, &watcher_stop, err);
-                for (size_t i = 0; i < pj->n; i++)
-                        free(snaps[i]);
-                free(snaps);
-                free(ev);
-        }
+        if (r >= 0 && p->proj.events_fd != -1)
+                r = start_events(pj, &watcher, &watcher_stop, err);
         /* A session keeps one overlay mounted for many commands: the
          * other sandboxes have none to keep. */
         if (r >= 0 && pj->session && (a->conf != CONF_NAMESPACES || pj->live))
@@ -1108,19 +1154,40 @@ static char *refused_record(const nsr_refused *rf, const nsr_launch_result *lr, 
         return line ? nsr_asprintf("nsrun: refused: %s", line) : NULL;
 }
 
-int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
-        nsr_plan *p = pj->plan;
-        nsr_project_outcome o = { .exit_code = NSR_EXIT_FAILURE };
+/* ---- a run, step by step ------------------------------------------------------------ */
+
+/* What nsr_project_run carries from one step to the next. */
+typedef struct run_ctx {
+        nsr_project *pj;
+        int statefd;           /* the state dir */
+        int run_fd;            /* the run's dir, runs/ID */
+        attempt a;             /* what confines the command */
+        nsr_launch_result lr;  /* how the command ended */
+        /* The wall clock when the launch began and when it ended, and the
+         * fence conflicts compare host ctimes with (launch). */
+        struct timespec started, run_start, ended, mono_start;
+        bool capture_failed;   /* a project's changes could not be captured */
+        bool interrupted;      /* nsrun was interrupted (a forwarded signal) */
+        bool timed_out;        /* --timeout stopped the command */
+        bool kept_failed;      /* kept because the capture failed (record) */
+        nsr_project_outcome o; /* for the caller */
+} run_ctx;
+
+static void run_ctx_done(run_ctx *c) {
+        nsr_strv_free(c->lr.limits_hit);
+        c->run_fd = safe_close(c->run_fd);
+        attempt_done(&c->a);
+        c->statefd = safe_close(c->statefd);
+}
+
+/* An apply that was interrupted (nsrun killed) is finished or rolled back,
+ * as a whole, before anything else. */
+static int recover(run_ctx *c, nsr_error *err) {
+        nsr_project *pj = c->pj;
+        nsr_project_outcome *o = &c->o;
+        int statefd = c->statefd;
         int r;
 
-        for (size_t i = 0; pj->notes && pj->notes[i]; i++)
-                note(pj, "nsrun: %s", pj->notes[i]);
-        _cleanup_close_ int statefd = nsr_state_open(pj->state_dir, err);
-        if (statefd < 0)
-                return statefd;
-
-        /* An apply that was interrupted (nsrun killed) is finished or
-         * rolled back, as a whole, before anything else. */
         for (size_t i = 0; i < pj->n; i++) {
                 _cleanup_close_ int lock = nsr_project_lock(statefd, pj->p[i].path, err);
                 if (lock < 0)
@@ -1130,30 +1197,46 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 if (r < 0)
                         return nsr_error_prefix(err, "%s: recovering an interrupted apply", pj->p[i].path);
                 if (n > 0)
-                        msg(&o, "nsrun: %s: rolled back %zu interrupted apply%s before this run", pj->p[i].path, n,
+                        msg(o, "nsrun: %s: rolled back %zu interrupted apply%s before this run", pj->p[i].path, n,
                             n == 1 ? "" : "s");
         }
+        return 0;
+}
 
-        /* What will confine the command. Best-effort mode asks first
-         * whether the namespace sandbox can be built (a probe in a child,
-         * about a millisecond); required mode just tries it. */
-        _cleanup_(attempt_done) attempt a = { .conf = CONF_NAMESPACES };
+/* What will confine the command. Best-effort mode asks first whether the
+ * namespace sandbox can be built (a probe in a child, about a
+ * millisecond); required mode just tries it. */
+static int choose_confinement(run_ctx *c, nsr_error *err) {
+        nsr_project *pj = c->pj;
+        nsr_plan *p = pj->plan;
+        attempt *a = &c->a;
+
+        a->conf = CONF_NAMESPACES;
         if (p->proj.sandbox == NSR_SANDBOX_OFF)
-                a.conf = CONF_NONE;
-        else if (p->proj.sandbox == NSR_SANDBOX_BEST_EFFORT && !nsr_hostcheck_userns_works(a.reason, sizeof(a.reason)))
-                a.conf = CONF_LANDLOCK;
-        if (a.conf != CONF_NAMESPACES && !pj->live)
+                a->conf = CONF_NONE;
+        else if (p->proj.sandbox == NSR_SANDBOX_BEST_EFFORT && !nsr_hostcheck_userns_works(a->reason, sizeof(a->reason)))
+                a->conf = CONF_LANDLOCK;
+        if (a->conf != CONF_NAMESPACES && !pj->live)
                 switch_to_live(pj);
         if (pj->live && p->proj.keep)
                 return nsr_error_setx(err, EINVAL,
                                       "--keep needs the overlay, and here the command would write to the projects "
                                       "themselves (%s)",
-                                      a.conf == CONF_LANDLOCK ? "best-effort mode without user namespaces"
-                                                              : "--no-overlay");
+                                      a->conf == CONF_LANDLOCK ? "best-effort mode without user namespaces"
+                                                               : "--no-overlay");
+        return 0;
+}
 
-        _cleanup_close_ int run_fd = nsr_run_create(statefd, pj->run_id, pj->n, err);
-        if (run_fd < 0)
-                return run_fd;
+/* The run's dir (its layers, the workspace skeleton, the upper dirs'
+ * modes) and its meta, which says it is running. */
+static int create_run(run_ctx *c, nsr_error *err) {
+        nsr_project *pj = c->pj;
+        nsr_plan *p = pj->plan;
+
+        c->run_fd = nsr_run_create(c->statefd, pj->run_id, pj->n, err);
+        if (c->run_fd < 0)
+                return c->run_fd;
+        int run_fd = c->run_fd;
         if (pj->skel) {
                 if (mkdirat(run_fd, "p0/skel", 0755) < 0)
                         return nsr_error_set(err, errno, "cannot create %s", pj->skel);
@@ -1176,25 +1259,34 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                                              pj->p[i].path);
         }
 
-        struct timespec started, run_start, ended, mono_start, mono_end;
-        clock_gettime(CLOCK_REALTIME, &started);
+        clock_gettime(CLOCK_REALTIME, &c->started);
         /* Conflicts compare host ctimes with this: a host entry whose ctime
          * is after it changed after the command started. It is the fine
          * clock, and the command starts only once the coarse clock (which
          * most file timestamps come from) has passed it: every write
          * before is at most run_start, every write after is above it, with
          * no window in between (docs/conflicts.md). */
-        clock_gettime(CLOCK_REALTIME, &run_start);
-        clock_gettime(CLOCK_MONOTONIC, &mono_start);
+        clock_gettime(CLOCK_REALTIME, &c->run_start);
+        clock_gettime(CLOCK_MONOTONIC, &c->mono_start);
         /* Without its meta a run is invisible to history, undo and gc:
          * nothing may run that could not be recorded. */
-        r = write_meta(pj, run_fd, NSR_OUTCOME_RUNNING, &run_start, 0, false, err);
+        int r = write_meta(pj, run_fd, NSR_OUTCOME_RUNNING, &c->run_start, 0, false, err);
         if (r < 0) {
                 nsr_error e2 = { 0 };
                 _cleanup_free_ char *rel = nsr_asprintf("runs/%s", pj->run_id);
-                (void) nsr_rm_rf_at(statefd, rel, &e2);
+                (void) nsr_rm_rf_at(c->statefd, rel, &e2);
                 return r;
         }
+        return 0;
+}
+
+/* The command runs (another way if the first could not start it).
+ * -errno if nothing ran. */
+static int launch(run_ctx *c, nsr_error *err) {
+        nsr_project *pj = c->pj;
+        nsr_plan *p = pj->plan;
+        int run_fd = c->run_fd;
+        int r;
 
         /* nsrun's own fds never reach the sandbox: a command that could
          * write to the report or the event stream could forge them. */
@@ -1211,69 +1303,82 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 if (r >= 0) {
                         nsr_strv_free(lr.limits_hit);
                         lr = (nsr_launch_result){ .exit_code = NSR_EXIT_FAILURE };
-                        r = launch_once(pj, run_fd, &a, &run_start, &lr, err);
+                        r = launch_once(pj, run_fd, &c->a, &c->run_start, &lr, err);
                 }
-                if (r >= 0 || tries >= 3 || !retry_after(pj, &a, err))
+                if (r >= 0 || tries >= 3 || !retry_after(pj, &c->a, err))
                         break;
                 nsr_error_clear(err);
         }
-        _cleanup_strv_free_ char **limits_hit = lr.limits_hit; /* owned here */
-        (void) limits_hit;
+        c->lr = lr; /* owned by c */
         if (p->proj.events_fd != -1)
                 p->proj.events_fd = safe_close(p->proj.events_fd);
-        clock_gettime(CLOCK_REALTIME, &ended);
+        struct timespec mono_end;
+        clock_gettime(CLOCK_REALTIME, &c->ended);
         clock_gettime(CLOCK_MONOTONIC, &mono_end);
-        run_start = start_after_clock_steps(run_start, started, ended, mono_start, mono_end);
+        c->run_start = start_after_clock_steps(c->run_start, c->started, c->ended, c->mono_start, mono_end);
+        return r;
+}
 
-        if (r < 0) {
-                /* Nothing ran: nothing to capture. The command could not be
-                 * executed (126/127), or nsrun failed (125). */
-                if (err->kind == NSR_ERR_EXEC)
-                        o.exit_code = err->code == ENOENT ? NSR_EXIT_NOT_FOUND : NSR_EXIT_NOT_EXECUTABLE;
-                char buf[NSR_ERROR_MSG_MAX + 256];
-                nsr_error_format(err, buf, sizeof(buf));
-                /* Project mode is never bwrap mode: a failure doctor can
-                 * explain points to it, as in main.c, and to best-effort
-                 * mode, which needs no user namespace. */
-                const char *hint = nsr_hostcheck_hint(err);
-                msg(&o, "nsrun: %s%s%s%s", buf, hint ? "; " : "", hint ? hint : "",
-                    hint && a.conf == CONF_NAMESPACES && p->proj.sandbox == NSR_SANDBOX_REQUIRED
-                            ? "; --sandbox=best-effort runs without user namespaces (Landlock and seccomp)"
-                            : "");
-                /* A tool reading --report gets the error too, not only
-                 * stderr: every project "failed", with the message. */
-                char *errs[2] = { buf, NULL };
-                nsr_report_project *rp = nsr_malloc0((pj->n + 1) * sizeof(nsr_report_project));
-                for (size_t i = 0; i < pj->n; i++)
-                        rp[i] = (nsr_report_project){ .path = pj->p[i].path,
-                                                      .outcome = NSR_OUTCOME_FAILED,
-                                                      .errors = errs };
-                nsr_report rep = {
-                        .run_id = pj->run_id,
-                        .command = pj->command,
-                        .exit_code = -1,
-                        .outcome = NSR_OUTCOME_FAILED,
-                        .started_at = started,
-                        .duration_ms = (uint64_t) ((ended.tv_sec - started.tv_sec) * 1000 +
-                                                   (ended.tv_nsec - started.tv_nsec) / 1000000),
-                        .projects = rp,
-                        .n_projects = pj->n,
-                };
-                size_t len = 0;
-                nsr_error je = { 0 };
-                (void) nsr_report_to_json(&rep, 0, &o.report_json, &len, &je);
-                free(rp);
-                nsr_error e2 = { 0 };
-                _cleanup_free_ char *rel = nsr_asprintf("runs/%s", pj->run_id);
-                (void) nsr_rm_rf_at(statefd, rel, &e2);
-                *out = o;
-                return 0;
-        }
-        o.exit_code = lr.exit_code;
-        if (lr.no_route > 0 && p->unshare_net)
-                msg(&o, "nsrun: the command tried to reach the network (%llu connection%s found no route: "
-                        "ENETUNREACH); the sandbox has none unless --share-net is given",
-                    (unsigned long long) lr.no_route, lr.no_route == 1 ? "" : "s");
+/* Nothing ran: nothing to capture. The command could not be executed
+ * (126/127), or nsrun failed (125). The run dir goes. */
+static void launch_failed(run_ctx *c, const nsr_error *err) {
+        nsr_project *pj = c->pj;
+        nsr_plan *p = pj->plan;
+        nsr_project_outcome *o = &c->o;
+        struct timespec started = c->started, ended = c->ended;
+
+        if (err->kind == NSR_ERR_EXEC)
+                o->exit_code = err->code == ENOENT ? NSR_EXIT_NOT_FOUND : NSR_EXIT_NOT_EXECUTABLE;
+        char buf[NSR_ERROR_MSG_MAX + 256];
+        nsr_error_format(err, buf, sizeof(buf));
+        /* Project mode is never bwrap mode: a failure doctor can
+         * explain points to it, as in main.c, and to best-effort
+         * mode, which needs no user namespace. */
+        const char *hint = nsr_hostcheck_hint(err);
+        msg(o, "nsrun: %s%s%s%s", buf, hint ? "; " : "", hint ? hint : "",
+            hint && c->a.conf == CONF_NAMESPACES && p->proj.sandbox == NSR_SANDBOX_REQUIRED
+                    ? "; --sandbox=best-effort runs without user namespaces (Landlock and seccomp)"
+                    : "");
+        /* A tool reading --report gets the error too, not only
+         * stderr: every project "failed", with the message. */
+        char *errs[2] = { buf, NULL };
+        nsr_report_project *rp = nsr_malloc0((pj->n + 1) * sizeof(nsr_report_project));
+        for (size_t i = 0; i < pj->n; i++)
+                rp[i] = (nsr_report_project){ .path = pj->p[i].path, .outcome = NSR_OUTCOME_FAILED, .errors = errs };
+        nsr_report rep = {
+                .run_id = pj->run_id,
+                .command = pj->command,
+                .exit_code = -1,
+                .outcome = NSR_OUTCOME_FAILED,
+                .started_at = started,
+                .duration_ms = (uint64_t) ((ended.tv_sec - started.tv_sec) * 1000 +
+                                           (ended.tv_nsec - started.tv_nsec) / 1000000),
+                .projects = rp,
+                .n_projects = pj->n,
+        };
+        size_t len = 0;
+        nsr_error je = { 0 };
+        (void) nsr_report_to_json(&rep, 0, &o->report_json, &len, &je);
+        free(rp);
+        nsr_error e2 = { 0 };
+        _cleanup_free_ char *rel = nsr_asprintf("runs/%s", pj->run_id);
+        (void) nsr_rm_rf_at(c->statefd, rel, &e2);
+}
+
+/* The command ran: its exit code, and every project's changes. */
+static void capture(run_ctx *c) {
+        nsr_project *pj = c->pj;
+        nsr_plan *p = pj->plan;
+        nsr_project_outcome *o = &c->o;
+        const nsr_launch_result *lr = &c->lr;
+        int run_fd = c->run_fd;
+        int r;
+
+        o->exit_code = lr->exit_code;
+        if (lr->no_route > 0 && p->unshare_net)
+                msg(o, "nsrun: the command tried to reach the network (%llu connection%s found no route: "
+                       "ENETUNREACH); the sandbox has none unless --share-net is given",
+                    (unsigned long long) lr->no_route, lr->no_route == 1 ? "" : "s");
 
         /* Capture every project's changes. */
         bool capture_failed = false;
@@ -1284,7 +1389,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         char buf[NSR_ERROR_MSG_MAX + 256];
                         nsr_error_format(&ce, buf, sizeof(buf));
                         nsr_strv_extend(&pj->p[i].errors, buf);
-                        msg(&o, "nsrun: %s", buf);
+                        msg(o, "nsrun: %s", buf);
                         capture_failed = true;
                 }
         }
@@ -1296,30 +1401,48 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 snprintf(rel, sizeof(rel), "p%zu/upper", i);
                 if (fstatat(run_fd, rel, &ust, AT_SYMLINK_NOFOLLOW) == 0 &&
                     (ust.st_mode & 01777) != (pj->p[i].root_mode & 01777))
-                        msg(&o, "nsrun: %s: note: the command changed the project dir's own mode (%04o to %04o); "
-                                "that is not applied (chmod it yourself if you want it)",
+                        msg(o, "nsrun: %s: note: the command changed the project dir's own mode (%04o to %04o); "
+                               "that is not applied (chmod it yourself if you want it)",
                             pj->p[i].path, (unsigned) (pj->p[i].root_mode & 01777), (unsigned) (ust.st_mode & 01777));
         }
         /* Nothing is applied then, but the command's work is not lost: the
          * run is kept (its upper dirs stay), and nsrun says it failed. */
         if (capture_failed)
-                o.exit_code = NSR_EXIT_FAILURE;
+                o->exit_code = NSR_EXIT_FAILURE;
+        c->capture_failed = capture_failed;
+}
+
+/* The run's outcome before anything is applied. */
+static nsr_outcome intended_outcome(run_ctx *c) {
+        nsr_project *pj = c->pj;
+        nsr_plan *p = pj->plan;
 
         /* With live writes an interrupted run is in place all the same: it
          * is recorded like any other, so it can be undone. */
-        bool interrupted = lr.forwarded_signal != 0;
+        c->interrupted = c->lr.forwarded_signal != 0;
         /* A run stopped by --timeout is as unfinished as an interrupted
          * one: kept for review, never committed half-way. */
-        bool timed_out = lr.timed_out;
+        c->timed_out = c->lr.timed_out;
         nsr_outcome run_outcome;
-        if (capture_failed)
+        if (c->capture_failed)
                 run_outcome = NSR_OUTCOME_FAILED;
-        else if (!pj->live && (interrupted || timed_out || p->proj.keep))
+        else if (!pj->live && (c->interrupted || c->timed_out || p->proj.keep))
                 run_outcome = NSR_OUTCOME_KEPT;
         else if (p->proj.discard)
                 run_outcome = NSR_OUTCOME_DISCARDED;
         else
                 run_outcome = NSR_OUTCOME_COMMITTED;
+        return run_outcome;
+}
+
+/* Apply (or settle, with live writes) every project's changes; the run's
+ * outcome after. */
+static nsr_outcome apply(run_ctx *c, nsr_outcome run_outcome) {
+        nsr_project *pj = c->pj;
+        nsr_plan *p = pj->plan;
+        nsr_project_outcome *o = &c->o;
+        int run_fd = c->run_fd, statefd = c->statefd;
+        struct timespec run_start = c->run_start;
 
         bool apply_failed = false, any_conflict = false, withheld = false;
         /* --on-conflict=keep-all|fail: a conflict in any project holds
@@ -1354,7 +1477,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                          * place, and so does the snapshot. */
                         nsr_error le = { 0 };
                         _cleanup_close_ int lock = nsr_project_lock(statefd, e->path, &le);
-                        settle_live(pj, e, run_fd, i, &run_start, lock < 0 ? &le : NULL, &o);
+                        settle_live(pj, e, run_fd, i, &run_start, lock < 0 ? &le : NULL, o);
                         apply_failed |= e->outcome == NSR_OUTCOME_FAILED;
                         continue;
                 }
@@ -1375,7 +1498,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         char buf[NSR_ERROR_MSG_MAX + 256];
                         nsr_error_format(&ae, buf, sizeof(buf));
                         nsr_strv_extend(&e->errors, buf);
-                        msg(&o, "nsrun: %s: the apply failed and was rolled back: %s", e->path, buf);
+                        msg(o, "nsrun: %s: the apply failed and was rolled back: %s", e->path, buf);
                         e->outcome = NSR_OUTCOME_FAILED;
                         apply_failed = true;
                         continue;
@@ -1391,28 +1514,34 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         }
         if (apply_failed) {
                 run_outcome = NSR_OUTCOME_FAILED;
-                o.exit_code = NSR_EXIT_FAILURE;
+                o->exit_code = NSR_EXIT_FAILURE;
         } else if (withheld) {
                 /* A project applied before another one's conflict showed
                  * (the host changed it between the check and the apply)
                  * stays applied; the run is kept for the others. */
                 run_outcome = NSR_OUTCOME_KEPT;
                 if (p->proj.on_conflict == NSR_CONFLICT_FAIL)
-                        o.exit_code = NSR_EXIT_FAILURE;
+                        o->exit_code = NSR_EXIT_FAILURE;
         } else if (any_conflict)
                 run_outcome = NSR_OUTCOME_CONFLICT;
+        return run_outcome;
+}
 
-        /* The layers: an applied or discarded run needs them no more; a
-         * kept run keeps its upper dirs for diff and commit. A discarded
-         * live run needs its snapshot no more either. */
+/* The layers: an applied or discarded run needs them no more; a kept run
+ * keeps its upper dirs for diff and commit. A discarded live run needs its
+ * snapshot no more either. Then the run's outcome goes into its meta. */
+static void record(run_ctx *c, nsr_outcome run_outcome) {
+        nsr_project *pj = c->pj;
+        nsr_project_outcome *o = &c->o;
+        int run_fd = c->run_fd;
+
         for (size_t i = 0; i < pj->n; i++) {
                 char rel[32];
                 nsr_error ce = { 0 };
                 snprintf(rel, sizeof(rel), "p%zu/work", i);
                 (void) nsr_rm_rf_at(run_fd, rel, &ce);
                 /* A failed apply rolled back into the upper dir: keep it. */
-                bool keep_upper = pj->p[i].outcome == NSR_OUTCOME_KEPT ||
-                                  (!pj->live && pj->p[i].outcome == NSR_OUTCOME_FAILED);
+                bool keep_upper = pj->p[i].outcome == NSR_OUTCOME_KEPT || (!pj->live && pj->p[i].outcome == NSR_OUTCOME_FAILED);
                 if (!keep_upper) {
                         snprintf(rel, sizeof(rel), "p%zu/upper", i);
                         (void) nsr_rm_rf_at(run_fd, rel, &ce);
@@ -1432,100 +1561,115 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 nsr_state_trash_background(pj->run_dir);
         /* A run whose capture failed was applied nowhere: it is kept, so
          * that once the cause is fixed "nsrun commit RUN" can finish it. */
-        bool kept_failed = capture_failed && !pj->live;
+        bool kept_failed = c->capture_failed && !pj->live;
+        c->kept_failed = kept_failed;
         nsr_error me = { 0 };
-        if (write_meta(pj, run_fd, kept_failed ? NSR_OUTCOME_KEPT : run_outcome, &run_start, lr.wait_status, true,
-                       &me) < 0) {
+        if (write_meta(pj, run_fd, kept_failed ? NSR_OUTCOME_KEPT : run_outcome, &c->run_start, c->lr.wait_status, true, &me) <
+            0) {
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(&me, buf, sizeof(buf));
-                msg(&o, "nsrun: the run's outcome (%s) could not be recorded: %s; history, undo and gc see run %s "
-                        "as unfinished",
+                msg(o, "nsrun: the run's outcome (%s) could not be recorded: %s; history, undo and gc see run %s "
+                       "as unfinished",
                     nsr_outcome_to_string(run_outcome), buf, pj->run_id);
-                o.exit_code = NSR_EXIT_FAILURE;
+                o->exit_code = NSR_EXIT_FAILURE;
         }
+}
 
-        /* Explanations. */
-        int ws = lr.wait_status;
-        if (lr.exit_code != 0 && getuid() != 0 && !pj->live) {
+/* One project's summary line, and what stopped its changes: protected
+ * paths, conflicts, split hard links. */
+static void explain_project(nsr_project *pj, size_t i, nsr_project_outcome *o) {
+        nsr_plan *p = pj->plan;
+        project_entry *e = &pj->p[i];
+
+        if (e->changes) {
+                /* The counts are what the command changed; with a
+                 * conflict, the outcome says how much of it applied. */
+                _cleanup_free_ char *outcome =
+                        e->outcome == NSR_OUTCOME_CONFLICT
+                                ? nsr_asprintf("conflict, %zu of %zu applied", e->commit.applied,
+                                               nsr_changeset_size(e->changes))
+                                : nsr_strdup(nsr_outcome_to_string(e->outcome));
+                _cleanup_free_ char *line = nsr_report_summary(e->path, e->changes, outcome, pj->run_id);
+                nsr_strv_extend(&o->summary, line);
+        }
+        _cleanup_free_ char *prot = nsr_protect_summary(e->protected_changes, pj->live);
+        if (prot)
+                msg(o, "nsrun: %s: %s", e->path, prot);
+        /* One line per conflict, not per entry it held back (a git
+         * dir holds back its objects, a dir its children). */
+        size_t n_held = 0;
+        for (size_t k = 0; k < e->commit.n_conflicts; k++)
+                n_held += e->commit.conflicts[k].held;
+        for (size_t k = 0; e->commit.units && e->commit.units[k]; k++) {
+                _cleanup_free_ char *shown = nsr_utf8_escape(e->commit.units[k]);
+                msg(o, "nsrun: %s: conflict in the git dir %s: none of its changes %s, so that its index, "
+                       "refs and logs stay in step",
+                    e->path, shown, e->commit.withheld ? "can apply" : "were applied");
+        }
+        for (size_t k = 0; k < e->commit.n_conflicts; k++) {
+                const nsr_commit_conflict *cf = &e->commit.conflicts[k];
+                _cleanup_free_ char *shown = nsr_utf8_escape(cf->path);
+                _cleanup_free_ char *kept = cf->kept_at ? nsr_utf8_escape(cf->kept_at) : NULL;
+                if (cf->held)
+                        continue;
+                if (e->commit.withheld)
+                        msg(o, "nsrun: %s: conflict: %s %s", e->path, shown, cf->reason);
+                else if (cf->kept_at)
+                        msg(o, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s", e->path,
+                            shown, cf->reason, kept);
+                else
+                        msg(o, "nsrun: %s: conflict: %s %s; left as the host has it", e->path, shown,
+                            cf->reason);
+        }
+        if (n_held > 0 && !e->commit.withheld)
+                msg(o, "nsrun: %s: %zu more change%s held back with %s; the sandbox's versions are in "
+                       "%s/conflict/p%zu",
+                    e->path, n_held, n_held == 1 ? " was" : "s were",
+                    n_held == 1 ? "its git dir or parent dir" : "their git dirs or parent dirs", pj->run_dir, i);
+        for (size_t k = 0; !e->commit.withheld && e->commit.split_links && e->commit.split_links[k]; k++) {
+                _cleanup_free_ char *shown = nsr_utf8_escape(e->commit.split_links[k]);
+                msg(o, "nsrun: %s: note: %s had other hard links on the host; the new version replaced this "
+                       "name only, and the other names keep the old content (as they did inside the sandbox)",
+                    e->path, shown);
+        }
+        if (e->commit.withheld)
+                msg(o, "nsrun: %s: nothing applied (--on-conflict=%s)", e->path,
+                    nsr_conflict_mode_to_string(p->proj.on_conflict));
+}
+
+/* Explanations: the summary lines and notes on stderr, and with --verbose
+ * the listing. */
+static void explain(run_ctx *c, nsr_outcome run_outcome) {
+        nsr_project *pj = c->pj;
+        nsr_plan *p = pj->plan;
+        nsr_project_outcome *o = &c->o;
+        const nsr_launch_result *lr = &c->lr;
+
+        if (lr->exit_code != 0 && getuid() != 0 && !pj->live) {
                 for (size_t i = 0; i < pj->n; i++) {
                         char hint[NAME_MAX + 64];
                         const char *h = foreign_owner_hint(pj->p[i].fd, getuid(), hint, sizeof(hint));
                         if (h)
-                                msg(&o,
+                                msg(o,
                                     "nsrun: %s: note: %s and maybe more are not yours; the sandbox cannot change them "
                                     "(copy-up fails with EOVERFLOW, \"Value too large for defined data type\")",
                                     pj->p[i].path, h);
                 }
         }
-        for (size_t i = 0; i < pj->n; i++) {
-                project_entry *e = &pj->p[i];
-                if (e->changes) {
-                        /* The counts are what the command changed; with a
-                         * conflict, the outcome says how much of it applied. */
-                        _cleanup_free_ char *outcome =
-                                e->outcome == NSR_OUTCOME_CONFLICT
-                                        ? nsr_asprintf("conflict, %zu of %zu applied", e->commit.applied,
-                                                       nsr_changeset_size(e->changes))
-                                        : nsr_strdup(nsr_outcome_to_string(e->outcome));
-                        _cleanup_free_ char *line = nsr_report_summary(e->path, e->changes, outcome, pj->run_id);
-                        nsr_strv_extend(&o.summary, line);
-                }
-                _cleanup_free_ char *prot = nsr_protect_summary(e->protected_changes, pj->live);
-                if (prot)
-                        msg(&o, "nsrun: %s: %s", e->path, prot);
-                /* One line per conflict, not per entry it held back (a git
-                 * dir holds back its objects, a dir its children). */
-                size_t n_held = 0;
-                for (size_t k = 0; k < e->commit.n_conflicts; k++)
-                        n_held += e->commit.conflicts[k].held;
-                for (size_t k = 0; e->commit.units && e->commit.units[k]; k++) {
-                        _cleanup_free_ char *shown = nsr_utf8_escape(e->commit.units[k]);
-                        msg(&o, "nsrun: %s: conflict in the git dir %s: none of its changes %s, so that its index, "
-                                "refs and logs stay in step",
-                            e->path, shown, e->commit.withheld ? "can apply" : "were applied");
-                }
-                for (size_t k = 0; k < e->commit.n_conflicts; k++) {
-                        const nsr_commit_conflict *cf = &e->commit.conflicts[k];
-                        _cleanup_free_ char *shown = nsr_utf8_escape(cf->path);
-                        _cleanup_free_ char *kept = cf->kept_at ? nsr_utf8_escape(cf->kept_at) : NULL;
-                        if (cf->held)
-                                continue;
-                        if (e->commit.withheld)
-                                msg(&o, "nsrun: %s: conflict: %s %s", e->path, shown, cf->reason);
-                        else if (cf->kept_at)
-                                msg(&o, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s", e->path,
-                                    shown, cf->reason, kept);
-                        else
-                                msg(&o, "nsrun: %s: conflict: %s %s; left as the host has it", e->path, shown,
-                                    cf->reason);
-                }
-                if (n_held > 0 && !e->commit.withheld)
-                        msg(&o, "nsrun: %s: %zu more change%s held back with %s; the sandbox's versions are in "
-                                "%s/conflict/p%zu",
-                            e->path, n_held, n_held == 1 ? " was" : "s were",
-                            n_held == 1 ? "its git dir or parent dir" : "their git dirs or parent dirs", pj->run_dir, i);
-                for (size_t k = 0; !e->commit.withheld && e->commit.split_links && e->commit.split_links[k]; k++) {
-                        _cleanup_free_ char *shown = nsr_utf8_escape(e->commit.split_links[k]);
-                        msg(&o, "nsrun: %s: note: %s had other hard links on the host; the new version replaced this "
-                                "name only, and the other names keep the old content (as they did inside the sandbox)",
-                            e->path, shown);
-                }
-                if (e->commit.withheld)
-                        msg(&o, "nsrun: %s: nothing applied (--on-conflict=%s)", e->path,
-                            nsr_conflict_mode_to_string(p->proj.on_conflict));
-        }
-        if (lr.net_on)
-                nsr_strv_push(&o.summary, nsr_egress_summary(&lr.net));
-        if (kept_failed)
-                msg(&o, "nsrun: run %s kept: the capture failed and nothing was applied; the command's files are in "
-                        "%s/pN/upper; once the cause is fixed, \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
-                        "discard %s\"",
+        for (size_t i = 0; i < pj->n; i++)
+                explain_project(pj, i, o);
+        if (lr->net_on)
+                nsr_strv_push(&o->summary, nsr_egress_summary(&lr->net));
+        if (c->kept_failed)
+                msg(o, "nsrun: run %s kept: the capture failed and nothing was applied; the command's files are in "
+                       "%s/pN/upper; once the cause is fixed, \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
+                       "discard %s\"",
                     pj->run_id, pj->run_dir, pj->run_id, pj->run_id, pj->run_id);
         else if (run_outcome == NSR_OUTCOME_KEPT)
-                msg(&o, "nsrun: run %s kept%s: review it with \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
-                        "discard %s\"",
+                msg(o, "nsrun: run %s kept%s: review it with \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
+                       "discard %s\"",
                     pj->run_id,
-                    interrupted ? " (nsrun was interrupted)" : timed_out ? " (the command timed out)" : "",
+                    c->interrupted ? " (nsrun was interrupted)" : c->timed_out ? " (the command timed out)" : "",
                     pj->run_id, pj->run_id, pj->run_id);
         if (p->proj.verbose) {
                 char *all = nsr_strdup("");
@@ -1537,21 +1681,31 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                         free(all);
                         all = n;
                 }
-                o.listing = all;
+                o->listing = all;
         }
+}
 
-        /* What was refused: one line, and the report's "refused". */
+/* What was refused (one line, and the report's "refused"), and the JSON
+ * report, kept in the run dir. */
+static void report(run_ctx *c, nsr_outcome run_outcome) {
+        nsr_project *pj = c->pj;
+        nsr_plan *p = pj->plan;
+        nsr_project_outcome *o = &c->o;
+        nsr_launch_result *lr = &c->lr;
+        struct timespec started = c->started, ended = c->ended;
+        int ws = lr->wait_status;
+
         nsr_report_refused_call calls[NSR_REFUSED_MAX_ENTRIES];
         nsr_report_refused_conn conns[64];
         nsr_report_refused refused;
         _cleanup_free_ char *refused_line =
-                refused_record(&a.refused, &lr, &p->run, calls, conns, ELEMENTSOF(conns), &refused);
+                refused_record(&c->a.refused, lr, &p->run, calls, conns, ELEMENTSOF(conns), &refused);
         if (refused_line)
-                nsr_strv_extend(&o.summary, refused_line);
+                nsr_strv_extend(&o->summary, refused_line);
 
         /* The report. */
         _cleanup_strv_free_ char **layers = NULL;
-        layers_of(p, a.conf, pj->live, a.landlock, &layers);
+        layers_of(p, c->a.conf, pj->live, c->a.landlock, &layers);
         nsr_report_project *rp = nsr_malloc0((pj->n + 1) * sizeof(nsr_report_project));
         nsr_report_conflict **rc = nsr_malloc0((pj->n + 1) * sizeof(nsr_report_conflict *));
         for (size_t i = 0; i < pj->n; i++) {
@@ -1581,33 +1735,72 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 .duration_ms = (uint64_t) ((ended.tv_sec - started.tv_sec) * 1000 +
                                            (ended.tv_nsec - started.tv_nsec) / 1000000),
                 .layers = layers,
-                .interrupted = interrupted,
-                .timed_out = timed_out,
+                .interrupted = c->interrupted,
+                .timed_out = c->timed_out,
                 .refused = &refused,
                 .projects = rp,
                 .n_projects = pj->n,
-                .network = lr.net_on ? &lr.net : NULL,
+                .network = lr->net_on ? &lr->net : NULL,
         };
         size_t len = 0;
         nsr_error je = { 0 };
-        if (nsr_report_to_json(&rep, 0, &o.report_json, &len, &je) < 0) {
+        if (nsr_report_to_json(&rep, 0, &o->report_json, &len, &je) < 0) {
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(&je, buf, sizeof(buf));
-                msg(&o, "nsrun: cannot build the report: %s", buf);
-        } else if (nsr_durable_write(run_fd, "report.json", o.report_json, strlen(o.report_json), 0600, 0, &je) < 0) {
+                msg(o, "nsrun: cannot build the report: %s", buf);
+        } else if (nsr_durable_write(c->run_fd, "report.json", o->report_json, strlen(o->report_json), 0600, 0,
+                                     &je) < 0) {
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(&je, buf, sizeof(buf));
-                msg(&o, "nsrun: the run's report was not kept: %s", buf);
+                msg(o, "nsrun: the run's report was not kept: %s", buf);
         }
         for (size_t i = 0; i < pj->n; i++)
                 free(rc[i]);
         free(rc);
         free(rp);
-        nsr_egress_log_free(&lr.net);
+        nsr_egress_log_free(&lr->net);
+}
+
+/* A run: recover what an interrupted apply left, choose the confinement,
+ * create the run dir, launch, capture, apply, record, explain, report. */
+int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
+        nsr_plan *p = pj->plan;
+        _cleanup_(run_ctx_done) run_ctx c = {
+                .pj = pj,
+                .statefd = -1,
+                .run_fd = -1,
+                .lr = { .exit_code = NSR_EXIT_FAILURE },
+                .o = { .exit_code = NSR_EXIT_FAILURE },
+        };
+        int r;
+
+        for (size_t i = 0; pj->notes && pj->notes[i]; i++)
+                note(pj, "nsrun: %s", pj->notes[i]);
+        c.statefd = nsr_state_open(pj->state_dir, err);
+        if (c.statefd < 0)
+                return c.statefd;
+        r = recover(&c, err);
+        if (r >= 0)
+                r = choose_confinement(&c, err);
+        if (r >= 0)
+                r = create_run(&c, err);
+        if (r < 0)
+                return r;
+        r = launch(&c, err);
+        if (r < 0) {
+                launch_failed(&c, err);
+                *out = c.o;
+                return 0;
+        }
+        capture(&c);
+        nsr_outcome run_outcome = apply(&c, intended_outcome(&c));
+        record(&c, run_outcome);
+        explain(&c, run_outcome);
+        report(&c, run_outcome);
 
         /* Retention runs in a detached process, never on this run's path. */
         nsr_state_gc_background(pj->state_dir, p->proj.keep_days < 0 ? 7 : p->proj.keep_days,
                                 p->proj.backup_limit ? p->proj.backup_limit : NSR_BACKUP_LIMIT_DEFAULT);
-        *out = o;
+        *out = c.o;
         return 0;
 }

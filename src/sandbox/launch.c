@@ -398,10 +398,10 @@ _noreturn_ static void run_agent(launch *l, uint64_t bound) {
         nsr_session_agent_run(&ag);
 }
 
-_noreturn_ static void child_main(launch *l) {
+/* The child keeps none of the monitor's ends of the pipes, nor the fds
+ * only the monitor writes to. */
+static void close_monitor_ends(launch *l) {
         const nsr_plan *p = l->plan;
-        nsr_error e = { 0 };
-        int r;
 
         l->err_pipe[0] = safe_close(l->err_pipe[0]);
         l->status_pipe[0] = safe_close(l->status_pipe[0]);
@@ -414,59 +414,65 @@ _noreturn_ static void child_main(launch *l) {
                 close(p->info_fd);
         if (p->json_status_fd >= 0)
                 close(p->json_status_fd);
+}
 
-        _cleanup_close_ int procfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (procfd < 0)
-                child_fail(l, (nsr_error_set(&e, errno, "Can't open /proc"), &e));
+/* --userns: the monitor joined the user namespace; switch ids only when
+ * asked to, keeping the caps setup needs. */
+static void switch_ids(launch *l) {
+        const nsr_plan *p = l->plan;
+        nsr_error e = { 0 };
 
-        if (child_waits_early(l) && l->go_pipe[0] >= 0) {
-                char c;
-                (void) nsr_read_full(l->go_pipe[0], &c, 1);
-        }
+        if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+                child_fail(l, (nsr_error_set(&e, errno, "prctl(PR_SET_KEEPCAPS) failed"), &e));
+        if (p->gid != l->real_gid && setresgid(p->gid, p->gid, p->gid) < 0)
+                child_fail(l, (nsr_error_set(&e, errno, "unable to switch to gid %u", (unsigned) p->gid), &e));
+        if (p->uid != l->real_uid && setresuid(p->uid, p->uid, p->uid) < 0)
+                child_fail(l, (nsr_error_set(&e, errno, "unable to switch to uid %u", (unsigned) p->uid), &e));
+        uint64_t all = 0;
+        (void) nsr_caps_permitted(&all);
+        if (nsr_caps_raise_effective(all) < 0)
+                child_fail(l, (nsr_error_set(&e, errno, "capset failed"), &e));
+}
 
-        if (p->userns_fd != -1) {
-                /* The monitor joined the user namespace; switch ids only
-                 * when asked to, keeping the caps setup needs. */
-                if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
-                        child_fail(l, (nsr_error_set(&e, errno, "prctl(PR_SET_KEEPCAPS) failed"), &e));
-                if (p->gid != l->real_gid && setresgid(p->gid, p->gid, p->gid) < 0)
-                        child_fail(l, (nsr_error_set(&e, errno, "unable to switch to gid %u", (unsigned) p->gid), &e));
-                if (p->uid != l->real_uid && setresuid(p->uid, p->uid, p->uid) < 0)
-                        child_fail(l, (nsr_error_set(&e, errno, "unable to switch to uid %u", (unsigned) p->uid), &e));
-                uint64_t all = 0;
-                (void) nsr_caps_permitted(&all);
-                if (nsr_caps_raise_effective(all) < 0)
-                        child_fail(l, (nsr_error_set(&e, errno, "capset failed"), &e));
-        }
+/* --pidns: the pid namespace joined; the process that goes on is in it. */
+static void join_pidns(launch *l) {
+        const nsr_plan *p = l->plan;
+        nsr_error e = { 0 };
 
-        if (p->pidns_fd != -1) {
-                /* Join the pid namespace: only children enter it, so fork;
-                 * with --unshare-pid, nest a new one inside and fork again
-                 * (unshare(CLONE_NEWPID) is refused right after a setns).
-                 * The process that goes on reports its pid with
-                 * SCM_CREDENTIALS, which the kernel translates into the
-                 * monitor's pid namespace; the middle processes leave and
-                 * the monitor, a child subreaper, adopts the sandbox. */
-                if (setns(p->pidns_fd, CLONE_NEWPID) < 0)
-                        child_fail(l, (nsr_error_set(&e, errno, "Setting pidns failed"), &e));
-                pid_t pid = fork();
+        /* Join the pid namespace: only children enter it, so fork;
+         * with --unshare-pid, nest a new one inside and fork again
+         * (unshare(CLONE_NEWPID) is refused right after a setns).
+         * The process that goes on reports its pid with
+         * SCM_CREDENTIALS, which the kernel translates into the
+         * monitor's pid namespace; the middle processes leave and
+         * the monitor, a child subreaper, adopts the sandbox. */
+        if (setns(p->pidns_fd, CLONE_NEWPID) < 0)
+                child_fail(l, (nsr_error_set(&e, errno, "Setting pidns failed"), &e));
+        pid_t pid = fork();
+        if (pid < 0)
+                child_fail(l, (nsr_error_set(&e, errno, "Can't fork for --pidns"), &e));
+        if (pid > 0)
+                _exit(0);
+        if (p->unshare_pid) {
+                if (unshare(CLONE_NEWPID) < 0)
+                        child_fail(l, (nsr_error_set(&e, errno, "unshare pid ns"), &e));
+                pid = fork();
                 if (pid < 0)
                         child_fail(l, (nsr_error_set(&e, errno, "Can't fork for --pidns"), &e));
                 if (pid > 0)
                         _exit(0);
-                if (p->unshare_pid) {
-                        if (unshare(CLONE_NEWPID) < 0)
-                                child_fail(l, (nsr_error_set(&e, errno, "unshare pid ns"), &e));
-                        pid = fork();
-                        if (pid < 0)
-                                child_fail(l, (nsr_error_set(&e, errno, "Can't fork for --pidns"), &e));
-                        if (pid > 0)
-                                _exit(0);
-                }
-                if (nsr_sockmsg_send_creds(l->pid_pipe[1], 'p') < 0)
-                        child_fail(l, (nsr_error_set(&e, errno, "Can't send pid"), &e));
         }
-        l->pid_pipe[1] = safe_close(l->pid_pipe[1]);
+        if (nsr_sockmsg_send_creds(l->pid_pipe[1], 'p') < 0)
+                child_fail(l, (nsr_error_set(&e, errno, "Can't send pid"), &e));
+}
+
+/* The sandbox's user namespace gets its id maps. Returned: the ids nsrun
+ * has in it (root with --dev, until the nested namespace maps the
+ * requested ones). */
+static void map_ids(launch *l, int procfd, uid_t *ret_uid, gid_t *ret_gid) {
+        const nsr_plan *p = l->plan;
+        nsr_error e = { 0 };
+        int r;
 
         /* ids: with --dev, devpts needs root mapped, so map the caller to 0
          * now and to the requested ids in a nested namespace later. */
@@ -487,18 +493,16 @@ _noreturn_ static void child_main(launch *l) {
                 ns_uid = p->uid;
                 ns_gid = p->gid;
         }
+        *ret_uid = ns_uid;
+        *ret_gid = ns_gid;
+}
 
-        if (p->unshare_net && nsr_netns_loopback_up(&e) < 0)
-                child_fail(l, &e);
-        /* The relay's sockets listen in this namespace before the command
-         * exists, so its first connection waits in the backlog. */
-        if (l->relay && nsr_relay_child_setup(l->relay, &e) < 0)
-                child_fail(l, &e);
-
-        mode_t old_umask = umask(0);
-        nsr_mount_ctx mctx = { .host_tty = l->host_tty, .fresh_proc = p->unshare_pid || p->pidns_fd != -1 };
-        if (nsr_mount_build_root(p, &mctx, &e) < 0)
-                child_fail(l, &e);
+/* --userns2, the nested user namespace with the requested ids, and
+ * --disable-userns. */
+static void nest_userns(launch *l, int procfd, uid_t ns_uid, gid_t ns_gid) {
+        const nsr_plan *p = l->plan;
+        nsr_error e = { 0 };
+        int r;
 
         if (p->userns2_fd != -1 && setns(p->userns2_fd, CLONE_NEWUSER) < 0)
                 child_fail(l, (nsr_error_set(&e, errno, "Setting userns2 failed"), &e));
@@ -523,6 +527,121 @@ _noreturn_ static void child_main(launch *l) {
                                                       "creation of new user namespaces was not disabled as requested"),
                                        &e));
         }
+}
+
+/* A pid 1 of nsrun's own (the reaper) forks the command's process and
+ * stays; what is still in the bounding set returned to the command. */
+static uint64_t start_pid1(launch *l, uint64_t bound) {
+        const nsr_plan *p = l->plan;
+        nsr_error e = { 0 };
+
+        /* The bounding set is inherited: cut it here, once, for both
+         * pid 1 and the command, instead of one prctl per
+         * capability in each of them. */
+        if (l->caps_bounding) {
+                if (nsr_caps_bound(l->caps_keep, &e) < 0 || nsr_caps_bound_verify(l->caps_keep, &e) < 0)
+                        child_fail(l, &e);
+                bound = l->caps_keep;
+        }
+        /* The command waits for pid 1 to be confined: pid 1 shares
+         * its namespaces, and the command must never run beside
+         * a pid 1 that kept its capabilities or its filter. */
+        int ready[2];
+        if (pipe2(ready, O_CLOEXEC) < 0)
+                child_fail(l, (nsr_error_set(&e, errno, "Can't create a pipe for pid 1"), &e));
+        pid_t cmd = fork();
+        if (cmd < 0)
+                child_fail(l, (nsr_error_set(&e, errno, "Can't fork for pid 1"), &e));
+        /* Project mode, in a new session: the command leads a
+         * process group of its own (set on both sides of the fork,
+         * so neither races), which pid 1 signals as a terminal
+         * would its foreground group. The bwrap name keeps bwrap's
+         * layout (the command in pid 1's group), which the parity
+         * tests compare. */
+        bool own_group = p->new_session && l->extra && l->extra->kill_leftovers;
+        if (own_group)
+                (void) setpgid(cmd > 0 ? cmd : 0, cmd > 0 ? cmd : 0);
+        if (cmd > 0) {
+                close(ready[0]);
+                /* Before pid 1's own filter, which forbids getpid. */
+                unsigned rflags = own_group ? NSR_REAPER_GROUP : 0;
+                if (l->extra && l->extra->kill_leftovers && getpid() == 1)
+                        rflags |= NSR_REAPER_TREE;
+                if (set_parent_death(l, &e) < 0)
+                        _exit(1);
+                /* pid 1: keep only what it needs. Every step fails
+                 * closed: the command is killed before it starts
+                 * and the error goes to the monitor. */
+                if (confine_pid1(l, bound, &e) < 0) {
+                        (void) kill(cmd, SIGKILL);
+                        child_fail(l, &e);
+                }
+                l->err_pipe[1] = safe_close(l->err_pipe[1]);
+                l->notify_sock[1] = safe_close(l->notify_sock[1]);
+                /* The agent's end is the agent's alone: its death
+                 * must reach the monitor as a hangup. */
+                if (l->extra && l->extra->session) {
+                        close(l->extra->session->agent_fd);
+                        for (size_t i = 0; i < ELEMENTSOF(l->extra->session->sandbox_close); i++)
+                                safe_close(l->extra->session->sandbox_close[i]);
+                }
+                if (nsr_write_all(ready[1], "x", 1) < 0) {
+                        (void) kill(cmd, SIGKILL);
+                        _exit(1);
+                }
+                close(ready[1]);
+                nsr_reaper_run(cmd, l->status_pipe[1], rflags);
+        }
+        close(ready[1]);
+        char c;
+        if (nsr_read_full(ready[0], &c, 1) != 1)
+                _exit(1); /* pid 1 failed and says why */
+        close(ready[0]);
+        if (p->sync_fd != -1)
+                close(p->sync_fd);
+        return bound;
+}
+
+_noreturn_ static void child_main(launch *l) {
+        const nsr_plan *p = l->plan;
+        nsr_error e = { 0 };
+        int r;
+
+        close_monitor_ends(l);
+
+        _cleanup_close_ int procfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (procfd < 0)
+                child_fail(l, (nsr_error_set(&e, errno, "Can't open /proc"), &e));
+
+        if (child_waits_early(l) && l->go_pipe[0] >= 0) {
+                char c;
+                (void) nsr_read_full(l->go_pipe[0], &c, 1);
+        }
+
+        if (p->userns_fd != -1)
+                switch_ids(l);
+
+        if (p->pidns_fd != -1)
+                join_pidns(l);
+        l->pid_pipe[1] = safe_close(l->pid_pipe[1]);
+
+        uid_t ns_uid;
+        gid_t ns_gid;
+        map_ids(l, procfd, &ns_uid, &ns_gid);
+
+        if (p->unshare_net && nsr_netns_loopback_up(&e) < 0)
+                child_fail(l, &e);
+        /* The relay's sockets listen in this namespace before the command
+         * exists, so its first connection waits in the backlog. */
+        if (l->relay && nsr_relay_child_setup(l->relay, &e) < 0)
+                child_fail(l, &e);
+
+        mode_t old_umask = umask(0);
+        nsr_mount_ctx mctx = { .host_tty = l->host_tty, .fresh_proc = p->unshare_pid || p->pidns_fd != -1 };
+        if (nsr_mount_build_root(p, &mctx, &e) < 0)
+                child_fail(l, &e);
+
+        nest_userns(l, procfd, ns_uid, ns_gid);
 
         if (p->block_fd != -1) {
                 char c;
@@ -542,72 +661,8 @@ _noreturn_ static void child_main(launch *l) {
 
         /* What is still in the bounding set. */
         uint64_t bound = nsr_caps_all();
-        if (need_reaper(p)) {
-                /* The bounding set is inherited: cut it here, once, for both
-                 * pid 1 and the command, instead of one prctl per
-                 * capability in each of them. */
-                if (l->caps_bounding) {
-                        if (nsr_caps_bound(l->caps_keep, &e) < 0 || nsr_caps_bound_verify(l->caps_keep, &e) < 0)
-                                child_fail(l, &e);
-                        bound = l->caps_keep;
-                }
-                /* The command waits for pid 1 to be confined: pid 1 shares
-                 * its namespaces, and the command must never run beside
-                 * a pid 1 that kept its capabilities or its filter. */
-                int ready[2];
-                if (pipe2(ready, O_CLOEXEC) < 0)
-                        child_fail(l, (nsr_error_set(&e, errno, "Can't create a pipe for pid 1"), &e));
-                pid_t cmd = fork();
-                if (cmd < 0)
-                        child_fail(l, (nsr_error_set(&e, errno, "Can't fork for pid 1"), &e));
-                /* Project mode, in a new session: the command leads a
-                 * process group of its own (set on both sides of the fork,
-                 * so neither races), which pid 1 signals as a terminal
-                 * would its foreground group. The bwrap name keeps bwrap's
-                 * layout (the command in pid 1's group), which the parity
-                 * tests compare. */
-                bool own_group = p->new_session && l->extra && l->extra->kill_leftovers;
-                if (own_group)
-                        (void) setpgid(cmd > 0 ? cmd : 0, cmd > 0 ? cmd : 0);
-                if (cmd > 0) {
-                        close(ready[0]);
-                        /* Before pid 1's own filter, which forbids getpid. */
-                        unsigned rflags = own_group ? NSR_REAPER_GROUP : 0;
-                        if (l->extra && l->extra->kill_leftovers && getpid() == 1)
-                                rflags |= NSR_REAPER_TREE;
-                        if (set_parent_death(l, &e) < 0)
-                                _exit(1);
-                        /* pid 1: keep only what it needs. Every step fails
-                         * closed: the command is killed before it starts
-                         * and the error goes to the monitor. */
-                        if (confine_pid1(l, bound, &e) < 0) {
-                                (void) kill(cmd, SIGKILL);
-                                child_fail(l, &e);
-                        }
-                        l->err_pipe[1] = safe_close(l->err_pipe[1]);
-                        l->notify_sock[1] = safe_close(l->notify_sock[1]);
-                        /* The agent's end is the agent's alone: its death
-                         * must reach the monitor as a hangup. */
-                        if (l->extra && l->extra->session) {
-                                close(l->extra->session->agent_fd);
-                                for (size_t i = 0; i < ELEMENTSOF(l->extra->session->sandbox_close); i++)
-                                        safe_close(l->extra->session->sandbox_close[i]);
-                        }
-                        if (nsr_write_all(ready[1], "x", 1) < 0) {
-                                (void) kill(cmd, SIGKILL);
-                                _exit(1);
-                        }
-                        close(ready[1]);
-                        nsr_reaper_run(cmd, l->status_pipe[1], rflags);
-                }
-                close(ready[1]);
-                char c;
-                if (nsr_read_full(ready[0], &c, 1) != 1)
-                        _exit(1); /* pid 1 failed and says why */
-                close(ready[0]);
-                if (p->sync_fd != -1)
-                        close(p->sync_fd);
-        }
+        if (need_reaper(p))
+                bound = start_pid1(l, bound);
         l->status_pipe[1] = safe_close(l->status_pipe[1]);
 
         /* The command. */
@@ -807,6 +862,64 @@ static void refused_hook(launch *l, short sock_ev, short listener_ev) {
                 l->listener = safe_close(l->listener); /* every task of the filter is gone */
 }
 
+/* A signal to the monitor: SIGCHLD reaps (the child's status, unless pid 1
+ * reported it already); any other goes on to the sandbox. */
+static void on_signal(int sfd, pid_t child, bool *child_gone, bool *have_status, int *status,
+                      nsr_launch_result *res) {
+        struct signalfd_siginfo si;
+        if (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
+                if (si.ssi_signo == SIGCHLD) {
+                        /* Also reaps the middle processes
+                         * of --pidns, adopted as subreaper. */
+                        int st;
+                        pid_t w;
+                        while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
+                                if (w != child)
+                                        continue;
+                                *child_gone = true;
+                                if (!*have_status) {
+                                        *status = st;
+                                        *have_status = true;
+                                }
+                        }
+                } else if (!*child_gone) {
+                        if (!res->forwarded_signal && nsr_signal_interrupts((int) si.ssi_signo))
+                                res->forwarded_signal = (int) si.ssi_signo;
+                        (void) kill(child, (int) si.ssi_signo);
+                        /* ^Z: the command's group stops (pid 1
+                         * passes it on), then nsrun, so the
+                         * shell gets its prompt back; fg
+                         * sends SIGCONT, which goes on too. */
+                        if (si.ssi_signo == SIGTSTP)
+                                (void) raise(SIGSTOP);
+                }
+        }
+}
+
+/* The command ran: its status and exit code, what the relay saw, the
+ * routes it found missing; the sandbox's leftovers go. */
+static void command_done(launch *l, pid_t child, bool child_gone, int status, nsr_launch_result *ret) {
+        const nsr_plan *p = l->plan;
+
+        if (l->relay) {
+                nsr_relay_finish(l->relay, &ret->net);
+                ret->net_on = true;
+        }
+        ret->exec_done = true;
+        ret->wait_status = status;
+        ret->exit_code = ret->timed_out ? NSR_EXIT_TIMEOUT : nsr_exit_code_from_status(status);
+        if (l->snmp_fd >= 0)
+                ret->no_route = snmp_counter(l->snmp_fd, "Ip:", "OutNoRoutes");
+        if (l->snmp6_fd >= 0)
+                ret->no_route += snmp_counter(l->snmp6_fd, "", "Ip6OutNoRoutes");
+        write_exit_status(p, ret->exit_code);
+        if (l->extra && l->extra->kill_leftovers && !child_gone) {
+                /* SIGKILL to pid 1 takes the whole pid namespace down. */
+                (void) kill(child, SIGKILL);
+                (void) waitpid(child, NULL, 0);
+        }
+}
+
 static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *err) {
         nsr_launch_result *res = ret;
         const nsr_plan *p = l->plan;
@@ -874,36 +987,8 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                         } else
                                 l->status_pipe[0] = safe_close(l->status_pipe[0]);
                 }
-                if (fds[0].revents) {
-                        struct signalfd_siginfo si;
-                        if (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
-                                if (si.ssi_signo == SIGCHLD) {
-                                        /* Also reaps the middle processes
-                                         * of --pidns, adopted as subreaper. */
-                                        int st;
-                                        pid_t w;
-                                        while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
-                                                if (w != child)
-                                                        continue;
-                                                child_gone = true;
-                                                if (!have_status) {
-                                                        status = st;
-                                                        have_status = true;
-                                                }
-                                        }
-                                } else if (!child_gone) {
-                                        if (!res->forwarded_signal && nsr_signal_interrupts((int) si.ssi_signo))
-                                                res->forwarded_signal = (int) si.ssi_signo;
-                                        (void) kill(child, (int) si.ssi_signo);
-                                        /* ^Z: the command's group stops (pid 1
-                                         * passes it on), then nsrun, so the
-                                         * shell gets its prompt back; fg
-                                         * sends SIGCONT, which goes on too. */
-                                        if (si.ssi_signo == SIGTSTP)
-                                                (void) raise(SIGSTOP);
-                                }
-                        }
-                }
+                if (fds[0].revents)
+                        on_signal(sfd, child, &child_gone, &have_status, &status, res);
                 /* An error report is complete, or the command ran and we
                  * know its status: done. With a reaper the status arrives
                  * before pid 1 exits (bwrap returns at that point too). */
@@ -928,23 +1013,7 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                 *err = child_err;
                 return -(child_err.code ? child_err.code : EIO);
         }
-        if (l->relay) {
-                nsr_relay_finish(l->relay, &ret->net);
-                ret->net_on = true;
-        }
-        ret->exec_done = true;
-        ret->wait_status = status;
-        ret->exit_code = ret->timed_out ? NSR_EXIT_TIMEOUT : nsr_exit_code_from_status(status);
-        if (l->snmp_fd >= 0)
-                ret->no_route = snmp_counter(l->snmp_fd, "Ip:", "OutNoRoutes");
-        if (l->snmp6_fd >= 0)
-                ret->no_route += snmp_counter(l->snmp6_fd, "", "Ip6OutNoRoutes");
-        write_exit_status(p, ret->exit_code);
-        if (l->extra && l->extra->kill_leftovers && !child_gone) {
-                /* SIGKILL to pid 1 takes the whole pid namespace down. */
-                (void) kill(child, SIGKILL);
-                (void) waitpid(child, NULL, 0);
-        }
+        command_done(l, child, child_gone, status, ret);
         return 0;
 }
 

@@ -507,16 +507,15 @@ static ssize_t held_unit(const planner *p, const char *path) {
         return -1;
 }
 
-/* Plans change i; *next is the first change not handled. */
-static int plan_change(planner *p, size_t i, size_t *next, nsr_error *err) {
-        const nsr_change *c = &p->cs->changes[i];
-        *next = i + 1;
+/* Below a parent dir that conflicted, or in a git dir that conflicted
+ * (held back as a whole): c is a conflict too, and true returned. */
+static bool held_back(planner *p, const nsr_change *c) {
         if (p->block && nsr_path_is_below(c->path, p->block)) {
                 _cleanup_free_ char *e = esc(p->block);
                 _cleanup_free_ char *why = nsr_asprintf("its parent dir '%s' conflicted and was not applied", e);
                 add_conflict(p, c->path, why, p->block_index, false, false);
                 p->res.conflicts[p->res.n_conflicts - 1].held = true;
-                return 0;
+                return true;
         }
         free(p->block);
         p->block = NULL;
@@ -530,8 +529,53 @@ static int plan_change(planner *p, size_t i, size_t *next, nsr_error *err) {
                                                                   u, at);
                 add_conflict(p, c->path, why, SIZE_MAX, c->kind != NSR_CHANGE_DELETED, is_dirish(c));
                 p->res.conflicts[p->res.n_conflicts - 1].held = !streq(c->path, p->held[h + 1]);
+                return true;
+        }
+        return false;
+}
+
+/* The host entry st is as the run found it: it goes (with what is below
+ * it), or the upper dir's version replaces it. */
+static int plan_replace(planner *p, size_t i, const struct stat *st, size_t *next, nsr_error *err) {
+        const nsr_change *c = &p->cs->changes[i];
+        struct stat ust;
+        int r;
+
+        size_t end = subtree_end(p->cs, i);
+        if (c->kind == NSR_CHANGE_DELETED) {
+                if ((r = require_kind(p, i, end, NSR_CHANGE_DELETED, err)) < 0)
+                        return r;
+                add_step(p, NSR_STEP_REMOVE, c, st, NULL);
+                p->res.applied += end - i;
+                *next = end;
                 return 0;
         }
+        if ((r = upper_stat(p, c, &ust, err)) < 0)
+                return r;
+        if (c->type == NSR_ENTRY_DIR)
+                r = check_new_tree(p, i, end, err);
+        else if (c->old.type == NSR_ENTRY_DIR)
+                r = require_kind(p, i, end, NSR_CHANGE_DELETED, err);
+        else if (end != i + 1)
+                r = nsr_txn_path_error(err, EINVAL, "changes below a non-dir at", c->path);
+        if (r < 0)
+                return r;
+        /* The overlay copies a hard-linked file up alone, so inside the
+         * sandbox its other names kept the old content; so they do here. */
+        if (S_ISREG(st->st_mode) && st->st_nlink > 1)
+                nsr_strv_extend(&p->res.split_links, c->path);
+        add_step(p, NSR_STEP_REPLACE, c, st, &ust);
+        p->res.applied += end - i;
+        *next = end;
+        return 0;
+}
+
+/* Plans change i; *next is the first change not handled. */
+static int plan_change(planner *p, size_t i, size_t *next, nsr_error *err) {
+        const nsr_change *c = &p->cs->changes[i];
+        *next = i + 1;
+        if (held_back(p, c))
+                return 0;
         if (strlen(c->path) >= PATH_MAX)
                 return nsr_txn_path_error(err, ENAMETOOLONG, "a path too long", c->path);
         if (c->kind != NSR_CHANGE_CREATED && !c->old.exists)
@@ -622,33 +666,7 @@ static int plan_change(planner *p, size_t i, size_t *next, nsr_error *err) {
                         return 0;
                 }
         }
-        size_t end = subtree_end(p->cs, i);
-        if (c->kind == NSR_CHANGE_DELETED) {
-                if ((r = require_kind(p, i, end, NSR_CHANGE_DELETED, err)) < 0)
-                        return r;
-                add_step(p, NSR_STEP_REMOVE, c, &st, NULL);
-                p->res.applied += end - i;
-                *next = end;
-                return 0;
-        }
-        if ((r = upper_stat(p, c, &ust, err)) < 0)
-                return r;
-        if (c->type == NSR_ENTRY_DIR)
-                r = check_new_tree(p, i, end, err);
-        else if (c->old.type == NSR_ENTRY_DIR)
-                r = require_kind(p, i, end, NSR_CHANGE_DELETED, err);
-        else if (end != i + 1)
-                r = nsr_txn_path_error(err, EINVAL, "changes below a non-dir at", c->path);
-        if (r < 0)
-                return r;
-        /* The overlay copies a hard-linked file up alone, so inside the
-         * sandbox its other names kept the old content; so they do here. */
-        if (S_ISREG(st.st_mode) && st.st_nlink > 1)
-                nsr_strv_extend(&p->res.split_links, c->path);
-        add_step(p, NSR_STEP_REPLACE, c, &st, &ust);
-        p->res.applied += end - i;
-        *next = end;
-        return 0;
+        return plan_replace(p, i, &st, next, err);
 }
 
 /* ---- the upper dir before the journal --------------------------------------------------- */
