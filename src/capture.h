@@ -140,7 +140,9 @@ int nsr_capture_scan(int upper_dirfd, int lower_dirfd, const nsr_capture_opts *o
  * capture of the run (the first, a later "nsrun commit RUN", a diff), so
  * a host change of the root's mode during the run (or before a kept run
  * is committed) is a conflict and never taken for the command's change.
- * _load: -ENOENT when there is none (a run from an older nsrun). */
+ * _save replaces an earlier record (a session moves its baseline to
+ * what each commit applied); _load: -ENOENT when there is none (a run
+ * from an older nsrun). */
 int nsr_capture_root_save(int dirfd, const char *name, const struct stat *st, nsr_error *err);
 int nsr_capture_root_load(int dirfd, const char *name, nsr_capture_prior *ret);
 
