@@ -151,7 +151,7 @@ static void push(nsr_changeset *cs, nsr_change *c) {
 
 int nsr_changeset_add(nsr_changeset *cs, const nsr_change *c, nsr_error *err) {
         if (nsr_changeset_path_is_root(c->path) && !nsr_change_is_root_mode(c))
-                return nsr_error_setx(err, EINVAL, "a change of the project root other than its mode");
+                return nsr_error_setx(err, EINVAL, "invalid change path '.': the project root changes only its mode");
         if (!nsr_changeset_path_is_valid(c->path) && !nsr_changeset_path_is_root(c->path)) {
                 _cleanup_free_ char *p = nsr_utf8_escape(c->path ? c->path : "(null)");
                 return nsr_error_setx(err, EINVAL, "invalid change path '%s'", p);
