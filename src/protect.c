@@ -645,6 +645,8 @@ static void find_gitdirs(nsr_protect_rules *r, const nsr_changeset *cs, int befo
         consider_dir(r, cs, before_fd, "");
         for (size_t i = 0; i < cs->n_changes; i++) {
                 const nsr_change *c = &cs->changes[i];
+                if (nsr_changeset_path_is_root(c->path))
+                        continue; /* the root ("") is considered above */
                 while (depth > 0 && !under(c->path, stack[depth - 1])) {
                         free(stack[--depth]);
                         stack[depth] = NULL;
