@@ -511,8 +511,9 @@ static ssize_t held_unit(const planner *p, const char *path) {
  * on the root, its mode only, never its owner or xattrs (the upper dir,
  * the overlay's root, is nsrun's own dir, not a copy-up of the root). The
  * new mode is bounded here again, whatever the change says: no group or
- * other write and no sticky bit the root did not have, and setuid and
- * setgid stay as they are. */
+ * other write and no sticky bit the root did not have; setuid and setgid
+ * stay as they are, and so do the owner's read and search bits (nsrun
+ * needs them to fingerprint, undo and recover the root). */
 static int plan_root(planner *p, const nsr_change *c, nsr_error *err) {
         if (!nsr_change_is_root_mode(c))
                 return nsr_txn_path_error(err, EINVAL, "an invalid change of the project root at", c->path);
@@ -530,7 +531,7 @@ static int plan_root(planner *p, const nsr_change *c, nsr_error *err) {
         }
         mode_t lm = st.st_mode & 07777, um = ust.st_mode & 07777;
         mode_t nm = (um & 0777 & (lm | ~(mode_t) (S_IWGRP | S_IWOTH))) | (um & lm & S_ISVTX) |
-                    (lm & (S_ISUID | S_ISGID));
+                    (lm & (S_ISUID | S_ISGID | S_IRUSR | S_IXUSR));
         p->res.applied++;
         if (nm == lm)
                 return 0;

@@ -46,6 +46,15 @@ for m in 4777 6777 1777 2777 777; do
 	run "$NSRUN" -p "$P" $NS -- sh -c "chmod $m . 2>/dev/null; true"
 	is "$rc:$(mode "$P")" "0:755" "chmod $m . inside gains nothing on the host (no setuid, setgid, sticky or group/other write)"
 done
+# The root keeps its owner's read and search bits: nsrun needs them to
+# fingerprint, undo and recover it (and to run on it again).
+run "$NSRUN" -p "$P" $NS -- chmod 000 .
+is "$rc:$(mode "$P")" "0:500" "chmod 000 . inside leaves the owner's read and search bits (0500)"
+like "$err" "mode reduced, e.g. \. \(0000 requested, 0500 applied\)" "... and says so"
+run "$NSRUN" -p "$P" $NS -- true
+is "$rc" "0" "... so the next run on it works"
+run "$NSRUN" undo $NS -p "$P"
+is "$rc:$(mode "$P")" "0:755" "... and undo restores the mode"
 run "$NSRUN" -p "$P" $NS --report "$d/r4.json" -- chmod 4777 .
 like "$err" "mode reduced, e.g. \. \(0777 requested, 0755 applied\)" "a widened root mode is reported as reduced"
 # The root's own setuid/setgid bits are kept as the host has them.
