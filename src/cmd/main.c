@@ -381,8 +381,29 @@ static int cmd_help(int argc, char **argv, const char *prog) {
                         char *sub[] = { argv[1], (char *) "--help", NULL };
                         return subcommands[i].fn(2, sub);
                 }
+        if (streq(argv[1], "version") || streq(argv[1], "help")) {
+                puts(streq(argv[1], "version") ? "usage: nsrun version\nShow the version and exit."
+                                               : "usage: nsrun help [SUBCOMMAND]\nShow the help, or a subcommand's.");
+                return 0;
+        }
+        /* Subcommands exit 1 on failure (man page, SUBCOMMANDS). */
         fprintf(stderr, "nsrun: help: no subcommand \"%s\" (\"nsrun help\" lists them)\n", argv[1]);
-        return 2;
+        return 1;
+}
+
+/* "nsrun version" with more words: "version" is a subcommand, never a
+ * program to look up (nor "did you mean session?"). */
+static int cmd_version(int argc, char **argv) {
+        if (argc == 2 && (streq(argv[1], "--help") || streq(argv[1], "-h"))) {
+                puts("usage: nsrun version\nShow the version and exit.");
+                return 0;
+        }
+        if (argc > 1) {
+                fprintf(stderr, "nsrun: version: unexpected argument \"%s\"\n", argv[1]);
+                return 1;
+        }
+        puts(PACKAGE_NAME " " PACKAGE_VERSION);
+        return 0;
 }
 
 /* Whether argv asks for project mode (before any "--"): a parse error then
@@ -434,6 +455,8 @@ static int run_main(ctx *cp, int argc, char **argv) {
                 }
                 if (streq(argv[1], "help"))
                         return cmd_help(argc - 1, argv + 1, c.prog);
+                if (streq(argv[1], "version"))
+                        return cmd_version(argc - 1, argv + 1);
                 if (unknown_command(argv[1]))
                         return 1;
         }

@@ -4,10 +4,12 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #include "project/capture.h"
 #include "base/utf8.h"
@@ -825,6 +827,36 @@ static int scan_dir(scan *s, int ufd, int lfd, bool opaque, unsigned depth) {
         return r;
 }
 
+/* The root's own mode (see root_prior in capture.h): a "." change. */
+static int add_root_change(scan *s, const struct stat *ust, const struct stat *lst, const nsr_capture_prior *prior) {
+        nsr_change c = { .path = (char *) NSR_CHANGESET_ROOT, .kind = NSR_CHANGE_METADATA_CHANGED,
+                         .type = NSR_ENTRY_DIR, .meta = NSR_META_MODE };
+        if (s->trees) {
+                /* The live project against the snapshot's root. */
+                if ((ust->st_mode & 07777) == (lst->st_mode & 07777))
+                        return 0;
+                fill_old(&c, lst);
+                c.mode = ust->st_mode & 07777;
+        } else {
+                if (!prior || (ust->st_mode & 01777) == (prior->mode & 01777))
+                        return 0;
+                c.old = (nsr_entry_old){
+                        .exists = true,
+                        .type = NSR_ENTRY_DIR,
+                        .mode = prior->mode & 07777,
+                        .uid = prior->uid,
+                        .gid = prior->gid,
+                        .ctime = prior->ctime,
+                        .dev = prior->dev,
+                        .ino = prior->ino,
+                };
+                c.mode = (ust->st_mode & 01777) | (prior->mode & (S_ISUID | S_ISGID));
+        }
+        c.uid = c.old.uid;
+        c.gid = c.old.gid;
+        return nsr_changeset_add(s->cs, &c, s->err);
+}
+
 int nsr_capture_scan(int upper_dirfd, int lower_dirfd, const nsr_capture_opts *opts, nsr_changeset **ret,
                      nsr_error *err) {
         static const nsr_capture_opts defaults = { 0 };
@@ -882,6 +914,8 @@ int nsr_capture_scan(int upper_dirfd, int lower_dirfd, const nsr_capture_opts *o
         else if ((r = is_opaque(s, ufd, &opaque)) < 0)
                 goto out;
         r = scan_dir(s, ufd, lfd, opaque, 0);
+        if (r >= 0)
+                r = add_root_change(s, &ust, &lst, opts->root_prior);
 out:;
         int k = fixup_restore(s, &fx);
         if (r >= 0)
@@ -895,4 +929,66 @@ out:;
                 return r;
         *ret = TAKE_PTR(cs);
         return 0;
+}
+
+/* ---- the root's record ------------------------------------------------- */
+
+#define ROOT_MAGIC "nsrun-root 1"
+
+int nsr_capture_root_parse(const char *text, nsr_capture_prior *ret) {
+        unsigned mode;
+        unsigned long long uid, gid, dev, ino, sec, nsec;
+        int used = -1;
+        if (!text ||
+            sscanf(text, ROOT_MAGIC " %o %llu %llu %llu %llu %llu %llu%n", &mode, &uid, &gid, &dev, &ino, &sec, &nsec,
+                   &used) != 7 ||
+            used < 0 || !streq(text + used, "\n") || mode > 07777 || uid > UINT32_MAX || gid > UINT32_MAX ||
+            nsec >= 1000000000ull || sec > (unsigned long long) INT64_MAX)
+                return -EINVAL;
+        *ret = (nsr_capture_prior){
+                .dev = (dev_t) dev,
+                .ino = (ino_t) ino,
+                .ctime = { .tv_sec = (time_t) sec, .tv_nsec = (long) nsec },
+                .mode = (mode_t) mode,
+                .uid = (uid_t) uid,
+                .gid = (gid_t) gid,
+        };
+        return 0;
+}
+
+int nsr_capture_root_save(int dirfd, const char *name, const struct stat *st, nsr_error *err) {
+        _cleanup_free_ char *text = nsr_asprintf(ROOT_MAGIC " %o %llu %llu %llu %llu %llu %llu\n",
+                                                 (unsigned) (st->st_mode & 07777), (unsigned long long) st->st_uid,
+                                                 (unsigned long long) st->st_gid, (unsigned long long) st->st_dev,
+                                                 (unsigned long long) st->st_ino,
+                                                 (unsigned long long) st->st_ctim.tv_sec,
+                                                 (unsigned long long) st->st_ctim.tv_nsec);
+        /* A new name renamed over the old: a reader sees one whole record. */
+        _cleanup_free_ char *tmp = nsr_asprintf("%s.tmp", name);
+        (void) unlinkat(dirfd, tmp, 0);
+        _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "cannot record the project dir's mode");
+        int r = nsr_write_all(fd, text, strlen(text));
+        if (r >= 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void) unlinkat(dirfd, tmp, 0);
+                return nsr_error_set(err, -r, "cannot record the project dir's mode");
+        }
+        return 0;
+}
+
+int nsr_capture_root_load(int dirfd, const char *name, nsr_capture_prior *ret) {
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        int r = nsr_read_all(fd, 256, &text, &len);
+        if (r < 0)
+                return r;
+        if (strlen(text) != len)
+                return -EINVAL;
+        return nsr_capture_root_parse(text, ret);
 }

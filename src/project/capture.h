@@ -114,6 +114,16 @@ typedef struct nsr_capture_opts {
          * which a caller who is not root could not chown. */
         const nsr_capture_prior *(*prior)(void *userdata, const char *rel);
         void *prior_userdata;
+        /* Overlay mode, optional: the project root as it was when the
+         * command started (nsr_capture_root_load). The upper dir is the
+         * overlay's root, so its mode is the root's mode inside; when its
+         * permission bits and sticky bit differ from these, the set gets a
+         * "." change of the root's mode (changeset.h), from this old
+         * state. Setuid and setgid stay as the host has them (the upper
+         * dir never carries them). Without it the root is not compared.
+         * In trees mode the root is always compared (with the snapshot's
+         * root, which has the project's mode from before the command). */
+        const nsr_capture_prior *root_prior;
 } nsr_capture_opts;
 
 /* Scans the upper dir against the lower dir (both dir fds, O_PATH is fine;
@@ -124,3 +134,18 @@ typedef struct nsr_capture_opts {
  * names the path (escaped) and the layer. */
 int nsr_capture_scan(int upper_dirfd, int lower_dirfd, const nsr_capture_opts *opts, nsr_changeset **ret,
                      nsr_error *err);
+
+/* The project root's record before the command, in a small file of the
+ * run dir (dirfd/name): written before the command starts, read by every
+ * capture of the run (the first, a later "nsrun commit RUN", a diff), so
+ * a host change of the root's mode during the run (or before a kept run
+ * is committed) is a conflict and never taken for the command's change.
+ * _save replaces an earlier record (a session moves its baseline to
+ * what each commit applied); _load: -ENOENT when there is none (a run
+ * from an older nsrun). */
+int nsr_capture_root_save(int dirfd, const char *name, const struct stat *st, nsr_error *err);
+int nsr_capture_root_load(int dirfd, const char *name, nsr_capture_prior *ret);
+
+/* Pure. Parses the record's text ("nsrun-root 1 MODE UID GID DEV INO
+ * CSEC CNSEC\n"); -EINVAL for anything else. */
+int nsr_capture_root_parse(const char *text, nsr_capture_prior *ret);

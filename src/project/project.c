@@ -45,7 +45,6 @@ typedef struct project_entry {
         nsr_outcome outcome;
         char **errors;
         nsr_snapshot *snap;    /* live writes: the project before the run */
-        mode_t root_mode;      /* the root's mode when the run started (overlay runs) */
         bool protect_enforced; /* nsr_project_protect ran on changes */
 } project_entry;
 
@@ -468,6 +467,14 @@ static nsr_protect_ctx protect_ctx(int before_fd, int after_fd, const char *proj
                                   .umask = current_umask() };
 }
 
+/* The project root's record before the command (pN/root), which every
+ * capture of the run compares the upper dir's mode with. */
+static int save_root(int run_fd, size_t i, const struct stat *st, nsr_error *err) {
+        char rel[32];
+        snprintf(rel, sizeof(rel), "p%zu/root", i);
+        return nsr_capture_root_save(run_fd, rel, st, err);
+}
+
 int nsr_project_capture(int run_fd, size_t index, int project_fd, const char *project_path,
                         nsr_changeset **ret_changes, nsr_protect_result **ret_protected, nsr_error *err) {
         char rel[32];
@@ -476,7 +483,14 @@ int nsr_project_capture(int run_fd, size_t index, int project_fd, const char *pr
         if (upper < 0)
                 return nsr_error_set(err, errno, "cannot open the upper layer");
         _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL;
-        int r = nsr_capture_scan(upper, project_fd, NULL, &cs, err);
+        /* The root's mode when the run started: a chmod of the root inside
+         * is a change of its own ("."), a host chmod meanwhile a conflict. */
+        nsr_capture_prior root;
+        snprintf(rel, sizeof(rel), "p%zu/root", index);
+        nsr_capture_opts co = { 0 };
+        if (nsr_capture_root_load(run_fd, rel, &root) >= 0)
+                co.root_prior = &root;
+        int r = nsr_capture_scan(upper, project_fd, &co, &cs, err);
         if (r < 0)
                 return nsr_error_prefix(err, "capturing the changes");
         nsr_protect_ctx pc = protect_ctx(project_fd, upper, project_path);
@@ -1253,10 +1267,11 @@ static int create_run(run_ctx *c, nsr_error *err) {
                 snprintf(rel, sizeof(rel), "p%zu/upper", i);
                 if (fstat(pj->p[i].fd, &st) < 0)
                         return nsr_error_set(err, errno, "%s: cannot stat the project", pj->p[i].path);
-                pj->p[i].root_mode = st.st_mode & 07777;
                 if (fchmodat(run_fd, rel, st.st_mode & 01777, 0) < 0)
                         return nsr_error_set(err, errno, "%s: cannot give the upper dir the project's mode",
                                              pj->p[i].path);
+                if (save_root(run_fd, i, &st, err) < 0)
+                        return nsr_error_prefix(err, "%s", pj->p[i].path);
         }
 
         clock_gettime(CLOCK_REALTIME, &c->started);
@@ -1392,18 +1407,6 @@ static void capture(run_ctx *c) {
                         msg(o, "nsrun: %s", buf);
                         capture_failed = true;
                 }
-        }
-        /* The root itself is no entry of a change set: a chmod of it inside
-         * (the overlay's root is the upper dir) is not applied, but said. */
-        for (size_t i = 0; i < pj->n && !pj->live; i++) {
-                struct stat ust;
-                char rel[32];
-                snprintf(rel, sizeof(rel), "p%zu/upper", i);
-                if (fstatat(run_fd, rel, &ust, AT_SYMLINK_NOFOLLOW) == 0 &&
-                    (ust.st_mode & 01777) != (pj->p[i].root_mode & 01777))
-                        msg(o, "nsrun: %s: note: the command changed the project dir's own mode (%04o to %04o); "
-                               "that is not applied (chmod it yourself if you want it)",
-                            pj->p[i].path, (unsigned) (pj->p[i].root_mode & 01777), (unsigned) (ust.st_mode & 01777));
         }
         /* Nothing is applied then, but the command's work is not lost: the
          * run is kept (its upper dirs stay), and nsrun says it failed. */

@@ -636,6 +636,8 @@ static void find_gitdirs(nsr_protect_rules *r, const nsr_changeset *cs, int befo
         consider_dir(r, cs, before_fd, "");
         for (size_t i = 0; i < cs->n_changes; i++) {
                 const nsr_change *c = &cs->changes[i];
+                if (nsr_changeset_path_is_root(c->path))
+                        continue; /* the root ("") is considered above */
                 while (depth > 0 && !under(c->path, stack[depth - 1])) {
                         free(stack[--depth]);
                         stack[depth] = NULL;
@@ -825,6 +827,16 @@ static bool old_bounds(const nsr_change *c) {
         return c->old.exists && c->old.type != NSR_ENTRY_SYMLINK;
 }
 
+/* The mode a change may give its entry. The project root (".") keeps its
+ * owner's read and search bits as well: without them nsrun itself could
+ * not fingerprint, undo or recover it, nor run on it again. */
+static mode_t allowed_mode(const nsr_change *c, mode_t requested, mode_t umask) {
+        mode_t m = nsr_protect_mode(requested, old_bounds(c), c->old.mode, umask);
+        if (nsr_changeset_path_is_root(c->path))
+                m |= c->old.mode & (S_IRUSR | S_IXUSR);
+        return m;
+}
+
 /* The parent dir of the last entry looked up: the change set is sorted,
  * so siblings come together and each dir is opened (RESOLVE_BENEATH |
  * RESOLVE_NO_SYMLINKS) about once. */
@@ -842,6 +854,13 @@ static void dircache_done(dircache *dc) {
  * file or dir we may read (the f*xattr calls then skip a walk through
  * /proc), else O_PATH (*ret_opath). */
 static int open_entry(dircache *dc, int root, const char *path, nsr_entry_type type, bool *ret_opath) {
+        if (nsr_changeset_path_is_root(path)) {
+                /* The root itself: its own fd, whatever its mode (a lookup
+                 * of "." in it would need its search bit). */
+                *ret_opath = true;
+                int fd = fcntl(root, F_DUPFD_CLOEXEC, 3);
+                return fd < 0 ? -errno : fd;
+        }
         const char *slash = strrchr(path, '/');
         size_t dl = slash ? (size_t) (slash - path) : 0;
         const char *leaf = slash ? slash + 1 : path;
@@ -975,7 +994,8 @@ int nsr_protect_scan(nsr_changeset *cs, const nsr_protect_ctx *ctx, nsr_protect_
         _cleanup_(dircache_done) dircache dc = { .fd = -1 }, bdc = { .fd = -1 };
         for (size_t i = 0; i < cs->n_changes && ctx->after_fd >= 0; i++) {
                 const nsr_change *c = &cs->changes[i];
-                if (!has_new_version(c))
+                /* The root's xattrs never reach the host: its mode only. */
+                if (!has_new_version(c) || nsr_changeset_path_is_root(c->path))
                         continue;
                 _cleanup_strv_free_ char **bad = NULL;
                 bool opath = true;
@@ -1001,12 +1021,15 @@ int nsr_protect_scan(nsr_changeset *cs, const nsr_protect_ctx *ctx, nsr_protect_
                 const nsr_change *c = &cs->changes[i];
                 if (!has_new_version(c))
                         continue;
-                mode_t m = nsr_protect_mode(c->mode, old_bounds(c), c->old.mode, ctx->umask);
+                mode_t m = allowed_mode(c, c->mode, ctx->umask);
                 if (m != (c->mode & 07777)) {
                         nsr_protect_note *n = add_note(
                                 res, c, NSR_PROTECT_MODE_REDUCED,
-                                "modes never gain group or other write, setuid, setgid, sticky or bits the umask "
-                                "removes");
+                                nsr_changeset_path_is_root(c->path)
+                                        ? "the project dir keeps its owner's read and search bits, and modes never "
+                                          "gain group or other write, setuid, setgid, sticky or bits the umask removes"
+                                        : "modes never gain group or other write, setuid, setgid, sticky or bits the "
+                                          "umask removes");
                         n->mode = m;
                 }
         }
@@ -1075,7 +1098,9 @@ int nsr_protect_enforce(nsr_changeset *cs, const nsr_protect_ctx *ctx, const nsr
                 if (S_ISLNK(st.st_mode))
                         continue;
                 _cleanup_strv_free_ char **bad = NULL;
-                int r = bad_xattrs(fd, opath, &bad);
+                /* The root's xattrs never reach the host (its mode only):
+                 * none to strip, which a 0000 root would not allow. */
+                int r = nsr_changeset_path_is_root(c->path) ? 0 : bad_xattrs(fd, opath, &bad);
                 if (r >= 0)
                         keep_host_xattrs(bad, fd, opath, &bdc, ctx->before_fd, c);
                 for (size_t k = 0; r >= 0 && bad && bad[k]; k++)
@@ -1088,7 +1113,7 @@ int nsr_protect_enforce(nsr_changeset *cs, const nsr_protect_ctx *ctx, const nsr
                 /* Stripping an access ACL leaves the mode; read it again. */
                 if (fstat(fd, &st) < 0)
                         return nsr_error_set(err, errno, "cannot stat the new version of %s", c->path);
-                mode_t m = nsr_protect_mode(st.st_mode & 07777, old_bounds(c), c->old.mode, ctx->umask);
+                mode_t m = allowed_mode(c, st.st_mode & 07777, ctx->umask);
                 if (m != (st.st_mode & 07777)) {
                         r = opath ? nsr_txnfs_fd_chmod(fd, m) : fchmod(fd, m) < 0 ? -errno : 0;
                         if (r < 0)

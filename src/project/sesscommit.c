@@ -28,12 +28,13 @@
 #include <stdarg.h>
 #include <time.h>
 
-#include "txn/commit.h"
 #include "base/json.h"
+#include "project/capture.h"
 #include "project/project.h"
 #include "project/protect.h"
 #include "project/report.h"
 #include "project/sesscommit.h"
+#include "txn/commit.h"
 #include "txn/state.h"
 #include "txn/txnfs.h"
 
@@ -128,7 +129,10 @@ static int stage_one(int upper, int staging, const nsr_change *c, nsr_error *err
                 /* Its entries are changes of their own when they matter. */
                 if (mkdirat(sp, sleaf, st.st_mode & 0777) < 0 && errno != EEXIST)
                         return nsr_error_set(err, errno, "cannot stage %s", c->path);
-                if (fchmodat(sp, sleaf, st.st_mode & 0777, 0) < 0)
+                /* The root (".") keeps its sticky bit: the apply keeps
+                 * one only when the new version still has it. */
+                mode_t keep = nsr_changeset_path_is_root(c->path) ? 01777 : 0777;
+                if (fchmodat(sp, sleaf, st.st_mode & keep, 0) < 0)
                         return nsr_error_set(err, errno, "cannot stage %s", c->path);
                 struct timespec ts[2] = { st.st_atim, st.st_mtim };
                 (void) utimensat(sp, sleaf, ts, AT_SYMLINK_NOFOLLOW);
@@ -168,6 +172,25 @@ static int open_recorded(const nsr_run_meta *m, size_t i, nsr_error *err) {
                 return nsr_error_setx(err, ESTALE, "%s is no longer the directory the session was started on",
                                       m->projects[i]);
         return TAKE_FD(fd);
+}
+
+/* The root's mode, once applied, is the session's new baseline for it
+ * (RUN/pN/root, capture.h): the next commit compares the upper dir's mode
+ * with it, and the host's with what this commit left. Best effort: a
+ * baseline left behind makes the next commit see a conflict, never
+ * overwrite the host. */
+static void move_root_baseline(int srun_fd, size_t i, int pfd, const nsr_changeset *cs, const nsr_commit_result *cr) {
+        if (!nsr_changeset_lookup(cs, NSR_CHANGESET_ROOT) || cr->withheld)
+                return;
+        for (size_t k = 0; k < cr->n_conflicts; k++)
+                if (nsr_changeset_path_is_root(cr->conflicts[k].path))
+                        return;
+        struct stat st;
+        char rel[32];
+        snprintf(rel, sizeof(rel), "p%zu/root", i);
+        nsr_error e = { 0 };
+        if (fstat(pfd, &st) == 0)
+                (void) nsr_capture_root_save(srun_fd, rel, &st, &e);
 }
 
 static int commit_project(int statefd, int srun_fd, int run_fd, const char *run_path, const char *run_id,
@@ -240,6 +263,7 @@ static int commit_project(int statefd, int srun_fd, int run_fd, const char *run_
         r = nsr_commit_apply(cs, &co, &cr, err);
         if (r < 0)
                 return nsr_error_prefix(err, "%s: the apply failed and was rolled back", path);
+        move_root_baseline(srun_fd, i, pfd, cs, &cr);
         char name[48];
         snprintf(name, sizeof(name), "session-conflicts-p%zu", i);
         for (size_t k = 0; k < cr.n_conflicts; k++) {

@@ -51,6 +51,16 @@ bool nsr_changeset_path_is_valid(const char *path) {
         }
 }
 
+bool nsr_changeset_path_is_root(const char *path) {
+        return path && streq(path, NSR_CHANGESET_ROOT);
+}
+
+bool nsr_change_is_root_mode(const nsr_change *c) {
+        return nsr_changeset_path_is_root(c->path) && c->kind == NSR_CHANGE_METADATA_CHANGED &&
+               c->type == NSR_ENTRY_DIR && c->old.exists && c->old.type == NSR_ENTRY_DIR && c->meta == NSR_META_MODE &&
+               !c->target;
+}
+
 nsr_changeset *nsr_changeset_new(void) {
         nsr_changeset *cs = nsr_malloc0(sizeof(*cs));
         cs->max_changes = NSR_CHANGESET_MAX_CHANGES_DEFAULT;
@@ -85,6 +95,10 @@ static bool type_valid(nsr_entry_type t) {
 /* Compares component by component: '/' sorts before every other byte, so
  * a directory's subtree is contiguous and follows the directory. */
 static int path_cmp(const char *a, const char *b) {
+        /* The root's "." comes first. */
+        bool ra = nsr_changeset_path_is_root(a), rb = nsr_changeset_path_is_root(b);
+        if (ra || rb)
+                return ra && rb ? 0 : ra ? -1 : 1;
         const unsigned char *x = (const unsigned char *) a, *y = (const unsigned char *) b;
         for (;; x++, y++) {
                 if (*x == *y) {
@@ -114,7 +128,9 @@ static void push(nsr_changeset *cs, nsr_change *c) {
 }
 
 int nsr_changeset_add(nsr_changeset *cs, const nsr_change *c, nsr_error *err) {
-        if (!nsr_changeset_path_is_valid(c->path)) {
+        if (nsr_changeset_path_is_root(c->path) && !nsr_change_is_root_mode(c))
+                return nsr_error_setx(err, EINVAL, "invalid change path '.': the project root changes only its mode");
+        if (!nsr_changeset_path_is_valid(c->path) && !nsr_changeset_path_is_root(c->path)) {
                 _cleanup_free_ char *p = nsr_utf8_escape(c->path ? c->path : "(null)");
                 return nsr_error_setx(err, EINVAL, "invalid change path '%s'", p);
         }

@@ -7,7 +7,13 @@
  * Paths are byte strings relative to the project root: no leading or
  * trailing slash, no empty, "." or ".." component, and any byte except NUL,
  * including newlines and invalid UTF-8. nsr_changeset_add() enforces this,
- * so the apply step can trust every path it is given. */
+ * so the apply step can trust every path it is given.
+ *
+ * One exception: the path "." stands for the project root itself, and
+ * only for a change of its mode (NSR_CHANGE_METADATA_CHANGED of a dir that
+ * was a dir, meta exactly NSR_META_MODE). It sorts before every other path
+ * and nothing is below it (the root is no parent in the set); every
+ * consumer that opens "parent dir + leaf" gets the root and "." for it. */
 #pragma once
 
 #include <errno.h>
@@ -136,5 +142,12 @@ const char *nsr_entry_type_to_string(nsr_entry_type t);
 nsr_entry_type nsr_entry_type_from_string(const char *s);
 nsr_entry_type nsr_entry_type_from_mode(mode_t m);
 
-/* Checks the path rules above. */
+/* Checks the path rules above ("." is not valid here). */
 bool nsr_changeset_path_is_valid(const char *path);
+
+/* "." : the project root's own entry (see above). */
+#define NSR_CHANGESET_ROOT "."
+bool nsr_changeset_path_is_root(const char *path);
+
+/* Whether c is a root change of the one allowed form: its mode only. */
+bool nsr_change_is_root_mode(const nsr_change *c);

@@ -507,6 +507,42 @@ static ssize_t held_unit(const planner *p, const char *path) {
         return -1;
 }
 
+/* The project root's own mode (the "." change, changeset.h): a meta step
+ * on the root, its mode only, never its owner or xattrs (the upper dir,
+ * the overlay's root, is nsrun's own dir, not a copy-up of the root). The
+ * new mode is bounded here again, whatever the change says: no group or
+ * other write and no sticky bit the root did not have; setuid and setgid
+ * stay as they are, and so do the owner's read and search bits (nsrun
+ * needs them to fingerprint, undo and recover the root). */
+static int plan_root(planner *p, const nsr_change *c, nsr_error *err) {
+        if (!nsr_change_is_root_mode(c))
+                return nsr_txn_path_error(err, EINVAL, "an invalid change of the project root at", c->path);
+        _cleanup_close_ int lp = nsr_txnfs_open(p->o->project_fd, "", O_PATH | O_DIRECTORY);
+        _cleanup_close_ int up = lp < 0 ? lp : nsr_txnfs_open(p->o->upper_fd, "", O_PATH | O_DIRECTORY);
+        struct stat st, ust;
+        if (lp < 0 || up < 0 || fstat(lp, &st) < 0 || fstat(up, &ust) < 0)
+                return nsr_txn_path_error(err, lp < 0 ? -lp : up < 0 ? -up : errno, "cannot stat the project dir",
+                                          c->path);
+        if (!same_entry(&st, &c->old) || (st.st_mode & 07777) != c->old.mode || st.st_uid != c->old.uid ||
+            st.st_gid != c->old.gid) {
+                add_conflict(p, c->path, "the host changed the project dir's mode or owner during the run", SIZE_MAX,
+                             false, false);
+                return 0;
+        }
+        mode_t lm = st.st_mode & 07777, um = ust.st_mode & 07777;
+        mode_t nm = (um & 0777 & (lm | ~(mode_t) (S_IWGRP | S_IWOTH))) | (um & lm & S_ISVTX) |
+                    (lm & (S_ISUID | S_ISGID | S_IRUSR | S_IXUSR));
+        p->res.applied++;
+        if (nm == lm)
+                return 0;
+        nsr_step *s = add_step(p, NSR_STEP_META, c, &st, NULL);
+        s->old_mode = lm;
+        s->new_mode = nm;
+        s->old_uid = s->new_uid = st.st_uid;
+        s->old_gid = s->new_gid = st.st_gid;
+        return 0;
+}
+
 /* Below a parent dir that conflicted, or in a git dir that conflicted
  * (held back as a whole): c is a conflict too, and true returned. */
 static bool held_back(planner *p, const nsr_change *c) {
@@ -576,6 +612,8 @@ static int plan_change(planner *p, size_t i, size_t *next, nsr_error *err) {
         *next = i + 1;
         if (held_back(p, c))
                 return 0;
+        if (nsr_changeset_path_is_root(c->path))
+                return plan_root(p, c, err);
         if (strlen(c->path) >= PATH_MAX)
                 return nsr_txn_path_error(err, ENAMETOOLONG, "a path too long", c->path);
         if (c->kind != NSR_CHANGE_CREATED && !c->old.exists)

@@ -419,8 +419,11 @@ static int parse_step(nsr_journal *j, char **f, size_t n) {
                 }
         _cleanup_free_ char *path = NULL;
         nsr_ident orig, nw;
-        if (parse_hex_str(f[4], &path) < 0 || !nsr_changeset_path_is_valid(path) || parse_ident(f[5], &orig) < 0 ||
-            parse_ident(f[6], &nw) < 0)
+        if (parse_hex_str(f[4], &path) < 0 || parse_ident(f[5], &orig) < 0 || parse_ident(f[6], &nw) < 0)
+                return -EINVAL;
+        /* The project root itself ("."): only ever a meta step, its mode. */
+        if (!nsr_changeset_path_is_valid(path) &&
+            !(nsr_changeset_path_is_root(path) && op == NSR_STEP_META && !copy && !tree))
                 return -EINVAL;
         nsr_step *s = nsr_journal_add_step(j, op, path);
         s->copy = copy;
@@ -446,6 +449,9 @@ static int parse_meta(nsr_journal *j, char **f, size_t n) {
         s->new_uid = nu;
         s->new_gid = ng;
         s->chown = streq(f[8], "1");
+        /* The root's step changes its mode, never its owner. */
+        if (s->chown && nsr_changeset_path_is_root(s->path))
+                return -EINVAL;
         return 0;
 }
 
@@ -455,6 +461,8 @@ static int parse_xattr(nsr_journal *j, char **f, size_t n) {
         if (n != 5 || parse_k(j, f[1], &k) < 0 || k != j->n_steps || j->steps[k - 1].op != NSR_STEP_META)
                 return -EINVAL;
         nsr_step *s = &j->steps[k - 1];
+        if (nsr_changeset_path_is_root(s->path))
+                return -EINVAL; /* the root's step changes its mode only */
         nsr_xattr_change x = { 0 };
         if (parse_hex_str(f[2], &x.name) < 0)
                 return -EINVAL;

@@ -75,8 +75,8 @@ run "$NSRUN" -p "$M" $NS -- stat -c %a .
 is "$rc:$out" "0:700" "... and a 0700 one as 0700"
 chmod 755 "$M"
 run "$NSRUN" -p "$M" $NS -- chmod 700 .
-like "$err" "note: the command changed the project dir's own mode \(0755 to 0700\); that is not applied" "chmod 700 . inside is reported, not silent"
-is "$(stat -c %a "$M")" "755" "... and not applied"
+like "$err" "1 metadata changed; committed" "chmod 700 . inside is reported, not silent"
+is "$(stat -c %a "$M")" "700" "... and applied (t298 tests the root's mode in full)"
 
 # 6. The summary says how much applied when something conflicted.
 C=$d/counts S2=$d/sync2; mkdir -p "$C" "$S2"; echo 1 > "$C/f1"; echo 2 > "$C/f2"

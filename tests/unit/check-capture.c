@@ -711,6 +711,46 @@ START_TEST(test_overlay_features_refused) {
 }
 END_TEST
 
+START_TEST(test_root_record) {
+        nsr_capture_prior p;
+        ck_assert_int_eq(nsr_capture_root_parse("nsrun-root 1 2750 1000 100 2049 12345 1700000000 123456789\n", &p), 0);
+        ck_assert_uint_eq(p.mode, 02750);
+        ck_assert_uint_eq(p.uid, 1000);
+        ck_assert_uint_eq(p.gid, 100);
+        ck_assert_uint_eq(p.dev, 2049);
+        ck_assert_uint_eq(p.ino, 12345);
+        ck_assert_int_eq(p.ctime.tv_sec, 1700000000);
+        ck_assert_int_eq(p.ctime.tv_nsec, 123456789);
+        static const char *const bad[] = {
+                "", "nsrun-root 1 755 0 0 1 2 3 4", "nsrun-root 2 755 0 0 1 2 3 4\n",
+                "nsrun-root 1 17777 0 0 1 2 3 4\n", "nsrun-root 1 755 0 0 1 2 3 1000000000\n",
+                "nsrun-root 1 755 0 0 1 2 3 4\nx", "nsrun-root 1 755 0 0 1 2 3\n", "nsrun-root 1 755 4294967296 0 1 2 3 4\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                ck_assert_msg(nsr_capture_root_parse(bad[i], &p) == -EINVAL, "'%s' accepted", bad[i]);
+        ck_assert_int_eq(nsr_capture_root_parse(NULL, &p), -EINVAL);
+
+        /* Saved and loaded back through a file; a second save replaces it. */
+        char dir[] = "/tmp/nsr-rootrec.XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(dfd, 0);
+        struct stat st;
+        ck_assert_int_eq(fstat(dfd, &st), 0);
+        nsr_error err = { 0 };
+        ck_assert_int_eq(nsr_capture_root_load(dfd, "root", &p), -ENOENT);
+        ck_assert_int_eq(nsr_capture_root_save(dfd, "root", &st, &err), 0);
+        ck_assert_int_eq(nsr_capture_root_save(dfd, "root", &st, &err), 0);
+        ck_assert_int_eq(nsr_capture_root_load(dfd, "root", &p), 0);
+        ck_assert_uint_eq(p.mode, st.st_mode & 07777);
+        ck_assert_uint_eq(p.ino, st.st_ino);
+        ck_assert_int_eq(p.ctime.tv_nsec, st.st_ctim.tv_nsec);
+        ck_assert_int_eq(unlinkat(dfd, "root", 0), 0);
+        close(dfd);
+        ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 START_TEST(test_limits) {
         tree t;
         tree_init(&t, "limits");
@@ -1186,6 +1226,7 @@ static Suite *suite(bool with_overlay) {
         tcase_add_test(tc, test_root_locked);
         tcase_add_test(tc, test_lower_unreadable);
         tcase_add_test(tc, test_overlay_features_refused);
+        tcase_add_test(tc, test_root_record);
         tcase_add_test(tc, test_limits);
         tcase_add_test(tc, test_path_too_long);
         tcase_add_test(tc, test_scaling);

@@ -99,6 +99,50 @@ START_TEST(test_add_rejects) {
 }
 END_TEST
 
+START_TEST(test_root_mode) {
+        _cleanup_(nsr_changeset_freep) nsr_changeset *cs = nsr_changeset_new();
+        nsr_change r = mk(".", NSR_CHANGE_METADATA_CHANGED, NSR_ENTRY_DIR);
+        r.meta = NSR_META_MODE;
+        r.mode = 0700;
+        r.old = (nsr_entry_old){ .exists = true, .type = NSR_ENTRY_DIR, .mode = 0755 };
+        ck_assert(!nsr_changeset_path_is_valid("."));
+        ck_assert(nsr_changeset_path_is_root("."));
+        ck_assert(!nsr_changeset_path_is_root("./"));
+        ck_assert(nsr_change_is_root_mode(&r));
+        /* Any other change of the root is refused: it would need a parent. */
+        nsr_change bad[6];
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                bad[i] = r;
+        bad[0].kind = NSR_CHANGE_DELETED;
+        bad[1].kind = NSR_CHANGE_MODIFIED;
+        bad[2].meta = NSR_META_MODE | NSR_META_OWNER;
+        bad[3].meta = NSR_META_XATTRS;
+        bad[4].old.exists = false;
+        bad[5].type = NSR_ENTRY_FILE;
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                nsr_error err = { 0 };
+                ck_assert_msg(nsr_changeset_add(cs, &bad[i], &err) == -EINVAL, "root change %zu accepted", i);
+                ck_assert_ptr_nonnull(strstr(err.msg, "invalid change path '.'"));
+        }
+        ck_assert_uint_eq(nsr_changeset_size(cs), 0);
+        /* The root sorts first, before names with bytes below '.'. */
+        add_ok(cs, "-a", NSR_CHANGE_CREATED, NSR_ENTRY_FILE);
+        add_ok(cs, "!", NSR_CHANGE_CREATED, NSR_ENTRY_FILE);
+        nsr_error err = { 0 };
+        ck_assert_int_eq(nsr_changeset_add(cs, &r, &err), 0);
+        add_ok(cs, "a", NSR_CHANGE_CREATED, NSR_ENTRY_FILE);
+        ck_assert_int_eq(nsr_changeset_sort(cs, &err), 0);
+        ck_assert_str_eq(cs->changes[0].path, ".");
+        ck_assert_str_eq(cs->changes[1].path, "!");
+        ck_assert_ptr_eq(nsr_changeset_lookup(cs, "."), &cs->changes[0]);
+        ck_assert_ptr_eq(nsr_changeset_lookup(cs, "a"), &cs->changes[3]);
+        ck_assert_uint_eq(nsr_changeset_count(cs, NSR_CHANGE_METADATA_CHANGED), 1);
+        /* Twice is a duplicate like any other. */
+        ck_assert_int_eq(nsr_changeset_add(cs, &r, &err), 0);
+        ck_assert_int_eq(nsr_changeset_sort(cs, &err), -EEXIST);
+}
+END_TEST
+
 START_TEST(test_limit) {
         _cleanup_(nsr_changeset_freep) nsr_changeset *cs = nsr_changeset_new();
         ck_assert_uint_eq(cs->max_changes, NSR_CHANGESET_MAX_CHANGES_DEFAULT);
@@ -243,6 +287,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_new_free);
         tcase_add_test(tc, test_add_counts_copies);
         tcase_add_test(tc, test_add_rejects);
+        tcase_add_test(tc, test_root_mode);
         tcase_add_test(tc, test_limit);
         tcase_add_test(tc, test_sort);
         tcase_add_test(tc, test_sorted_while_in_order);

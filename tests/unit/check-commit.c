@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -18,6 +19,7 @@
 
 #include "txn/changeset.h"
 #include "txn/commit.h"
+#include "txn/journal.h"
 #include "txn/state.h"
 #include "txn/txnfs.h"
 #include "unit.h"
@@ -558,6 +560,47 @@ START_TEST(test_changed_after) {
         ck_assert(!nsr_commit_changed_after(TS(1000, 499999900), start));
         ck_assert(nsr_commit_changed_after(TS(1000, 499999910), TS(1000, 499999911)));
 #undef TS
+}
+END_TEST
+
+/* Writes a one-step plan on the project root (".") and reads it back. */
+static int root_journal(nsr_step_op op, bool chown, nsr_journal **ret) {
+        _cleanup_(nsr_journal_freep) nsr_journal *j = nsr_journal_new();
+        nsr_journal_token_new(j->token);
+        j->project = nsr_strdup("/p");
+        nsr_step *s = nsr_journal_add_step(j, op, ".");
+        s->orig = (nsr_ident){ .set = true, .dev = 1, .ino = 2, .type = NSR_ENTRY_DIR, .mode = 0755 };
+        if (op != NSR_STEP_META)
+                s->new_id = s->orig;
+        s->old_mode = 0755;
+        s->new_mode = 0700;
+        s->chown = chown;
+        _cleanup_close_ int fd = memfd_create("journal", MFD_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        nsr_error err = { 0 };
+        ck_assert_int_eq(nsr_journal_write_plan(fd, j, &err), 0);
+        ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
+        return nsr_journal_read(fd, false, ret, &err);
+}
+
+/* The root's "." is a journal path for a meta step of its mode only. */
+START_TEST(test_journal_root_step) {
+        nsr_journal *j = NULL;
+        ck_assert_int_eq(root_journal(NSR_STEP_META, false, &j), 0);
+        ck_assert(j->plan_valid);
+        ck_assert_uint_eq(j->n_steps, 1);
+        ck_assert_str_eq(j->steps[0].path, ".");
+        ck_assert_uint_eq(j->steps[0].new_mode, 0700);
+        j = nsr_journal_free(j);
+        static const nsr_step_op bad[] = { NSR_STEP_PLACE, NSR_STEP_REPLACE, NSR_STEP_REMOVE };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                int r = root_journal(bad[i], false, &j);
+                ck_assert_msg(r < 0 || !j->plan_valid, "a %s step on '.' read back", nsr_step_op_to_string(bad[i]));
+                j = nsr_journal_free(j);
+        }
+        int r = root_journal(NSR_STEP_META, true, &j);
+        ck_assert_msg(r < 0 || !j->plan_valid, "a chown of '.' read back");
+        nsr_journal_free(j);
 }
 END_TEST
 
@@ -1975,6 +2018,7 @@ static Suite *suite(void) {
         Suite *s = suite_create("commit");
         TCase *tc = tcase_create("apply");
         tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, test_journal_root_step);
         tcase_add_test(tc, test_apply_scenario);
         tcase_add_test(tc, test_created_dir_one_rename);
         tcase_add_test(tc, test_excluded_entries_set_aside);
