@@ -95,10 +95,15 @@ is "$rc:$(cat "$P/result" 2>/dev/null)" "0:done" "... and the run ends normally 
 
 # ^Z on a terminal stops the command and nsrun, fg (SIGCONT) resumes both,
 # and the run ends as usual: a stop is no interruption.
-printf '%s\n' ': > "$1"' 'exec sleep 4.321' > "$S/sleeper2"
+# The sleep must outlast a loaded machine's ^Z round trip (it failed
+# twice under load with 4 s); the deadlines below only matter on failure.
+# Its argument is unique to this test run, so that the sleep of another
+# suite running at the same time is never taken for this one's.
+nap=9.$$
+printf '%s\n' ': > "$1"' "exec sleep $nap" > "$S/sleeper2"
 cat > "$d/tstp.py" <<'PY'
 import os, pty, signal, sys, time
-ready, argv = sys.argv[1], sys.argv[3:]
+ready, nap, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
 pid, fd = pty.fork()
 if pid == 0:
     os.execvp(argv[0], argv)
@@ -110,7 +115,7 @@ def sleeper():
     for e in os.listdir("/proc"):
         try:
             with open("/proc/%s/cmdline" % e, "rb") as f:
-                if f.read() == b"sleep\0" + b"4.321\0": return int(e)
+                if f.read() == b"sleep\0" + nap.encode() + b"\0": return int(e)
         except OSError: pass
     return None
 def drain():
@@ -126,9 +131,9 @@ until(lambda: os.path.exists(ready), 20)
 sp = None
 until(lambda: sleeper() is not None, 5); sp = sleeper()
 os.write(fd, b"\x1a")
-stopped = until(lambda: state(pid) == "T" and sp and state(sp) == "T", 5)
+stopped = until(lambda: state(pid) == "T" and sp and state(sp) == "T", 15)
 os.kill(pid, signal.SIGCONT)
-resumed = until(lambda: sp and state(sp) in ("S", "R", "?"), 5)
+resumed = until(lambda: sp and state(sp) in ("S", "R", "?"), 15)
 st = None
 def done():
     global st
@@ -136,11 +141,11 @@ def done():
     w, s = os.waitpid(pid, os.WNOHANG)
     if w: st = os.waitstatus_to_exitcode(s)
     return w != 0
-until(done, 20)
+until(done, 60)
 print("stopped" if stopped else "not-stopped", "resumed" if resumed else "not-resumed", st)
 PY
 rm -f "$S/ready" "$S/after"
-out=$(python3 "$d/tstp.py" "$S/ready" -- "$NSRUN" -p "$P" $NS --rw "$S" -- sh -c "sh $S/sleeper2 $S/ready; echo done > $S/after")
+out=$(python3 "$d/tstp.py" "$S/ready" "$nap" "$NSRUN" -p "$P" $NS --rw "$S" -- sh -c "sh $S/sleeper2 $S/ready; echo done > $S/after")
 is "$out" "stopped resumed 0" "^Z stops the command and nsrun, SIGCONT resumes them, the run ends normally"
 check "... and the command finished" test -e "$S/after"
 
