@@ -203,63 +203,14 @@ static int run_project(ctx *c, nsr_plan *user) {
         return code;
 }
 
-/* Options that only make sense with --project. */
-static const char *project_only_option(const nsr_plan *p) {
-        const nsr_project_opts *o = &p->proj;
-        if (o->home != NSR_HOME_OVERLAY)
-                return "--home";
-        if (o->hide)
-                return "--hide";
-        if (o->rw)
-                return "--rw";
-        if (o->ro)
-                return "--ro";
-        if (o->keep_env)
-                return "--keep-env";
-        if (o->allow_nested)
-                return "--allow-nested";
-        if (o->state_dir)
-                return "--state-dir";
-        if (o->report_file)
-                return "--report";
-        if (o->report_fd != -1)
-                return "--report-fd";
-        if (o->discard)
-                return "--discard";
-        if (o->keep)
-                return "--keep";
-        if (o->quiet)
-                return "--quiet";
-        if (o->verbose)
-                return "--verbose";
-        if (o->events_fd != -1)
-                return "--events-fd";
-        if (o->keep_days != -1)
-                return "--keep-days";
-        if (o->backup_limit)
-                return "--backup-limit";
-        if (o->sandbox != NSR_SANDBOX_REQUIRED)
-                return "--sandbox";
-        if (o->no_overlay)
-                return "--no-overlay";
-        if (o->workspace_root)
-                return "--workspace-root";
-        if (o->snapshot_limit)
-                return "--snapshot-limit";
-        if (o->on_conflict != NSR_CONFLICT_APPLY_REST)
-                return "--on-conflict";
-        if (p->run.tmp_size)
-                return "--tmp-size";
-        return NULL;
-}
-
-static int run_plan(ctx *c, nsr_plan *plan) {
+/* only: the first option given that needs --project (the options table's
+ * NSR_OPTF_PROJECT), or NULL. */
+static int run_plan(ctx *c, nsr_plan *plan, const nsr_option *only) {
         nsr_error err = { 0 };
         if (plan->proj.projects)
                 return run_project(c, plan);
-        const char *only = project_only_option(plan);
         if (only) {
-                nsr_error_setx(&err, EINVAL, "%s only works in project mode (--project DIR)", only);
+                nsr_error_setx(&err, EINVAL, "%s only works in project mode (--project DIR)", only->name);
                 print_error(c, &err);
                 return 1;
         }
@@ -464,7 +415,7 @@ static int run_main(ctx *cp, int argc, char **argv) {
         case _NSR_CLI_ACTION_INVALID:
                 return 1;
         }
-        int rc = run_plan(&c, plan);
+        int rc = run_plan(&c, plan, res.project_only);
         *cp = c;
         return rc;
 }

@@ -326,6 +326,33 @@ START_TEST(test_table_sanity) {
 }
 END_TEST
 
+/* Every entry of the table reaches code of its own: parsed with
+ * placeholder values, an option is taken or refused for its value, never
+ * for want of a handler; and the options that need --project are the ones
+ * a plain run is told about. */
+START_TEST(test_table_handlers) {
+        for (size_t i = 0; i < _NSR_OPT_MAX; i++) {
+                const nsr_option *o = &nsr_options[i];
+                if (o->id == NSR_OPT_HELP || o->id == NSR_OPT_VERSION)
+                        continue;
+                const char *w[6] = { o->name };
+                size_t n = 1;
+                for (unsigned k = 0; k < o->nargs; k++)
+                        w[n++] = "x";
+                w[n++] = "true";
+                _cleanup_parsed_ parsed p = parse_n(false, w, n);
+                ck_assert_msg(p.r >= 0 || !strstr(p.msg, "no handler"), "%s: %s", o->name, p.msg);
+                ck_assert_msg(p.r >= 0 || !strstr(p.msg, "Unknown option"), "%s: %s", o->name, p.msg);
+                ck_assert_msg((p.res.project_only == o) == !!(o->flags & NSR_OPTF_PROJECT),
+                              "%s: project-only is %s", o->name, p.res.project_only ? p.res.project_only->name : "unset");
+        }
+        /* the first one given is named, from a file as from the command line */
+        _cleanup_parsed_ parsed p = parse(false, W("--bind", "/", "/", "--quiet", "--home", "ro", "true"));
+        ck_assert_int_eq(p.r, 0);
+        ck_assert_ptr_eq(p.res.project_only, &nsr_options[NSR_OPT_QUIET]);
+}
+END_TEST
+
 static char *help_text(const char *prog, bool bwrap) {
         char *buf = NULL;
         size_t len = 0;
@@ -2000,6 +2027,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_table_bwrap_order);
         tcase_add_test(tc, test_table_nsrun_options);
         tcase_add_test(tc, test_table_sanity);
+        tcase_add_test(tc, test_table_handlers);
         tcase_add_test(tc, test_help_bwrap);
         tcase_add_test(tc, test_help_nsrun);
         suite_add_tcase(s, tc);
