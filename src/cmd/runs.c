@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/subopts.h"
 #include "cmd/cmd.h"
 #include "base/syscalls.h"
 #include "txn/commit.h"
@@ -119,75 +120,115 @@ static int open_project(int statefd, const nsr_run_meta *m, size_t i, int *ret_f
         return 0;
 }
 
-/* Options: --opt VALUE or --opt=VALUE. allowed: which flags the command
- * takes ("psjfkb"). */
-static int parse_args(int argc, char **argv, const char *allowed, args *a) {
+/* The options of these subcommands: one table each, one handler. */
+typedef enum run_opt {
+        RUN_OPT_STATE_DIR,
+        RUN_OPT_PROJECT,
+        RUN_OPT_JSON,
+        RUN_OPT_FORCE,
+        RUN_OPT_KEEP_DAYS,
+        RUN_OPT_LIMIT,
+        RUN_OPT_BACKUP_LIMIT,
+} run_opt;
+
+#define OPT_STATE_DIR { "--state-dir", NULL, RUN_OPT_STATE_DIR, 1, "DIR", "The state dir (default: as project mode uses it)" }
+#define OPT_PROJECT { "--project", "-p", RUN_OPT_PROJECT, 1, "DIR", "The runs of the project at DIR" }
+#define OPT_END { NULL, NULL, 0, 0, NULL, NULL }
+
+static const nsr_subopt diff_opts[] = { OPT_STATE_DIR, OPT_PROJECT, OPT_END };
+static const nsr_subopt run_opts[] = { OPT_STATE_DIR, OPT_END };
+static const nsr_subopt undo_opts[] = {
+        OPT_STATE_DIR, OPT_PROJECT,
+        { "--force", NULL, RUN_OPT_FORCE, 0, NULL, "Restore paths changed since the run too" },
+        OPT_END,
+};
+static const nsr_subopt history_opts[] = {
+        OPT_STATE_DIR, OPT_PROJECT,
+        { "--json", NULL, RUN_OPT_JSON, 0, NULL, "Print an array of JSON objects" },
+        { "--limit", NULL, RUN_OPT_LIMIT, 1, "N", "Only the N newest runs" },
+        OPT_END,
+};
+static const nsr_subopt gc_opts[] = {
+        OPT_STATE_DIR,
+        { "--keep-days", NULL, RUN_OPT_KEEP_DAYS, 1, "N", "Prune runs older than N days (default 7)" },
+        { "--backup-limit", NULL, RUN_OPT_BACKUP_LIMIT, 1, "SIZE", "Per project, prune the oldest runs beyond SIZE of backups (default 2G)" },
+        OPT_END,
+};
+
+static const nsr_subcmd diff_cmd = {
+        "diff", "[RUN]",
+        "Show what a kept run changed: a unified diff for text files, one line for the rest.\n"
+        "Without RUN: the latest run of the project at DIR, or at the current dir.\n"
+        "An applied run shows what it applied (its backups against the project now).\n"
+        "On a terminal, control characters in the text are shown as signs, never sent.\n",
+        1, 0, diff_opts,
+};
+static const nsr_subcmd commit_cmd = { "commit", "RUN", "Apply a kept run to its projects, as one transaction.\n", 1, 0,
+                                       run_opts };
+static const nsr_subcmd discard_cmd = { "discard", "RUN", "Drop a kept run.\n", 1, 0, run_opts };
+static const nsr_subcmd undo_cmd = {
+        "undo", "[RUN]",
+        "Restore what a run applied from its backups: by default the project's last applied\n"
+        "run that changed something. Paths changed since that run are refused unless --force.\n"
+        "An undo is a run of its own: undo it by its run id to get the changes back.\n",
+        1, 0, undo_opts,
+};
+static const nsr_subcmd history_cmd = { "history", NULL, "List runs, newest first (the N newest with --limit).\n", 0, 0,
+                                        history_opts };
+static const nsr_subcmd gc_cmd = {
+        "gc", NULL,
+        "Prune runs older than N days (default 7) and, per project, the oldest runs whose backups\n"
+        "exceed SIZE (default 2G); the newest run of each project is always kept.\n",
+        0, 0, gc_opts,
+};
+
+static int run_option(void *userdata, const nsr_subopt *o, const char *val, nsr_error *err) {
+        args *a = userdata;
+        char *end = NULL;
+        switch ((run_opt) o->key) {
+        case RUN_OPT_STATE_DIR:
+                a->state_dir = val;
+                return 0;
+        case RUN_OPT_PROJECT:
+                a->project = val;
+                return 0;
+        case RUN_OPT_JSON:
+                a->json = true;
+                return 0;
+        case RUN_OPT_FORCE:
+                a->force = true;
+                return 0;
+        case RUN_OPT_KEEP_DAYS:
+                errno = 0;
+                a->keep_days = strtol(val, &end, 10);
+                if (!*val || *end || a->keep_days < 0 || errno == ERANGE)
+                        return nsr_error_setx(err, EINVAL, "--keep-days takes a number of days, not \"%s\"", val);
+                return 0;
+        case RUN_OPT_LIMIT:
+                a->limit = strtol(val, &end, 10);
+                if (!*val || *end || a->limit <= 0)
+                        return nsr_error_setx(err, EINVAL, "--limit takes a number of runs, not \"%s\"", val);
+                return 0;
+        case RUN_OPT_BACKUP_LIMIT:
+                if (nsr_parse_size_suffix(val, &a->backup_limit) < 0)
+                        return nsr_error_setx(err, EINVAL, "--backup-limit takes a size such as 2G, not \"%s\"", val);
+                return 0;
+        }
+        return nsr_error_setx(err, EINVAL, "%s has no handler", o->name);
+}
+
+/* Prints what is wrong and returns -EINVAL, or 0 with *a filled. */
+static int parse_args(int argc, char **argv, const nsr_subcmd *c, args *a) {
         *a = (args){ .keep_days = -1 };
-        for (int i = 1; i < argc; i++) {
-                const char *s = argv[i];
-                const char *val = NULL;
-                _cleanup_free_ char *name = NULL;
-                const char *eq = s[0] == '-' && s[1] == '-' ? strchr(s, '=') : NULL;
-                if (eq) {
-                        name = nsr_strndup(s, (size_t) (eq - s));
-                        val = eq + 1;
-                        s = name;
-                }
-#define NEED_VALUE()                                                                                               \
-        do {                                                                                                       \
-                if (!val) {                                                                                        \
-                        if (i + 1 >= argc) {                                                                       \
-                                say(stderr, "nsrun: %s %s takes an argument\n", argv[0], s);                   \
-                                return -EINVAL;                                                                    \
-                        }                                                                                          \
-                        val = argv[++i];                                                                           \
-                }                                                                                                  \
-        } while (0)
-                if (streq(s, "--help") || streq(s, "-h"))
-                        a->help = true;
-                else if (streq(s, "--state-dir") && strchr(allowed, 's')) {
-                        NEED_VALUE();
-                        a->state_dir = val;
-                } else if ((streq(s, "--project") || streq(s, "-p")) && strchr(allowed, 'p')) {
-                        NEED_VALUE();
-                        a->project = val;
-                } else if (streq(s, "--json") && strchr(allowed, 'j'))
-                        a->json = true;
-                else if (streq(s, "--force") && strchr(allowed, 'f'))
-                        a->force = true;
-                else if (streq(s, "--keep-days") && strchr(allowed, 'k')) {
-                        NEED_VALUE();
-                        char *end = NULL;
-                        errno = 0;
-                        a->keep_days = strtol(val, &end, 10);
-                        if (!*val || *end || a->keep_days < 0 || errno == ERANGE) {
-                                say(stderr, "nsrun: --keep-days takes a number of days, not \"%s\"\n", val);
-                                return -EINVAL;
-                        }
-                } else if (streq(s, "--limit") && strchr(allowed, 'l')) {
-                        NEED_VALUE();
-                        char *end = NULL;
-                        a->limit = strtol(val, &end, 10);
-                        if (!*val || *end || a->limit <= 0) {
-                                say(stderr, "nsrun: --limit takes a number of runs, not \"%s\"\n", val);
-                                return -EINVAL;
-                        }
-                } else if (streq(s, "--backup-limit") && strchr(allowed, 'b')) {
-                        NEED_VALUE();
-                        if (nsr_parse_size_suffix(val, &a->backup_limit) < 0) {
-                                say(stderr, "nsrun: --backup-limit takes a size such as 2G, not \"%s\"\n", val);
-                                return -EINVAL;
-                        }
-                } else if (s[0] == '-' && s[1]) {
-                        say(stderr, "nsrun: %s: unknown option %s\n", argv[0], s);
-                        return -EINVAL;
-                } else if (!a->run && strchr(allowed, 'r'))
-                        a->run = s;
-                else {
-                        say(stderr, "nsrun: %s: unexpected argument \"%s\"\n", argv[0], s);
-                        return -EINVAL;
-                }
-#undef NEED_VALUE
+        nsr_error e = { 0 };
+        nsr_subargs sa;
+        int r = nsr_subopts_parse(c, argc, argv, run_option, a, &sa, &e);
+        a->help = sa.help;
+        a->run = sa.n_operands ? sa.operands[0] : NULL;
+        nsr_subargs_done(&sa);
+        if (r < 0) {
+                err_print(&e);
+                return -EINVAL;
         }
         return 0;
 }
@@ -387,15 +428,10 @@ static char *latest_run_here(int statefd, const char *dir) {
 
 int nsr_cmd_diff(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, "spr", &a) < 0)
+        if (parse_args(argc, argv, &diff_cmd, &a) < 0)
                 return 1;
         if (a.help) {
-                fputs("usage: nsrun diff [--state-dir DIR] [-p DIR] [RUN]\n"
-                      "Show what a kept run changed: a unified diff for text files, one line for the rest.\n"
-                      "Without RUN: the latest run of the project at DIR, or at the current dir.\n"
-                      "An applied run shows what it applied (its backups against the project now).\n"
-                      "On a terminal, control characters in the text are shown as signs, never sent.\n",
-                      stdout);
+                nsr_subopts_help(stdout, &diff_cmd);
                 return 0;
         }
         _cleanup_close_ int statefd = open_state(&a, NULL);
@@ -470,12 +506,10 @@ int nsr_cmd_diff(int argc, char **argv) {
 
 int nsr_cmd_commit(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, "sr", &a) < 0)
+        if (parse_args(argc, argv, &commit_cmd, &a) < 0)
                 return 1;
         if (a.help || !a.run) {
-                fputs("usage: nsrun commit [--state-dir DIR] RUN\n"
-                      "Apply a kept run to its projects, as one transaction.\n",
-                      a.help ? stdout : stderr);
+                nsr_subopts_help(a.help ? stdout : stderr, &commit_cmd);
                 return a.help ? 0 : 1;
         }
         _cleanup_free_ char *state_dir = NULL;
@@ -588,10 +622,10 @@ int nsr_cmd_commit(int argc, char **argv) {
 
 int nsr_cmd_discard(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, "sr", &a) < 0)
+        if (parse_args(argc, argv, &discard_cmd, &a) < 0)
                 return 1;
         if (a.help || !a.run) {
-                fputs("usage: nsrun discard [--state-dir DIR] RUN\nDrop a kept run.\n", a.help ? stdout : stderr);
+                nsr_subopts_help(a.help ? stdout : stderr, &discard_cmd);
                 return a.help ? 0 : 1;
         }
         _cleanup_close_ int statefd = open_state(&a, NULL);
@@ -633,14 +667,10 @@ static bool applied_state(const char *s) {
 
 int nsr_cmd_undo(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, "spfr", &a) < 0)
+        if (parse_args(argc, argv, &undo_cmd, &a) < 0)
                 return 1;
         if (a.help || (!a.run && !a.project)) {
-                fputs("usage: nsrun undo [--state-dir DIR] [-p DIR] [--force] [RUN]\n"
-                      "Restore what a run applied from its backups: by default the project's last applied\n"
-                      "run that changed something. Paths changed since that run are refused unless --force.\n"
-                      "An undo is a run of its own: undo it by its run id to get the changes back.\n",
-                      a.help ? stdout : stderr);
+                nsr_subopts_help(a.help ? stdout : stderr, &undo_cmd);
                 return a.help ? 0 : 1;
         }
         _cleanup_free_ char *state_dir = NULL;
@@ -779,12 +809,10 @@ int nsr_cmd_undo(int argc, char **argv) {
 
 int nsr_cmd_history(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, "spjl", &a) < 0)
+        if (parse_args(argc, argv, &history_cmd, &a) < 0)
                 return 1;
         if (a.help) {
-                fputs("usage: nsrun history [--state-dir DIR] [-p DIR] [--json] [--limit N]\n"
-                      "List runs, newest first (the N newest with --limit).\n",
-                      stdout);
+                nsr_subopts_help(stdout, &history_cmd);
                 return 0;
         }
         _cleanup_close_ int statefd = open_state(&a, NULL);
@@ -882,13 +910,10 @@ int nsr_cmd_history(int argc, char **argv) {
 
 int nsr_cmd_gc(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, "skb", &a) < 0)
+        if (parse_args(argc, argv, &gc_cmd, &a) < 0)
                 return 1;
         if (a.help) {
-                fputs("usage: nsrun gc [--state-dir DIR] [--keep-days N] [--backup-limit SIZE]\n"
-                      "Prune runs older than N days (default 7) and, per project, the oldest runs whose backups\n"
-                      "exceed SIZE (default 2G); the newest run of each project is always kept.\n",
-                      stdout);
+                nsr_subopts_help(stdout, &gc_cmd);
                 return 0;
         }
         _cleanup_close_ int statefd = open_state(&a, NULL);
