@@ -104,9 +104,9 @@ void nsr_subopts_help(FILE *f, const nsr_subcmd *c) {
         fprintf(f, "    %-28s %s\n", "-h, --help", "Show this help and exit");
 }
 
-void nsr_subopts_help_group(FILE *f, const nsr_subcmd *const *cmds, size_t n, const char *about) {
+void nsr_subopts_help_group(FILE *f, const char *lead, const nsr_subcmd *const *cmds, size_t n, const char *about) {
         for (size_t i = 0; i < n; i++)
-                usage_line(f, i ? "       " : "usage: ", cmds[i]);
+                usage_line(f, i ? "       " : lead, cmds[i]);
         if (about)
                 fputs(about, f);
         for (size_t i = 0; i < n; i++) {

@@ -60,5 +60,6 @@ const nsr_subopt *nsr_subopts_find(const nsr_subcmd *c, const char *name);
 /* --help: the usage line, the about text, then every option. */
 void nsr_subopts_help(FILE *f, const nsr_subcmd *c);
 /* --help of a subcommand with verbs (session, seccomp, profile): a usage
- * line per verb, the about text, then each verb's options. */
-void nsr_subopts_help_group(FILE *f, const nsr_subcmd *const *cmds, size_t n, const char *about);
+ * line per verb (the first starting with lead, "usage: "), the about
+ * text, then each verb's options. */
+void nsr_subopts_help_group(FILE *f, const char *lead, const nsr_subcmd *const *cmds, size_t n, const char *about);

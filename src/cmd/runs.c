@@ -665,6 +665,75 @@ static bool applied_state(const char *s) {
         return streq(s, "committed") || streq(s, "conflict");
 }
 
+/* The project's last applied run that is not an undo and changed
+ * something; NULL after saying there is none. */
+static char *last_undoable_run(int statefd, const char *project) {
+        nsr_error e = { 0 };
+        _cleanup_strv_free_ char **runs = NULL;
+        if (nsr_state_list_runs(statefd, &runs, &e) < 0) {
+                err_print(&e);
+                return NULL;
+        }
+        for (size_t i = 0; runs[i]; i++) {
+                _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
+                _cleanup_close_ int fd = nsr_run_open(statefd, runs[i], &e);
+                if (fd < 0 || nsr_run_meta_read(fd, &m, &e) < 0)
+                        continue;
+                if (applied_state(m.state) && !streq(m.kind, "undo") && find_project(&m, project) >= 0 &&
+                    run_changed(&m, find_project(&m, project)))
+                        return nsr_strdup(runs[i]);
+        }
+        say(stderr, "nsrun: %s: no applied run to undo\n", project);
+        return NULL;
+}
+
+/* Undoes run m in each project it changed (only project, when set), as
+ * undo run undo_id; counts what was restored and refused into *um and the
+ * totals. 0, or 1 when a project failed. */
+static int undo_projects(int statefd, int run_fd, const nsr_run_meta *m, const char *project, int undo_fd,
+                         const char *undo_id, bool force, nsr_run_meta *um, size_t *refused, size_t *restored) {
+        nsr_error e = { 0 };
+        int rc = 0;
+        for (size_t i = 0; m->projects && m->projects[i]; i++) {
+                if (project && !streq(project, m->projects[i]))
+                        continue;
+                if (!run_changed(m, (int) i))
+                        continue;
+                _cleanup_close_ int pfd = -1, lock = -1;
+                size_t n = 0;
+                if (open_project(statefd, m, i, &pfd, &lock, &n) < 0) {
+                        rc = 1;
+                        continue;
+                }
+                nsr_undo_result ur = { 0 };
+                nsr_undo_opts uo = { .project_fd = pfd,
+                                     .project_path = m->projects[i],
+                                     .run_fd = run_fd,
+                                     .project_index = (unsigned) i,
+                                     .undo_run_fd = undo_fd,
+                                     .force = force,
+                                     .state_fd = statefd,
+                                     .undo_run_id = undo_id };
+                if (nsr_commit_undo(&uo, &ur, &e) < 0) {
+                        nsr_error_prefix(&e, "%s: the undo failed and was rolled back", m->projects[i]);
+                        err_print(&e);
+                        rc = 1;
+                        nsr_undo_result_done(&ur);
+                        continue;
+                }
+                for (size_t k = 0; ur.refused && ur.refused[k]; k++) {
+                        _cleanup_free_ char *s = nsr_utf8_escape(ur.refused[k]);
+                        say(stderr, "nsrun: %s: %s changed since run %s; not restored (use --force)\n",
+                                m->projects[i], s, m->run_id);
+                        (*refused)++;
+                }
+                *restored += ur.restored;
+                um->counts[i][1] = ur.restored;
+                nsr_undo_result_done(&ur);
+        }
+        return rc;
+}
+
 int nsr_cmd_undo(int argc, char **argv) {
         args a;
         if (parse_args(argc, argv, &undo_cmd, &a) < 0)
@@ -678,29 +747,10 @@ int nsr_cmd_undo(int argc, char **argv) {
         if (statefd < 0)
                 return 1;
         _cleanup_free_ char *project = a.project ? realpath_or_self(a.project) : NULL;
-        _cleanup_free_ char *run = a.run ? nsr_strdup(a.run) : NULL;
+        _cleanup_free_ char *run = a.run ? nsr_strdup(a.run) : last_undoable_run(statefd, project);
         nsr_error e = { 0 };
-        if (!run) {
-                /* The project's last applied run that is not an undo and changed something. */
-                _cleanup_strv_free_ char **runs = NULL;
-                if (nsr_state_list_runs(statefd, &runs, &e) < 0) {
-                        err_print(&e);
-                        return 1;
-                }
-                for (size_t i = 0; runs[i] && !run; i++) {
-                        _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
-                        _cleanup_close_ int fd = nsr_run_open(statefd, runs[i], &e);
-                        if (fd < 0 || nsr_run_meta_read(fd, &m, &e) < 0)
-                                continue;
-                        if (applied_state(m.state) && !streq(m.kind, "undo") && find_project(&m, project) >= 0 &&
-                            run_changed(&m, find_project(&m, project)))
-                                run = nsr_strdup(runs[i]);
-                }
-                if (!run) {
-                        say(stderr, "nsrun: %s: no applied run to undo\n", project);
-                        return 1;
-                }
-        }
+        if (!run)
+                return 1;
         _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
         _cleanup_close_ int run_fd = open_run(statefd, run, &m);
         if (run_fd < 0)
@@ -741,45 +791,8 @@ int nsr_cmd_undo(int argc, char **argv) {
                 return 1;
         }
 
-        int rc = 0;
         size_t refused = 0, restored = 0;
-        for (size_t i = 0; m.projects && m.projects[i]; i++) {
-                if (project && !streq(project, m.projects[i]))
-                        continue;
-                if (!run_changed(&m, (int) i))
-                        continue;
-                _cleanup_close_ int pfd = -1, lock = -1;
-                size_t n = 0;
-                if (open_project(statefd, &m, i, &pfd, &lock, &n) < 0) {
-                        rc = 1;
-                        continue;
-                }
-                nsr_undo_result ur = { 0 };
-                nsr_undo_opts uo = { .project_fd = pfd,
-                                     .project_path = m.projects[i],
-                                     .run_fd = run_fd,
-                                     .project_index = (unsigned) i,
-                                     .undo_run_fd = undo_fd,
-                                     .force = a.force,
-                                     .state_fd = statefd,
-                                     .undo_run_id = undo_id };
-                if (nsr_commit_undo(&uo, &ur, &e) < 0) {
-                        nsr_error_prefix(&e, "%s: the undo failed and was rolled back", m.projects[i]);
-                        err_print(&e);
-                        rc = 1;
-                        nsr_undo_result_done(&ur);
-                        continue;
-                }
-                for (size_t k = 0; ur.refused && ur.refused[k]; k++) {
-                        _cleanup_free_ char *s = nsr_utf8_escape(ur.refused[k]);
-                        say(stderr, "nsrun: %s: %s changed since run %s; not restored (use --force)\n",
-                                m.projects[i], s, m.run_id);
-                        refused++;
-                }
-                restored += ur.restored;
-                um.counts[i][1] = ur.restored;
-                nsr_undo_result_done(&ur);
-        }
+        int rc = undo_projects(statefd, run_fd, &m, project, undo_fd, undo_id, a.force, &um, &refused, &restored);
         um.state = (char *) (rc ? "failed" : "committed");
         if (nsr_run_meta_write(undo_fd, &um, &e) < 0) {
                 nsr_error_prefix(&e, "undo run %s: its outcome could not be recorded", undo_id);

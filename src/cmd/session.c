@@ -94,7 +94,7 @@ static const nsr_subcmd exec_sub = { "exec", "ID -- COMMAND [ARGS]", NULL, 1, NS
 
 static void usage_session(FILE *f) {
         static const nsr_subcmd *const cmds[] = { &start_sub, &stop_sub, &list_sub, &diff_sub, &commit_sub, &exec_sub };
-        nsr_subopts_help_group(f, cmds, ELEMENTSOF(cmds),
+        nsr_subopts_help_group(f, "usage: ", cmds, ELEMENTSOF(cmds),
                                "A session keeps one project sandbox up for many commands; see nsrun(1), SESSIONS.\n");
 }
 
