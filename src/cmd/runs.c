@@ -202,16 +202,17 @@ static int run_option(void *userdata, const nsr_subopt *o, const char *val, nsr_
                 errno = 0;
                 a->keep_days = strtol(val, &end, 10);
                 if (!*val || *end || a->keep_days < 0 || errno == ERANGE)
-                        return nsr_error_setx(err, EINVAL, "--keep-days takes a number of days, not \"%s\"", val);
+                        return nsr_error_setx(err, EINVAL, "%s takes a number of days, not \"%s\"", o->name, val);
                 return 0;
         case RUN_OPT_LIMIT:
                 a->limit = strtol(val, &end, 10);
                 if (!*val || *end || a->limit <= 0)
-                        return nsr_error_setx(err, EINVAL, "--limit takes a number of runs, not \"%s\"", val);
+                        return nsr_error_setx(err, EINVAL, "%s takes a number of runs, not \"%s\"", o->name, val);
                 return 0;
         case RUN_OPT_BACKUP_LIMIT:
                 if (nsr_parse_size_suffix(val, &a->backup_limit) < 0)
-                        return nsr_error_setx(err, EINVAL, "--backup-limit takes a size such as 2G, not \"%s\"", val);
+                        return nsr_error_setx(err, EINVAL, "%s takes a size such as 2G, not \"%s\"", o->name,
+                                              val);
                 return 0;
         }
         return nsr_error_setx(err, EINVAL, "%s has no handler", o->name);

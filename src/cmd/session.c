@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/subopts.h"
 #include "cmd/cmd.h"
 #include "base/json.h"
@@ -128,7 +129,7 @@ static int session_option(void *userdata, const nsr_subopt *o, const char *val, 
         case SESS_OPT_IDLE_TIMEOUT:
                 if (nsr_session_parse_duration(val, &a->idle) < 0)
                         return nsr_error_setx(err, EINVAL,
-                                              "--idle-timeout takes a duration (30m, 90s, 2h, 0 for none), not \"%s\"", val);
+                                              "%s takes a duration (30m, 90s, 2h, 0 for none), not \"%s\"", o->name, val);
                 return 0;
         case SESS_OPT_COMMIT:
                 a->commit = true;
@@ -144,12 +145,12 @@ static int session_option(void *userdata, const nsr_subopt *o, const char *val, 
                 return 0;
         case SESS_OPT_ENV:
                 if (!strchr(val, '=') || val[0] == '=')
-                        return nsr_error_setx(err, EINVAL, "--env wants NAME=VALUE, not \"%s\"", val);
+                        return nsr_error_setx(err, EINVAL, "%s wants NAME=VALUE, not \"%s\"", o->name, val);
                 nsr_strv_extend(&a->set, val);
                 return 0;
         case SESS_OPT_UNSET_ENV:
                 if (!*val || strchr(val, '='))
-                        return nsr_error_setx(err, EINVAL, "--unset-env wants a NAME, not \"%s\"", val);
+                        return nsr_error_setx(err, EINVAL, "%s wants a NAME, not \"%s\"", o->name, val);
                 nsr_strv_extend(&a->unset, val);
                 return 0;
         }
@@ -237,14 +238,14 @@ static int start_plan(char **words, size_t n, nsr_plan **ret) {
         }
         /* What a one-shot run writes at its end has no end to wait for
          * here: exec --report covers one command. */
-        const char *endless = plan->proj.report_file ? "--report" : plan->proj.report_fd != -1 ? "--report-fd"
-                                                           : plan->proj.events_fd != -1 ? "--events-fd"
-                                                           : plan->trace_bwrap || plan->trace_bwrap_fd != -1
-                                                                   ? "--trace-bwrap"
-                                                                   : NULL;
-        if (endless) {
+        nsr_opt_id endless = plan->proj.report_file                             ? NSR_OPT_REPORT
+                             : plan->proj.report_fd != -1                       ? NSR_OPT_REPORT_FD
+                             : plan->proj.events_fd != -1                       ? NSR_OPT_EVENTS_FD
+                             : plan->trace_bwrap || plan->trace_bwrap_fd != -1 ? NSR_OPT_TRACE_BWRAP
+                                                                                : _NSR_OPT_INVALID;
+        if (endless != _NSR_OPT_INVALID) {
                 say("nsrun: session start does not take %s (\"nsrun exec --report FILE\" reports one command)\n",
-                    endless);
+                    nsr_options_get(endless)->name);
                 return -EINVAL;
         }
         if (plan->proj.keep || plan->proj.discard) {
