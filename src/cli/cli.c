@@ -511,30 +511,30 @@ static int handle_project_mode(parser *ps, const nsr_option *o, const char *type
         if (id == NSR_OPT_HOME) {
                 nsr_home_mode m = nsr_home_mode_from_string(vals[0]);
                 if (m < 0)
-                        return nsr_error_setx(err, EINVAL, "--home takes overlay, ro or hide, not \"%s\"", vals[0]);
+                        return nsr_error_setx(err, EINVAL, "%s takes overlay, ro or hide, not \"%s\"", o->name, vals[0]);
                 p->proj.home = m;
         } else if (id == NSR_OPT_SANDBOX) {
                 nsr_sandbox_mode m = nsr_sandbox_mode_from_string(vals[0]);
                 if (m < 0)
-                        return nsr_error_setx(err, EINVAL, "--sandbox takes required, best-effort or off, not \"%s\"",
-                                              vals[0]);
+                        return nsr_error_setx(err, EINVAL, "%s takes required, best-effort or off, not \"%s\"",
+                                              o->name, vals[0]);
                 p->proj.sandbox = m;
         } else if (id == NSR_OPT_ON_CONFLICT) {
                 nsr_conflict_mode m = nsr_conflict_mode_from_string(vals[0]);
                 if (m < 0)
-                        return nsr_error_setx(err, EINVAL, "--on-conflict takes apply-rest, keep-all or fail, not \"%s\"",
-                                              vals[0]);
+                        return nsr_error_setx(err, EINVAL, "%s takes apply-rest, keep-all or fail, not \"%s\"",
+                                              o->name, vals[0]);
                 p->proj.on_conflict = m;
         } else if (id == NSR_OPT_KEEP_DAYS) {
                 unsigned v = 0;
-                if (parse_id_arg(vals[0], "--keep-days", &v, err) < 0)
-                        return nsr_error_setx(err, EINVAL, "--keep-days takes a number of days, not \"%s\"", vals[0]);
+                if (parse_id_arg(vals[0], o->name, &v, err) < 0)
+                        return nsr_error_setx(err, EINVAL, "%s takes a number of days, not \"%s\"", o->name, vals[0]);
                 p->proj.keep_days = (long) v;
         } else if (id == NSR_OPT_BACKUP_LIMIT) {
                 if (nsr_parse_size_suffix(vals[0], &p->proj.backup_limit) < 0)
-                        return nsr_error_setx(err, EINVAL, "--backup-limit takes a size such as 2G, not \"%s\"", vals[0]);
+                        return nsr_error_setx(err, EINVAL, "%s takes a size such as 2G, not \"%s\"", o->name, vals[0]);
         } else if (nsr_parse_size_suffix(vals[0], &p->proj.snapshot_limit) < 0)
-                return nsr_error_setx(err, EINVAL, "--snapshot-limit takes a size such as 1G, not \"%s\"", vals[0]);
+                return nsr_error_setx(err, EINVAL, "%s takes a size such as 1G, not \"%s\"", o->name, vals[0]);
         return 0;
 }
 

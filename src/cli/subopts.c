@@ -76,8 +76,8 @@ int nsr_subopts_parse(const nsr_subcmd *c, int argc, char **argv, nsr_subopt_fn 
 static void option_lines(FILE *f, const nsr_subopt *opts) {
         for (const nsr_subopt *o = opts; o && o->name; o++) {
                 char left[96];
-                snprintf(left, sizeof(left), "%s%s%s%s%s", o->short_name ? o->short_name : "", o->short_name ? ", " : "",
-                         o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+                snprintf(left, sizeof(left), "%s%s%s%s%s", o->short_name ? o->short_name : "",
+                         o->short_name ? ", " : "", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
                 if (strlen(left) > 28)
                         fprintf(f, "    %s\n    %-28s %s\n", left, "", o->help);
                 else

@@ -131,7 +131,8 @@ typedef enum run_opt {
         RUN_OPT_BACKUP_LIMIT,
 } run_opt;
 
-#define OPT_STATE_DIR { "--state-dir", NULL, RUN_OPT_STATE_DIR, 1, "DIR", "The state dir (default: as project mode uses it)" }
+#define OPT_STATE_DIR                                                                                              \
+        { "--state-dir", NULL, RUN_OPT_STATE_DIR, 1, "DIR", "The state dir (default: as project mode uses it)" }
 #define OPT_PROJECT { "--project", "-p", RUN_OPT_PROJECT, 1, "DIR", "The runs of the project at DIR" }
 #define OPT_END { NULL, NULL, 0, 0, NULL, NULL }
 
@@ -151,7 +152,8 @@ static const nsr_subopt history_opts[] = {
 static const nsr_subopt gc_opts[] = {
         OPT_STATE_DIR,
         { "--keep-days", NULL, RUN_OPT_KEEP_DAYS, 1, "N", "Prune runs older than N days (default 7)" },
-        { "--backup-limit", NULL, RUN_OPT_BACKUP_LIMIT, 1, "SIZE", "Per project, prune the oldest runs beyond SIZE of backups (default 2G)" },
+        { "--backup-limit", NULL, RUN_OPT_BACKUP_LIMIT, 1, "SIZE",
+          "Per project, prune the oldest runs beyond SIZE of backups (default 2G)" },
         OPT_END,
 };
 

@@ -58,13 +58,15 @@ typedef enum sess_opt {
         SESS_OPT_REPORT,
 } sess_opt;
 
-#define OPT_STATE_DIR { "--state-dir", NULL, SESS_OPT_STATE_DIR, 1, "DIR", "Where the session lives (when it was started with one)" }
+#define OPT_STATE_DIR                                                                                              \
+        { "--state-dir", NULL, SESS_OPT_STATE_DIR, 1, "DIR", "Where the session lives (when it was started with one)" }
 #define OPT_JSON { "--json", NULL, SESS_OPT_JSON, 0, NULL, "Print JSON" }
 #define OPT_END { NULL, NULL, 0, 0, NULL, NULL }
 
 static const nsr_subopt start_opts[] = {
         OPT_JSON,
-        { "--idle-timeout", NULL, SESS_OPT_IDLE_TIMEOUT, 1, "DURATION", "Stop after DURATION with no command (default 30m; 0: never)" },
+        { "--idle-timeout", NULL, SESS_OPT_IDLE_TIMEOUT, 1, "DURATION",
+          "Stop after DURATION with no command (default 30m; 0: never)" },
         OPT_END,
 };
 static const nsr_subopt stop_opts[] = {
@@ -129,7 +131,8 @@ static int session_option(void *userdata, const nsr_subopt *o, const char *val, 
         case SESS_OPT_IDLE_TIMEOUT:
                 if (nsr_session_parse_duration(val, &a->idle) < 0)
                         return nsr_error_setx(err, EINVAL,
-                                              "%s takes a duration (30m, 90s, 2h, 0 for none), not \"%s\"", o->name, val);
+                                              "%s takes a duration (30m, 90s, 2h, 0 for none), not \"%s\"", o->name,
+                                              val);
                 return 0;
         case SESS_OPT_COMMIT:
                 a->commit = true;
