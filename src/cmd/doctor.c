@@ -56,7 +56,7 @@ static int doctor_option(void *userdata, const nsr_subopt *o, const char *val, n
                 return 0;
         case DOCTOR_OPT_STATE_DIR:
                 if (!*val)
-                        return nsr_error_setx(err, EINVAL, "--state-dir needs a directory");
+                        return nsr_error_setx(err, EINVAL, "%s needs a directory", o->name);
                 a->state_dir = val;
                 return 0;
         }
