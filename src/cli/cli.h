@@ -25,6 +25,9 @@ typedef struct nsr_cli_result {
         /* The error came from a profile or config line, or a forbid rule:
          * nsrun's own failure (exit 125), not bwrap's usage error. */
         bool policy_error;
+        /* The first option given (in a file or on the command line) that
+         * only works with --project (NSR_OPTF_PROJECT), or NULL. */
+        const struct nsr_option *project_only;
 } nsr_cli_result;
 
 /* Parses args[0..n) (the words after argv[0]). On success *ret_plan holds

@@ -7,6 +7,7 @@
 
 #define B NSR_OPTF_BWRAP
 #define N NSR_OPTF_NSRUN
+#define P NSR_OPTF_PROJECT
 
 /* Order matters: it is the order of --help, and bwrap's options come in
  * bwrap 0.11.1's --help order so that a caller who greps the help text
@@ -129,52 +130,52 @@ const nsr_option nsr_options[_NSR_OPT_MAX] = {
                               "the changes (repeatable)", N, NULL },
         [NSR_OPT_HOME] = { "--home", NULL, NSR_OPT_HOME, 1, "overlay|ro|hide",
                            "Project mode: home writable but thrown away (default), read-only,\n"
-                           "or an empty tmpfs", N, NULL },
-        [NSR_OPT_HIDE] = { "--hide", NULL, NSR_OPT_HIDE, 1, "PATH", "Project mode: hide PATH too (repeatable)", N, NULL },
+                           "or an empty tmpfs", N | P, NULL },
+        [NSR_OPT_HIDE] = { "--hide", NULL, NSR_OPT_HIDE, 1, "PATH", "Project mode: hide PATH too (repeatable)", N | P, NULL },
         [NSR_OPT_RW] = { "--rw", NULL, NSR_OPT_RW, 1, "PATH",
-                         "Project mode: bind PATH writable and live, outside the transaction", N, NULL },
-        [NSR_OPT_RO] = { "--ro", NULL, NSR_OPT_RO, 1, "PATH", "Project mode: bind PATH read-only", N, NULL },
+                         "Project mode: bind PATH writable and live, outside the transaction", N | P, NULL },
+        [NSR_OPT_RO] = { "--ro", NULL, NSR_OPT_RO, 1, "PATH", "Project mode: bind PATH read-only", N | P, NULL },
         [NSR_OPT_KEEP_ENV] = { "--keep-env", NULL, NSR_OPT_KEEP_ENV, 1, "NAME",
-                               "Project mode: keep variable NAME although it looks secret", N, NULL },
+                               "Project mode: keep variable NAME although it looks secret", N | P, NULL },
         [NSR_OPT_ALLOW_NESTED] = { "--allow-nested", NULL, NSR_OPT_ALLOW_NESTED, 0, NULL,
-                                   "Project mode: let the command build its own sandbox (default-nested policy)", N, NULL },
+                                   "Project mode: let the command build its own sandbox (default-nested policy)", N | P, NULL },
         [NSR_OPT_STATE_DIR] = { "--state-dir", NULL, NSR_OPT_STATE_DIR, 1, "DIR",
-                                "Project mode: where runs, layers and backups live", N, NULL },
-        [NSR_OPT_REPORT] = { "--report", NULL, NSR_OPT_REPORT, 1, "FILE", "Project mode: write the JSON report to FILE", N, NULL },
+                                "Project mode: where runs, layers and backups live", N | P, NULL },
+        [NSR_OPT_REPORT] = { "--report", NULL, NSR_OPT_REPORT, 1, "FILE", "Project mode: write the JSON report to FILE", N | P, NULL },
         [NSR_OPT_REPORT_FD] = { "--report-fd", NULL, NSR_OPT_REPORT_FD, 1, "FD",
-                                "Project mode: write the JSON report to FD", N, NULL },
+                                "Project mode: write the JSON report to FD", N | P, NULL },
         [NSR_OPT_DISCARD] = { "--discard", NULL, NSR_OPT_DISCARD, 0, NULL,
-                              "Project mode: report the changes but apply nothing", N, NULL },
+                              "Project mode: report the changes but apply nothing", N | P, NULL },
         [NSR_OPT_KEEP] = { "--keep", NULL, NSR_OPT_KEEP, 0, NULL,
-                           "Project mode: keep the run for review instead of applying it", N, NULL },
+                           "Project mode: keep the run for review instead of applying it", N | P, NULL },
         [NSR_OPT_ON_CONFLICT] = { "--on-conflict", NULL, NSR_OPT_ON_CONFLICT, 1, "apply-rest|keep-all|fail",
                                   "Project mode: on a conflict, apply the rest (default; a git dir\n"
-                                  "stays whole), apply nothing and keep the run, or that and exit 125", N, NULL },
-        [NSR_OPT_QUIET] = { "--quiet", "-q", NSR_OPT_QUIET, 0, NULL, "Project mode: no summary on stderr", N, NULL },
+                                  "stays whole), apply nothing and keep the run, or that and exit 125", N | P, NULL },
+        [NSR_OPT_QUIET] = { "--quiet", "-q", NSR_OPT_QUIET, 0, NULL, "Project mode: no summary on stderr", N | P, NULL },
         [NSR_OPT_VERBOSE] = { "--verbose", "-v", NSR_OPT_VERBOSE, 0, NULL,
-                              "Project mode: list every change on stderr", N, NULL },
+                              "Project mode: list every change on stderr", N | P, NULL },
         [NSR_OPT_EVENTS_FD] = { "--events-fd", NULL, NSR_OPT_EVENTS_FD, 1, "FD",
-                                "Project mode: stream JSON lines of changes to FD while the command runs", N, NULL },
+                                "Project mode: stream JSON lines of changes to FD while the command runs", N | P, NULL },
         [NSR_OPT_KEEP_DAYS] = { "--keep-days", NULL, NSR_OPT_KEEP_DAYS, 1, "N",
-                                "Project mode: prune runs and backups older than N days (default 7)", N, NULL },
+                                "Project mode: prune runs and backups older than N days (default 7)", N | P, NULL },
         [NSR_OPT_BACKUP_LIMIT] = { "--backup-limit", NULL, NSR_OPT_BACKUP_LIMIT, 1, "SIZE",
-                                   "Project mode: prune the oldest runs beyond SIZE per project (default 2G)", N, NULL },
+                                   "Project mode: prune the oldest runs beyond SIZE per project (default 2G)", N | P, NULL },
         [NSR_OPT_SANDBOX] = { "--sandbox", NULL, NSR_OPT_SANDBOX, 1, "required|best-effort|off",
                               "Project mode: insist on the namespace sandbox (default), fall back to\n"
                               "Landlock and seccomp where user namespaces are forbidden, or no\n"
-                              "isolation at all (debugging)", N, NULL },
+                              "isolation at all (debugging)", N | P, NULL },
         [NSR_OPT_NO_OVERLAY] = { "--no-overlay", NULL, NSR_OPT_NO_OVERLAY, 0, NULL,
                                  "Project mode: bind the projects writable instead of overlaying them;\n"
-                                 "a snapshot taken before the run captures the changes", N, NULL },
+                                 "a snapshot taken before the run captures the changes", N | P, NULL },
         [NSR_OPT_SNAPSHOT_LIMIT] = { "--snapshot-limit", NULL, NSR_OPT_SNAPSHOT_LIMIT, 1, "SIZE",
                                      "Project mode: refuse a snapshot that would copy more than SIZE\n"
-                                     "(default 1G; reflinked data is free)", N, NULL },
+                                     "(default 1G; reflinked data is free)", N | P, NULL },
         [NSR_OPT_PROFILE] = { "--profile", NULL, NSR_OPT_PROFILE, 1, "NAME|PATH",
                               "Apply the options of a profile file first (repeatable; the command\n"
                               "line still wins); see nsrun-profile(5)", N, NULL },
         [NSR_OPT_WORKSPACE_ROOT] = { "--workspace-root", NULL, NSR_OPT_WORKSPACE_ROOT, 0, NULL,
                                      "Project mode: mount the (one) project as /, with the host's /usr,\n"
-                                     "/etc and libraries read-only beneath it", N, NULL },
+                                     "/etc and libraries read-only beneath it", N | P, NULL },
         [NSR_OPT_ALLOW_HOST] = { "--allow-host", NULL, NSR_OPT_ALLOW_HOST, 1, "PATTERN",
                                  "Private network with only loopback, plus an HTTP and SOCKS5 proxy\n"
                                  "that connects to hosts matching PATTERN (host, *.domain, an address;\n"
@@ -198,7 +199,7 @@ const nsr_option nsr_options[_NSR_OPT_MAX] = {
                            "user namespace; project mode default 4096)", N, NULL },
         [NSR_OPT_TMP_SIZE] = { "--tmp-size", NULL, NSR_OPT_TMP_SIZE, 1, "SIZE",
                                "Project mode: cap each tmpfs (/tmp, /var/tmp, /dev, the home layer)\n"
-                               "at SIZE (default a quarter of the RAM)", N, NULL },
+                               "at SIZE (default a quarter of the RAM)", N | P, NULL },
         [NSR_OPT_MEMORY] = { "--memory", NULL, NSR_OPT_MEMORY, 1, "SIZE",
                              "memory.max of a cgroup for the run (needs a delegated cgroup v2)", N, NULL },
         [NSR_OPT_CPU] = { "--cpu", NULL, NSR_OPT_CPU, 1, "CPUS",
@@ -208,6 +209,7 @@ const nsr_option nsr_options[_NSR_OPT_MAX] = {
 
 #undef B
 #undef N
+#undef P
 
 const nsr_option *nsr_options_get(nsr_opt_id id) {
         if (id < 0 || id >= _NSR_OPT_MAX)

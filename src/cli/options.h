@@ -124,6 +124,7 @@ typedef enum nsr_opt_id {
 typedef enum nsr_opt_flags {
         NSR_OPTF_BWRAP = 1 << 0,   /* part of bwrap 0.11.1's command line */
         NSR_OPTF_NSRUN = 1 << 1,   /* nsrun-only: accepts --opt=VALUE, unknown as bwrap */
+        NSR_OPTF_PROJECT = 1 << 2, /* only with --project: refused in a plain run */
 } nsr_opt_flags;
 
 typedef struct nsr_option {

@@ -7,7 +7,11 @@
 #include <string.h>
 #include <sys/capability.h>
 
+#include "cli/options.h"
 #include "cli/trace.h"
+
+/* Every option name comes from the options table, never a second spelling. */
+#define OPT(x) (nsr_options[NSR_OPT_##x].name)
 
 static void add(char ***v, const char *s) {
         nsr_strv_extend(v, s);
@@ -43,45 +47,45 @@ static const char *op_option(const nsr_op *op) {
         bool try_ = op->flags & NSR_OPF_TRY;
         switch (op->type) {
         case NSR_OP_BIND:
-                return try_ ? "--bind-try" : "--bind";
+                return try_ ? OPT(BIND_TRY) : OPT(BIND);
         case NSR_OP_RO_BIND:
-                return try_ ? "--ro-bind-try" : "--ro-bind";
+                return try_ ? OPT(RO_BIND_TRY) : OPT(RO_BIND);
         case NSR_OP_DEV_BIND:
-                return try_ ? "--dev-bind-try" : "--dev-bind";
+                return try_ ? OPT(DEV_BIND_TRY) : OPT(DEV_BIND);
         case NSR_OP_BIND_FD:
-                return "--bind-fd";
+                return OPT(BIND_FD);
         case NSR_OP_RO_BIND_FD:
-                return "--ro-bind-fd";
+                return OPT(RO_BIND_FD);
         case NSR_OP_REMOUNT_RO:
-                return "--remount-ro";
+                return OPT(REMOUNT_RO);
         case NSR_OP_OVERLAY:
-                return "--overlay";
+                return OPT(OVERLAY);
         case NSR_OP_TMP_OVERLAY:
-                return "--tmp-overlay";
+                return OPT(TMP_OVERLAY);
         case NSR_OP_RO_OVERLAY:
-                return "--ro-overlay";
+                return OPT(RO_OVERLAY);
         case NSR_OP_PROC:
-                return "--proc";
+                return OPT(PROC);
         case NSR_OP_DEV:
-                return "--dev";
+                return OPT(DEV);
         case NSR_OP_TMPFS:
-                return "--tmpfs";
+                return OPT(TMPFS);
         case NSR_OP_MQUEUE:
-                return "--mqueue";
+                return OPT(MQUEUE);
         case NSR_OP_DIR:
-                return "--dir";
+                return OPT(DIR);
         case NSR_OP_FILE:
-                return "--file";
+                return OPT(FILE);
         case NSR_OP_BIND_DATA:
-                return "--bind-data";
+                return OPT(BIND_DATA);
         case NSR_OP_RO_BIND_DATA:
-                return "--ro-bind-data";
+                return OPT(RO_BIND_DATA);
         case NSR_OP_SYMLINK:
-                return "--symlink";
+                return OPT(SYMLINK);
         case NSR_OP_CHMOD:
-                return "--chmod";
+                return OPT(CHMOD);
         case NSR_OP_HOSTNAME:
-                return "--hostname";
+                return OPT(HOSTNAME);
         case _NSR_OP_TYPE_MAX:
         case _NSR_OP_TYPE_INVALID:
                 break;
@@ -94,15 +98,15 @@ static void add_op(char ***v, const nsr_op *op) {
         if (!opt)
                 return;
         if (op->perms != NSR_PERMS_UNSET && nsr_op_type_takes_perms(op->type)) {
-                add(v, "--perms");
+                add(v, OPT(PERMS));
                 addf(v, "%04o", (unsigned) op->perms);
         }
         if (op->type == NSR_OP_TMPFS && op->size) {
-                add(v, "--size");
+                add(v, OPT(SIZE));
                 addf(v, "%llu", (unsigned long long) op->size);
         }
         for (size_t i = 0; op->overlay_srcs && op->overlay_srcs[i]; i++) {
-                add(v, "--overlay-src");
+                add(v, OPT(OVERLAY_SRC));
                 add(v, op->overlay_srcs[i]);
         }
         add(v, opt);
@@ -151,51 +155,51 @@ static void add_op(char ***v, const nsr_op *op) {
 char **nsr_trace_argv(const nsr_plan *p) {
         char **v = nsr_malloc0(sizeof(char *));
         if (p->level_prefix)
-                add(&v, "--level-prefix");
+                add(&v, OPT(LEVEL_PREFIX));
         if (p->unshare_user)
-                add(&v, "--unshare-user");
+                add(&v, OPT(UNSHARE_USER));
         if (p->unshare_user_try)
-                add(&v, "--unshare-user-try");
+                add(&v, OPT(UNSHARE_USER_TRY));
         if (p->unshare_ipc)
-                add(&v, "--unshare-ipc");
+                add(&v, OPT(UNSHARE_IPC));
         if (p->unshare_pid)
-                add(&v, "--unshare-pid");
+                add(&v, OPT(UNSHARE_PID));
         if (p->unshare_net)
-                add(&v, "--unshare-net");
+                add(&v, OPT(UNSHARE_NET));
         if (p->unshare_uts)
-                add(&v, "--unshare-uts");
+                add(&v, OPT(UNSHARE_UTS));
         if (p->unshare_cgroup)
-                add(&v, "--unshare-cgroup");
+                add(&v, OPT(UNSHARE_CGROUP));
         if (p->unshare_cgroup_try)
-                add(&v, "--unshare-cgroup-try");
-        add_fd(&v, "--userns", p->userns_fd);
-        add_fd(&v, "--userns2", p->userns2_fd);
-        add_fd(&v, "--pidns", p->pidns_fd);
+                add(&v, OPT(UNSHARE_CGROUP_TRY));
+        add_fd(&v, OPT(USERNS), p->userns_fd);
+        add_fd(&v, OPT(USERNS2), p->userns2_fd);
+        add_fd(&v, OPT(PIDNS), p->pidns_fd);
         if (p->disable_userns)
-                add(&v, "--disable-userns");
+                add(&v, OPT(DISABLE_USERNS));
         if (p->assert_userns_disabled)
-                add(&v, "--assert-userns-disabled");
+                add(&v, OPT(ASSERT_USERNS_DISABLED));
         if (p->has_uid) {
-                add(&v, "--uid");
+                add(&v, OPT(UID));
                 addf(&v, "%u", (unsigned) p->uid);
         }
         if (p->has_gid) {
-                add(&v, "--gid");
+                add(&v, OPT(GID));
                 addf(&v, "%u", (unsigned) p->gid);
         }
         for (size_t i = 0; i < p->n_env; i++) {
                 const nsr_env_edit *e = &p->env[i];
                 switch (e->action) {
                 case NSR_ENV_CLEAR:
-                        add(&v, "--clearenv");
+                        add(&v, OPT(CLEARENV));
                         break;
                 case NSR_ENV_SET:
-                        add(&v, "--setenv");
+                        add(&v, OPT(SETENV));
                         add(&v, e->name);
                         add(&v, e->value);
                         break;
                 case NSR_ENV_UNSET:
-                        add(&v, "--unsetenv");
+                        add(&v, OPT(UNSETENV));
                         add(&v, e->name);
                         break;
                 case _NSR_ENV_ACTION_MAX:
@@ -204,37 +208,37 @@ char **nsr_trace_argv(const nsr_plan *p) {
                 }
         }
         if (p->chdir) {
-                add(&v, "--chdir");
+                add(&v, OPT(CHDIR));
                 add(&v, p->chdir);
         }
         if (p->argv0) {
-                add(&v, "--argv0");
+                add(&v, OPT(ARGV0));
                 add(&v, p->argv0);
         }
         for (size_t i = 0; i < p->n_caps; i++) {
-                add(&v, p->caps[i].add ? "--cap-add" : "--cap-drop");
+                add(&v, p->caps[i].add ? OPT(CAP_ADD) : OPT(CAP_DROP));
                 if (p->caps[i].cap < 0)
                         add(&v, "ALL");
                 else
                         nsr_strv_push(&v, cap_name(p->caps[i].cap));
         }
         for (size_t i = 0; i < p->n_seccomp; i++)
-                add_fd(&v, p->seccomp[i].kind == NSR_SECCOMP_FD ? "--seccomp" : "--add-seccomp-fd", p->seccomp[i].fd);
-        add_fd(&v, "--info-fd", p->info_fd);
-        add_fd(&v, "--json-status-fd", p->json_status_fd);
-        add_fd(&v, "--block-fd", p->block_fd);
-        add_fd(&v, "--userns-block-fd", p->userns_block_fd);
-        add_fd(&v, "--sync-fd", p->sync_fd);
+                add_fd(&v, p->seccomp[i].kind == NSR_SECCOMP_FD ? OPT(SECCOMP) : OPT(ADD_SECCOMP_FD), p->seccomp[i].fd);
+        add_fd(&v, OPT(INFO_FD), p->info_fd);
+        add_fd(&v, OPT(JSON_STATUS_FD), p->json_status_fd);
+        add_fd(&v, OPT(BLOCK_FD), p->block_fd);
+        add_fd(&v, OPT(USERNS_BLOCK_FD), p->userns_block_fd);
+        add_fd(&v, OPT(SYNC_FD), p->sync_fd);
         for (size_t i = 0; p->lock_files && p->lock_files[i]; i++) {
-                add(&v, "--lock-file");
+                add(&v, OPT(LOCK_FILE));
                 add(&v, p->lock_files[i]);
         }
         if (p->die_with_parent)
-                add(&v, "--die-with-parent");
+                add(&v, OPT(DIE_WITH_PARENT));
         if (p->new_session)
-                add(&v, "--new-session");
+                add(&v, OPT(NEW_SESSION));
         if (p->as_pid_1)
-                add(&v, "--as-pid-1");
+                add(&v, OPT(AS_PID_1));
         for (size_t i = 0; i < p->n_ops; i++)
                 add_op(&v, &p->ops[i]);
         add(&v, "--");
@@ -247,7 +251,7 @@ char **nsr_trace_notes(const nsr_plan *p) {
         char **v = nsr_malloc0(sizeof(char *));
         for (size_t i = 0; i < p->n_seccomp; i++)
                 addf(&v, "fd %d: a seccomp BPF program (%s)", p->seccomp[i].fd,
-                     p->seccomp[i].kind == NSR_SECCOMP_FD ? "--seccomp" : "--add-seccomp-fd");
+                     p->seccomp[i].kind == NSR_SECCOMP_FD ? OPT(SECCOMP) : OPT(ADD_SECCOMP_FD));
         for (size_t i = 0; i < p->n_ops; i++) {
                 const nsr_op *op = &p->ops[i];
                 if (op->type == NSR_OP_BIND_FD || op->type == NSR_OP_RO_BIND_FD)
@@ -256,15 +260,15 @@ char **nsr_trace_notes(const nsr_plan *p) {
                         addf(&v, "fd %d: the contents of %s", op->fd, op->dest);
         }
         if (p->info_fd != -1)
-                addf(&v, "fd %d: receives the --info-fd JSON", p->info_fd);
+                addf(&v, "fd %d: receives the %s JSON", p->info_fd, OPT(INFO_FD));
         if (p->json_status_fd != -1)
-                addf(&v, "fd %d: receives the --json-status-fd JSON lines", p->json_status_fd);
+                addf(&v, "fd %d: receives the %s JSON lines", p->json_status_fd, OPT(JSON_STATUS_FD));
         if (p->block_fd != -1)
-                addf(&v, "fd %d: the sandbox waits for data on it (--block-fd)", p->block_fd);
+                addf(&v, "fd %d: the sandbox waits for data on it (%s)", p->block_fd, OPT(BLOCK_FD));
         if (p->userns_block_fd != -1)
-                addf(&v, "fd %d: setup waits for data on it (--userns-block-fd)", p->userns_block_fd);
+                addf(&v, "fd %d: setup waits for data on it (%s)", p->userns_block_fd, OPT(USERNS_BLOCK_FD));
         if (p->sync_fd != -1)
-                addf(&v, "fd %d: held open while the sandbox lives (--sync-fd)", p->sync_fd);
+                addf(&v, "fd %d: held open while the sandbox lives (%s)", p->sync_fd, OPT(SYNC_FD));
         if (p->userns_fd != -1)
                 addf(&v, "fd %d: a user namespace to join", p->userns_fd);
         if (p->userns2_fd != -1)
@@ -289,17 +293,20 @@ char **nsr_trace_notes(const nsr_plan *p) {
                 addf(&v, "nsrun-only: after the command, the changes in the upper layers are captured, reported and "
                          "%s", p->proj.discard ? "discarded" : p->proj.keep ? "kept for review" : "committed to the projects as one transaction");
         if (p->proj.projects && !p->proj.discard && !p->proj.keep)
-                addf(&v, "nsrun-only: a path the host changed after the command started is a conflict; %s",
+                addf(&v, "nsrun-only: a path the host changed after the command started is a conflict; %s (%s=%s)",
                      p->proj.on_conflict == NSR_CONFLICT_APPLY_REST
-                             ? "the rest applies, a git dir with a conflict is held back whole (--on-conflict=apply-rest)"
+                             ? "the rest applies, a git dir with a conflict is held back whole"
                      : p->proj.on_conflict == NSR_CONFLICT_KEEP_ALL
-                             ? "then nothing applies and the run is kept (--on-conflict=keep-all)"
-                             : "then nothing applies, the run is kept and nsrun exits 125 (--on-conflict=fail)");
+                             ? "then nothing applies and the run is kept"
+                             : "then nothing applies, the run is kept and nsrun exits 125",
+                     OPT(ON_CONFLICT), nsr_conflict_mode_to_string(p->proj.on_conflict));
         if (p->proj.projects && p->proj.sandbox == NSR_SANDBOX_BEST_EFFORT)
                 addf(&v, "nsrun-only: where user namespaces are forbidden, none of the above applies: Landlock and "
-                         "seccomp confine the command instead (--sandbox=best-effort)");
+                         "seccomp confine the command instead (%s=%s)",
+                     OPT(SANDBOX), nsr_sandbox_mode_to_string(p->proj.sandbox));
         if (p->proj.projects && p->proj.sandbox == NSR_SANDBOX_OFF)
-                addf(&v, "nsrun-only: --sandbox=off: none of the above applies; the command runs without isolation");
+                addf(&v, "nsrun-only: %s=%s: none of the above applies; the command runs without isolation", OPT(SANDBOX),
+                     nsr_sandbox_mode_to_string(p->proj.sandbox));
         if (p->proj.projects && p->seccomp_policies)
                 addf(&v, "nsrun-only: system calls the first policy refuses are answered by nsrun through a seccomp "
                          "listener (same errno) and recorded in the report");
@@ -311,7 +318,7 @@ char **nsr_trace_notes(const nsr_plan *p) {
         if (p->seccomp_policies) {
                 char *list = nsr_strdup("");
                 for (size_t i = 0; p->seccomp_policies[i]; i++) {
-                        char *n = nsr_asprintf("%s%s--seccomp-policy %s", list, i ? " " : "", p->seccomp_policies[i]);
+                        char *n = nsr_asprintf("%s%s%s %s", list, i ? " " : "", OPT(SECCOMP_POLICY), p->seccomp_policies[i]);
                         free(list);
                         list = n;
                 }
@@ -325,7 +332,7 @@ char **nsr_trace_notes(const nsr_plan *p) {
                         const nsr_egress_pattern *pat = deny ? &p->egress.deny[i - p->egress.n_allow]
                                                              : &p->egress.allow[i];
                         _cleanup_free_ char *q = nsr_shell_quote(pat->text);
-                        char *n = nsr_asprintf("%s%s%s %s", list, i ? " " : "", deny ? "--deny-host" : "--allow-host", q);
+                        char *n = nsr_asprintf("%s%s%s %s", list, i ? " " : "", deny ? OPT(DENY_HOST) : OPT(ALLOW_HOST), q);
                         free(list);
                         list = n;
                 }
@@ -336,7 +343,7 @@ char **nsr_trace_notes(const nsr_plan *p) {
                 free(list);
         }
         if (p->net_log_fd != -1)
-                addf(&v, "nsrun-only: fd %d: receives a JSON line per proxied connection (--net-log-fd)", p->net_log_fd);
+                addf(&v, "nsrun-only: fd %d: receives a JSON line per proxied connection (%s)", p->net_log_fd, OPT(NET_LOG_FD));
         return v;
 }
 

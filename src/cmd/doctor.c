@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/subopts.h"
 #include "cmd/cmd.h"
 #include "doctor/checks.h"
 #include "base/json.h"
@@ -18,17 +19,48 @@ extern char **environ;
 
 #define DOCTOR_DEGRADED 2
 
-static void usage(FILE *f) {
-        fputs("usage: nsrun doctor [--json] [--state-dir DIR]\n\n"
-              "Probe what this host lets nsrun do: user namespaces (and which restriction\n"
-              "is in force), id maps, mounts, overlay, seccomp, Landlock, network and pid\n"
-              "namespaces, and optional extras. Every probe runs in a child process.\n"
-              "Then which of the namespace sandbox's guarantees best-effort mode keeps here.\n\n"
-              "    --json             print {\"verdict\":...,\"checks\":[...]}\n"
-              "    --state-dir DIR    the state dir to check (default: as nsrun uses it)\n\n"
-              "Exit status: 0 full, 2 degraded (nsrun runs without some default layer),\n"
-              "1 unavailable.\n",
-              f);
+typedef enum doctor_opt {
+        DOCTOR_OPT_JSON,
+        DOCTOR_OPT_STATE_DIR,
+} doctor_opt;
+
+static const nsr_subopt doctor_opts[] = {
+        { "--json", NULL, DOCTOR_OPT_JSON, 0, NULL, "Print {\"verdict\":...,\"checks\":[...]}" },
+        { "--state-dir", NULL, DOCTOR_OPT_STATE_DIR, 1, "DIR", "The state dir to check (default: as nsrun uses it)" },
+        { NULL, NULL, 0, 0, NULL, NULL },
+};
+
+static const nsr_subcmd doctor_cmd = {
+        "doctor", NULL,
+        "\n"
+        "Probe what this host lets nsrun do: user namespaces (and which restriction\n"
+        "is in force), id maps, mounts, overlay, seccomp, Landlock, network and pid\n"
+        "namespaces, and optional extras. Every probe runs in a child process.\n"
+        "Then which of the namespace sandbox's guarantees best-effort mode keeps here.\n"
+        "\n"
+        "Exit status: 0 full, 2 degraded (nsrun runs without some default layer),\n"
+        "1 unavailable.\n",
+        0, 0, doctor_opts,
+};
+
+typedef struct dargs {
+        bool json;
+        const char *state_dir;
+} dargs;
+
+static int doctor_option(void *userdata, const nsr_subopt *o, const char *val, nsr_error *err) {
+        dargs *a = userdata;
+        switch ((doctor_opt) o->key) {
+        case DOCTOR_OPT_JSON:
+                a->json = true;
+                return 0;
+        case DOCTOR_OPT_STATE_DIR:
+                if (!*val)
+                        return nsr_error_setx(err, EINVAL, "%s needs a directory", o->name);
+                a->state_dir = val;
+                return 0;
+        }
+        return nsr_error_setx(err, EINVAL, "%s has no handler", o->name);
 }
 
 static int print_json(const nsr_check *checks, nsr_verdict v, const nsr_guarantee *g, size_t n_g) {
@@ -124,25 +156,25 @@ static void print_text(const nsr_check *checks, nsr_verdict v, const nsr_guarant
 }
 
 int nsr_cmd_doctor(int argc, char **argv) {
-        bool json = false;
-        const char *state_opt = NULL;
-        for (int i = 1; i < argc; i++) {
-                const char *s = argv[i];
-                if (streq(s, "--help") || streq(s, "-h")) {
-                        usage(stdout);
-                        return 0;
-                } else if (streq(s, "--json"))
-                        json = true;
-                else if (streq(s, "--state-dir") && i + 1 < argc)
-                        state_opt = argv[++i];
-                else if (nsr_startswith(s, "--state-dir=") && s[strlen("--state-dir=")])
-                        state_opt = s + strlen("--state-dir=");
-                else {
-                        fprintf(stderr, "nsrun: doctor: unexpected argument \"%s\"\n", s);
-                        usage(stderr);
-                        return 1;
-                }
+        dargs a = { 0 };
+        nsr_subargs sa;
+        nsr_error pe = { 0 };
+        int pr = nsr_subopts_parse(&doctor_cmd, argc, argv, doctor_option, &a, &sa, &pe);
+        bool help = sa.help;
+        nsr_subargs_done(&sa);
+        if (pr < 0) {
+                char buf[NSR_ERROR_MSG_MAX + 64];
+                nsr_error_format(&pe, buf, sizeof(buf));
+                fprintf(stderr, "nsrun: %s\n", buf);
+                nsr_subopts_help(stderr, &doctor_cmd);
+                return 1;
         }
+        if (help) {
+                nsr_subopts_help(stdout, &doctor_cmd);
+                return 0;
+        }
+        bool json = a.json;
+        const char *state_opt = a.state_dir;
 
         /* Without HOME there is no default state dir; the overlay-depth
          * check then says so. */

@@ -24,6 +24,9 @@
 
 #define BWRAP_VERSION "bubblewrap 0.11.1"
 
+/* Option names come from the options table. */
+#define OPT(x) (nsr_options[NSR_OPT_##x].name)
+
 typedef struct ctx {
         bool bwrap_mode;
         const char *prog;      /* argv[0] as invoked, for usage */
@@ -95,12 +98,12 @@ static int check_output_fd(const char *option, int fd, nsr_error *err) {
  * (outfile.h). */
 static int open_outputs(const nsr_plan *plan, nsr_outfile *report, nsr_error *err) {
         int r;
-        if (plan->proj.report_fd != -1 && (r = check_output_fd("--report-fd", plan->proj.report_fd, err)) < 0)
+        if (plan->proj.report_fd != -1 && (r = check_output_fd(OPT(REPORT_FD), plan->proj.report_fd, err)) < 0)
                 return r;
-        if (plan->proj.events_fd != -1 && (r = check_output_fd("--events-fd", plan->proj.events_fd, err)) < 0)
+        if (plan->proj.events_fd != -1 && (r = check_output_fd(OPT(EVENTS_FD), plan->proj.events_fd, err)) < 0)
                 return r;
         if (plan->proj.report_file)
-                return nsr_outfile_open("--report", plan->proj.report_file, report, err);
+                return nsr_outfile_open(OPT(REPORT), plan->proj.report_file, report, err);
         return 0;
 }
 
@@ -111,13 +114,13 @@ static int write_report(const nsr_plan *plan, nsr_outfile *file, const char *jso
         if (file->dirfd >= 0 || file->fd >= 0) {
                 int r = nsr_outfile_write(file, json, len, err);
                 if (r < 0)
-                        return nsr_error_prefix(err, "--report");
+                        return nsr_error_prefix(err, "%s", OPT(REPORT));
         }
         if (plan->proj.report_fd != -1) {
                 int r = nsr_write_all(plan->proj.report_fd, json, len);
                 close(plan->proj.report_fd);
                 if (r < 0)
-                        return nsr_error_set(err, -r, "--report-fd %d", plan->proj.report_fd);
+                        return nsr_error_set(err, -r, "%s %d", OPT(REPORT_FD), plan->proj.report_fd);
         }
         return 0;
 }
@@ -134,7 +137,7 @@ static int write_trace(ctx *c, nsr_plan *plan, nsr_error *err) {
                 int r = nsr_write_all(plan->trace_bwrap_fd, nul, len);
                 close(plan->trace_bwrap_fd);
                 if (r < 0)
-                        return nsr_error_set(err, -r, "Write to --trace-bwrap-fd");
+                        return nsr_error_set(err, -r, "Write to %s", OPT(TRACE_BWRAP_FD));
         }
         (void) c;
         return 0;
@@ -203,63 +206,14 @@ static int run_project(ctx *c, nsr_plan *user) {
         return code;
 }
 
-/* Options that only make sense with --project. */
-static const char *project_only_option(const nsr_plan *p) {
-        const nsr_project_opts *o = &p->proj;
-        if (o->home != NSR_HOME_OVERLAY)
-                return "--home";
-        if (o->hide)
-                return "--hide";
-        if (o->rw)
-                return "--rw";
-        if (o->ro)
-                return "--ro";
-        if (o->keep_env)
-                return "--keep-env";
-        if (o->allow_nested)
-                return "--allow-nested";
-        if (o->state_dir)
-                return "--state-dir";
-        if (o->report_file)
-                return "--report";
-        if (o->report_fd != -1)
-                return "--report-fd";
-        if (o->discard)
-                return "--discard";
-        if (o->keep)
-                return "--keep";
-        if (o->quiet)
-                return "--quiet";
-        if (o->verbose)
-                return "--verbose";
-        if (o->events_fd != -1)
-                return "--events-fd";
-        if (o->keep_days != -1)
-                return "--keep-days";
-        if (o->backup_limit)
-                return "--backup-limit";
-        if (o->sandbox != NSR_SANDBOX_REQUIRED)
-                return "--sandbox";
-        if (o->no_overlay)
-                return "--no-overlay";
-        if (o->workspace_root)
-                return "--workspace-root";
-        if (o->snapshot_limit)
-                return "--snapshot-limit";
-        if (o->on_conflict != NSR_CONFLICT_APPLY_REST)
-                return "--on-conflict";
-        if (p->run.tmp_size)
-                return "--tmp-size";
-        return NULL;
-}
-
-static int run_plan(ctx *c, nsr_plan *plan) {
+/* only: the first option given that needs --project (the options table's
+ * NSR_OPTF_PROJECT), or NULL. */
+static int run_plan(ctx *c, nsr_plan *plan, const nsr_option *only) {
         nsr_error err = { 0 };
         if (plan->proj.projects)
                 return run_project(c, plan);
-        const char *only = project_only_option(plan);
         if (only) {
-                nsr_error_setx(&err, EINVAL, "%s only works in project mode (--project DIR)", only);
+                nsr_error_setx(&err, EINVAL, "%s only works in project mode (--project DIR)", only->name);
                 print_error(c, &err);
                 return 1;
         }
@@ -412,7 +366,13 @@ static bool wants_project_mode(char **argv, int argc) {
         for (int i = 1; i < argc; i++) {
                 if (streq(argv[i], "--"))
                         return false;
-                if (streq(argv[i], "-p") || streq(argv[i], "--project") || nsr_startswith(argv[i], "--project="))
+                const nsr_option *o = nsr_options_find(argv[i], false);
+                const char *eq = argv[i][0] == '-' && argv[i][1] == '-' ? strchr(argv[i], '=') : NULL;
+                if (!o && eq) {
+                        _cleanup_free_ char *name = nsr_strndup(argv[i], (size_t) (eq - argv[i]));
+                        o = nsr_options_find(name, false);
+                }
+                if (o && o->id == NSR_OPT_PROJECT)
                         return true;
         }
         return false;
@@ -487,7 +447,7 @@ static int run_main(ctx *cp, int argc, char **argv) {
         case _NSR_CLI_ACTION_INVALID:
                 return 1;
         }
-        int rc = run_plan(&c, plan);
+        int rc = run_plan(&c, plan, res.project_only);
         *cp = c;
         return rc;
 }

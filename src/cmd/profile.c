@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/subopts.h"
 #include "cmd/cmd.h"
 #include "base/json.h"
 #include "cli/options.h"
@@ -15,18 +16,57 @@
 
 extern char **environ;
 
+static const nsr_subopt show_opts[] = {
+        { "--json", NULL, 0, 0, NULL, "Print the lines as JSON" },
+        { NULL, NULL, 0, 0, NULL, NULL },
+};
+static const nsr_subcmd list_sub = { "profile list", NULL, NULL, 0, 0, NULL };
+static const nsr_subcmd show_sub = { "profile show", "[NAME|PATH]", NULL, 1, 0, show_opts };
+static const nsr_subcmd check_sub = { "profile check", "FILE", NULL, 1, 0, NULL };
+
 static void usage(FILE *f) {
-        fputs("usage: nsrun profile list\n"
-              "       nsrun profile show [NAME|PATH] [--json]\n"
-              "       nsrun profile check FILE\n\n"
-              "list    the profiles --profile NAME finds, and where\n"
-              "show    the options a project-mode run in this directory would take from\n"
-              "        files: the system and user configs, the profile, ./.nsrun/profile;\n"
-              "        each fully expanded, with the file and line it came from\n"
-              "check   parse FILE (a project's .nsrun/profile by its name) and report\n"
-              "        the first error as FILE:LINE\n\n"
-              "See nsrun-profile(5).\n",
-              f);
+        static const nsr_subcmd *const cmds[] = { &list_sub, &show_sub, &check_sub };
+        nsr_subopts_help_group(f, "usage: ", cmds, ELEMENTSOF(cmds),
+                               "\n"
+                               "list    the profiles --profile NAME finds, and where\n"
+                               "show    the options a project-mode run in this directory would take from\n"
+                               "        files: the system and user configs, the profile, ./.nsrun/profile;\n"
+                               "        each fully expanded, with the file and line it came from\n"
+                               "check   parse FILE (a project's .nsrun/profile by its name) and report\n"
+                               "        the first error as FILE:LINE\n\n"
+                               "See nsrun-profile(5).\n");
+}
+
+static int show_option(void *userdata, const nsr_subopt *o, const char *val, nsr_error *err) {
+        (void) o, (void) val, (void) err;
+        *(bool *) userdata = true; /* --json, the only one */
+        return 0;
+}
+
+/* Parses a verb's words: 0 with the operand in *ret_operand, 1 after
+ * --help, -1 after saying what is wrong. */
+static int parse(const nsr_subcmd *c, int argc, char **argv, bool *ret_json, const char **ret_operand) {
+        bool json = false;
+        nsr_subargs sa;
+        nsr_error e = { 0 };
+        int r = nsr_subopts_parse(c, argc, argv, show_option, &json, &sa, &e);
+        bool help = sa.help;
+        *ret_operand = sa.n_operands ? sa.operands[0] : NULL;
+        nsr_subargs_done(&sa);
+        if (r < 0) {
+                char buf[NSR_ERROR_MSG_MAX + 64];
+                nsr_error_format(&e, buf, sizeof(buf));
+                fprintf(stderr, "nsrun: %s\n", buf);
+                usage(stderr);
+                return -1;
+        }
+        if (help) {
+                usage(stdout);
+                return 1;
+        }
+        if (ret_json)
+                *ret_json = json;
+        return 0;
 }
 
 static void print_error(const nsr_error *e) {
@@ -184,26 +224,22 @@ int nsr_cmd_profile(int argc, char **argv) {
                 usage(argc < 2 ? stderr : stdout);
                 return argc < 2 ? 1 : 0;
         }
-        const char *sub = argv[1];
-        if (streq(sub, "list") && argc == 2)
-                return cmd_list();
-        if (streq(sub, "show")) {
-                const char *name = NULL;
-                bool json = false;
-                for (int i = 2; i < argc; i++) {
-                        if (streq(argv[i], "--json"))
-                                json = true;
-                        else if (!name && argv[i][0] != '-')
-                                name = argv[i];
-                        else {
-                                usage(stderr);
-                                return 1;
-                        }
-                }
-                return cmd_show(name, json);
+        const char *sub = argv[1], *operand = NULL;
+        bool json = false;
+        const nsr_subcmd *c = streq(sub, "list") ? &list_sub : streq(sub, "show") ? &show_sub
+                              : streq(sub, "check")                             ? &check_sub
+                                                                                : NULL;
+        if (c) {
+                int r = parse(c, argc - 1, argv + 1, &json, &operand);
+                if (r != 0)
+                        return r < 0 ? 1 : 0;
         }
-        if (streq(sub, "check") && argc == 3)
-                return cmd_check(argv[2]);
+        if (c == &list_sub)
+                return cmd_list();
+        if (c == &show_sub)
+                return cmd_show(operand, json);
+        if (c == &check_sub && operand)
+                return cmd_check(operand);
         if (streq(sub, "--dump-options") && argc == 2)
                 return dump_options();
         usage(stderr);

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/subopts.h"
 #include "cmd/cmd.h"
 #include "base/syscalls.h"
 #include "txn/commit.h"
@@ -119,75 +120,118 @@ static int open_project(int statefd, const nsr_run_meta *m, size_t i, int *ret_f
         return 0;
 }
 
-/* Options: --opt VALUE or --opt=VALUE. allowed: which flags the command
- * takes ("psjfkb"). */
-static int parse_args(int argc, char **argv, const char *allowed, args *a) {
+/* The options of these subcommands: one table each, one handler. */
+typedef enum run_opt {
+        RUN_OPT_STATE_DIR,
+        RUN_OPT_PROJECT,
+        RUN_OPT_JSON,
+        RUN_OPT_FORCE,
+        RUN_OPT_KEEP_DAYS,
+        RUN_OPT_LIMIT,
+        RUN_OPT_BACKUP_LIMIT,
+} run_opt;
+
+#define OPT_STATE_DIR                                                                                              \
+        { "--state-dir", NULL, RUN_OPT_STATE_DIR, 1, "DIR", "The state dir (default: as project mode uses it)" }
+#define OPT_PROJECT { "--project", "-p", RUN_OPT_PROJECT, 1, "DIR", "The runs of the project at DIR" }
+#define OPT_END { NULL, NULL, 0, 0, NULL, NULL }
+
+static const nsr_subopt diff_opts[] = { OPT_STATE_DIR, OPT_PROJECT, OPT_END };
+static const nsr_subopt run_opts[] = { OPT_STATE_DIR, OPT_END };
+static const nsr_subopt undo_opts[] = {
+        OPT_STATE_DIR, OPT_PROJECT,
+        { "--force", NULL, RUN_OPT_FORCE, 0, NULL, "Restore paths changed since the run too" },
+        OPT_END,
+};
+static const nsr_subopt history_opts[] = {
+        OPT_STATE_DIR, OPT_PROJECT,
+        { "--json", NULL, RUN_OPT_JSON, 0, NULL, "Print an array of JSON objects" },
+        { "--limit", NULL, RUN_OPT_LIMIT, 1, "N", "Only the N newest runs" },
+        OPT_END,
+};
+static const nsr_subopt gc_opts[] = {
+        OPT_STATE_DIR,
+        { "--keep-days", NULL, RUN_OPT_KEEP_DAYS, 1, "N", "Prune runs older than N days (default 7)" },
+        { "--backup-limit", NULL, RUN_OPT_BACKUP_LIMIT, 1, "SIZE",
+          "Per project, prune the oldest runs beyond SIZE of backups (default 2G)" },
+        OPT_END,
+};
+
+static const nsr_subcmd diff_cmd = {
+        "diff", "[RUN]",
+        "Show what a kept run changed: a unified diff for text files, one line for the rest.\n"
+        "Without RUN: the latest run of the project at DIR, or at the current dir.\n"
+        "An applied run shows what it applied (its backups against the project now).\n"
+        "On a terminal, control characters in the text are shown as signs, never sent.\n",
+        1, 0, diff_opts,
+};
+static const nsr_subcmd commit_cmd = { "commit", "RUN", "Apply a kept run to its projects, as one transaction.\n", 1, 0,
+                                       run_opts };
+static const nsr_subcmd discard_cmd = { "discard", "RUN", "Drop a kept run.\n", 1, 0, run_opts };
+static const nsr_subcmd undo_cmd = {
+        "undo", "[RUN]",
+        "Restore what a run applied from its backups: by default the project's last applied\n"
+        "run that changed something. Paths changed since that run are refused unless --force.\n"
+        "An undo is a run of its own: undo it by its run id to get the changes back.\n",
+        1, 0, undo_opts,
+};
+static const nsr_subcmd history_cmd = { "history", NULL, "List runs, newest first (the N newest with --limit).\n", 0, 0,
+                                        history_opts };
+static const nsr_subcmd gc_cmd = {
+        "gc", NULL,
+        "Prune runs older than N days (default 7) and, per project, the oldest runs whose backups\n"
+        "exceed SIZE (default 2G); the newest run of each project is always kept.\n",
+        0, 0, gc_opts,
+};
+
+static int run_option(void *userdata, const nsr_subopt *o, const char *val, nsr_error *err) {
+        args *a = userdata;
+        char *end = NULL;
+        switch ((run_opt) o->key) {
+        case RUN_OPT_STATE_DIR:
+                a->state_dir = val;
+                return 0;
+        case RUN_OPT_PROJECT:
+                a->project = val;
+                return 0;
+        case RUN_OPT_JSON:
+                a->json = true;
+                return 0;
+        case RUN_OPT_FORCE:
+                a->force = true;
+                return 0;
+        case RUN_OPT_KEEP_DAYS:
+                errno = 0;
+                a->keep_days = strtol(val, &end, 10);
+                if (!*val || *end || a->keep_days < 0 || errno == ERANGE)
+                        return nsr_error_setx(err, EINVAL, "%s takes a number of days, not \"%s\"", o->name, val);
+                return 0;
+        case RUN_OPT_LIMIT:
+                a->limit = strtol(val, &end, 10);
+                if (!*val || *end || a->limit <= 0)
+                        return nsr_error_setx(err, EINVAL, "%s takes a number of runs, not \"%s\"", o->name, val);
+                return 0;
+        case RUN_OPT_BACKUP_LIMIT:
+                if (nsr_parse_size_suffix(val, &a->backup_limit) < 0)
+                        return nsr_error_setx(err, EINVAL, "%s takes a size such as 2G, not \"%s\"", o->name,
+                                              val);
+                return 0;
+        }
+        return nsr_error_setx(err, EINVAL, "%s has no handler", o->name);
+}
+
+/* Prints what is wrong and returns -EINVAL, or 0 with *a filled. */
+static int parse_args(int argc, char **argv, const nsr_subcmd *c, args *a) {
         *a = (args){ .keep_days = -1 };
-        for (int i = 1; i < argc; i++) {
-                const char *s = argv[i];
-                const char *val = NULL;
-                _cleanup_free_ char *name = NULL;
-                const char *eq = s[0] == '-' && s[1] == '-' ? strchr(s, '=') : NULL;
-                if (eq) {
-                        name = nsr_strndup(s, (size_t) (eq - s));
-                        val = eq + 1;
-                        s = name;
-                }
-#define NEED_VALUE()                                                                                               \
-        do {                                                                                                       \
-                if (!val) {                                                                                        \
-                        if (i + 1 >= argc) {                                                                       \
-                                say(stderr, "nsrun: %s %s takes an argument\n", argv[0], s);                   \
-                                return -EINVAL;                                                                    \
-                        }                                                                                          \
-                        val = argv[++i];                                                                           \
-                }                                                                                                  \
-        } while (0)
-                if (streq(s, "--help") || streq(s, "-h"))
-                        a->help = true;
-                else if (streq(s, "--state-dir") && strchr(allowed, 's')) {
-                        NEED_VALUE();
-                        a->state_dir = val;
-                } else if ((streq(s, "--project") || streq(s, "-p")) && strchr(allowed, 'p')) {
-                        NEED_VALUE();
-                        a->project = val;
-                } else if (streq(s, "--json") && strchr(allowed, 'j'))
-                        a->json = true;
-                else if (streq(s, "--force") && strchr(allowed, 'f'))
-                        a->force = true;
-                else if (streq(s, "--keep-days") && strchr(allowed, 'k')) {
-                        NEED_VALUE();
-                        char *end = NULL;
-                        errno = 0;
-                        a->keep_days = strtol(val, &end, 10);
-                        if (!*val || *end || a->keep_days < 0 || errno == ERANGE) {
-                                say(stderr, "nsrun: --keep-days takes a number of days, not \"%s\"\n", val);
-                                return -EINVAL;
-                        }
-                } else if (streq(s, "--limit") && strchr(allowed, 'l')) {
-                        NEED_VALUE();
-                        char *end = NULL;
-                        a->limit = strtol(val, &end, 10);
-                        if (!*val || *end || a->limit <= 0) {
-                                say(stderr, "nsrun: --limit takes a number of runs, not \"%s\"\n", val);
-                                return -EINVAL;
-                        }
-                } else if (streq(s, "--backup-limit") && strchr(allowed, 'b')) {
-                        NEED_VALUE();
-                        if (nsr_parse_size_suffix(val, &a->backup_limit) < 0) {
-                                say(stderr, "nsrun: --backup-limit takes a size such as 2G, not \"%s\"\n", val);
-                                return -EINVAL;
-                        }
-                } else if (s[0] == '-' && s[1]) {
-                        say(stderr, "nsrun: %s: unknown option %s\n", argv[0], s);
-                        return -EINVAL;
-                } else if (!a->run && strchr(allowed, 'r'))
-                        a->run = s;
-                else {
-                        say(stderr, "nsrun: %s: unexpected argument \"%s\"\n", argv[0], s);
-                        return -EINVAL;
-                }
-#undef NEED_VALUE
+        nsr_error e = { 0 };
+        nsr_subargs sa;
+        int r = nsr_subopts_parse(c, argc, argv, run_option, a, &sa, &e);
+        a->help = sa.help;
+        a->run = sa.n_operands ? sa.operands[0] : NULL;
+        nsr_subargs_done(&sa);
+        if (r < 0) {
+                err_print(&e);
+                return -EINVAL;
         }
         return 0;
 }
@@ -387,15 +431,10 @@ static char *latest_run_here(int statefd, const char *dir) {
 
 int nsr_cmd_diff(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, "spr", &a) < 0)
+        if (parse_args(argc, argv, &diff_cmd, &a) < 0)
                 return 1;
         if (a.help) {
-                fputs("usage: nsrun diff [--state-dir DIR] [-p DIR] [RUN]\n"
-                      "Show what a kept run changed: a unified diff for text files, one line for the rest.\n"
-                      "Without RUN: the latest run of the project at DIR, or at the current dir.\n"
-                      "An applied run shows what it applied (its backups against the project now).\n"
-                      "On a terminal, control characters in the text are shown as signs, never sent.\n",
-                      stdout);
+                nsr_subopts_help(stdout, &diff_cmd);
                 return 0;
         }
         _cleanup_close_ int statefd = open_state(&a, NULL);
@@ -471,12 +510,10 @@ int nsr_cmd_diff(int argc, char **argv) {
 
 int nsr_cmd_commit(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, "sr", &a) < 0)
+        if (parse_args(argc, argv, &commit_cmd, &a) < 0)
                 return 1;
         if (a.help || !a.run) {
-                fputs("usage: nsrun commit [--state-dir DIR] RUN\n"
-                      "Apply a kept run to its projects, as one transaction.\n",
-                      a.help ? stdout : stderr);
+                nsr_subopts_help(a.help ? stdout : stderr, &commit_cmd);
                 return a.help ? 0 : 1;
         }
         _cleanup_free_ char *state_dir = NULL;
@@ -590,10 +627,10 @@ int nsr_cmd_commit(int argc, char **argv) {
 
 int nsr_cmd_discard(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, "sr", &a) < 0)
+        if (parse_args(argc, argv, &discard_cmd, &a) < 0)
                 return 1;
         if (a.help || !a.run) {
-                fputs("usage: nsrun discard [--state-dir DIR] RUN\nDrop a kept run.\n", a.help ? stdout : stderr);
+                nsr_subopts_help(a.help ? stdout : stderr, &discard_cmd);
                 return a.help ? 0 : 1;
         }
         _cleanup_close_ int statefd = open_state(&a, NULL);
@@ -633,16 +670,81 @@ static bool applied_state(nsr_outcome s) {
         return s == NSR_OUTCOME_COMMITTED || s == NSR_OUTCOME_CONFLICT;
 }
 
+/* The project's last applied run that is not an undo and changed
+ * something; NULL after saying there is none. */
+static char *last_undoable_run(int statefd, const char *project) {
+        nsr_error e = { 0 };
+        _cleanup_strv_free_ char **runs = NULL;
+        if (nsr_state_list_runs(statefd, &runs, &e) < 0) {
+                err_print(&e);
+                return NULL;
+        }
+        for (size_t i = 0; runs[i]; i++) {
+                _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
+                _cleanup_close_ int fd = nsr_run_open(statefd, runs[i], &e);
+                if (fd < 0 || nsr_run_meta_read(fd, &m, &e) < 0)
+                        continue;
+                if (applied_state(m.state) && !streq(m.kind, "undo") && find_project(&m, project) >= 0 &&
+                    run_changed(&m, find_project(&m, project)))
+                        return nsr_strdup(runs[i]);
+        }
+        say(stderr, "nsrun: %s: no applied run to undo\n", project);
+        return NULL;
+}
+
+/* Undoes run m in each project it changed (only project, when set), as
+ * undo run undo_id; counts what was restored and refused into *um and the
+ * totals. 0, or 1 when a project failed. */
+static int undo_projects(int statefd, int run_fd, const nsr_run_meta *m, const char *project, int undo_fd,
+                         const char *undo_id, bool force, nsr_run_meta *um, size_t *refused, size_t *restored) {
+        nsr_error e = { 0 };
+        int rc = 0;
+        for (size_t i = 0; m->projects && m->projects[i]; i++) {
+                if (project && !streq(project, m->projects[i]))
+                        continue;
+                if (!run_changed(m, (int) i))
+                        continue;
+                _cleanup_close_ int pfd = -1, lock = -1;
+                size_t n = 0;
+                if (open_project(statefd, m, i, &pfd, &lock, &n) < 0) {
+                        rc = 1;
+                        continue;
+                }
+                nsr_undo_result ur = { 0 };
+                nsr_undo_opts uo = { .project_fd = pfd,
+                                     .project_path = m->projects[i],
+                                     .run_fd = run_fd,
+                                     .project_index = (unsigned) i,
+                                     .undo_run_fd = undo_fd,
+                                     .force = force,
+                                     .state_fd = statefd,
+                                     .undo_run_id = undo_id };
+                if (nsr_commit_undo(&uo, &ur, &e) < 0) {
+                        nsr_error_prefix(&e, "%s: the undo failed and was rolled back", m->projects[i]);
+                        err_print(&e);
+                        rc = 1;
+                        nsr_undo_result_done(&ur);
+                        continue;
+                }
+                for (size_t k = 0; ur.refused && ur.refused[k]; k++) {
+                        _cleanup_free_ char *s = nsr_utf8_escape(ur.refused[k]);
+                        say(stderr, "nsrun: %s: %s changed since run %s; not restored (use --force)\n",
+                                m->projects[i], s, m->run_id);
+                        (*refused)++;
+                }
+                *restored += ur.restored;
+                um->counts[i][1] = ur.restored;
+                nsr_undo_result_done(&ur);
+        }
+        return rc;
+}
+
 int nsr_cmd_undo(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, "spfr", &a) < 0)
+        if (parse_args(argc, argv, &undo_cmd, &a) < 0)
                 return 1;
         if (a.help || (!a.run && !a.project)) {
-                fputs("usage: nsrun undo [--state-dir DIR] [-p DIR] [--force] [RUN]\n"
-                      "Restore what a run applied from its backups: by default the project's last applied\n"
-                      "run that changed something. Paths changed since that run are refused unless --force.\n"
-                      "An undo is a run of its own: undo it by its run id to get the changes back.\n",
-                      a.help ? stdout : stderr);
+                nsr_subopts_help(a.help ? stdout : stderr, &undo_cmd);
                 return a.help ? 0 : 1;
         }
         _cleanup_free_ char *state_dir = NULL;
@@ -650,29 +752,10 @@ int nsr_cmd_undo(int argc, char **argv) {
         if (statefd < 0)
                 return 1;
         _cleanup_free_ char *project = a.project ? realpath_or_self(a.project) : NULL;
-        _cleanup_free_ char *run = a.run ? nsr_strdup(a.run) : NULL;
+        _cleanup_free_ char *run = a.run ? nsr_strdup(a.run) : last_undoable_run(statefd, project);
         nsr_error e = { 0 };
-        if (!run) {
-                /* The project's last applied run that is not an undo and changed something. */
-                _cleanup_strv_free_ char **runs = NULL;
-                if (nsr_state_list_runs(statefd, &runs, &e) < 0) {
-                        err_print(&e);
-                        return 1;
-                }
-                for (size_t i = 0; runs[i] && !run; i++) {
-                        _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
-                        _cleanup_close_ int fd = nsr_run_open(statefd, runs[i], &e);
-                        if (fd < 0 || nsr_run_meta_read(fd, &m, &e) < 0)
-                                continue;
-                        if (applied_state(m.state) && !streq(m.kind, "undo") && find_project(&m, project) >= 0 &&
-                            run_changed(&m, find_project(&m, project)))
-                                run = nsr_strdup(runs[i]);
-                }
-                if (!run) {
-                        say(stderr, "nsrun: %s: no applied run to undo\n", project);
-                        return 1;
-                }
-        }
+        if (!run)
+                return 1;
         _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
         _cleanup_close_ int run_fd = open_run(statefd, run, &m);
         if (run_fd < 0)
@@ -714,45 +797,8 @@ int nsr_cmd_undo(int argc, char **argv) {
                 return 1;
         }
 
-        int rc = 0;
         size_t refused = 0, restored = 0;
-        for (size_t i = 0; m.projects && m.projects[i]; i++) {
-                if (project && !streq(project, m.projects[i]))
-                        continue;
-                if (!run_changed(&m, (int) i))
-                        continue;
-                _cleanup_close_ int pfd = -1, lock = -1;
-                size_t n = 0;
-                if (open_project(statefd, &m, i, &pfd, &lock, &n) < 0) {
-                        rc = 1;
-                        continue;
-                }
-                nsr_undo_result ur = { 0 };
-                nsr_undo_opts uo = { .project_fd = pfd,
-                                     .project_path = m.projects[i],
-                                     .run_fd = run_fd,
-                                     .project_index = (unsigned) i,
-                                     .undo_run_fd = undo_fd,
-                                     .force = a.force,
-                                     .state_fd = statefd,
-                                     .undo_run_id = undo_id };
-                if (nsr_commit_undo(&uo, &ur, &e) < 0) {
-                        nsr_error_prefix(&e, "%s: the undo failed and was rolled back", m.projects[i]);
-                        err_print(&e);
-                        rc = 1;
-                        nsr_undo_result_done(&ur);
-                        continue;
-                }
-                for (size_t k = 0; ur.refused && ur.refused[k]; k++) {
-                        _cleanup_free_ char *s = nsr_utf8_escape(ur.refused[k]);
-                        say(stderr, "nsrun: %s: %s changed since run %s; not restored (use --force)\n",
-                                m.projects[i], s, m.run_id);
-                        refused++;
-                }
-                restored += ur.restored;
-                um.counts[i][1] = ur.restored;
-                nsr_undo_result_done(&ur);
-        }
+        int rc = undo_projects(statefd, run_fd, &m, project, undo_fd, undo_id, a.force, &um, &refused, &restored);
         um.state = rc ? NSR_OUTCOME_FAILED : NSR_OUTCOME_COMMITTED;
         if (nsr_run_meta_write(undo_fd, &um, &e) < 0) {
                 nsr_error_prefix(&e, "undo run %s: its outcome could not be recorded", undo_id);
@@ -781,12 +827,10 @@ int nsr_cmd_undo(int argc, char **argv) {
 
 int nsr_cmd_history(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, "spjl", &a) < 0)
+        if (parse_args(argc, argv, &history_cmd, &a) < 0)
                 return 1;
         if (a.help) {
-                fputs("usage: nsrun history [--state-dir DIR] [-p DIR] [--json] [--limit N]\n"
-                      "List runs, newest first (the N newest with --limit).\n",
-                      stdout);
+                nsr_subopts_help(stdout, &history_cmd);
                 return 0;
         }
         _cleanup_close_ int statefd = open_state(&a, NULL);
@@ -884,13 +928,10 @@ int nsr_cmd_history(int argc, char **argv) {
 
 int nsr_cmd_gc(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, "skb", &a) < 0)
+        if (parse_args(argc, argv, &gc_cmd, &a) < 0)
                 return 1;
         if (a.help) {
-                fputs("usage: nsrun gc [--state-dir DIR] [--keep-days N] [--backup-limit SIZE]\n"
-                      "Prune runs older than N days (default 7) and, per project, the oldest runs whose backups\n"
-                      "exceed SIZE (default 2G); the newest run of each project is always kept.\n",
-                      stdout);
+                nsr_subopts_help(stdout, &gc_cmd);
                 return 0;
         }
         _cleanup_close_ int statefd = open_state(&a, NULL);

@@ -4,28 +4,86 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/filter.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/subopts.h"
 #include "cmd/cmd.h"
 #include "base/outfile.h"
 #include "seccomp/compile.h"
 
-static const char usage[] =
-        "Usage: nsrun seccomp check [-v] POLICY...\n"
-        "       nsrun seccomp compile POLICY -o FILE\n"
-        "       nsrun seccomp list\n"
-        "\n"
-        "POLICY is a shipped policy's name (see \"list\") or a path containing a '/'.\n"
-        "\n"
-        "  check     parse and compile each POLICY and report problems as FILE:LINE: MESSAGE;\n"
-        "            -v also prints the filter rules the policy expands to\n"
-        "  compile   write the BPF program (i386 and x32 included on x86_64) to FILE, or\n"
-        "            to standard output for '-'; bwrap --seccomp FD accepts it\n"
-        "  list      show the shipped policies and what each one is for\n"
-        "\n"
-        "The policy language is described in nsrun-policy(5).\n";
+typedef enum seccomp_opt {
+        SECCOMP_OPT_VERBOSE,
+        SECCOMP_OPT_OUTPUT,
+} seccomp_opt;
+
+static const nsr_subopt check_opts[] = {
+        { "--verbose", "-v", SECCOMP_OPT_VERBOSE, 0, NULL, "Also print the filter rules each policy expands to" },
+        { NULL, NULL, 0, 0, NULL, NULL },
+};
+static const nsr_subopt compile_opts[] = {
+        { "--output", "-o", SECCOMP_OPT_OUTPUT, 1, "FILE", "Write the program to FILE, or to standard output for '-'" },
+        { NULL, NULL, 0, 0, NULL, NULL },
+};
+static const nsr_subcmd check_sub = { "seccomp check", "POLICY...", NULL, UINT_MAX, 0, check_opts };
+static const nsr_subcmd compile_sub = { "seccomp compile", "POLICY", NULL, 1, 0, compile_opts };
+static const nsr_subcmd list_sub = { "seccomp list", NULL, NULL, 0, 0, NULL };
+
+static void usage(FILE *f) {
+        static const nsr_subcmd *const cmds[] = { &check_sub, &compile_sub, &list_sub };
+        nsr_subopts_help_group(f, "Usage: ", cmds, ELEMENTSOF(cmds),
+                               "\n"
+                               "POLICY is a shipped policy's name (see \"list\") or a path containing a '/'.\n"
+                               "\n"
+                               "  check     parse and compile each POLICY and report problems as FILE:LINE: MESSAGE\n"
+                               "  compile   write the BPF program (i386 and x32 included on x86_64) to FILE;\n"
+                               "            bwrap --seccomp FD accepts it\n"
+                               "  list      show the shipped policies and what each one is for\n"
+                               "\n"
+                               "The policy language is described in nsrun-policy(5).\n");
+}
+
+typedef struct sargs {
+        nsr_subargs sa;
+        bool verbose;
+        const char *out;
+} sargs;
+
+static int seccomp_option(void *userdata, const nsr_subopt *o, const char *val, nsr_error *err) {
+        sargs *a = userdata;
+        switch ((seccomp_opt) o->key) {
+        case SECCOMP_OPT_VERBOSE:
+                a->verbose = true;
+                return 0;
+        case SECCOMP_OPT_OUTPUT:
+                a->out = val;
+                return 0;
+        }
+        return nsr_error_setx(err, EINVAL, "%s has no handler", o->name);
+}
+
+/* 0, 1 after --help, or -EINVAL after saying what is wrong. */
+static int parse(const nsr_subcmd *c, int argc, char **argv, sargs *a) {
+        *a = (sargs){ 0 };
+        nsr_error e = { 0 };
+        if (nsr_subopts_parse(c, argc, argv, seccomp_option, a, &a->sa, &e) < 0) {
+                char buf[NSR_ERROR_MSG_MAX + 64];
+                nsr_error_format(&e, buf, sizeof(buf));
+                fprintf(stderr, "nsrun: %s\n", buf);
+                return -EINVAL;
+        }
+        if (a->sa.help) {
+                usage(stdout);
+                return 1;
+        }
+        return 0;
+}
+
+static void sargs_done(sargs *a) {
+        nsr_subargs_done(&a->sa);
+}
 
 static void print_err(const nsr_error *e) {
         char buf[NSR_ERROR_MSG_MAX + 256];
@@ -39,23 +97,23 @@ static void print_err(const nsr_error *e) {
 }
 
 static int cmd_check(int argc, char **argv) {
-        bool verbose = false;
-        int first = 1;
-        if (argc > 1 && (streq(argv[1], "-v") || streq(argv[1], "--verbose"))) {
-                verbose = true;
-                first = 2;
-        }
-        if (first >= argc) {
+        _cleanup_(sargs_done) sargs a;
+        int pr = parse(&check_sub, argc, argv, &a);
+        if (pr != 0)
+                return pr < 0;
+        bool verbose = a.verbose;
+        if (a.sa.n_operands == 0) {
                 fputs("nsrun: seccomp check: no policy given\n", stderr);
                 return 1;
         }
         int rc = 0;
-        for (int i = first; i < argc; i++) {
+        for (size_t i = 0; i < a.sa.n_operands; i++) {
                 nsr_error err = { 0 };
                 _cleanup_(nsr_policy_freep) nsr_policy *p = NULL;
                 _cleanup_free_ char *bpf = NULL;
                 size_t len = 0;
-                if (nsr_seccomp_policy_load(argv[i], &p, &err) < 0 || nsr_seccomp_compile(p, &bpf, &len, &err) < 0) {
+                if (nsr_seccomp_policy_load(a.sa.operands[i], &p, &err) < 0 ||
+                    nsr_seccomp_compile(p, &bpf, &len, &err) < 0) {
                         print_err(&err);
                         rc = 1;
                         continue;
@@ -76,21 +134,11 @@ static int cmd_check(int argc, char **argv) {
 }
 
 static int cmd_compile(int argc, char **argv) {
-        const char *policy = NULL, *out = NULL;
-        for (int i = 1; i < argc; i++) {
-                if (streq(argv[i], "-o") || streq(argv[i], "--output")) {
-                        if (i + 1 >= argc) {
-                                fputs("nsrun: seccomp compile: -o needs a file name\n", stderr);
-                                return 1;
-                        }
-                        out = argv[++i];
-                } else if (!policy && (argv[i][0] != '-' || strchr(argv[i], '/')))
-                        policy = argv[i];
-                else {
-                        fprintf(stderr, "nsrun: seccomp compile: unexpected argument '%s'\n", argv[i]);
-                        return 1;
-                }
-        }
+        _cleanup_(sargs_done) sargs a;
+        int pr = parse(&compile_sub, argc, argv, &a);
+        if (pr != 0)
+                return pr < 0;
+        const char *policy = a.sa.n_operands ? a.sa.operands[0] : NULL, *out = a.out;
         if (!policy || !out) {
                 fputs("nsrun: seccomp compile: usage: nsrun seccomp compile POLICY -o FILE\n", stderr);
                 return 1;
@@ -123,11 +171,10 @@ static int cmd_compile(int argc, char **argv) {
 }
 
 static int cmd_list(int argc, char **argv) {
-        (void) argv;
-        if (argc > 1) {
-                fputs("nsrun: seccomp list takes no arguments\n", stderr);
-                return 1;
-        }
+        _cleanup_(sargs_done) sargs a;
+        int pr = parse(&list_sub, argc, argv, &a);
+        if (pr != 0)
+                return pr < 0;
         nsr_error err = { 0 };
         _cleanup_strv_free_ char **names = NULL;
         if (nsr_seccomp_list(&names, &err) < 0) {
@@ -150,25 +197,21 @@ static int cmd_list(int argc, char **argv) {
 
 int nsr_cmd_seccomp(int argc, char **argv) {
         if (argc < 2) {
-                fputs(usage, stderr);
+                usage(stderr);
                 return 1;
         }
         const char *verb = argv[1];
         if (streq(verb, "--help") || streq(verb, "-h") || streq(verb, "help")) {
-                fputs(usage, stdout);
+                usage(stdout);
                 return 0;
         }
-        for (int i = 2; i < argc; i++)
-                if (streq(argv[i], "--help") || streq(argv[i], "-h")) {
-                        fputs(usage, stdout);
-                        return 0;
-                }
         if (streq(verb, "check"))
                 return cmd_check(argc - 1, argv + 1);
         if (streq(verb, "compile"))
                 return cmd_compile(argc - 1, argv + 1);
         if (streq(verb, "list"))
                 return cmd_list(argc - 1, argv + 1);
-        fprintf(stderr, "nsrun: seccomp: unknown command '%s'\n%s", verb, usage);
+        fprintf(stderr, "nsrun: seccomp: unknown command '%s'\n", verb);
+        usage(stderr);
         return 1;
 }

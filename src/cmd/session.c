@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
+#include "cli/subopts.h"
 #include "cmd/cmd.h"
 #include "base/json.h"
 #include "base/outfile.h"
@@ -42,21 +44,69 @@ static void err_print(const nsr_error *e) {
         say("nsrun: %s\n", buf);
 }
 
-static const char usage_session[] =
-        "usage: nsrun session start [--json] [--idle-timeout DURATION] --project DIR [project-mode options]\n"
-        "       nsrun session stop [--state-dir DIR] [--commit | --discard] ID\n"
-        "       nsrun session list [--state-dir DIR] [--json]\n"
-        "       nsrun session diff [--state-dir DIR] ID\n"
-        "       nsrun session commit [--state-dir DIR] ID\n"
-        "       nsrun exec [--state-dir DIR] [--cwd DIR] [--env NAME=VALUE] [--unset-env NAME]\n"
-        "                  [--report FILE] ID -- COMMAND [ARGS]\n"
-        "A session keeps one project sandbox up for many commands; see nsrun(1), SESSIONS.\n";
+/* The options of the session subcommands and exec: one table each, one
+ * handler. */
+typedef enum sess_opt {
+        SESS_OPT_STATE_DIR,
+        SESS_OPT_JSON,
+        SESS_OPT_IDLE_TIMEOUT,
+        SESS_OPT_COMMIT,
+        SESS_OPT_DISCARD,
+        SESS_OPT_CWD,
+        SESS_OPT_ENV,
+        SESS_OPT_UNSET_ENV,
+        SESS_OPT_REPORT,
+} sess_opt;
 
-/* The small option set of the session subcommands. */
+#define OPT_STATE_DIR                                                                                              \
+        { "--state-dir", NULL, SESS_OPT_STATE_DIR, 1, "DIR", "Where the session lives (when it was started with one)" }
+#define OPT_JSON { "--json", NULL, SESS_OPT_JSON, 0, NULL, "Print JSON" }
+#define OPT_END { NULL, NULL, 0, 0, NULL, NULL }
+
+static const nsr_subopt start_opts[] = {
+        OPT_JSON,
+        { "--idle-timeout", NULL, SESS_OPT_IDLE_TIMEOUT, 1, "DURATION",
+          "Stop after DURATION with no command (default 30m; 0: never)" },
+        OPT_END,
+};
+static const nsr_subopt stop_opts[] = {
+        OPT_STATE_DIR,
+        { "--commit", NULL, SESS_OPT_COMMIT, 0, NULL, "Apply the session's changes" },
+        { "--discard", NULL, SESS_OPT_DISCARD, 0, NULL, "Drop the session's changes" },
+        OPT_END,
+};
+static const nsr_subopt list_opts[] = { OPT_STATE_DIR, OPT_JSON, OPT_END };
+static const nsr_subopt id_opts[] = { OPT_STATE_DIR, OPT_END };
+static const nsr_subopt exec_opts[] = {
+        OPT_STATE_DIR,
+        { "--cwd", NULL, SESS_OPT_CWD, 1, "DIR", "The command's working dir, inside the sandbox" },
+        { "--env", NULL, SESS_OPT_ENV, 1, "NAME=VALUE", "Set NAME for the command (repeatable)" },
+        { "--unset-env", NULL, SESS_OPT_UNSET_ENV, 1, "NAME", "Remove NAME for the command (repeatable)" },
+        { "--report", NULL, SESS_OPT_REPORT, 1, "FILE", "Write a JSON report of what the command changed to FILE" },
+        OPT_END,
+};
+
+/* Words start does not know are project-mode options, for the main parser. */
+static const nsr_subcmd start_sub = { "session start", "--project DIR [project-mode options]", NULL, 0,
+                                      NSR_SUBCMD_PASS_UNKNOWN, start_opts };
+static const nsr_subcmd stop_sub = { "session stop", "ID", NULL, 1, 0, stop_opts };
+static const nsr_subcmd list_sub = { "session list", NULL, NULL, 0, 0, list_opts };
+static const nsr_subcmd diff_sub = { "session diff", "ID", NULL, 1, 0, id_opts };
+static const nsr_subcmd commit_sub = { "session commit", "ID", NULL, 1, 0, id_opts };
+static const nsr_subcmd exec_sub = { "exec", "ID -- COMMAND [ARGS]", NULL, 1, NSR_SUBCMD_COMMAND_AFTER, exec_opts };
+
+static void usage_session(FILE *f) {
+        static const nsr_subcmd *const cmds[] = { &start_sub, &stop_sub, &list_sub, &diff_sub, &commit_sub, &exec_sub };
+        nsr_subopts_help_group(f, "usage: ", cmds, ELEMENTSOF(cmds),
+                               "A session keeps one project sandbox up for many commands; see nsrun(1), SESSIONS.\n");
+}
+
 typedef struct sargs {
+        nsr_subargs sa;
         const char *state_dir;
         const char *id;
         bool json, help, commit, discard;
+        unsigned idle;
         char **rest; /* exec: the command */
         char **set, **unset;
         const char *cwd;
@@ -66,78 +116,62 @@ typedef struct sargs {
 static void sargs_done(sargs *a) {
         nsr_strv_free(a->set);
         nsr_strv_free(a->unset);
+        nsr_subargs_done(&a->sa);
 }
 
-/* allowed: s state-dir, j json, c commit/discard, x exec options. The first
- * word that is not an option is the id; with x, what follows it (after an
- * optional "--") is the command. */
-static int parse(int argc, char **argv, const char *allowed, sargs *a) {
-        *a = (sargs){ 0 };
-        for (int i = 1; i < argc; i++) {
-                const char *s = argv[i];
-                const char *val = NULL;
-                _cleanup_free_ char *name = NULL;
-                const char *eq = s[0] == '-' && s[1] == '-' ? strchr(s, '=') : NULL;
-                if (eq) {
-                        name = nsr_strndup(s, (size_t) (eq - s));
-                        val = eq + 1;
-                        s = name;
-                }
-#define VALUE()                                                                                  \
-        do {                                                                                     \
-                if (!val) {                                                                      \
-                        if (i + 1 >= argc) {                                                     \
-                                say("nsrun: %s %s takes an argument\n", argv[0], s);             \
-                                return -EINVAL;                                                  \
-                        }                                                                        \
-                        val = argv[++i];                                                         \
-                }                                                                                \
-        } while (0)
-                if (a->id) {
-                        if (!strchr(allowed, 'x')) {
-                                say("nsrun: %s: unexpected argument %s\n", argv[0], argv[i]);
-                                return -EINVAL;
-                        }
-                        a->rest = argv + i + (streq(argv[i], "--") ? 1 : 0);
-                        break;
-                }
-                if (streq(s, "--help") || streq(s, "-h"))
-                        a->help = true;
-                else if (streq(s, "--state-dir") && strchr(allowed, 's')) {
-                        VALUE();
-                        a->state_dir = val;
-                } else if (streq(s, "--json") && strchr(allowed, 'j'))
-                        a->json = true;
-                else if (streq(s, "--commit") && strchr(allowed, 'c'))
-                        a->commit = true;
-                else if (streq(s, "--discard") && strchr(allowed, 'c'))
-                        a->discard = true;
-                else if (streq(s, "--cwd") && strchr(allowed, 'x')) {
-                        VALUE();
-                        a->cwd = val;
-                } else if (streq(s, "--report") && strchr(allowed, 'x')) {
-                        VALUE();
-                        a->report = val;
-                } else if (streq(s, "--env") && strchr(allowed, 'x')) {
-                        VALUE();
-                        if (!strchr(val, '=') || val[0] == '=') {
-                                say("nsrun: --env wants NAME=VALUE, not \"%s\"\n", val);
-                                return -EINVAL;
-                        }
-                        nsr_strv_extend(&a->set, val);
-                } else if (streq(s, "--unset-env") && strchr(allowed, 'x')) {
-                        VALUE();
-                        if (!*val || strchr(val, '=')) {
-                                say("nsrun: --unset-env wants a NAME, not \"%s\"\n", val);
-                                return -EINVAL;
-                        }
-                        nsr_strv_extend(&a->unset, val);
-                } else if (s[0] == '-' && s[1] != '\0') {
-                        say("nsrun: %s: unknown option %s\n", argv[0], argv[i]);
-                        return -EINVAL;
-                } else
-                        a->id = argv[i];
-#undef VALUE
+static int session_option(void *userdata, const nsr_subopt *o, const char *val, nsr_error *err) {
+        sargs *a = userdata;
+        switch ((sess_opt) o->key) {
+        case SESS_OPT_STATE_DIR:
+                a->state_dir = val;
+                return 0;
+        case SESS_OPT_JSON:
+                a->json = true;
+                return 0;
+        case SESS_OPT_IDLE_TIMEOUT:
+                if (nsr_session_parse_duration(val, &a->idle) < 0)
+                        return nsr_error_setx(err, EINVAL,
+                                              "%s takes a duration (30m, 90s, 2h, 0 for none), not \"%s\"", o->name,
+                                              val);
+                return 0;
+        case SESS_OPT_COMMIT:
+                a->commit = true;
+                return 0;
+        case SESS_OPT_DISCARD:
+                a->discard = true;
+                return 0;
+        case SESS_OPT_CWD:
+                a->cwd = val;
+                return 0;
+        case SESS_OPT_REPORT:
+                a->report = val;
+                return 0;
+        case SESS_OPT_ENV:
+                if (!strchr(val, '=') || val[0] == '=')
+                        return nsr_error_setx(err, EINVAL, "%s wants NAME=VALUE, not \"%s\"", o->name, val);
+                nsr_strv_extend(&a->set, val);
+                return 0;
+        case SESS_OPT_UNSET_ENV:
+                if (!*val || strchr(val, '='))
+                        return nsr_error_setx(err, EINVAL, "%s wants a NAME, not \"%s\"", o->name, val);
+                nsr_strv_extend(&a->unset, val);
+                return 0;
+        }
+        return nsr_error_setx(err, EINVAL, "%s has no handler", o->name);
+}
+
+/* The first operand is the id; with exec, what follows it (after an
+ * optional "--") is the command. Says what is wrong. */
+static int parse(const nsr_subcmd *c, int argc, char **argv, sargs *a) {
+        *a = (sargs){ .idle = NSR_SESSION_IDLE_DEFAULT };
+        nsr_error e = { 0 };
+        int r = nsr_subopts_parse(c, argc, argv, session_option, a, &a->sa, &e);
+        a->help = a->sa.help;
+        a->id = a->sa.n_operands ? a->sa.operands[0] : NULL;
+        a->rest = a->sa.command;
+        if (r < 0) {
+                err_print(&e);
+                return -EINVAL;
         }
         if (a->commit && a->discard) {
                 say("nsrun: --commit and --discard cannot be combined\n");
@@ -181,93 +215,69 @@ static int connect_or_say(const char *state_dir, const char *id) {
 
 /* ---- start ------------------------------------------------------------------ */
 
-static int start(int argc, char **argv) {
-        bool json = false;
-        unsigned idle = NSR_SESSION_IDLE_DEFAULT;
-        _cleanup_strv_free_ char **rest = nsr_malloc0(sizeof(char *));
-        for (int i = 1; i < argc; i++) {
-                const char *s = argv[i];
-                if (streq(s, "--help") || streq(s, "-h")) {
-                        fputs(usage_session, stdout);
-                        return 0;
-                } else if (streq(s, "--json"))
-                        json = true;
-                else if (streq(s, "--idle-timeout") || nsr_startswith(s, "--idle-timeout=")) {
-                        const char *v = s[14] == '=' ? s + 15 : i + 1 < argc ? argv[++i] : NULL;
-                        if (!v || nsr_session_parse_duration(v, &idle) < 0) {
-                                say("nsrun: --idle-timeout takes a duration (30m, 90s, 2h, 0 for none), not \"%s\"\n",
-                                    v ? v : "");
-                                return NSR_EXIT_FAILURE;
-                        }
-                } else if (streq(s, "--")) {
+/* The plan of a session: project mode's options, with no command and
+ * nothing that only a one-shot run's end could write. Says what is
+ * wrong. */
+static int start_plan(char **words, size_t n, nsr_plan **ret) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(words[i], "--")) {
                         say("nsrun: session start takes no command: run commands with \"nsrun exec ID -- CMD\"\n");
-                        return NSR_EXIT_FAILURE;
-                } else
-                        nsr_strv_extend(&rest, s);
-        }
+                        return -EINVAL;
+                }
         nsr_error e = { 0 };
         _cleanup_(nsr_plan_freep) nsr_plan *plan = NULL;
         nsr_cli_result res;
-        if (nsr_profileset_parse(rest, nsr_strv_length(rest), environ, &plan, &res, NULL, &e) < 0) {
+        if (nsr_profileset_parse(words, n, environ, &plan, &res, NULL, &e) < 0) {
                 err_print(&e);
-                return NSR_EXIT_FAILURE;
+                return -EINVAL;
         }
         if (!plan->proj.projects) {
                 say("nsrun: session start needs --project DIR\n");
-                return NSR_EXIT_FAILURE;
+                return -EINVAL;
         }
         if (plan->argv) {
                 say("nsrun: session start takes no command: run commands with \"nsrun exec ID -- CMD\"\n");
-                return NSR_EXIT_FAILURE;
+                return -EINVAL;
         }
         /* What a one-shot run writes at its end has no end to wait for
          * here: exec --report covers one command. */
-        const char *endless = plan->proj.report_file ? "--report" : plan->proj.report_fd != -1 ? "--report-fd"
-                                                           : plan->proj.events_fd != -1 ? "--events-fd"
-                                                           : plan->trace_bwrap || plan->trace_bwrap_fd != -1
-                                                                   ? "--trace-bwrap"
-                                                                   : NULL;
-        if (endless) {
+        nsr_opt_id endless = plan->proj.report_file                             ? NSR_OPT_REPORT
+                             : plan->proj.report_fd != -1                       ? NSR_OPT_REPORT_FD
+                             : plan->proj.events_fd != -1                       ? NSR_OPT_EVENTS_FD
+                             : plan->trace_bwrap || plan->trace_bwrap_fd != -1 ? NSR_OPT_TRACE_BWRAP
+                                                                                : _NSR_OPT_INVALID;
+        if (endless != _NSR_OPT_INVALID) {
                 say("nsrun: session start does not take %s (\"nsrun exec --report FILE\" reports one command)\n",
-                    endless);
-                return NSR_EXIT_FAILURE;
+                    nsr_options_get(endless)->name);
+                return -EINVAL;
         }
         if (plan->proj.keep || plan->proj.discard) {
                 say("nsrun: session start: the outcome is chosen at \"nsrun session stop\" (--commit, --discard)\n");
-                return NSR_EXIT_FAILURE;
+                return -EINVAL;
         }
         plan->argv = nsr_malloc0(2 * sizeof(char *));
         plan->argv[0] = nsr_strdup("nsrun-session");
-        _cleanup_free_ char *state_opt = plan->proj.state_dir ? nsr_strdup(plan->proj.state_dir) : NULL;
-        _cleanup_(nsr_project_freep) nsr_project *pj = NULL;
-        if (nsr_project_prepare(plan, true, &pj, &e) < 0) {
-                err_print(&e);
-                return NSR_EXIT_FAILURE;
-        }
-        nsr_caller caller;
-        nsr_caller_detect(&caller);
-        if (nsr_plan_validate(nsr_project_plan(pj), &caller, &e) < 0) {
-                err_print(&e);
-                return NSR_EXIT_FAILURE;
-        }
-        _cleanup_free_ char *state_dir = state_dir_of(state_opt, true);
-        if (!state_dir)
-                return NSR_EXIT_FAILURE;
-        recover(state_dir);
-        char id[NSR_RUN_ID_MAX];
-        snprintf(id, sizeof(id), "%s", nsr_project_run_id(pj));
+        *ret = TAKE_PTR(plan);
+        return 0;
+}
 
+/* Forks the daemon, detached, and returns what it wrote to the start pipe
+ * by the time it was ready or gave up: "PID\n", then the run's notes and
+ * "ok\n", or why it failed. NULL after saying what failed. */
+static char *spawn_daemon(nsr_project *pj, const char *state_dir, unsigned idle) {
         int rp[2];
         if (pipe2(rp, O_CLOEXEC) < 0) {
                 say("nsrun: pipe2: %s\n", strerror(errno));
-                return NSR_EXIT_FAILURE;
+                return NULL;
         }
         fflush(stdout);
         fflush(stderr);
         pid_t pid = fork();
         if (pid < 0) {
                 say("nsrun: fork: %s\n", strerror(errno));
-                return NSR_EXIT_FAILURE;
+                close(rp[0]);
+                close(rp[1]);
+                return NULL;
         }
         if (pid == 0) {
                 /* The daemon: detached from the caller's session and
@@ -295,13 +305,17 @@ static int start(int argc, char **argv) {
         }
         close(rp[1]);
         (void) waitpid(pid, NULL, 0);
-        _cleanup_free_ char *text = NULL;
+        char *text = NULL;
         size_t len = 0;
         _cleanup_close_ int rfd = rp[0];
         (void) nsr_read_all(rfd, 64 * 1024, &text, &len);
-        /* "PID\n" from the daemon, then the run's notes and "ok\n", or
-         * why it failed. */
-        char *nl = text ? strchr(text, '\n') : NULL;
+        return text ? text : nsr_strdup("");
+}
+
+/* Prints the id (or the --json object) once the daemon said it is ready,
+ * or what it said went wrong. */
+static int report_start(char *text, const sargs *a, const char *id, const char *state_dir, nsr_project *pj) {
+        char *nl = strchr(text, '\n');
         char *tail = nl ? nl + 1 : NULL;
         size_t rl = tail ? strlen(tail) : 0;
         bool ok = tail && rl >= 3 && streq(tail + rl - 3, "ok\n") && (rl == 3 || tail[rl - 4] == '\n');
@@ -314,7 +328,7 @@ static int start(int argc, char **argv) {
         if (*tail)
                 say("%s", tail);
         *nl = '\0';
-        if (!json) {
+        if (!a->json) {
                 printf("%s\n", id);
                 return 0;
         }
@@ -327,10 +341,46 @@ static int start(int argc, char **argv) {
         nsr_json_strv(j, "projects", nsr_project_plan(pj)->proj.projects);
         nsr_json_string(j, "socket", ctl);
         nsr_json_string(j, "state_dir", state_dir);
-        nsr_json_uint(j, "idle_timeout", idle);
+        nsr_json_uint(j, "idle_timeout", a->idle);
         nsr_json_object_end(j);
         putchar('\n');
         return 0;
+}
+
+static int start(int argc, char **argv) {
+        _cleanup_(sargs_done) sargs a;
+        if (parse(&start_sub, argc, argv, &a) < 0)
+                return NSR_EXIT_FAILURE;
+        if (a.help) {
+                usage_session(stdout);
+                return 0;
+        }
+        _cleanup_(nsr_plan_freep) nsr_plan *plan = NULL;
+        if (start_plan(a.sa.operands, a.sa.n_operands, &plan) < 0)
+                return NSR_EXIT_FAILURE;
+        _cleanup_free_ char *state_opt = plan->proj.state_dir ? nsr_strdup(plan->proj.state_dir) : NULL;
+        _cleanup_(nsr_project_freep) nsr_project *pj = NULL;
+        nsr_error e = { 0 };
+        if (nsr_project_prepare(plan, true, &pj, &e) < 0) {
+                err_print(&e);
+                return NSR_EXIT_FAILURE;
+        }
+        nsr_caller caller;
+        nsr_caller_detect(&caller);
+        if (nsr_plan_validate(nsr_project_plan(pj), &caller, &e) < 0) {
+                err_print(&e);
+                return NSR_EXIT_FAILURE;
+        }
+        _cleanup_free_ char *state_dir = state_dir_of(state_opt, true);
+        if (!state_dir)
+                return NSR_EXIT_FAILURE;
+        recover(state_dir);
+        char id[NSR_RUN_ID_MAX];
+        snprintf(id, sizeof(id), "%s", nsr_project_run_id(pj));
+        _cleanup_free_ char *text = spawn_daemon(pj, state_dir, a.idle);
+        if (!text)
+                return NSR_EXIT_FAILURE;
+        return report_start(text, &a, id, state_dir, pj);
 }
 
 /* ---- commit, stop, list, diff -------------------------------------------------- */
@@ -355,11 +405,11 @@ static int session_commit(const char *state_dir, const char *id, bool *ret_confl
 /* The start of the subcommands that talk to one session: the options,
  * the usage, the state dir and the connection. Returns the connected fd,
  * -1 after saying what failed, or -2 after --help. */
-static int open_session(int argc, char **argv, const char *allowed, sargs *a, char **ret_state_dir) {
-        if (parse(argc, argv, allowed, a) < 0)
+static int open_session(const nsr_subcmd *c, int argc, char **argv, sargs *a, char **ret_state_dir) {
+        if (parse(c, argc, argv, a) < 0)
                 return -1;
         if (a->help || !a->id) {
-                fputs(usage_session, a->help ? stdout : stderr);
+                usage_session(a->help ? stdout : stderr);
                 return a->help ? -2 : -1;
         }
         *ret_state_dir = state_dir_of(a->state_dir, false);
@@ -372,7 +422,7 @@ static int open_session(int argc, char **argv, const char *allowed, sargs *a, ch
 static int commit_cmd(int argc, char **argv) {
         _cleanup_(sargs_done) sargs a;
         _cleanup_free_ char *state_dir = NULL;
-        _cleanup_close_ int fd = open_session(argc, argv, "s", &a, &state_dir);
+        _cleanup_close_ int fd = open_session(&commit_sub, argc, argv, &a, &state_dir);
         if (fd < 0)
                 return fd == -2 ? 0 : 1;
         return session_commit(state_dir, a.id, NULL);
@@ -415,7 +465,7 @@ fail:
 static int stop_cmd(int argc, char **argv) {
         _cleanup_(sargs_done) sargs a;
         _cleanup_free_ char *state_dir = NULL;
-        _cleanup_close_ int fd = open_session(argc, argv, "sc", &a, &state_dir);
+        _cleanup_close_ int fd = open_session(&stop_sub, argc, argv, &a, &state_dir);
         if (fd < 0)
                 return fd == -2 ? 0 : 1;
         /* --commit stops first, keeping the run, and then commits it the
@@ -463,10 +513,10 @@ static int stop_cmd(int argc, char **argv) {
 
 static int list_cmd(int argc, char **argv) {
         _cleanup_(sargs_done) sargs a;
-        if (parse(argc, argv, "sj", &a) < 0)
+        if (parse(&list_sub, argc, argv, &a) < 0)
                 return 1;
         if (a.help || a.id) {
-                fputs(usage_session, a.help ? stdout : stderr);
+                usage_session(a.help ? stdout : stderr);
                 return a.help ? 0 : 1;
         }
         _cleanup_free_ char *state_dir = state_dir_of(a.state_dir, false);
@@ -529,7 +579,7 @@ static int list_cmd(int argc, char **argv) {
 static int diff_cmd(int argc, char **argv) {
         _cleanup_(sargs_done) sargs a;
         _cleanup_free_ char *state_dir = NULL;
-        _cleanup_close_ int fd = open_session(argc, argv, "s", &a, &state_dir);
+        _cleanup_close_ int fd = open_session(&diff_sub, argc, argv, &a, &state_dir);
         if (fd < 0)
                 return fd == -2 ? 0 : 1;
         /* A session's id is its run's: its upper layer is the run's. */
@@ -539,7 +589,7 @@ static int diff_cmd(int argc, char **argv) {
 
 int nsr_cmd_session(int argc, char **argv) {
         if (argc < 2 || streq(argv[1], "--help") || streq(argv[1], "-h")) {
-                fputs(usage_session, argc < 2 ? stderr : stdout);
+                usage_session(argc < 2 ? stderr : stdout);
                 return argc < 2 ? 1 : 0;
         }
         if (streq(argv[1], "start"))
@@ -553,7 +603,7 @@ int nsr_cmd_session(int argc, char **argv) {
         if (streq(argv[1], "commit"))
                 return commit_cmd(argc - 1, argv + 1);
         say("nsrun: session: unknown subcommand %s\n", argv[1]);
-        fputs(usage_session, stderr);
+        usage_session(stderr);
         return 1;
 }
 
@@ -587,10 +637,10 @@ int nsr_cmd_exec(int argc, char **argv) {
                         }
                 }
         _cleanup_(sargs_done) sargs a;
-        if (parse(argc, argv, "sx", &a) < 0)
+        if (parse(&exec_sub, argc, argv, &a) < 0)
                 return NSR_EXIT_FAILURE;
         if (a.help || !a.id || !a.rest || !a.rest[0]) {
-                fputs(usage_session, a.help ? stdout : stderr);
+                usage_session(a.help ? stdout : stderr);
                 return a.help ? 0 : NSR_EXIT_FAILURE;
         }
         _cleanup_free_ char *state_dir = state_dir_of(a.state_dir, false);

@@ -15,6 +15,7 @@
 #include "cli/options.h"
 #include "plan-eq.h"
 #include "cli/plan.h"
+#include "cli/subopts.h"
 #include "unit.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -323,6 +324,149 @@ START_TEST(test_table_sanity) {
         ck_assert_ptr_null(nsr_options_find("-", true));
         ck_assert_ptr_null(nsr_options_find("", true));
         ck_assert_ptr_null(nsr_options_find("bind", true));
+}
+END_TEST
+
+/* Every entry of the table reaches code of its own: parsed with
+ * placeholder values, an option is taken or refused for its value, never
+ * for want of a handler; and the options that need --project are the ones
+ * a plain run is told about. */
+START_TEST(test_table_handlers) {
+        for (size_t i = 0; i < _NSR_OPT_MAX; i++) {
+                const nsr_option *o = &nsr_options[i];
+                if (o->id == NSR_OPT_HELP || o->id == NSR_OPT_VERSION)
+                        continue;
+                const char *w[6] = { o->name };
+                size_t n = 1;
+                for (unsigned k = 0; k < o->nargs; k++)
+                        w[n++] = "x";
+                w[n++] = "true";
+                _cleanup_parsed_ parsed p = parse_n(false, w, n);
+                ck_assert_msg(p.r >= 0 || !strstr(p.msg, "no handler"), "%s: %s", o->name, p.msg);
+                ck_assert_msg(p.r >= 0 || !strstr(p.msg, "Unknown option"), "%s: %s", o->name, p.msg);
+                ck_assert_msg((p.res.project_only == o) == !!(o->flags & NSR_OPTF_PROJECT),
+                              "%s: project-only is %s", o->name, p.res.project_only ? p.res.project_only->name : "unset");
+        }
+        /* the first one given is named, from a file as from the command line */
+        _cleanup_parsed_ parsed p = parse(false, W("--bind", "/", "/", "--quiet", "--home", "ro", "true"));
+        ck_assert_int_eq(p.r, 0);
+        ck_assert_ptr_eq(p.res.project_only, &nsr_options[NSR_OPT_QUIET]);
+}
+END_TEST
+
+/* ---- subcommand options (subopts.c) ---------------------------------------- */
+
+static const nsr_subopt sub_opts[] = {
+        { "--state-dir", NULL, 1, 1, "DIR", "where" },
+        { "--project", "-p", 2, 1, "DIR", "which" },
+        { "--json", NULL, 3, 0, NULL, "how" },
+        { NULL, NULL, 0, 0, NULL, NULL },
+};
+
+typedef struct sub_seen {
+        char log[256];
+} sub_seen;
+
+static int sub_fn(void *userdata, const nsr_subopt *o, const char *value, nsr_error *err) {
+        sub_seen *s = userdata;
+        if (value && streq(value, "bad"))
+                return nsr_error_setx(err, EINVAL, "%s: bad value", o->name);
+        size_t l = strlen(s->log);
+        snprintf(s->log + l, sizeof(s->log) - l, "%d=%s;", o->key, value ? value : "-");
+        return 0;
+}
+
+/* Parses w (w[0] is the subcommand) with c; returns the log of handler
+ * calls, then "|" and the operands, then "|" and the command, or the error. */
+static char *sub_parse(const nsr_subcmd *c, const char *const *w) {
+        sub_seen s = { "" };
+        nsr_subargs a;
+        nsr_error e = { 0 };
+        int r = nsr_subopts_parse(c, (int) wlen(w), (char **) w, sub_fn, &s, &a, &e);
+        char *out;
+        if (r < 0)
+                out = nsr_strdup(e.msg);
+        else {
+                out = nsr_asprintf("%s%s|", s.log, a.help ? "help;" : "");
+                for (size_t i = 0; i < a.n_operands; i++) {
+                        char *t = nsr_asprintf("%s%s ", out, a.operands[i]);
+                        free(out);
+                        out = t;
+                }
+                char *t = nsr_asprintf("%s|", out);
+                free(out);
+                out = t;
+                for (size_t i = 0; a.command && a.command[i]; i++) {
+                        t = nsr_asprintf("%s%s ", out, a.command[i]);
+                        free(out);
+                        out = t;
+                }
+        }
+        nsr_subargs_done(&a);
+        return out;
+}
+
+#define SUB_IS(c, want, ...)                                      \
+        do {                                                      \
+                char *got_ = sub_parse(c, W(__VA_ARGS__));        \
+                ck_assert_str_eq(got_, want);                     \
+                free(got_);                                       \
+        } while (0)
+
+START_TEST(test_subopts_parse) {
+        static const nsr_subcmd c = { "history", "[RUN]", NULL, 1, 0, sub_opts };
+        SUB_IS(&c, "1=/s;2=/p;3=-;|RUN |", "history", "--state-dir", "/s", "-p", "/p", "--json", "RUN");
+        SUB_IS(&c, "1=/s;2=/p;|RUN |", "history", "RUN", "--state-dir=/s", "--project=/p");
+        SUB_IS(&c, "1=;|- |", "history", "--state-dir=", "-");
+        SUB_IS(&c, "help;||", "history", "-h");
+        SUB_IS(&c, "3=-;help;||", "history", "--json", "--help");
+        SUB_IS(&c, "history --state-dir takes an argument", "history", "--state-dir");
+        SUB_IS(&c, "history -p takes an argument", "history", "-p");
+        SUB_IS(&c, "history: --json takes no value", "history", "--json=1");
+        SUB_IS(&c, "history: unexpected argument \"--bogus\" (no such option)", "history", "--bogus");
+        SUB_IS(&c, "history: unexpected argument \"-x=1\" (no such option)", "history", "-x=1");
+        SUB_IS(&c, "history: unexpected argument \"--\" (no such option)", "history", "--");
+        SUB_IS(&c, "history: unexpected argument \"b\"", "history", "a", "b");
+        SUB_IS(&c, "--project: bad value", "history", "--project", "bad");
+        /* the value of an option is never an option itself */
+        SUB_IS(&c, "2=--json;||", "history", "-p", "--json");
+}
+END_TEST
+
+START_TEST(test_subopts_command_and_pass) {
+        static const nsr_subcmd x = { "exec", "ID -- COMMAND", NULL, 1, NSR_SUBCMD_COMMAND_AFTER, sub_opts };
+        SUB_IS(&x, "1=/s;|ID |ls -l ", "exec", "--state-dir", "/s", "ID", "--", "ls", "-l");
+        SUB_IS(&x, "|ID |ls --json ", "exec", "ID", "ls", "--json");
+        SUB_IS(&x, "|ID |", "exec", "ID");
+        SUB_IS(&x, "|ID |-- ", "exec", "ID", "--", "--");
+        /* a table of --json alone: the rest goes on, in order */
+        static const nsr_subcmd p = { "session start", NULL, NULL, 0, NSR_SUBCMD_PASS_UNKNOWN, sub_opts + 2 };
+        SUB_IS(&p, "3=-;|-p /x --home=ro --state-dir /s -- |", "session start", "-p", "/x", "--json", "--home=ro",
+               "--state-dir", "/s", "--");
+}
+END_TEST
+
+static char *sub_help(const nsr_subcmd *c) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        ck_assert_ptr_nonnull(f);
+        nsr_subopts_help(f, c);
+        fclose(f);
+        return buf;
+}
+
+START_TEST(test_subopts_help) {
+        static const nsr_subcmd c = { "history", "[RUN]", "About.\n", 1, 0, sub_opts };
+        _cleanup_free_ char *h = sub_help(&c);
+        ck_assert_str_eq(h, "usage: nsrun history [--state-dir DIR] [-p DIR] [--json] [RUN]\n"
+                            "About.\n"
+                            "\n"
+                            "Options:\n"
+                            "    --state-dir DIR              where\n"
+                            "    -p, --project DIR            which\n"
+                            "    --json                       how\n"
+                            "    -h, --help                   Show this help and exit\n");
 }
 END_TEST
 
@@ -2000,6 +2144,10 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_table_bwrap_order);
         tcase_add_test(tc, test_table_nsrun_options);
         tcase_add_test(tc, test_table_sanity);
+        tcase_add_test(tc, test_table_handlers);
+        tcase_add_test(tc, test_subopts_parse);
+        tcase_add_test(tc, test_subopts_command_and_pass);
+        tcase_add_test(tc, test_subopts_help);
         tcase_add_test(tc, test_help_bwrap);
         tcase_add_test(tc, test_help_nsrun);
         suite_add_tcase(s, tc);
