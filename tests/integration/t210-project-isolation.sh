@@ -60,15 +60,16 @@ s = socket.socket(socket.AF_UNIX); s.connect('$rt/agent.sock'); print('reached')
 is "$out" "reached" "the same socket is reachable outside (the test can fail)"
 kill $sock 2>/dev/null
 if is_root; then
-	mkdir -p /run/nsrun-test
+	rd=/run/nsrun-test.$$ # unique: another suite may run this at the same time
+	mkdir -p "$rd"
 	python3 -c '
-import socket, time
-s = socket.socket(socket.AF_UNIX); s.bind("/run/nsrun-test/s.sock"); s.listen(1); time.sleep(30)' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); time.sleep(30)' "$rd/s.sock" &
 	sock=$!
-	for _ in $(seq 50); do [ -S /run/nsrun-test/s.sock ] && break; sleep 0.1; done
-	run "$NSRUN" -p "$P" $NS -- sh -c 'ls -A /run; test -e /run/nsrun-test/s.sock && echo visible'
+	for _ in $(seq 50); do [ -S "$rd/s.sock" ] && break; sleep 0.1; done
+	run "$NSRUN" -p "$P" $NS -- sh -c 'ls -A /run; test -e "$1/s.sock" && echo visible' sh "$rd"
 	unlike "$out" "visible|nsrun-test" "/run is hidden: host sockets there are invisible"
-	kill $sock 2>/dev/null; rm -rf /run/nsrun-test
+	kill $sock 2>/dev/null; rm -rf "$rd"
 fi
 
 # Sockets elsewhere. A listener at $1 for 30 s; probe connects from inside.
