@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The state dir's records: the durable write helper and the run's meta
- * file (issue 18). */
+/* The state dir's records: the durable write helper, the run's meta file
+ * and the one rm -rf (issue 18). */
 #include "config.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/durable.h"
@@ -131,12 +136,178 @@ START_TEST(test_meta_round_trip) {
 }
 END_TEST
 
+/* ---- the one rm -rf ---------------------------------------------------- */
+
+/* The checks below run in a child that may drop to an unprivileged uid
+ * (root opens a 000 dir anyway, so as root the mode fixing is never
+ * needed); it reports the first failed check as its exit code. */
+#define EXPECT(cond, code)                                                     \
+        do {                                                                   \
+                if (!(cond))                                                   \
+                        _exit(code);                                           \
+        } while (0)
+
+static int mode_of(const char *path) {
+        struct stat st;
+        return lstat(path, &st) < 0 ? -1 : (int) (st.st_mode & 07777);
+}
+
+/* A tree a sandbox could leave: symlinks to a host file and a host dir,
+ * dirs with mode 000 (nested) and 0500. */
+static void rm_static(const char *base) {
+        char outside[128], outdir[128], tree[128], p[256];
+        snprintf(outside, sizeof(outside), "%s/outside", base);
+        snprintf(outdir, sizeof(outdir), "%s/outdir", base);
+        snprintf(tree, sizeof(tree), "%s/tree", base);
+        int fd = open(outside, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+        EXPECT(fd >= 0 && write(fd, "host\n", 5) == 5 && close(fd) == 0, 10);
+        EXPECT(chmod(outside, 0640) == 0 && mkdir(outdir, 0750) == 0 && chmod(outdir, 0750) == 0, 11);
+        snprintf(p, sizeof(p), "%s/keep", outdir);
+        EXPECT(close(open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) == 0, 12);
+        EXPECT(mkdir(tree, 0700) == 0, 13);
+        snprintf(p, sizeof(p), "%s/a", tree);
+        EXPECT(mkdir(p, 0700) == 0, 14);
+        snprintf(p, sizeof(p), "%s/a/abs", tree);
+        EXPECT(symlink(outside, p) == 0, 15);
+        snprintf(p, sizeof(p), "%s/a/rel", tree);
+        EXPECT(symlink("../../outside", p) == 0, 16);
+        snprintf(p, sizeof(p), "%s/a/dir", tree);
+        EXPECT(symlink(outdir, p) == 0, 17);
+        snprintf(p, sizeof(p), "%s/z", tree);
+        EXPECT(mkdir(p, 0700) == 0, 18);
+        snprintf(p, sizeof(p), "%s/z/sub", tree);
+        EXPECT(mkdir(p, 0700) == 0, 19);
+        snprintf(p, sizeof(p), "%s/z/sub/f", tree);
+        EXPECT(close(open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) == 0, 20);
+        snprintf(p, sizeof(p), "%s/z/host", tree);
+        EXPECT(symlink(outside, p) == 0, 21);
+        snprintf(p, sizeof(p), "%s/z/sub", tree);
+        EXPECT(chmod(p, 0) == 0, 22);
+        snprintf(p, sizeof(p), "%s/z", tree);
+        EXPECT(chmod(p, 0) == 0, 23);
+        snprintf(p, sizeof(p), "%s/b", tree);
+        EXPECT(mkdir(p, 0700) == 0, 24);
+        snprintf(p, sizeof(p), "%s/b/f", tree);
+        EXPECT(close(open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) == 0, 25);
+        snprintf(p, sizeof(p), "%s/b", tree);
+        EXPECT(chmod(p, 0500) == 0, 26);
+
+        nsr_error err = { 0 };
+        EXPECT(nsr_rm_rf_at(AT_FDCWD, tree, &err) == 0, 30);
+        EXPECT(access(tree, F_OK) < 0 && errno == ENOENT, 31);
+        /* What the links pointed at keeps its mode and content. */
+        EXPECT(mode_of(outside) == 0640, 32);
+        EXPECT(mode_of(outdir) == 0750, 33);
+        snprintf(p, sizeof(p), "%s/keep", outdir);
+        EXPECT(access(p, F_OK) == 0, 34);
+        int rfd = open(outside, O_RDONLY | O_CLOEXEC);
+        char buf[16] = "";
+        EXPECT(rfd >= 0 && read(rfd, buf, sizeof(buf)) == 5 && memcmp(buf, "host\n", 5) == 0, 35);
+        close(rfd);
+}
+
+/* The race the old state.c rm had: lstat sees a dir, the open fails (mode
+ * 000), and the mode fix by name (fchmodat without AT_SYMLINK_NOFOLLOW)
+ * then follows what is now a symlink to a host file. A second process
+ * swaps the two as fast as it can; the host file must keep its mode. */
+static void rm_race(const char *base) {
+        char target[128], tree[128];
+        snprintf(target, sizeof(target), "%s/target", base);
+        snprintf(tree, sizeof(tree), "%s/race", base);
+        EXPECT(close(open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) == 0, 40);
+        EXPECT(chmod(target, 0600) == 0, 41);
+        struct timespec t0, now;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        enum { PAIRS = 16 };
+        for (;;) {
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                if (now.tv_sec - t0.tv_sec >= 4)
+                        break;
+                EXPECT(mkdir(tree, 0700) == 0, 42);
+                int tfd = open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                EXPECT(tfd >= 0, 43);
+                for (int k = 0; k < PAIRS; k++) {
+                        char x[8], y[8];
+                        snprintf(x, sizeof(x), "x%d", k);
+                        snprintf(y, sizeof(y), "y%d", k);
+                        EXPECT(mkdirat(tfd, x, 0) == 0 && symlinkat(target, tfd, y) == 0, 43);
+                }
+                pid_t sw = fork();
+                EXPECT(sw >= 0, 44);
+                if (sw == 0) {
+                        /* Until rm has taken one of each pair away. */
+                        bool live[PAIRS];
+                        for (int k = 0; k < PAIRS; k++)
+                                live[k] = true;
+                        for (int n = PAIRS; n > 0;)
+                                for (int k = 0; k < PAIRS; k++) {
+                                        char x[8], y[8];
+                                        snprintf(x, sizeof(x), "x%d", k);
+                                        snprintf(y, sizeof(y), "y%d", k);
+                                        if (live[k] && renameat2(tfd, x, tfd, y, RENAME_EXCHANGE) < 0) {
+                                                live[k] = false;
+                                                n--;
+                                        }
+                                }
+                        _exit(0);
+                }
+                nsr_error err = { 0 };
+                for (int k = 0; k < 100 && access(tree, F_OK) == 0; k++)
+                        (void) nsr_rm_rf_at(AT_FDCWD, tree, &err);
+                kill(sw, SIGKILL);
+                waitpid(sw, NULL, 0);
+                close(tfd);
+                EXPECT(access(tree, F_OK) < 0, 45);
+                EXPECT(mode_of(target) == 0600, 46);
+        }
+}
+
+static void run_rm_check(void (*fn)(const char *base), bool as_user) {
+        char base[64];
+        int dir = tmpdir(base);
+        close(dir);
+        if (as_user && chown(base, 65534, 65534) < 0)
+                ck_abort_msg("chown %s: %s", base, strerror(errno));
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                if (as_user && (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+                                setresuid(65534, 65534, 65534) < 0))
+                        _exit(2);
+                fn(base);
+                _exit(0);
+        }
+        int status = 0;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        nsr_error e2 = { 0 };
+        ck_assert_int_eq(nsr_rm_rf_at(AT_FDCWD, base, &e2), 0);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "check %d failed%s",
+                      WIFEXITED(status) ? WEXITSTATUS(status) : -1, as_user ? " (as uid 65534)" : "");
+}
+
+START_TEST(test_rm_rf_no_follow) {
+        run_rm_check(rm_static, false);
+        if (geteuid() == 0)
+                run_rm_check(rm_static, true);
+}
+END_TEST
+
+START_TEST(test_rm_rf_race) {
+        run_rm_check(rm_race, geteuid() == 0);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("state");
         TCase *tc = tcase_create("records");
         tcase_add_test(tc, test_durable_write);
         tcase_add_test(tc, test_meta_round_trip);
         suite_add_tcase(s, tc);
+        TCase *rm = tcase_create("rm");
+        tcase_set_timeout(rm, 60);
+        tcase_add_test(rm, test_rm_rf_no_follow);
+        tcase_add_test(rm, test_rm_rf_race);
+        suite_add_tcase(s, rm);
         return s;
 }
 
