@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "base/dirent.h"
 #include "project/snapshot.h"
 #include "txn/txnfs.h"
 #include "base/utf8.h"
@@ -157,23 +158,11 @@ static int open_forcing(int dirfd, const char *name, int flags, const struct sta
 
 /* Calls fn for every entry of the dir open at fd (consumed). */
 static int each_entry(int fd, int (*fn)(walk *w, int dirfd, const char *name, void *arg), walk *w, void *arg) {
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                int e = -errno;
-                close(fd);
-                return e;
-        }
-        int r = 0;
-        for (;;) {
-                errno = 0;
-                struct dirent *de = readdir(d);
-                if (!de) {
-                        if (errno)
-                                r = -errno;
-                        break;
-                }
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = nsr_fdopendir(fd, &d);
+        if (r < 0)
+                return r;
+        FOREACH_DIRENT(de, d, r = -errno) {
                 size_t saved;
                 r = push(w, de->d_name, &saved);
                 if (r < 0) {
@@ -185,7 +174,6 @@ static int each_entry(int fd, int (*fn)(walk *w, int dirfd, const char *name, vo
                 if (r < 0)
                         break;
         }
-        closedir(d);
         return r;
 }
 
