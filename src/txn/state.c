@@ -597,8 +597,9 @@ void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t bac
         clock_gettime(CLOCK_REALTIME, &now);
         if (stat(stamp, &st) == 0 && now.tv_sec - st.st_mtime < 3600)
                 return;
-        _cleanup_close_ int sf = open(stamp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (sf < 0 || !detach())
+        /* Only its mtime counts: a new empty file says when gc last ran. */
+        nsr_error se = { 0 };
+        if (nsr_durable_write(AT_FDCWD, stamp, "", 0, 0600, 0, &se) < 0 || !detach())
                 return;
         int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (statefd >= 0) {

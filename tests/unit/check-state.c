@@ -79,6 +79,40 @@ START_TEST(test_durable_write) {
         ck_assert_int_eq(nsr_durable_write(dir, "d/x/y", "y", 1, 0600, NSR_DURABLE_SYNC, &err), 0);
         ck_assert_int_eq(fstatat(dir, "d/x/y", &st, 0), 0);
 
+        /* The mode asked for, whatever the umask. */
+        mode_t old_mask = umask(077);
+        ck_assert_int_eq(nsr_durable_write(dir, "m", "m", 1, 0644, 0, &err), 0);
+        umask(old_mask);
+        ck_assert_int_eq(fstatat(dir, "m", &st, 0), 0);
+        ck_assert_uint_eq(st.st_mode & 07777, 0644);
+
+        /* The two halves: a write that failed midway leaves the old file
+         * and no temporary; one never finished (the cleanup) neither. */
+        size_t before = count_entries(dir);
+        nsr_durable d = NSR_DURABLE_INIT;
+        ck_assert_int_eq(nsr_durable_begin(&d, dir, "f", 0600, NSR_DURABLE_SYNC, &err), 0);
+        ck_assert_int_eq(nsr_write_all(d.fd, "three\n", 6), 0);
+        ck_assert_uint_eq(count_entries(dir), before + 1);
+        ck_assert_int_eq(nsr_durable_finish(&d, nsr_error_set(&err, EIO, "a write failed"), &err), -EIO);
+        ck_assert_int_eq(d.fd, -1);
+        ck_assert_uint_eq(count_entries(dir), before);
+        free(s);
+        s = slurp(dir, "f");
+        ck_assert_str_eq(s, "two\n");
+        {
+                _cleanup_(nsr_durable_done) nsr_durable u = NSR_DURABLE_INIT;
+                ck_assert_int_eq(nsr_durable_begin(&u, dir, "f", 0600, 0, &err), 0);
+                ck_assert_uint_eq(count_entries(dir), before + 1);
+        }
+        ck_assert_uint_eq(count_entries(dir), before);
+        ck_assert_int_eq(nsr_durable_begin(&d, dir, "f", 0600, NSR_DURABLE_SYNC, &err), 0);
+        ck_assert_int_eq(nsr_write_all(d.fd, "four\n", 5), 0);
+        ck_assert_int_eq(nsr_durable_finish(&d, 0, &err), 0);
+        ck_assert_uint_eq(count_entries(dir), before);
+        free(s);
+        s = slurp(dir, "f");
+        ck_assert_str_eq(s, "four\n");
+
         nsr_error e2 = { 0 };
         ck_assert_int_eq(nsr_rm_rf_at(AT_FDCWD, path, &e2), 0);
         close(dir);
