@@ -146,13 +146,22 @@ static int open_forcing(int dirfd, const char *name, int flags, const struct sta
         int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
         if (fd >= 0 || errno != EACCES || st->st_uid != geteuid())
                 return fd >= 0 ? fd : -errno;
+        /* The mode changes go through an fd of the entry that was stat'ed,
+         * never by name: a name the command swapped for a symlink in the
+         * meantime would have the chmod change what the link points at. */
+        _cleanup_close_ int pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        struct stat now;
+        if (pfd < 0 || fstat(pfd, &now) < 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
+                return -EACCES;
         mode_t m = st->st_mode & 07777;
         mode_t add = S_ISDIR(st->st_mode) ? S_IRUSR | S_IXUSR : S_IRUSR;
-        if (fchmodat(dirfd, name, m | add, 0) < 0)
+        if (nsr_txnfs_fd_chmod(pfd, m | add) < 0)
                 return -EACCES;
-        fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+        char p[64];
+        nsr_txnfs_fd_path(pfd, p, sizeof(p));
+        fd = open(p, flags | O_CLOEXEC | O_NOCTTY);
         int e = fd < 0 ? -errno : 0;
-        (void) fchmodat(dirfd, name, m, 0);
+        (void) nsr_txnfs_fd_chmod(pfd, m);
         return fd >= 0 ? fd : e;
 }
 

@@ -263,6 +263,13 @@ int nsr_txnfs_prune_empty(int dirfd, const char *name, bool *ret_kept) {
 /* ---- xattrs --------------------------------------------------------------------- */
 
 int nsr_txnfs_fd_chmod(int fd, mode_t mode) {
+        /* An O_PATH|O_NOFOLLOW fd may be a symlink's own: never a mode
+         * change through one, whatever the kernel would make of it. */
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (S_ISLNK(st.st_mode))
+                return -ELOOP;
         /* fchmod() refuses O_PATH fds; the magic link reaches the inode the
          * fd was opened on, whatever now sits at its old path. */
         char p[64];

@@ -87,6 +87,8 @@ void nsr_txnfs_xattrs_free(nsr_xattr *x, size_t n);
 /* On an O_PATH fd of a non-symlink: set (value != NULL) or remove (value
  * NULL, ENODATA is success) one xattr. */
 int nsr_txnfs_fd_setxattr(int fd, const char *name, const char *value, size_t len);
+/* chmod of the inode fd (O_PATH or not) was opened on, never through a
+ * path; -ELOOP for a symlink's own fd. */
 int nsr_txnfs_fd_chmod(int fd, mode_t mode);
 
 /* ---- walks ------------------------------------------------------------------------ */

@@ -16,6 +16,7 @@
 
 #include "base/durable.h"
 #include "txn/state.h"
+#include "txn/txnfs.h"
 #include "unit.h"
 #include "base/util.h"
 
@@ -326,6 +327,31 @@ START_TEST(test_rm_rf_no_follow) {
 }
 END_TEST
 
+/* The one mode-change primitive refuses a symlink's own fd. */
+START_TEST(test_fd_chmod_symlink) {
+        char path[64];
+        int dir = tmpdir(path);
+        ck_assert_int_eq(close(openat(dir, "t", O_WRONLY | O_CREAT | O_CLOEXEC, 0600)), 0);
+        ck_assert_int_eq(fchmodat(dir, "t", 0600, 0), 0);
+        ck_assert_int_eq(symlinkat("t", dir, "l"), 0);
+        int lfd = openat(dir, "l", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        ck_assert_int_ge(lfd, 0);
+        ck_assert_int_eq(nsr_txnfs_fd_chmod(lfd, 0777), -ELOOP);
+        close(lfd);
+        struct stat st;
+        ck_assert_int_eq(fstatat(dir, "t", &st, AT_SYMLINK_NOFOLLOW), 0);
+        ck_assert_uint_eq(st.st_mode & 07777, 0600);
+        int tfd = openat(dir, "t", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        ck_assert_int_eq(nsr_txnfs_fd_chmod(tfd, 0640), 0);
+        close(tfd);
+        ck_assert_int_eq(fstatat(dir, "t", &st, AT_SYMLINK_NOFOLLOW), 0);
+        ck_assert_uint_eq(st.st_mode & 07777, 0640);
+        nsr_error e2 = { 0 };
+        ck_assert_int_eq(nsr_rm_rf_at(AT_FDCWD, path, &e2), 0);
+        close(dir);
+}
+END_TEST
+
 START_TEST(test_rm_rf_race) {
         run_rm_check(rm_race, geteuid() == 0);
 }
@@ -340,6 +366,7 @@ static Suite *suite(void) {
         TCase *rm = tcase_create("rm");
         tcase_set_timeout(rm, 60);
         tcase_add_test(rm, test_rm_rf_no_follow);
+        tcase_add_test(rm, test_fd_chmod_symlink);
         tcase_add_test(rm, test_rm_rf_race);
         suite_add_tcase(s, rm);
         return s;
