@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -185,17 +186,43 @@ int nsr_txnfs_rename(int olddir, const char *oldname, int newdir, const char *ne
  *   entry swapped for a symlink after the lstat changes and reads nothing
  *   outside the tree;
  * - dirs of ours without u+rwx (a sandbox may leave 000 dirs) get it first;
- * - the depth is bounded (every level holds an open dir);
+ * - the recursion is bounded (every level holds an open dir), but the tree
+ *   is not: a dir deeper than NSR_TXNFS_MAX_DEPTH is moved up into the top
+ *   dir and removed from there on another pass, so a command cannot make
+ *   its run impossible to remove (and stop gc) by nesting dirs deeply;
  * - it goes on past an entry it cannot remove and reports the first error,
  *   so a failure leaves as little behind as it can. */
-static int rm_rec(int parent, const char *name, unsigned depth) {
+typedef struct rm_ctx {
+        int top;        /* the dir being removed, once it is open */
+        uint64_t moved; /* subtrees moved up into top in this pass */
+        uint64_t serial;
+} rm_ctx;
+
+/* Passes over the top dir: each one takes NSR_TXNFS_MAX_DEPTH - 1 levels
+ * off every subtree that was moved up. */
+#define RM_MAX_PASSES 65536u
+
+static int move_up(rm_ctx *c, int parent, const char *name) {
+        for (unsigned tries = 0; tries < 64; tries++) {
+                char n[48];
+                snprintf(n, sizeof(n), ".nsrun-rm-%" PRIu64, c->serial++);
+                int r = nsr_txnfs_rename(parent, name, c->top, n, RENAME_NOREPLACE);
+                if (r == 0)
+                        c->moved++;
+                if (r != -EEXIST)
+                        return r;
+        }
+        return -EEXIST;
+}
+
+static int rm_rec(rm_ctx *c, int parent, const char *name, unsigned depth) {
         struct stat st;
         if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return errno == ENOENT ? 0 : -errno;
         if (!S_ISDIR(st.st_mode))
                 return unlinkat(parent, name, 0) < 0 && errno != ENOENT ? -errno : 0;
         if (depth >= NSR_TXNFS_MAX_DEPTH)
-                return -ELOOP;
+                return move_up(c, parent, name);
         _cleanup_close_ int pfd = openat(parent, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (pfd < 0)
                 return errno == ENOENT ? 0 : -errno;
@@ -212,18 +239,34 @@ static int rm_rec(int parent, const char *name, unsigned depth) {
         if (r < 0)
                 return r;
         pfd = safe_close(pfd); /* one fd per level, not two */
-        FOREACH_DIRENT(de, d, r = r < 0 ? r : -errno) {
-                int k = rm_rec(dirfd(d), de->d_name, depth + 1);
-                if (k < 0 && r == 0)
-                        r = k;
+        if (depth == 0)
+                c->top = dirfd(d);
+        for (unsigned pass = 0;; pass++) {
+                c->moved = 0;
+                FOREACH_DIRENT(de, d, r = r < 0 ? r : -errno) {
+                        int k = rm_rec(c, dirfd(d), de->d_name, depth + 1);
+                        if (k < 0 && r == 0)
+                                r = k;
+                }
+                /* What was moved up may not have been listed by this pass. */
+                if (depth > 0 || c->moved == 0 || r < 0)
+                        break;
+                if (pass + 1 >= RM_MAX_PASSES) {
+                        r = -ELOOP;
+                        break;
+                }
+                rewinddir(d);
         }
+        if (depth == 0)
+                c->top = -1;
         if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT && r == 0)
                 r = -errno;
         return r;
 }
 
 int nsr_txnfs_rm_rf(int dirfd, const char *name) {
-        return rm_rec(dirfd, name, 0);
+        rm_ctx c = { .top = -1 };
+        return rm_rec(&c, dirfd, name, 0);
 }
 
 static int prune_rec(int parent, const char *name, bool *kept, unsigned depth) {

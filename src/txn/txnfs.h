@@ -52,8 +52,12 @@ void nsr_txnfs_fd_path(int fd, char *buf, size_t len);
  * without u+w (the moved ones and both parents) get it for the rename
  * only. Returns 0 or -errno. */
 int nsr_txnfs_rename(int olddir, const char *oldname, int newdir, const char *newname, unsigned flags);
-/* Removes name below dirfd, recursively, never following symlinks; fixes
- * the modes of our own dirs that are not writable. ENOENT is success. */
+/* nsrun's one rm -rf: removes name below dirfd, recursively, never
+ * following symlinks (mode changes go through an fd of the dir); makes our
+ * own dirs without u+rwx removable; any depth, with at most
+ * NSR_TXNFS_MAX_DEPTH dirs open (deeper ones are moved up and removed on
+ * another pass). Goes on past errors and returns the first. ENOENT is
+ * success. */
 int nsr_txnfs_rm_rf(int dirfd, const char *name);
 /* Removes every empty dir in the tree at name (the root too if it ends
  * empty). Entries that are not dirs are kept; *ret_kept says if any were. */

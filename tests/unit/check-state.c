@@ -320,6 +320,38 @@ static void run_rm_check(void (*fn)(const char *base), bool as_user) {
                       WIFEXITED(status) ? WEXITSTATUS(status) : -1, as_user ? " (as uid 65534)" : "");
 }
 
+/* Deeper than the walk holds fds for (NSR_TXNFS_MAX_DEPTH), with a 000
+ * dir at the bottom: a command must not make its run impossible to remove
+ * by nesting dirs. */
+static void rm_deep(const char *base) {
+        char tree[128];
+        snprintf(tree, sizeof(tree), "%s/deep", base);
+        EXPECT(mkdir(tree, 0700) == 0, 50);
+        int fd = open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        EXPECT(fd >= 0, 51);
+        for (unsigned i = 0; i < 5 * NSR_TXNFS_MAX_DEPTH + 7; i++) {
+                EXPECT(mkdirat(fd, "d", 0700) == 0, 52);
+                EXPECT(close(openat(fd, "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) == 0, 53);
+                int next = openat(fd, "d", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                EXPECT(next >= 0, 54);
+                close(fd);
+                fd = next;
+        }
+        EXPECT(mkdirat(fd, "locked", 0700) == 0 && mkdirat(fd, "locked/in", 0700) == 0, 55);
+        EXPECT(fchmodat(fd, "locked/in", 0, 0) == 0 && fchmodat(fd, "locked", 0, 0) == 0, 56);
+        close(fd);
+        nsr_error err = { 0 };
+        EXPECT(nsr_rm_rf_at(AT_FDCWD, tree, &err) == 0, 57);
+        EXPECT(access(tree, F_OK) < 0 && errno == ENOENT, 58);
+}
+
+START_TEST(test_rm_rf_deep) {
+        run_rm_check(rm_deep, false);
+        if (geteuid() == 0)
+                run_rm_check(rm_deep, true);
+}
+END_TEST
+
 START_TEST(test_rm_rf_no_follow) {
         run_rm_check(rm_static, false);
         if (geteuid() == 0)
@@ -367,6 +399,7 @@ static Suite *suite(void) {
         tcase_set_timeout(rm, 60);
         tcase_add_test(rm, test_rm_rf_no_follow);
         tcase_add_test(rm, test_fd_chmod_symlink);
+        tcase_add_test(rm, test_rm_rf_deep);
         tcase_add_test(rm, test_rm_rf_race);
         suite_add_tcase(s, rm);
         return s;
