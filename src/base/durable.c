@@ -31,8 +31,18 @@ static int fsync_parent(int dirfd, const char *name) {
         return 0;
 }
 
-int nsr_durable_write(int dirfd, const char *name, const void *data, size_t len, mode_t mode, unsigned flags,
-                      nsr_error *err) {
+void nsr_durable_done(nsr_durable *d) {
+        if (d->fd >= 0)
+                close(d->fd);
+        if (d->tmp)
+                (void) unlinkat(d->dirfd, d->tmp, 0);
+        free(d->tmp);
+        free(d->name);
+        *d = (nsr_durable) NSR_DURABLE_INIT;
+}
+
+int nsr_durable_begin(nsr_durable *d, int dirfd, const char *name, mode_t mode, unsigned flags, nsr_error *err) {
+        *d = (nsr_durable) NSR_DURABLE_INIT;
         _cleanup_free_ char *tmp = NULL;
         int fd = -1;
         for (unsigned attempt = 0; fd < 0 && attempt < 16; attempt++) {
@@ -44,19 +54,49 @@ int nsr_durable_write(int dirfd, const char *name, const void *data, size_t len,
         }
         if (fd < 0)
                 return nsr_error_set(err, errno, "cannot create a temporary file for %s", name);
-        int r = nsr_write_all(fd, data, len);
-        if (r >= 0 && (flags & NSR_DURABLE_SYNC) && fsync(fd) < 0)
+        *d = (nsr_durable){ .dirfd = dirfd, .fd = fd, .flags = flags, .name = nsr_strdup(name), .tmp = TAKE_PTR(tmp) };
+        /* The mode asked for, not what the umask left of it. */
+        if (fchmod(fd, mode) < 0) {
+                int e = errno;
+                nsr_durable_done(d);
+                return nsr_error_set(err, e, "cannot write %s", name);
+        }
+        return 0;
+}
+
+int nsr_durable_finish(nsr_durable *d, int r, nsr_error *err) {
+        if (r < 0) {
+                nsr_durable_done(d);
+                return r;
+        }
+        if ((d->flags & NSR_DURABLE_SYNC) && fsync(d->fd) < 0)
                 r = -errno;
         /* close reports what a delayed write-back (NFS, quota) found. */
-        if (close(fd) < 0 && r >= 0 && errno != EINTR)
+        if (close(TAKE_FD(d->fd)) < 0 && r >= 0 && errno != EINTR)
                 r = -errno;
-        if (r >= 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+        if (r >= 0 && renameat(d->dirfd, d->tmp, d->dirfd, d->name) < 0)
                 r = -errno;
-        if (r < 0) {
-                (void) unlinkat(dirfd, tmp, 0);
-                return nsr_error_set(err, -r, "cannot write %s", name);
-        }
-        if ((flags & NSR_DURABLE_SYNC) && (r = fsync_parent(dirfd, name)) < 0)
-                return nsr_error_set(err, -r, "cannot sync the directory of %s", name);
-        return 0;
+        if (r >= 0) {
+                free(TAKE_PTR(d->tmp)); /* it is the file now */
+                if (d->flags & NSR_DURABLE_SYNC) {
+                        r = fsync_parent(d->dirfd, d->name);
+                        if (r < 0)
+                                nsr_error_set(err, -r, "cannot sync the directory of %s", d->name);
+                }
+        } else
+                nsr_error_set(err, -r, "cannot write %s", d->name);
+        nsr_durable_done(d);
+        return r;
+}
+
+int nsr_durable_write(int dirfd, const char *name, const void *data, size_t len, mode_t mode, unsigned flags,
+                      nsr_error *err) {
+        nsr_durable d;
+        int r = nsr_durable_begin(&d, dirfd, name, mode, flags, err);
+        if (r < 0)
+                return r;
+        r = nsr_write_all(d.fd, data, len);
+        if (r < 0)
+                nsr_error_set(err, -r, "cannot write %s", name);
+        return nsr_durable_finish(&d, r, err);
 }

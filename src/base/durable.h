@@ -1,6 +1,23 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* One way to persist a file in the state dir: the whole new content or the
- * old file, never a torn one and never a leftover temporary. */
+ * old file, never a torn one and never a leftover temporary.
+ *
+ * What nsrun writes and does not write through it, and why:
+ * - through it: run meta, report.json, a project's path note, the
+ *   fingerprints (applied/pN), a session's base time and conflict list,
+ *   the gc stamp, seccomp cache entries, a reduced .git/config;
+ * - the journal (txn/txn.c) is an append-only log: the transaction keeps
+ *   its fd and appends and fsyncs one record at each step of the protocol,
+ *   and a recovery reads whatever prefix reached the disk; a whole-file
+ *   replace cannot express that;
+ * - the pending/ marks (txn.c, commit.c) are empty files whose existence is
+ *   the record: creating one is atomic already, and their dir is fsynced;
+ *   a project's lock file holds nothing, the flock on it is what counts;
+ * - backups and snapshot copies are copies of the user's files (txnfs.c,
+ *   snapshot.c), made under their own names and checked against the
+ *   original, not state files;
+ * - files written for the caller (--report FILE, exports) go through
+ *   outfile.h, which also refuses what a sandbox may have planted. */
 #pragma once
 
 #include <stddef.h>
@@ -15,9 +32,29 @@
 
 /* Writes len bytes of data to dirfd/name (dirfd may be O_PATH): a new
  * temporary in the same dir (O_EXCL, O_NOFOLLOW, so nothing that lies in
- * wait there is followed or reused), every write and the close checked,
- * then renameat over name. On failure name is untouched and the temporary
- * is gone. name must be a plain name or a path relative to dirfd whose
- * last component is the file. */
+ * wait there is followed or reused) with exactly mode (not what the umask
+ * leaves of it), every
+ * write and the close checked, then renameat over name. On failure name is
+ * untouched and the temporary is gone. name must be a plain name or a path
+ * relative to dirfd whose last component is the file. */
 int nsr_durable_write(int dirfd, const char *name, const void *data, size_t len, mode_t mode, unsigned flags,
                       nsr_error *err);
+
+/* The same in two halves, for content written as it is produced:
+ * nsr_durable_begin creates the temporary and gives its fd in d->fd;
+ * nsr_durable_finish(d, r, err) with r the caller's result so far (< 0:
+ * a write failed and err says why) completes the write as above, or
+ * removes the temporary. Either way d is done afterwards; a d that was
+ * begun and never finished is undone by nsr_durable_done (a cleanup). */
+typedef struct nsr_durable {
+        int dirfd;
+        int fd;
+        unsigned flags;
+        char *name;
+        char *tmp;
+} nsr_durable;
+#define NSR_DURABLE_INIT { .dirfd = -1, .fd = -1 }
+
+int nsr_durable_begin(nsr_durable *d, int dirfd, const char *name, mode_t mode, unsigned flags, nsr_error *err);
+int nsr_durable_finish(nsr_durable *d, int r, nsr_error *err);
+void nsr_durable_done(nsr_durable *d);

@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/dirent.h"
 #include "base/util.h"
 
 _noreturn_ static void oom(void) {
@@ -403,20 +404,21 @@ static int cloexec_range(unsigned first, unsigned last) {
                 return -errno;
 #endif
         /* Before Linux 5.11: walk the open fds. */
-        DIR *d = opendir("/proc/self/fd");
-        if (!d)
-                return -errno;
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = nsr_opendir_at(AT_FDCWD, "/proc/self/fd", 0, &d);
+        if (r < 0)
+                return r;
         int dfd = dirfd(d);
-        for (struct dirent *e; (e = readdir(d));) {
+        /* An fd not seen would stay open across exec: a read error fails. */
+        FOREACH_DIRENT(e, d, return -errno) {
                 char *end = NULL;
                 unsigned long fd = strtoul(e->d_name, &end, 10);
-                if (!end || *end || e->d_name[0] == '.' || (int) fd == dfd || fd < first || fd > last)
+                if (!end || *end || (int) fd == dfd || fd < first || fd > last)
                         continue;
                 int fl = fcntl((int) fd, F_GETFD);
                 if (fl >= 0)
                         (void) fcntl((int) fd, F_SETFD, fl | FD_CLOEXEC);
         }
-        closedir(d);
         return 0;
 }
 

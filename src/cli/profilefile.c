@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/dirent.h"
 #include "cli/plan.h"
 #include "cli/profilefile.h"
 #include "base/syscalls.h"
@@ -248,12 +249,15 @@ int nsr_pf_list_names(const nsr_pf_ctx *c, char ***ret_names, char ***ret_paths,
         for (int i = 0; i < 3; i++) {
                 if (!dirs[i])
                         continue;
-                DIR *d = opendir(dirs[i]);
-                if (!d)
+                _cleanup_closedir_ DIR *d = NULL;
+                if (nsr_opendir_at(AT_FDCWD, dirs[i], 0, &d) < 0)
                         continue;
-                struct dirent *de;
                 size_t seen = 0;
-                while ((de = readdir(d)) && seen++ < 10000) {
+                /* A dir that cannot be read to the end lists what it gave,
+                 * as one that cannot be opened lists nothing. */
+                FOREACH_DIRENT(de, d, break) {
+                        if (seen++ >= 10000)
+                                break;
                         if (!nsr_endswith(de->d_name, ".profile"))
                                 continue;
                         _cleanup_free_ char *n = nsr_strndup(de->d_name, strlen(de->d_name) - strlen(".profile"));
@@ -262,7 +266,6 @@ int nsr_pf_list_names(const nsr_pf_ctx *c, char ***ret_names, char ***ret_paths,
                         nsr_strv_push(&paths, nsr_asprintf("%s/%s", dirs[i], de->d_name));
                         nsr_strv_push(&names, TAKE_PTR(n));
                 }
-                closedir(d);
         }
         dirs_free(dirs);
         /* Sort both by name (few entries: insertion sort). */

@@ -15,6 +15,7 @@
 #include <sys/sysinfo.h>
 #include <sys/timerfd.h>
 
+#include "base/dirent.h"
 #include "cli/runctl.h"
 
 static const struct {
@@ -460,12 +461,12 @@ size_t nsr_signal_pidns(pid_t pid1, int sig) {
         ino_t ns;
         if (ns_inode(pid1, &ns) < 0)
                 return 0;
-        DIR *d = opendir("/proc");
-        if (!d)
+        _cleanup_closedir_ DIR *d = NULL;
+        if (nsr_opendir_at(AT_FDCWD, "/proc", 0, &d) < 0)
                 return 0;
         size_t n = 0;
-        struct dirent *de;
-        while ((de = readdir(d))) {
+        /* Best effort, and the count says how far it got. */
+        FOREACH_DIRENT(de, d, break) {
                 uint32_t pid;
                 if (nsr_parse_u32(de->d_name, &pid) < 0 || pid == 0 || (pid_t) pid == pid1)
                         continue;
@@ -481,6 +482,5 @@ size_t nsr_signal_pidns(pid_t pid1, int sig) {
                 if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) == 0)
                         n++;
         }
-        closedir(d);
         return n;
 }

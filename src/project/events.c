@@ -15,6 +15,7 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 
+#include "base/dirent.h"
 #include "project/events.h"
 #include "base/json.h"
 #include "base/util.h"
@@ -160,13 +161,12 @@ static void add_dir(watcher *w, int proj, const char *rel, unsigned depth) {
         free(w->watches[wd].rel);
         w->watches[wd] = (watch){ .proj = proj, .rel = nsr_strdup(rel) };
         /* Rescan: whatever appeared before the watch existed. */
-        DIR *d = opendir(abs);
-        if (!d)
+        _cleanup_closedir_ DIR *d = NULL;
+        if (nsr_opendir_at(AT_FDCWD, abs, O_NOFOLLOW, &d) < 0)
                 return;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
+        /* Best effort, like the watch itself: the events are a live view,
+         * the change set is computed from the upper dir afterwards. */
+        FOREACH_DIRENT(de, d, break) {
                 _cleanup_free_ char *sub = join_rel(rel, de->d_name);
                 char k = classify(w, proj, sub);
                 if (k)
@@ -174,7 +174,6 @@ static void add_dir(watcher *w, int proj, const char *rel, unsigned depth) {
                 if (de->d_type == DT_DIR)
                         add_dir(w, proj, sub, depth + 1);
         }
-        closedir(d);
 }
 
 static void flush_move(watcher *w) {

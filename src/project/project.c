@@ -14,6 +14,7 @@
 
 #include <libmount/libmount.h>
 
+#include "base/dirent.h"
 #include "project/capture.h"
 #include "txn/commit.h"
 #include "sandbox/confine.h"
@@ -523,28 +524,21 @@ static int capture_project(project_entry *e, int run_fd, size_t i, nsr_error *er
  * own? Copy-up of those fails with EOVERFLOW inside a user namespace.
  * Bounded: called only to explain a failing command. */
 static const char *foreign_owner_hint(int dirfd, uid_t uid, char *buf, size_t len) {
-        int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
+        _cleanup_closedir_ DIR *d = NULL;
+        if (nsr_opendir_at(dirfd, ".", 0, &d) < 0)
                 return NULL;
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return NULL;
-        }
-        const char *found = NULL;
-        struct dirent *de;
         unsigned n = 0;
-        while (!found && (de = readdir(d)) && n++ < 10000) {
-                if (streq(de->d_name, "..") || streq(de->d_name, "."))
-                        continue;
+        /* Only a hint: what cannot be read gives none. */
+        FOREACH_DIRENT(de, d, break) {
+                if (n++ >= 10000)
+                        break;
                 struct stat st;
                 if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid != uid) {
                         snprintf(buf, len, "%s (owned by uid %u)", de->d_name, (unsigned) st.st_uid);
-                        found = buf;
+                        return buf;
                 }
         }
-        closedir(d);
-        return found;
+        return NULL;
 }
 
 static void layers_of(const nsr_plan *p, confinement conf, bool live, bool landlock, char ***ret) {

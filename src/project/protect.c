@@ -11,6 +11,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "base/durable.h"
 #include "project/profile.h"
 #include "project/protect.h"
 #include "txn/txnfs.h"
@@ -1052,20 +1053,10 @@ static int rewrite_config(int root, nsr_change *c) {
         _cleanup_close_ int dir = nsr_txnfs_open_parent(root, c->path, &leaf);
         if (dir < 0)
                 return dir;
-        _cleanup_free_ char *tmp = nsr_asprintf(".%s.nsrun-reduced", leaf);
-        (void) unlinkat(dir, tmp, 0);
-        _cleanup_close_ int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        r = nsr_write_all(fd, out, strlen(out));
-        if (r >= 0 && fchmod(fd, (c->mode & 0644) | 0600) < 0)
-                r = -errno;
-        if (r >= 0 && renameat(dir, tmp, dir, leaf) < 0)
-                r = -errno;
-        if (r < 0) {
-                (void) unlinkat(dir, tmp, 0);
+        nsr_error we = { 0 };
+        r = nsr_durable_write(dir, leaf, out, strlen(out), (c->mode & 0644) | 0600, 0, &we);
+        if (r < 0)
                 return r;
-        }
         c->size = strlen(out);
         c->mode = (c->mode & 0644) | 0600;
         return 0;

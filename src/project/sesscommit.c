@@ -28,6 +28,7 @@
 #include <stdarg.h>
 #include <time.h>
 
+#include "base/durable.h"
 #include "base/json.h"
 #include "project/capture.h"
 #include "project/project.h"
@@ -67,15 +68,22 @@ int nsr_session_base_read(int run_fd, struct timespec *ret) {
         return 0;
 }
 
+/* data replaces the file (append false) or is added at its end, and the
+ * file is the old one or the new one after a crash, never a torn one. */
 static int write_file(int dirfd, const char *name, const char *data, bool append) {
-        _cleanup_close_ int fd = openat(dirfd, name,
-                                        O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (append ? O_APPEND : O_TRUNC), 0600);
-        if (fd < 0)
-                return -errno;
-        int r = nsr_write_all(fd, data, strlen(data));
-        if (r >= 0 && fsync(fd) < 0)
-                r = -errno;
-        return r;
+        _cleanup_free_ char *old = NULL, *all = NULL;
+        if (append) {
+                _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                if (fd < 0 && errno != ENOENT)
+                        return -errno;
+                int r = fd < 0 ? 0 : nsr_read_all(fd, 16u << 20, &old, NULL);
+                if (r < 0)
+                        return r;
+                all = nsr_asprintf("%s%s", old ? old : "", data);
+                data = all;
+        }
+        nsr_error e = { 0 };
+        return nsr_durable_write(dirfd, name, data, strlen(data), 0600, NSR_DURABLE_SYNC, &e);
 }
 
 /* The paths that conflicted in an earlier commit, hex-encoded, one a line. */
@@ -266,6 +274,9 @@ static int commit_project(int statefd, int srun_fd, int run_fd, const char *run_
         move_root_baseline(srun_fd, i, pfd, cs, &cr);
         char name[48];
         snprintf(name, sizeof(name), "session-conflicts-p%zu", i);
+        _cleanup_free_ char *listed = NULL;
+        size_t listed_len = 0;
+        FILE *lf = open_memstream(&listed, &listed_len);
         for (size_t k = 0; k < cr.n_conflicts; k++) {
                 const nsr_commit_conflict *cf = &cr.conflicts[k];
                 if (cf->kept_at)
@@ -274,9 +285,12 @@ static int commit_project(int statefd, int srun_fd, int run_fd, const char *run_
                 else
                         line(res, "nsrun: %s: conflict: %s %s; left as the host has it", path, cf->path, cf->reason);
                 _cleanup_free_ char *hex = nsr_hex_encode(cf->path, strlen(cf->path));
-                _cleanup_free_ char *l = nsr_asprintf("%s\n", hex);
-                (void) write_file(srun_fd, name, l, true);
+                if (lf)
+                        fprintf(lf, "%s\n", hex);
         }
+        /* One write for all of them (it rewrites the whole list). */
+        if (lf && fclose(lf) == 0 && cr.n_conflicts > 0)
+                (void) write_file(srun_fd, name, listed, true);
         res->conflict |= cr.n_conflicts > 0;
         _cleanup_free_ char *pl = nsr_protect_summary(prot, false);
         if (pl)

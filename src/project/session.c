@@ -18,6 +18,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include "base/dirent.h"
 #include "sandbox/launch.h"
 #include "cli/plan.h"
 #include "project/sesscommit.h"
@@ -445,16 +446,19 @@ int nsr_session_connect(const char *state_dir, const char *id, nsr_error *err) {
 static int list_dirs(const char *state_dir, char ***ret) {
         _cleanup_free_ char *top = nsr_asprintf("%s/sessions", state_dir);
         char **v = nsr_malloc0(sizeof(char *));
-        DIR *d = opendir(top);
-        if (!d) {
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = nsr_opendir_at(AT_FDCWD, top, 0, &d);
+        if (r < 0) {
                 *ret = v;
-                return errno == ENOENT ? 0 : -errno;
+                return r == -ENOENT ? 0 : r;
         }
-        struct dirent *de;
-        while ((de = readdir(d)))
+        FOREACH_DIRENT(de, d, r = -errno)
                 if (nsr_run_id_is_valid(de->d_name))
                         nsr_strv_extend(&v, de->d_name);
-        closedir(d);
+        if (r < 0) {
+                nsr_strv_free(v);
+                return r;
+        }
         size_t n = nsr_strv_length(v);
         for (size_t i = 1; i < n; i++)
                 for (size_t k = i; k > 0 && strcmp(v[k - 1], v[k]) > 0; k--) {

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "base/dirent.h"
 #include "project/snapshot.h"
 #include "txn/txnfs.h"
 #include "base/utf8.h"
@@ -145,35 +146,32 @@ static int open_forcing(int dirfd, const char *name, int flags, const struct sta
         int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
         if (fd >= 0 || errno != EACCES || st->st_uid != geteuid())
                 return fd >= 0 ? fd : -errno;
+        /* The mode changes go through an fd of the entry that was stat'ed,
+         * never by name: a name the command swapped for a symlink in the
+         * meantime would have the chmod change what the link points at. */
+        _cleanup_close_ int pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        struct stat now;
+        if (pfd < 0 || fstat(pfd, &now) < 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
+                return -EACCES;
         mode_t m = st->st_mode & 07777;
         mode_t add = S_ISDIR(st->st_mode) ? S_IRUSR | S_IXUSR : S_IRUSR;
-        if (fchmodat(dirfd, name, m | add, 0) < 0)
+        if (nsr_txnfs_fd_chmod(pfd, m | add) < 0)
                 return -EACCES;
-        fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+        char p[64];
+        nsr_txnfs_fd_path(pfd, p, sizeof(p));
+        fd = open(p, flags | O_CLOEXEC | O_NOCTTY);
         int e = fd < 0 ? -errno : 0;
-        (void) fchmodat(dirfd, name, m, 0);
+        (void) nsr_txnfs_fd_chmod(pfd, m);
         return fd >= 0 ? fd : e;
 }
 
 /* Calls fn for every entry of the dir open at fd (consumed). */
 static int each_entry(int fd, int (*fn)(walk *w, int dirfd, const char *name, void *arg), walk *w, void *arg) {
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                int e = -errno;
-                close(fd);
-                return e;
-        }
-        int r = 0;
-        for (;;) {
-                errno = 0;
-                struct dirent *de = readdir(d);
-                if (!de) {
-                        if (errno)
-                                r = -errno;
-                        break;
-                }
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = nsr_fdopendir(fd, &d);
+        if (r < 0)
+                return r;
+        FOREACH_DIRENT(de, d, r = -errno) {
                 size_t saved;
                 r = push(w, de->d_name, &saved);
                 if (r < 0) {
@@ -185,7 +183,6 @@ static int each_entry(int fd, int (*fn)(walk *w, int dirfd, const char *name, vo
                 if (r < 0)
                         break;
         }
-        closedir(d);
         return r;
 }
 

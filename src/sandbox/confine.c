@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "base/dirent.h"
 #include "sandbox/confine.h"
 #include "sandbox/killtree.h"
 #include "sandbox/reaper.h"
@@ -31,43 +32,27 @@ extern char **environ;
 
 int nsr_confine_list_dir(const char *dir, char ***ret, void *userdata) {
         (void) userdata;
-        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (dfd < 0)
-                return -errno;
-        DIR *d = fdopendir(dfd);
-        if (!d) {
-                close(dfd);
-                return -errno;
-        }
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = nsr_opendir_at(AT_FDCWD, dir, 0, &d);
+        if (r < 0)
+                return r;
         char **v = nsr_malloc0(sizeof(char *));
-        int r = 0;
-        for (size_t n = 0;; n++) {
-                errno = 0;
-                struct dirent *de = readdir(d);
-                if (!de) {
-                        r = errno ? -errno : 0;
-                        break;
-                }
-                if (n > NSR_CONFINE_MAX_RULES * 4) {
+        size_t n = 0;
+        FOREACH_DIRENT(de, d, r = -errno) {
+                if (++n > NSR_CONFINE_MAX_RULES * 4) {
                         r = -E2BIG;
                         break;
                 }
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
                 unsigned char t = de->d_type;
                 if (t == DT_UNKNOWN) {
                         struct stat st;
-                        if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                                 continue;
                         t = S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
                 }
                 if (t != DT_LNK)
                         nsr_strv_extend(&v, de->d_name);
         }
-        closedir(d);
         if (r < 0) {
                 nsr_strv_free(v);
                 return r;

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/dirent.h"
 #include "sandbox/killtree.h"
 #include "base/syscalls.h"
 #include "base/util.h"
@@ -73,22 +74,21 @@ static proc_ent *find(proc_ent *v, size_t n, pid_t pid) {
         return bsearch(&key, v, n, sizeof(proc_ent), ent_cmp);
 }
 
-/* Every process in /proc, sorted by pid. A new open of /proc each time,
- * not a dup of procfd: a dup shares the directory offset, so every scan
- * after the first would start at the end and find no process at all. */
+/* Every process in /proc, sorted by pid. nsr_opendir_at opens /proc anew
+ * each time, never a dup of procfd: a dup shares the directory offset, so
+ * every scan after the first would start at the end and find no process
+ * at all (7f472fd). */
 static proc_ent *scan(int procfd, size_t *ret_n) {
-        int dfd = openat(procfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
-        if (!d) {
-                if (dfd >= 0)
-                        close(dfd);
+        _cleanup_closedir_ DIR *d = NULL;
+        if (nsr_opendir_at(procfd, ".", 0, &d) < 0) {
                 *ret_n = 0;
                 return NULL;
         }
         size_t n = 0, cap = 256;
         proc_ent *v = nsr_realloc_array(NULL, cap, sizeof(proc_ent));
-        struct dirent *de;
-        while ((de = readdir(d))) {
+        /* A scan cut short is still a scan: the caller looks again until
+         * a look finds nothing left to kill. */
+        FOREACH_DIRENT(de, d, break) {
                 uint32_t pid;
                 if (nsr_parse_u32(de->d_name, &pid) < 0 || pid == 0 || pid > INT32_MAX)
                         continue;
@@ -99,7 +99,6 @@ static proc_ent *scan(int procfd, size_t *ret_n) {
                 if (read_stat(procfd, (pid_t) pid, &v[n]) == 0)
                         n++;
         }
-        closedir(d);
         qsort(v, n, sizeof(proc_ent), ent_cmp);
         *ret_n = n;
         return v;

@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "base/dirent.h"
+#include "base/durable.h"
 #include "seccomp/compile.h"
 
 /* ---- finding policies ------------------------------------------------------ */
@@ -769,24 +771,22 @@ int nsr_seccomp_cache_lookup(const uint8_t key[NSR_SHA256_SIZE], char **ret_data
 /* The cache only grows when nsrun, libseccomp or a policy changes; when it
  * holds too many entries anyway, start over rather than track ages. */
 static void cache_trim(int dir) {
-        int fd = dup(dir);
-        if (fd < 0)
+        /* A new open, not a dup of dir: a dup would share (and leave at
+         * the end) the offset of the caller's fd. */
+        _cleanup_closedir_ DIR *d = NULL;
+        if (nsr_opendir_at(dir, ".", 0, &d) < 0)
                 return;
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return;
-        }
+        /* Best effort both times: a cache that cannot be listed or trimmed
+         * only costs a compile. */
         size_t n = 0;
-        for (struct dirent *e; (e = readdir(d));)
+        FOREACH_DIRENT(e, d, return)
                 n += nsr_endswith(e->d_name, ".bpf");
         if (n >= NSR_SECCOMP_CACHE_MAX) {
                 rewinddir(d);
-                for (struct dirent *e; (e = readdir(d));)
+                FOREACH_DIRENT(e, d, return)
                         if (nsr_endswith(e->d_name, ".bpf"))
                                 (void) unlinkat(dir, e->d_name, 0);
         }
-        closedir(d);
 }
 
 int nsr_seccomp_cache_store(const uint8_t key[NSR_SHA256_SIZE], const char *data, size_t len) {
@@ -797,14 +797,7 @@ int nsr_seccomp_cache_store(const uint8_t key[NSR_SHA256_SIZE], const char *data
                 return dir;
         cache_trim(dir);
 
-        uint8_t rnd[8];
-        if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t) sizeof(rnd)) {
-                uint64_t x = (uint64_t) getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t) time(NULL);
-                memcpy(rnd, &x, sizeof(rnd));
-        }
-        char tmp[64], name[2 * NSR_SHA256_SIZE + 8];
-        snprintf(tmp, sizeof(tmp), ".tmp-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
-                 rnd[5], rnd[6], rnd[7]);
+        char name[2 * NSR_SHA256_SIZE + 8];
         cache_file_name(key, name);
 
         _cleanup_free_ char *buf = nsr_malloc0(CACHE_HEADER + len);
@@ -813,18 +806,9 @@ int nsr_seccomp_cache_store(const uint8_t key[NSR_SHA256_SIZE], const char *data
         nsr_sha256_buf(data, len, (uint8_t *) buf + 8 + NSR_SHA256_SIZE);
         memcpy(buf + CACHE_HEADER, data, len);
 
-        int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        int r = nsr_write_all(fd, buf, CACHE_HEADER + len);
-        if (close(fd) < 0 && r >= 0)
-                r = -errno;
         /* No fsync: a torn entry fails its checksum and is recompiled. */
-        if (r >= 0 && renameat(dir, tmp, dir, name) < 0)
-                r = -errno;
-        if (r < 0)
-                (void) unlinkat(dir, tmp, 0);
-        return r;
+        nsr_error e = { 0 };
+        return nsr_durable_write(dir, name, buf, CACHE_HEADER + len, 0600, 0, &e);
 }
 
 /* ---- the entry point for launches ------------------------------------------------ */
@@ -860,18 +844,20 @@ static int cmp_str(const void *a, const void *b) {
 
 int nsr_seccomp_list(char ***ret, nsr_error *err) {
         _cleanup_free_ char *dir = nsr_seccomp_dir();
-        DIR *d = opendir(dir);
-        if (!d)
-                return nsr_error_set(err, errno, "cannot read the seccomp policy directory %s", dir);
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = nsr_opendir_at(AT_FDCWD, dir, 0, &d);
+        if (r < 0)
+                return nsr_error_set(err, -r, "cannot read the seccomp policy directory %s", dir);
         _cleanup_strv_free_ char **names = NULL;
         size_t n = 0;
-        for (struct dirent *e; (e = readdir(d)) && n < 1024;) {
+        FOREACH_DIRENT(e, d, return nsr_error_set(err, errno, "cannot read the seccomp policy directory %s", dir)) {
+                if (n >= 1024)
+                        break;
                 if (e->d_name[0] == '.' || !nsr_endswith(e->d_name, ".policy"))
                         continue;
                 nsr_strv_push(&names, nsr_strndup(e->d_name, strlen(e->d_name) - strlen(".policy")));
                 n++;
         }
-        closedir(d);
         if (names)
                 qsort(names, n, sizeof(char *), cmp_str);
         else

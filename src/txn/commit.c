@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "base/dirent.h"
 #include "txn/commit.h"
 #include "txn/journal.h"
 #include "txn/state.h"
@@ -112,29 +113,14 @@ static int str_cmp_desc(const void *a, const void *b) {
 /* Names of the entries of a dir that pass pred (all when NULL), sorted
  * newest (largest) first. */
 static int list_dir(int dirfd, bool (*pred)(const char *name), char ***ret) {
-        int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return -errno;
-        }
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = nsr_opendir_at(dirfd, ".", 0, &d);
+        if (r < 0)
+                return r;
         char **v = NULL;
-        int r = 0;
-        for (;;) {
-                errno = 0;
-                struct dirent *de = readdir(d);
-                if (!de) {
-                        r = errno ? -errno : 0;
-                        break;
-                }
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
+        FOREACH_DIRENT(de, d, r = -errno)
                 if (!pred || pred(de->d_name))
                         (void) nsr_strv_extend(&v, de->d_name);
-        }
-        closedir(d);
         if (r < 0) {
                 nsr_strv_free(v);
                 return r;

@@ -11,6 +11,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include "base/durable.h"
 #include "txn/journal.h"
 #include "txn/txnfs.h"
 
@@ -779,13 +780,12 @@ bool nsr_fingerprint_matches(const nsr_fingerprint *f, const struct stat *st, bo
 }
 
 int nsr_applied_write(int dirfd, const char *name, const nsr_applied *a, nsr_error *err) {
-        _cleanup_free_ char *tmp = nsr_asprintf("%s.tmp", name);
-        (void) unlinkat(dirfd, tmp, 0);
-        _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return nsr_error_set(err, errno, "cannot create the fingerprints file");
+        _cleanup_(nsr_durable_done) nsr_durable d = NSR_DURABLE_INIT;
+        int r = nsr_durable_begin(&d, dirfd, name, 0600, 0, err);
+        if (r < 0)
+                return nsr_error_prefix(err, "cannot create the fingerprints file");
         _cleanup_free_ writer *w = nsr_malloc0(sizeof(*w));
-        w->fd = fd;
+        w->fd = d.fd;
         w->max = NSR_APPLIED_MAX;
         w_str(w, "nsrun-applied 1\n");
         for (size_t i = 0; i < a->n; i++) {
@@ -799,21 +799,12 @@ int nsr_applied_write(int dirfd, const char *name, const nsr_applied *a, nsr_err
         }
         w_str(w, "end\n");
         w_flush(w);
-        /* close reports what a delayed write-back found; a failed write
-         * leaves no temporary behind. */
-        int r = w->error;
-        if (close(TAKE_FD(fd)) < 0 && r >= 0 && errno != EINTR)
-                r = -errno;
-        if (r < 0) {
-                (void) unlinkat(dirfd, tmp, 0);
-                return nsr_error_set(err, -r, "cannot write the fingerprints file");
-        }
-        if (renameat(dirfd, tmp, dirfd, name) < 0) {
-                r = nsr_error_set(err, errno, "cannot rename the fingerprints file into place");
-                (void) unlinkat(dirfd, tmp, 0);
-                return r;
-        }
-        return 0;
+        /* No fsync here: the caller syncs the file systems before the
+         * journal says done. */
+        if (w->error < 0)
+                return nsr_durable_finish(&d, nsr_error_set(err, -w->error, "cannot write the fingerprints file"), err);
+        r = nsr_durable_finish(&d, 0, err);
+        return r < 0 ? nsr_error_prefix(err, "the fingerprints file") : 0;
 }
 
 static int fp_cmp(const void *x, const void *y) {

@@ -13,8 +13,10 @@
 #include <sys/wait.h>
 #include <signal.h>
 
+#include "base/dirent.h"
 #include "base/durable.h"
 #include "txn/state.h"
+#include "txn/txnfs.h"
 #include "base/util.h"
 
 static const char *env_get(char *const *env, const char *name) {
@@ -269,49 +271,10 @@ int nsr_project_lock(int statefd, const char *abs_path, nsr_error *err) {
         return TAKE_FD(fd);
 }
 
-/* Depth-first removal through dirfds. Entries a sandboxed command made
- * unreadable (mode 000) get u+rwx first: we own them. */
-static int rm_tree(int parent, const char *name, unsigned depth) {
-        if (depth > 4096)
-                return -ELOOP;
-        struct stat st;
-        if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return errno == ENOENT ? 0 : -errno;
-        if (!S_ISDIR(st.st_mode))
-                return unlinkat(parent, name, 0) < 0 && errno != ENOENT ? -errno : 0;
-        int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0 && errno == EACCES) {
-                (void) fchmodat(parent, name, 0700, 0);
-                fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        }
-        if (fd < 0)
-                return -errno;
-        if ((st.st_mode & 0700) != 0700)
-                (void) fchmod(fd, 0700);
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return -errno;
-        }
-        int r = 0;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
-                int k = rm_tree(dirfd(d), de->d_name, depth + 1);
-                if (k < 0 && r == 0)
-                        r = k;
-        }
-        closedir(d);
-        if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT && r == 0)
-                r = -errno;
-        return r;
-}
-
 int nsr_rm_rf_at(int dirfd, const char *name, nsr_error *err) {
-        /* rm_tree needs a real dir fd as parent, not O_PATH, for readdir of
-         * children; fstatat/unlinkat work on O_PATH fds. */
-        int r = rm_tree(dirfd, name, 0);
+        /* The one rm -rf (txnfs.c): no symlink followed, 000 dirs of ours
+         * made removable, depth bounded. */
+        int r = nsr_txnfs_rm_rf(dirfd, name);
         if (r < 0)
                 return nsr_error_set(err, -r, "cannot remove %s", name);
         return 0;
@@ -474,22 +437,16 @@ static int cmp_desc(const void *a, const void *b) {
 }
 
 int nsr_state_list_runs(int statefd, char ***ret, nsr_error *err) {
-        int fd = openat(statefd, "runs", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return nsr_error_set(err, errno, "cannot list the runs");
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return nsr_error_set(err, errno, "cannot list the runs");
-        }
-        char **v = nsr_malloc0(sizeof(char *));
-        struct dirent *de;
-        while ((de = readdir(d)))
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = nsr_opendir_at(statefd, "runs", O_NOFOLLOW, &d);
+        if (r < 0)
+                return nsr_error_set(err, -r, "cannot list the runs");
+        _cleanup_strv_free_ char **v = nsr_malloc0(sizeof(char *));
+        FOREACH_DIRENT(de, d, return nsr_error_set(err, errno, "cannot list the runs"))
                 if (nsr_run_id_is_valid(de->d_name))
                         nsr_strv_extend(&v, de->d_name);
-        closedir(d);
         qsort(v, nsr_strv_length(v), sizeof(char *), cmp_desc);
-        *ret = v;
+        *ret = TAKE_PTR(v);
         return 0;
 }
 
@@ -500,19 +457,12 @@ static uint64_t tree_size(int parent, const char *name, unsigned depth) {
         uint64_t total = (uint64_t) st.st_blocks * 512;
         if (!S_ISDIR(st.st_mode))
                 return total;
-        int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
+        _cleanup_closedir_ DIR *d = NULL;
+        if (nsr_opendir_at(parent, name, O_NOFOLLOW, &d) < 0)
                 return total;
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return total;
-        }
-        struct dirent *de;
-        while ((de = readdir(d)))
-                if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-                        total += tree_size(dirfd(d), de->d_name, depth + 1);
-        closedir(d);
+        /* An estimate for gc's report: what cannot be read counts as 0. */
+        FOREACH_DIRENT(de, d, break)
+                total += tree_size(dirfd(d), de->d_name, depth + 1);
         return total;
 }
 
@@ -661,8 +611,9 @@ void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t bac
         clock_gettime(CLOCK_REALTIME, &now);
         if (stat(stamp, &st) == 0 && now.tv_sec - st.st_mtime < 3600)
                 return;
-        _cleanup_close_ int sf = open(stamp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (sf < 0 || !detach())
+        /* Only its mtime counts: a new empty file says when gc last ran. */
+        nsr_error se = { 0 };
+        if (nsr_durable_write(AT_FDCWD, stamp, "", 0, 0600, 0, &se) < 0 || !detach())
                 return;
         int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (statefd >= 0) {
@@ -752,19 +703,13 @@ static bool journal_settled(int dirfd, const char *name) {
 }
 
 bool nsr_run_journals_settled(int run_fd) {
-        int fd = openat(run_fd, "journal", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return errno == ENOENT;
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return false;
-        }
-        bool settled = true;
-        struct dirent *de;
-        while (settled && (de = readdir(d)))
-                if (de->d_name[0] != '.')
-                        settled = journal_settled(dirfd(d), de->d_name);
-        closedir(d);
-        return settled;
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = nsr_opendir_at(run_fd, "journal", O_NOFOLLOW, &d);
+        if (r < 0)
+                return r == -ENOENT;
+        /* A journal that could not be listed may hide an unsettled one. */
+        FOREACH_DIRENT(de, d, return false)
+                if (de->d_name[0] != '.' && !journal_settled(dirfd(d), de->d_name))
+                        return false;
+        return true;
 }

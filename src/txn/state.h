@@ -133,6 +133,7 @@ void nsr_project_key(const char *abs_path, char ret[17]);
 /* Takes the project's exclusive lock, waiting for it; returns the fd that
  * holds it (closing it releases the lock). */
 int nsr_project_lock(int statefd, const char *abs_path, nsr_error *err);
-/* Removes a directory tree below dirfd (no symlink is followed; modes the
- * sandbox set to 000 are fixed first). */
+/* nsr_txnfs_rm_rf with an error message: removes a directory tree below
+ * dirfd (no symlink is followed; dirs the sandbox set to 000 are made
+ * removable first). */
 int nsr_rm_rf_at(int dirfd, const char *name, nsr_error *err);

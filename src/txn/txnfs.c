@@ -3,12 +3,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "base/dirent.h"
 #include "base/syscalls.h"
 #include "txn/txnfs.h"
 #include "base/util.h"
@@ -175,59 +177,101 @@ int nsr_txnfs_rename(int olddir, const char *oldname, int newdir, const char *ne
         return r;
 }
 
-/* Our own rm -rf, because it runs inside projects: every mode change goes
- * through an O_PATH|O_NOFOLLOW fd, so an entry swapped for a symlink in
- * the meantime cannot redirect it. */
-static int rm_rec(int dirfd, const char *name, unsigned depth) {
+/* nsrun's one rm -rf. It removes trees a sandboxed command wrote (upper
+ * dirs, run dirs, backups), so nothing in them is trusted:
+ * - no symlink is followed: each entry is pinned by an O_PATH|O_NOFOLLOW
+ *   fd, checked to be a dir through that fd, made u+rwx through that fd
+ *   (nsr_txnfs_fd_chmod, never a chmod of a path that may have become a
+ *   symlink in the meantime) and read through a new open of that fd, so an
+ *   entry swapped for a symlink after the lstat changes and reads nothing
+ *   outside the tree;
+ * - dirs of ours without u+rwx (a sandbox may leave 000 dirs) get it first;
+ * - the recursion is bounded (every level holds an open dir), but the tree
+ *   is not: a dir deeper than NSR_TXNFS_MAX_DEPTH is moved up into the top
+ *   dir and removed from there on another pass, so a command cannot make
+ *   its run impossible to remove (and stop gc) by nesting dirs deeply;
+ * - it goes on past an entry it cannot remove and reports the first error,
+ *   so a failure leaves as little behind as it can. */
+typedef struct rm_ctx {
+        int top;        /* the dir being removed, once it is open */
+        uint64_t moved; /* subtrees moved up into top in this pass */
+        uint64_t serial;
+} rm_ctx;
+
+/* Passes over the top dir: each one takes NSR_TXNFS_MAX_DEPTH - 1 levels
+ * off every subtree that was moved up. */
+#define RM_MAX_PASSES 65536u
+
+static int move_up(rm_ctx *c, int parent, const char *name) {
+        for (unsigned tries = 0; tries < 64; tries++) {
+                char n[48];
+                snprintf(n, sizeof(n), ".nsrun-rm-%" PRIu64, c->serial++);
+                int r = nsr_txnfs_rename(parent, name, c->top, n, RENAME_NOREPLACE);
+                if (r == 0)
+                        c->moved++;
+                if (r != -EEXIST)
+                        return r;
+        }
+        return -EEXIST;
+}
+
+static int rm_rec(rm_ctx *c, int parent, const char *name, unsigned depth) {
         struct stat st;
-        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return errno == ENOENT ? 0 : -errno;
         if (!S_ISDIR(st.st_mode))
-                return unlinkat(dirfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+                return unlinkat(parent, name, 0) < 0 && errno != ENOENT ? -errno : 0;
         if (depth >= NSR_TXNFS_MAX_DEPTH)
-                return -ELOOP;
-        if (st.st_uid == geteuid() && (st.st_mode & 0700) != 0700) {
-                _cleanup_close_ int pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-                struct stat now;
-                if (pfd >= 0 && fstat(pfd, &now) == 0 && S_ISDIR(now.st_mode))
-                        (void) nsr_txnfs_fd_chmod(pfd, (now.st_mode & 07777) | 0700);
-        }
-        int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
+                return move_up(c, parent, name);
+        _cleanup_close_ int pfd = openat(parent, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (pfd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (fstat(pfd, &st) < 0)
                 return -errno;
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return -errno;
-        }
-        int r = 0;
-        for (;;) {
-                errno = 0;
-                struct dirent *de = readdir(d);
-                if (!de) {
-                        if (errno)
-                                r = -errno;
-                        break;
-                }
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
-                r = rm_rec(fd, de->d_name, depth + 1);
-                if (r < 0)
-                        break;
-        }
-        closedir(d);
+        if (!S_ISDIR(st.st_mode))
+                /* Swapped since the lstat: whatever it is now, it is not a
+                 * dir to enter, only an entry to remove. */
+                return unlinkat(parent, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+        if (st.st_uid == geteuid() && (st.st_mode & 0700) != 0700)
+                (void) nsr_txnfs_fd_chmod(pfd, (st.st_mode & 07777) | 0700);
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = nsr_opendir_at(pfd, ".", 0, &d);
         if (r < 0)
                 return r;
-        return unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
+        pfd = safe_close(pfd); /* one fd per level, not two */
+        if (depth == 0)
+                c->top = dirfd(d);
+        for (unsigned pass = 0;; pass++) {
+                c->moved = 0;
+                FOREACH_DIRENT(de, d, r = r < 0 ? r : -errno) {
+                        int k = rm_rec(c, dirfd(d), de->d_name, depth + 1);
+                        if (k < 0 && r == 0)
+                                r = k;
+                }
+                /* What was moved up may not have been listed by this pass. */
+                if (depth > 0 || c->moved == 0 || r < 0)
+                        break;
+                if (pass + 1 >= RM_MAX_PASSES) {
+                        r = -ELOOP;
+                        break;
+                }
+                rewinddir(d);
+        }
+        if (depth == 0)
+                c->top = -1;
+        if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT && r == 0)
+                r = -errno;
+        return r;
 }
 
 int nsr_txnfs_rm_rf(int dirfd, const char *name) {
-        return rm_rec(dirfd, name, 0);
+        rm_ctx c = { .top = -1 };
+        return rm_rec(&c, dirfd, name, 0);
 }
 
-static int prune_rec(int dirfd, const char *name, bool *kept, unsigned depth) {
+static int prune_rec(int parent, const char *name, bool *kept, unsigned depth) {
         struct stat st;
-        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return errno == ENOENT ? 0 : -errno;
         if (!S_ISDIR(st.st_mode)) {
                 *kept = true;
@@ -235,33 +279,18 @@ static int prune_rec(int dirfd, const char *name, bool *kept, unsigned depth) {
         }
         if (depth >= NSR_TXNFS_MAX_DEPTH)
                 return -ELOOP;
-        int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return -errno;
-        }
-        int r = 0;
-        for (;;) {
-                errno = 0;
-                struct dirent *de = readdir(d);
-                if (!de) {
-                        if (errno)
-                                r = -errno;
-                        break;
-                }
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
-                r = prune_rec(fd, de->d_name, kept, depth + 1);
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = nsr_opendir_at(parent, name, O_NOFOLLOW, &d);
+        if (r < 0)
+                return r;
+        FOREACH_DIRENT(de, d, r = -errno) {
+                r = prune_rec(dirfd(d), de->d_name, kept, depth + 1);
                 if (r < 0)
                         break;
         }
-        closedir(d);
         if (r < 0)
                 return r;
-        if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT)
+        if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT)
                 return -errno;
         return 0;
 }
@@ -277,6 +306,13 @@ int nsr_txnfs_prune_empty(int dirfd, const char *name, bool *ret_kept) {
 /* ---- xattrs --------------------------------------------------------------------- */
 
 int nsr_txnfs_fd_chmod(int fd, mode_t mode) {
+        /* An O_PATH|O_NOFOLLOW fd may be a symlink's own: never a mode
+         * change through one, whatever the kernel would make of it. */
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (S_ISLNK(st.st_mode))
+                return -ELOOP;
         /* fchmod() refuses O_PATH fds; the magic link reaches the inode the
          * fd was opened on, whatever now sits at its old path. */
         char p[64];
@@ -601,27 +637,15 @@ static int copy_dir(int srcdir, const char *srcname, int dstdir, const char *dst
         int sfd = open_forcing(srcdir, srcname, O_RDONLY | O_DIRECTORY, st);
         if (sfd < 0)
                 return sfd;
-        DIR *d = fdopendir(sfd);
-        if (!d) {
-                close(sfd);
-                return -errno;
-        }
-        int r = 0;
-        for (;;) {
-                errno = 0;
-                struct dirent *de = readdir(d);
-                if (!de) {
-                        if (errno)
-                                r = -errno;
-                        break;
-                }
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = nsr_fdopendir(sfd, &d);
+        if (r < 0)
+                return r;
+        FOREACH_DIRENT(de, d, r = -errno) {
                 r = copy_rec(dirfd(d), de->d_name, dfd, de->d_name, faithful, count, depth + 1);
                 if (r < 0)
                         break;
         }
-        closedir(d);
         if (r < 0)
                 return r;
         _cleanup_close_ int spath = openat(srcdir, srcname, O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -737,22 +761,11 @@ static int walk_rec(walk_ctx *w, int dirfd, const char *name, size_t rel_len, un
                 return 0;
         if (fd < 0)
                 return fd;
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return -errno;
-        }
-        r = 0;
-        for (;;) {
-                errno = 0;
-                struct dirent *de = readdir(d);
-                if (!de) {
-                        if (errno)
-                                r = -errno;
-                        break;
-                }
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
+        _cleanup_closedir_ DIR *d = NULL;
+        r = nsr_fdopendir(fd, &d);
+        if (r < 0)
+                return r;
+        FOREACH_DIRENT(de, d, r = -errno) {
                 size_t l = strlen(de->d_name);
                 size_t sep = rel_len > 0 ? 1 : 0;
                 if (rel_len + sep + l >= sizeof(w->rel)) {
@@ -767,7 +780,6 @@ static int walk_rec(walk_ctx *w, int dirfd, const char *name, size_t rel_len, un
                 if (r < 0)
                         break;
         }
-        closedir(d);
         return r;
 }
 

@@ -52,8 +52,12 @@ void nsr_txnfs_fd_path(int fd, char *buf, size_t len);
  * without u+w (the moved ones and both parents) get it for the rename
  * only. Returns 0 or -errno. */
 int nsr_txnfs_rename(int olddir, const char *oldname, int newdir, const char *newname, unsigned flags);
-/* Removes name below dirfd, recursively, never following symlinks; fixes
- * the modes of our own dirs that are not writable. ENOENT is success. */
+/* nsrun's one rm -rf: removes name below dirfd, recursively, never
+ * following symlinks (mode changes go through an fd of the dir); makes our
+ * own dirs without u+rwx removable; any depth, with at most
+ * NSR_TXNFS_MAX_DEPTH dirs open (deeper ones are moved up and removed on
+ * another pass). Goes on past errors and returns the first. ENOENT is
+ * success. */
 int nsr_txnfs_rm_rf(int dirfd, const char *name);
 /* Removes every empty dir in the tree at name (the root too if it ends
  * empty). Entries that are not dirs are kept; *ret_kept says if any were. */
@@ -87,6 +91,8 @@ void nsr_txnfs_xattrs_free(nsr_xattr *x, size_t n);
 /* On an O_PATH fd of a non-symlink: set (value != NULL) or remove (value
  * NULL, ENODATA is success) one xattr. */
 int nsr_txnfs_fd_setxattr(int fd, const char *name, const char *value, size_t len);
+/* chmod of the inode fd (O_PATH or not) was opened on, never through a
+ * path; -ELOOP for a symlink's own fd. */
 int nsr_txnfs_fd_chmod(int fd, mode_t mode);
 
 /* ---- walks ------------------------------------------------------------------------ */

@@ -1,16 +1,22 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The state dir's records: the durable write helper and the run's meta
- * file (issue 18). */
+/* The state dir's records: the durable write helper, the run's meta file
+ * and the one rm -rf (issue 18). */
 #include "config.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/durable.h"
 #include "txn/state.h"
+#include "txn/txnfs.h"
 #include "unit.h"
 #include "base/util.h"
 
@@ -73,6 +79,40 @@ START_TEST(test_durable_write) {
         /* Through a subdir path, with a sync of that subdir. */
         ck_assert_int_eq(nsr_durable_write(dir, "d/x/y", "y", 1, 0600, NSR_DURABLE_SYNC, &err), 0);
         ck_assert_int_eq(fstatat(dir, "d/x/y", &st, 0), 0);
+
+        /* The mode asked for, whatever the umask. */
+        mode_t old_mask = umask(077);
+        ck_assert_int_eq(nsr_durable_write(dir, "m", "m", 1, 0644, 0, &err), 0);
+        umask(old_mask);
+        ck_assert_int_eq(fstatat(dir, "m", &st, 0), 0);
+        ck_assert_uint_eq(st.st_mode & 07777, 0644);
+
+        /* The two halves: a write that failed midway leaves the old file
+         * and no temporary; one never finished (the cleanup) neither. */
+        size_t before = count_entries(dir);
+        nsr_durable d = NSR_DURABLE_INIT;
+        ck_assert_int_eq(nsr_durable_begin(&d, dir, "f", 0600, NSR_DURABLE_SYNC, &err), 0);
+        ck_assert_int_eq(nsr_write_all(d.fd, "three\n", 6), 0);
+        ck_assert_uint_eq(count_entries(dir), before + 1);
+        ck_assert_int_eq(nsr_durable_finish(&d, nsr_error_set(&err, EIO, "a write failed"), &err), -EIO);
+        ck_assert_int_eq(d.fd, -1);
+        ck_assert_uint_eq(count_entries(dir), before);
+        free(s);
+        s = slurp(dir, "f");
+        ck_assert_str_eq(s, "two\n");
+        {
+                _cleanup_(nsr_durable_done) nsr_durable u = NSR_DURABLE_INIT;
+                ck_assert_int_eq(nsr_durable_begin(&u, dir, "f", 0600, 0, &err), 0);
+                ck_assert_uint_eq(count_entries(dir), before + 1);
+        }
+        ck_assert_uint_eq(count_entries(dir), before);
+        ck_assert_int_eq(nsr_durable_begin(&d, dir, "f", 0600, NSR_DURABLE_SYNC, &err), 0);
+        ck_assert_int_eq(nsr_write_all(d.fd, "four\n", 5), 0);
+        ck_assert_int_eq(nsr_durable_finish(&d, 0, &err), 0);
+        ck_assert_uint_eq(count_entries(dir), before);
+        free(s);
+        s = slurp(dir, "f");
+        ck_assert_str_eq(s, "four\n");
 
         nsr_error e2 = { 0 };
         ck_assert_int_eq(nsr_rm_rf_at(AT_FDCWD, path, &e2), 0);
@@ -189,6 +229,224 @@ START_TEST(test_meta_outcome) {
 }
 END_TEST
 
+/* ---- the one rm -rf ---------------------------------------------------- */
+
+/* The checks below run in a child that may drop to an unprivileged uid
+ * (root opens a 000 dir anyway, so as root the mode fixing is never
+ * needed); it reports the first failed check as its exit code. */
+#define EXPECT(cond, code)                                                     \
+        do {                                                                   \
+                if (!(cond))                                                   \
+                        _exit(code);                                           \
+        } while (0)
+
+static int mode_of(const char *path) {
+        struct stat st;
+        return lstat(path, &st) < 0 ? -1 : (int) (st.st_mode & 07777);
+}
+
+/* A tree a sandbox could leave: symlinks to a host file and a host dir,
+ * dirs with mode 000 (nested) and 0500. */
+static void rm_static(const char *base) {
+        char outside[128], outdir[128], tree[128], p[256];
+        snprintf(outside, sizeof(outside), "%s/outside", base);
+        snprintf(outdir, sizeof(outdir), "%s/outdir", base);
+        snprintf(tree, sizeof(tree), "%s/tree", base);
+        int fd = open(outside, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+        EXPECT(fd >= 0 && write(fd, "host\n", 5) == 5 && close(fd) == 0, 10);
+        EXPECT(chmod(outside, 0640) == 0 && mkdir(outdir, 0750) == 0 && chmod(outdir, 0750) == 0, 11);
+        snprintf(p, sizeof(p), "%s/keep", outdir);
+        EXPECT(close(open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) == 0, 12);
+        EXPECT(mkdir(tree, 0700) == 0, 13);
+        snprintf(p, sizeof(p), "%s/a", tree);
+        EXPECT(mkdir(p, 0700) == 0, 14);
+        snprintf(p, sizeof(p), "%s/a/abs", tree);
+        EXPECT(symlink(outside, p) == 0, 15);
+        snprintf(p, sizeof(p), "%s/a/rel", tree);
+        EXPECT(symlink("../../outside", p) == 0, 16);
+        snprintf(p, sizeof(p), "%s/a/dir", tree);
+        EXPECT(symlink(outdir, p) == 0, 17);
+        snprintf(p, sizeof(p), "%s/z", tree);
+        EXPECT(mkdir(p, 0700) == 0, 18);
+        snprintf(p, sizeof(p), "%s/z/sub", tree);
+        EXPECT(mkdir(p, 0700) == 0, 19);
+        snprintf(p, sizeof(p), "%s/z/sub/f", tree);
+        EXPECT(close(open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) == 0, 20);
+        snprintf(p, sizeof(p), "%s/z/host", tree);
+        EXPECT(symlink(outside, p) == 0, 21);
+        snprintf(p, sizeof(p), "%s/z/sub", tree);
+        EXPECT(chmod(p, 0) == 0, 22);
+        snprintf(p, sizeof(p), "%s/z", tree);
+        EXPECT(chmod(p, 0) == 0, 23);
+        snprintf(p, sizeof(p), "%s/b", tree);
+        EXPECT(mkdir(p, 0700) == 0, 24);
+        snprintf(p, sizeof(p), "%s/b/f", tree);
+        EXPECT(close(open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) == 0, 25);
+        snprintf(p, sizeof(p), "%s/b", tree);
+        EXPECT(chmod(p, 0500) == 0, 26);
+
+        nsr_error err = { 0 };
+        EXPECT(nsr_rm_rf_at(AT_FDCWD, tree, &err) == 0, 30);
+        EXPECT(access(tree, F_OK) < 0 && errno == ENOENT, 31);
+        /* What the links pointed at keeps its mode and content. */
+        EXPECT(mode_of(outside) == 0640, 32);
+        EXPECT(mode_of(outdir) == 0750, 33);
+        snprintf(p, sizeof(p), "%s/keep", outdir);
+        EXPECT(access(p, F_OK) == 0, 34);
+        int rfd = open(outside, O_RDONLY | O_CLOEXEC);
+        char buf[16] = "";
+        EXPECT(rfd >= 0 && read(rfd, buf, sizeof(buf)) == 5 && memcmp(buf, "host\n", 5) == 0, 35);
+        close(rfd);
+}
+
+/* The race the old state.c rm had: lstat sees a dir, the open fails (mode
+ * 000), and the mode fix by name (fchmodat without AT_SYMLINK_NOFOLLOW)
+ * then follows what is now a symlink to a host file. A second process
+ * swaps the two as fast as it can; the host file must keep its mode. */
+static void rm_race(const char *base) {
+        char target[128], tree[128];
+        snprintf(target, sizeof(target), "%s/target", base);
+        snprintf(tree, sizeof(tree), "%s/race", base);
+        EXPECT(close(open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) == 0, 40);
+        EXPECT(chmod(target, 0600) == 0, 41);
+        struct timespec t0, now;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        enum { PAIRS = 16 };
+        for (;;) {
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                if (now.tv_sec - t0.tv_sec >= 4)
+                        break;
+                EXPECT(mkdir(tree, 0700) == 0, 42);
+                int tfd = open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                EXPECT(tfd >= 0, 43);
+                for (int k = 0; k < PAIRS; k++) {
+                        char x[8], y[8];
+                        snprintf(x, sizeof(x), "x%d", k);
+                        snprintf(y, sizeof(y), "y%d", k);
+                        EXPECT(mkdirat(tfd, x, 0) == 0 && symlinkat(target, tfd, y) == 0, 43);
+                }
+                pid_t sw = fork();
+                EXPECT(sw >= 0, 44);
+                if (sw == 0) {
+                        /* Until rm has taken one of each pair away. */
+                        bool live[PAIRS];
+                        for (int k = 0; k < PAIRS; k++)
+                                live[k] = true;
+                        for (int n = PAIRS; n > 0;)
+                                for (int k = 0; k < PAIRS; k++) {
+                                        char x[8], y[8];
+                                        snprintf(x, sizeof(x), "x%d", k);
+                                        snprintf(y, sizeof(y), "y%d", k);
+                                        if (live[k] && renameat2(tfd, x, tfd, y, RENAME_EXCHANGE) < 0) {
+                                                live[k] = false;
+                                                n--;
+                                        }
+                                }
+                        _exit(0);
+                }
+                nsr_error err = { 0 };
+                for (int k = 0; k < 100 && access(tree, F_OK) == 0; k++)
+                        (void) nsr_rm_rf_at(AT_FDCWD, tree, &err);
+                kill(sw, SIGKILL);
+                waitpid(sw, NULL, 0);
+                close(tfd);
+                EXPECT(access(tree, F_OK) < 0, 45);
+                EXPECT(mode_of(target) == 0600, 46);
+        }
+}
+
+static void run_rm_check(void (*fn)(const char *base), bool as_user) {
+        char base[64];
+        int dir = tmpdir(base);
+        close(dir);
+        if (as_user && chown(base, 65534, 65534) < 0)
+                ck_abort_msg("chown %s: %s", base, strerror(errno));
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                if (as_user && (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+                                setresuid(65534, 65534, 65534) < 0))
+                        _exit(2);
+                fn(base);
+                _exit(0);
+        }
+        int status = 0;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        nsr_error e2 = { 0 };
+        ck_assert_int_eq(nsr_rm_rf_at(AT_FDCWD, base, &e2), 0);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "check %d failed%s",
+                      WIFEXITED(status) ? WEXITSTATUS(status) : -1, as_user ? " (as uid 65534)" : "");
+}
+
+/* Deeper than the walk holds fds for (NSR_TXNFS_MAX_DEPTH), with a 000
+ * dir at the bottom: a command must not make its run impossible to remove
+ * by nesting dirs. */
+static void rm_deep(const char *base) {
+        char tree[128];
+        snprintf(tree, sizeof(tree), "%s/deep", base);
+        EXPECT(mkdir(tree, 0700) == 0, 50);
+        int fd = open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        EXPECT(fd >= 0, 51);
+        for (unsigned i = 0; i < 5 * NSR_TXNFS_MAX_DEPTH + 7; i++) {
+                EXPECT(mkdirat(fd, "d", 0700) == 0, 52);
+                EXPECT(close(openat(fd, "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) == 0, 53);
+                int next = openat(fd, "d", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                EXPECT(next >= 0, 54);
+                close(fd);
+                fd = next;
+        }
+        EXPECT(mkdirat(fd, "locked", 0700) == 0 && mkdirat(fd, "locked/in", 0700) == 0, 55);
+        EXPECT(fchmodat(fd, "locked/in", 0, 0) == 0 && fchmodat(fd, "locked", 0, 0) == 0, 56);
+        close(fd);
+        nsr_error err = { 0 };
+        EXPECT(nsr_rm_rf_at(AT_FDCWD, tree, &err) == 0, 57);
+        EXPECT(access(tree, F_OK) < 0 && errno == ENOENT, 58);
+}
+
+START_TEST(test_rm_rf_deep) {
+        run_rm_check(rm_deep, false);
+        if (geteuid() == 0)
+                run_rm_check(rm_deep, true);
+}
+END_TEST
+
+START_TEST(test_rm_rf_no_follow) {
+        run_rm_check(rm_static, false);
+        if (geteuid() == 0)
+                run_rm_check(rm_static, true);
+}
+END_TEST
+
+/* The one mode-change primitive refuses a symlink's own fd. */
+START_TEST(test_fd_chmod_symlink) {
+        char path[64];
+        int dir = tmpdir(path);
+        ck_assert_int_eq(close(openat(dir, "t", O_WRONLY | O_CREAT | O_CLOEXEC, 0600)), 0);
+        ck_assert_int_eq(fchmodat(dir, "t", 0600, 0), 0);
+        ck_assert_int_eq(symlinkat("t", dir, "l"), 0);
+        int lfd = openat(dir, "l", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        ck_assert_int_ge(lfd, 0);
+        ck_assert_int_eq(nsr_txnfs_fd_chmod(lfd, 0777), -ELOOP);
+        close(lfd);
+        struct stat st;
+        ck_assert_int_eq(fstatat(dir, "t", &st, AT_SYMLINK_NOFOLLOW), 0);
+        ck_assert_uint_eq(st.st_mode & 07777, 0600);
+        int tfd = openat(dir, "t", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        ck_assert_int_eq(nsr_txnfs_fd_chmod(tfd, 0640), 0);
+        close(tfd);
+        ck_assert_int_eq(fstatat(dir, "t", &st, AT_SYMLINK_NOFOLLOW), 0);
+        ck_assert_uint_eq(st.st_mode & 07777, 0640);
+        nsr_error e2 = { 0 };
+        ck_assert_int_eq(nsr_rm_rf_at(AT_FDCWD, path, &e2), 0);
+        close(dir);
+}
+END_TEST
+
+START_TEST(test_rm_rf_race) {
+        run_rm_check(rm_race, geteuid() == 0);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("state");
         TCase *tc = tcase_create("records");
@@ -196,6 +454,13 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_meta_round_trip);
         tcase_add_test(tc, test_meta_outcome);
         suite_add_tcase(s, tc);
+        TCase *rm = tcase_create("rm");
+        tcase_set_timeout(rm, 60);
+        tcase_add_test(rm, test_rm_rf_no_follow);
+        tcase_add_test(rm, test_fd_chmod_symlink);
+        tcase_add_test(rm, test_rm_rf_deep);
+        tcase_add_test(rm, test_rm_rf_race);
+        suite_add_tcase(s, rm);
         return s;
 }
 

@@ -5,9 +5,12 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/dirent.h"
 #include "base/error.h"
 #include "unit.h"
 #include "base/util.h"
@@ -601,6 +604,64 @@ START_TEST(test_error_fixed_size) {
 }
 END_TEST
 
+/* FOREACH_DIRENT skips . and .., and two walks over one dir fd both see
+ * everything: nsr_opendir_at opens anew, where a dup would share the
+ * offset and the second walk would see nothing (7f472fd). */
+static size_t walk_count(int dirfd, bool *saw_dots) {
+        _cleanup_closedir_ DIR *d = NULL;
+        ck_assert_int_eq(nsr_opendir_at(dirfd, ".", 0, &d), 0);
+        size_t n = 0;
+        int r = 0;
+        FOREACH_DIRENT(de, d, r = -errno) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        *saw_dots = true;
+                n++;
+        }
+        ck_assert_int_eq(r, 0);
+        return n;
+}
+
+START_TEST(test_foreach_dirent) {
+        char path[] = "/tmp/nsr-dirent.XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(path));
+        int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        for (int i = 0; i < 50; i++) {
+                char name[16];
+                snprintf(name, sizeof(name), "f%d", i);
+                ck_assert_int_eq(mkdirat(fd, name, 0700), 0);
+        }
+        bool dots = false;
+        ck_assert_uint_eq(walk_count(fd, &dots), 50);
+        ck_assert_uint_eq(walk_count(fd, &dots), 50);
+        ck_assert(!dots);
+        /* An empty dir: the body never runs, and that is no error. */
+        int sub = openat(fd, "f0", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_uint_eq(walk_count(sub, &dots), 0);
+        close(sub);
+        /* A file is no dir; O_PATH alone cannot be read. */
+        ck_assert_int_eq(close(openat(fd, "file", O_WRONLY | O_CREAT | O_CLOEXEC, 0600)), 0);
+        DIR *d = NULL;
+        ck_assert_int_eq(nsr_opendir_at(fd, "file", 0, &d), -ENOTDIR);
+        ck_assert_ptr_null(d);
+        /* A read error is not the end: an O_PATH fd makes getdents fail. */
+        ck_assert_int_eq(nsr_fdopendir(open(path, O_PATH | O_DIRECTORY | O_CLOEXEC), &d), 0);
+        int r = 0, seen = 0;
+        FOREACH_DIRENT(de, d, r = -errno) seen++;
+        ck_assert_int_eq(r, -EBADF);
+        ck_assert_int_eq(seen, 0);
+        closedir(d);
+        for (int i = 0; i < 50; i++) {
+                char name[16];
+                snprintf(name, sizeof(name), "f%d", i);
+                ck_assert_int_eq(unlinkat(fd, name, AT_REMOVEDIR), 0);
+        }
+        ck_assert_int_eq(unlinkat(fd, "file", 0), 0);
+        close(fd);
+        ck_assert_int_eq(rmdir(path), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("util");
         TCase *tc = tcase_create("parse");
@@ -627,6 +688,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_read_all_limit);
         tcase_add_test(tc, test_read_all_bad_fd);
         tcase_add_test(tc, test_read_full_write_all);
+        tcase_add_test(tc, test_foreach_dirent);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("string-table");
