@@ -39,11 +39,11 @@ struct dirent *nsr_readdir(DIR *d);
  * as in any loop. When reading fails, on_error runs with errno set (it may
  * assign, return or goto) and the loop ends: a dir that could not be read
  * to the end was not seen whole, which a caller must not take for all. */
-#define FOREACH_DIRENT(de, d, on_error)                                        \
-        for (struct dirent *de = nsr_readdir(d);; de = nsr_readdir(d))         \
-                if (!de) {                                                     \
-                        if (errno != 0) {                                      \
-                                on_error;                                      \
-                        }                                                      \
-                        break;                                                 \
+#define FOREACH_DIRENT(de, d, on_error)                                                                                \
+        for (struct dirent *de = nsr_readdir(d);; de = nsr_readdir(d))                                                 \
+                if (!de) {                                                                                             \
+                        if (errno != 0) {                                                                              \
+                                on_error;                                                                              \
+                        }                                                                                              \
+                        break;                                                                                         \
                 } else

@@ -53,7 +53,8 @@ typedef struct nsr_durable {
         char *name;
         char *tmp;
 } nsr_durable;
-#define NSR_DURABLE_INIT { .dirfd = -1, .fd = -1 }
+#define NSR_DURABLE_INIT                                                                                               \
+        { .dirfd = -1, .fd = -1 }
 
 int nsr_durable_begin(nsr_durable *d, int dirfd, const char *name, mode_t mode, unsigned flags, nsr_error *err);
 int nsr_durable_finish(nsr_durable *d, int r, nsr_error *err);

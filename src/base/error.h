@@ -16,9 +16,9 @@
 
 typedef enum nsr_error_kind {
         NSR_ERR_NONE = 0,
-        NSR_ERR_SETUP,   /* a generic failure: nsrun's own problem */
-        NSR_ERR_USAGE,   /* bad input on the command line */
-        NSR_ERR_EXEC,    /* the command could not be executed */
+        NSR_ERR_SETUP, /* a generic failure: nsrun's own problem */
+        NSR_ERR_USAGE, /* bad input on the command line */
+        NSR_ERR_EXEC,  /* the command could not be executed */
         /* The steps a host's policy on user namespaces breaks, which
          * doctor explains (nsr_hostcheck_hint()): */
         NSR_ERR_CLONE,         /* creating the namespaces (clone, unshare) */

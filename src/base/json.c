@@ -3,8 +3,8 @@
 
 #include <inttypes.h>
 #include <stdio.h>
-#include <time.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/json.h"
 #include "base/utf8.h"
@@ -335,8 +335,8 @@ int nsr_json_format_time(const struct timespec *ts, char *buf, size_t len) {
                 return -EINVAL;
         if (!gmtime_r(&t, &tm) || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999)
                 return -EOVERFLOW;
-        int n = snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+        int n = snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                         tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
         if (n < 0 || (size_t) n >= len)
                 return -ENOBUFS;
         return 0;

@@ -26,7 +26,7 @@
 #include "base/util.h"
 
 #define NSR_JSON_DEPTH_MAX 64
-#define NSR_JSON_KEY_MAX 128
+#define NSR_JSON_KEY_MAX   128
 
 enum {
         NSR_JSON_PRETTY = 1u << 0, /* newlines and two-space indentation */

@@ -37,8 +37,9 @@ int nsr_outfile_open(const char *opt, const char *path, nsr_outfile *ret, nsr_er
         const char *leaf = slash ? slash + 1 : path;
         if (streq(leaf, ".") || streq(leaf, "..") || strlen(leaf) > NAME_MAX)
                 return nsr_error_setx(err, EINVAL, "%s %s: not a file name", opt, path);
-        _cleanup_free_ char *dir = !slash ? nsr_strdup(".") : slash == path ? nsr_strdup("/")
-                                                                             : nsr_strndup(path, (size_t) (slash - path));
+        _cleanup_free_ char *dir = !slash          ? nsr_strdup(".")
+                                   : slash == path ? nsr_strdup("/")
+                                                   : nsr_strndup(path, (size_t) (slash - path));
         /* The caller's own path, resolved now, before the command runs. */
         _cleanup_close_ int dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dirfd < 0)
@@ -118,8 +119,8 @@ int nsr_outfile_write(nsr_outfile *o, const void *buf, size_t len, nsr_error *er
         snprintf(tmp, sizeof(tmp), ".nsrun-%02x%02x%02x%02x%02x%02x.tmp", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
                  rnd[5]);
         /* O_EXCL never follows a symlink, even in the last component. */
-        _cleanup_close_ int fd = openat(o->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
-                                        0644);
+        _cleanup_close_ int fd =
+                openat(o->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
         if (fd < 0)
                 return nsr_error_set(err, errno, "%s: cannot create a file in its directory", o->path);
         int r = nsr_write_all(fd, buf, len);

@@ -30,7 +30,8 @@ typedef struct nsr_outfile {
         char *dir;  /* the directory's path, to notice it was replaced */
 } nsr_outfile;
 
-#define NSR_OUTFILE_INIT { .dirfd = -1, .fd = -1 }
+#define NSR_OUTFILE_INIT                                                                                               \
+        { .dirfd = -1, .fd = -1 }
 
 /* Opens path's directory (or path itself, see above). opt names the option
  * in messages ("--report"). */

@@ -52,7 +52,9 @@ ssize_t nsr_sockmsg_recv(int sock, struct iovec *iov, size_t n_iov, int flags, i
         /* Room for more fds than the caller takes, so that extra ones are
          * received (and closed) rather than silently cut off. */
         char cbuf[CMSG_SPACE(2 * NSR_SOCKMSG_FDS_MAX * sizeof(int))];
-        struct msghdr msg = { .msg_iov = iov, .msg_iovlen = n_iov, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+        struct msghdr msg = {
+                .msg_iov = iov, .msg_iovlen = n_iov, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)
+        };
         nsr_sockmsg_info info = { 0 };
         if (max_fds > NSR_SOCKMSG_FDS_MAX)
                 max_fds = NSR_SOCKMSG_FDS_MAX;

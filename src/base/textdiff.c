@@ -13,7 +13,7 @@
 
 typedef struct line {
         const char *s;
-        size_t len;      /* including the '\n' when there is one */
+        size_t len; /* including the '\n' when there is one */
 } line;
 
 typedef struct lines {
@@ -233,7 +233,8 @@ static int diff_lines(const lines *la, const lines *lb, op **ret, size_t *ret_n)
         size_t cap = 16;
         while (cap < 2 * (n + m + 1))
                 cap *= 2;
-        idtab t = { .slot = nsr_malloc0(cap * sizeof(line *)), .id = nsr_malloc0(cap * sizeof(uint32_t)),
+        idtab t = { .slot = nsr_malloc0(cap * sizeof(line *)),
+                    .id = nsr_malloc0(cap * sizeof(uint32_t)),
                     .mask = cap - 1 };
         uint32_t *ida = nsr_malloc0((n + 1) * sizeof(uint32_t)), *idb = nsr_malloc0((m + 1) * sizeof(uint32_t));
         for (size_t i = 0; i < n; i++)
@@ -365,8 +366,8 @@ static void put_line(FILE *f, char mark, const line *l, bool for_terminal) {
                 fputs("\n\\ No newline at end of file\n", f);
 }
 
-int nsr_diff_unified(const char *a, size_t alen, const char *b, size_t blen, const char *a_label,
-                     const char *b_label, FILE *f, bool for_terminal, nsr_error *err) {
+int nsr_diff_unified(const char *a, size_t alen, const char *b, size_t blen, const char *a_label, const char *b_label,
+                     FILE *f, bool for_terminal, nsr_error *err) {
         lines la = { 0 }, lb = { 0 };
         int r = split(a, alen, &la);
         if (r == 0)

@@ -27,5 +27,5 @@ int nsr_diff_is_text(const char *data, size_t len);
  * in a line can reach the terminal as a control. The texts come
  * from the sandbox, and raw escape sequences could rewrite what a
  * reviewer sees (erase an added line, say). */
-int nsr_diff_unified(const char *a, size_t alen, const char *b, size_t blen, const char *a_label,
-                     const char *b_label, FILE *f, bool for_terminal, nsr_error *err);
+int nsr_diff_unified(const char *a, size_t alen, const char *b, size_t blen, const char *a_label, const char *b_label,
+                     FILE *f, bool for_terminal, nsr_error *err);

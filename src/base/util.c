@@ -6,10 +6,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/close_range.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/close_range.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -204,11 +204,28 @@ int nsr_parse_size_suffix(const char *s, uint64_t *ret) {
                 return -EINVAL;
         unsigned shift = 0;
         switch (*end) {
-        case 'K': case 'k': shift = 10; end++; break;
-        case 'M': case 'm': shift = 20; end++; break;
-        case 'G': case 'g': shift = 30; end++; break;
-        case 'T': case 't': shift = 40; end++; break;
-        default: break;
+        case 'K':
+        case 'k':
+                shift = 10;
+                end++;
+                break;
+        case 'M':
+        case 'm':
+                shift = 20;
+                end++;
+                break;
+        case 'G':
+        case 'g':
+                shift = 30;
+                end++;
+                break;
+        case 'T':
+        case 't':
+                shift = 40;
+                end++;
+                break;
+        default:
+                break;
         }
         if (shift && *end == 'i')
                 end++;

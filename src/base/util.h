@@ -10,23 +10,23 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/types.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
-#define _unused_ __attribute__((unused))
-#define _noreturn_ __attribute__((noreturn))
+#define _unused_       __attribute__((unused))
+#define _noreturn_     __attribute__((noreturn))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
-#define _must_check_ __attribute__((warn_unused_result))
+#define _must_check_   __attribute__((warn_unused_result))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
 /* DEFINE_CLEANUP_FUNC(type, func) makes funcp(type *) that calls func(*p)
  * when *p is not NULL; _cleanup_(funcp) then runs it at scope exit. */
-#define DEFINE_CLEANUP_FUNC(type, func)                                        \
-        static inline void func##p(type *p) {                                  \
-                if (*p)                                                        \
-                        func(*p);                                              \
+#define DEFINE_CLEANUP_FUNC(type, func)                                                                                \
+        static inline void func##p(type *p) {                                                                          \
+                if (*p)                                                                                                \
+                        func(*p);                                                                                      \
         }
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -56,17 +56,17 @@ DEFINE_CLEANUP_FUNC(char **, nsr_strv_free)
 #define _cleanup_strv_free_ _cleanup_(nsr_strv_freep)
 
 /* Ownership moves only through these two. */
-#define TAKE_PTR(p)                                                            \
-        ({                                                                     \
-                __typeof__(p) _taken = (p);                                    \
-                (p) = NULL;                                                    \
-                _taken;                                                        \
+#define TAKE_PTR(p)                                                                                                    \
+        ({                                                                                                             \
+                __typeof__(p) _taken = (p);                                                                            \
+                (p) = NULL;                                                                                            \
+                _taken;                                                                                                \
         })
-#define TAKE_FD(fd)                                                            \
-        ({                                                                     \
-                int _taken = (fd);                                             \
-                (fd) = -1;                                                     \
-                _taken;                                                        \
+#define TAKE_FD(fd)                                                                                                    \
+        ({                                                                                                             \
+                int _taken = (fd);                                                                                     \
+                (fd) = -1;                                                                                             \
+                _taken;                                                                                                \
         })
 
 static inline int safe_close(int fd) {
@@ -108,34 +108,34 @@ bool nsr_startswith(const char *s, const char *prefix);
  *     nsr_foo nsr_foo_from_string(const char *s); -EINVAL when s is NULL or no name
  * DEFINE_PRIVATE_STRING_TABLE_LOOKUP makes them static; the _TO_STRING and
  * _FROM_STRING forms define one direction. Names compare exactly. */
-#define _DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table, scope)       \
-        scope const char *name##_to_string(type i) {                           \
-                if ((size_t) i >= ELEMENTSOF(table))                           \
-                        return NULL;                                           \
-                return (table)[(size_t) i];                                    \
+#define _DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table, scope)                                                \
+        scope const char *name##_to_string(type i) {                                                                   \
+                if ((size_t) i >= ELEMENTSOF(table))                                                                   \
+                        return NULL;                                                                                   \
+                return (table)[(size_t) i];                                                                            \
         }
-#define _DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table, scope)     \
-        scope type name##_from_string(const char *s) {                         \
-                if (!s)                                                        \
-                        return (type) -EINVAL;                                 \
-                for (size_t _i = 0; _i < ELEMENTSOF(table); _i++)              \
-                        if ((table)[_i] && strcmp((table)[_i], s) == 0)        \
-                                return (type) _i;                              \
-                return (type) -EINVAL;                                         \
+#define _DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table, scope)                                              \
+        scope type name##_from_string(const char *s) {                                                                 \
+                if (!s)                                                                                                \
+                        return (type) -EINVAL;                                                                         \
+                for (size_t _i = 0; _i < ELEMENTSOF(table); _i++)                                                      \
+                        if ((table)[_i] && strcmp((table)[_i], s) == 0)                                                \
+                                return (type) _i;                                                                      \
+                return (type) -EINVAL;                                                                                 \
         }
-#define DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table)                \
+#define DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table)                                                        \
         _DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table, )
-#define DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table)              \
+#define DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table)                                                      \
         _DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table, )
-#define DEFINE_STRING_TABLE_LOOKUP(name, type, table)                          \
-        DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table)                \
+#define DEFINE_STRING_TABLE_LOOKUP(name, type, table)                                                                  \
+        DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table)                                                        \
         DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table)
-#define DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table)        \
+#define DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table)                                                \
         _DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table, _unused_ static)
-#define DEFINE_PRIVATE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table)      \
+#define DEFINE_PRIVATE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table)                                              \
         _DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table, _unused_ static)
-#define DEFINE_PRIVATE_STRING_TABLE_LOOKUP(name, type, table)                  \
-        DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table)        \
+#define DEFINE_PRIVATE_STRING_TABLE_LOOKUP(name, type, table)                                                          \
+        DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table)                                                \
         DEFINE_PRIVATE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table)
 bool nsr_endswith(const char *s, const char *suffix);
 

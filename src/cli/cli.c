@@ -14,26 +14,27 @@
 typedef struct parser {
         nsr_plan *plan;
         bool bwrap_mode;
-        size_t total_args;          /* for the 9000-argument limit */
-        mode_t pending_perms;       /* NSR_PERMS_UNSET when none */
+        size_t total_args;    /* for the 9000-argument limit */
+        mode_t pending_perms; /* NSR_PERMS_UNSET when none */
         bool pending_size;
         uint64_t size;
-        char **pending_overlay;     /* --overlay-src values not yet consumed */
+        char **pending_overlay; /* --overlay-src values not yet consumed */
         bool seen_seccomp, seen_add_seccomp;
         bool seen_argv0;
         bool command_found;
-        char **command;             /* points into the caller's argv */
+        char **command; /* points into the caller's argv */
         size_t n_command;
-        const nsr_pf_list *files;   /* profile and config lines, and forbid rules */
+        const nsr_pf_list *files; /* profile and config lines, and forbid rules */
         /* While the files' lines are applied: each option's last value,
          * for the project-local "lower limits only" check. */
         const char *last[_NSR_OPT_MAX];
-        bool policy_error;          /* the error is a file's or a forbid rule's */
+        bool policy_error;              /* the error is a file's or a forbid rule's */
         const nsr_option *project_only; /* the first NSR_OPTF_PROJECT option */
 } parser;
 
 static void warn_last(parser *ps, const char *opt) {
-        nsr_strv_push(&ps->plan->warnings, nsr_asprintf("%c" "Only the last %s option will take effect",
+        nsr_strv_push(&ps->plan->warnings, nsr_asprintf("%c"
+                                                        "Only the last %s option will take effect",
                                                         ps->plan->level_prefix ? '1' : '0', opt));
 }
 
@@ -164,7 +165,7 @@ static int handle_flag(parser *ps, const nsr_option *o, const char *typed, char 
         nsr_plan *p = ps->plan;
         nsr_opt_id id = o->id;
         (void) typed, (void) vals, (void) in_args_file;
-        bool *flag = id == NSR_OPT_LEVEL_PREFIX            ? &p->level_prefix
+        bool *flag = id == NSR_OPT_LEVEL_PREFIX             ? &p->level_prefix
                      : id == NSR_OPT_UNSHARE_USER           ? &p->unshare_user
                      : id == NSR_OPT_UNSHARE_USER_TRY       ? &p->unshare_user_try
                      : id == NSR_OPT_UNSHARE_IPC            ? &p->unshare_ipc
@@ -213,19 +214,19 @@ static int handle_fd(parser *ps, const nsr_option *o, const char *typed, char *c
         nsr_opt_id id = o->id;
         (void) typed, (void) in_args_file;
         bool warn = id != NSR_OPT_REPORT_FD && id != NSR_OPT_EVENTS_FD && id != NSR_OPT_NET_LOG_FD;
-        int *slot = id == NSR_OPT_USERNS           ? &p->userns_fd
-                    : id == NSR_OPT_USERNS2        ? &p->userns2_fd
-                    : id == NSR_OPT_PIDNS          ? &p->pidns_fd
-                    : id == NSR_OPT_SYNC_FD        ? &p->sync_fd
-                    : id == NSR_OPT_BLOCK_FD       ? &p->block_fd
+        int *slot = id == NSR_OPT_USERNS            ? &p->userns_fd
+                    : id == NSR_OPT_USERNS2         ? &p->userns2_fd
+                    : id == NSR_OPT_PIDNS           ? &p->pidns_fd
+                    : id == NSR_OPT_SYNC_FD         ? &p->sync_fd
+                    : id == NSR_OPT_BLOCK_FD        ? &p->block_fd
                     : id == NSR_OPT_USERNS_BLOCK_FD ? &p->userns_block_fd
-                    : id == NSR_OPT_INFO_FD        ? &p->info_fd
-                    : id == NSR_OPT_JSON_STATUS_FD ? &p->json_status_fd
-                    : id == NSR_OPT_TRACE_BWRAP_FD ? &p->trace_bwrap_fd
-                    : id == NSR_OPT_REPORT_FD      ? &p->proj.report_fd
-                    : id == NSR_OPT_EVENTS_FD      ? &p->proj.events_fd
-                    : id == NSR_OPT_NET_LOG_FD     ? &p->net_log_fd
-                                                   : NULL;
+                    : id == NSR_OPT_INFO_FD         ? &p->info_fd
+                    : id == NSR_OPT_JSON_STATUS_FD  ? &p->json_status_fd
+                    : id == NSR_OPT_TRACE_BWRAP_FD  ? &p->trace_bwrap_fd
+                    : id == NSR_OPT_REPORT_FD       ? &p->proj.report_fd
+                    : id == NSR_OPT_EVENTS_FD       ? &p->proj.events_fd
+                    : id == NSR_OPT_NET_LOG_FD      ? &p->net_log_fd
+                                                    : NULL;
         if (!slot)
                 return nsr_error_setx(err, EINVAL, "%s holds no fd", o->name);
         if (warn && *slot != -1)
@@ -284,8 +285,8 @@ static int handle_process(parser *ps, const nsr_option *o, const char *typed, ch
 }
 
 /* Capabilities and SELinux labels. */
-static int handle_privileges(parser *ps, const nsr_option *o, const char *typed, char *const *vals,
-                             bool in_args_file, nsr_error *err) {
+static int handle_privileges(parser *ps, const nsr_option *o, const char *typed, char *const *vals, bool in_args_file,
+                             nsr_error *err) {
         nsr_plan *p = ps->plan;
         (void) typed, (void) in_args_file;
         if (o->id == NSR_OPT_EXEC_LABEL || o->id == NSR_OPT_FILE_LABEL) {
@@ -349,11 +350,11 @@ static int handle_fd_op(parser *ps, const nsr_option *o, const char *typed, char
         if (r < 0)
                 return r;
         nsr_op *op = add_op(ps,
-                            id == NSR_OPT_BIND_FD        ? NSR_OP_BIND_FD
-                            : id == NSR_OPT_RO_BIND_FD   ? NSR_OP_RO_BIND_FD
-                            : id == NSR_OPT_FILE         ? NSR_OP_FILE
-                            : id == NSR_OPT_BIND_DATA    ? NSR_OP_BIND_DATA
-                                                         : NSR_OP_RO_BIND_DATA,
+                            id == NSR_OPT_BIND_FD      ? NSR_OP_BIND_FD
+                            : id == NSR_OPT_RO_BIND_FD ? NSR_OP_RO_BIND_FD
+                            : id == NSR_OPT_FILE       ? NSR_OP_FILE
+                            : id == NSR_OPT_BIND_DATA  ? NSR_OP_BIND_DATA
+                                                       : NSR_OP_RO_BIND_DATA,
                             NULL, vals[1]);
         op->fd = fd;
         return 0;
@@ -466,8 +467,8 @@ static int handle_seccomp(parser *ps, const nsr_option *o, const char *typed, ch
 
 /* Project mode's paths: the projects, what to hide or bind, where state
  * and the report go. */
-static int handle_project_path(parser *ps, const nsr_option *o, const char *typed, char *const *vals,
-                               bool in_args_file, nsr_error *err) {
+static int handle_project_path(parser *ps, const nsr_option *o, const char *typed, char *const *vals, bool in_args_file,
+                               nsr_error *err) {
         nsr_plan *p = ps->plan;
         nsr_opt_id id = o->id;
         (void) in_args_file;
@@ -503,27 +504,28 @@ static int handle_project_path(parser *ps, const nsr_option *o, const char *type
 
 /* Project mode's choices: home, sandbox, conflicts, and the limits of
  * what it keeps. */
-static int handle_project_mode(parser *ps, const nsr_option *o, const char *typed, char *const *vals,
-                               bool in_args_file, nsr_error *err) {
+static int handle_project_mode(parser *ps, const nsr_option *o, const char *typed, char *const *vals, bool in_args_file,
+                               nsr_error *err) {
         nsr_plan *p = ps->plan;
         nsr_opt_id id = o->id;
         (void) typed, (void) in_args_file;
         if (id == NSR_OPT_HOME) {
                 nsr_home_mode m = nsr_home_mode_from_string(vals[0]);
                 if (m < 0)
-                        return nsr_error_setx(err, EINVAL, "%s takes overlay, ro or hide, not \"%s\"", o->name, vals[0]);
+                        return nsr_error_setx(err, EINVAL, "%s takes overlay, ro or hide, not \"%s\"", o->name,
+                                              vals[0]);
                 p->proj.home = m;
         } else if (id == NSR_OPT_SANDBOX) {
                 nsr_sandbox_mode m = nsr_sandbox_mode_from_string(vals[0]);
                 if (m < 0)
-                        return nsr_error_setx(err, EINVAL, "%s takes required, best-effort or off, not \"%s\"",
-                                              o->name, vals[0]);
+                        return nsr_error_setx(err, EINVAL, "%s takes required, best-effort or off, not \"%s\"", o->name,
+                                              vals[0]);
                 p->proj.sandbox = m;
         } else if (id == NSR_OPT_ON_CONFLICT) {
                 nsr_conflict_mode m = nsr_conflict_mode_from_string(vals[0]);
                 if (m < 0)
-                        return nsr_error_setx(err, EINVAL, "%s takes apply-rest, keep-all or fail, not \"%s\"",
-                                              o->name, vals[0]);
+                        return nsr_error_setx(err, EINVAL, "%s takes apply-rest, keep-all or fail, not \"%s\"", o->name,
+                                              vals[0]);
                 p->proj.on_conflict = m;
         } else if (id == NSR_OPT_KEEP_DAYS) {
                 unsigned v = 0;
@@ -594,8 +596,10 @@ static int handle_runctl(parser *ps, const nsr_option *o, const char *typed, cha
                                               vals[0]);
                 *(id == NSR_OPT_TMP_SIZE ? &p->run.tmp_size : &p->run.memory) = v;
         } else if (nsr_parse_cpu(vals[0], &p->run.cpu_milli) < 0)
-                return nsr_error_setx(err, EINVAL, "--cpu takes a number of CPUs from 0.01 to 1000 (1.5, 50%%), "
-                                      "not \"%s\"", vals[0]);
+                return nsr_error_setx(err, EINVAL,
+                                      "--cpu takes a number of CPUs from 0.01 to 1000 (1.5, 50%%), "
+                                      "not \"%s\"",
+                                      vals[0]);
         return 0;
 }
 
@@ -741,8 +745,8 @@ static int check_forbidden(parser *ps, const nsr_option *o, const char *value, n
                 return 0;
         ps->policy_error = true;
         if (f->value)
-                return nsr_error_setx(err, EPERM, "%s=%s is forbidden on this system (%s:%u)", o->name, f->value, f->file,
-                                      f->line);
+                return nsr_error_setx(err, EPERM, "%s=%s is forbidden on this system (%s:%u)", o->name, f->value,
+                                      f->file, f->line);
         return nsr_error_setx(err, EPERM, "%s is forbidden on this system (%s:%u)", o->name, f->file, f->line);
 }
 

@@ -9,10 +9,10 @@
 #include "cli/profilefile.h"
 
 typedef enum nsr_cli_action {
-        NSR_CLI_RUN,          /* a plan with a command */
-        NSR_CLI_HELP,         /* --help: usage on stdout, exit 0 */
-        NSR_CLI_VERSION,      /* --version */
-        NSR_CLI_NO_COMMAND,   /* usage on stderr, exit 1 (after validation, as bwrap) */
+        NSR_CLI_RUN,        /* a plan with a command */
+        NSR_CLI_HELP,       /* --help: usage on stdout, exit 0 */
+        NSR_CLI_VERSION,    /* --version */
+        NSR_CLI_NO_COMMAND, /* usage on stderr, exit 1 (after validation, as bwrap) */
         _NSR_CLI_ACTION_MAX,
         _NSR_CLI_ACTION_INVALID = -EINVAL,
 } nsr_cli_action;
@@ -48,5 +48,5 @@ int nsr_cli_prescan(char *const *args, size_t n, char ***ret_profiles, char ***r
 
 /* Warnings are stored as strings; the first character is '1' when
  * --level-prefix was active when the warning was raised, '0' otherwise. */
-#define NSR_WARNING_TEXT(w) ((w) + 1)
+#define NSR_WARNING_TEXT(w)         ((w) + 1)
 #define NSR_WARNING_LEVEL_PREFIX(w) ((w)[0] == '1')

@@ -128,12 +128,12 @@ typedef enum nsr_opt_flags {
 } nsr_opt_flags;
 
 typedef struct nsr_option {
-        const char *name;      /* "--bind" */
+        const char *name;       /* "--bind" */
         const char *short_name; /* "-p", or NULL */
         nsr_opt_id id;
         unsigned nargs;
-        const char *metavar;   /* "SRC DEST", or NULL */
-        const char *help;      /* one line; "\n" continues it in --help */
+        const char *metavar; /* "SRC DEST", or NULL */
+        const char *help;    /* one line; "\n" continues it in --help */
         unsigned flags;
         /* bwrap's message when arguments are missing, if it is not the usual
          * "%s takes an argument" / "%s takes two arguments". */

@@ -189,14 +189,14 @@ static const char *const conflict_modes[_NSR_CONFLICT_MODE_MAX] = {
 
 DEFINE_STRING_TABLE_LOOKUP(nsr_conflict_mode, nsr_conflict_mode, conflict_modes)
 
-#define MOVE_ARRAY(dst, ndst, src, nsrc, type)                                 \
-        do {                                                                   \
-                (dst) = nsr_realloc_array((dst), (ndst) + (nsrc) + 1, sizeof(type)); \
-                for (size_t _i = 0; _i < (nsrc); _i++)                          \
-                        (dst)[(ndst)++] = (src)[_i];                           \
-                free(src);                                                     \
-                (src) = NULL;                                                  \
-                (nsrc) = 0;                                                    \
+#define MOVE_ARRAY(dst, ndst, src, nsrc, type)                                                                         \
+        do {                                                                                                           \
+                (dst) = nsr_realloc_array((dst), (ndst) + (nsrc) + 1, sizeof(type));                                   \
+                for (size_t _i = 0; _i < (nsrc); _i++)                                                                 \
+                        (dst)[(ndst)++] = (src)[_i];                                                                   \
+                free(src);                                                                                             \
+                (src) = NULL;                                                                                          \
+                (nsrc) = 0;                                                                                            \
         } while (0)
 
 static void move_strv(char ***dst, char ***src) {
@@ -206,18 +206,18 @@ static void move_strv(char ***dst, char ***src) {
         *src = NULL;
 }
 
-#define TAKE_SCALAR_FD(field)                                                  \
-        do {                                                                   \
-                if (u->field != -1)                                            \
-                        p->field = u->field;                                   \
+#define TAKE_SCALAR_FD(field)                                                                                          \
+        do {                                                                                                           \
+                if (u->field != -1)                                                                                    \
+                        p->field = u->field;                                                                           \
         } while (0)
 
-#define TAKE_SCALAR_STR(field)                                                 \
-        do {                                                                   \
-                if (u->field) {                                                \
-                        free(p->field);                                        \
-                        p->field = TAKE_PTR(u->field);                         \
-                }                                                              \
+#define TAKE_SCALAR_STR(field)                                                                                         \
+        do {                                                                                                           \
+                if (u->field) {                                                                                        \
+                        free(p->field);                                                                                \
+                        p->field = TAKE_PTR(u->field);                                                                 \
+                }                                                                                                      \
         } while (0)
 
 void nsr_plan_append(nsr_plan *p, nsr_plan *u) {

@@ -9,10 +9,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "egress/rules.h"
 #include "base/error.h"
-#include "cli/runctl.h"
 #include "base/util.h"
+#include "cli/runctl.h"
+#include "egress/rules.h"
 
 typedef enum nsr_op_type {
         NSR_OP_BIND,
@@ -40,8 +40,8 @@ typedef enum nsr_op_type {
 } nsr_op_type;
 
 typedef enum nsr_op_flags {
-        NSR_OPF_TRY = 1 << 0,        /* a missing source skips the op */
-        NSR_OPF_VERIFY = 1 << 1,     /* the first source must still be verify_dev/verify_ino */
+        NSR_OPF_TRY = 1 << 0,    /* a missing source skips the op */
+        NSR_OPF_VERIFY = 1 << 1, /* the first source must still be verify_dev/verify_ino */
         /* PROC: where a new procfs is refused (EPERM: the visible /proc has
          * locked overmounts, as in a container or a root-run bwrap), bind
          * the current /proc instead (nesting; project mode only) */
@@ -56,15 +56,15 @@ typedef enum nsr_op_flags {
 typedef struct nsr_op {
         nsr_op_type type;
         unsigned flags;
-        char *source;          /* host path; symlink target for SYMLINK */
-        char *dest;            /* path inside the sandbox; hostname for HOSTNAME */
-        char *workdir;         /* OVERLAY */
-        char **overlay_srcs;   /* lower layers, bottom first (command-line order) */
-        int fd;                /* BIND_FD, FILE, BIND_DATA: the caller's fd */
-        mode_t perms;          /* --perms, or NSR_PERMS_UNSET; CHMOD's mode */
-        uint64_t size;         /* --size for TMPFS, 0 = kernel default */
-        dev_t verify_dev;      /* NSR_OPF_VERIFY: project mode resolved the */
-        ino_t verify_ino;      /* path once; the mount must get that dir */
+        char *source;        /* host path; symlink target for SYMLINK */
+        char *dest;          /* path inside the sandbox; hostname for HOSTNAME */
+        char *workdir;       /* OVERLAY */
+        char **overlay_srcs; /* lower layers, bottom first (command-line order) */
+        int fd;              /* BIND_FD, FILE, BIND_DATA: the caller's fd */
+        mode_t perms;        /* --perms, or NSR_PERMS_UNSET; CHMOD's mode */
+        uint64_t size;       /* --size for TMPFS, 0 = kernel default */
+        dev_t verify_dev;    /* NSR_OPF_VERIFY: project mode resolved the */
+        ino_t verify_ino;    /* path once; the mount must get that dir */
 } nsr_op;
 
 typedef enum nsr_env_action {
@@ -88,23 +88,23 @@ typedef struct nsr_cap_edit {
 } nsr_cap_edit;
 
 typedef enum nsr_seccomp_kind {
-        NSR_SECCOMP_FD,        /* --seccomp FD: read in the child */
-        NSR_SECCOMP_DATA,      /* --add-seccomp-fd FD: read while parsing */
+        NSR_SECCOMP_FD,   /* --seccomp FD: read in the child */
+        NSR_SECCOMP_DATA, /* --add-seccomp-fd FD: read while parsing */
         _NSR_SECCOMP_KIND_MAX,
         _NSR_SECCOMP_KIND_INVALID = -EINVAL,
 } nsr_seccomp_kind;
 
 typedef struct nsr_seccomp_prog {
         nsr_seccomp_kind kind;
-        int fd;                /* the caller's fd number (both kinds, for the trace) */
-        char *data;            /* NSR_SECCOMP_DATA: the BPF bytes */
+        int fd;     /* the caller's fd number (both kinds, for the trace) */
+        char *data; /* NSR_SECCOMP_DATA: the BPF bytes */
         size_t len;
 } nsr_seccomp_prog;
 
 typedef enum nsr_home_mode {
-        NSR_HOME_OVERLAY,      /* visible, writes go to a throwaway layer */
-        NSR_HOME_RO,           /* read-only, like the rest of the host */
-        NSR_HOME_HIDE,         /* an empty tmpfs holding only the projects */
+        NSR_HOME_OVERLAY, /* visible, writes go to a throwaway layer */
+        NSR_HOME_RO,      /* read-only, like the rest of the host */
+        NSR_HOME_HIDE,    /* an empty tmpfs holding only the projects */
         _NSR_HOME_MODE_MAX,
         _NSR_HOME_MODE_INVALID = -EINVAL,
 } nsr_home_mode;
@@ -129,20 +129,20 @@ typedef enum nsr_conflict_mode {
 
 /* Project mode settings (nsrun only). */
 typedef struct nsr_project_opts {
-        char **projects;       /* as given on the command line */
+        char **projects; /* as given on the command line */
         nsr_home_mode home;
         char **hide, **rw, **ro, **keep_env;
         char *state_dir;
         char *report_file;
-        int report_fd;         /* -1 when unset */
-        int events_fd;         /* -1 when unset */
-        long keep_days;        /* -1: the default */
-        uint64_t backup_limit; /* 0: the default */
+        int report_fd;           /* -1 when unset */
+        int events_fd;           /* -1 when unset */
+        long keep_days;          /* -1: the default */
+        uint64_t backup_limit;   /* 0: the default */
         uint64_t snapshot_limit; /* 0: the default */
         nsr_sandbox_mode sandbox;
         nsr_conflict_mode on_conflict;
-        bool no_overlay;       /* live writes, captured against a snapshot */
-        bool workspace_root;   /* the project is mounted as / */
+        bool no_overlay;     /* live writes, captured against a snapshot */
+        bool workspace_root; /* the project is mounted as / */
         bool allow_nested, discard, keep, quiet, verbose;
 } nsr_project_opts;
 
@@ -191,7 +191,7 @@ typedef struct nsr_plan {
         bool die_with_parent, new_session, as_pid_1, level_prefix;
         char *exec_label, *file_label;
 
-        char **argv;            /* the command and its arguments */
+        char **argv; /* the command and its arguments */
 
         /* nsrun only */
         bool trace_bwrap;

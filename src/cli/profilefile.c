@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 
 #include "base/dirent.h"
+#include "base/syscalls.h"
 #include "cli/plan.h"
 #include "cli/profilefile.h"
-#include "base/syscalls.h"
 
 #ifndef NSR_SYSCONFDIR
 #define NSR_SYSCONFDIR "/etc"
@@ -293,7 +293,7 @@ typedef struct loader {
         char *stack[NSR_PF_MAX_DEPTH + 1]; /* real paths being read, for cycles */
         size_t depth;
         size_t lines;
-        bool prefixed;   /* the error already names its file:line */
+        bool prefixed; /* the error already names its file:line */
 } loader;
 
 /* Printable for messages: a file's words are the caller's, but a
@@ -415,7 +415,8 @@ static int load_line(loader *L, char *text, const char *file, unsigned line, nsr
                 return include(L, words, file, kind, err);
         if (streq(words[0], "forbid")) {
                 if (kind != NSR_PF_SYSTEM_CONFIG)
-                        return nsr_error_setx(err, EPERM, "forbid is only read from the system config (%s/nsrun/config)",
+                        return nsr_error_setx(err, EPERM,
+                                              "forbid is only read from the system config (%s/nsrun/config)",
                                               L->ctx->sysconfdir ? L->ctx->sysconfdir : nsr_pf_sysconfdir());
                 return add_forbid(L, words, file, line, err);
         }
@@ -434,8 +435,9 @@ static int load_line(loader *L, char *text, const char *file, unsigned line, nsr
                                               o->nargs == 1   ? "an argument"
                                               : o->nargs == 2 ? "two arguments"
                                                               : "three arguments");
-                return nsr_error_setx(err, EINVAL, "%s takes %u argument%s, this line has %zu (quote a value with blanks)",
-                                      o->name, o->nargs, o->nargs == 1 ? "" : "s", nv);
+                return nsr_error_setx(err, EINVAL,
+                                      "%s takes %u argument%s, this line has %zu (quote a value with blanks)", o->name,
+                                      o->nargs, o->nargs == 1 ? "" : "s", nv);
         }
         nsr_pf_list *l = L->out;
         l->entries = nsr_realloc_array(l->entries, l->n + 1, sizeof(nsr_pf_entry));
@@ -443,7 +445,8 @@ static int load_line(loader *L, char *text, const char *file, unsigned line, nsr
         w[0] = nsr_strdup(o->name);
         for (size_t i = 0; i < nv; i++)
                 w[i + 1] = TAKE_PTR(vals[i]);
-        l->entries[l->n++] = (nsr_pf_entry){ .words = w, .opt = o, .file = nsr_strdup(file), .line = line, .kind = kind };
+        l->entries[l->n++] =
+                (nsr_pf_entry){ .words = w, .opt = o, .file = nsr_strdup(file), .line = line, .kind = kind };
         return 0;
 }
 
@@ -451,9 +454,10 @@ static int load_line(loader *L, char *text, const char *file, unsigned line, nsr
 static int read_file(int dfd, const char *path, bool optional, char **ret, nsr_error *err) {
         /* dfd >= 0: a project's file, opened beneath the project without
          * following any symlink (the sandbox may have planted one). */
-        _cleanup_close_ int fd = dfd >= 0 ? nsr_openat2(dfd, ".nsrun/profile", O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
-                                                        RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
-                                          : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        _cleanup_close_ int fd =
+                dfd >= 0 ? nsr_openat2(dfd, ".nsrun/profile", O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+                                       RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+                         : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0) {
                 if (optional && errno == ENOENT)
                         return 0;
@@ -487,7 +491,8 @@ static int load_file(loader *L, int dfd, const char *path, nsr_pf_kind kind, boo
                 return nsr_error_set(err, errno, "cannot resolve %s", path);
         for (size_t i = 0; i < L->depth; i++)
                 if (streq(L->stack[i], real))
-                        return nsr_error_setx(err, ELOOP, "%s includes itself (through %s)", path, L->stack[L->depth - 1]);
+                        return nsr_error_setx(err, ELOOP, "%s includes itself (through %s)", path,
+                                              L->stack[L->depth - 1]);
         if (L->depth >= NSR_PF_MAX_DEPTH)
                 return nsr_error_setx(err, ELOOP, "includes nested deeper than %d at %s", NSR_PF_MAX_DEPTH, path);
         L->stack[L->depth++] = nsr_strdup(real);
@@ -546,10 +551,21 @@ static int parse_amount(const char *s, double *ret) {
                 const char *suffix;
                 double mult;
         } units[] = {
-                { "", 1 },          { "%", 1 },        { "K", 1024.0 },      { "k", 1024.0 },
-                { "KiB", 1024.0 },  { "M", 1048576.0 }, { "MiB", 1048576.0 }, { "G", 1073741824.0 },
-                { "GiB", 1073741824.0 }, { "T", 1099511627776.0 }, { "TiB", 1099511627776.0 },
-                { "ms", 0.001 },    { "s", 1 },        { "min", 60 },        { "h", 3600 },
+                { "", 1 },
+                { "%", 1 },
+                { "K", 1024.0 },
+                { "k", 1024.0 },
+                { "KiB", 1024.0 },
+                { "M", 1048576.0 },
+                { "MiB", 1048576.0 },
+                { "G", 1073741824.0 },
+                { "GiB", 1073741824.0 },
+                { "T", 1099511627776.0 },
+                { "TiB", 1099511627776.0 },
+                { "ms", 0.001 },
+                { "s", 1 },
+                { "min", 60 },
+                { "h", 3600 },
                 { "d", 86400 },
         };
         for (size_t i = 0; i < ELEMENTSOF(units); i++)
@@ -571,8 +587,8 @@ int nsr_pf_check_tightening(const nsr_option *o, char *const *vals, const char *
         /* Additions that can only take away. Named, not numbered: options
          * other parts of nsrun add later (protect, deny-host) are accepted
          * once they exist in the table. */
-        static const char *const additive[] = { "hide", "protect", "deny-host", "unshare-net", "disable-userns",
-                                                "cap-drop" };
+        static const char *const additive[] = { "hide",        "protect",        "deny-host",
+                                                "unshare-net", "disable-userns", "cap-drop" };
         /* Limits: accepted when no higher than the value before. */
         static const char *const limits[] = { "timeout", "kill-after", "memory", "pids", "cpu", "tmp-size" };
 

@@ -35,24 +35,24 @@
 
 /* What a file is, which decides what it may say. */
 typedef enum nsr_pf_kind {
-        NSR_PF_PROFILE,        /* --profile, or an include from one */
-        NSR_PF_SYSTEM_CONFIG,  /* may also "forbid" */
+        NSR_PF_PROFILE,       /* --profile, or an include from one */
+        NSR_PF_SYSTEM_CONFIG, /* may also "forbid" */
         NSR_PF_USER_CONFIG,
-        NSR_PF_PROJECT_LOCAL,  /* tightening lines only, no include */
+        NSR_PF_PROJECT_LOCAL, /* tightening lines only, no include */
         _NSR_PF_KIND_MAX,
         _NSR_PF_KIND_INVALID = -EINVAL,
 } nsr_pf_kind;
 
 /* Limits: a profile is configuration, never data. */
-#define NSR_PF_MAX_DEPTH 8        /* include nesting */
-#define NSR_PF_MAX_LINES 4096     /* option lines in one load, includes counted */
-#define NSR_PF_MAX_LINE 4096      /* bytes in one line */
-#define NSR_PF_MAX_FILE (256u << 10)
+#define NSR_PF_MAX_DEPTH 8    /* include nesting */
+#define NSR_PF_MAX_LINES 4096 /* option lines in one load, includes counted */
+#define NSR_PF_MAX_LINE  4096 /* bytes in one line */
+#define NSR_PF_MAX_FILE  (256u << 10)
 
 typedef struct nsr_pf_entry {
-        char **words;          /* "--name", then the option's arguments, expanded */
+        char **words; /* "--name", then the option's arguments, expanded */
         const nsr_option *opt;
-        char *file;            /* the file it came from */
+        char *file; /* the file it came from */
         unsigned line;
         nsr_pf_kind kind;
 } nsr_pf_entry;
@@ -60,7 +60,7 @@ typedef struct nsr_pf_entry {
 /* A "forbid OPTION[=VALUE]" rule of the system config. */
 typedef struct nsr_pf_forbid {
         const nsr_option *opt;
-        char *value;           /* NULL: every use */
+        char *value; /* NULL: every use */
         char *file;
         unsigned line;
 } nsr_pf_forbid;

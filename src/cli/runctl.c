@@ -319,13 +319,15 @@ char **nsr_runctl_describe(const nsr_runctl *rc) {
                         continue;
                 format_value(s->soft, a, sizeof(a));
                 format_value(s->hard, b, sizeof(b));
-                nsr_strv_push(&v, nsr_asprintf("--rlimit %s=%s:%s%s", rlimits[i].name, s->has_soft ? a : "",
-                                               s->has_hard ? b : "", s->clamp ? " (at most the current hard limit)" : ""));
+                nsr_strv_push(&v,
+                              nsr_asprintf("--rlimit %s=%s:%s%s", rlimits[i].name, s->has_soft ? a : "",
+                                           s->has_hard ? b : "", s->clamp ? " (at most the current hard limit)" : ""));
         }
         if (rc->pids)
-                nsr_strv_push(&v, nsr_asprintf("--pids %" PRIu64 ": RLIMIT_NPROC in the new user namespace%s", rc->pids,
-                                               rc->pids_explicit ? ", and pids.max in a delegated cgroup if there is one"
-                                                                 : ""));
+                nsr_strv_push(
+                        &v,
+                        nsr_asprintf("--pids %" PRIu64 ": RLIMIT_NPROC in the new user namespace%s", rc->pids,
+                                     rc->pids_explicit ? ", and pids.max in a delegated cgroup if there is one" : ""));
         if (rc->tmp_size)
                 nsr_strv_push(&v, nsr_asprintf("--tmp-size %" PRIu64 ": the size of every tmpfs project mode mounts",
                                                rc->tmp_size));

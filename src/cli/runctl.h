@@ -51,30 +51,30 @@ typedef struct nsr_rlimit_spec {
 
 /* Defaults (project mode) and bounds. */
 #define NSR_KILL_AFTER_DEFAULT_MS 5000u
-#define NSR_DURATION_MAX_MS (UINT64_C(366) * 24 * 3600 * 1000)
-#define NSR_PIDS_DEFAULT 4096u
-#define NSR_NOFILE_DEFAULT_SOFT 4096u
-#define NSR_NOFILE_DEFAULT_HARD 65536u
+#define NSR_DURATION_MAX_MS       (UINT64_C(366) * 24 * 3600 * 1000)
+#define NSR_PIDS_DEFAULT          4096u
+#define NSR_NOFILE_DEFAULT_SOFT   4096u
+#define NSR_NOFILE_DEFAULT_HARD   65536u
 /* The tmpfs cap without --tmp-size: a quarter of the RAM, at least this. */
 #define NSR_TMP_SIZE_MIN (UINT64_C(64) << 20)
 
 typedef struct nsr_runctl {
-        uint64_t timeout_ms;       /* 0: no timeout */
+        uint64_t timeout_ms; /* 0: no timeout */
         uint64_t kill_after_ms;
         bool has_kill_after;
         nsr_rlimit_spec rlim[_NSR_RLIMIT_MAX];
-        uint64_t pids;             /* 0: none; RLIMIT_NPROC in the new user namespace, and pids.max */
-        bool pids_explicit;        /* --pids was given (not the project-mode default) */
-        uint64_t tmp_size;         /* --tmp-size; 0: the default (project mode) */
-        uint64_t memory;           /* --memory in bytes; 0: none (needs a delegated cgroup) */
-        uint64_t cpu_milli;        /* --cpu in thousandths of a CPU; 0: none (needs a delegated cgroup) */
+        uint64_t pids;      /* 0: none; RLIMIT_NPROC in the new user namespace, and pids.max */
+        bool pids_explicit; /* --pids was given (not the project-mode default) */
+        uint64_t tmp_size;  /* --tmp-size; 0: the default (project mode) */
+        uint64_t memory;    /* --memory in bytes; 0: none (needs a delegated cgroup) */
+        uint64_t cpu_milli; /* --cpu in thousandths of a CPU; 0: none (needs a delegated cgroup) */
 } nsr_runctl;
 
 /* "rlimit name" <-> id. Names are prlimit's, in any case ("nofile",
  * "NOFILE"). */
 nsr_rlimit_id nsr_rlimit_from_name(const char *name);
-const char *nsr_rlimit_name(nsr_rlimit_id id);   /* lowercase */
-int nsr_rlimit_resource(nsr_rlimit_id id);       /* RLIMIT_* */
+const char *nsr_rlimit_name(nsr_rlimit_id id); /* lowercase */
+int nsr_rlimit_resource(nsr_rlimit_id id);     /* RLIMIT_* */
 
 /* "90" (seconds), "90s", "1.5s", "500ms", "5m", "1h", "2d" -> milliseconds.
  * -EINVAL for anything else, -ERANGE above NSR_DURATION_MAX_MS. */
@@ -110,9 +110,9 @@ char **nsr_runctl_describe(const nsr_runctl *rc);
 /* ---- the deadline ---------------------------------------------------- */
 
 typedef enum nsr_deadline_step {
-        NSR_DEADLINE_NONE,     /* nothing to do (yet) */
-        NSR_DEADLINE_TERM,     /* the timeout expired: send SIGTERM to the sandbox */
-        NSR_DEADLINE_KILL,     /* kill-after expired too: SIGKILL */
+        NSR_DEADLINE_NONE, /* nothing to do (yet) */
+        NSR_DEADLINE_TERM, /* the timeout expired: send SIGTERM to the sandbox */
+        NSR_DEADLINE_KILL, /* kill-after expired too: SIGKILL */
         _NSR_DEADLINE_STEP_MAX,
         _NSR_DEADLINE_STEP_INVALID = -EINVAL,
 } nsr_deadline_step;
@@ -122,7 +122,7 @@ typedef enum nsr_deadline_step {
 typedef struct nsr_deadline {
         int fd;
         uint64_t kill_after_ms;
-        unsigned fired;        /* 0, 1 (TERM sent), 2 (KILL sent) */
+        unsigned fired; /* 0, 1 (TERM sent), 2 (KILL sent) */
 } nsr_deadline;
 
 int nsr_deadline_start(nsr_deadline *d, const nsr_runctl *rc, nsr_error *err);

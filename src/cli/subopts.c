@@ -44,8 +44,8 @@ static int parse_option(const nsr_subcmd *c, int argc, char **argv, int *i, nsr_
         return fn(userdata, o, value, err);
 }
 
-int nsr_subopts_parse(const nsr_subcmd *c, int argc, char **argv, nsr_subopt_fn fn, void *userdata,
-                      nsr_subargs *ret, nsr_error *err) {
+int nsr_subopts_parse(const nsr_subcmd *c, int argc, char **argv, nsr_subopt_fn fn, void *userdata, nsr_subargs *ret,
+                      nsr_error *err) {
         nsr_subargs a = { .operands = nsr_malloc0(((size_t) (argc > 0 ? argc : 0) + 1) * sizeof(char *)) };
         int r = 0;
         for (int i = 1; i < argc && r >= 0; i++) {

@@ -43,17 +43,17 @@ typedef struct nsr_subcmd {
 typedef int (*nsr_subopt_fn)(void *userdata, const nsr_subopt *o, const char *value, nsr_error *err);
 
 typedef struct nsr_subargs {
-        bool help;         /* -h or --help was given */
-        char **operands;   /* NULL-terminated; the words point into argv */
+        bool help;       /* -h or --help was given */
+        char **operands; /* NULL-terminated; the words point into argv */
         size_t n_operands;
-        char **command;    /* NSR_SUBCMD_COMMAND_AFTER: what follows the first operand */
+        char **command; /* NSR_SUBCMD_COMMAND_AFTER: what follows the first operand */
 } nsr_subargs;
 
 /* Parses argv[1..argc) (argv[0] is the subcommand's name). On failure
  * err says why, in words that start with the subcommand's name. *ret is
  * always set and must be released with nsr_subargs_done. */
-int nsr_subopts_parse(const nsr_subcmd *c, int argc, char **argv, nsr_subopt_fn fn, void *userdata,
-                      nsr_subargs *ret, nsr_error *err);
+int nsr_subopts_parse(const nsr_subcmd *c, int argc, char **argv, nsr_subopt_fn fn, void *userdata, nsr_subargs *ret,
+                      nsr_error *err);
 void nsr_subargs_done(nsr_subargs *a);
 const nsr_subopt *nsr_subopts_find(const nsr_subcmd *c, const char *name);
 

@@ -280,18 +280,24 @@ char **nsr_trace_notes(const nsr_plan *p) {
                         addf(&v, "nsrun-only: %s is resolved once; the overlay fails if it changes before the mount",
                              p->ops[i].dest);
         if (p->close_inherited_fds)
-                addf(&v, "nsrun-only: file descriptors above 2 that the caller left open are closed before the command runs");
+                addf(&v,
+                     "nsrun-only: file descriptors above 2 that the caller left open are closed before the command runs");
         if (p->landlock_scope)
                 addf(&v, "nsrun-only: Landlock scopes abstract unix sockets and signals to the sandbox (ABI 6+)");
         if (p->map_all_ids)
                 addf(&v, "nsrun-only: the whole uid/gid range is mapped into the user namespace");
         if (p->proj.projects && (p->proj.no_overlay || p->proj.sandbox == NSR_SANDBOX_OFF))
-                addf(&v, "nsrun-only: the command writes to the projects in place; a snapshot taken before it runs "
-                         "is compared with them afterwards, and the changes are reported and %s",
+                addf(&v,
+                     "nsrun-only: the command writes to the projects in place; a snapshot taken before it runs "
+                     "is compared with them afterwards, and the changes are reported and %s",
                      p->proj.discard ? "put back" : "recorded so that nsrun undo can restore them");
         else if (p->proj.projects)
-                addf(&v, "nsrun-only: after the command, the changes in the upper layers are captured, reported and "
-                         "%s", p->proj.discard ? "discarded" : p->proj.keep ? "kept for review" : "committed to the projects as one transaction");
+                addf(&v,
+                     "nsrun-only: after the command, the changes in the upper layers are captured, reported and "
+                     "%s",
+                     p->proj.discard ? "discarded"
+                     : p->proj.keep  ? "kept for review"
+                                     : "committed to the projects as one transaction");
         if (p->proj.projects && !p->proj.discard && !p->proj.keep)
                 addf(&v, "nsrun-only: a path the host changed after the command started is a conflict; %s (%s=%s)",
                      p->proj.on_conflict == NSR_CONFLICT_APPLY_REST
@@ -301,12 +307,13 @@ char **nsr_trace_notes(const nsr_plan *p) {
                              : "then nothing applies, the run is kept and nsrun exits 125",
                      OPT(ON_CONFLICT), nsr_conflict_mode_to_string(p->proj.on_conflict));
         if (p->proj.projects && p->proj.sandbox == NSR_SANDBOX_BEST_EFFORT)
-                addf(&v, "nsrun-only: where user namespaces are forbidden, none of the above applies: Landlock and "
-                         "seccomp confine the command instead (%s=%s)",
+                addf(&v,
+                     "nsrun-only: where user namespaces are forbidden, none of the above applies: Landlock and "
+                     "seccomp confine the command instead (%s=%s)",
                      OPT(SANDBOX), nsr_sandbox_mode_to_string(p->proj.sandbox));
         if (p->proj.projects && p->proj.sandbox == NSR_SANDBOX_OFF)
-                addf(&v, "nsrun-only: %s=%s: none of the above applies; the command runs without isolation", OPT(SANDBOX),
-                     nsr_sandbox_mode_to_string(p->proj.sandbox));
+                addf(&v, "nsrun-only: %s=%s: none of the above applies; the command runs without isolation",
+                     OPT(SANDBOX), nsr_sandbox_mode_to_string(p->proj.sandbox));
         if (p->proj.projects && p->seccomp_policies)
                 addf(&v, "nsrun-only: system calls the first policy refuses are answered by nsrun through a seccomp "
                          "listener (same errno) and recorded in the report");
@@ -318,7 +325,8 @@ char **nsr_trace_notes(const nsr_plan *p) {
         if (p->seccomp_policies) {
                 char *list = nsr_strdup("");
                 for (size_t i = 0; p->seccomp_policies[i]; i++) {
-                        char *n = nsr_asprintf("%s%s%s %s", list, i ? " " : "", OPT(SECCOMP_POLICY), p->seccomp_policies[i]);
+                        char *n = nsr_asprintf("%s%s%s %s", list, i ? " " : "", OPT(SECCOMP_POLICY),
+                                               p->seccomp_policies[i]);
                         free(list);
                         list = n;
                 }
@@ -329,21 +337,24 @@ char **nsr_trace_notes(const nsr_plan *p) {
                 char *list = nsr_strdup("");
                 for (size_t i = 0; i < p->egress.n_allow + p->egress.n_deny; i++) {
                         bool deny = i >= p->egress.n_allow;
-                        const nsr_egress_pattern *pat = deny ? &p->egress.deny[i - p->egress.n_allow]
-                                                             : &p->egress.allow[i];
+                        const nsr_egress_pattern *pat =
+                                deny ? &p->egress.deny[i - p->egress.n_allow] : &p->egress.allow[i];
                         _cleanup_free_ char *q = nsr_shell_quote(pat->text);
-                        char *n = nsr_asprintf("%s%s%s %s", list, i ? " " : "", deny ? OPT(DENY_HOST) : OPT(ALLOW_HOST), q);
+                        char *n = nsr_asprintf("%s%s%s %s", list, i ? " " : "", deny ? OPT(DENY_HOST) : OPT(ALLOW_HOST),
+                                               q);
                         free(list);
                         list = n;
                 }
-                addf(&v, "nsrun-only: %s: the network namespace has only loopback; nsrun serves an HTTP proxy on "
-                         "127.0.0.1:%d and a SOCKS5 proxy on 127.0.0.1:%d inside it, connects only to matching hosts "
-                         "and sets HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY",
+                addf(&v,
+                     "nsrun-only: %s: the network namespace has only loopback; nsrun serves an HTTP proxy on "
+                     "127.0.0.1:%d and a SOCKS5 proxy on 127.0.0.1:%d inside it, connects only to matching hosts "
+                     "and sets HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY",
                      list, NSR_EGRESS_HTTP_PORT, NSR_EGRESS_SOCKS_PORT);
                 free(list);
         }
         if (p->net_log_fd != -1)
-                addf(&v, "nsrun-only: fd %d: receives a JSON line per proxied connection (%s)", p->net_log_fd, OPT(NET_LOG_FD));
+                addf(&v, "nsrun-only: fd %d: receives a JSON line per proxied connection (%s)", p->net_log_fd,
+                     OPT(NET_LOG_FD));
         return v;
 }
 

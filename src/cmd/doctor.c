@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "cli/subopts.h"
 #include "cmd/cmd.h"
 #include "doctor/checks.h"
-#include "base/json.h"
 #include "sandbox/landlock.h"
 #include "txn/state.h"
 
@@ -31,7 +31,8 @@ static const nsr_subopt doctor_opts[] = {
 };
 
 static const nsr_subcmd doctor_cmd = {
-        "doctor", NULL,
+        "doctor",
+        NULL,
         "\n"
         "Probe what this host lets nsrun do: user namespaces (and which restriction\n"
         "is in force), id maps, mounts, overlay, seccomp, Landlock, network and pid\n"
@@ -40,7 +41,9 @@ static const nsr_subcmd doctor_cmd = {
         "\n"
         "Exit status: 0 full, 2 degraded (nsrun runs without some default layer),\n"
         "1 unavailable.\n",
-        0, 0, doctor_opts,
+        0,
+        0,
+        doctor_opts,
 };
 
 typedef struct dargs {

@@ -9,18 +9,18 @@
 #include <string.h>
 #include <sys/prctl.h>
 
-#include "cli/cli.h"
-#include "cmd/cmd.h"
-#include "doctor/checks.h"
-#include "sandbox/launch.h"
-#include "cli/options.h"
 #include "base/outfile.h"
+#include "base/utf8.h"
+#include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/plan.h"
 #include "cli/profileset.h"
-#include "project/project.h"
-#include "seccomp/compile.h"
 #include "cli/trace.h"
-#include "base/utf8.h"
+#include "cmd/cmd.h"
+#include "doctor/checks.h"
+#include "project/project.h"
+#include "sandbox/launch.h"
+#include "seccomp/compile.h"
 
 #define BWRAP_VERSION "bubblewrap 0.11.1"
 
@@ -29,9 +29,9 @@
 
 typedef struct ctx {
         bool bwrap_mode;
-        const char *prog;      /* argv[0] as invoked, for usage */
+        const char *prog; /* argv[0] as invoked, for usage */
         bool level_prefix;
-        bool project_mode;     /* nsrun's own failures exit 125 */
+        bool project_mode; /* nsrun's own failures exit 125 */
 } ctx;
 
 static const char *prefix_of(const ctx *c) {
@@ -74,9 +74,9 @@ static const struct {
         const char *name;
         int (*fn)(int argc, char **argv);
 } subcommands[] = {
-        { "seccomp", nsr_cmd_seccomp }, { "diff", nsr_cmd_diff },       { "commit", nsr_cmd_commit },
-        { "discard", nsr_cmd_discard }, { "undo", nsr_cmd_undo },       { "history", nsr_cmd_history },
-        { "gc", nsr_cmd_gc },           { "doctor", nsr_cmd_doctor },   { "profile", nsr_cmd_profile },
+        { "seccomp", nsr_cmd_seccomp }, { "diff", nsr_cmd_diff },     { "commit", nsr_cmd_commit },
+        { "discard", nsr_cmd_discard }, { "undo", nsr_cmd_undo },     { "history", nsr_cmd_history },
+        { "gc", nsr_cmd_gc },           { "doctor", nsr_cmd_doctor }, { "profile", nsr_cmd_profile },
         { "session", nsr_cmd_session }, { "exec", nsr_cmd_exec },
 };
 
@@ -166,8 +166,9 @@ static int run_project(ctx *c, nsr_plan *user) {
                 return NSR_EXIT_FAILURE;
         }
         if (!plan->argv) {
-                fprintf(stderr, "usage: %s -p DIR [OPTIONS...] [--] COMMAND [ARGS...]  (no command given; \"%s --help\" "
-                                "for more)\n",
+                fprintf(stderr,
+                        "usage: %s -p DIR [OPTIONS...] [--] COMMAND [ARGS...]  (no command given; \"%s --help\" "
+                        "for more)\n",
                         c->prog, c->prog);
                 return NSR_EXIT_FAILURE;
         }

@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/subopts.h"
-#include "cmd/cmd.h"
 #include "base/json.h"
 #include "cli/options.h"
 #include "cli/profileset.h"
+#include "cli/subopts.h"
+#include "cmd/cmd.h"
 #include "project/project.h"
 
 extern char **environ;
@@ -213,7 +213,8 @@ static int dump_options(void) {
                 for (int k = 0; k < 2; k++) {
                         const char *name = k ? o->short_name : o->name;
                         if (name)
-                                printf("%s %u%s%s\n", name, o->nargs, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+                                printf("%s %u%s%s\n", name, o->nargs, o->metavar ? " " : "",
+                                       o->metavar ? o->metavar : "");
                 }
         }
         return 0;
@@ -226,9 +227,10 @@ int nsr_cmd_profile(int argc, char **argv) {
         }
         const char *sub = argv[1], *operand = NULL;
         bool json = false;
-        const nsr_subcmd *c = streq(sub, "list") ? &list_sub : streq(sub, "show") ? &show_sub
-                              : streq(sub, "check")                             ? &check_sub
-                                                                                : NULL;
+        const nsr_subcmd *c = streq(sub, "list")    ? &list_sub
+                              : streq(sub, "show")  ? &show_sub
+                              : streq(sub, "check") ? &check_sub
+                                                    : NULL;
         if (c) {
                 int r = parse(c, argc - 1, argv + 1, &json, &operand);
                 if (r != 0)

@@ -12,18 +12,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/json.h"
+#include "base/syscalls.h"
+#include "base/textdiff.h"
+#include "base/utf8.h"
 #include "cli/subopts.h"
 #include "cmd/cmd.h"
-#include "base/syscalls.h"
-#include "txn/commit.h"
-#include "txn/journal.h"
-#include "base/json.h"
 #include "project/project.h"
 #include "project/report.h"
 #include "project/session.h"
+#include "txn/commit.h"
+#include "txn/journal.h"
 #include "txn/state.h"
-#include "base/textdiff.h"
-#include "base/utf8.h"
 
 /* Every line these subcommands print: names, link targets, paths and
  * messages may come from a sandboxed command, so the whole line goes
@@ -40,9 +40,9 @@ typedef struct args {
         const char *project;
         const char *run;
         bool json, force, help;
-        long keep_days;          /* -1: default */
-        long limit;              /* history --limit; 0: all */
-        uint64_t backup_limit;   /* 0: default */
+        long keep_days;        /* -1: default */
+        long limit;            /* history --limit; 0: all */
+        uint64_t backup_limit; /* 0: default */
 } args;
 
 static void err_print(const nsr_error *e) {
@@ -70,14 +70,15 @@ static int open_project_dir(const nsr_run_meta *m, size_t i) {
         real = fd >= 0 ? realpath(link, NULL) : NULL;
         bool same_path = fd >= 0 && real && streq(real, path);
         free(real);
-        bool same_dir = fd >= 0 && fstat(fd, &st) == 0 &&
-                        (!m->ids || (!m->ids[i][0] && !m->ids[i][1]) ||
-                         ((unsigned long long) st.st_dev == m->ids[i][0] && (unsigned long long) st.st_ino == m->ids[i][1]));
+        bool same_dir =
+                fd >= 0 && fstat(fd, &st) == 0 &&
+                (!m->ids || (!m->ids[i][0] && !m->ids[i][1]) ||
+                 ((unsigned long long) st.st_dev == m->ids[i][0] && (unsigned long long) st.st_ino == m->ids[i][1]));
         if (!same_path || !same_dir) {
                 say(stderr,
-                        "nsrun: %s: is no longer the directory run %s was made in (it was replaced, moved or is "
-                        "reached through a symlink now); refusing to touch it\n",
-                        path, m->run_id);
+                    "nsrun: %s: is no longer the directory run %s was made in (it was replaced, moved or is "
+                    "reached through a symlink now); refusing to touch it\n",
+                    path, m->run_id);
                 return -1;
         }
         return TAKE_FD(fd);
@@ -131,20 +132,24 @@ typedef enum run_opt {
         RUN_OPT_BACKUP_LIMIT,
 } run_opt;
 
-#define OPT_STATE_DIR                                                                                              \
+#define OPT_STATE_DIR                                                                                                  \
         { "--state-dir", NULL, RUN_OPT_STATE_DIR, 1, "DIR", "The state dir (default: as project mode uses it)" }
-#define OPT_PROJECT { "--project", "-p", RUN_OPT_PROJECT, 1, "DIR", "The runs of the project at DIR" }
-#define OPT_END { NULL, NULL, 0, 0, NULL, NULL }
+#define OPT_PROJECT                                                                                                    \
+        { "--project", "-p", RUN_OPT_PROJECT, 1, "DIR", "The runs of the project at DIR" }
+#define OPT_END                                                                                                        \
+        { NULL, NULL, 0, 0, NULL, NULL }
 
 static const nsr_subopt diff_opts[] = { OPT_STATE_DIR, OPT_PROJECT, OPT_END };
 static const nsr_subopt run_opts[] = { OPT_STATE_DIR, OPT_END };
 static const nsr_subopt undo_opts[] = {
-        OPT_STATE_DIR, OPT_PROJECT,
+        OPT_STATE_DIR,
+        OPT_PROJECT,
         { "--force", NULL, RUN_OPT_FORCE, 0, NULL, "Restore paths changed since the run too" },
         OPT_END,
 };
 static const nsr_subopt history_opts[] = {
-        OPT_STATE_DIR, OPT_PROJECT,
+        OPT_STATE_DIR,
+        OPT_PROJECT,
         { "--json", NULL, RUN_OPT_JSON, 0, NULL, "Print an array of JSON objects" },
         { "--limit", NULL, RUN_OPT_LIMIT, 1, "N", "Only the N newest runs" },
         OPT_END,
@@ -158,30 +163,39 @@ static const nsr_subopt gc_opts[] = {
 };
 
 static const nsr_subcmd diff_cmd = {
-        "diff", "[RUN]",
+        "diff",
+        "[RUN]",
         "Show what a kept run changed: a unified diff for text files, one line for the rest.\n"
         "Without RUN: the latest run of the project at DIR, or at the current dir.\n"
         "An applied run shows what it applied (its backups against the project now).\n"
         "On a terminal, control characters in the text are shown as signs, never sent.\n",
-        1, 0, diff_opts,
+        1,
+        0,
+        diff_opts,
 };
-static const nsr_subcmd commit_cmd = { "commit", "RUN", "Apply a kept run to its projects, as one transaction.\n", 1, 0,
-                                       run_opts };
+static const nsr_subcmd commit_cmd = { "commit", "RUN", "Apply a kept run to its projects, as one transaction.\n",
+                                       1,        0,     run_opts };
 static const nsr_subcmd discard_cmd = { "discard", "RUN", "Drop a kept run.\n", 1, 0, run_opts };
 static const nsr_subcmd undo_cmd = {
-        "undo", "[RUN]",
+        "undo",
+        "[RUN]",
         "Restore what a run applied from its backups: by default the project's last applied\n"
         "run that changed something. Paths changed since that run are refused unless --force.\n"
         "An undo is a run of its own: undo it by its run id to get the changes back.\n",
-        1, 0, undo_opts,
+        1,
+        0,
+        undo_opts,
 };
-static const nsr_subcmd history_cmd = { "history", NULL, "List runs, newest first (the N newest with --limit).\n", 0, 0,
-                                        history_opts };
+static const nsr_subcmd history_cmd = { "history", NULL, "List runs, newest first (the N newest with --limit).\n",
+                                        0,         0,    history_opts };
 static const nsr_subcmd gc_cmd = {
-        "gc", NULL,
+        "gc",
+        NULL,
         "Prune runs older than N days (default 7) and, per project, the oldest runs whose backups\n"
         "exceed SIZE (default 2G); the newest run of each project is always kept.\n",
-        0, 0, gc_opts,
+        0,
+        0,
+        gc_opts,
 };
 
 static int run_option(void *userdata, const nsr_subopt *o, const char *val, nsr_error *err) {
@@ -213,8 +227,7 @@ static int run_option(void *userdata, const nsr_subopt *o, const char *val, nsr_
                 return 0;
         case RUN_OPT_BACKUP_LIMIT:
                 if (nsr_parse_size_suffix(val, &a->backup_limit) < 0)
-                        return nsr_error_setx(err, EINVAL, "%s takes a size such as 2G, not \"%s\"", o->name,
-                                              val);
+                        return nsr_error_setx(err, EINVAL, "%s takes a size such as 2G, not \"%s\"", o->name, val);
                 return 0;
         }
         return nsr_error_setx(err, EINVAL, "%s has no handler", o->name);
@@ -316,7 +329,8 @@ static void diff_change(int upper, int project, const nsr_change *c) {
         _cleanup_free_ char *shown = nsr_utf8_escape(c->path);
         if (c->old.exists && c->kind != NSR_CHANGE_DELETED && c->type != NSR_ENTRY_SYMLINK &&
             c->old.type != NSR_ENTRY_SYMLINK && (c->old.mode & 07777) != (c->mode & 07777))
-                say(stdout, "mode %s %04o -> %04o\n", shown, (unsigned) (c->old.mode & 07777), (unsigned) (c->mode & 07777));
+                say(stdout, "mode %s %04o -> %04o\n", shown, (unsigned) (c->old.mode & 07777),
+                    (unsigned) (c->mode & 07777));
         if (c->type != NSR_ENTRY_FILE || c->kind == NSR_CHANGE_METADATA_CHANGED ||
             (c->kind == NSR_CHANGE_TYPE_CHANGED && c->old.type != NSR_ENTRY_FILE)) {
                 const char *k = nsr_change_kind_to_string(c->kind);
@@ -327,7 +341,7 @@ static void diff_change(int upper, int project, const nsr_change *c) {
                         say(stdout, "%s dir %s (%llu entries below)\n", k, shown, (unsigned long long) c->descendants);
                 else
                         say(stdout, "%s %s %s (mode %04o)\n", k, nsr_entry_type_to_string(c->type), shown,
-                               (unsigned) c->mode);
+                            (unsigned) c->mode);
                 return;
         }
         _cleanup_free_ char *a = NULL, *b = NULL;
@@ -343,7 +357,7 @@ static void diff_change(int upper, int project, const nsr_change *c) {
                 b = nsr_strdup("");
         if (ra < 0 || rb < 0 || !nsr_diff_is_text(a, al) || !nsr_diff_is_text(b, bl)) {
                 say(stdout, "%s file %s: binary or too large (%llu bytes)\n", nsr_change_kind_to_string(c->kind), shown,
-                       (unsigned long long) c->size);
+                    (unsigned long long) c->size);
                 return;
         }
         _cleanup_free_ char *la = c->old.exists ? nsr_asprintf("a/%s", shown) : nsr_strdup("/dev/null");
@@ -370,7 +384,7 @@ static int diff_applied(int run_fd, size_t i, const nsr_run_meta *m) {
         if (project < 0 || backup < 0)
                 return -1;
         say(stdout, "# %s (run %s, %s): what it applied; the new side is the project as it is now\n", m->projects[i],
-               m->run_id, nsr_outcome_to_string(m->state));
+            m->run_id, nsr_outcome_to_string(m->state));
         for (size_t k = 0; k < j->n_steps; k++) {
                 const nsr_step *s = &j->steps[k];
                 nsr_change c = { .path = s->path };
@@ -458,9 +472,10 @@ int nsr_cmd_diff(int argc, char **argv) {
                 if (upper < 0) {
                         if (diff_applied(run_fd, i, &m) == 0)
                                 continue;
-                        say(stdout, "# %s: the run is %s; its layers are gone (%lu created, %lu modified, %lu deleted)\n",
-                               m.projects[i], nsr_outcome_to_string(m.state), m.counts[i][0], m.counts[i][1],
-                               m.counts[i][2]);
+                        say(stdout,
+                            "# %s: the run is %s; its layers are gone (%lu created, %lu modified, %lu deleted)\n",
+                            m.projects[i], nsr_outcome_to_string(m.state), m.counts[i][0], m.counts[i][1],
+                            m.counts[i][2]);
                         continue;
                 }
                 _cleanup_close_ int project = open_project_dir(&m, i);
@@ -490,7 +505,7 @@ int nsr_cmd_diff(int argc, char **argv) {
                                 break;
                         case NSR_PROTECT_MODE_REDUCED:
                                 say(stdout, "protected %s (mode %04o requested, %04o will be applied)\n", s,
-                                       (unsigned) n->requested, (unsigned) n->mode);
+                                    (unsigned) n->requested, (unsigned) n->mode);
                                 break;
                         case NSR_PROTECT_XATTR_DROPPED: {
                                 _cleanup_free_ char *x = nsr_utf8_escape(n->detail ? n->detail : "");
@@ -546,7 +561,7 @@ int nsr_cmd_commit(int argc, char **argv) {
                 }
                 if (n)
                         say(stderr, "nsrun: %s: rolled back %zu interrupted apply%s first\n", m.projects[i], n,
-                                n == 1 ? "" : "s");
+                            n == 1 ? "" : "s");
                 _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL;
                 _cleanup_(nsr_protect_result_freep) nsr_protect_result *prot = NULL;
                 if (nsr_project_capture(run_fd, i, project, m.projects[i], &cs, &prot, &e) < 0 ||
@@ -591,19 +606,19 @@ int nsr_cmd_commit(int argc, char **argv) {
                                 res.conflicts[k].kept_at ? nsr_utf8_escape(res.conflicts[k].kept_at) : NULL;
                         if (res.conflicts[k].kept_at)
                                 say(stderr, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s\n",
-                                        m.projects[i], shown, res.conflicts[k].reason, kept);
+                                    m.projects[i], shown, res.conflicts[k].reason, kept);
                         else
                                 say(stderr, "nsrun: %s: conflict: %s %s; left as the host has it\n", m.projects[i],
-                                        shown, res.conflicts[k].reason);
+                                    shown, res.conflicts[k].reason);
                 }
                 conflict |= res.n_conflicts > 0;
                 _cleanup_free_ char *pline = nsr_protect_summary(prot, false);
                 if (pline)
                         say(stderr, "nsrun: %s: %s\n", m.projects[i], pline);
                 _cleanup_free_ char *outcome =
-                        res.n_conflicts ? nsr_asprintf("conflict, %zu of %zu applied", res.applied,
-                                                       nsr_changeset_size(cs))
-                                        : nsr_strdup(nsr_outcome_to_string(NSR_OUTCOME_COMMITTED));
+                        res.n_conflicts
+                                ? nsr_asprintf("conflict, %zu of %zu applied", res.applied, nsr_changeset_size(cs))
+                                : nsr_strdup(nsr_outcome_to_string(NSR_OUTCOME_COMMITTED));
                 _cleanup_free_ char *line = nsr_report_summary(m.projects[i], cs, outcome, m.run_id);
                 say(stderr, "%s\n", line);
                 nsr_commit_result_done(&res);
@@ -728,8 +743,8 @@ static int undo_projects(int statefd, int run_fd, const nsr_run_meta *m, const c
                 }
                 for (size_t k = 0; ur.refused && ur.refused[k]; k++) {
                         _cleanup_free_ char *s = nsr_utf8_escape(ur.refused[k]);
-                        say(stderr, "nsrun: %s: %s changed since run %s; not restored (use --force)\n",
-                                m->projects[i], s, m->run_id);
+                        say(stderr, "nsrun: %s: %s changed since run %s; not restored (use --force)\n", m->projects[i],
+                            s, m->run_id);
                         (*refused)++;
                 }
                 *restored += ur.restored;
@@ -767,7 +782,7 @@ int nsr_cmd_undo(int argc, char **argv) {
         }
         if (!run_changed(&m, project ? find_project(&m, project) : -1)) {
                 say(stderr, "nsrun: run %s changed nothing%s%s: nothing to undo\n", m.run_id, project ? " in " : "",
-                        project ? project : "");
+                    project ? project : "");
                 return 0;
         }
         if (check_projects(&m, project ? find_project(&m, project) : -1) < 0)
@@ -782,8 +797,13 @@ int nsr_cmd_undo(int argc, char **argv) {
         }
         struct timespec now;
         clock_gettime(CLOCK_REALTIME_COARSE, &now);
-        nsr_run_meta um = { .kind = (char *) "undo", .undoes = m.run_id, .state = NSR_OUTCOME_RUNNING, .start = now,
-                            .exit_code = -1, .projects = m.projects, .ids = m.ids };
+        nsr_run_meta um = { .kind = (char *) "undo",
+                            .undoes = m.run_id,
+                            .state = NSR_OUTCOME_RUNNING,
+                            .start = now,
+                            .exit_code = -1,
+                            .projects = m.projects,
+                            .ids = m.ids };
         snprintf(um.run_id, sizeof(um.run_id), "%s", undo_id);
         nsr_run_meta_set_owner(&um);
         um.counts = nsr_malloc0((nsr_strv_length(m.projects) + 1) * sizeof(*um.counts));
@@ -817,7 +837,7 @@ int nsr_cmd_undo(int argc, char **argv) {
                 }
         }
         say(stderr, "nsrun: undid run %s: %zu path%s restored%s (undo run %s)\n", m.run_id, restored,
-                restored == 1 ? "" : "s", refused ? ", some refused" : "", undo_id);
+            restored == 1 ? "" : "s", refused ? ", some refused" : "", undo_id);
         if (rc)
                 return 1;
         return refused ? 3 : 0;
@@ -878,8 +898,8 @@ int nsr_cmd_history(int argc, char **argv) {
                         for (size_t k = 0; m.projects && m.projects[k]; k++) {
                                 nsr_json_object_begin(j, NULL);
                                 nsr_json_string(j, "path", m.projects[k]);
-                                static const char *const names[5] = { "created", "modified", "deleted",
-                                                                      "type_changed", "metadata_changed" };
+                                static const char *const names[5] = { "created", "modified", "deleted", "type_changed",
+                                                                      "metadata_changed" };
                                 for (int c = 0; c < 5; c++)
                                         nsr_json_uint(j, names[c], m.counts[k][c]);
                                 nsr_json_object_end(j);
@@ -911,7 +931,8 @@ int nsr_cmd_history(int argc, char **argv) {
                         else
                                 say(stdout, "%s  %-9s  %-8s  +%lu ~%lu -%lu  %s  %s\n", m.run_id,
                                     nsr_outcome_to_string(m.state), status, m.counts[k][0],
-                                    m.counts[k][1] + m.counts[k][3] + m.counts[k][4], m.counts[k][2], m.projects[k], cmd);
+                                    m.counts[k][1] + m.counts[k][3] + m.counts[k][4], m.counts[k][2], m.projects[k],
+                                    cmd);
                 }
         }
         if (j) {
@@ -939,12 +960,12 @@ int nsr_cmd_gc(int argc, char **argv) {
                 return 0;
         nsr_error e = { 0 };
         nsr_gc_stats st = { 0 };
-        if (nsr_state_gc(statefd, a.keep_days < 0 ? 7 : a.keep_days, a.backup_limit ? a.backup_limit : NSR_BACKUP_LIMIT_DEFAULT,
-                         &st, &e) < 0) {
+        if (nsr_state_gc(statefd, a.keep_days < 0 ? 7 : a.keep_days,
+                         a.backup_limit ? a.backup_limit : NSR_BACKUP_LIMIT_DEFAULT, &st, &e) < 0) {
                 err_print(&e);
                 return 1;
         }
         say(stderr, "nsrun: gc: removed %zu run%s (%llu bytes)\n", st.removed, st.removed == 1 ? "" : "s",
-                (unsigned long long) st.bytes);
+            (unsigned long long) st.bytes);
         return 0;
 }

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/outfile.h"
 #include "cli/subopts.h"
 #include "cmd/cmd.h"
-#include "base/outfile.h"
 #include "seccomp/compile.h"
 
 typedef enum seccomp_opt {

@@ -17,20 +17,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/options.h"
-#include "cli/subopts.h"
-#include "cmd/cmd.h"
 #include "base/json.h"
 #include "base/outfile.h"
+#include "base/utf8.h"
+#include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/plan.h"
 #include "cli/profileset.h"
+#include "cli/subopts.h"
+#include "cmd/cmd.h"
 #include "project/project.h"
-#include "sandbox/reaper.h"
 #include "project/sesscommit.h"
 #include "project/session.h"
+#include "sandbox/reaper.h"
 #include "txn/state.h"
-#include "base/utf8.h"
 
 extern char **environ;
 
@@ -58,10 +58,12 @@ typedef enum sess_opt {
         SESS_OPT_REPORT,
 } sess_opt;
 
-#define OPT_STATE_DIR                                                                                              \
+#define OPT_STATE_DIR                                                                                                  \
         { "--state-dir", NULL, SESS_OPT_STATE_DIR, 1, "DIR", "Where the session lives (when it was started with one)" }
-#define OPT_JSON { "--json", NULL, SESS_OPT_JSON, 0, NULL, "Print JSON" }
-#define OPT_END { NULL, NULL, 0, 0, NULL, NULL }
+#define OPT_JSON                                                                                                       \
+        { "--json", NULL, SESS_OPT_JSON, 0, NULL, "Print JSON" }
+#define OPT_END                                                                                                        \
+        { NULL, NULL, 0, 0, NULL, NULL }
 
 static const nsr_subopt start_opts[] = {
         OPT_JSON,
@@ -87,8 +89,9 @@ static const nsr_subopt exec_opts[] = {
 };
 
 /* Words start does not know are project-mode options, for the main parser. */
-static const nsr_subcmd start_sub = { "session start", "--project DIR [project-mode options]", NULL, 0,
-                                      NSR_SUBCMD_PASS_UNKNOWN, start_opts };
+static const nsr_subcmd start_sub = {
+        "session start", "--project DIR [project-mode options]", NULL, 0, NSR_SUBCMD_PASS_UNKNOWN, start_opts
+};
 static const nsr_subcmd stop_sub = { "session stop", "ID", NULL, 1, 0, stop_opts };
 static const nsr_subcmd list_sub = { "session list", NULL, NULL, 0, 0, list_opts };
 static const nsr_subcmd diff_sub = { "session diff", "ID", NULL, 1, 0, id_opts };
@@ -130,9 +133,8 @@ static int session_option(void *userdata, const nsr_subopt *o, const char *val, 
                 return 0;
         case SESS_OPT_IDLE_TIMEOUT:
                 if (nsr_session_parse_duration(val, &a->idle) < 0)
-                        return nsr_error_setx(err, EINVAL,
-                                              "%s takes a duration (30m, 90s, 2h, 0 for none), not \"%s\"", o->name,
-                                              val);
+                        return nsr_error_setx(err, EINVAL, "%s takes a duration (30m, 90s, 2h, 0 for none), not \"%s\"",
+                                              o->name, val);
                 return 0;
         case SESS_OPT_COMMIT:
                 a->commit = true;
@@ -241,11 +243,11 @@ static int start_plan(char **words, size_t n, nsr_plan **ret) {
         }
         /* What a one-shot run writes at its end has no end to wait for
          * here: exec --report covers one command. */
-        nsr_opt_id endless = plan->proj.report_file                             ? NSR_OPT_REPORT
-                             : plan->proj.report_fd != -1                       ? NSR_OPT_REPORT_FD
-                             : plan->proj.events_fd != -1                       ? NSR_OPT_EVENTS_FD
+        nsr_opt_id endless = plan->proj.report_file                            ? NSR_OPT_REPORT
+                             : plan->proj.report_fd != -1                      ? NSR_OPT_REPORT_FD
+                             : plan->proj.events_fd != -1                      ? NSR_OPT_EVENTS_FD
                              : plan->trace_bwrap || plan->trace_bwrap_fd != -1 ? NSR_OPT_TRACE_BWRAP
-                                                                                : _NSR_OPT_INVALID;
+                                                                               : _NSR_OPT_INVALID;
         if (endless != _NSR_OPT_INVALID) {
                 say("nsrun: session start does not take %s (\"nsrun exec --report FILE\" reports one command)\n",
                     nsr_options_get(endless)->name);
@@ -503,7 +505,9 @@ static int stop_cmd(int argc, char **argv) {
                 bool conflict = false;
                 int rc = session_commit(state_dir, a.id, &conflict);
                 if (keep_with_base(state_dir, a.id,
-                                   rc ? _NSR_OUTCOME_INVALID : conflict ? NSR_OUTCOME_CONFLICT : NSR_OUTCOME_COMMITTED) < 0)
+                                   rc         ? _NSR_OUTCOME_INVALID
+                                   : conflict ? NSR_OUTCOME_CONFLICT
+                                              : NSR_OUTCOME_COMMITTED) < 0)
                         rc = 1;
                 if (rc)
                         say("nsrun: the session's changes stay as kept run %s\n", a.id);
@@ -562,8 +566,9 @@ static int list_cmd(int argc, char **argv) {
                         nsr_json_string(j, "socket", ctl);
                         nsr_json_object_end(j);
                 } else {
-                        _cleanup_free_ char *line = nsr_asprintf("%s pid %d, %ld running, %s\n", ids[i], (int) m.pid,
-                                                                 running, m.projects && m.projects[0] ? m.projects[0] : "");
+                        _cleanup_free_ char *line =
+                                nsr_asprintf("%s pid %d, %ld running, %s\n", ids[i], (int) m.pid, running,
+                                             m.projects && m.projects[0] ? m.projects[0] : "");
                         _cleanup_free_ char *shown = nsr_utf8_escape_flags(line, NSR_ESCAPE_MESSAGE);
                         fputs(shown, stdout);
                 }

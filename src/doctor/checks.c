@@ -123,7 +123,8 @@ size_t nsr_hostcheck_best_effort(const nsr_check c[_NSR_CHECK_ID_MAX], int abi, 
         if (ll)
                 guarantee(&ret[n++], "files-write", true,
                           "writes only to the projects, --rw dirs, a private TMPDIR and a few devices (Landlock "
-                          "ABI %d)", abi);
+                          "ABI %d)",
+                          abi);
         else
                 guarantee(&ret[n++], "files-write", false, "%s", no_ll);
         guarantee(&ret[n++], "files-hidden", ll,
@@ -187,8 +188,8 @@ const char *nsr_userns_step_to_string(nsr_userns_step s) {
         return userns_step_to_string(s) ?: "an unknown step";
 }
 
-#define FIX_APPARMOR                                                                                               \
-        "load nsrun's AppArmor profile, which lets nsrun (and only nsrun) use user namespaces: make "           \
+#define FIX_APPARMOR                                                                                                   \
+        "load nsrun's AppArmor profile, which lets nsrun (and only nsrun) use user namespaces: make "                  \
         "install-apparmor, then apparmor_parser -r " NSR_APPARMOR_DIR "/nsrun"
 #define FIX_BEST_EFFORT "or run project mode with --sandbox=best-effort (Landlock and seccomp, no namespaces)"
 
@@ -198,35 +199,40 @@ static void explain_create(const nsr_userns_facts *f, char *reason, size_t rl, c
         case EPERM:
         case EACCES:
                 if (f->unprivileged_userns_clone == 0) {
-                        snprintf(reason, rl, "kernel.unprivileged_userns_clone is 0, so unshare(CLONE_NEWUSER) fails: %s",
-                                 et.s);
-                        snprintf(fix, fl,
-                                 "sysctl -w kernel.unprivileged_userns_clone=1 (and keep it in /etc/sysctl.d/), " FIX_BEST_EFFORT);
-                } else if (f->seccomp_mode == 2) {
                         snprintf(reason, rl,
-                                 "a seccomp filter denies unshare(CLONE_NEWUSER): %s while the sysctls allow user "
-                                 "namespaces and /proc/self/status says Seccomp: 2 (Docker's default profile does this)",
-                                 et.s);
+                                 "kernel.unprivileged_userns_clone is 0, so unshare(CLONE_NEWUSER) fails: %s", et.s);
+                        snprintf(
+                                fix, fl,
+                                "sysctl -w kernel.unprivileged_userns_clone=1 (and keep it in /etc/sysctl.d/), " FIX_BEST_EFFORT);
+                } else if (f->seccomp_mode == 2) {
+                        snprintf(
+                                reason, rl,
+                                "a seccomp filter denies unshare(CLONE_NEWUSER): %s while the sysctls allow user "
+                                "namespaces and /proc/self/status says Seccomp: 2 (Docker's default profile does this)",
+                                et.s);
                         snprintf(fix, fl,
                                  "run the container with a seccomp profile that allows clone and unshare with "
                                  "CLONE_NEWUSER, " FIX_BEST_EFFORT);
                 } else if (f->apparmor_restrict == 1) {
-                        snprintf(reason, rl,
-                                 "AppArmor denies creating the user namespace (kernel.apparmor_restrict_unprivileged_userns "
-                                 "is 1): %s",
-                                 et.s);
+                        snprintf(
+                                reason, rl,
+                                "AppArmor denies creating the user namespace (kernel.apparmor_restrict_unprivileged_userns "
+                                "is 1): %s",
+                                et.s);
                         snprintf(fix, fl, "%s", FIX_APPARMOR);
                 } else {
                         snprintf(reason, rl,
                                  "unshare(CLONE_NEWUSER) fails: %s, although no known sysctl forbids it (a security "
                                  "module, a chroot, or the container runtime denies it)",
                                  et.s);
-                        snprintf(fix, fl, "ask the administrator which policy denies user namespaces, " FIX_BEST_EFFORT);
+                        snprintf(fix, fl,
+                                 "ask the administrator which policy denies user namespaces, " FIX_BEST_EFFORT);
                 }
                 return;
         case ENOSPC:
                 if (f->max_user_namespaces == 0) {
-                        snprintf(reason, rl, "user.max_user_namespaces is 0, so unshare(CLONE_NEWUSER) fails: %s", et.s);
+                        snprintf(reason, rl, "user.max_user_namespaces is 0, so unshare(CLONE_NEWUSER) fails: %s",
+                                 et.s);
                         snprintf(fix, fl,
                                  "sysctl -w user.max_user_namespaces=15000 (the limit is per user namespace: if a "
                                  "container or sandbox set it to 0, raise it there), " FIX_BEST_EFFORT);
@@ -259,8 +265,9 @@ static void explain_create(const nsr_userns_facts *f, char *reason, size_t rl, c
         default:
                 snprintf(reason, rl, "unshare(CLONE_NEWUSER) fails: %s%s", et.s,
                          f->seccomp_mode == 2 ? " (a seccomp filter is loaded: Seccomp: 2)" : "");
-                snprintf(fix, fl, "%s", f->error == ENOSYS ? "allow unshare in the seccomp profile, " FIX_BEST_EFFORT
-                                                            : "see unshare(2) for this error");
+                snprintf(fix, fl, "%s",
+                         f->error == ENOSYS ? "allow unshare in the seccomp profile, " FIX_BEST_EFFORT
+                                            : "see unshare(2) for this error");
                 return;
         }
 }
@@ -278,21 +285,26 @@ void nsr_hostcheck_userns_explain(const nsr_userns_facts *f, char *reason, size_
         } else if (f->error == EROFS && f->step <= NSR_USERNS_STEP_GID_MAP) {
                 snprintf(reason, rl, "%s fails: %s: /proc is mounted read-only here (a sandbox bound it so)", what,
                          et.s);
-                snprintf(fix, fl, "give the sandbox a writable /proc (bwrap or nsrun: --unshare-pid --proc /proc, or "
-                                  "--bind /proc /proc)");
+                snprintf(fix, fl,
+                         "give the sandbox a writable /proc (bwrap or nsrun: --unshare-pid --proc /proc, or "
+                         "--bind /proc /proc)");
         } else if ((f->error == EPERM || f->error == EACCES) && f->apparmor_restrict == 1) {
                 /* Ubuntu 23.10+: the namespace is created, but an
                  * unconfined process lands in a profile without
                  * capabilities there. */
-                snprintf(reason, rl,
-                         "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns "
-                         "is 1): the namespace is created but has no capabilities, so %s fails: %s",
-                         what, et.s);
+                snprintf(
+                        reason, rl,
+                        "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns "
+                        "is 1): the namespace is created but has no capabilities, so %s fails: %s",
+                        what, et.s);
                 snprintf(fix, fl, "%s", FIX_APPARMOR);
         } else if ((f->error == EPERM || f->error == EACCES) && f->seccomp_mode == 2) {
-                snprintf(reason, rl, "%s fails inside the new user namespace: %s; a seccomp filter is loaded (Seccomp: 2)",
-                         what, et.s);
-                snprintf(fix, fl, "allow mount, unshare and writes to /proc/self/*_map in the seccomp profile, " FIX_BEST_EFFORT);
+                snprintf(reason, rl,
+                         "%s fails inside the new user namespace: %s; a seccomp filter is loaded (Seccomp: 2)", what,
+                         et.s);
+                snprintf(
+                        fix, fl,
+                        "allow mount, unshare and writes to /proc/self/*_map in the seccomp profile, " FIX_BEST_EFFORT);
         } else if (f->error == EPERM || f->error == EACCES) {
                 snprintf(reason, rl, "%s fails inside the new user namespace: %s (a security module denies it)", what,
                          et.s);
@@ -418,7 +430,6 @@ int nsr_hostcheck_overlay_depth(struct libmnt_table *tb, const char *path, dev_t
 }
 
 /* ---- sandbox facts ------------------------------------------------ */
-
 
 void nsr_hostcheck_sandbox_describe(const nsr_sandbox_facts *f, char *buf, size_t len) {
         char found[NSR_CHECK_TEXT_MAX] = "";

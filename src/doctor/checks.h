@@ -27,24 +27,24 @@
 struct libmnt_table;
 
 typedef enum nsr_check_id {
-        NSR_CHECK_USERNS,        /* creating a user namespace */
-        NSR_CHECK_UID_MAP,       /* setgroups, uid_map and gid_map */
-        NSR_CHECK_USERNS_MOUNT,  /* a mount namespace and a tmpfs inside it */
-        NSR_CHECK_PIDNS,         /* a pid namespace with its own /proc */
-        NSR_CHECK_NETNS,         /* a network namespace with loopback up */
-        NSR_CHECK_OVERLAY,       /* overlay with userxattr in the userns */
-        NSR_CHECK_OVERLAY_DEPTH, /* overlay levels left on cwd, state dir, /tmp */
-        NSR_CHECK_SECCOMP,       /* loading a seccomp filter */
-        NSR_CHECK_LANDLOCK,      /* the Landlock ABI */
-        NSR_CHECK_LANDLOCK_SCOPE,/* Landlock ABI >= 6 scoping */
-        NSR_CHECK_TMPFS_XATTR,   /* user.* xattrs on a tmpfs in the userns */
-        NSR_CHECK_FANOTIFY,      /* fanotify filesystem marks in the userns */
-        NSR_CHECK_PIDFD,         /* pidfd_open */
-        NSR_CHECK_CLONE3,        /* the clone3 system call */
-        NSR_CHECK_CGROUP,        /* a delegated cgroup v2 */
-        NSR_CHECK_SANDBOX,       /* already inside a sandbox or container? */
-        NSR_CHECK_PROC_HIDEPID,  /* /proc mounted with hidepid (best-effort mode) */
-        NSR_CHECK_EGRESS,        /* how --allow-host would work here (from the others) */
+        NSR_CHECK_USERNS,         /* creating a user namespace */
+        NSR_CHECK_UID_MAP,        /* setgroups, uid_map and gid_map */
+        NSR_CHECK_USERNS_MOUNT,   /* a mount namespace and a tmpfs inside it */
+        NSR_CHECK_PIDNS,          /* a pid namespace with its own /proc */
+        NSR_CHECK_NETNS,          /* a network namespace with loopback up */
+        NSR_CHECK_OVERLAY,        /* overlay with userxattr in the userns */
+        NSR_CHECK_OVERLAY_DEPTH,  /* overlay levels left on cwd, state dir, /tmp */
+        NSR_CHECK_SECCOMP,        /* loading a seccomp filter */
+        NSR_CHECK_LANDLOCK,       /* the Landlock ABI */
+        NSR_CHECK_LANDLOCK_SCOPE, /* Landlock ABI >= 6 scoping */
+        NSR_CHECK_TMPFS_XATTR,    /* user.* xattrs on a tmpfs in the userns */
+        NSR_CHECK_FANOTIFY,       /* fanotify filesystem marks in the userns */
+        NSR_CHECK_PIDFD,          /* pidfd_open */
+        NSR_CHECK_CLONE3,         /* the clone3 system call */
+        NSR_CHECK_CGROUP,         /* a delegated cgroup v2 */
+        NSR_CHECK_SANDBOX,        /* already inside a sandbox or container? */
+        NSR_CHECK_PROC_HIDEPID,   /* /proc mounted with hidepid (best-effort mode) */
+        NSR_CHECK_EGRESS,         /* how --allow-host would work here (from the others) */
         _NSR_CHECK_ID_MAX,
         _NSR_CHECK_ID_INVALID = -EINVAL,
 } nsr_check_id;
@@ -105,7 +105,7 @@ bool nsr_hostcheck_userns_works(char *reason, size_t len);
 /* One of the namespace sandbox's guarantees, and whether best-effort
  * mode (Landlock and seccomp, no namespaces) keeps it on this host. */
 typedef struct nsr_guarantee {
-        const char *name;   /* stable, for the JSON output */
+        const char *name; /* stable, for the JSON output */
         bool holds;
         char detail[NSR_CHECK_TEXT_MAX];
 } nsr_guarantee;
@@ -142,8 +142,8 @@ typedef enum nsr_userns_step {
         NSR_USERNS_STEP_SETGROUPS, /* writing "deny" to /proc/self/setgroups */
         NSR_USERNS_STEP_UID_MAP,
         NSR_USERNS_STEP_GID_MAP,
-        NSR_USERNS_STEP_MOUNT_NS,  /* unshare(CLONE_NEWNS) */
-        NSR_USERNS_STEP_MOUNT,     /* mounting a tmpfs */
+        NSR_USERNS_STEP_MOUNT_NS, /* unshare(CLONE_NEWNS) */
+        NSR_USERNS_STEP_MOUNT,    /* mounting a tmpfs */
         _NSR_USERNS_STEP_MAX,
         _NSR_USERNS_STEP_INVALID = -EINVAL,
 } nsr_userns_step;
@@ -151,8 +151,8 @@ typedef enum nsr_userns_step {
 /* What the host says about user namespace restrictions; -1 for a setting
  * that does not exist or cannot be read. */
 typedef struct nsr_userns_facts {
-        nsr_userns_step step;  /* where it failed */
-        int error;             /* positive errno of that step */
+        nsr_userns_step step;          /* where it failed */
+        int error;                     /* positive errno of that step */
         long max_user_namespaces;      /* user.max_user_namespaces */
         int unprivileged_userns_clone; /* kernel.unprivileged_userns_clone (Debian, hardened kernels) */
         int apparmor_restrict;         /* kernel.apparmor_restrict_unprivileged_userns (Ubuntu 23.10+) */
@@ -183,14 +183,14 @@ const char *nsr_hostcheck_hint(const nsr_error *e);
 
 /* What tells that we already run inside a sandbox or container. */
 typedef struct nsr_sandbox_facts {
-        bool env_nsrun;        /* NSRUN=1: an nsrun project sandbox */
-        bool ancestor_bwrap;   /* a parent process (or pid 1) is called bwrap */
-        bool ancestor_nsrun;   /* a parent process (or pid 1) is called nsrun */
-        bool flatpak_info;     /* /.flatpak-info */
-        bool dockerenv;        /* /.dockerenv */
-        bool containerenv;     /* /run/.containerenv (podman) */
-        char container[32];    /* /run/systemd/container, "" when absent */
-        char uid_map[64];      /* first line of /proc/self/uid_map, "" when unreadable */
+        bool env_nsrun;      /* NSRUN=1: an nsrun project sandbox */
+        bool ancestor_bwrap; /* a parent process (or pid 1) is called bwrap */
+        bool ancestor_nsrun; /* a parent process (or pid 1) is called nsrun */
+        bool flatpak_info;   /* /.flatpak-info */
+        bool dockerenv;      /* /.dockerenv */
+        bool containerenv;   /* /run/.containerenv (podman) */
+        char container[32];  /* /run/systemd/container, "" when absent */
+        char uid_map[64];    /* first line of /proc/self/uid_map, "" when unreadable */
 } nsr_sandbox_facts;
 
 /* Fills out (NSR_CHECK_EGRESS, always ok: a fact) from the other checks

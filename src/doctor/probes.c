@@ -20,18 +20,18 @@
 #include <sys/wait.h>
 #include <sys/xattr.h>
 
+#include "base/syscalls.h"
 #include "doctor/internal.h"
 #include "sandbox/landlock.h"
 #include "sandbox/libmount.h"
 #include "sandbox/netns.h"
-#include "base/syscalls.h"
 
 typedef struct probe_ctx {
         char cwd[PATH_MAX];       /* "" when unknown */
         char state_dir[PATH_MAX]; /* "" when unknown */
         uid_t uid;
         gid_t gid;
-        pid_t parent;             /* the caller's parent, for the ancestry walk */
+        pid_t parent; /* the caller's parent, for the ancestry walk */
 } probe_ctx;
 
 /* Reads a small file; trailing newlines are dropped. */
@@ -78,7 +78,7 @@ static void userns_facts(nsr_userns_facts *f) {
 typedef struct userns_try {
         nsr_userns_step step; /* the step that failed, or NONE */
         int error;
-        const char *scratch;  /* where the tmpfs is, with want_tmpfs */
+        const char *scratch; /* where the tmpfs is, with want_tmpfs */
 } userns_try;
 
 /* A tmpfs to work in, inside the new mount namespace. */
@@ -182,9 +182,9 @@ static int mount_overlay(const char *target, const char *lower, const char *uppe
         if (fsfd < 0) {
                 if (errno != ENOSYS && errno != EPERM)
                         return -errno;
-                _cleanup_free_ char *o = upper ? nsr_asprintf("lowerdir=%s,upperdir=%s,workdir=%s,userxattr", lower,
-                                                              upper, work)
-                                               : nsr_asprintf("lowerdir=%s,userxattr", lower);
+                _cleanup_free_ char *o =
+                        upper ? nsr_asprintf("lowerdir=%s,upperdir=%s,workdir=%s,userxattr", lower, upper, work)
+                              : nsr_asprintf("lowerdir=%s,userxattr", lower);
                 return mount("overlay", target, "overlay", 0, o) < 0 ? -errno : 0;
         }
         int r = fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir", lower, 0);
@@ -226,7 +226,7 @@ static void probe_userns(const void *arg, nsr_check *out, size_t n) {
         }
         f.step = t.step;
         f.error = t.error;
-        nsr_check *failed = t.step == NSR_USERNS_STEP_CREATE ? &out[0]
+        nsr_check *failed = t.step == NSR_USERNS_STEP_CREATE    ? &out[0]
                             : t.step <= NSR_USERNS_STEP_GID_MAP ? &out[1]
                                                                 : &out[2];
         nsr_hostcheck_userns_explain(&f, failed->detail, sizeof(failed->detail), failed->fix, sizeof(failed->fix));
@@ -525,8 +525,8 @@ static void probe_fanotify(const void *arg, nsr_check *out, size_t n) {
                 no_userns(out, &t);
                 return;
         }
-        _cleanup_close_ int fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID | FAN_CLOEXEC | FAN_NONBLOCK,
-                                               O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int fd =
+                fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
                 check_fail(out, "fanotify_init(FAN_REPORT_FID) in the user namespace fails: %s", errtxt(errno).s);
                 check_fix(out, "kernel 6.16 or later; without it nsrun watches with inotify and scans the upper dirs");
@@ -578,8 +578,7 @@ static void probe_seccomp(const void *arg, nsr_check *out, size_t n) {
 
 static void probe_landlock(const void *arg, nsr_check *out, size_t n) {
         static const char *const added[] = {
-                NULL,       "filesystem", "refer", "truncate", "TCP bind and connect", "device ioctl",
-                "scoping",  "audit",
+                NULL, "filesystem", "refer", "truncate", "TCP bind and connect", "device ioctl", "scoping", "audit",
         };
         nsr_error e = { 0 };
         char buf[NSR_ERROR_MSG_MAX + 64];
@@ -643,8 +642,9 @@ static void probe_clone3(const void *arg, nsr_check *out, size_t n) {
         if (e == EINVAL || e == EFAULT || e == E2BIG)
                 check_ok(out, "clone3 exists (a bad argument gives %s)", errtxt(e).s);
         else if (e == ENOSYS) {
-                check_fail(out, "clone3 gives %s: the kernel is older than 5.3, or a seccomp filter answers ENOSYS "
-                                "for it (as Docker's default profile does)",
+                check_fail(out,
+                           "clone3 gives %s: the kernel is older than 5.3, or a seccomp filter answers ENOSYS "
+                           "for it (as Docker's default profile does)",
                            errtxt(e).s);
                 check_fix(out, "nothing needed: nsrun uses clone; CLONE_INTO_CGROUP needs clone3");
         } else {
@@ -701,8 +701,8 @@ static void probe_cgroup(const void *arg, nsr_check *out, size_t n) {
         _cleanup_free_ char *ctl = nsr_path_join(dir, "cgroup.controllers");
         char controllers[256] = "";
         (void) read_small(ctl, controllers, sizeof(controllers));
-        bool writable = faccessat(AT_FDCWD, dir, W_OK, AT_EACCESS) == 0 &&
-                        faccessat(AT_FDCWD, procs, W_OK, AT_EACCESS) == 0;
+        bool writable =
+                faccessat(AT_FDCWD, dir, W_OK, AT_EACCESS) == 0 && faccessat(AT_FDCWD, procs, W_OK, AT_EACCESS) == 0;
         bool useful = false;
         char tmp[256];
         snprintf(tmp, sizeof(tmp), " %s ", controllers);
@@ -718,8 +718,9 @@ static void probe_cgroup(const void *arg, nsr_check *out, size_t n) {
                 check_fix(out, "optional, for --memory, --cpu and a pids.max under --pids: start nsrun in a "
                                "delegated cgroup, e.g. systemd-run --user --scope -p Delegate=yes nsrun ...");
         } else if (!useful) {
-                check_fail(out, "the cgroup %s (%s) is writable, but none of the cpu, memory and pids controllers is "
-                                "available there (cgroup.controllers: \"%s\")",
+                check_fail(out,
+                           "the cgroup %s (%s) is writable, but none of the cpu, memory and pids controllers is "
+                           "available there (cgroup.controllers: \"%s\")",
                            cg, dir, controllers);
                 check_fix(out, "optional, for --memory, --cpu and a pids.max under --pids: enable the controllers in "
                                "the parent's cgroup.subtree_control (or boot with the unified cgroup v2 hierarchy, if "
@@ -807,12 +808,14 @@ static void probe_proc_hidepid(const void *arg, nsr_check *out, size_t n) {
         if (!found)
                 check_fail(out, "no proc file system is mounted on /proc");
         else if (nsr_hostcheck_hidepid(opts))
-                check_ok(out, "/proc is mounted with hidepid (%s): a best-effort run cannot see other users' "
-                              "processes",
+                check_ok(out,
+                         "/proc is mounted with hidepid (%s): a best-effort run cannot see other users' "
+                         "processes",
                          opts);
         else {
-                check_fail(out, "/proc has no hidepid (%s): a best-effort run (no pid namespace) can read other "
-                                "users' command lines in /proc/*/cmdline",
+                check_fail(out,
+                           "/proc has no hidepid (%s): a best-effort run (no pid namespace) can read other "
+                           "users' command lines in /proc/*/cmdline",
                            opts);
                 check_fix(out, "the host's choice: mount /proc with hidepid=invisible (and gid= for the admins); "
                                "the namespace sandbox needs no such thing");

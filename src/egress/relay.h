@@ -21,8 +21,8 @@
  * target and to connect, 10 minutes idle. */
 #pragma once
 
-#include "egress/rules.h"
 #include "base/error.h"
+#include "egress/rules.h"
 
 typedef struct nsr_relay nsr_relay;
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "egress/rules.h"
 #include "base/json.h"
 #include "base/util.h"
+#include "egress/rules.h"
 
 /* ---- host names and addresses ----------------------------------------- */
 
@@ -101,8 +101,10 @@ int nsr_egress_pattern_parse(const char *text, const char *opt, nsr_egress_patte
         nsr_egress_pattern p = { .kind = NSR_EGRESS_NAME };
         size_t n = strlen(text);
         if (n == 0 || n >= sizeof(p.text))
-                return nsr_error_setx(err, EINVAL, "%s needs a host pattern such as example.org, *.example.org or "
-                                                   "127.0.0.1:8080", opt);
+                return nsr_error_setx(err, EINVAL,
+                                      "%s needs a host pattern such as example.org, *.example.org or "
+                                      "127.0.0.1:8080",
+                                      opt);
         memcpy(p.text, text, n + 1);
 
         char host[sizeof(p.text)];
@@ -315,11 +317,10 @@ nsr_addr_class nsr_egress_classify(const struct sockaddr *sa) {
 }
 
 static const char *const addr_class_names[_NSR_ADDR_CLASS_MAX] = {
-        [NSR_ADDR_PUBLIC] = "public",       [NSR_ADDR_LOOPBACK] = "loopback",
-        [NSR_ADDR_PRIVATE] = "private",     [NSR_ADDR_LINK_LOCAL] = "link-local",
-        [NSR_ADDR_CGNAT] = "cgnat",         [NSR_ADDR_METADATA] = "metadata",
-        [NSR_ADDR_UNSPECIFIED] = "unspecified", [NSR_ADDR_MULTICAST] = "multicast",
-        [NSR_ADDR_MAPPED] = "ipv4-mapped",  [NSR_ADDR_RESERVED] = "reserved",
+        [NSR_ADDR_PUBLIC] = "public",           [NSR_ADDR_LOOPBACK] = "loopback",   [NSR_ADDR_PRIVATE] = "private",
+        [NSR_ADDR_LINK_LOCAL] = "link-local",   [NSR_ADDR_CGNAT] = "cgnat",         [NSR_ADDR_METADATA] = "metadata",
+        [NSR_ADDR_UNSPECIFIED] = "unspecified", [NSR_ADDR_MULTICAST] = "multicast", [NSR_ADDR_MAPPED] = "ipv4-mapped",
+        [NSR_ADDR_RESERVED] = "reserved",
 };
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(nsr_addr_class, nsr_addr_class, addr_class_names)
 

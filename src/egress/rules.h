@@ -23,27 +23,27 @@
 
 #include "base/error.h"
 
-#define NSR_EGRESS_HOST_MAX 253
+#define NSR_EGRESS_HOST_MAX  253
 #define NSR_EGRESS_RULES_MAX 1024
 /* Records kept for the report; the connections beyond are counted only. */
 #define NSR_EGRESS_RECORDS_MAX 10000
 
 /* The ports the relay listens on inside the sandbox. */
-#define NSR_EGRESS_HTTP_PORT 3128
+#define NSR_EGRESS_HTTP_PORT  3128
 #define NSR_EGRESS_SOCKS_PORT 1080
 
 typedef enum nsr_egress_kind {
-        NSR_EGRESS_NAME,     /* host */
-        NSR_EGRESS_SUFFIX,   /* *.domain: host holds "domain" */
-        NSR_EGRESS_ADDR,     /* an address literal: host holds its canonical text */
+        NSR_EGRESS_NAME,   /* host */
+        NSR_EGRESS_SUFFIX, /* *.domain: host holds "domain" */
+        NSR_EGRESS_ADDR,   /* an address literal: host holds its canonical text */
         _NSR_EGRESS_KIND_MAX,
         _NSR_EGRESS_KIND_INVALID = -EINVAL,
 } nsr_egress_kind;
 
 typedef struct nsr_egress_pattern {
         nsr_egress_kind kind;
-        char host[NSR_EGRESS_HOST_MAX + 1]; /* lowercase, no trailing dot */
-        int port;                           /* 0: 80 and 443; -1: every port */
+        char host[NSR_EGRESS_HOST_MAX + 1];  /* lowercase, no trailing dot */
+        int port;                            /* 0: 80 and 443; -1: every port */
         char text[NSR_EGRESS_HOST_MAX + 16]; /* as given, for messages and the trace */
 } nsr_egress_pattern;
 
@@ -73,9 +73,9 @@ int nsr_egress_host_normalize(const char *host, char *buf, size_t len, bool *ret
 
 typedef struct nsr_egress_verdict {
         bool allowed;
-        const char *reason;                 /* refused: static text */
-        const nsr_egress_pattern *matched;  /* allowed: the allow pattern */
-        const nsr_egress_pattern *denied;   /* refused by --deny-host: the pattern */
+        const char *reason;                /* refused: static text */
+        const nsr_egress_pattern *matched; /* allowed: the allow pattern */
+        const nsr_egress_pattern *denied;  /* refused by --deny-host: the pattern */
 } nsr_egress_verdict;
 
 /* Checks a normalised host and a port against the rules. */
@@ -124,20 +124,20 @@ typedef struct nsr_egress_record {
         int port;
         nsr_egress_proto proto;
         bool allowed;
-        char reason[320];          /* refused or failed: why; "" when allowed */
-        char address[64];          /* the address connected to, or "" */
-        uint64_t bytes_up;         /* client -> server */
-        uint64_t bytes_down;       /* server -> client */
-        struct timespec started;   /* CLOCK_REALTIME */
+        char reason[320];        /* refused or failed: why; "" when allowed */
+        char address[64];        /* the address connected to, or "" */
+        uint64_t bytes_up;       /* client -> server */
+        uint64_t bytes_down;     /* server -> client */
+        struct timespec started; /* CLOCK_REALTIME */
         uint64_t duration_ms;
 } nsr_egress_record;
 
 typedef struct nsr_egress_log {
         nsr_egress_record *records;
         size_t n_records;
-        size_t n_dropped;          /* beyond NSR_EGRESS_RECORDS_MAX */
+        size_t n_dropped; /* beyond NSR_EGRESS_RECORDS_MAX */
         size_t n_total, n_refused;
-        size_t n_malformed;        /* clients that never named a target */
+        size_t n_malformed; /* clients that never named a target */
 } nsr_egress_log;
 
 void nsr_egress_log_add(nsr_egress_log *log, const nsr_egress_record *rec);

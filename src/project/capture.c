@@ -11,15 +11,15 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "project/capture.h"
 #include "base/utf8.h"
+#include "project/capture.h"
 
 /* The kernel's XATTR_SIZE_MAX and XATTR_LIST_MAX (linux/limits.h). */
 #define XATTR_BUF_SIZE 65536
-#define CMP_CHUNK 65536
+#define CMP_CHUNK      65536
 #define DENTS_BUF_SIZE 32768
 
-#define OPAQUE_XATTR "user.overlay.opaque"
+#define OPAQUE_XATTR   "user.overlay.opaque"
 #define METACOPY_XATTR "user.overlay.metacopy"
 #define REDIRECT_XATTR "user.overlay.redirect"
 
@@ -351,8 +351,8 @@ static const char **split_names(const char *list, size_t len, size_t *ret_n) {
 }
 
 typedef struct xside {
-        int fd;    /* an open file or dir, or -1 */
-        int dirfd; /* else the parent dir ... */
+        int fd;           /* an open file or dir, or -1 */
+        int dirfd;        /* else the parent dir ... */
         const char *name; /* ... and the name */
         bool upper;
 } xside;
@@ -575,8 +575,8 @@ static int add_meta_or_drop(scan *s, const struct stat *ust, const struct stat *
         return add(s, &c);
 }
 
-static int compare_dirs(scan *s, int ufd, int lfd, const char *name, const struct stat *ust,
-                        const struct stat *lst, bool same, unsigned depth) {
+static int compare_dirs(scan *s, int ufd, int lfd, const char *name, const struct stat *ust, const struct stat *lst,
+                        bool same, unsigned depth) {
         int r = check_depth(s, depth, true);
         if (r < 0)
                 return r;
@@ -638,8 +638,7 @@ static int contents_differ(scan *s, int ufd, int lfd) {
         }
 }
 
-static int compare_files(scan *s, int ufd, int lfd, const char *name, const struct stat *ust,
-                         const struct stat *lst) {
+static int compare_files(scan *s, int ufd, int lfd, const char *name, const struct stat *ust, const struct stat *lst) {
         fixup fx;
         struct stat fst;
         bool differ, xd = false;
@@ -829,8 +828,10 @@ static int scan_dir(scan *s, int ufd, int lfd, bool opaque, unsigned depth) {
 
 /* The root's own mode (see root_prior in capture.h): a "." change. */
 static int add_root_change(scan *s, const struct stat *ust, const struct stat *lst, const nsr_capture_prior *prior) {
-        nsr_change c = { .path = (char *) NSR_CHANGESET_ROOT, .kind = NSR_CHANGE_METADATA_CHANGED,
-                         .type = NSR_ENTRY_DIR, .meta = NSR_META_MODE };
+        nsr_change c = { .path = (char *) NSR_CHANGESET_ROOT,
+                         .kind = NSR_CHANGE_METADATA_CHANGED,
+                         .type = NSR_ENTRY_DIR,
+                         .meta = NSR_META_MODE };
         if (s->trees) {
                 /* The live project against the snapshot's root. */
                 if ((ust->st_mode & 07777) == (lst->st_mode & 07777))
@@ -957,12 +958,11 @@ int nsr_capture_root_parse(const char *text, nsr_capture_prior *ret) {
 }
 
 int nsr_capture_root_save(int dirfd, const char *name, const struct stat *st, nsr_error *err) {
-        _cleanup_free_ char *text = nsr_asprintf(ROOT_MAGIC " %o %llu %llu %llu %llu %llu %llu\n",
-                                                 (unsigned) (st->st_mode & 07777), (unsigned long long) st->st_uid,
-                                                 (unsigned long long) st->st_gid, (unsigned long long) st->st_dev,
-                                                 (unsigned long long) st->st_ino,
-                                                 (unsigned long long) st->st_ctim.tv_sec,
-                                                 (unsigned long long) st->st_ctim.tv_nsec);
+        _cleanup_free_ char *text =
+                nsr_asprintf(ROOT_MAGIC " %o %llu %llu %llu %llu %llu %llu\n", (unsigned) (st->st_mode & 07777),
+                             (unsigned long long) st->st_uid, (unsigned long long) st->st_gid,
+                             (unsigned long long) st->st_dev, (unsigned long long) st->st_ino,
+                             (unsigned long long) st->st_ctim.tv_sec, (unsigned long long) st->st_ctim.tv_nsec);
         /* A new name renamed over the old: a reader sees one whole record. */
         _cleanup_free_ char *tmp = nsr_asprintf("%s.tmp", name);
         (void) unlinkat(dirfd, tmp, 0);

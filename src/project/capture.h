@@ -63,11 +63,11 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "txn/changeset.h"
 #include "base/error.h"
+#include "txn/changeset.h"
 
-#define NSR_CAPTURE_MAX_DEPTH_DEFAULT 256u
-#define NSR_CAPTURE_MAX_DEPTH_LIMIT 2048u /* PATH_MAX / 2: "a/a/a/..." */
+#define NSR_CAPTURE_MAX_DEPTH_DEFAULT   256u
+#define NSR_CAPTURE_MAX_DEPTH_LIMIT     2048u /* PATH_MAX / 2: "a/a/a/..." */
 #define NSR_CAPTURE_MAX_CHANGES_DEFAULT NSR_CHANGESET_MAX_CHANGES_DEFAULT
 /* Entries one directory may hold (upper or lower). */
 #define NSR_CAPTURE_DIR_ENTRIES_MAX ((size_t) 16 * 1024 * 1024)
@@ -98,13 +98,13 @@ typedef struct nsr_capture_stats {
         uint64_t upper_entries; /* directory entries read from upper */
         uint64_t lower_entries; /* directory entries read from lower (opaque and deleted dirs) */
         uint64_t bytes_compared;
-        uint64_t mode_fixups;   /* upper entries made readable for a while */
+        uint64_t mode_fixups; /* upper entries made readable for a while */
 } nsr_capture_stats;
 
 typedef struct nsr_capture_opts {
-        size_t max_changes; /* 0: NSR_CAPTURE_MAX_CHANGES_DEFAULT; -E2BIG beyond */
-        unsigned max_depth; /* 0: NSR_CAPTURE_MAX_DEPTH_DEFAULT; at most NSR_CAPTURE_MAX_DEPTH_LIMIT */
-        unsigned flags;     /* NSR_CAPTURE_* */
+        size_t max_changes;       /* 0: NSR_CAPTURE_MAX_CHANGES_DEFAULT; -E2BIG beyond */
+        unsigned max_depth;       /* 0: NSR_CAPTURE_MAX_DEPTH_DEFAULT; at most NSR_CAPTURE_MAX_DEPTH_LIMIT */
+        unsigned flags;           /* NSR_CAPTURE_* */
         nsr_capture_stats *stats; /* optional, filled in on success and failure */
         /* Trees mode, optional: the record of an upper entry (by relative
          * path) from before the command, or NULL. An entry whose device,

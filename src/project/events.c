@@ -16,31 +16,31 @@
 #include <sys/wait.h>
 
 #include "base/dirent.h"
-#include "project/events.h"
 #include "base/json.h"
 #include "base/util.h"
+#include "project/events.h"
 
-#define MASK (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_ONLYDIR)
+#define MASK        (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_ONLYDIR)
 #define MAX_WATCHES 100000
-#define MAX_SEEN 1000000
+#define MAX_SEEN    1000000
 
 typedef struct watch {
         int proj;
-        char *rel;            /* "" for the upper root */
+        char *rel; /* "" for the upper root */
 } watch;
 
 typedef struct seen {
-        char *key;            /* proj NUL path, as one string "N/path" */
-        char kind;            /* 'c' create, 'm' modify, 'd' delete */
+        char *key; /* proj NUL path, as one string "N/path" */
+        char kind; /* 'c' create, 'm' modify, 'd' delete */
 } seen;
 
 typedef struct watcher {
         int ifd, out;
         const nsr_events_project *projects;
         size_t n;
-        watch *watches;       /* indexed by wd */
+        watch *watches; /* indexed by wd */
         size_t n_watches;
-        seen *seen;           /* open-addressed set */
+        seen *seen; /* open-addressed set */
         size_t seen_cap, seen_n;
         uint32_t move_cookie; /* a pending IN_MOVED_FROM */
         int move_proj;
@@ -148,7 +148,8 @@ static char *join_rel(const char *dir, const char *name) {
 static void add_dir(watcher *w, int proj, const char *rel, unsigned depth) {
         if (depth > 256 || w->n_watches >= MAX_WATCHES)
                 return;
-        _cleanup_free_ char *abs = *rel ? nsr_path_join(w->projects[proj].upper, rel) : nsr_strdup(w->projects[proj].upper);
+        _cleanup_free_ char *abs =
+                *rel ? nsr_path_join(w->projects[proj].upper, rel) : nsr_strdup(w->projects[proj].upper);
         int wd = inotify_add_watch(w->ifd, abs, MASK);
         if (wd < 0)
                 return;

@@ -27,9 +27,9 @@
 #include "base/error.h"
 
 typedef struct nsr_events_project {
-        const char *path;     /* the project, as reported */
-        const char *upper;    /* its upper dir on the host; with writes made live, the project itself */
-        const char *lower;    /* what an entry is compared with to tell a creation from a
+        const char *path;  /* the project, as reported */
+        const char *upper; /* its upper dir on the host; with writes made live, the project itself */
+        const char *lower; /* what an entry is compared with to tell a creation from a
                                * modification: NULL for the project (overlay), or the
                                * snapshot taken before the run (live writes) */
 } nsr_events_project;

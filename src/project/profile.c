@@ -4,8 +4,8 @@
 #include <ctype.h>
 #include <fnmatch.h>
 #include <glob.h>
-#include <linux/capability.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -216,10 +216,10 @@ int nsr_profile_hidden(const nsr_project_opts *o, const nsr_profile_ctx *c, char
 typedef struct builder {
         nsr_plan *p;
         const nsr_profile_ctx *ctx;
-        char **hidden;        /* dirs already covered, so their insides are skipped */
-        char **exposed;       /* --ro and --rw paths: hide.list does not hide them */
-        char **shown;         /* the projects and the --ro/--rw paths */
-        char **late_ro;       /* hidden dirs made read-only only after those */
+        char **hidden;          /* dirs already covered, so their insides are skipped */
+        char **exposed;         /* --ro and --rw paths: hide.list does not hide them */
+        char **shown;           /* the projects and the --ro/--rw paths */
+        char **late_ro;         /* hidden dirs made read-only only after those */
         char **listed, **asked; /* paths to hide: hide.list's, --hide's */
 } builder;
 
@@ -422,7 +422,8 @@ static void builder_done(builder *b) {
 
 /* What the host lends a workspace root, read-only: the system dirs, as
  * binds, or as the same symlinks where the host has symlinks (merged /usr). */
-static const char *const workspace_host_dirs[] = { "/usr", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin" };
+static const char *const workspace_host_dirs[] = { "/usr",   "/etc",    "/lib", "/lib32",
+                                                   "/lib64", "/libx32", "/bin", "/sbin" };
 
 static bool in_workspace_host_dirs(const char *path) {
         for (size_t i = 0; i < ELEMENTSOF(workspace_host_dirs); i++)
@@ -598,8 +599,8 @@ static void add_host(builder *b, const nsr_plan *user, const char *rt) {
         nsr_strv_extend(&b->hidden, "/run");
 
         /* The home: a throwaway writable layer by default. */
-        bool home_ok = c->home && c->home[0] == '/' && !streq(c->home, "/") && stat(c->home, &st) == 0 &&
-                       S_ISDIR(st.st_mode);
+        bool home_ok =
+                c->home && c->home[0] == '/' && !streq(c->home, "/") && stat(c->home, &st) == 0 && S_ISDIR(st.st_mode);
         if (home_ok && p->proj.home == NSR_HOME_OVERLAY) {
                 nsr_op *op = op2(b, NSR_OP_TMP_OVERLAY, NULL, c->home);
                 nsr_strv_extend(&op->overlay_srcs, c->home);

@@ -15,12 +15,12 @@
 #include "cli/plan.h"
 
 typedef struct nsr_profile_project {
-        const char *path;      /* absolute, normalised, the project's real path */
-        const char *upper;     /* host path of the overlay upper dir */
-        const char *work;      /* host path of the overlay work dir */
-        dev_t dev;             /* what path was when nsrun resolved it */
+        const char *path;  /* absolute, normalised, the project's real path */
+        const char *upper; /* host path of the overlay upper dir */
+        const char *work;  /* host path of the overlay work dir */
+        dev_t dev;         /* what path was when nsrun resolved it */
         ino_t ino;
-        bool live;             /* --no-overlay: bound writable, no overlay (upper, work unused) */
+        bool live; /* --no-overlay: bound writable, no overlay (upper, work unused) */
         /* --workspace-root: a lower layer above the project holding the
          * mount points the root needs (usr, etc, proc...), so that they
          * never land in the upper dir as changes; NULL otherwise. */

@@ -5,9 +5,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <string.h>
-#include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
@@ -15,31 +15,31 @@
 #include <libmount/libmount.h>
 
 #include "base/dirent.h"
-#include "project/capture.h"
-#include "txn/commit.h"
-#include "sandbox/confine.h"
 #include "base/durable.h"
-#include "project/events.h"
+#include "base/utf8.h"
 #include "doctor/checks.h"
-#include "sandbox/launch.h"
+#include "egress/relay.h"
+#include "project/capture.h"
+#include "project/events.h"
 #include "project/profile.h"
 #include "project/project.h"
-#include "egress/relay.h"
-#include "seccomp/refused.h"
 #include "project/report.h"
-#include "seccomp/compile.h"
 #include "project/snapshot.h"
-#include "base/utf8.h"
 #include "project/workspace.h"
+#include "sandbox/confine.h"
+#include "sandbox/launch.h"
+#include "seccomp/compile.h"
+#include "seccomp/refused.h"
+#include "txn/commit.h"
 
 extern char **environ;
 
 typedef struct project_entry {
-        char *path;            /* realpath */
-        int fd;                /* O_PATH|O_DIRECTORY, opened once */
+        char *path; /* realpath */
+        int fd;     /* O_PATH|O_DIRECTORY, opened once */
         dev_t dev;
         ino_t ino;
-        char *upper, *work;    /* host paths of its layers */
+        char *upper, *work; /* host paths of its layers */
         nsr_changeset *changes;
         nsr_protect_result *protected_changes;
         nsr_commit_result commit;
@@ -68,10 +68,10 @@ struct nsr_project {
          * mode, --sandbox=off): the projects are written in place and
          * captured against snapshots. All projects of a run alike. */
         bool live;
-        char **notes;          /* for stderr before the run (the state dir chosen, ...) */
-        char **hidden;         /* best-effort mode: what Landlock keeps from the command */
-        char **ro, **rw;       /* --ro and --rw, expanded */
-        char *skel;            /* --workspace-root: the mount-point layer (workspace.h) */
+        char **notes;    /* for stderr before the run (the state dir chosen, ...) */
+        char **hidden;   /* best-effort mode: what Landlock keeps from the command */
+        char **ro, **rw; /* --ro and --rw, expanded */
+        char *skel;      /* --workspace-root: the mount-point layer (workspace.h) */
         void (*notify)(const char *line, void *userdata);
         void *notify_data;
         const nsr_launch_session *session; /* a session's daemon (session.h) */
@@ -264,10 +264,8 @@ static int check_writable_binds(const nsr_plan *user, const nsr_project *pj, nsr
                                 return nsr_error_setx(err, EINVAL,
                                                       "--rw %s %s the project %s: writes there would go to the host "
                                                       "outside the transaction (not captured, not undoable)",
-                                                      user->proj.rw[i], under(real, pp) && !streq(real, pp)
-                                                                                ? "is inside"
-                                                                                : "covers",
-                                                      pp);
+                                                      user->proj.rw[i],
+                                                      under(real, pp) && !streq(real, pp) ? "is inside" : "covers", pp);
                 }
         }
         return 0;
@@ -314,8 +312,8 @@ static int choose_state_dir(nsr_project *pj, const nsr_project_opts *o, bool cre
                                               "reach it; choose another with --state-dir",
                                               pj->state_dir, pj->p[i].path);
                 if (under(pj->p[i].path, pj->state_dir))
-                        return nsr_error_setx(err, EINVAL, "the project %s is inside the state dir %s",
-                                              pj->p[i].path, pj->state_dir);
+                        return nsr_error_setx(err, EINVAL, "the project %s is inside the state dir %s", pj->p[i].path,
+                                              pj->state_dir);
         }
 
         /* The profile hides the state dir, which must exist for that (a
@@ -352,8 +350,9 @@ static int choose_run_dir(nsr_project *pj, const nsr_project_opts *o, nsr_error 
                                            deep));
         }
         if (o->workspace_root && (o->sandbox != NSR_SANDBOX_REQUIRED || pj->n != 1))
-                return nsr_error_setx(err, EINVAL, "--workspace-root needs one project and the namespace sandbox "
-                                                   "(--sandbox=required)");
+                return nsr_error_setx(err, EINVAL,
+                                      "--workspace-root needs one project and the namespace sandbox "
+                                      "(--sandbox=required)");
         if (o->workspace_root)
                 pj->skel = nsr_asprintf("%s/p0/skel", pj->run_dir);
         return 0;
@@ -476,8 +475,8 @@ static int save_root(int run_fd, size_t i, const struct stat *st, nsr_error *err
         return nsr_capture_root_save(run_fd, rel, st, err);
 }
 
-int nsr_project_capture(int run_fd, size_t index, int project_fd, const char *project_path,
-                        nsr_changeset **ret_changes, nsr_protect_result **ret_protected, nsr_error *err) {
+int nsr_project_capture(int run_fd, size_t index, int project_fd, const char *project_path, nsr_changeset **ret_changes,
+                        nsr_protect_result **ret_protected, nsr_error *err) {
         char rel[32];
         snprintf(rel, sizeof(rel), "p%zu/upper", index);
         _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -701,7 +700,11 @@ static int landlock_ruleset(nsr_project *pj, const char *tmpdir, const uint16_t 
         _cleanup_strv_free_ char **ttys = NULL;
         (void) nsr_confine_terminals(&ttys);
         nsr_confine_paths cp = {
-                .hidden = pj->hidden, .projects = paths, .rw = pj->rw, .ro = pj->ro, .tmpdir = tmpdir,
+                .hidden = pj->hidden,
+                .projects = paths,
+                .rw = pj->rw,
+                .ro = pj->ro,
+                .tmpdir = tmpdir,
                 .terminals = ttys,
         };
         _cleanup_(nsr_confine_rules_done) nsr_landlock_rules rules = { 0 };
@@ -724,10 +727,10 @@ static int landlock_ruleset(nsr_project *pj, const char *tmpdir, const uint16_t 
 }
 
 typedef struct attempt {
-        nsr_refused refused;                 /* what the policy refused (refused.h) */
+        nsr_refused refused; /* what the policy refused (refused.h) */
         confinement conf;
         char reason[NSR_CHECK_TEXT_MAX + 64]; /* why not the namespace sandbox */
-        bool landlock;                       /* a Landlock ruleset confines the command */
+        bool landlock;                        /* a Landlock ruleset confines the command */
 } attempt;
 
 static void attempt_done(attempt *a) {
@@ -746,16 +749,16 @@ static int confine_landlock(nsr_project *pj, int run_fd, attempt *a, const char 
         snprintf(info, sizeof(info), "%s", a->reason);
         bool tcp = false;
         if (r >= 0)
-                r = landlock_ruleset(pj, tmpdir, relay_ports, relay ? 2 : 0, ruleset, &tcp, info, sizeof(info),
-                                     err);
+                r = landlock_ruleset(pj, tmpdir, relay_ports, relay ? 2 : 0, ruleset, &tcp, info, sizeof(info), err);
         if (r >= 0 && relay && !tcp)
                 r = nsr_error_setx(err, EPERM,
                                    "--allow-host in best-effort mode needs Landlock ABI 4 or later to confine "
                                    "TCP to nsrun's relay (%s); the run is refused",
                                    info);
         if (r >= 0 && relay)
-                note(pj, "nsrun: best-effort --allow-host: the relay is on 127.0.0.1:%u and :%u; Landlock "
-                         "limits TCP by port, not address, so those two port numbers reach any host directly",
+                note(pj,
+                     "nsrun: best-effort --allow-host: the relay is on 127.0.0.1:%u and :%u; Landlock "
+                     "limits TCP by port, not address, so those two port numbers reach any host directly",
                      (unsigned) relay_ports[0], (unsigned) relay_ports[1]);
         if (r >= 0) {
                 a->landlock = true;
@@ -785,8 +788,8 @@ static int start_events(nsr_project *pj, pid_t *watcher, int *watcher_stop, nsr_
 }
 
 /* One launch: the command runs, or nothing ran (-errno, err set). */
-static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct timespec *fence,
-                       nsr_launch_result *lr, nsr_error *err) {
+static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct timespec *fence, nsr_launch_result *lr,
+                       nsr_error *err) {
         nsr_plan *p = pj->plan;
         bool egress = !nsr_egress_rules_empty(&p->egress);
         /* Without isolation the command would have the host's whole
@@ -843,12 +846,14 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
         if (r >= 0 && pj->session && (a->conf != CONF_NAMESPACES || pj->live))
                 r = nsr_error_setx(err, EOPNOTSUPP,
                                    "sessions need the namespace sandbox with an overlay; this host or these options "
-                                   "give %s", a->conf == CONF_NAMESPACES ? "live writes (no overlay)" : "no namespaces");
+                                   "give %s",
+                                   a->conf == CONF_NAMESPACES ? "live writes (no overlay)" : "no namespaces");
         /* Everything a session started must end with it: its pid
          * namespace is what takes the background processes down. */
         if (r >= 0 && pj->session && (!p->unshare_pid || p->pidns_fd != -1 || p->as_pid_1))
-                r = nsr_error_setx(err, EOPNOTSUPP, "sessions need a pid namespace of their own (no --pidns "
-                                                    "or --as-pid-1)");
+                r = nsr_error_setx(err, EOPNOTSUPP,
+                                   "sessions need a pid namespace of their own (no --pidns "
+                                   "or --as-pid-1)");
         if (r >= 0) {
                 nsr_refused_done(&a->refused);
                 bool record = n_bpf > 0;
@@ -908,8 +913,9 @@ static bool home_overlay_failed(nsr_project *pj, const nsr_error *err) {
                 op->source = nsr_strdup(op->dest);
                 nsr_strv_free(op->overlay_srcs);
                 op->overlay_srcs = NULL;
-                note(pj, "nsrun: the home %s cannot be overlaid here (it holds mounts of the enclosing sandbox): it "
-                         "is read-only instead",
+                note(pj,
+                     "nsrun: the home %s cannot be overlaid here (it holds mounts of the enclosing sandbox): it "
+                     "is read-only instead",
                      op->dest);
                 return true;
         }
@@ -930,8 +936,9 @@ static bool retry_after(nsr_project *pj, attempt *a, const nsr_error *err) {
                  * stacks overlays only two deep. */
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(err, buf, sizeof(buf));
-                note(pj, "nsrun: the overlay cannot be mounted (%s; an overlay stack too deep?): running with "
-                         "--no-overlay (writes go to the projects, a snapshot backs them)",
+                note(pj,
+                     "nsrun: the overlay cannot be mounted (%s; an overlay stack too deep?): running with "
+                     "--no-overlay (writes go to the projects, a snapshot backs them)",
                      buf);
                 switch_to_live(pj);
                 return true;
@@ -1014,8 +1021,9 @@ static void settle_live(nsr_project *pj, project_entry *e, int run_fd, size_t i,
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(lock_err, buf, sizeof(buf));
                 nsr_strv_extend(&e->errors, buf);
-                msg(o, "nsrun: %s: the changes are in place, but the run could not be recorded for undo: %s; the "
-                       "snapshot stays in %s/backup/p%zu",
+                msg(o,
+                    "nsrun: %s: the changes are in place, but the run could not be recorded for undo: %s; the "
+                    "snapshot stays in %s/backup/p%zu",
                     e->path, buf, pj->run_dir, i);
                 e->outcome = NSR_OUTCOME_FAILED;
                 o->exit_code = NSR_EXIT_FAILURE;
@@ -1028,8 +1036,9 @@ static void settle_live(nsr_project *pj, project_entry *e, int run_fd, size_t i,
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(&ae, buf, sizeof(buf));
                 nsr_strv_extend(&e->errors, buf);
-                msg(o, "nsrun: %s: the changes are in place, but the run could not be recorded for undo: %s; the "
-                       "snapshot stays in %s/backup/p%zu",
+                msg(o,
+                    "nsrun: %s: the changes are in place, but the run could not be recorded for undo: %s; the "
+                    "snapshot stays in %s/backup/p%zu",
                     e->path, buf, pj->run_dir, i);
                 o->exit_code = NSR_EXIT_FAILURE;
         }
@@ -1148,8 +1157,8 @@ static char *refused_record(const nsr_refused *rf, const nsr_launch_result *lr, 
                 char count[32] = "";
                 if (conns[i].count > 1)
                         snprintf(count, sizeof(count), " x%" PRIu64, conns[i].count);
-                nsr_strappendf(&line, "%sconnect %s:%d%s", line ? (i ? ", " : "; ") : "", conns[i].host,
-                               conns[i].port, count);
+                nsr_strappendf(&line, "%sconnect %s:%d%s", line ? (i ? ", " : "; ") : "", conns[i].host, conns[i].port,
+                               count);
         }
         for (size_t i = 0; lr->limits_hit && lr->limits_hit[i]; i++)
                 nsr_strappendf(&line, "%s%s", line ? "; " : "", lr->limits_hit[i]);
@@ -1167,10 +1176,10 @@ static char *refused_record(const nsr_refused *rf, const nsr_launch_result *lr, 
 /* What nsr_project_run carries from one step to the next. */
 typedef struct run_ctx {
         nsr_project *pj;
-        int statefd;           /* the state dir */
-        int run_fd;            /* the run's dir, runs/ID */
-        attempt a;             /* what confines the command */
-        nsr_launch_result lr;  /* how the command ended */
+        int statefd;          /* the state dir */
+        int run_fd;           /* the run's dir, runs/ID */
+        attempt a;            /* what confines the command */
+        nsr_launch_result lr; /* how the command ended */
         /* The wall clock when the launch began and when it ended, and the
          * fence conflicts compare host ctimes with (launch). */
         struct timespec started, run_start, ended, mono_start;
@@ -1222,7 +1231,8 @@ static int choose_confinement(run_ctx *c, nsr_error *err) {
         a->conf = CONF_NAMESPACES;
         if (p->proj.sandbox == NSR_SANDBOX_OFF)
                 a->conf = CONF_NONE;
-        else if (p->proj.sandbox == NSR_SANDBOX_BEST_EFFORT && !nsr_hostcheck_userns_works(a->reason, sizeof(a->reason)))
+        else if (p->proj.sandbox == NSR_SANDBOX_BEST_EFFORT &&
+                 !nsr_hostcheck_userns_works(a->reason, sizeof(a->reason)))
                 a->conf = CONF_LANDLOCK;
         if (a->conf != CONF_NAMESPACES && !pj->live)
                 switch_to_live(pj);
@@ -1385,8 +1395,9 @@ static void capture(run_ctx *c) {
 
         o->exit_code = lr->exit_code;
         if (lr->no_route > 0 && p->unshare_net)
-                msg(o, "nsrun: the command tried to reach the network (%llu connection%s found no route: "
-                       "ENETUNREACH); the sandbox has none unless --share-net is given",
+                msg(o,
+                    "nsrun: the command tried to reach the network (%llu connection%s found no route: "
+                    "ENETUNREACH); the sandbox has none unless --share-net is given",
                     (unsigned long long) lr->no_route, lr->no_route == 1 ? "" : "s");
 
         /* Capture every project's changes. */
@@ -1538,7 +1549,8 @@ static void record(run_ctx *c, nsr_outcome run_outcome) {
                 snprintf(rel, sizeof(rel), "p%zu/work", i);
                 (void) nsr_rm_rf_at(run_fd, rel, &ce);
                 /* A failed apply rolled back into the upper dir: keep it. */
-                bool keep_upper = pj->p[i].outcome == NSR_OUTCOME_KEPT || (!pj->live && pj->p[i].outcome == NSR_OUTCOME_FAILED);
+                bool keep_upper =
+                        pj->p[i].outcome == NSR_OUTCOME_KEPT || (!pj->live && pj->p[i].outcome == NSR_OUTCOME_FAILED);
                 if (!keep_upper) {
                         snprintf(rel, sizeof(rel), "p%zu/upper", i);
                         (void) nsr_rm_rf_at(run_fd, rel, &ce);
@@ -1561,12 +1573,13 @@ static void record(run_ctx *c, nsr_outcome run_outcome) {
         bool kept_failed = c->capture_failed && !pj->live;
         c->kept_failed = kept_failed;
         nsr_error me = { 0 };
-        if (write_meta(pj, run_fd, kept_failed ? NSR_OUTCOME_KEPT : run_outcome, &c->run_start, c->lr.wait_status, true, &me) <
-            0) {
+        if (write_meta(pj, run_fd, kept_failed ? NSR_OUTCOME_KEPT : run_outcome, &c->run_start, c->lr.wait_status, true,
+                       &me) < 0) {
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(&me, buf, sizeof(buf));
-                msg(o, "nsrun: the run's outcome (%s) could not be recorded: %s; history, undo and gc see run %s "
-                       "as unfinished",
+                msg(o,
+                    "nsrun: the run's outcome (%s) could not be recorded: %s; history, undo and gc see run %s "
+                    "as unfinished",
                     nsr_outcome_to_string(run_outcome), buf, pj->run_id);
                 o->exit_code = NSR_EXIT_FAILURE;
         }
@@ -1581,11 +1594,10 @@ static void explain_project(nsr_project *pj, size_t i, nsr_project_outcome *o) {
         if (e->changes) {
                 /* The counts are what the command changed; with a
                  * conflict, the outcome says how much of it applied. */
-                _cleanup_free_ char *outcome =
-                        e->outcome == NSR_OUTCOME_CONFLICT
-                                ? nsr_asprintf("conflict, %zu of %zu applied", e->commit.applied,
-                                               nsr_changeset_size(e->changes))
-                                : nsr_strdup(nsr_outcome_to_string(e->outcome));
+                _cleanup_free_ char *outcome = e->outcome == NSR_OUTCOME_CONFLICT
+                                                       ? nsr_asprintf("conflict, %zu of %zu applied", e->commit.applied,
+                                                                      nsr_changeset_size(e->changes))
+                                                       : nsr_strdup(nsr_outcome_to_string(e->outcome));
                 _cleanup_free_ char *line = nsr_report_summary(e->path, e->changes, outcome, pj->run_id);
                 nsr_strv_extend(&o->summary, line);
         }
@@ -1599,8 +1611,9 @@ static void explain_project(nsr_project *pj, size_t i, nsr_project_outcome *o) {
                 n_held += e->commit.conflicts[k].held;
         for (size_t k = 0; e->commit.units && e->commit.units[k]; k++) {
                 _cleanup_free_ char *shown = nsr_utf8_escape(e->commit.units[k]);
-                msg(o, "nsrun: %s: conflict in the git dir %s: none of its changes %s, so that its index, "
-                       "refs and logs stay in step",
+                msg(o,
+                    "nsrun: %s: conflict in the git dir %s: none of its changes %s, so that its index, "
+                    "refs and logs stay in step",
                     e->path, shown, e->commit.withheld ? "can apply" : "were applied");
         }
         for (size_t k = 0; k < e->commit.n_conflicts; k++) {
@@ -1612,21 +1625,22 @@ static void explain_project(nsr_project *pj, size_t i, nsr_project_outcome *o) {
                 if (e->commit.withheld)
                         msg(o, "nsrun: %s: conflict: %s %s", e->path, shown, cf->reason);
                 else if (cf->kept_at)
-                        msg(o, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s", e->path,
-                            shown, cf->reason, kept);
+                        msg(o, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s", e->path, shown,
+                            cf->reason, kept);
                 else
-                        msg(o, "nsrun: %s: conflict: %s %s; left as the host has it", e->path, shown,
-                            cf->reason);
+                        msg(o, "nsrun: %s: conflict: %s %s; left as the host has it", e->path, shown, cf->reason);
         }
         if (n_held > 0 && !e->commit.withheld)
-                msg(o, "nsrun: %s: %zu more change%s held back with %s; the sandbox's versions are in "
-                       "%s/conflict/p%zu",
+                msg(o,
+                    "nsrun: %s: %zu more change%s held back with %s; the sandbox's versions are in "
+                    "%s/conflict/p%zu",
                     e->path, n_held, n_held == 1 ? " was" : "s were",
                     n_held == 1 ? "its git dir or parent dir" : "their git dirs or parent dirs", pj->run_dir, i);
         for (size_t k = 0; !e->commit.withheld && e->commit.split_links && e->commit.split_links[k]; k++) {
                 _cleanup_free_ char *shown = nsr_utf8_escape(e->commit.split_links[k]);
-                msg(o, "nsrun: %s: note: %s had other hard links on the host; the new version replaced this "
-                       "name only, and the other names keep the old content (as they did inside the sandbox)",
+                msg(o,
+                    "nsrun: %s: note: %s had other hard links on the host; the new version replaced this "
+                    "name only, and the other names keep the old content (as they did inside the sandbox)",
                     e->path, shown);
         }
         if (e->commit.withheld)
@@ -1658,15 +1672,19 @@ static void explain(run_ctx *c, nsr_outcome run_outcome) {
         if (lr->net_on)
                 nsr_strv_push(&o->summary, nsr_egress_summary(&lr->net));
         if (c->kept_failed)
-                msg(o, "nsrun: run %s kept: the capture failed and nothing was applied; the command's files are in "
-                       "%s/pN/upper; once the cause is fixed, \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
-                       "discard %s\"",
+                msg(o,
+                    "nsrun: run %s kept: the capture failed and nothing was applied; the command's files are in "
+                    "%s/pN/upper; once the cause is fixed, \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
+                    "discard %s\"",
                     pj->run_id, pj->run_dir, pj->run_id, pj->run_id, pj->run_id);
         else if (run_outcome == NSR_OUTCOME_KEPT)
-                msg(o, "nsrun: run %s kept%s: review it with \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
-                       "discard %s\"",
+                msg(o,
+                    "nsrun: run %s kept%s: review it with \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
+                    "discard %s\"",
                     pj->run_id,
-                    c->interrupted ? " (nsrun was interrupted)" : c->timed_out ? " (the command timed out)" : "",
+                    c->interrupted ? " (nsrun was interrupted)"
+                    : c->timed_out ? " (the command timed out)"
+                                   : "",
                     pj->run_id, pj->run_id, pj->run_id);
         if (p->proj.verbose) {
                 char *all = nsr_strdup("");
@@ -1745,8 +1763,8 @@ static void report(run_ctx *c, nsr_outcome run_outcome) {
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(&je, buf, sizeof(buf));
                 msg(o, "nsrun: cannot build the report: %s", buf);
-        } else if (nsr_durable_write(c->run_fd, "report.json", o->report_json, strlen(o->report_json), 0600, 0,
-                                     &je) < 0) {
+        } else if (nsr_durable_write(c->run_fd, "report.json", o->report_json, strlen(o->report_json), 0600, 0, &je) <
+                   0) {
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(&je, buf, sizeof(buf));
                 msg(o, "nsrun: the run's report was not kept: %s", buf);

@@ -9,19 +9,19 @@
 #include <time.h>
 
 #include "base/error.h"
-#include "txn/changeset.h"
-#include "sandbox/launch.h"
 #include "cli/plan.h"
 #include "project/protect.h"
+#include "sandbox/launch.h"
+#include "txn/changeset.h"
 #include "txn/state.h"
 
 typedef struct nsr_project nsr_project;
 
 /* nsrun's own failures in project mode exit with this, so callers can tell
  * them from the command's own statuses. */
-#define NSR_EXIT_FAILURE 125
+#define NSR_EXIT_FAILURE        125
 #define NSR_EXIT_NOT_EXECUTABLE 126
-#define NSR_EXIT_NOT_FOUND 127
+#define NSR_EXIT_NOT_FOUND      127
 
 /* Resolves the projects (each opened once, O_PATH) and the state dir, and
  * builds the expanded plan. Creates the state dir when create_state (not
@@ -34,11 +34,11 @@ DEFINE_CLEANUP_FUNC(nsr_project *, nsr_project_free)
 nsr_plan *nsr_project_plan(nsr_project *pj);
 
 typedef struct nsr_project_outcome {
-        int exit_code;        /* what nsrun exits with */
-        char **messages;      /* lines for stderr (recovery notes, errors), in order */
-        char **summary;       /* one line per project, unless --quiet */
-        char *listing;        /* --verbose: every change */
-        char *report_json;    /* the report, NULL if none could be built */
+        int exit_code;     /* what nsrun exits with */
+        char **messages;   /* lines for stderr (recovery notes, errors), in order */
+        char **summary;    /* one line per project, unless --quiet */
+        char *listing;     /* --verbose: every change */
+        char *report_json; /* the report, NULL if none could be built */
 } nsr_project_outcome;
 
 void nsr_project_outcome_done(nsr_project_outcome *o);
@@ -46,8 +46,8 @@ void nsr_project_outcome_done(nsr_project_outcome *o);
 /* Turns the upper layer of project `index` of a run into a change set,
  * with the protected changes split off and the reductions the apply will
  * make noted (protect.h). project_path is the project's absolute path. */
-int nsr_project_capture(int run_fd, size_t index, int project_fd, const char *project_path,
-                        nsr_changeset **ret_changes, nsr_protect_result **ret_protected, nsr_error *err);
+int nsr_project_capture(int run_fd, size_t index, int project_fd, const char *project_path, nsr_changeset **ret_changes,
+                        nsr_protect_result **ret_protected, nsr_error *err);
 
 /* Makes the upper layer of project `index` what the apply may take: new
  * git configs reduced, modes reduced, ACLs and non-user xattrs stripped

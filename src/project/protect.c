@@ -12,13 +12,13 @@
 #include <unistd.h>
 
 #include "base/durable.h"
+#include "base/utf8.h"
 #include "project/profile.h"
 #include "project/protect.h"
 #include "txn/txnfs.h"
-#include "base/utf8.h"
 
 #define CONFIG_MAX ((size_t) 1 << 20)
-#define MAX_HOOKS 256
+#define MAX_HOOKS  256
 
 static bool under(const char *path, const char *dir) {
         if (!*dir)
@@ -36,9 +36,9 @@ static bool first_is(const char *rel, const char *name) {
 nsr_protect_verdict nsr_protect_git_entry(const char *rel, bool is_new, nsr_entry_type type, bool deleted,
                                           const char **ret_reason) {
         static const char *const state_files[] = {
-                "HEAD",          "ORIG_HEAD",   "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD",
-                "REBASE_HEAD",   "AUTO_MERGE",  "index",      "packed-refs", "COMMIT_EDITMSG", "MERGE_MSG",
-                "MERGE_MODE",    "SQUASH_MSG",  "TAG_EDITMSG", "shallow",    "description",
+                "HEAD",        "ORIG_HEAD",  "FETCH_HEAD",  "MERGE_HEAD",  "CHERRY_PICK_HEAD", "REVERT_HEAD",
+                "REBASE_HEAD", "AUTO_MERGE", "index",       "packed-refs", "COMMIT_EDITMSG",   "MERGE_MSG",
+                "MERGE_MODE",  "SQUASH_MSG", "TAG_EDITMSG", "shallow",     "description",
         };
         const char *why = NULL;
         /* A symlink in a git dir points git somewhere else (a hooks dir,
@@ -134,13 +134,34 @@ bool nsr_protect_list_match(char *const *patterns, const char *path) {
  * is the project root, which cannot be protected as a whole. */
 static bool is_hook_name(const char *name) {
         static const char *const hooks[] = {
-                "applypatch-msg",    "pre-applypatch",        "post-applypatch",   "pre-commit",
-                "pre-merge-commit",  "prepare-commit-msg",    "commit-msg",        "post-commit",
-                "pre-rebase",        "post-checkout",         "post-merge",        "pre-push",
-                "pre-receive",       "update",                "proc-receive",      "post-receive",
-                "post-update",       "reference-transaction", "push-to-checkout",  "pre-auto-gc",
-                "post-rewrite",      "sendemail-validate",    "fsmonitor-watchman", "p4-changelist",
-                "p4-prepare-changelist", "p4-post-changelist", "p4-pre-submit",    "post-index-change",
+                "applypatch-msg",
+                "pre-applypatch",
+                "post-applypatch",
+                "pre-commit",
+                "pre-merge-commit",
+                "prepare-commit-msg",
+                "commit-msg",
+                "post-commit",
+                "pre-rebase",
+                "post-checkout",
+                "post-merge",
+                "pre-push",
+                "pre-receive",
+                "update",
+                "proc-receive",
+                "post-receive",
+                "post-update",
+                "reference-transaction",
+                "push-to-checkout",
+                "pre-auto-gc",
+                "post-rewrite",
+                "sendemail-validate",
+                "fsmonitor-watchman",
+                "p4-changelist",
+                "p4-prepare-changelist",
+                "p4-post-changelist",
+                "p4-pre-submit",
+                "post-index-change",
         };
         for (size_t i = 0; i < ELEMENTSOF(hooks); i++)
                 if (streq(name, hooks[i]))
@@ -322,8 +343,8 @@ static char *lenient_value(const char *s, const char *e) {
 
 /* Calls fn for every key line; *valid_section false for keys under a
  * header that could not be read. Returns the number of odd lines. */
-static size_t cfg_walk(const char *in, size_t len, bool strict,
-                       void (*fn)(const cfg_key *k, bool ok, void *userdata), void *userdata) {
+static size_t cfg_walk(const char *in, size_t len, bool strict, void (*fn)(const cfg_key *k, bool ok, void *userdata),
+                       void *userdata) {
         cfg_key k = { .section = "" };
         bool section_ok = false;
         size_t odd = 0;
@@ -736,7 +757,8 @@ static void find_hooks(nsr_protect_rules *r, const nsr_protect_ctx *ctx) {
         char **global = nsr_malloc0(sizeof(char *));
         _cleanup_free_ char *xdg = ctx->xdg_config && ctx->xdg_config[0] == '/'
                                            ? nsr_asprintf("%s/git/config", ctx->xdg_config)
-                                           : ctx->home ? nsr_asprintf("%s/.config/git/config", ctx->home) : NULL;
+                                   : ctx->home ? nsr_asprintf("%s/.config/git/config", ctx->home)
+                                               : NULL;
         _cleanup_free_ char *dot = ctx->home ? nsr_asprintf("%s/.gitconfig", ctx->home) : NULL;
         const char *files[] = { "/etc/gitconfig", xdg, dot };
         for (size_t i = 0; i < ELEMENTSOF(files); i++) {
@@ -748,8 +770,8 @@ static void find_hooks(nsr_protect_rules *r, const nsr_protect_ctx *ctx) {
                 const nsr_protect_gitdir *g = &r->gitdirs[i];
                 const char *base = strrchr(g->path, '/');
                 base = base ? base + 1 : g->path;
-                _cleanup_free_ char *gabs = *g->path ? nsr_asprintf("%s/%s", ctx->project_path, g->path)
-                                                     : nsr_strdup(ctx->project_path);
+                _cleanup_free_ char *gabs =
+                        *g->path ? nsr_asprintf("%s/%s", ctx->project_path, g->path) : nsr_strdup(ctx->project_path);
                 _cleanup_free_ char *wt = nsr_strdup(gabs);
                 if (streq(base, ".git"))
                         *strrchr(wt, '/') = '\0';
@@ -783,8 +805,7 @@ static void find_hooks(nsr_protect_rules *r, const nsr_protect_ctx *ctx) {
         nsr_strv_free(global);
 }
 
-int nsr_protect_load_list(const char *datadir, const char *home, const char *xdg_config, char ***ret,
-                          nsr_error *err) {
+int nsr_protect_load_list(const char *datadir, const char *home, const char *xdg_config, char ***ret, nsr_error *err) {
         _cleanup_free_ char *file = nsr_asprintf("%s/profiles/protect.list", datadir);
         _cleanup_strv_free_ char **v = NULL;
         int k = nsr_profile_read_list(file, &v, err);
@@ -793,7 +814,8 @@ int nsr_protect_load_list(const char *datadir, const char *home, const char *xdg
         /* The user's additions. */
         _cleanup_free_ char *user = xdg_config && xdg_config[0] == '/'
                                             ? nsr_asprintf("%s/nsrun/protect.list", xdg_config)
-                                            : home ? nsr_asprintf("%s/.config/nsrun/protect.list", home) : NULL;
+                                    : home ? nsr_asprintf("%s/.config/nsrun/protect.list", home)
+                                           : NULL;
         if (user && access(user, F_OK) == 0) {
                 _cleanup_strv_free_ char **more = NULL;
                 k = nsr_profile_read_list(user, &more, err);
@@ -1062,8 +1084,7 @@ static int rewrite_config(int root, nsr_change *c) {
         return 0;
 }
 
-int nsr_protect_enforce(nsr_changeset *cs, const nsr_protect_ctx *ctx, const nsr_protect_result *res,
-                        nsr_error *err) {
+int nsr_protect_enforce(nsr_changeset *cs, const nsr_protect_ctx *ctx, const nsr_protect_result *res, nsr_error *err) {
         if (ctx->after_fd < 0)
                 return nsr_error_setx(err, EINVAL, "nsr_protect_enforce: no new versions");
         for (size_t i = 0; res && i < res->n_notes; i++) {
@@ -1154,8 +1175,8 @@ char *nsr_protect_summary(const nsr_protect_result *res, bool live) {
                         break;
                 case NSR_PROTECT_XATTR_DROPPED: {
                         _cleanup_free_ char *x = nsr_utf8_escape(n->detail ? n->detail : "");
-                        fprintf(f, "%s%zu xattr%s stripped, e.g. %s on %s", sep, count[a], count[a] == 1 ? "" : "s",
-                                x, p);
+                        fprintf(f, "%s%zu xattr%s stripped, e.g. %s on %s", sep, count[a], count[a] == 1 ? "" : "s", x,
+                                p);
                         break;
                 }
                 case _NSR_PROTECT_ACTION_MAX:

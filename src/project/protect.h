@@ -37,8 +37,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "txn/changeset.h"
 #include "base/error.h"
+#include "txn/changeset.h"
 
 /* A git dir in the project. path is relative to the project root ("" for
  * the root itself); is_new: it was no git dir before the run. */
@@ -50,8 +50,8 @@ typedef struct nsr_protect_gitdir {
 typedef struct nsr_protect_rules {
         nsr_protect_gitdir *gitdirs;
         size_t n_gitdirs;
-        char **hooks;     /* project-relative dirs named by core.hooksPath ("" the root: its hook names only) */
-        char **patterns;  /* protect.list entries */
+        char **hooks;    /* project-relative dirs named by core.hooksPath ("" the root: its hook names only) */
+        char **patterns; /* protect.list entries */
 } nsr_protect_rules;
 
 void nsr_protect_rules_done(nsr_protect_rules *r);
@@ -111,8 +111,7 @@ char *nsr_protect_git_config_hooks_path(const char *in, size_t len);
  * XDG_CONFIG/nsrun/protect.list (or HOME/.config/nsrun/protect.list) when
  * it exists. A missing or unreadable shipped list is an error: project
  * mode checks it before the command runs. */
-int nsr_protect_load_list(const char *datadir, const char *home, const char *xdg_config, char ***ret,
-                          nsr_error *err);
+int nsr_protect_load_list(const char *datadir, const char *home, const char *xdg_config, char ***ret, nsr_error *err);
 
 typedef enum nsr_protect_action {
         NSR_PROTECT_DROPPED,        /* the change does not reach the host */
@@ -126,16 +125,16 @@ typedef enum nsr_protect_action {
 typedef struct nsr_protect_note {
         char *path;
         nsr_protect_action action;
-        const char *reason;  /* static */
-        char *detail;        /* the xattr name, or NULL */
-        mode_t old_mode;     /* the host's mode (0 when it had no entry) */
-        mode_t requested;    /* MODE_REDUCED: what the sandbox set */
-        mode_t mode;         /* MODE_REDUCED: what is applied */
+        const char *reason; /* static */
+        char *detail;       /* the xattr name, or NULL */
+        mode_t old_mode;    /* the host's mode (0 when it had no entry) */
+        mode_t requested;   /* MODE_REDUCED: what the sandbox set */
+        mode_t mode;        /* MODE_REDUCED: what is applied */
         bool old_exists;
 } nsr_protect_note;
 
 typedef struct nsr_protect_result {
-        nsr_changeset *dropped; /* the dropped changes, sorted */
+        nsr_changeset *dropped;  /* the dropped changes, sorted */
         nsr_protect_note *notes; /* every dropped or reduced change, in path order per action */
         size_t n_notes;
 } nsr_protect_result;
@@ -147,12 +146,12 @@ DEFINE_CLEANUP_FUNC(nsr_protect_result *, nsr_protect_result_free)
 const char *nsr_protect_action_to_string(nsr_protect_action a);
 
 typedef struct nsr_protect_ctx {
-        int before_fd;           /* the project before the run: the overlay's lower, or the snapshot */
-        int after_fd;            /* the new versions: the upper dir, or (live) the project; -1: unknown */
-        const char *project_path;/* absolute; for core.hooksPath values and enclosing repositories */
-        const char *home;        /* for ~ in core.hooksPath and the global git config; NULL: none */
-        const char *xdg_config;  /* $XDG_CONFIG_HOME or NULL */
-        const char *datadir;     /* profiles/protect.list */
+        int before_fd;            /* the project before the run: the overlay's lower, or the snapshot */
+        int after_fd;             /* the new versions: the upper dir, or (live) the project; -1: unknown */
+        const char *project_path; /* absolute; for core.hooksPath values and enclosing repositories */
+        const char *home;         /* for ~ in core.hooksPath and the global git config; NULL: none */
+        const char *xdg_config;   /* $XDG_CONFIG_HOME or NULL */
+        const char *datadir;      /* profiles/protect.list */
         mode_t umask;
 } nsr_protect_ctx;
 
@@ -166,8 +165,7 @@ int nsr_protect_scan(nsr_changeset *cs, const nsr_protect_ctx *ctx, nsr_protect_
  * configs rewritten, xattrs stripped, modes reduced; the changes' modes in
  * cs follow. Run before the apply (or, with live writes, before the run is
  * recorded). Fails closed: an entry that cannot be reduced is an error. */
-int nsr_protect_enforce(nsr_changeset *cs, const nsr_protect_ctx *ctx, const nsr_protect_result *res,
-                        nsr_error *err);
+int nsr_protect_enforce(nsr_changeset *cs, const nsr_protect_ctx *ctx, const nsr_protect_result *res, nsr_error *err);
 
 /* "dropped 3 protected changes, e.g. .git/hooks/pre-commit; reduced 1
  * mode" and so on, with names escaped for a terminal; NULL when nothing

@@ -7,9 +7,9 @@
 #include <time.h>
 
 #include "base/json.h"
-#include "seccomp/policy.h"
-#include "project/report.h"
 #include "base/utf8.h"
+#include "project/report.h"
+#include "seccomp/policy.h"
 
 static const char *const signal_names[] = {
         [SIGHUP] = "SIGHUP",   [SIGINT] = "SIGINT",       [SIGQUIT] = "SIGQUIT", [SIGILL] = "SIGILL",
@@ -50,8 +50,7 @@ static const char *human_kind(nsr_change_kind k) {
         return human_kind_to_string(k) ?: "?";
 }
 
-char *nsr_report_summary(const char *project_path, const nsr_changeset *cs, const char *outcome,
-                         const char *run_id) {
+char *nsr_report_summary(const char *project_path, const nsr_changeset *cs, const char *outcome, const char *run_id) {
         _cleanup_free_ char *p = nsr_utf8_escape(project_path ? project_path : "");
         char *buf = nsr_asprintf("nsrun: %s: ", p);
         size_t len = strlen(buf);
@@ -60,8 +59,8 @@ char *nsr_report_summary(const char *project_path, const nsr_changeset *cs, cons
                 size_t n = nsr_changeset_count(cs, (nsr_change_kind) k);
                 if (n == 0)
                         continue;
-                _cleanup_free_ char *part = nsr_asprintf("%s%zu %s", any ? ", " : "", n,
-                                                         human_kind((nsr_change_kind) k));
+                _cleanup_free_ char *part =
+                        nsr_asprintf("%s%zu %s", any ? ", " : "", n, human_kind((nsr_change_kind) k));
                 append(&buf, &len, part);
                 any = true;
         }
@@ -175,8 +174,8 @@ static void emit_protected(nsr_json *j, const nsr_protect_result *res) {
                 nsr_json_string(j, "path", n->path);
                 nsr_json_string(j, "action", nsr_protect_action_to_string(n->action));
                 nsr_json_string(j, "reason", n->reason);
-                const nsr_change *c = n->action == NSR_PROTECT_DROPPED ? nsr_changeset_lookup(res->dropped, n->path)
-                                                                        : NULL;
+                const nsr_change *c =
+                        n->action == NSR_PROTECT_DROPPED ? nsr_changeset_lookup(res->dropped, n->path) : NULL;
                 if (c) {
                         nsr_json_string(j, "change", nsr_change_kind_to_string(c->kind));
                         nsr_json_string(j, "type", nsr_entry_type_to_string(c->type));
@@ -312,11 +311,9 @@ static int emit_report(nsr_json *j, const nsr_report *r, nsr_error *err) {
         return 0;
 }
 
-static int report_json(const nsr_report *r, FILE *f, unsigned flags, char **ret, size_t *ret_len,
-                       nsr_error *err) {
+static int report_json(const nsr_report *r, FILE *f, unsigned flags, char **ret, size_t *ret_len, nsr_error *err) {
         size_t max = r->max_bytes ? r->max_bytes : NSR_REPORT_MAX_BYTES;
-        _cleanup_(nsr_json_freep) nsr_json *j =
-                nsr_json_new(f, max, (flags & NSR_REPORT_PRETTY) ? NSR_JSON_PRETTY : 0);
+        _cleanup_(nsr_json_freep) nsr_json *j = nsr_json_new(f, max, (flags & NSR_REPORT_PRETTY) ? NSR_JSON_PRETTY : 0);
         int k = emit_report(j, r, err);
         if (k < 0)
                 return k;

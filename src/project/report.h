@@ -87,10 +87,10 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "txn/changeset.h"
-#include "egress/rules.h"
 #include "base/error.h"
+#include "egress/rules.h"
 #include "project/protect.h"
+#include "txn/changeset.h"
 #include "txn/state.h"
 
 #define NSR_REPORT_VERSION 1
@@ -108,28 +108,28 @@ typedef struct nsr_report_conflict {
 } nsr_report_conflict;
 
 typedef struct nsr_report_project {
-        const char *path;                   /* the project root, absolute */
+        const char *path; /* the project root, absolute */
         nsr_outcome outcome;
-        const nsr_changeset *changes;       /* NULL means none; written in set order */
+        const nsr_changeset *changes;      /* NULL means none; written in set order */
         const nsr_protect_result *protect; /* NULL means none */
         const nsr_report_conflict *conflicts;
         size_t n_conflicts;
-        char *const *errors; /* NULL-terminated, may be NULL */
+        char *const *errors;      /* NULL-terminated, may be NULL */
         char *const *split_links; /* replaced files whose other hard links kept the old content; may be NULL */
         char *const *held_units;  /* git dirs held back whole because part of them conflicted; may be NULL */
 } nsr_report_project;
 
 typedef struct nsr_report_refused_call {
-        const char *name;     /* the syscall's name */
+        const char *name; /* the syscall's name */
         uint64_t count;
-        int errnum;           /* what the command got */
-        const char *comm;     /* the first caller's name, already escaped */
+        int errnum;       /* what the command got */
+        const char *comm; /* the first caller's name, already escaped */
 } nsr_report_refused_call;
 
 typedef struct nsr_report_refused_conn {
         const char *host;
         int port;
-        const char *reason;   /* the first refusal's */
+        const char *reason; /* the first refusal's */
         uint64_t count;
 } nsr_report_refused_conn;
 
@@ -141,7 +141,7 @@ typedef struct nsr_report_refused {
         bool timed_out;
         uint64_t timeout_ms;
         bool killed;
-        char *const *limits;  /* NULL-terminated, may be NULL */
+        char *const *limits;                        /* NULL-terminated, may be NULL */
         const nsr_report_refused_conn *connections; /* egress refusals, may be NULL */
         size_t n_connections;
 } nsr_report_refused;
@@ -149,19 +149,19 @@ typedef struct nsr_report_refused {
 /* Filled in by the caller; the report only borrows these pointers. */
 typedef struct nsr_report {
         const char *run_id;
-        char *const *command;      /* argv, NULL-terminated */
-        int exit_code;             /* < 0: null (killed by a signal, or never ran) */
-        int signal;                /* 0: null */
+        char *const *command; /* argv, NULL-terminated */
+        int exit_code;        /* < 0: null (killed by a signal, or never ran) */
+        int signal;           /* 0: null */
         nsr_outcome outcome;
         struct timespec started_at; /* CLOCK_REALTIME */
         uint64_t duration_ms;
-        char *const *layers;       /* NULL-terminated, may be NULL */
-        bool interrupted;          /* written only when true */
-        bool timed_out;            /* written only when true */
+        char *const *layers;               /* NULL-terminated, may be NULL */
+        bool interrupted;                  /* written only when true */
+        bool timed_out;                    /* written only when true */
         const nsr_report_refused *refused; /* NULL: no "refused" member */
         const nsr_report_project *projects;
         size_t n_projects;
-        size_t max_bytes;          /* 0: NSR_REPORT_MAX_BYTES */
+        size_t max_bytes;              /* 0: NSR_REPORT_MAX_BYTES */
         const nsr_egress_log *network; /* --allow-host runs only, else NULL */
 } nsr_report;
 
@@ -176,8 +176,7 @@ int nsr_report_to_json(const nsr_report *r, unsigned flags, char **ret, size_t *
  * Kinds with a zero count are left out ("no changes" when there are
  * none), "type_changed" reads "type changed". outcome and run_id may be
  * NULL, which leaves out "; outcome" and " (run R)". */
-char *nsr_report_summary(const char *project_path, const nsr_changeset *cs, const char *outcome,
-                         const char *run_id);
+char *nsr_report_summary(const char *project_path, const nsr_changeset *cs, const char *outcome, const char *run_id);
 
 /* One line per change, each ending in a newline ("" when empty):
  *   "created          src/new.c"
@@ -188,4 +187,3 @@ char *nsr_report_listing(const nsr_changeset *cs);
 
 /* "SIGHUP" .. "SIGSYS" for 1..31; NULL for anything else. */
 const char *nsr_report_signal_name(int sig);
-

@@ -21,11 +21,11 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <stdarg.h>
 #include <time.h>
 
 #include "base/durable.h"
@@ -336,7 +336,7 @@ int nsr_session_commit(const char *state_dir, const char *session_id, nsr_sessio
                 return run_fd;
         _cleanup_free_ char *run_path = nsr_asprintf("%s/runs/%s", state_dir, run_id);
         char *argv[] = { (char *) "nsrun", (char *) "session", (char *) "commit", (char *) session_id, NULL };
-        unsigned long (*counts)[5] = nsr_malloc0((n + 1) * sizeof(*counts));
+        unsigned long(*counts)[5] = nsr_malloc0((n + 1) * sizeof(*counts));
         nsr_run_meta m = { .kind = (char *) "run",
                            .state = NSR_OUTCOME_RUNNING,
                            .start = started,

@@ -7,15 +7,15 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "txn/changeset.h"
 #include "base/error.h"
+#include "txn/changeset.h"
 #include "txn/state.h"
 
 typedef struct nsr_session_commit_result {
         char run_id[NSR_RUN_ID_MAX]; /* the run the commit made (for undo) */
         char **lines;                /* summaries and conflicts, for stderr */
         bool conflict;
-        bool failed;                 /* a project's apply failed (rolled back) */
+        bool failed; /* a project's apply failed (rolled back) */
 } nsr_session_commit_result;
 
 void nsr_session_commit_done(nsr_session_commit_result *r);

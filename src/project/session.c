@@ -19,10 +19,10 @@
 #include <sys/wait.h>
 
 #include "base/dirent.h"
-#include "sandbox/launch.h"
 #include "cli/plan.h"
 #include "project/sesscommit.h"
 #include "project/session.h"
+#include "sandbox/launch.h"
 #include "txn/state.h"
 
 /* ---- the monitor side ---------------------------------------------------- */
@@ -185,7 +185,8 @@ static void on_client(session *s, size_t i) {
                 c->id = ++s->next_id;
                 c->running = track(s, c->id, true);
                 arm_idle(s);
-                if (!c->running || nsr_session_send(s->agent[0], NSR_SMSG_EXEC, c->id, 0, 0, s->buf, h.len, fds, 3) < 0) {
+                if (!c->running ||
+                    nsr_session_send(s->agent[0], NSR_SMSG_EXEC, c->id, 0, 0, s->buf, h.len, fds, 3) < 0) {
                         const char *why = "the session's sandbox is gone";
                         if (c->running)
                                 track(s, c->id, false);
@@ -339,8 +340,15 @@ static int make_dir(session *s, nsr_error *err) {
 }
 
 int nsr_session_serve(nsr_project *pj, const nsr_session_opts *o, nsr_error *err) {
-        session s = { .pj = pj, .o = o, .ep = -1, .listen_fd = -1, .timer_fd = -1, .ready_fd = o->ready_fd,
-                      .agent = { -1, -1 }, .dir_fd = -1, .stop_fd = -1 };
+        session s = { .pj = pj,
+                      .o = o,
+                      .ep = -1,
+                      .listen_fd = -1,
+                      .timer_fd = -1,
+                      .ready_fd = o->ready_fd,
+                      .agent = { -1, -1 },
+                      .dir_fd = -1,
+                      .stop_fd = -1 };
         for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++)
                 s.clients[i].fd = -1;
         s.buf = nsr_malloc0(NSR_SESSION_PAYLOAD_MAX + 1);
@@ -355,14 +363,12 @@ int nsr_session_serve(nsr_project *pj, const nsr_session_opts *o, nsr_error *err
         }
         ep_add(&s, s.agent[0], TAG_AGENT);
         ep_add(&s, s.timer_fd, TAG_TIMER);
-        s.hooks = (nsr_launch_session){
-                .agent_fd = s.agent[1],
-                .monitor_fd = s.agent[0],
-                .poll_fd = s.ep,
-                .sandbox_close = { s.ready_fd, s.ep, s.timer_fd },
-                .dispatch = dispatch,
-                .data = &s
-        };
+        s.hooks = (nsr_launch_session){ .agent_fd = s.agent[1],
+                                        .monitor_fd = s.agent[0],
+                                        .poll_fd = s.ep,
+                                        .sandbox_close = { s.ready_fd, s.ep, s.timer_fd },
+                                        .dispatch = dispatch,
+                                        .data = &s };
         nsr_project_set_session(pj, &s.hooks);
         nsr_project_set_notify(pj, collect_note, &s);
         /* A session's default outcome is a kept run. */
@@ -453,8 +459,8 @@ static int list_dirs(const char *state_dir, char ***ret) {
                 return r == -ENOENT ? 0 : r;
         }
         FOREACH_DIRENT(de, d, r = -errno)
-                if (nsr_run_id_is_valid(de->d_name))
-                        nsr_strv_extend(&v, de->d_name);
+        if (nsr_run_id_is_valid(de->d_name))
+                nsr_strv_extend(&v, de->d_name);
         if (r < 0) {
                 nsr_strv_free(v);
                 return r;

@@ -12,12 +12,12 @@
 #include <sys/xattr.h>
 
 #include "base/dirent.h"
+#include "base/utf8.h"
 #include "project/snapshot.h"
 #include "txn/txnfs.h"
-#include "base/utf8.h"
 
-#define COPY_ATTEMPTS 3
-#define XATTR_LIST_BUF 65536
+#define COPY_ATTEMPTS   3
+#define XATTR_LIST_BUF  65536
 #define XATTR_VALUE_BUF 65536
 
 typedef struct record {
@@ -42,7 +42,7 @@ typedef struct walk {
         bool root;
         char rel[PATH_MAX];
         size_t rel_len;
-        char *probe;       /* scan: the first non-empty file, for the reflink probe */
+        char *probe;        /* scan: the first non-empty file, for the reflink probe */
         char *list, *value; /* xattr buffers */
 } walk;
 
@@ -253,7 +253,8 @@ static int copy_data(walk *w, int sfd, int dfd, uint64_t size) {
         }
         if (w->s->stats.copied + size > w->limit)
                 return nsr_error_setx(w->err, EFBIG,
-                                      "the snapshot would copy more than the limit of %" PRIu64 " bytes (--snapshot-limit)",
+                                      "the snapshot would copy more than the limit of %" PRIu64
+                                      " bytes (--snapshot-limit)",
                                       w->limit);
         uint64_t total = 0;
         /* NSR_SNAPSHOT_NO_REFLINK copies bytes: copy_file_range() would
@@ -471,8 +472,8 @@ static char *size_text(uint64_t n) {
         return u == 0 ? nsr_asprintf("%" PRIu64 " bytes", n) : nsr_asprintf("%.1f %s", v, units[u]);
 }
 
-int nsr_snapshot_take(int project_fd, int dstdir, const char *dstname, const nsr_snapshot_opts *o,
-                      nsr_snapshot **ret, nsr_error *err) {
+int nsr_snapshot_take(int project_fd, int dstdir, const char *dstname, const nsr_snapshot_opts *o, nsr_snapshot **ret,
+                      nsr_error *err) {
         static const nsr_snapshot_opts defaults = { 0 };
         if (!o)
                 o = &defaults;

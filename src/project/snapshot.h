@@ -33,12 +33,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "project/capture.h"
 #include "base/error.h"
+#include "project/capture.h"
 
-#define NSR_SNAPSHOT_LIMIT_DEFAULT ((uint64_t) 1 << 30)
+#define NSR_SNAPSHOT_LIMIT_DEFAULT       ((uint64_t) 1 << 30)
 #define NSR_SNAPSHOT_MAX_ENTRIES_DEFAULT ((size_t) 4 * 1000 * 1000)
-#define NSR_SNAPSHOT_MAX_DEPTH 256u
+#define NSR_SNAPSHOT_MAX_DEPTH           256u
 
 enum {
         NSR_SNAPSHOT_NO_REFLINK = 1u << 0, /* always copy the bytes (tests, benchmarks) */
@@ -51,11 +51,11 @@ typedef struct nsr_snapshot_opts {
 } nsr_snapshot_opts;
 
 typedef struct nsr_snapshot_stats {
-        uint64_t entries;   /* below the project root */
-        uint64_t bytes;     /* in its regular files */
-        uint64_t cloned;    /* bytes shared through reflinks */
-        uint64_t copied;    /* bytes copied */
-        bool reflink;       /* the file system shares data (FICLONE worked) */
+        uint64_t entries; /* below the project root */
+        uint64_t bytes;   /* in its regular files */
+        uint64_t cloned;  /* bytes shared through reflinks */
+        uint64_t copied;  /* bytes copied */
+        bool reflink;     /* the file system shares data (FICLONE worked) */
 } nsr_snapshot_stats;
 
 typedef struct nsr_snapshot nsr_snapshot;
@@ -68,8 +68,8 @@ DEFINE_CLEANUP_FUNC(nsr_snapshot *, nsr_snapshot_free)
  * names the sizes and --snapshot-limit) when more than the limit would be
  * copied; -E2BIG beyond max_entries; -ELOOP beyond NSR_SNAPSHOT_MAX_DEPTH.
  * On failure the partial copy is removed. */
-int nsr_snapshot_take(int project_fd, int dstdir, const char *dstname, const nsr_snapshot_opts *o,
-                      nsr_snapshot **ret, nsr_error *err);
+int nsr_snapshot_take(int project_fd, int dstdir, const char *dstname, const nsr_snapshot_opts *o, nsr_snapshot **ret,
+                      nsr_error *err);
 
 const nsr_snapshot_stats *nsr_snapshot_stats_of(const nsr_snapshot *s);
 

@@ -21,13 +21,16 @@ extern char **environ;
 
 /* ---- messages ---------------------------------------------------------- */
 
-int nsr_session_send(int fd, uint32_t type, uint32_t id, int32_t value, uint32_t flags, const void *payload,
-                     size_t len, const int *fds, size_t n_fds) {
+int nsr_session_send(int fd, uint32_t type, uint32_t id, int32_t value, uint32_t flags, const void *payload, size_t len,
+                     const int *fds, size_t n_fds) {
         if (len > NSR_SESSION_PAYLOAD_MAX || n_fds > 3)
                 return -EMSGSIZE;
-        nsr_session_hdr h = {
-                .magic = NSR_SESSION_MAGIC, .type = type, .id = id, .value = value, .flags = flags, .len = (uint32_t) len
-        };
+        nsr_session_hdr h = { .magic = NSR_SESSION_MAGIC,
+                              .type = type,
+                              .id = id,
+                              .value = value,
+                              .flags = flags,
+                              .len = (uint32_t) len };
         struct iovec iov[2] = { { .iov_base = &h, .iov_len = sizeof(h) },
                                 { .iov_base = (void *) payload, .iov_len = len } };
         return nsr_sockmsg_send(fd, iov, len ? 2 : 1, fds, n_fds);
@@ -43,8 +46,8 @@ int nsr_session_recv(int fd, nsr_session_hdr *ret, char *buf, int fds[3]) {
                 return (int) n;
         if (n == 0)
                 return -ENODATA;
-        if (info.extra_fds || info.truncated || (size_t) n < sizeof(h) ||
-            h.magic != NSR_SESSION_MAGIC || h.len != (size_t) n - sizeof(h) || h.type >= _NSR_SMSG_MAX) {
+        if (info.extra_fds || info.truncated || (size_t) n < sizeof(h) || h.magic != NSR_SESSION_MAGIC ||
+            h.len != (size_t) n - sizeof(h) || h.type >= _NSR_SMSG_MAX) {
                 for (int i = 0; i < 3; i++)
                         fds[i] = safe_close(fds[i]);
                 return -EBADMSG;
@@ -251,8 +254,9 @@ static void agent_exec(nsr_session_agent *a, const nsr_session_hdr *h, const cha
                 }
         int code = 125;
         int r = fds[0] < 0 || fds[1] < 0 || fds[2] < 0 ? nsr_error_setx(&e, EBADMSG, "exec without its stdio")
-                : slot == NSR_SESSION_EXEC_MAX ? nsr_error_setx(&e, EAGAIN, "%u commands run already", NSR_SESSION_EXEC_MAX)
-                                               : nsr_session_exec_decode(buf, h->len, &x, &e);
+                : slot == NSR_SESSION_EXEC_MAX
+                        ? nsr_error_setx(&e, EAGAIN, "%u commands run already", NSR_SESSION_EXEC_MAX)
+                        : nsr_session_exec_decode(buf, h->len, &x, &e);
         pid_t pid = r >= 0 ? spawn(a, &x, fds, &code, &e) : -1;
         for (int i = 0; i < 3; i++)
                 safe_close(fds[i]);

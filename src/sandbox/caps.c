@@ -6,8 +6,8 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
-#include "sandbox/caps.h"
 #include "base/util.h"
+#include "sandbox/caps.h"
 
 int nsr_caps_last(void) {
         /* Read once: the launch asks in the parent and again in the child,

@@ -17,14 +17,14 @@
 #include "sandbox/cgroup.h"
 
 struct nsr_cgroup {
-        char *path;  /* absolute */
-        int fd;      /* O_PATH|O_DIRECTORY */
+        char *path; /* absolute */
+        int fd;     /* O_PATH|O_DIRECTORY */
 };
 
 /* What would give the caller a delegated cgroup: said in every failure. */
-#define DELEGATE_HINT                                                                                      \
-        "a delegated cgroup v2 subtree would make it work: run nsrun inside a systemd user session's "      \
-        "cgroup with Delegate=yes (for instance a scope started with systemd-run --user -p Delegate=yes "  \
+#define DELEGATE_HINT                                                                                                  \
+        "a delegated cgroup v2 subtree would make it work: run nsrun inside a systemd user session's "                 \
+        "cgroup with Delegate=yes (for instance a scope started with systemd-run --user -p Delegate=yes "              \
         "--scope), on a host whose cgroup v2 hierarchy has the memory, cpu and pids controllers"
 
 bool nsr_cgroup_required(const nsr_runctl *rc) {
@@ -118,9 +118,9 @@ int nsr_cgroup_locate(const char *controllers, char **ret_dir, nsr_error *err) {
                 snprintf(plus, sizeof(plus), "+%s", w);
                 int r = fd < 0 ? -errno : nsr_write_all(fd, plus, strlen(plus));
                 if (r < 0)
-                        return nsr_error_set(err, -r,
-                                             "cannot enable the %s controller in %s/cgroup.subtree_control; " DELEGATE_HINT,
-                                             w, dir);
+                        return nsr_error_set(
+                                err, -r, "cannot enable the %s controller in %s/cgroup.subtree_control; " DELEGATE_HINT,
+                                w, dir);
         }
         *ret_dir = TAKE_PTR(dir);
         return 0;

@@ -5,12 +5,12 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
-#include <stdlib.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -19,12 +19,12 @@
 #include <sys/wait.h>
 
 #include "base/dirent.h"
+#include "cli/runctl.h"
+#include "egress/relay.h"
 #include "sandbox/confine.h"
 #include "sandbox/killtree.h"
 #include "sandbox/reaper.h"
-#include "egress/relay.h"
 #include "seccomp/refused.h"
-#include "cli/runctl.h"
 
 extern char **environ;
 
@@ -116,7 +116,8 @@ static int expand_around(const char *root, char *const *excluded, nsr_confine_li
                                 nsr_strv_free(out);
                                 return nsr_error_setx(err, E2BIG,
                                                       "taking paths out of a Landlock grant takes one rule per entry "
-                                                      "beside them, and there are more than %zu", max);
+                                                      "beside them, and there are more than %zu",
+                                                      max);
                         }
                         nsr_strv_push(&out, TAKE_PTR(p));
                 }
@@ -190,7 +191,7 @@ typedef struct listener {
         char *prog;
         size_t len;
         int sock[2];
-        int fd;          /* the monitor's */
+        int fd; /* the monitor's */
 } listener;
 
 static int load_bpf(const nsr_confine_opts *o, listener *ls, nsr_error *err) {
@@ -470,8 +471,8 @@ int nsr_confine_run(const nsr_confine_opts *o, nsr_launch_result *ret, nsr_error
 /* Devices a command writes to without owning anything: the usual sinks
  * and sources, and the terminal (already open ones need no rule:
  * Landlock checks at open). */
-static const char *const write_devices[] = { "/dev/null", "/dev/zero",    "/dev/full", "/dev/random",
-                                             "/dev/urandom", "/dev/tty", "/dev/ptmx" };
+static const char *const write_devices[] = { "/dev/null",    "/dev/zero", "/dev/full", "/dev/random",
+                                             "/dev/urandom", "/dev/tty",  "/dev/ptmx" };
 
 /* A path as the kernel will find it: its parent dir resolved (Landlock's
  * add_path follows the symlinks in the parents, not in the last

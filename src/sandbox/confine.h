@@ -54,9 +54,9 @@
 #include <sys/types.h>
 
 #include "base/error.h"
+#include "cli/plan.h"
 #include "sandbox/landlock.h"
 #include "sandbox/launch.h"
-#include "cli/plan.h"
 
 #define NSR_CONFINE_MAX_RULES 20000
 
@@ -85,12 +85,12 @@ int nsr_confine_protected(const char *project, char ***ret);
 
 /* The paths a project-mode command's Landlock rules are made of. */
 typedef struct nsr_confine_paths {
-        char *const *hidden;   /* kept from the command (nsr_profile_hidden) */
-        char *const *projects; /* writable */
-        char *const *rw;       /* writable too (--rw) */
-        char *const *ro;       /* readable (--ro), even inside a hidden path */
-        const char *tmpdir;    /* writable: the private TMPDIR, inside the hidden state dir */
-        char *const *terminals;/* the /dev/pts entries nsrun runs on (its stdin, stdout, stderr): the only
+        char *const *hidden;    /* kept from the command (nsr_profile_hidden) */
+        char *const *projects;  /* writable */
+        char *const *rw;        /* writable too (--rw) */
+        char *const *ro;        /* readable (--ro), even inside a hidden path */
+        const char *tmpdir;     /* writable: the private TMPDIR, inside the hidden state dir */
+        char *const *terminals; /* the /dev/pts entries nsrun runs on (its stdin, stdout, stderr): the only
                                 * ones granted; every other pty of the user stays closed */
 } nsr_confine_paths;
 
@@ -109,12 +109,12 @@ int nsr_confine_rules(const nsr_confine_paths *in, nsr_landlock_rules *ret, nsr_
 void nsr_confine_rules_done(nsr_landlock_rules *r);
 
 typedef struct nsr_confine_opts {
-        const nsr_plan *plan;        /* argv, environment edits, chdir, new session */
-        int landlock_fd;             /* a ruleset from nsr_landlock_build, or -1 */
-        const nsr_bpf *bpf;          /* seccomp programs, stacked in order */
+        const nsr_plan *plan; /* argv, environment edits, chdir, new session */
+        int landlock_fd;      /* a ruleset from nsr_landlock_build, or -1 */
+        const nsr_bpf *bpf;   /* seccomp programs, stacked in order */
         size_t n_bpf;
-        const char *tmpdir;          /* the private TMPDIR, or NULL to leave it */
-        const pid_t *spare;          /* children of ours that are not the sandbox's (the events watcher) */
+        const char *tmpdir; /* the private TMPDIR, or NULL to leave it */
+        const pid_t *spare; /* children of ours that are not the sandbox's (the events watcher) */
         size_t n_spare;
         /* --allow-host: the relay to serve while the command runs (its
          * record ends in the result), and the variables that point the

@@ -3,10 +3,10 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,15 +16,15 @@
 #include <unistd.h>
 
 #include "base/dirent.h"
-#include "sandbox/killtree.h"
 #include "base/syscalls.h"
 #include "base/util.h"
+#include "sandbox/killtree.h"
 
 typedef struct proc_ent {
         pid_t pid, ppid;
         unsigned long long start; /* jiffies after boot: with the pid, names one process */
         char state;
-        bool mark;                /* a descendant of ours */
+        bool mark; /* a descendant of ours */
         bool killed;
 } proc_ent;
 

@@ -6,8 +6,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "sandbox/landlock.h"
 #include "base/util.h"
+#include "sandbox/landlock.h"
 
 #ifndef SYS_landlock_create_ruleset
 #define SYS_landlock_create_ruleset 444
@@ -68,9 +68,8 @@ struct net_port_attr {
         uint64_t port;
 } __attribute__((packed));
 
-#define FS_FILE_RIGHTS                                                                                         \
-        (NSR_LANDLOCK_FS_EXECUTE | NSR_LANDLOCK_FS_WRITE_FILE | NSR_LANDLOCK_FS_READ_FILE |                    \
-         NSR_LANDLOCK_FS_TRUNCATE)
+#define FS_FILE_RIGHTS                                                                                                 \
+        (NSR_LANDLOCK_FS_EXECUTE | NSR_LANDLOCK_FS_WRITE_FILE | NSR_LANDLOCK_FS_READ_FILE | NSR_LANDLOCK_FS_TRUNCATE)
 #define FS_READ (NSR_LANDLOCK_FS_EXECUTE | NSR_LANDLOCK_FS_READ_FILE | NSR_LANDLOCK_FS_READ_DIR)
 
 /* Every filesystem right of an ABI. Device ioctls (ABI 5) are left

@@ -29,50 +29,50 @@
 #include <time.h>
 
 #include "base/sockmsg.h"
+#include "base/syscalls.h"
+#include "cli/runctl.h"
+#include "egress/relay.h"
+#include "sandbox/agent.h"
 #include "sandbox/caps.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/landlock.h"
 #include "sandbox/launch.h"
-#include "sandbox/rootfs.h"
 #include "sandbox/netns.h"
 #include "sandbox/reaper.h"
-#include "egress/relay.h"
+#include "sandbox/rootfs.h"
 #include "seccomp/refused.h"
-#include "cli/runctl.h"
-#include "sandbox/agent.h"
-#include "base/syscalls.h"
 
 extern char **environ;
 
 typedef struct launch {
         const nsr_plan *plan;
         const nsr_launch_extra *extra;
-        nsr_bpf *progs;         /* every BPF program, in load order */
+        nsr_bpf *progs; /* every BPF program, in load order */
         size_t n_progs;
         char **env;
         uint64_t caps_keep;
         bool caps_touch;
-        bool caps_bounding;     /* also cut the bounding set (user namespaces) */
-        bool landlock_scope;    /* asked for and available (ABI >= 6) */
-        bool can_map_all;       /* uid 0 with CAP_SETUID and CAP_SETGID: may map every id it has */
+        bool caps_bounding;  /* also cut the bounding set (user namespaces) */
+        bool landlock_scope; /* asked for and available (ABI >= 6) */
+        bool can_map_all;    /* uid 0 with CAP_SETUID and CAP_SETGID: may map every id it has */
         char *host_tty;
         char *old_cwd;
         uid_t real_uid;
         gid_t real_gid;
-        int err_pipe[2];        /* child -> monitor: nsr_error, CLOEXEC */
-        int status_pipe[2];     /* reaper -> monitor: the command's wait status */
-        int go_pipe[2];         /* monitor -> child: release; HUP = monitor died */
-        int pid_pipe[2];        /* --pidns: the sandbox's real pid, child -> monitor */
-        nsr_relay *relay;       /* --allow-host: the egress relay, or NULL */
+        int err_pipe[2];    /* child -> monitor: nsr_error, CLOEXEC */
+        int status_pipe[2]; /* reaper -> monitor: the command's wait status */
+        int go_pipe[2];     /* monitor -> child: release; HUP = monitor died */
+        int pid_pipe[2];    /* --pidns: the sandbox's real pid, child -> monitor */
+        nsr_relay *relay;   /* --allow-host: the egress relay, or NULL */
         sigset_t old_mask;
         struct rlimit old_nofile;
         bool raised_nofile;
-        int snmp_fd, snmp6_fd;  /* the sandbox's /proc/net/snmp{,6}, -1 when unused */
-        nsr_cgroup *cgroup;     /* --memory, --cpu, --pids: the run's cgroup */
-        char *notify_prog;      /* the listener form of progs[0] (refused.h), or NULL */
+        int snmp_fd, snmp6_fd; /* the sandbox's /proc/net/snmp{,6}, -1 when unused */
+        nsr_cgroup *cgroup;    /* --memory, --cpu, --pids: the run's cgroup */
+        char *notify_prog;     /* the listener form of progs[0] (refused.h), or NULL */
         size_t notify_len;
-        int notify_sock[2];     /* command -> monitor: the listener fd */
-        int listener;           /* the monitor's listener fd, or -1 */
+        int notify_sock[2]; /* command -> monitor: the listener fd */
+        int listener;       /* the monitor's listener fd, or -1 */
 } launch;
 
 /* ---- the sandbox child ---------------------------------------------- */
@@ -199,10 +199,11 @@ static int load_seccomp(const launch *l, bool listener, nsr_error *err) {
                 };
                 if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
                         if (errno == EINVAL)
-                                return nsr_error_setx(err, EINVAL,
-                                                      "Unable to set up system call filtering as requested: "
-                                                      "prctl(PR_SET_SECCOMP) reported EINVAL. (Hint: this requires a kernel "
-                                                      "configured with CONFIG_SECCOMP and CONFIG_SECCOMP_FILTER.)");
+                                return nsr_error_setx(
+                                        err, EINVAL,
+                                        "Unable to set up system call filtering as requested: "
+                                        "prctl(PR_SET_SECCOMP) reported EINVAL. (Hint: this requires a kernel "
+                                        "configured with CONFIG_SECCOMP and CONFIG_SECCOMP_FILTER.)");
                         return nsr_error_set(err, errno, "prctl(PR_SET_SECCOMP)");
                 }
         }
@@ -512,7 +513,8 @@ static void nest_userns(launch *l, int procfd, uid_t ns_uid, gid_t ns_gid) {
                 if (p->disable_userns) {
                         r = write_proc(procfd, "sys/user/max_user_namespaces", "1");
                         if (r == -ENOENT || r == -EACCES)
-                                child_fail(l, (nsr_error_set(&e, -r, "cannot open /proc/sys/user/max_user_namespaces"), &e));
+                                child_fail(l, (nsr_error_set(&e, -r, "cannot open /proc/sys/user/max_user_namespaces"),
+                                               &e));
                         if (r < 0)
                                 child_fail(l, (nsr_error_set(&e, -r, "sysctl user.max_user_namespaces = 1"), &e));
                 }
@@ -747,8 +749,8 @@ static void write_exit_status(const nsr_plan *p, int code) {
 static int clone_error(const nsr_plan *p, int e, nsr_error *err) {
         if (p->unshare_user && e == EINVAL)
                 return nsr_error_setxk(err, NSR_ERR_CLONE, e,
-                                      "Creating new namespace failed, likely because the kernel does not support user "
-                                      "namespaces.  bwrap must be installed setuid on such systems.");
+                                       "Creating new namespace failed, likely because the kernel does not support user "
+                                       "namespaces.  bwrap must be installed setuid on such systems.");
         /* Inside an nsrun project sandbox the reason is the outer run's
          * seccomp policy, not the kernel: say so, and what allows it. */
         const char *outer = getenv("NSRUN");
@@ -761,18 +763,19 @@ static int clone_error(const nsr_plan *p, int e, nsr_error *err) {
         /* Name the Debian sysctl only where the kernel has it. */
         if (p->unshare_user && e == EPERM && access("/proc/sys/kernel/unprivileged_userns_clone", F_OK) == 0)
                 return nsr_error_setxk(err, NSR_ERR_CLONE, e,
-                                      "No permissions to create a new namespace, likely because the kernel does not "
-                                      "allow non-privileged user namespaces. On e.g. debian this can be enabled with "
-                                      "'sysctl kernel.unprivileged_userns_clone=1'.");
+                                       "No permissions to create a new namespace, likely because the kernel does not "
+                                       "allow non-privileged user namespaces. On e.g. debian this can be enabled with "
+                                       "'sysctl kernel.unprivileged_userns_clone=1'.");
         if (p->unshare_user && e == EPERM)
                 return nsr_error_setxk(err, NSR_ERR_CLONE, e,
-                                      "No permissions to create a new namespace, likely because this system does "
-                                      "not allow non-privileged user namespaces (a seccomp filter, AppArmor, or a "
-                                      "container)");
+                                       "No permissions to create a new namespace, likely because this system does "
+                                       "not allow non-privileged user namespaces (a seccomp filter, AppArmor, or a "
+                                       "container)");
         if (e == ENOSPC)
-                return nsr_error_setxk(err, NSR_ERR_CLONE, e,
-                                      "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces "
-                                      "exceeded (ENOSPC)");
+                return nsr_error_setxk(
+                        err, NSR_ERR_CLONE, e,
+                        "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces "
+                        "exceeded (ENOSPC)");
         return nsr_error_setk(err, NSR_ERR_CLONE, e, "Creating new namespace failed");
 }
 
@@ -864,8 +867,7 @@ static void refused_hook(launch *l, short sock_ev, short listener_ev) {
 
 /* A signal to the monitor: SIGCHLD reaps (the child's status, unless pid 1
  * reported it already); any other goes on to the sandbox. */
-static void on_signal(int sfd, pid_t child, bool *child_gone, bool *have_status, int *status,
-                      nsr_launch_result *res) {
+static void on_signal(int sfd, pid_t child, bool *child_gone, bool *have_status, int *status, nsr_launch_result *res) {
         struct signalfd_siginfo si;
         if (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
                 if (si.ssi_signo == SIGCHLD) {
@@ -1111,8 +1113,8 @@ static int prepare(launch *l, nsr_error *err) {
          * capabilities (nsrun's own project mode), writing a map of more
          * than one id fails with EPERM, so map just ourselves there. */
         uint64_t eff = 0;
-        l->can_map_all = l->real_uid == 0 && nsr_caps_current(&eff) >= 0 &&
-                         (eff & (UINT64_C(1) << CAP_SETUID)) && (eff & (UINT64_C(1) << CAP_SETGID));
+        l->can_map_all = l->real_uid == 0 && nsr_caps_current(&eff) >= 0 && (eff & (UINT64_C(1) << CAP_SETUID)) &&
+                         (eff & (UINT64_C(1) << CAP_SETGID));
 
         if (isatty(STDOUT_FILENO)) {
                 const char *t = ttyname(STDOUT_FILENO);
@@ -1159,9 +1161,9 @@ static int prepare(launch *l, nsr_error *err) {
         if (nsr_cgroup_required(&p->run)) {
                 int r = nsr_cgroup_create(&p->run, &l->cgroup, err);
                 if (r < 0)
-                        return nsr_error_prefix(err, "%s%s%s needs a cgroup for the run", p->run.memory ? "--memory" : "",
-                                                p->run.memory && p->run.cpu_milli ? " and " : "",
-                                                p->run.cpu_milli ? "--cpu" : "");
+                        return nsr_error_prefix(
+                                err, "%s%s%s needs a cgroup for the run", p->run.memory ? "--memory" : "",
+                                p->run.memory && p->run.cpu_milli ? " and " : "", p->run.cpu_milli ? "--cpu" : "");
         } else if (p->run.pids_explicit) {
                 nsr_error ignored = { 0 };
                 (void) nsr_cgroup_create(&p->run, &l->cgroup, &ignored);

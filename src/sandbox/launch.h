@@ -5,9 +5,9 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "egress/rules.h"
 #include "base/error.h"
 #include "cli/plan.h"
+#include "egress/rules.h"
 
 typedef struct nsr_bpf {
         char *data;
@@ -15,14 +15,14 @@ typedef struct nsr_bpf {
 } nsr_bpf;
 
 typedef struct nsr_launch_result {
-        int exit_code;     /* what nsrun exits with: the command's code or 128+N */
-        int wait_status;   /* the command's raw wait status, when known */
-        bool exec_done;    /* the command was executed */
+        int exit_code;   /* what nsrun exits with: the command's code or 128+N */
+        int wait_status; /* the command's raw wait status, when known */
+        bool exec_done;  /* the command was executed */
         pid_t child_pid;
         int forwarded_signal; /* the first signal nsrun got and passed on, or 0 */
-        bool landlock;     /* Landlock scoping was applied */
-        bool net_on;       /* --allow-host: the relay ran; net holds its record */
-        nsr_egress_log net; /* the caller frees it with nsr_egress_log_free() */
+        bool landlock;        /* Landlock scoping was applied */
+        bool net_on;          /* --allow-host: the relay ran; net holds its record */
+        nsr_egress_log net;   /* the caller frees it with nsr_egress_log_free() */
         /* With --unshare-net in project mode: how many connections found no
          * route (ENETUNREACH) in the sandbox's network namespace. */
         uint64_t no_route;

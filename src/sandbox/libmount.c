@@ -23,26 +23,25 @@
 #include <libmount/libmount.h>
 #include <pthread.h>
 
-#include "sandbox/libmount.h"
 #include "base/util.h"
+#include "sandbox/libmount.h"
 
 #define MOUNTLIB_SONAME "libmount.so.1"
 
-#define MOUNTLIB_FUNCS(X)                                                                                      \
-        X(struct libmnt_table *, mnt_new_table_from_file, (const char *filename), (filename), NULL)            \
-        X(struct libmnt_iter *, mnt_new_iter, (int direction), (direction), NULL)                              \
-        X(int, mnt_table_next_fs, (struct libmnt_table * tb, struct libmnt_iter * itr, struct libmnt_fs * *fs), \
-          (tb, itr, fs), -ENOSYS)                                                                              \
-        X(struct libmnt_fs *, mnt_table_find_devno, (struct libmnt_table * tb, dev_t devno, int direction),    \
-          (tb, devno, direction), NULL)                                                                        \
-        X(struct libmnt_fs *, mnt_table_find_target,                                                           \
-          (struct libmnt_table * tb, const char *path, int direction), (tb, path, direction), NULL)            \
-        X(const char *, mnt_fs_get_fstype, (struct libmnt_fs * fs), (fs), NULL)                                \
-        X(const char *, mnt_fs_get_fs_options, (struct libmnt_fs * fs), (fs), NULL)                            \
-        X(const char *, mnt_fs_get_root, (struct libmnt_fs * fs), (fs), NULL)                                  \
-        X(const char *, mnt_fs_get_target, (struct libmnt_fs * fs), (fs), NULL)                                \
-        X(int, mnt_optstr_next_option,                                                                         \
-          (char **optstr, char **name, size_t *namesz, char **value, size_t *valuesz),                         \
+#define MOUNTLIB_FUNCS(X)                                                                                              \
+        X(struct libmnt_table *, mnt_new_table_from_file, (const char *filename), (filename), NULL)                    \
+        X(struct libmnt_iter *, mnt_new_iter, (int direction), (direction), NULL)                                      \
+        X(int, mnt_table_next_fs, (struct libmnt_table * tb, struct libmnt_iter * itr, struct libmnt_fs * *fs),        \
+          (tb, itr, fs), -ENOSYS)                                                                                      \
+        X(struct libmnt_fs *, mnt_table_find_devno, (struct libmnt_table * tb, dev_t devno, int direction),            \
+          (tb, devno, direction), NULL)                                                                                \
+        X(struct libmnt_fs *, mnt_table_find_target, (struct libmnt_table * tb, const char *path, int direction),      \
+          (tb, path, direction), NULL)                                                                                 \
+        X(const char *, mnt_fs_get_fstype, (struct libmnt_fs * fs), (fs), NULL)                                        \
+        X(const char *, mnt_fs_get_fs_options, (struct libmnt_fs * fs), (fs), NULL)                                    \
+        X(const char *, mnt_fs_get_root, (struct libmnt_fs * fs), (fs), NULL)                                          \
+        X(const char *, mnt_fs_get_target, (struct libmnt_fs * fs), (fs), NULL)                                        \
+        X(int, mnt_optstr_next_option, (char **optstr, char **name, size_t *namesz, char **value, size_t *valuesz),    \
           (optstr, name, namesz, value, valuesz), -ENOSYS)
 
 static struct {
@@ -64,10 +63,10 @@ static void load(void) {
                 snprintf(load_error, sizeof(load_error), "%s", e ? e : "cannot load " MOUNTLIB_SONAME);
                 return;
         }
-#define X(ret, name, params, args, fail)                                                                     \
-        if (!(*(void **) &api.name = dlsym(h, #name))) {                                                      \
-                snprintf(load_error, sizeof(load_error), "%s has no %s", MOUNTLIB_SONAME, #name);            \
-                return;                                                                                       \
+#define X(ret, name, params, args, fail)                                                                               \
+        if (!(*(void **) &api.name = dlsym(h, #name))) {                                                               \
+                snprintf(load_error, sizeof(load_error), "%s has no %s", MOUNTLIB_SONAME, #name);                      \
+                return;                                                                                                \
         }
         MOUNTLIB_FUNCS(X)
         X(void, mnt_unref_table, , , )
@@ -84,11 +83,11 @@ bool nsr_mountlib_available(const char **ret_error) {
         return loaded;
 }
 
-#define X(ret, name, params, args, fail)                                                                     \
-        ret name params {                                                                                     \
-                if (!nsr_mountlib_available(NULL))                                                            \
-                        return fail;                                                                          \
-                return api.name args;                                                                         \
+#define X(ret, name, params, args, fail)                                                                               \
+        ret name params {                                                                                              \
+                if (!nsr_mountlib_available(NULL))                                                                     \
+                        return fail;                                                                                   \
+                return api.name args;                                                                                  \
         }
 MOUNTLIB_FUNCS(X)
 #undef X

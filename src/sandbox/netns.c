@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "sandbox/netns.h"
 #include "base/util.h"
+#include "sandbox/netns.h"
 
 typedef struct nl_req {
         struct nlmsghdr nh;

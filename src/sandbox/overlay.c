@@ -3,8 +3,8 @@
 
 #include <string.h>
 
-#include "sandbox/overlay.h"
 #include "base/util.h"
+#include "sandbox/overlay.h"
 
 char *nsr_overlay_escape(const char *path) {
         size_t n = strlen(path);

@@ -124,15 +124,31 @@ int nsr_reaper_confine(void) {
         /* What nsr_reaper_run() and glibc under it call. An x32 number has
          * bit 30 set, so it matches none of these. */
         static const unsigned allowed[] = {
-                SYS_read,      SYS_write,   SYS_close,        SYS_wait4,        SYS_kill,
-                SYS_signalfd4, SYS_exit,    SYS_exit_group,   SYS_rt_sigreturn, SYS_rt_sigprocmask,
+                SYS_read,
+                SYS_write,
+                SYS_close,
+                SYS_wait4,
+                SYS_kill,
+                SYS_signalfd4,
+                SYS_exit,
+                SYS_exit_group,
+                SYS_rt_sigreturn,
+                SYS_rt_sigprocmask,
                 SYS_restart_syscall,
 #ifdef NSR_SANITIZERS
                 /* The ASan/UBSan runtime in this process: its interceptors
                  * check the signal stack, and a report needs its tid and
                  * memory. Sanitizer builds only. */
-                SYS_sigaltstack, SYS_gettid,  SYS_getpid,       SYS_mmap,         SYS_munmap,
-                SYS_mprotect,    SYS_madvise, SYS_sched_yield,  SYS_futex,        SYS_rt_sigaction,
+                SYS_sigaltstack,
+                SYS_gettid,
+                SYS_getpid,
+                SYS_mmap,
+                SYS_munmap,
+                SYS_mprotect,
+                SYS_madvise,
+                SYS_sched_yield,
+                SYS_futex,
+                SYS_rt_sigaction,
 #endif
         };
 #define N_ALLOWED (sizeof(allowed) / sizeof(allowed[0]))

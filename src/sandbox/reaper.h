@@ -39,7 +39,7 @@ void nsr_signal_forward(pid_t command, int sig, unsigned flags);
 /* What pid 1 tells the monitor when the command exits. */
 typedef struct nsr_reaper_status {
         int wait_status;
-        bool last;      /* no other process is left: pid 1 exits right away */
+        bool last; /* no other process is left: pid 1 exits right away */
 } nsr_reaper_status;
 
 /* Runs the reaper loop until no child is left, then exits with the

@@ -28,21 +28,21 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "sandbox/rootfs.h"
-#include "sandbox/overlay.h"
 #include "base/syscalls.h"
+#include "sandbox/overlay.h"
+#include "sandbox/rootfs.h"
 
-#define SCRATCH "/tmp"
+#define SCRATCH      "/tmp"
 #define NEWROOT_NAME "newroot"
 
 typedef struct prepared {
-        int tree;          /* detached bind tree, or -1 (skipped or not a bind) */
-        bool skipped;      /* a -try source that does not exist */
+        int tree;     /* detached bind tree, or -1 (skipped or not a bind) */
+        bool skipped; /* a -try source that does not exist */
         bool is_dir;
-        int *lower_fds;    /* overlay sources, command-line order */
+        int *lower_fds; /* overlay sources, command-line order */
         size_t n_lower;
         int upper_fd, work_fd;
-        char *src_real;    /* realpath of the source, for messages */
+        char *src_real; /* realpath of the source, for messages */
         char **lower_real, *upper_real, *work_real;
 } prepared;
 
@@ -50,8 +50,8 @@ typedef struct builder {
         const nsr_plan *plan;
         const nsr_mount_ctx *ctx;
         prepared *prep;
-        int scratch;       /* O_PATH fd of the scratch tmpfs root */
-        int root;          /* O_PATH fd of the new root */
+        int scratch; /* O_PATH fd of the scratch tmpfs root */
+        int root;    /* O_PATH fd of the new root */
         unsigned n_tmp_overlay;
         unsigned n_bindfile;
 } builder;
@@ -363,7 +363,8 @@ static int prepare_sources(builder *b, nsr_error *err) {
                         struct stat st;
                         if (fstat(src, &st) < 0)
                                 return nsr_error_set(err, errno, "Can't get type of source %s", op->source);
-                        if ((op->flags & NSR_OPF_VERIFY) && (st.st_dev != op->verify_dev || st.st_ino != op->verify_ino))
+                        if ((op->flags & NSR_OPF_VERIFY) &&
+                            (st.st_dev != op->verify_dev || st.st_ino != op->verify_ino))
                                 return nsr_error_setx(err, ESTALE, "%s changed while the sandbox was being built",
                                                       op->dest);
                         pr->is_dir = S_ISDIR(st.st_mode);
@@ -396,8 +397,8 @@ static int prepare_sources(builder *b, nsr_error *err) {
                                 struct stat st;
                                 if (n == 0 || fstat(pr->lower_fds[0], &st) < 0 || st.st_dev != op->verify_dev ||
                                     st.st_ino != op->verify_ino)
-                                        return nsr_error_setx(err, ESTALE, "%s changed while the sandbox was being built",
-                                                              op->dest);
+                                        return nsr_error_setx(err, ESTALE,
+                                                              "%s changed while the sandbox was being built", op->dest);
                         }
                         if (op->type == NSR_OP_OVERLAY) {
                                 pr->upper_fd = open_source(op->source, err);
@@ -471,8 +472,9 @@ static int do_remount_ro(builder *b, const nsr_op *op, nsr_error *err) {
         if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
                 if (errno == EINVAL)
                         /* Not the root of a mount. */
-                        return nsr_error_setx(err, EINVAL, "Can't remount readonly on %s: Unable to find \"%s\" in mount table",
-                                              n, n);
+                        return nsr_error_setx(err, EINVAL,
+                                              "Can't remount readonly on %s: Unable to find \"%s\" in mount table", n,
+                                              n);
                 return nsr_error_setx(err, errno,
                                       "Can't remount readonly on %s: Unable to remount destination \"%s\" with correct "
                                       "flags: %s",
@@ -519,7 +521,8 @@ static int do_proc(builder *b, const nsr_op *op, nsr_error *err) {
         int r;
         bool fresh = b->ctx->fresh_proc;
         if (fresh) {
-                _cleanup_close_ int mnt = new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NODEV);
+                _cleanup_close_ int mnt =
+                        new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NODEV);
                 r = mnt < 0 ? mnt : attach(mnt, target);
                 /* The kernel refuses a new procfs that would show more than
                  * the visible one, which has locked overmounts inside a
@@ -534,7 +537,8 @@ static int do_proc(builder *b, const nsr_op *op, nsr_error *err) {
                 r = tree < 0 ? tree : attach(tree, target);
                 if (r < 0) {
                         char msg[NSR_ERROR_MSG_MAX];
-                        snprintf(msg, sizeof(msg), "Can't bind mount oldroot/proc on %s: Unable to mount source on destination", n);
+                        snprintf(msg, sizeof(msg),
+                                 "Can't bind mount oldroot/proc on %s: Unable to mount source on destination", n);
                         return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
                 }
         }
@@ -586,7 +590,8 @@ static int do_dev(builder *b, const nsr_op *op, nsr_error *err) {
 
         static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
         for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
-                _cleanup_close_ int f = openat(dev, nodes[i], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+                _cleanup_close_ int f =
+                        openat(dev, nodes[i], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
                 if (f < 0)
                         return nsr_error_set(err, errno, "Can't create file %s/%s", op->dest, nodes[i]);
                 _cleanup_free_ char *host = nsr_asprintf("/dev/%s", nodes[i]);
@@ -595,7 +600,8 @@ static int do_dev(builder *b, const nsr_op *op, nsr_error *err) {
                 r = tree < 0 ? tree : t < 0 ? -errno : attach(tree, t);
                 if (r < 0) {
                         char msg[NSR_ERROR_MSG_MAX];
-                        snprintf(msg, sizeof(msg), "Can't bind mount /oldroot/dev/%s on %s/%s: Unable to mount source on destination",
+                        snprintf(msg, sizeof(msg),
+                                 "Can't bind mount /oldroot/dev/%s on %s/%s: Unable to mount source on destination",
                                  nodes[i], n, nodes[i]);
                         return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
                 }
@@ -628,7 +634,8 @@ static int do_dev(builder *b, const nsr_op *op, nsr_error *err) {
         /* The caller's terminal becomes /dev/console, so programs that open
          * it still reach the terminal they were started from. */
         if (b->ctx->host_tty && *b->ctx->host_tty) {
-                _cleanup_close_ int f = openat(dev, "console", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+                _cleanup_close_ int f =
+                        openat(dev, "console", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
                 if (f < 0)
                         return nsr_error_set(err, errno, "creating %s/console", op->dest);
                 _cleanup_close_ int tree = clone_tree(AT_FDCWD, b->ctx->host_tty, true, MOUNT_ATTR_NOSUID);
@@ -636,7 +643,8 @@ static int do_dev(builder *b, const nsr_op *op, nsr_error *err) {
                 r = tree < 0 ? tree : t < 0 ? -errno : attach(tree, t);
                 if (r < 0) {
                         char msg[NSR_ERROR_MSG_MAX];
-                        snprintf(msg, sizeof(msg), "Can't bind mount /oldroot%s on %s/console: Unable to mount source on destination",
+                        snprintf(msg, sizeof(msg),
+                                 "Can't bind mount /oldroot%s on %s/console: Unable to mount source on destination",
                                  b->ctx->host_tty, n);
                         return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
                 }
@@ -695,14 +703,16 @@ static int do_bind_data(builder *b, const nsr_op *op, nsr_error *err) {
         _cleanup_close_ int target = ensure_file(b, op, op->dest, 0444);
         if (target < 0)
                 return nsr_error_set(err, -target, "Can't create file at %s", op->dest);
-        unsigned attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (op->type == NSR_OP_RO_BIND_DATA ? MOUNT_ATTR_RDONLY : 0);
+        unsigned attrs =
+                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (op->type == NSR_OP_RO_BIND_DATA ? MOUNT_ATTR_RDONLY : 0);
         _cleanup_close_ int tree = clone_tree(b->scratch, name, false, attrs);
         r = tree < 0 ? tree : attach(tree, target);
         (void) unlinkat(b->scratch, name, 0);
         if (r < 0) {
                 _cleanup_free_ char *n = newroot_path(op->dest);
                 char msg[NSR_ERROR_MSG_MAX];
-                snprintf(msg, sizeof(msg), "Can't bind mount /%s on %s: Unable to mount source on destination", name, n);
+                snprintf(msg, sizeof(msg), "Can't bind mount /%s on %s: Unable to mount source on destination", name,
+                         n);
                 return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
         }
         return 0;
@@ -780,11 +790,11 @@ static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
         }
         _cleanup_free_ char *shown = NULL;
         {
-                _cleanup_free_ char *opts = nsr_overlay_options("/oldroot", shown_upper, shown_work, top_first,
-                                                                nsr_strv_length(top_first));
+                _cleanup_free_ char *opts =
+                        nsr_overlay_options("/oldroot", shown_upper, shown_work, top_first, nsr_strv_length(top_first));
                 if (op->type == NSR_OP_TMP_OVERLAY) {
-                        _cleanup_free_ char *lower = nsr_overlay_options("/oldroot", NULL, NULL, top_first,
-                                                                         nsr_strv_length(top_first));
+                        _cleanup_free_ char *lower =
+                                nsr_overlay_options("/oldroot", NULL, NULL, top_first, nsr_strv_length(top_first));
                         shown = nsr_asprintf("upperdir=/%s,workdir=/%s,%s", upper_name, work_name, lower);
                 } else
                         shown = TAKE_PTR(opts);
@@ -826,9 +836,10 @@ static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
         if (r == 0)
                 r = attach(mnt, target);
         if (r == -ELOOP)
-                return nsr_error_setxk(err, NSR_ERR_OVERLAY_MOUNT, ELOOP,
-                                      "Can't make overlay mount on %s with options %s: Overlay directories may not overlap",
-                                      n, shown);
+                return nsr_error_setxk(
+                        err, NSR_ERR_OVERLAY_MOUNT, ELOOP,
+                        "Can't make overlay mount on %s with options %s: Overlay directories may not overlap", n,
+                        shown);
         if (r < 0) {
                 char msg[NSR_ERROR_MSG_MAX];
                 snprintf(msg, sizeof(msg), "Can't make overlay mount on %s with options %s", n, shown);

@@ -10,8 +10,8 @@
 #include "cli/plan.h"
 
 typedef struct nsr_mount_ctx {
-        const char *host_tty;   /* ttyname(1) when nsrun started, for /dev/console */
-        bool fresh_proc;        /* a pid namespace of our own: --proc mounts a new procfs */
+        const char *host_tty; /* ttyname(1) when nsrun started, for /dev/console */
+        bool fresh_proc;      /* a pid namespace of our own: --proc mounts a new procfs */
 } nsr_mount_ctx;
 
 /* Builds the root described by the plan's ops and pivots into it. On

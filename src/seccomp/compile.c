@@ -275,9 +275,9 @@ static bool normalize_32bit(nsr_policy_rule *r) {
 /* A rule on a system call libseccomp does not know, handled by a few BPF
  * instructions of our own in front of libseccomp's program. */
 typedef struct extra_rule {
-        uint32_t token;    /* seccomp_data.arch */
+        uint32_t token; /* seccomp_data.arch */
         uint32_t nr;
-        uint32_t ret;      /* SECCOMP_RET_* (libseccomp's SCMP_ACT_* are the same values) */
+        uint32_t ret; /* SECCOMP_RET_* (libseccomp's SCMP_ACT_* are the same values) */
 } extra_rule;
 
 typedef struct compiler {
@@ -302,8 +302,7 @@ static int add_one(compiler *c, scmp_filter_ctx ctx, int nr, const nsr_policy_ac
         int k = seccomp_rule_add_array(ctx, scmp_action(a), nr, r->n_cmp, cmp);
         if (k < 0)
                 return nsr_error_setx(c->err, -k, "%s:%u: libseccomp rejected the rule for %s on %s: %s",
-                                      c->policy->files[r->file], r->line, r->syscall, arch_name(c->arch),
-                                      strerror(-k));
+                                      c->policy->files[r->file], r->line, r->syscall, arch_name(c->arch), strerror(-k));
         return 0;
 }
 
@@ -465,8 +464,8 @@ static int new_ctx(compiler *c, scmp_filter_ctx *ret) {
                 k = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
         if (k < 0) {
                 seccomp_release(ctx);
-                return nsr_error_setx(c->err, -k, "libseccomp could not set up a filter for %s: %s",
-                                      arch_name(c->arch), strerror(-k));
+                return nsr_error_setx(c->err, -k, "libseccomp could not set up a filter for %s: %s", arch_name(c->arch),
+                                      strerror(-k));
         }
         *ret = ctx;
         return 0;
@@ -520,8 +519,7 @@ static int export_bpf(scmp_filter_ctx ctx, char **ret, size_t *ret_len, nsr_erro
  *         ...
  *   end:  libseccomp's program, which starts over from seccomp_data.arch
  */
-static int build_prefix(const extra_rule *extra, size_t n, struct sock_filter **ret, size_t *ret_len,
-                        nsr_error *err) {
+static int build_prefix(const extra_rule *extra, size_t n, struct sock_filter **ret, size_t *ret_len, nsr_error *err) {
         uint32_t tokens[8];
         size_t n_tokens = 0;
         for (size_t i = 0; i < n; i++) {
@@ -564,7 +562,8 @@ static int build_prefix(const extra_rule *extra, size_t n, struct sock_filter **
                                 return nsr_error_setx(err, E2BIG,
                                                       "too many rules on system calls libseccomp does not know");
                         }
-                        f[pc++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, extra[i].nr, (uint8_t) off, 0);
+                        f[pc++] =
+                                (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, extra[i].nr, (uint8_t) off, 0);
                 }
                 f[pc] = (struct sock_filter) BPF_STMT(BPF_JMP | BPF_JA, (uint32_t) (len - (pc + 1)));
                 pc++;
@@ -644,9 +643,9 @@ out:
 
 /* Bumped whenever the compiler's output for the same input changes. */
 #define CACHE_GENERATION 2
-#define CACHE_MAGIC "NSRBPF01"
-#define CACHE_HEADER (8 + 2 * NSR_SHA256_SIZE)
-#define CACHE_FILE_MAX (CACHE_HEADER + NSR_SECCOMP_MAX_INSNS * sizeof(struct sock_filter))
+#define CACHE_MAGIC      "NSRBPF01"
+#define CACHE_HEADER     (8 + 2 * NSR_SHA256_SIZE)
+#define CACHE_FILE_MAX   (CACHE_HEADER + NSR_SECCOMP_MAX_INSNS * sizeof(struct sock_filter))
 
 int nsr_seccomp_cache_key(const nsr_policy *p, uint8_t ret[NSR_SHA256_SIZE]) {
         /* The filter depends on the policy text, on the compiler (nsrun's
@@ -660,11 +659,12 @@ int nsr_seccomp_cache_key(const nsr_policy *p, uint8_t ret[NSR_SHA256_SIZE]) {
         uint32_t arches[4];
         size_t n_arches = nsr_seccomp_arches(arches, ELEMENTSOF(arches));
         char buf[512];
-        int l = snprintf(buf, sizeof(buf),
-                         "nsrun seccomp cache %d\nnsrun %s\nexe %llu:%llu:%lld:%lld.%09ld\nlibseccomp %u.%u.%u api %u\n",
-                         CACHE_GENERATION, PACKAGE_VERSION, (unsigned long long) st.st_dev,
-                         (unsigned long long) st.st_ino, (long long) st.st_size, (long long) st.st_mtim.tv_sec,
-                         st.st_mtim.tv_nsec, v->major, v->minor, v->micro, seccomp_api_get());
+        int l = snprintf(
+                buf, sizeof(buf),
+                "nsrun seccomp cache %d\nnsrun %s\nexe %llu:%llu:%lld:%lld.%09ld\nlibseccomp %u.%u.%u api %u\n",
+                CACHE_GENERATION, PACKAGE_VERSION, (unsigned long long) st.st_dev, (unsigned long long) st.st_ino,
+                (long long) st.st_size, (long long) st.st_mtim.tv_sec, st.st_mtim.tv_nsec, v->major, v->minor, v->micro,
+                seccomp_api_get());
         nsr_sha256 s;
         nsr_sha256_init(&s);
         nsr_sha256_update(&s, buf, (size_t) l);
@@ -754,8 +754,8 @@ int nsr_seccomp_cache_lookup(const uint8_t key[NSR_SHA256_SIZE], char **ret_data
                 return r;
         /* A torn or corrupt entry is ignored (and later overwritten). */
         size_t body = len - CACHE_HEADER;
-        if (len <= CACHE_HEADER || body % sizeof(struct sock_filter) != 0 ||
-            memcmp(buf, CACHE_MAGIC, 8) != 0 || memcmp(buf + 8, key, NSR_SHA256_SIZE) != 0)
+        if (len <= CACHE_HEADER || body % sizeof(struct sock_filter) != 0 || memcmp(buf, CACHE_MAGIC, 8) != 0 ||
+            memcmp(buf + 8, key, NSR_SHA256_SIZE) != 0)
                 return -EBADMSG;
         uint8_t sum[NSR_SHA256_SIZE];
         nsr_sha256_buf(buf + CACHE_HEADER, body, sum);
@@ -779,18 +779,19 @@ static void cache_trim(int dir) {
         /* Best effort both times: a cache that cannot be listed or trimmed
          * only costs a compile. */
         size_t n = 0;
-        FOREACH_DIRENT(e, d, return)
-                n += nsr_endswith(e->d_name, ".bpf");
+        FOREACH_DIRENT(e, d, return )
+        n += nsr_endswith(e->d_name, ".bpf");
         if (n >= NSR_SECCOMP_CACHE_MAX) {
                 rewinddir(d);
-                FOREACH_DIRENT(e, d, return)
-                        if (nsr_endswith(e->d_name, ".bpf"))
-                                (void) unlinkat(dir, e->d_name, 0);
+                FOREACH_DIRENT(e, d, return )
+                if (nsr_endswith(e->d_name, ".bpf"))
+                        (void) unlinkat(dir, e->d_name, 0);
         }
 }
 
 int nsr_seccomp_cache_store(const uint8_t key[NSR_SHA256_SIZE], const char *data, size_t len) {
-        if (len == 0 || len % sizeof(struct sock_filter) != 0 || len > NSR_SECCOMP_MAX_INSNS * sizeof(struct sock_filter))
+        if (len == 0 || len % sizeof(struct sock_filter) != 0 ||
+            len > NSR_SECCOMP_MAX_INSNS * sizeof(struct sock_filter))
                 return -EINVAL;
         _cleanup_close_ int dir = cache_dir_open(true);
         if (dir < 0)

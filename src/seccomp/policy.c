@@ -18,28 +18,111 @@
 
 /* ---- name tables --------------------------------------------------------- */
 
-#define E(x) { #x, x }
+#define E(x)                                                                                                           \
+        { #x, x }
 static const struct {
         const char *name;
         int value;
 } errno_table[] = {
         /* Canonical names first: nsr_policy_errno_name returns the first match. */
-        E(EPERM), E(ENOENT), E(ESRCH), E(EINTR), E(EIO), E(ENXIO), E(E2BIG), E(ENOEXEC), E(EBADF),
-        E(ECHILD), E(EAGAIN), E(ENOMEM), E(EACCES), E(EFAULT), E(ENOTBLK), E(EBUSY), E(EEXIST),
-        E(EXDEV), E(ENODEV), E(ENOTDIR), E(EISDIR), E(EINVAL), E(ENFILE), E(EMFILE), E(ENOTTY),
-        E(ETXTBSY), E(EFBIG), E(ENOSPC), E(ESPIPE), E(EROFS), E(EMLINK), E(EPIPE), E(EDOM), E(ERANGE),
-        E(EDEADLK), E(ENAMETOOLONG), E(ENOLCK), E(ENOSYS), E(ENOTEMPTY), E(ELOOP), E(ENOMSG),
-        E(EIDRM), E(ENOSTR), E(ENODATA), E(ETIME), E(ENOSR), E(ENOLINK), E(EPROTO), E(EBADMSG),
-        E(EOVERFLOW), E(EILSEQ), E(EUSERS), E(ENOTSOCK), E(EDESTADDRREQ), E(EMSGSIZE),
-        E(EPROTOTYPE), E(ENOPROTOOPT), E(EPROTONOSUPPORT), E(ESOCKTNOSUPPORT), E(EOPNOTSUPP),
-        E(EPFNOSUPPORT), E(EAFNOSUPPORT), E(EADDRINUSE), E(EADDRNOTAVAIL), E(ENETDOWN),
-        E(ENETUNREACH), E(ENETRESET), E(ECONNABORTED), E(ECONNRESET), E(ENOBUFS), E(EISCONN),
-        E(ENOTCONN), E(ESHUTDOWN), E(ETOOMANYREFS), E(ETIMEDOUT), E(ECONNREFUSED), E(EHOSTDOWN),
-        E(EHOSTUNREACH), E(EALREADY), E(EINPROGRESS), E(ESTALE), E(EDQUOT), E(ENOMEDIUM),
-        E(EMEDIUMTYPE), E(ECANCELED), E(ENOKEY), E(EKEYEXPIRED), E(EKEYREVOKED), E(EKEYREJECTED),
-        E(EOWNERDEAD), E(ENOTRECOVERABLE), E(ERFKILL), E(EHWPOISON), E(EXFULL),
+        E(EPERM),
+        E(ENOENT),
+        E(ESRCH),
+        E(EINTR),
+        E(EIO),
+        E(ENXIO),
+        E(E2BIG),
+        E(ENOEXEC),
+        E(EBADF),
+        E(ECHILD),
+        E(EAGAIN),
+        E(ENOMEM),
+        E(EACCES),
+        E(EFAULT),
+        E(ENOTBLK),
+        E(EBUSY),
+        E(EEXIST),
+        E(EXDEV),
+        E(ENODEV),
+        E(ENOTDIR),
+        E(EISDIR),
+        E(EINVAL),
+        E(ENFILE),
+        E(EMFILE),
+        E(ENOTTY),
+        E(ETXTBSY),
+        E(EFBIG),
+        E(ENOSPC),
+        E(ESPIPE),
+        E(EROFS),
+        E(EMLINK),
+        E(EPIPE),
+        E(EDOM),
+        E(ERANGE),
+        E(EDEADLK),
+        E(ENAMETOOLONG),
+        E(ENOLCK),
+        E(ENOSYS),
+        E(ENOTEMPTY),
+        E(ELOOP),
+        E(ENOMSG),
+        E(EIDRM),
+        E(ENOSTR),
+        E(ENODATA),
+        E(ETIME),
+        E(ENOSR),
+        E(ENOLINK),
+        E(EPROTO),
+        E(EBADMSG),
+        E(EOVERFLOW),
+        E(EILSEQ),
+        E(EUSERS),
+        E(ENOTSOCK),
+        E(EDESTADDRREQ),
+        E(EMSGSIZE),
+        E(EPROTOTYPE),
+        E(ENOPROTOOPT),
+        E(EPROTONOSUPPORT),
+        E(ESOCKTNOSUPPORT),
+        E(EOPNOTSUPP),
+        E(EPFNOSUPPORT),
+        E(EAFNOSUPPORT),
+        E(EADDRINUSE),
+        E(EADDRNOTAVAIL),
+        E(ENETDOWN),
+        E(ENETUNREACH),
+        E(ENETRESET),
+        E(ECONNABORTED),
+        E(ECONNRESET),
+        E(ENOBUFS),
+        E(EISCONN),
+        E(ENOTCONN),
+        E(ESHUTDOWN),
+        E(ETOOMANYREFS),
+        E(ETIMEDOUT),
+        E(ECONNREFUSED),
+        E(EHOSTDOWN),
+        E(EHOSTUNREACH),
+        E(EALREADY),
+        E(EINPROGRESS),
+        E(ESTALE),
+        E(EDQUOT),
+        E(ENOMEDIUM),
+        E(EMEDIUMTYPE),
+        E(ECANCELED),
+        E(ENOKEY),
+        E(EKEYEXPIRED),
+        E(EKEYREVOKED),
+        E(EKEYREJECTED),
+        E(EOWNERDEAD),
+        E(ENOTRECOVERABLE),
+        E(ERFKILL),
+        E(EHWPOISON),
+        E(EXFULL),
         /* Aliases. */
-        E(EWOULDBLOCK), E(ENOTSUP), E(EDEADLOCK),
+        E(EWOULDBLOCK),
+        E(ENOTSUP),
+        E(EDEADLOCK),
 };
 
 #ifndef AF_XDP
@@ -49,43 +132,143 @@ static const struct {
 #define AF_MCTP 45
 #endif
 
-#define C(x) { #x, (uint64_t) (x) }
+#define C(x)                                                                                                           \
+        { #x, (uint64_t) (x) }
 static const struct {
         const char *name;
         uint64_t value;
 } constant_table[] = {
         /* clone(2), unshare(2) */
-        C(CLONE_VM), C(CLONE_FS), C(CLONE_FILES), C(CLONE_SIGHAND), C(CLONE_PIDFD), C(CLONE_PTRACE),
-        C(CLONE_VFORK), C(CLONE_PARENT), C(CLONE_THREAD), C(CLONE_NEWNS), C(CLONE_SYSVSEM),
-        C(CLONE_SETTLS), C(CLONE_PARENT_SETTID), C(CLONE_CHILD_CLEARTID), C(CLONE_UNTRACED),
-        C(CLONE_CHILD_SETTID), C(CLONE_NEWCGROUP), C(CLONE_NEWUTS), C(CLONE_NEWIPC),
-        C(CLONE_NEWUSER), C(CLONE_NEWPID), C(CLONE_NEWNET), C(CLONE_IO), C(CLONE_NEWTIME),
+        C(CLONE_VM),
+        C(CLONE_FS),
+        C(CLONE_FILES),
+        C(CLONE_SIGHAND),
+        C(CLONE_PIDFD),
+        C(CLONE_PTRACE),
+        C(CLONE_VFORK),
+        C(CLONE_PARENT),
+        C(CLONE_THREAD),
+        C(CLONE_NEWNS),
+        C(CLONE_SYSVSEM),
+        C(CLONE_SETTLS),
+        C(CLONE_PARENT_SETTID),
+        C(CLONE_CHILD_CLEARTID),
+        C(CLONE_UNTRACED),
+        C(CLONE_CHILD_SETTID),
+        C(CLONE_NEWCGROUP),
+        C(CLONE_NEWUTS),
+        C(CLONE_NEWIPC),
+        C(CLONE_NEWUSER),
+        C(CLONE_NEWPID),
+        C(CLONE_NEWNET),
+        C(CLONE_IO),
+        C(CLONE_NEWTIME),
         /* socket(2) families */
-        C(AF_UNSPEC), C(AF_UNIX), C(AF_LOCAL), C(AF_INET), C(AF_AX25), C(AF_IPX), C(AF_APPLETALK),
-        C(AF_NETROM), C(AF_BRIDGE), C(AF_ATMPVC), C(AF_X25), C(AF_INET6), C(AF_ROSE), C(AF_DECnet),
-        C(AF_NETBEUI), C(AF_SECURITY), C(AF_KEY), C(AF_NETLINK), C(AF_PACKET), C(AF_ASH),
-        C(AF_ECONET), C(AF_ATMSVC), C(AF_RDS), C(AF_SNA), C(AF_IRDA), C(AF_PPPOX), C(AF_WANPIPE),
-        C(AF_LLC), C(AF_IB), C(AF_MPLS), C(AF_CAN), C(AF_TIPC), C(AF_BLUETOOTH), C(AF_IUCV),
-        C(AF_RXRPC), C(AF_ISDN), C(AF_PHONET), C(AF_IEEE802154), C(AF_CAIF), C(AF_ALG), C(AF_NFC),
-        C(AF_VSOCK), C(AF_KCM), C(AF_QIPCRTR), C(AF_SMC),
-        C(AF_XDP), C(AF_MCTP),
+        C(AF_UNSPEC),
+        C(AF_UNIX),
+        C(AF_LOCAL),
+        C(AF_INET),
+        C(AF_AX25),
+        C(AF_IPX),
+        C(AF_APPLETALK),
+        C(AF_NETROM),
+        C(AF_BRIDGE),
+        C(AF_ATMPVC),
+        C(AF_X25),
+        C(AF_INET6),
+        C(AF_ROSE),
+        C(AF_DECnet),
+        C(AF_NETBEUI),
+        C(AF_SECURITY),
+        C(AF_KEY),
+        C(AF_NETLINK),
+        C(AF_PACKET),
+        C(AF_ASH),
+        C(AF_ECONET),
+        C(AF_ATMSVC),
+        C(AF_RDS),
+        C(AF_SNA),
+        C(AF_IRDA),
+        C(AF_PPPOX),
+        C(AF_WANPIPE),
+        C(AF_LLC),
+        C(AF_IB),
+        C(AF_MPLS),
+        C(AF_CAN),
+        C(AF_TIPC),
+        C(AF_BLUETOOTH),
+        C(AF_IUCV),
+        C(AF_RXRPC),
+        C(AF_ISDN),
+        C(AF_PHONET),
+        C(AF_IEEE802154),
+        C(AF_CAIF),
+        C(AF_ALG),
+        C(AF_NFC),
+        C(AF_VSOCK),
+        C(AF_KCM),
+        C(AF_QIPCRTR),
+        C(AF_SMC),
+        C(AF_XDP),
+        C(AF_MCTP),
         /* socket(2) types */
-        C(SOCK_STREAM), C(SOCK_DGRAM), C(SOCK_RAW), C(SOCK_RDM), C(SOCK_SEQPACKET), C(SOCK_PACKET),
-        C(SOCK_NONBLOCK), C(SOCK_CLOEXEC),
+        C(SOCK_STREAM),
+        C(SOCK_DGRAM),
+        C(SOCK_RAW),
+        C(SOCK_RDM),
+        C(SOCK_SEQPACKET),
+        C(SOCK_PACKET),
+        C(SOCK_NONBLOCK),
+        C(SOCK_CLOEXEC),
         /* netlink protocols (socket(2) arg2 with AF_NETLINK) */
-        C(NETLINK_ROUTE), C(NETLINK_UNUSED), C(NETLINK_USERSOCK), C(NETLINK_FIREWALL),
-        C(NETLINK_SOCK_DIAG), C(NETLINK_NFLOG), C(NETLINK_XFRM), C(NETLINK_SELINUX),
-        C(NETLINK_ISCSI), C(NETLINK_AUDIT), C(NETLINK_FIB_LOOKUP), C(NETLINK_CONNECTOR),
-        C(NETLINK_NETFILTER), C(NETLINK_IP6_FW), C(NETLINK_DNRTMSG), C(NETLINK_KOBJECT_UEVENT),
-        C(NETLINK_GENERIC), C(NETLINK_SCSITRANSPORT), C(NETLINK_ECRYPTFS), C(NETLINK_RDMA),
-        C(NETLINK_CRYPTO), C(NETLINK_SMC),
+        C(NETLINK_ROUTE),
+        C(NETLINK_UNUSED),
+        C(NETLINK_USERSOCK),
+        C(NETLINK_FIREWALL),
+        C(NETLINK_SOCK_DIAG),
+        C(NETLINK_NFLOG),
+        C(NETLINK_XFRM),
+        C(NETLINK_SELINUX),
+        C(NETLINK_ISCSI),
+        C(NETLINK_AUDIT),
+        C(NETLINK_FIB_LOOKUP),
+        C(NETLINK_CONNECTOR),
+        C(NETLINK_NETFILTER),
+        C(NETLINK_IP6_FW),
+        C(NETLINK_DNRTMSG),
+        C(NETLINK_KOBJECT_UEVENT),
+        C(NETLINK_GENERIC),
+        C(NETLINK_SCSITRANSPORT),
+        C(NETLINK_ECRYPTFS),
+        C(NETLINK_RDMA),
+        C(NETLINK_CRYPTO),
+        C(NETLINK_SMC),
         /* ioctl(2) requests on terminals */
-        C(TIOCSTI), C(TIOCLINUX), C(TIOCSCTTY), C(TIOCCONS), C(TIOCSETD), C(TIOCGETD),
+        C(TIOCSTI),
+        C(TIOCLINUX),
+        C(TIOCSCTTY),
+        C(TIOCCONS),
+        C(TIOCSETD),
+        C(TIOCGETD),
         /* personality(2) */
-        C(PER_LINUX), C(PER_LINUX_32BIT), C(PER_LINUX32), C(PER_LINUX32_3GB), C(PER_BSD),
-        C(PER_SVR4), C(PER_MASK), C(UNAME26), C(ADDR_NO_RANDOMIZE), C(FDPIC_FUNCPTRS),
-        C(MMAP_PAGE_ZERO), C(ADDR_COMPAT_LAYOUT), C(READ_IMPLIES_EXEC), C(ADDR_LIMIT_32BIT),
-        C(SHORT_INODE), C(WHOLE_SECONDS), C(STICKY_TIMEOUTS), C(ADDR_LIMIT_3GB),
+        C(PER_LINUX),
+        C(PER_LINUX_32BIT),
+        C(PER_LINUX32),
+        C(PER_LINUX32_3GB),
+        C(PER_BSD),
+        C(PER_SVR4),
+        C(PER_MASK),
+        C(UNAME26),
+        C(ADDR_NO_RANDOMIZE),
+        C(FDPIC_FUNCPTRS),
+        C(MMAP_PAGE_ZERO),
+        C(ADDR_COMPAT_LAYOUT),
+        C(READ_IMPLIES_EXEC),
+        C(ADDR_LIMIT_32BIT),
+        C(SHORT_INODE),
+        C(WHOLE_SECONDS),
+        C(STICKY_TIMEOUTS),
+        C(ADDR_LIMIT_3GB),
 };
 
 /* System calls newer than the libseccomp nsrun may be built against. From
@@ -96,11 +279,11 @@ static const struct {
         const char *name;
         int nr;
 } extra_syscalls[] = {
-        { "statmount", 457 },     { "listmount", 458 },     { "lsm_get_self_attr", 459 },
+        { "statmount", 457 },         { "listmount", 458 },        { "lsm_get_self_attr", 459 },
         { "lsm_set_self_attr", 460 }, { "lsm_list_modules", 461 }, { "mseal", 462 },
-        { "setxattrat", 463 },    { "getxattrat", 464 },    { "listxattrat", 465 },
-        { "removexattrat", 466 }, { "open_tree_attr", 467 }, { "file_getattr", 468 },
-        { "file_setattr", 469 },  { "listns", 470 },
+        { "setxattrat", 463 },        { "getxattrat", 464 },       { "listxattrat", 465 },
+        { "removexattrat", 466 },     { "open_tree_attr", 467 },   { "file_getattr", 468 },
+        { "file_setattr", 469 },      { "listns", 470 },
 };
 
 #define X32_SYSCALL_BIT 0x40000000
@@ -167,8 +350,8 @@ bool nsr_policy_name_valid(const char *name) {
         if (!name || !*name || *name == '.' || strlen(name) > 128)
                 return false;
         for (const char *c = name; *c; c++)
-                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-                      *c == '_' || *c == '-' || *c == '.'))
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+                      *c == '-' || *c == '.'))
                         return false;
         return true;
 }
@@ -237,14 +420,14 @@ void nsr_policy_format_rule(const nsr_policy_rule *r, char *buf, size_t len) {
 /* ---- the lexer ----------------------------------------------------------- */
 
 typedef enum tok_type {
-        TOK_WORD,    /* a name: keyword, system call, constant, include name */
-        TOK_NUMBER,  /* starts with a digit; checked when used */
-        TOK_SYM,     /* & | == != < <= > >= { } , */
+        TOK_WORD,   /* a name: keyword, system call, constant, include name */
+        TOK_NUMBER, /* starts with a digit; checked when used */
+        TOK_SYM,    /* & | == != < <= > >= { } , */
 } tok_type;
 
 typedef struct token {
         tok_type type;
-        const char *text;   /* NUL-terminated, in parser.tokbuf */
+        const char *text; /* NUL-terminated, in parser.tokbuf */
 } token;
 
 typedef struct parser {
@@ -252,7 +435,7 @@ typedef struct parser {
         const nsr_policy_loader *loader;
         nsr_error *err;
         nsr_sha256 hash;
-        size_t bytes;               /* read from the current file */
+        size_t bytes; /* read from the current file */
         /* where we are */
         const char *path;
         size_t file;
@@ -418,7 +601,7 @@ typedef struct test {
         unsigned arg;
         bool has_mask;
         uint64_t mask;
-        nsr_policy_op op;   /* EQ, NE or an ordering */
+        nsr_policy_op op; /* EQ, NE or an ordering */
         /* EQ: any of the values; NE: none of them; orderings: values[0] */
         uint64_t values[NSR_POLICY_SET_MAX];
         size_t n_values;
@@ -497,7 +680,8 @@ static void expand_test(test *t, alts *out) {
         case NSR_POLICY_OP_NE:
                 if (mask == UINT64_MAX && t->n_values == 1) {
                         /* libseccomp has this one directly. */
-                        alts_push(out, (nsr_policy_cmp){ .arg = t->arg, .op = NSR_POLICY_OP_NE, .value = t->values[0] });
+                        alts_push(out,
+                                  (nsr_policy_cmp){ .arg = t->arg, .op = NSR_POLICY_OP_NE, .value = t->values[0] });
                         return;
                 }
                 complement(mask, 63, 0, 0, t->values, t->n_values, t->arg, out);
@@ -535,8 +719,8 @@ static int parse_set(parser *ps, test *t) {
 /* TEST := ARG ['&' VALUE] [OP VALUE | 'in' SET | 'not' 'in' SET] */
 static int parse_test(parser *ps, test *t) {
         const token *a = next(ps);
-        if (!a || a->type != TOK_WORD || strlen(a->text) != 4 || !nsr_startswith(a->text, "arg") ||
-            a->text[3] < '0' || a->text[3] > '5')
+        if (!a || a->type != TOK_WORD || strlen(a->text) != 4 || !nsr_startswith(a->text, "arg") || a->text[3] < '0' ||
+            a->text[3] > '5')
                 return fail(ps, EINVAL, "expected arg0 to arg5, got '%s'", describe(a));
         *t = (test){ .arg = (unsigned) (a->text[3] - '0') };
         int r;
@@ -993,8 +1177,7 @@ nsr_policy *nsr_policy_free(nsr_policy *p) {
         return NULL;
 }
 
-int nsr_policy_parse(FILE *f, const char *path, const nsr_policy_loader *loader, nsr_policy **ret,
-                     nsr_error *err) {
+int nsr_policy_parse(FILE *f, const char *path, const nsr_policy_loader *loader, nsr_policy **ret, nsr_error *err) {
         _cleanup_(nsr_policy_freep) nsr_policy *p = nsr_malloc0(sizeof(*p));
         _cleanup_free_ token *tok = nsr_malloc0(sizeof(token) * (NSR_POLICY_LINE_MAX + 1));
         _cleanup_free_ char *tokbuf = nsr_malloc0(2 * (NSR_POLICY_LINE_MAX + 1));

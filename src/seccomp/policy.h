@@ -21,29 +21,29 @@
 #include "base/sha256.h"
 
 /* Limits: every one of them is user-controlled input. */
-#define NSR_POLICY_LINE_MAX 4096          /* bytes in one line */
-#define NSR_POLICY_FILE_MAX (1u << 20)    /* bytes in one file */
-#define NSR_POLICY_INCLUDE_DEPTH 8        /* nested includes */
-#define NSR_POLICY_SET_MAX 64             /* values in one {...} set */
-#define NSR_POLICY_EXPAND_MAX 1024        /* rules one line may expand to */
-#define NSR_POLICY_RULES_MAX 4096         /* rules in a whole policy */
-#define NSR_POLICY_ARGS 6                 /* arg0 .. arg5 */
+#define NSR_POLICY_LINE_MAX      4096       /* bytes in one line */
+#define NSR_POLICY_FILE_MAX      (1u << 20) /* bytes in one file */
+#define NSR_POLICY_INCLUDE_DEPTH 8          /* nested includes */
+#define NSR_POLICY_SET_MAX       64         /* values in one {...} set */
+#define NSR_POLICY_EXPAND_MAX    1024       /* rules one line may expand to */
+#define NSR_POLICY_RULES_MAX     4096       /* rules in a whole policy */
+#define NSR_POLICY_ARGS          6          /* arg0 .. arg5 */
 
 /* Ordered from the least to the most restrictive; the order matters where
  * nsrun has to pick one action for calls it cannot tell apart (i386
  * socketcall, see compile.c). */
 typedef enum nsr_policy_verdict {
         NSR_POLICY_ALLOW,
-        NSR_POLICY_LOG,     /* allow, and log through the audit subsystem */
-        NSR_POLICY_ERRNO,   /* fail with errnum */
-        NSR_POLICY_KILL,    /* kill the whole process */
+        NSR_POLICY_LOG,   /* allow, and log through the audit subsystem */
+        NSR_POLICY_ERRNO, /* fail with errnum */
+        NSR_POLICY_KILL,  /* kill the whole process */
         _NSR_POLICY_VERDICT_MAX,
         _NSR_POLICY_VERDICT_INVALID = -EINVAL,
 } nsr_policy_verdict;
 
 typedef struct nsr_policy_action {
         nsr_policy_verdict verdict;
-        int errnum;         /* NSR_POLICY_ERRNO only */
+        int errnum; /* NSR_POLICY_ERRNO only */
 } nsr_policy_action;
 
 /* The comparisons libseccomp can do, one-to-one with its SCMP_CMP_*. */
@@ -54,15 +54,15 @@ typedef enum nsr_policy_op {
         NSR_POLICY_OP_LE,
         NSR_POLICY_OP_GT,
         NSR_POLICY_OP_GE,
-        NSR_POLICY_OP_MASKED_EQ,   /* (arg & mask) == value */
+        NSR_POLICY_OP_MASKED_EQ, /* (arg & mask) == value */
         _NSR_POLICY_OP_MAX,
         _NSR_POLICY_OP_INVALID = -EINVAL,
 } nsr_policy_op;
 
 typedef struct nsr_policy_cmp {
-        unsigned arg;       /* 0 .. 5 */
+        unsigned arg; /* 0 .. 5 */
         nsr_policy_op op;
-        uint64_t mask;      /* NSR_POLICY_OP_MASKED_EQ only */
+        uint64_t mask; /* NSR_POLICY_OP_MASKED_EQ only */
         uint64_t value;
 } nsr_policy_cmp;
 
@@ -71,15 +71,15 @@ typedef struct nsr_policy_rule {
         nsr_policy_action action;
         unsigned n_cmp;
         nsr_policy_cmp cmp[NSR_POLICY_ARGS]; /* ANDed; sorted by arg, one per arg */
-        size_t file;        /* index into nsr_policy.files */
+        size_t file;                         /* index into nsr_policy.files */
         unsigned line;
 } nsr_policy_rule;
 
 typedef struct nsr_policy {
-        nsr_policy_action default_action;    /* allow unless a "default" line says otherwise */
-        nsr_policy_rule *rules;              /* in source order, includes expanded in place */
+        nsr_policy_action default_action; /* allow unless a "default" line says otherwise */
+        nsr_policy_rule *rules;           /* in source order, includes expanded in place */
         size_t n_rules;
-        char **files;                        /* every file read, in order (names for messages) */
+        char **files; /* every file read, in order (names for messages) */
         /* SHA-256 over the text of every file read, in order: the policy's
          * identity for the compile cache. */
         uint8_t digest[NSR_SHA256_SIZE];
@@ -91,15 +91,13 @@ typedef struct nsr_policy {
  * *ret_path set to a name that identifies the file (it is used in messages
  * and to detect include cycles). */
 typedef struct nsr_policy_loader {
-        int (*open)(void *userdata, const char *from, const char *name, FILE **ret_f, char **ret_path,
-                    nsr_error *err);
+        int (*open)(void *userdata, const char *from, const char *name, FILE **ret_f, char **ret_path, nsr_error *err);
         void *userdata;
 } nsr_policy_loader;
 
 /* Parses a policy read from f, called path in messages. loader may be NULL,
  * in which case any include line is an error. */
-int nsr_policy_parse(FILE *f, const char *path, const nsr_policy_loader *loader, nsr_policy **ret,
-                     nsr_error *err);
+int nsr_policy_parse(FILE *f, const char *path, const nsr_policy_loader *loader, nsr_policy **ret, nsr_error *err);
 nsr_policy *nsr_policy_free(nsr_policy *p);
 DEFINE_CLEANUP_FUNC(nsr_policy *, nsr_policy_free)
 
@@ -108,8 +106,8 @@ DEFINE_CLEANUP_FUNC(nsr_policy *, nsr_policy_free)
 bool nsr_policy_name_valid(const char *name);
 
 /* Name tables, shared with the front end and the tests. */
-int nsr_policy_errno_from_name(const char *name);     /* errno value or -EINVAL */
-const char *nsr_policy_errno_name(int errnum);        /* NULL when unknown */
+int nsr_policy_errno_from_name(const char *name);         /* errno value or -EINVAL */
+const char *nsr_policy_errno_name(int errnum);            /* NULL when unknown */
 int nsr_policy_constant(const char *name, uint64_t *ret); /* 0 or -EINVAL */
 
 /* A system call's number on the given libseccomp arch, for names that the

@@ -2,10 +2,10 @@
 #include "config.h"
 
 #include <fcntl.h>
-#include <linux/audit.h>
-#include <stddef.h>
 #include <inttypes.h>
+#include <linux/audit.h>
 #include <seccomp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -13,10 +13,75 @@
 #include <unistd.h>
 
 #include "base/sockmsg.h"
-#include "seccomp/refused.h"
 #include "base/utf8.h"
+#include "seccomp/refused.h"
 
 /* ---- a classic BPF interpreter, for seccomp programs -------------------- */
+
+/* A = A op src; false for an operation seccomp does not allow. */
+static bool bpf_alu(uint32_t op, uint32_t src, uint32_t *A) {
+        switch (op) {
+        case BPF_ADD:
+                *A += src;
+                return true;
+        case BPF_SUB:
+                *A -= src;
+                return true;
+        case BPF_MUL:
+                *A *= src;
+                return true;
+        case BPF_DIV:
+                if (!src)
+                        return false;
+                *A /= src;
+                return true;
+        case BPF_MOD:
+                if (!src)
+                        return false;
+                *A %= src;
+                return true;
+        case BPF_AND:
+                *A &= src;
+                return true;
+        case BPF_OR:
+                *A |= src;
+                return true;
+        case BPF_XOR:
+                *A ^= src;
+                return true;
+        case BPF_LSH:
+                *A = src >= 32 ? 0 : *A << src;
+                return true;
+        case BPF_RSH:
+                *A = src >= 32 ? 0 : *A >> src;
+                return true;
+        case BPF_NEG:
+                *A = -*A;
+                return true;
+        default:
+                return false;
+        }
+}
+
+/* The condition of a conditional jump; false for an unknown one. */
+static bool bpf_cond(uint32_t op, uint32_t A, uint32_t src, bool *ret) {
+        switch (op) {
+        case BPF_JEQ:
+                *ret = A == src;
+                return true;
+        case BPF_JGT:
+                *ret = A > src;
+                return true;
+        case BPF_JGE:
+                *ret = A >= src;
+                return true;
+        case BPF_JSET:
+                *ret = (A & src) != 0;
+                return true;
+        default:
+                return false;
+        }
+}
 
 uint32_t nsr_bpf_run(const struct sock_filter *f, size_t n, const struct seccomp_data *d) {
         uint32_t A = 0, X = 0, M[BPF_MEMWORDS] = { 0 };
@@ -74,29 +139,8 @@ uint32_t nsr_bpf_run(const struct sock_filter *f, size_t n, const struct seccomp
                         M[k] = BPF_CLASS(in->code) == BPF_ST ? A : X;
                         break;
                 case BPF_ALU:
-                        switch (BPF_OP(in->code)) {
-                        case BPF_ADD: A += src; break;
-                        case BPF_SUB: A -= src; break;
-                        case BPF_MUL: A *= src; break;
-                        case BPF_DIV:
-                                if (!src)
-                                        return SECCOMP_RET_KILL_PROCESS;
-                                A /= src;
-                                break;
-                        case BPF_MOD:
-                                if (!src)
-                                        return SECCOMP_RET_KILL_PROCESS;
-                                A %= src;
-                                break;
-                        case BPF_AND: A &= src; break;
-                        case BPF_OR: A |= src; break;
-                        case BPF_XOR: A ^= src; break;
-                        case BPF_LSH: A = src >= 32 ? 0 : A << src; break;
-                        case BPF_RSH: A = src >= 32 ? 0 : A >> src; break;
-                        case BPF_NEG: A = -A; break;
-                        default:
+                        if (!bpf_alu(BPF_OP(in->code), src, &A))
                                 return SECCOMP_RET_KILL_PROCESS;
-                        }
                         break;
                 case BPF_JMP: {
                         if (BPF_OP(in->code) == BPF_JA) {
@@ -104,14 +148,8 @@ uint32_t nsr_bpf_run(const struct sock_filter *f, size_t n, const struct seccomp
                                 break;
                         }
                         bool t;
-                        switch (BPF_OP(in->code)) {
-                        case BPF_JEQ: t = A == src; break;
-                        case BPF_JGT: t = A > src; break;
-                        case BPF_JGE: t = A >= src; break;
-                        case BPF_JSET: t = (A & src) != 0; break;
-                        default:
+                        if (!bpf_cond(BPF_OP(in->code), A, src, &t))
                                 return SECCOMP_RET_KILL_PROCESS;
-                        }
                         pc += t ? in->jt : in->jf;
                         break;
                 }
@@ -154,9 +192,11 @@ int nsr_refused_notify_prog(const char *data, size_t len, char **ret, size_t *re
         struct seccomp_data probe = { .nr = SYS_clone3, .arch = NATIVE_AUDIT_ARCH };
         uint32_t act = nsr_bpf_run(orig, n, &probe);
         if ((act & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ERRNO) {
-                prefix[np++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+                prefix[np++] =
+                        (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
                 prefix[np++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_AUDIT_ARCH, 0, 3);
-                prefix[np++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+                prefix[np++] =
+                        (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
                 prefix[np++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1);
                 prefix[np++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, act);
         }
@@ -232,8 +272,9 @@ static void emit_event(const nsr_refused *rf, const nsr_refused_entry *e) {
         json_escape(e->comm, comm, sizeof(comm));
         json_escape(e->name, name, sizeof(name));
         char line[512];
-        int n = snprintf(line, sizeof(line), "{\"event\":\"refused\",\"syscall\":\"%s\",\"errno\":%d,\"comm\":\"%s\"}\n",
-                         name, e->errnum, comm);
+        int n = snprintf(line, sizeof(line),
+                         "{\"event\":\"refused\",\"syscall\":\"%s\",\"errno\":%d,\"comm\":\"%s\"}\n", name, e->errnum,
+                         comm);
         if (n > 0 && (size_t) n < sizeof(line))
                 (void) nsr_write_all(rf->events_fd, line, (size_t) n);
 }

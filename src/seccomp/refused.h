@@ -49,20 +49,20 @@ int nsr_refused_notify_prog(const char *data, size_t len, char **ret, size_t *re
 typedef struct nsr_refused_entry {
         uint32_t arch;
         int nr;
-        char name[40];        /* "ptrace", or "syscall 451" */
-        int errnum;           /* what the command got */
+        char name[40]; /* "ptrace", or "syscall 451" */
+        int errnum;    /* what the command got */
         uint64_t count;
         char comm[16 * 4 + 1]; /* the first caller's name, escaped */
 } nsr_refused_entry;
 
 struct nsr_refused {
-        char *prog;           /* the original program */
+        char *prog; /* the original program */
         size_t prog_len;
         nsr_refused_entry entries[NSR_REFUSED_MAX_ENTRIES];
         size_t n_entries;
-        uint64_t dropped;     /* calls of syscalls beyond NSR_REFUSED_MAX_ENTRIES */
-        int events_fd;        /* --events-fd, or -1: a JSON line per new entry */
-        bool active;          /* a listener was installed */
+        uint64_t dropped; /* calls of syscalls beyond NSR_REFUSED_MAX_ENTRIES */
+        int events_fd;    /* --events-fd, or -1: a JSON line per new entry */
+        bool active;      /* a listener was installed */
 };
 typedef struct nsr_refused nsr_refused;
 

@@ -4,8 +4,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "txn/changeset.h"
 #include "base/utf8.h"
+#include "txn/changeset.h"
 
 static const char *const kind_names[_NSR_CHANGE_KIND_MAX] = {
         [NSR_CHANGE_CREATED] = "created",

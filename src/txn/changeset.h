@@ -72,21 +72,21 @@ typedef struct nsr_entry_old {
 } nsr_entry_old;
 
 typedef struct nsr_change {
-        char *path;           /* relative to the project root, see above */
+        char *path; /* relative to the project root, see above */
         nsr_change_kind kind;
         /* The new entry. For NSR_CHANGE_DELETED these describe the entry
          * that was deleted (the same values as old). */
         nsr_entry_type type;
-        uint64_t size;        /* 0 for directories */
-        mode_t mode;          /* permission bits incl. setuid/setgid/sticky (07777) */
+        uint64_t size; /* 0 for directories */
+        mode_t mode;   /* permission bits incl. setuid/setgid/sticky (07777) */
         uid_t uid;
         gid_t gid;
         struct timespec mtime;
-        char *target;         /* symlink target of the new entry, else NULL */
+        char *target; /* symlink target of the new entry, else NULL */
         /* Deleted dirs, and dirs replaced by another type: how many entries
          * were below it in the project (recursively, not counting itself). */
         uint64_t descendants;
-        unsigned meta;        /* NSR_META_* flags */
+        unsigned meta; /* NSR_META_* flags */
         nsr_entry_old old;
 } nsr_change;
 

@@ -14,12 +14,12 @@
 #include <time.h>
 
 #include "base/dirent.h"
+#include "base/utf8.h"
 #include "txn/commit.h"
 #include "txn/journal.h"
 #include "txn/state.h"
 #include "txn/txn.h"
 #include "txn/txnfs.h"
-#include "base/utf8.h"
 
 static char *esc(const char *path) {
         return nsr_utf8_escape(path);
@@ -75,7 +75,9 @@ static void restore_set_add(restore_set *s, const nsr_journal *j) {
                 if (!st->restored)
                         continue;
                 s->v = nsr_realloc_array(s->v, s->n + 1, sizeof(restored));
-                s->v[s->n++] = (restored){ .path = nsr_strdup(st->path), .dev = st->orig.dev, .ino = st->orig.ino,
+                s->v[s->n++] = (restored){ .path = nsr_strdup(st->path),
+                                           .dev = st->orig.dev,
+                                           .ino = st->orig.ino,
                                            .ctime = st->restored_ctime };
         }
 }
@@ -119,8 +121,8 @@ static int list_dir(int dirfd, bool (*pred)(const char *name), char ***ret) {
                 return r;
         char **v = NULL;
         FOREACH_DIRENT(de, d, r = -errno)
-                if (!pred || pred(de->d_name))
-                        (void) nsr_strv_extend(&v, de->d_name);
+        if (!pred || pred(de->d_name))
+                (void) nsr_strv_extend(&v, de->d_name);
         if (r < 0) {
                 nsr_strv_free(v);
                 return r;
@@ -284,8 +286,7 @@ static int live_cb(int dirfd, const char *name, const char *rel, const struct st
 
 /* The reason a live dir tree must not be removed, or NULL: anything in it
  * changed after the run started. */
-static int live_tree_check(planner *p, int lp, const char *leaf, const char *path, char **ret_reason,
-                           nsr_error *err) {
+static int live_tree_check(planner *p, int lp, const char *leaf, const char *path, char **ret_reason, nsr_error *err) {
         live_walk w = { .p = p, .root = path };
         int r = nsr_txnfs_walk(lp, leaf, path, 0, live_cb, &w);
         _cleanup_free_ char *changed = w.changed;
@@ -507,8 +508,11 @@ static int plan_root(planner *p, const nsr_change *c, nsr_error *err) {
         _cleanup_close_ int up = lp < 0 ? lp : nsr_txnfs_open(p->o->upper_fd, "", O_PATH | O_DIRECTORY);
         struct stat st, ust;
         if (lp < 0 || up < 0 || fstat(lp, &st) < 0 || fstat(up, &ust) < 0)
-                return nsr_txn_path_error(err, lp < 0 ? -lp : up < 0 ? -up : errno, "cannot stat the project dir",
-                                          c->path);
+                return nsr_txn_path_error(err,
+                                          lp < 0   ? -lp
+                                          : up < 0 ? -up
+                                                   : errno,
+                                          "cannot stat the project dir", c->path);
         if (!same_entry(&st, &c->old) || (st.st_mode & 07777) != c->old.mode || st.st_uid != c->old.uid ||
             st.st_gid != c->old.gid) {
                 add_conflict(p, c->path, "the host changed the project dir's mode or owner during the run", SIZE_MAX,
@@ -672,8 +676,8 @@ static int plan_change(planner *p, size_t i, size_t *next, nsr_error *err) {
                 /* A dir's ctime moves with every entry added or removed in
                  * it, so only its own metadata tells a host change. */
                 if ((st.st_mode & 07777) != c->old.mode || st.st_uid != c->old.uid || st.st_gid != c->old.gid) {
-                        add_conflict(p, c->path, "the host changed the dir's mode or owner during the run",
-                                     SIZE_MAX, false, false);
+                        add_conflict(p, c->path, "the host changed the dir's mode or owner during the run", SIZE_MAX,
+                                     false, false);
                         return 0;
                 }
                 if ((r = upper_stat(p, c, &ust, err)) < 0)
@@ -733,7 +737,7 @@ static int prepare_upper(planner *p, nsr_error *err) {
                         r = nsr_txnfs_walk(up, leaf, s->path, NSR_TXNFS_WALK_FORCE, sanitize_cb, NULL);
                 else if (up >= 0)
                         r = fstatat(up, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno
-                                                                         : nsr_txnfs_sanitize(up, leaf, &st);
+                                                                            : nsr_txnfs_sanitize(up, leaf, &st);
                 if (r < 0)
                         return nsr_txn_path_error(err, r, "cannot strip privileges from the new version of", s->path);
         }
@@ -775,8 +779,8 @@ static void move_conflicts(planner *p, const char *source) {
                 }
                 if (r == 0) {
                         size_t dl = (size_t) (cleaf - c->path);
-                        c->kept_at = nsr_asprintf("%s/%s/%.*s%s", o->run_path, rel, (int) dl, c->path,
-                                                  name ? name : cleaf);
+                        c->kept_at =
+                                nsr_asprintf("%s/%s/%.*s%s", o->run_path, rel, (int) dl, c->path, name ? name : cleaf);
                 } else if (source)
                         c->kept_at = nsr_asprintf("%s/%s", source, c->path);
         }
@@ -816,7 +820,12 @@ int nsr_commit_apply(const nsr_changeset *cs, const nsr_commit_opts *o, nsr_comm
         for (int round = 0;; round++) {
                 planner_done(&p);
                 nsr_journal_clear_steps(j);
-                p = (planner){ .cs = cs, .o = o, .j = j, .lp_fd = -1, .up_fd = -1, .root = geteuid() == 0,
+                p = (planner){ .cs = cs,
+                               .o = o,
+                               .j = j,
+                               .lp_fd = -1,
+                               .up_fd = -1,
+                               .root = geteuid() == 0,
                                .held = TAKE_PTR(held) };
                 if ((r = load_restored(&p, err)) < 0)
                         return r;
@@ -1198,8 +1207,7 @@ static int plan_undo_step(uplanner *p, const nsr_step *rs, nsr_error *err) {
                         refuse(p, rs->path);
                         return 0;
                 }
-                add_undo_step(p, exists ? NSR_STEP_REPLACE : NSR_STEP_PLACE, rs->path, lmnt, exists ? &st : NULL,
-                              &sst);
+                add_undo_step(p, exists ? NSR_STEP_REPLACE : NSR_STEP_PLACE, rs->path, lmnt, exists ? &st : NULL, &sst);
                 return 0;
         case NSR_STEP_REMOVE:
                 if (!src)
@@ -1208,8 +1216,7 @@ static int plan_undo_step(uplanner *p, const nsr_step *rs, nsr_error *err) {
                         refuse(p, rs->path);
                         return 0;
                 }
-                add_undo_step(p, exists ? NSR_STEP_REPLACE : NSR_STEP_PLACE, rs->path, lmnt, exists ? &st : NULL,
-                              &sst);
+                add_undo_step(p, exists ? NSR_STEP_REPLACE : NSR_STEP_PLACE, rs->path, lmnt, exists ? &st : NULL, &sst);
                 return 0;
         case NSR_STEP_META:
                 if (!exists || !nsr_ident_is(&rs->orig, &st) || (!force && !live_matches(p, rs->path))) {
@@ -1244,8 +1251,7 @@ int nsr_commit_undo(const nsr_undo_opts *o, nsr_undo_result *ret, nsr_error *err
         if (r < 0)
                 return r;
         if (!rj->plan_valid || !rj->done || rj->rolled_back)
-                return nsr_error_setx(err, ENOENT, "the run's apply to project %u did not complete",
-                                      o->project_index);
+                return nsr_error_setx(err, ENOENT, "the run's apply to project %u did not complete", o->project_index);
         if (!streq(rj->project, o->project_path))
                 return nsr_error_setx(err, EINVAL, "the run applied to another project");
 
@@ -1465,11 +1471,13 @@ static int live_meta(nsr_journal *j, const nsr_change *c, int lp, const char *le
                 int cmp = a == ns ? 1 : b == nl ? -1 : strcmp(sx[a].name, lx[b].name);
                 nsr_xattr_change x = { 0 };
                 if (cmp < 0) {
-                        x = (nsr_xattr_change){ .name = nsr_strdup(sx[a].name), .old_value = TAKE_PTR(sx[a].value),
+                        x = (nsr_xattr_change){ .name = nsr_strdup(sx[a].name),
+                                                .old_value = TAKE_PTR(sx[a].value),
                                                 .old_len = sx[a].len };
                         a++;
                 } else if (cmp > 0) {
-                        x = (nsr_xattr_change){ .name = nsr_strdup(lx[b].name), .new_value = TAKE_PTR(lx[b].value),
+                        x = (nsr_xattr_change){ .name = nsr_strdup(lx[b].name),
+                                                .new_value = TAKE_PTR(lx[b].value),
                                                 .new_len = lx[b].len };
                         b++;
                 } else {
@@ -1499,8 +1507,8 @@ static int sanitize_live_cb(int dirfd, const char *name, const char *rel, const 
 }
 
 /* Plans the step of change i from the live project and the snapshot. */
-static int plan_live(nsr_journal *j, const nsr_changeset *cs, size_t i, const nsr_live_opts *o, int snap,
-                     size_t *next, nsr_error *err) {
+static int plan_live(nsr_journal *j, const nsr_changeset *cs, size_t i, const nsr_live_opts *o, int snap, size_t *next,
+                     nsr_error *err) {
         const nsr_change *c = &cs->changes[i];
         *next = i + 1;
         const char *leaf = NULL, *sleaf = NULL;

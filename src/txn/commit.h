@@ -47,48 +47,49 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "txn/changeset.h"
 #include "base/error.h"
+#include "txn/changeset.h"
 
 typedef struct nsr_commit_conflict {
-        char *path;      /* relative to the project root */
-        char *reason;    /* "changed on the host during the run", ... */
-        char *kept_at;   /* absolute path of the sandbox's version; NULL when
+        char *path;    /* relative to the project root */
+        char *reason;  /* "changed on the host during the run", ... */
+        char *kept_at; /* absolute path of the sandbox's version; NULL when
                           * there is none (a deletion, or a dir's metadata) */
-        bool held;       /* not a conflict itself: its git dir (or parent dir) conflicted */
+        bool held;     /* not a conflict itself: its git dir (or parent dir) conflicted */
 } nsr_commit_conflict;
 
 /* What a transaction did, for tests and benchmarks. */
 typedef struct nsr_commit_stats {
-        size_t steps;     /* journaled steps (a dir created as a whole is one) */
-        size_t renames;   /* rename(2) calls that changed the project */
-        uint64_t copied;  /* entries copied because a rename would cross mounts */
+        size_t steps;    /* journaled steps (a dir created as a whole is one) */
+        size_t renames;  /* rename(2) calls that changed the project */
+        uint64_t copied; /* entries copied because a rename would cross mounts */
 } nsr_commit_stats;
 
 typedef struct nsr_commit_result {
-        size_t applied;              /* changes applied */
+        size_t applied; /* changes applied */
         nsr_commit_conflict *conflicts;
         size_t n_conflicts;
-        char **units;                /* the git dirs held back whole because part of them conflicted */
-        char **split_links;          /* files replaced that had other hard links on the host (they keep the old content) */
-        bool withheld;               /* all_or_nothing and a conflict: nothing applied, the upper dir untouched */
+        char **units;       /* the git dirs held back whole because part of them conflicted */
+        char **split_links; /* files replaced that had other hard links on the host (they keep the old content) */
+        bool withheld;      /* all_or_nothing and a conflict: nothing applied, the upper dir untouched */
         nsr_commit_stats stats;
 } nsr_commit_result;
 
 void nsr_commit_result_done(nsr_commit_result *r);
 
 typedef struct nsr_commit_opts {
-        int project_fd;              /* O_PATH|O_DIRECTORY fd of the live project */
-        const char *project_path;    /* absolute; recorded in the journal (recovery matches it) */
-        int upper_fd;                /* the project's overlay upper dir (the new versions) */
-        int run_fd;                  /* the run dir */
-        const char *run_path;        /* the run dir's absolute path, for kept_at */
-        unsigned project_index;      /* N in pN */
-        struct timespec run_start;   /* CLOCK_REALTIME before the sandbox; the command waited for the coarse clock to pass it */
-        int state_fd;                /* the state dir, for its pending/ index */
-        const char *run_id;          /* the run's id; NULL: the journal is not indexed (tests only) */
-        bool all_or_nothing;         /* a conflict anywhere: apply nothing, leave the upper dir as it is */
-        bool check_only;             /* only find the conflicts: apply nothing in any case */
+        int project_fd;           /* O_PATH|O_DIRECTORY fd of the live project */
+        const char *project_path; /* absolute; recorded in the journal (recovery matches it) */
+        int upper_fd;             /* the project's overlay upper dir (the new versions) */
+        int run_fd;               /* the run dir */
+        const char *run_path;     /* the run dir's absolute path, for kept_at */
+        unsigned project_index;   /* N in pN */
+        struct timespec
+                run_start;   /* CLOCK_REALTIME before the sandbox; the command waited for the coarse clock to pass it */
+        int state_fd;        /* the state dir, for its pending/ index */
+        const char *run_id;  /* the run's id; NULL: the journal is not indexed (tests only) */
+        bool all_or_nothing; /* a conflict anywhere: apply nothing, leave the upper dir as it is */
+        bool check_only;     /* only find the conflicts: apply nothing in any case */
 } nsr_commit_opts;
 
 /* Whether a host entry with this ctime changed after start (a run's
@@ -123,18 +124,18 @@ int nsr_commit_recover(int statefd, const char *project_path, int project_fd, si
 
 typedef struct nsr_undo_opts {
         int project_fd;
-        const char *project_path;   /* absolute, as for the apply */
-        int run_fd;                 /* the run being undone */
+        const char *project_path; /* absolute, as for the apply */
+        int run_fd;               /* the run being undone */
         unsigned project_index;
-        int undo_run_fd;            /* a new run dir that journals and backs up the undo */
-        bool force;                 /* also restore paths changed since the apply */
-        int state_fd;               /* the state dir, for its pending/ index */
-        const char *undo_run_id;    /* the undo run's id; NULL: not indexed (tests only) */
+        int undo_run_fd;         /* a new run dir that journals and backs up the undo */
+        bool force;              /* also restore paths changed since the apply */
+        int state_fd;            /* the state dir, for its pending/ index */
+        const char *undo_run_id; /* the undo run's id; NULL: not indexed (tests only) */
 } nsr_undo_opts;
 
 typedef struct nsr_undo_result {
-        size_t restored;            /* steps of the apply undone */
-        char **refused;             /* paths changed since the apply (not restored without force),
+        size_t restored; /* steps of the apply undone */
+        char **refused;  /* paths changed since the apply (not restored without force),
                                      * or whose backup is gone (an undo already done) */
         nsr_commit_stats stats;
 } nsr_undo_result;
@@ -156,10 +157,10 @@ int nsr_commit_undo(const nsr_undo_opts *o, nsr_undo_result *ret, nsr_error *err
  * these two do makes the run look like an apply that is done, so that
  * history, the report and undo work as for any other run. */
 typedef struct nsr_live_opts {
-        int project_fd;            /* O_PATH|O_DIRECTORY fd of the live project */
-        const char *project_path;  /* absolute */
-        int run_fd;                /* the run dir, holding backup/pN (the snapshot) */
-        unsigned project_index;    /* N in pN */
+        int project_fd;           /* O_PATH|O_DIRECTORY fd of the live project */
+        const char *project_path; /* absolute */
+        int run_fd;               /* the run dir, holding backup/pN (the snapshot) */
+        unsigned project_index;   /* N in pN */
         struct timespec run_start;
 } nsr_live_opts;
 

@@ -511,8 +511,8 @@ static ssize_t r_line(reader *r) {
 /* The header, in this order: nsrun-journal 1, token, kind, project, index,
  * run-start, source, undoes, steps. Returns the step count. */
 static int parse_header(reader *r, nsr_journal *j, uint32_t *crc, uint64_t *ret_steps) {
-        static const char *const keys[] = { "nsrun-journal", "token", "kind", "project", "index",
-                                            "run-start", "source", "undoes", "steps" };
+        static const char *const keys[] = { "nsrun-journal", "token",  "kind",   "project", "index",
+                                            "run-start",     "source", "undoes", "steps" };
         for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
                 ssize_t n = r_line(r);
                 if (n < 0)
@@ -602,8 +602,8 @@ static int apply_state_line(nsr_journal *j, char *line) {
                 size_t n = split(line, f);
                 size_t k;
                 nsr_ident id;
-                if (n != 3 || !streq(f[0], "n") || parse_k(j, f[1], &k) < 0 || parse_ident(f[2], &id) < 0 ||
-                    !id.set || !j->steps[k - 1].copy)
+                if (n != 3 || !streq(f[0], "n") || parse_k(j, f[1], &k) < 0 || parse_ident(f[2], &id) < 0 || !id.set ||
+                    !j->steps[k - 1].copy)
                         return -EBADMSG;
                 j->steps[k - 1].new_id = id;
         }
@@ -775,8 +775,7 @@ bool nsr_fingerprint_matches(const nsr_fingerprint *f, const struct stat *st, bo
         return f->size == (uint64_t) st->st_size && f->mtime.tv_sec == st->st_mtim.tv_sec &&
                f->mtime.tv_nsec == st->st_mtim.tv_nsec &&
                (ignore_ctime || (f->ctime.tv_sec == st->st_ctim.tv_sec && f->ctime.tv_nsec == st->st_ctim.tv_nsec)) &&
-               f->mode == (st->st_mode & 07777) &&
-               f->uid == st->st_uid && f->gid == st->st_gid;
+               f->mode == (st->st_mode & 07777) && f->uid == st->st_uid && f->gid == st->st_gid;
 }
 
 int nsr_applied_write(int dirfd, const char *name, const nsr_applied *a, nsr_error *err) {
@@ -792,10 +791,10 @@ int nsr_applied_write(int dirfd, const char *name, const nsr_applied *a, nsr_err
                 const nsr_fingerprint *f = &a->f[i];
                 w_str(w, f->meta_only ? "m " : "f ");
                 w_hex(w, f->path, strlen(f->path));
-                w_fmt(w, " %c %" PRIu64 " %" PRIu64 " %" PRIu64 " %lld %ld %lld %ld %o %u %u\n",
-                      type_letters[f->type], f->dev, f->ino, f->size, (long long) f->mtime.tv_sec,
-                      (long) f->mtime.tv_nsec, (long long) f->ctime.tv_sec, (long) f->ctime.tv_nsec,
-                      (unsigned) f->mode, (unsigned) f->uid, (unsigned) f->gid);
+                w_fmt(w, " %c %" PRIu64 " %" PRIu64 " %" PRIu64 " %lld %ld %lld %ld %o %u %u\n", type_letters[f->type],
+                      f->dev, f->ino, f->size, (long long) f->mtime.tv_sec, (long) f->mtime.tv_nsec,
+                      (long long) f->ctime.tv_sec, (long) f->ctime.tv_nsec, (unsigned) f->mode, (unsigned) f->uid,
+                      (unsigned) f->gid);
         }
         w_str(w, "end\n");
         w_flush(w);

@@ -15,14 +15,14 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "txn/changeset.h"
 #include "base/error.h"
 #include "base/util.h"
+#include "txn/changeset.h"
 
 /* Limits on what we write and what we agree to read back. */
-#define NSR_JOURNAL_MAX ((uint64_t) 256 * 1024 * 1024)
+#define NSR_JOURNAL_MAX      ((uint64_t) 256 * 1024 * 1024)
 #define NSR_JOURNAL_LINE_MAX ((size_t) 1024 * 1024)
-#define NSR_APPLIED_MAX ((uint64_t) 1024 * 1024 * 1024)
+#define NSR_APPLIED_MAX      ((uint64_t) 1024 * 1024 * 1024)
 
 typedef enum nsr_step_op {
         NSR_STEP_PLACE,   /* a new entry where the project had none */
@@ -78,21 +78,21 @@ typedef struct nsr_step {
 } nsr_step;
 
 typedef struct nsr_journal {
-        char token[17];  /* names the temporary entries of this transaction */
+        char token[17]; /* names the temporary entries of this transaction */
         bool undo;
-        char *project;   /* the project's absolute path */
-        unsigned index;  /* N in pN */
+        char *project;  /* the project's absolute path */
+        unsigned index; /* N in pN */
         struct timespec run_start;
-        char *source;    /* absolute path of the dir new entries come from, or NULL */
+        char *source; /* absolute path of the dir new entries come from, or NULL */
         uint64_t source_dev, source_ino;
-        char *undoes;    /* an undo: the run dir it undoes (informational), or NULL */
+        char *undoes; /* an undo: the run dir it undoes (informational), or NULL */
         nsr_step *steps;
         size_t n_steps, n_allocated;
         /* What the file says happened. */
-        bool plan_valid;  /* the plan is complete and its checksum matches */
-        bool prepared;    /* copies made, their inodes recorded */
+        bool plan_valid; /* the plan is complete and its checksum matches */
+        bool prepared;   /* copies made, their inodes recorded */
         bool done;
-        bool swept;       /* a done copy transaction's leftovers removed */
+        bool swept; /* a done copy transaction's leftovers removed */
         bool rolled_back;
 } nsr_journal;
 

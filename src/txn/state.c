@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -11,13 +12,12 @@
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
-#include <signal.h>
 
 #include "base/dirent.h"
 #include "base/durable.h"
+#include "base/util.h"
 #include "txn/state.h"
 #include "txn/txnfs.h"
-#include "base/util.h"
 
 static const char *env_get(char *const *env, const char *name) {
         size_t l = strlen(name);
@@ -99,8 +99,7 @@ static int fallback_state_dir(const char *path, nsr_error *err) {
         return 0;
 }
 
-int nsr_state_dir_choose(const char *opt, char *const *env, bool for_run, char **ret, char **ret_note,
-                         nsr_error *err) {
+int nsr_state_dir_choose(const char *opt, char *const *env, bool for_run, char **ret, char **ret_note, nsr_error *err) {
         _cleanup_free_ char *dir = NULL;
         int r = nsr_state_dir_resolve(opt, env, &dir, err);
         if (r < 0 && (opt || r != -ENOENT))
@@ -281,10 +280,9 @@ int nsr_rm_rf_at(int dirfd, const char *name, nsr_error *err) {
 }
 
 static const char *const outcome_names[_NSR_OUTCOME_MAX] = {
-        [NSR_OUTCOME_RUNNING] = "running",     [NSR_OUTCOME_COMMITTED] = "committed",
-        [NSR_OUTCOME_CONFLICT] = "conflict",   [NSR_OUTCOME_KEPT] = "kept",
-        [NSR_OUTCOME_DISCARDED] = "discarded", [NSR_OUTCOME_FAILED] = "failed",
-        [NSR_OUTCOME_UNDONE] = "undone",       [NSR_OUTCOME_UNKNOWN] = "unknown",
+        [NSR_OUTCOME_RUNNING] = "running", [NSR_OUTCOME_COMMITTED] = "committed", [NSR_OUTCOME_CONFLICT] = "conflict",
+        [NSR_OUTCOME_KEPT] = "kept",       [NSR_OUTCOME_DISCARDED] = "discarded", [NSR_OUTCOME_FAILED] = "failed",
+        [NSR_OUTCOME_UNDONE] = "undone",   [NSR_OUTCOME_UNKNOWN] = "unknown",
 };
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(nsr_outcome, nsr_outcome, outcome_names)
 DEFINE_PRIVATE_STRING_TABLE_LOOKUP(outcome, nsr_outcome, outcome_names)
@@ -443,8 +441,8 @@ int nsr_state_list_runs(int statefd, char ***ret, nsr_error *err) {
                 return nsr_error_set(err, -r, "cannot list the runs");
         _cleanup_strv_free_ char **v = nsr_malloc0(sizeof(char *));
         FOREACH_DIRENT(de, d, return nsr_error_set(err, errno, "cannot list the runs"))
-                if (nsr_run_id_is_valid(de->d_name))
-                        nsr_strv_extend(&v, de->d_name);
+        if (nsr_run_id_is_valid(de->d_name))
+                nsr_strv_extend(&v, de->d_name);
         qsort(v, nsr_strv_length(v), sizeof(char *), cmp_desc);
         *ret = TAKE_PTR(v);
         return 0;
@@ -462,7 +460,7 @@ static uint64_t tree_size(int parent, const char *name, unsigned depth) {
                 return total;
         /* An estimate for gc's report: what cannot be read counts as 0. */
         FOREACH_DIRENT(de, d, break)
-                total += tree_size(dirfd(d), de->d_name, depth + 1);
+        total += tree_size(dirfd(d), de->d_name, depth + 1);
         return total;
 }
 
@@ -531,7 +529,8 @@ int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stat
                 for (size_t p = 0; runs[i].meta.projects && runs[i].meta.projects[p] && !runs[i].newest; p++) {
                         bool newer = false;
                         for (size_t k = 0; k < i && !newer; k++)
-                                newer = !runs[k].gone && nsr_strv_contains(runs[k].meta.projects, runs[i].meta.projects[p]);
+                                newer = !runs[k].gone &&
+                                        nsr_strv_contains(runs[k].meta.projects, runs[i].meta.projects[p]);
                         runs[i].newest = !newer;
                 }
         }
@@ -709,7 +708,7 @@ bool nsr_run_journals_settled(int run_fd) {
                 return r == -ENOENT;
         /* A journal that could not be listed may hide an unsettled one. */
         FOREACH_DIRENT(de, d, return false)
-                if (de->d_name[0] != '.' && !journal_settled(dirfd(d), de->d_name))
-                        return false;
+        if (de->d_name[0] != '.' && !journal_settled(dirfd(d), de->d_name))
+                return false;
         return true;
 }

@@ -57,8 +57,7 @@ int nsr_state_dir_resolve(const char *opt, char *const *env, char **ret, nsr_err
  * write; *ret_note then says where and why, for stderr (NULL otherwise).
  * With for_run false (subcommands, traces: nothing is created), the
  * fallback is chosen only when the default does not exist and it does. */
-int nsr_state_dir_choose(const char *opt, char *const *env, bool for_run, char **ret, char **ret_note,
-                         nsr_error *err);
+int nsr_state_dir_choose(const char *opt, char *const *env, bool for_run, char **ret, char **ret_note, nsr_error *err);
 /* Creates the state dir (0700, parents as needed) and opens it. */
 int nsr_state_open(const char *dir, nsr_error *err);
 /* What a run was: STATE/runs/RUN/meta, a line file ("key value"), with
@@ -71,8 +70,8 @@ typedef struct nsr_run_meta {
         struct timespec start; /* the run's start (conflict checks compare ctimes with it) */
         char **projects;       /* absolute paths */
         char **argv;
-        int exit_code;         /* -1: none */
-        int signal;            /* 0: none */
+        int exit_code; /* -1: none */
+        int signal;    /* 0: none */
         /* per project: created, modified, deleted, type_changed, metadata_changed */
         unsigned long (*counts)[5];
         /* per project: the st_dev and st_ino the project had when the run

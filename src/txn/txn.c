@@ -107,11 +107,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/utf8.h"
 #include "txn/journal.h"
 #include "txn/state.h"
 #include "txn/txn.h"
 #include "txn/txnfs.h"
-#include "base/utf8.h"
 
 /* ---- test hooks ------------------------------------------------------------------ */
 
@@ -334,8 +334,8 @@ static int meta_set(nsr_txn *t, const nsr_step *s, bool undo, nsr_error *err) {
                         return 0; /* not ours any more: nothing to put back */
                 return nsr_txn_path_error(err, fd < 0 ? -fd : EBUSY, "changed on the host during the apply:", s->path);
         }
-        if (s->chown && fchownat(fd, "", undo ? s->old_uid : s->new_uid, undo ? s->old_gid : s->new_gid,
-                                 AT_EMPTY_PATH) < 0)
+        if (s->chown &&
+            fchownat(fd, "", undo ? s->old_uid : s->new_uid, undo ? s->old_gid : s->new_gid, AT_EMPTY_PATH) < 0)
                 return nsr_txn_path_error(err, errno, "cannot change the owner of", s->path);
         int r = nsr_txnfs_fd_chmod(fd, undo ? s->old_mode : s->new_mode);
         if (r < 0)
@@ -732,8 +732,8 @@ int nsr_txn_run(nsr_txn *t, nsr_error *err) {
                 }
                 r = nsr_journal_append(fd, "prepared", true);
                 if (r < 0)
-                        return rollback_after_failure(t, nsr_error_set(err, -r, "cannot write the journal"),
-                                                      j->n_steps, err);
+                        return rollback_after_failure(t, nsr_error_set(err, -r, "cannot write the journal"), j->n_steps,
+                                                      err);
                 j->prepared = true;
         }
         for (size_t k = 0; k < j->n_steps; k++) {
@@ -781,7 +781,8 @@ int nsr_txn_record(nsr_txn *t, nsr_error *err) {
                 r = write_fingerprints(t, err);
         if (r >= 0 && (r = sync_all(t)) < 0)
                 nsr_error_set(err, -r, "cannot sync the file systems");
-        if (r >= 0 && ((r = nsr_journal_append(fd, "done", false)) < 0 || (r = nsr_journal_append(fd, "swept", true)) < 0))
+        if (r >= 0 &&
+            ((r = nsr_journal_append(fd, "done", false)) < 0 || (r = nsr_journal_append(fd, "swept", true)) < 0))
                 nsr_error_set(err, -r, "cannot write the journal");
         if (r >= 0 && renameat(t->run_fd, tmp, t->run_fd, name) < 0)
                 r = nsr_error_set(err, errno, "cannot put the journal in place");
@@ -833,8 +834,8 @@ int nsr_txn_check_journal_slot(int run_fd, unsigned index, nsr_error *err) {
         if (j->done && !j->rolled_back)
                 return nsr_error_setx(err, EEXIST, "this run was already applied to project %u", index);
         if (!j->rolled_back && j->project)
-                return nsr_error_setx(err, EBUSY,
-                                      "an unfinished apply of this run waits for recovery (project %u)", index);
+                return nsr_error_setx(err, EBUSY, "an unfinished apply of this run waits for recovery (project %u)",
+                                      index);
         char old[64];
         snprintf(old, sizeof(old), "journal/p%u.%s", index, j->token[0] ? j->token : "torn");
         if (renameat(run_fd, name, run_fd, old) < 0)
@@ -861,7 +862,7 @@ static int open_source(const nsr_journal *j, int run_fd) {
 }
 
 int nsr_txn_recover_journal(int run_fd, int jdir, const char *name, const char *project_path, int project_fd,
-                           size_t *count, bool *ret_final, nsr_error *err) {
+                            size_t *count, bool *ret_final, nsr_error *err) {
         *ret_final = false;
         _cleanup_close_ int fd = openat(jdir, name, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
@@ -924,4 +925,3 @@ int nsr_txn_recover_journal(int run_fd, int jdir, const char *name, const char *
         *ret_final = true;
         return 0;
 }
-

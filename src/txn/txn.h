@@ -8,19 +8,19 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "txn/commit.h"
 #include "base/error.h"
+#include "txn/commit.h"
 #include "txn/journal.h"
 
 typedef struct nsr_txn {
         nsr_journal *j;
         int project_fd;
         int run_fd;
-        int src_fd;     /* the source root (or the park dir in a recovery); -1: none */
-        int backup_fd;  /* RUN/backup/pN */
+        int src_fd;    /* the source root (or the park dir in a recovery); -1: none */
+        int backup_fd; /* RUN/backup/pN */
         int journal_fd;
         dev_t project_dev;
-        bool other_fs;  /* a step's dir is on another file system than the project root */
+        bool other_fs; /* a step's dir is on another file system than the project root */
         nsr_commit_stats *stats;
         /* The state dir and the run's id: a transaction that may leave
          * an unfinished journal marks it in STATE/pending (see txn.c).

@@ -12,10 +12,10 @@
 
 #include "base/dirent.h"
 #include "base/syscalls.h"
-#include "txn/txnfs.h"
 #include "base/util.h"
+#include "txn/txnfs.h"
 
-#define RESOLVE_FLAGS (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+#define RESOLVE_FLAGS   (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
 #define XATTR_NAMES_MAX 65536
 #define XATTR_VALUE_MAX 65536
 
@@ -783,8 +783,7 @@ static int walk_rec(walk_ctx *w, int dirfd, const char *name, size_t rel_len, un
         return r;
 }
 
-int nsr_txnfs_walk(int dirfd, const char *name, const char *rel, unsigned flags, nsr_txnfs_walk_fn fn,
-                   void *userdata) {
+int nsr_txnfs_walk(int dirfd, const char *name, const char *rel, unsigned flags, nsr_txnfs_walk_fn fn, void *userdata) {
         _cleanup_free_ walk_ctx *w = nsr_malloc0(sizeof(*w));
         size_t l = strlen(rel);
         if (l >= sizeof(w->rel))

@@ -112,8 +112,7 @@ enum {
  * -ELOOP beyond NSR_TXNFS_MAX_DEPTH, -E2BIG beyond NSR_TXNFS_MAX_ENTRIES,
  * -ENAMETOOLONG when a rel path reaches PATH_MAX, and -EACCES on an
  * unreadable dir unless flags say otherwise. */
-int nsr_txnfs_walk(int dirfd, const char *name, const char *rel, unsigned flags, nsr_txnfs_walk_fn fn,
-                   void *userdata);
+int nsr_txnfs_walk(int dirfd, const char *name, const char *rel, unsigned flags, nsr_txnfs_walk_fn fn, void *userdata);
 
 /* ---- run-dir helpers ----------------------------------------------------------------- */
 /* The absolute path an fd was opened on (from /proc), or NULL. */

@@ -8,10 +8,10 @@
 
 #include <stdio.h>
 
-#include "txn/changeset.h"
+#include "base/utf8.h"
 #include "fuzz.h"
 #include "project/report.h"
-#include "base/utf8.h"
+#include "txn/changeset.h"
 
 /* ---- a minimal JSON reader: just enough to check the writer ------------- */
 

@@ -2,12 +2,12 @@
 /* Shared by the libFuzzer targets (tests/fuzz/README). */
 #pragma once
 
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <unistd.h>
 
 #include "base/util.h"

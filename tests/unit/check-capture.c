@@ -26,10 +26,10 @@
 #include <sys/xattr.h>
 #include <time.h>
 
+#include "base/utf8.h"
 #include "project/capture.h"
 #include "sandbox/overlay.h"
 #include "unit.h"
-#include "base/utf8.h"
 
 /* The tests' scratch dir, made by the unchecked fixture in the runner
  * process so that it is removed even when a test fails. */
@@ -268,8 +268,8 @@ static char *scan_serialize(const char *upper, const char *lower, const nsr_capt
 
 static void scan_parse(const char *text, result *res) {
         unsigned long long a, b, c, d, e;
-        ck_assert_msg(sscanf(text, "%d %llu %llu %llu %llu %llu", &res->r, &a, &b, &c, &d, &e) == 6, "bad scan output: %s",
-                      text);
+        ck_assert_msg(sscanf(text, "%d %llu %llu %llu %llu %llu", &res->r, &a, &b, &c, &d, &e) == 6,
+                      "bad scan output: %s", text);
         res->st = (nsr_capture_stats){ a, b, c, d, e };
         const char *nl = strchr(text, '\n');
         res->text = nsr_strdup(nl ? nl + 1 : "");
@@ -487,9 +487,9 @@ START_TEST(test_classify) {
         put(U, "\xff", "x");
 
         /* Copy-ups keep the lower mtime; a touch does not. */
-        static const char *const same_time[] = { "same.txt", "mod.txt", "grow.txt", "touch.txt", "mode.txt",
-                                                 "xattr.txt", "link", "samelink", "opq/keep", "mark/m",
-                                                 "l2d/f", "nl\nx\xff" };
+        static const char *const same_time[] = { "same.txt", "mod.txt",   "grow.txt", "touch.txt",
+                                                 "mode.txt", "xattr.txt", "link",     "samelink",
+                                                 "opq/keep", "mark/m",    "l2d/f",    "nl\nx\xff" };
         for (size_t i = 0; i < ELEMENTSOF(same_time); i++) {
                 settime(L, same_time[i], T0);
                 settime(U, same_time[i], T0);
@@ -722,9 +722,14 @@ START_TEST(test_root_record) {
         ck_assert_int_eq(p.ctime.tv_sec, 1700000000);
         ck_assert_int_eq(p.ctime.tv_nsec, 123456789);
         static const char *const bad[] = {
-                "", "nsrun-root 1 755 0 0 1 2 3 4", "nsrun-root 2 755 0 0 1 2 3 4\n",
-                "nsrun-root 1 17777 0 0 1 2 3 4\n", "nsrun-root 1 755 0 0 1 2 3 1000000000\n",
-                "nsrun-root 1 755 0 0 1 2 3 4\nx", "nsrun-root 1 755 0 0 1 2 3\n", "nsrun-root 1 755 4294967296 0 1 2 3 4\n",
+                "",
+                "nsrun-root 1 755 0 0 1 2 3 4",
+                "nsrun-root 2 755 0 0 1 2 3 4\n",
+                "nsrun-root 1 17777 0 0 1 2 3 4\n",
+                "nsrun-root 1 755 0 0 1 2 3 1000000000\n",
+                "nsrun-root 1 755 0 0 1 2 3 4\nx",
+                "nsrun-root 1 755 0 0 1 2 3\n",
+                "nsrun-root 1 755 4294967296 0 1 2 3 4\n",
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                 ck_assert_msg(nsr_capture_root_parse(bad[i], &p) == -EINVAL, "'%s' accepted", bad[i]);
@@ -862,8 +867,7 @@ START_TEST(test_scaling) {
         for (int m = 0; m < _SCAN_MODE_MAX; m++) {
                 if (m == SCAN_USERNS && !have_userns)
                         continue;
-                ck_assert_msg(res[m].st.stat_calls < 50, "%llu stat calls",
-                              (unsigned long long) res[m].st.stat_calls);
+                ck_assert_msg(res[m].st.stat_calls < 50, "%llu stat calls", (unsigned long long) res[m].st.stat_calls);
                 ck_assert_uint_eq(res[m].st.upper_entries, 5);
                 ck_assert_uint_eq(res[m].st.lower_entries, 0);
                 result_done(&res[m]);
@@ -1026,10 +1030,9 @@ static void build_project(const tree *t) {
         put(L, "nl\nname", "1");
         put(L, "\xff\xfe", "z");
         put(L, "lower000.txt", "l");
-        static const char *const files[] = { "keep.txt", "mod.txt",   "del.txt",    "opq/x",     "opq/y",
-                                             "opq/w",    "mvfile.txt", "chmod.sh",  "touch.txt", "rdwr.txt",
-                                             "xattr.txt", "link",     "same-link",  "f2d",       "nl\nname",
-                                             "\xff\xfe", "lower000.txt" };
+        static const char *const files[] = { "keep.txt",   "mod.txt",  "del.txt",   "opq/x",    "opq/y",       "opq/w",
+                                             "mvfile.txt", "chmod.sh", "touch.txt", "rdwr.txt", "xattr.txt",   "link",
+                                             "same-link",  "f2d",      "nl\nname",  "\xff\xfe", "lower000.txt" };
         for (size_t i = 0; i < ELEMENTSOF(files); i++)
                 settime(L, files[i], T0);
 }

@@ -13,9 +13,9 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "plan-eq.h"
 #include "cli/plan.h"
 #include "cli/subopts.h"
+#include "plan-eq.h"
 #include "unit.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -46,7 +46,7 @@ typedef struct parsed {
         nsr_cli_result res;
         nsr_error err;
         char msg[NSR_ERROR_MSG_MAX + 256]; /* the error as printed */
-        char *text;                         /* the words, for failure messages */
+        char *text;                        /* the words, for failure messages */
 } parsed;
 
 static void parsed_done(parsed *p) {
@@ -84,11 +84,11 @@ static void err_(bool bwrap, const char *want, const char *const *w, int line) {
 }
 
 /* Parse in bwrap mode (B_) or nsrun mode (N_). *_OK returns the plan. */
-#define B_OK(...) ok_(true, W(__VA_ARGS__), __LINE__)
-#define N_OK(...) ok_(false, W(__VA_ARGS__), __LINE__)
+#define B_OK(...)        ok_(true, W(__VA_ARGS__), __LINE__)
+#define N_OK(...)        ok_(false, W(__VA_ARGS__), __LINE__)
 #define B_ERR(want, ...) err_(true, (want), W(__VA_ARGS__), __LINE__)
 #define N_ERR(want, ...) err_(false, (want), W(__VA_ARGS__), __LINE__)
-#define _cleanup_plan_ _cleanup_(nsr_plan_freep)
+#define _cleanup_plan_   _cleanup_(nsr_plan_freep)
 
 /* The read end of a pipe holding exactly these bytes, then EOF. */
 static int pipe_with(const void *data, size_t len) {
@@ -223,16 +223,43 @@ static const struct {
 } nsrun_options[] = {
         { "--trace-bwrap", 0 },
         { "--trace-bwrap-fd", 1 },
-        { "--seccomp-policy", 1 }, { "--project", 1 },     { "-p", 1 },         { "--home", 1 },
-        { "--hide", 1 },           { "--rw", 1 },          { "--ro", 1 },       { "--keep-env", 1 },
-        { "--allow-nested", 0 },   { "--state-dir", 1 },   { "--report", 1 },   { "--report-fd", 1 },
-        { "--discard", 0 },        { "--keep", 0 },        { "--on-conflict", 1 }, { "--quiet", 0 },    { "-q", 0 },
-        { "--verbose", 0 },        { "-v", 0 },            { "--events-fd", 1 }, { "--keep-days", 1 },
-        { "--backup-limit", 1 },   { "--sandbox", 1 },     { "--no-overlay", 0 }, { "--snapshot-limit", 1 },
-        { "--profile", 1 },        { "--workspace-root", 0 },
-        { "--allow-host", 1 },     { "--deny-host", 1 },   { "--net-log-fd", 1 },
-        { "--timeout", 1 },        { "--kill-after", 1 },  { "--rlimit", 1 },     { "--pids", 1 },
-        { "--tmp-size", 1 },       { "--memory", 1 },      { "--cpu", 1 },
+        { "--seccomp-policy", 1 },
+        { "--project", 1 },
+        { "-p", 1 },
+        { "--home", 1 },
+        { "--hide", 1 },
+        { "--rw", 1 },
+        { "--ro", 1 },
+        { "--keep-env", 1 },
+        { "--allow-nested", 0 },
+        { "--state-dir", 1 },
+        { "--report", 1 },
+        { "--report-fd", 1 },
+        { "--discard", 0 },
+        { "--keep", 0 },
+        { "--on-conflict", 1 },
+        { "--quiet", 0 },
+        { "-q", 0 },
+        { "--verbose", 0 },
+        { "-v", 0 },
+        { "--events-fd", 1 },
+        { "--keep-days", 1 },
+        { "--backup-limit", 1 },
+        { "--sandbox", 1 },
+        { "--no-overlay", 0 },
+        { "--snapshot-limit", 1 },
+        { "--profile", 1 },
+        { "--workspace-root", 0 },
+        { "--allow-host", 1 },
+        { "--deny-host", 1 },
+        { "--net-log-fd", 1 },
+        { "--timeout", 1 },
+        { "--kill-after", 1 },
+        { "--rlimit", 1 },
+        { "--pids", 1 },
+        { "--tmp-size", 1 },
+        { "--memory", 1 },
+        { "--cpu", 1 },
 };
 
 START_TEST(test_table_bwrap_options) {
@@ -309,8 +336,7 @@ START_TEST(test_table_sanity) {
                 ck_assert_msg(o->nargs <= 3, "%s", o->name);
                 /* the metavar names each argument */
                 ck_assert_msg(o->nargs == 0 ? o->metavar == NULL : count_words(o->metavar) == o->nargs,
-                              "%s: metavar \"%s\" for %u arguments", o->name, o->metavar ? o->metavar : "",
-                              o->nargs);
+                              "%s: metavar \"%s\" for %u arguments", o->name, o->metavar ? o->metavar : "", o->nargs);
                 for (size_t j = 0; j < i; j++) {
                         ck_assert_msg(!streq(o->name, nsr_options[j].name), "%s twice", o->name);
                         if (o->short_name)
@@ -344,8 +370,8 @@ START_TEST(test_table_handlers) {
                 _cleanup_parsed_ parsed p = parse_n(false, w, n);
                 ck_assert_msg(p.r >= 0 || !strstr(p.msg, "no handler"), "%s: %s", o->name, p.msg);
                 ck_assert_msg(p.r >= 0 || !strstr(p.msg, "Unknown option"), "%s: %s", o->name, p.msg);
-                ck_assert_msg((p.res.project_only == o) == !!(o->flags & NSR_OPTF_PROJECT),
-                              "%s: project-only is %s", o->name, p.res.project_only ? p.res.project_only->name : "unset");
+                ck_assert_msg((p.res.project_only == o) == !!(o->flags & NSR_OPTF_PROJECT), "%s: project-only is %s",
+                              o->name, p.res.project_only ? p.res.project_only->name : "unset");
         }
         /* the first one given is named, from a file as from the command line */
         _cleanup_parsed_ parsed p = parse(false, W("--bind", "/", "/", "--quiet", "--home", "ro", "true"));
@@ -406,11 +432,11 @@ static char *sub_parse(const nsr_subcmd *c, const char *const *w) {
         return out;
 }
 
-#define SUB_IS(c, want, ...)                                      \
-        do {                                                      \
-                char *got_ = sub_parse(c, W(__VA_ARGS__));        \
-                ck_assert_str_eq(got_, want);                     \
-                free(got_);                                       \
+#define SUB_IS(c, want, ...)                                                                                           \
+        do {                                                                                                           \
+                char *got_ = sub_parse(c, W(__VA_ARGS__));                                                             \
+                ck_assert_str_eq(got_, want);                                                                          \
+                free(got_);                                                                                            \
         } while (0)
 
 START_TEST(test_subopts_parse) {
@@ -489,8 +515,8 @@ START_TEST(test_help_bwrap) {
                 const nsr_option *o = nsr_options_find(bwrap_options[i].name, true);
                 /* "    --opt META" left-justified in 29 columns: the text
                  * starts at column 34, as in bwrap's --help. */
-                _cleanup_free_ char *left = nsr_asprintf("%s%s%s", o->name, o->metavar ? " " : "",
-                                                         o->metavar ? o->metavar : "");
+                _cleanup_free_ char *left =
+                        nsr_asprintf("%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
                 _cleanup_free_ char *line = nsr_asprintf("\n    %-28s %.10s", left, o->help);
                 ck_assert_msg(strstr(h, line) != NULL, "no help line for %s", o->name);
         }
@@ -587,8 +613,7 @@ START_TEST(test_help_version_actions) {
         ck_assert_int_eq(b.res.action, NSR_CLI_VERSION);
 
         /* options before it are processed; what follows is never looked at */
-        _cleanup_parsed_ parsed c = parse(true, W("--unshare-pid", "--chdir", "a", "--chdir", "b", "--help",
-                "--foo"));
+        _cleanup_parsed_ parsed c = parse(true, W("--unshare-pid", "--chdir", "a", "--chdir", "b", "--help", "--foo"));
         ck_assert_int_eq(c.r, 0);
         ck_assert_int_eq(c.res.action, NSR_CLI_HELP);
         ck_assert(c.plan->unshare_pid);
@@ -726,9 +751,9 @@ END_TEST
 
 /* Options whose first argument is an fd that is not read while parsing. */
 static const char *const fd_options[] = {
-        "--userns",   "--userns2",  "--pidns",         "--sync-fd",          "--bind-fd", "--ro-bind-fd",
-        "--file",     "--bind-data", "--ro-bind-data", "--seccomp",          "--block-fd", "--userns-block-fd",
-        "--info-fd",  "--json-status-fd",
+        "--userns",  "--userns2",        "--pidns",        "--sync-fd", "--bind-fd",  "--ro-bind-fd",
+        "--file",    "--bind-data",      "--ro-bind-data", "--seccomp", "--block-fd", "--userns-block-fd",
+        "--info-fd", "--json-status-fd",
 };
 
 START_TEST(test_invalid_fd) {
@@ -752,14 +777,18 @@ START_TEST(test_fd_values) {
         static const struct {
                 const char *s;
                 int fd;
-        } good[] = { { "0", 0 }, { "3", 3 }, { "007", 7 }, { " 4", 4 }, { "+5", 5 }, { "-0", 0 },
-                { "2147483647", 2147483647 } };
+        } good[] = { { "0", 0 },
+                     { "3", 3 },
+                     { "007", 7 },
+                     { " 4", 4 },
+                     { "+5", 5 },
+                     { "-0", 0 },
+                     { "2147483647", 2147483647 } };
         for (size_t i = 0; i < ELEMENTSOF(good); i++) {
                 const char *s = good[i].s;
                 _cleanup_plan_ nsr_plan *p =
                         B_OK("--userns", s, "--userns2", s, "--pidns", s, "--sync-fd", s, "--block-fd", s,
-                             "--userns-block-fd", s, "--info-fd", s, "--json-status-fd", s, "--seccomp", s,
-                                     "--bind-fd",
+                             "--userns-block-fd", s, "--info-fd", s, "--json-status-fd", s, "--seccomp", s, "--bind-fd",
                              s, "/a", "--ro-bind-fd", s, "/b", "--file", s, "/c", "--bind-data", s, "/d",
                              "--ro-bind-data", s, "/e", "true");
                 int fd = good[i].fd;
@@ -798,10 +827,10 @@ END_TEST
 static const struct {
         const char *opt, *v1, *v2;
 } last_wins[] = {
-        { "--chdir", "/a", "/b" },      { "--sync-fd", "3", "4" },  { "--block-fd", "3", "4" },
+        { "--chdir", "/a", "/b" },         { "--sync-fd", "3", "4" }, { "--block-fd", "3", "4" },
         { "--userns-block-fd", "3", "4" }, { "--info-fd", "3", "4" }, { "--json-status-fd", "3", "4" },
-        { "--seccomp", "3", "4" },      { "--userns", "3", "4" },   { "--userns2", "3", "4" },
-        { "--pidns", "3", "4" },        { "--uid", "1", "2" },      { "--gid", "1", "2" },
+        { "--seccomp", "3", "4" },         { "--userns", "3", "4" },  { "--userns2", "3", "4" },
+        { "--pidns", "3", "4" },           { "--uid", "1", "2" },     { "--gid", "1", "2" },
         { "--hostname", "a", "b" },
 };
 
@@ -817,15 +846,14 @@ START_TEST(test_last_wins_warnings) {
                 ck_assert_str_eq(NSR_WARNING_TEXT(a->warnings[0]), w0 + 1);
 
                 /* three times: two warnings */
-                _cleanup_plan_ nsr_plan *b = ok_(
-                        true, W(o, last_wins[i].v1, o, last_wins[i].v2, o, last_wins[i].v1, "true"), __LINE__);
+                _cleanup_plan_ nsr_plan *b =
+                        ok_(true, W(o, last_wins[i].v1, o, last_wins[i].v2, o, last_wins[i].v1, "true"), __LINE__);
                 assert_warnings(b, W(w0, w0));
 
                 /* --level-prefix counts from where it appears */
-                _cleanup_plan_ nsr_plan *c = ok_(true,
-                                                 W(o, last_wins[i].v1, o, last_wins[i].v2, "--level-prefix", o,
-                                                   last_wins[i].v1, "true"),
-                                                 __LINE__);
+                _cleanup_plan_ nsr_plan *c = ok_(
+                        true, W(o, last_wins[i].v1, o, last_wins[i].v2, "--level-prefix", o, last_wins[i].v1, "true"),
+                        __LINE__);
                 assert_warnings(c, W(w0, w1));
                 ck_assert(NSR_WARNING_LEVEL_PREFIX(c->warnings[1]));
                 ck_assert_str_eq(NSR_WARNING_TEXT(c->warnings[1]), w0 + 1);
@@ -877,18 +905,15 @@ END_TEST
 
 START_TEST(test_no_warning_when_repeated) {
         _cleanup_plan_ nsr_plan *p =
-                B_OK("--lock-file", "/a", "--lock-file", "/a", "--setenv", "A", "1", "--setenv", "A", "2",
-                        "--unsetenv",
+                B_OK("--lock-file", "/a", "--lock-file", "/a", "--setenv", "A", "1", "--setenv", "A", "2", "--unsetenv",
                      "A", "--unsetenv", "A", "--clearenv", "--clearenv", "--bind", "/a", "/a", "--bind", "/a", "/a",
-                     "--cap-add", "ALL", "--cap-add", "ALL", "--cap-drop", "ALL", "--cap-drop", "ALL",
-                             "--unshare-pid",
-                     "--unshare-pid", "--tmpfs", "/t", "--tmpfs", "/t", "--dir", "/d", "--dir", "/d",
-                             "--level-prefix",
+                     "--cap-add", "ALL", "--cap-add", "ALL", "--cap-drop", "ALL", "--cap-drop", "ALL", "--unshare-pid",
+                     "--unshare-pid", "--tmpfs", "/t", "--tmpfs", "/t", "--dir", "/d", "--dir", "/d", "--level-prefix",
                      "--level-prefix", "--new-session", "--new-session", "--overlay-src", "/x", "--overlay-src", "/x",
                      "--ro-overlay", "/o", "true");
         ck_assert_ptr_null(p->warnings);
-        _cleanup_plan_ nsr_plan *q = N_OK("--seccomp-policy", "a", "--seccomp-policy", "b", "--trace-bwrap",
-                                          "--trace-bwrap", "true");
+        _cleanup_plan_ nsr_plan *q =
+                N_OK("--seccomp-policy", "a", "--seccomp-policy", "b", "--trace-bwrap", "--trace-bwrap", "true");
         ck_assert_ptr_null(q->warnings);
         _cleanup_plan_ nsr_plan *r = N_OK("--trace-bwrap-fd", "3", "--trace-bwrap-fd=4", "true");
         assert_warnings(r, W("0Only the last --trace-bwrap-fd option will take effect"));
@@ -897,8 +922,8 @@ START_TEST(test_no_warning_when_repeated) {
 END_TEST
 
 START_TEST(test_project_options) {
-        _cleanup_plan_ nsr_plan *p = N_OK("-p", "/a", "--project=/b", "--home", "hide", "--hide", "~/.x", "--rw",
-                                          "/c", "--ro=/d", "--keep-env", "TOKEN", "--allow-nested", "--state-dir", "s",
+        _cleanup_plan_ nsr_plan *p = N_OK("-p", "/a", "--project=/b", "--home", "hide", "--hide", "~/.x", "--rw", "/c",
+                                          "--ro=/d", "--keep-env", "TOKEN", "--allow-nested", "--state-dir", "s",
                                           "--report", "r.json", "--report-fd=5", "--keep", "-q", "--verbose",
                                           "--events-fd", "6", "--keep-days=3", "--backup-limit", "500M", "true");
         ck_assert_str_eq(p->proj.projects[0], "/a");
@@ -932,8 +957,8 @@ START_TEST(test_project_options) {
         N_ERR("--keep-days takes a number of days, not \"-1\"", "--keep-days", "-1", "true");
         ck_assert_int_eq(p->proj.sandbox, NSR_SANDBOX_REQUIRED);
         ck_assert(!p->proj.no_overlay && p->proj.snapshot_limit == 0);
-        _cleanup_plan_ nsr_plan *be = N_OK("-p", "/a", "--sandbox=best-effort", "--no-overlay", "--snapshot-limit", "2G",
-                                           "true");
+        _cleanup_plan_ nsr_plan *be =
+                N_OK("-p", "/a", "--sandbox=best-effort", "--no-overlay", "--snapshot-limit", "2G", "true");
         ck_assert_int_eq(be->proj.sandbox, NSR_SANDBOX_BEST_EFFORT);
         ck_assert(be->proj.no_overlay);
         ck_assert_uint_eq(be->proj.snapshot_limit, (uint64_t) 2 << 30);
@@ -1220,8 +1245,9 @@ START_TEST(test_chmod) {
         ck_assert_uint_eq(op_at(p, 2)->perms, 0644);
         ck_assert_uint_eq(op_at(p, 3)->perms, 0);
 
-        static const char *const bad[] = { "8", "", "10000", "0x7", "abc", "-1", "755 ", "7 55",
-                "99999999999999999999999" };
+        static const char *const bad[] = { "8",    "",     "10000",
+                                           "0x7",  "abc",  "-1",
+                                           "755 ", "7 55", "99999999999999999999999" };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                 err_(true, "--chmod takes an octal argument <= 07777", W("--chmod", bad[i], "/x", "true"), __LINE__);
 }
@@ -1239,8 +1265,7 @@ END_TEST
 
 START_TEST(test_perms_consumers) {
         _cleanup_plan_ nsr_plan *p =
-                B_OK("--perms", "0700", "--tmpfs", "/t", "--perms", "0750", "--dir", "/d", "--perms", "0644",
-                        "--file",
+                B_OK("--perms", "0700", "--tmpfs", "/t", "--perms", "0750", "--dir", "/d", "--perms", "0644", "--file",
                      "3", "/f", "--perms", "0640", "--bind-data", "4", "/b", "--perms", "0444", "--ro-bind-data", "5",
                      "/r", "--perms", "0", "--dir", "/z", "--dir", "/default", "true");
         ck_assert_uint_eq(p->n_ops, 7);
@@ -1260,14 +1285,15 @@ START_TEST(test_perms_values) {
         static const struct {
                 const char *s;
                 mode_t m;
-        } good[] = { { "7777", 07777 }, { "01777", 01777 }, { "755", 0755 }, { " 755", 0755 }, { "+755", 0755 },
-                     { "-0", 0 },       { "00000755", 0755 } };
+        } good[] = { { "7777", 07777 }, { "01777", 01777 }, { "755", 0755 },     { " 755", 0755 },
+                     { "+755", 0755 },  { "-0", 0 },        { "00000755", 0755 } };
         for (size_t i = 0; i < ELEMENTSOF(good); i++) {
                 _cleanup_plan_ nsr_plan *p = ok_(true, W("--perms", good[i].s, "--dir", "/d", "true"), __LINE__);
                 ck_assert_uint_eq(op_at(p, 0)->perms, good[i].m);
         }
-        static const char *const bad[] = { "", "8", "10000", "0x1ff", "rwx", "-1", "755 ", "0755\n",
-                "77777777777777777777777" };
+        static const char *const bad[] = { "",      "8",      "10000",
+                                           "0x1ff", "rwx",    "-1",
+                                           "755 ",  "0755\n", "77777777777777777777777" };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                 err_(true, "--perms takes an octal argument <= 07777", W("--perms", bad[i], "--dir", "/d", "true"),
                      __LINE__);
@@ -1282,14 +1308,30 @@ START_TEST(test_perms_errors) {
 
         /* every option that does not create a file leaves --perms pending */
         const char *const *const not_consumers[] = {
-                W("--bind", "/a", "/b"),      W("--ro-bind", "/a", "/b"),   W("--dev-bind", "/a", "/b"),
-                W("--bind-try", "/a", "/b"),  W("--bind-fd", "3", "/b"),    W("--ro-bind-fd", "3", "/b"),
-                W("--remount-ro", "/b"),      W("--proc", "/proc"),         W("--dev", "/dev"),
-                W("--mqueue", "/m"),          W("--symlink", "a", "/b"),    W("--chmod", "0755", "/b"),
-                W("--hostname", "h"),         W("--overlay-src", "/o"),     W("--unshare-pid"),
-                W("--setenv", "A", "B"),      W("--chdir", "/"),            W("--lock-file", "/l"),
-                W("--cap-add", "ALL"),        W("--seccomp", "3"),          W("--info-fd", "3"),
-                W("--level-prefix"),          W("--clearenv"),              W("--uid", "0"),
+                W("--bind", "/a", "/b"),
+                W("--ro-bind", "/a", "/b"),
+                W("--dev-bind", "/a", "/b"),
+                W("--bind-try", "/a", "/b"),
+                W("--bind-fd", "3", "/b"),
+                W("--ro-bind-fd", "3", "/b"),
+                W("--remount-ro", "/b"),
+                W("--proc", "/proc"),
+                W("--dev", "/dev"),
+                W("--mqueue", "/m"),
+                W("--symlink", "a", "/b"),
+                W("--chmod", "0755", "/b"),
+                W("--hostname", "h"),
+                W("--overlay-src", "/o"),
+                W("--unshare-pid"),
+                W("--setenv", "A", "B"),
+                W("--chdir", "/"),
+                W("--lock-file", "/l"),
+                W("--cap-add", "ALL"),
+                W("--seccomp", "3"),
+                W("--info-fd", "3"),
+                W("--level-prefix"),
+                W("--clearenv"),
+                W("--uid", "0"),
         };
         for (size_t i = 0; i < ELEMENTSOF(not_consumers); i++) {
                 const char *w[8] = { "--perms", "0700" };
@@ -1338,13 +1380,12 @@ START_TEST(test_size) {
         _cleanup_plan_ nsr_plan *hex = B_OK("--size", "0X7fffffffffffffff", "--tmpfs", "/m", "true");
         ck_assert(op_at(hex, 0)->size == UINT64_C(9223372036854775807));
 
-        static const char *const bad[] = { "0",   "",    " 1", "+1",   "-1",  "1k", "1 ", "0x", "x1",
-                                           "1.5", "0x0", "09", "00",   "18446744073709551616" };
+        static const char *const bad[] = { "0",  "",   " 1",  "+1",  "-1", "1k", "1 ",
+                                           "0x", "x1", "1.5", "0x0", "09", "00", "18446744073709551616" };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                 err_(true, "--size takes a non-zero number of bytes", W("--size", bad[i], "--tmpfs", "/t", "true"),
                      __LINE__);
-        B_ERR("--size (for tmpfs) is limited to 9223372036854775807", "--size", "9223372036854775808", "--tmpfs",
-              "/t");
+        B_ERR("--size (for tmpfs) is limited to 9223372036854775807", "--size", "9223372036854775808", "--tmpfs", "/t");
         B_ERR("--size (for tmpfs) is limited to 9223372036854775807", "--size", "18446744073709551615", "--tmpfs",
               "/t");
         B_ERR("--size (for tmpfs) is limited to 9223372036854775807", "--size", "0x8000000000000000");
@@ -1366,9 +1407,8 @@ END_TEST
 START_TEST(test_overlays) {
         _cleanup_plan_ nsr_plan *p =
                 B_OK("--overlay-src", "/l1", "--overlay-src", "/l2", "--overlay", "/rw", "/work", "/o1",
-                        "--overlay-src",
-                     "/l3", "--tmp-overlay", "/o2", "--overlay-src", "/l4", "--overlay-src", "/l5", "--overlay-src",
-                     "/l6", "--ro-overlay", "/o3", "true");
+                     "--overlay-src", "/l3", "--tmp-overlay", "/o2", "--overlay-src", "/l4", "--overlay-src", "/l5",
+                     "--overlay-src", "/l6", "--ro-overlay", "/o3", "true");
         ck_assert_uint_eq(p->n_ops, 3);
         const nsr_op *o1 = op_at(p, 0), *o2 = op_at(p, 1), *o3 = op_at(p, 2);
         ck_assert_int_eq(o1->type, NSR_OP_OVERLAY);
@@ -1390,8 +1430,8 @@ START_TEST(test_overlays) {
         }
 
         /* --overlay-src takes the next word whatever it is */
-        _cleanup_plan_ nsr_plan *q = B_OK("--overlay-src", "--", "--overlay-src", "--help", "--ro-overlay",
-                "/o", "true");
+        _cleanup_plan_ nsr_plan *q =
+                B_OK("--overlay-src", "--", "--overlay-src", "--help", "--ro-overlay", "/o", "true");
         assert_strv(op_at(q, 0)->overlay_srcs, W("--", "--help"));
 }
 END_TEST
@@ -1402,8 +1442,7 @@ START_TEST(test_overlay_errors) {
         B_ERR("--overlay requires at least one --overlay-src", "--overlay", "/rw", "/w", "/d", "true");
         B_ERR("--tmp-overlay requires at least one --overlay-src", "--tmp-overlay", "/d", "true");
         B_ERR("--ro-overlay requires at least two --overlay-src", "--ro-overlay", "/d", "true");
-        B_ERR("--ro-overlay requires at least two --overlay-src", "--overlay-src", "/a", "--ro-overlay", "/d",
-                "true");
+        B_ERR("--ro-overlay requires at least two --overlay-src", "--overlay-src", "/a", "--ro-overlay", "/d", "true");
         /* sources are used up by each overlay */
         B_ERR("--tmp-overlay requires at least one --overlay-src", "--overlay-src", "/a", "--tmp-overlay", "/d",
               "--tmp-overlay", "/e", "true");
@@ -1492,17 +1531,14 @@ START_TEST(test_seccomp_errors) {
         for (size_t i = 0; i < ELEMENTSOF(bad_lens); i++) {
                 int fd = pipe_with(buf, bad_lens[i]);
                 fdstr f = fd_to_str(fd);
-                err_(true, "Invalid seccomp data, must be multiple of 8", W("--add-seccomp-fd", f.s, "true"),
-                     __LINE__);
+                err_(true, "Invalid seccomp data, must be multiple of 8", W("--add-seccomp-fd", f.s, "true"), __LINE__);
                 ck_assert_int_eq(fcntl(fd, F_GETFD), -1); /* closed all the same */
         }
 
         int fd = pipe_with(buf, 8);
         fdstr f = fd_to_str(fd);
-        B_ERR("--seccomp cannot be combined with --add-seccomp-fd", "--add-seccomp-fd", f.s, "--seccomp", "3",
-                "true");
-        B_ERR("--add-seccomp-fd cannot be combined with --seccomp", "--seccomp", "3", "--add-seccomp-fd", "4",
-                "true");
+        B_ERR("--seccomp cannot be combined with --add-seccomp-fd", "--add-seccomp-fd", f.s, "--seccomp", "3", "true");
+        B_ERR("--add-seccomp-fd cannot be combined with --seccomp", "--seccomp", "3", "--add-seccomp-fd", "4", "true");
         /* the combination is checked before the fd */
         B_ERR("--add-seccomp-fd cannot be combined with --seccomp", "--seccomp", "3", "--add-seccomp-fd", "x");
         int fd2 = pipe_with(buf, 8);
@@ -1524,15 +1560,15 @@ END_TEST
 
 START_TEST(test_caps) {
         _cleanup_plan_ nsr_plan *p =
-                B_OK("--cap-drop", "ALL", "--cap-add", "CAP_NET_RAW", "--cap-add", "cap_sys_admin",
-                        "--cap-drop", "all",
+                B_OK("--cap-drop", "ALL", "--cap-add", "CAP_NET_RAW", "--cap-add", "cap_sys_admin", "--cap-drop", "all",
                      "--cap-add", "12", "--cap-add", "Cap_Chown", "--cap-drop", "aLl", "true");
         ck_assert_uint_eq(p->n_caps, 7);
         static const struct {
                 bool add;
                 int cap;
-        } want[] = { { false, -1 }, { true, 13 }, { true, 21 }, { false, -1 }, { true, 12 }, { true, 0 },
-                { false, -1 } };
+        } want[] = {
+                { false, -1 }, { true, 13 }, { true, 21 }, { false, -1 }, { true, 12 }, { true, 0 }, { false, -1 }
+        };
         for (size_t i = 0; i < ELEMENTSOF(want); i++) {
                 ck_assert_int_eq(p->caps[i].add, want[i].add);
                 ck_assert_int_eq(p->caps[i].cap, want[i].cap);
@@ -1587,17 +1623,14 @@ END_TEST
 
 START_TEST(test_args_equals_argv) {
         /* --args FD is the same as its words in place */
-        const char *const *words = W("--ro-bind", "/usr", "/usr", "--perms", "0700", "--tmpfs", "/tmp",
-                "--overlay-src",
+        const char *const *words = W("--ro-bind", "/usr", "/usr", "--perms", "0700", "--tmpfs", "/tmp", "--overlay-src",
                                      "/a", "--tmp-overlay", "/o", "--setenv", "X", "1", "--cap-add", "ALL");
         int fd = args_pipe(words, true);
         fdstr f = fd_to_str(fd);
         _cleanup_plan_ nsr_plan *a = B_OK("--unshare-pid", "--args", f.s, "--dir", "/d", "sh", "-c", "x");
-        _cleanup_plan_ nsr_plan *b =
-                B_OK("--unshare-pid", "--ro-bind", "/usr", "/usr", "--perms", "0700", "--tmpfs", "/tmp",
-                        "--overlay-src",
-                     "/a", "--tmp-overlay", "/o", "--setenv", "X", "1", "--cap-add", "ALL", "--dir", "/d", "sh", "-c",
-                     "x");
+        _cleanup_plan_ nsr_plan *b = B_OK("--unshare-pid", "--ro-bind", "/usr", "/usr", "--perms", "0700", "--tmpfs",
+                                          "/tmp", "--overlay-src", "/a", "--tmp-overlay", "/o", "--setenv", "X", "1",
+                                          "--cap-add", "ALL", "--dir", "/d", "sh", "-c", "x");
         _cleanup_free_ char *d = test_plan_diff(a, b, 0);
         ck_assert_msg(d == NULL, "%s", d);
 }
@@ -1849,11 +1882,11 @@ static void invalid_(const nsr_caller *c, const char *want, const char *const *w
         char msg[NSR_ERROR_MSG_MAX + 256];
         nsr_error_format(&e, msg, sizeof(msg));
         ck_assert_msg(r < 0, "line %d: [%s] as uid %u: valid, want \"%s\"", line, text, (unsigned) c->uid, want);
-        ck_assert_msg(streq(msg, want), "line %d: [%s] as uid %u: \"%s\", want \"%s\"", line, text,
-                      (unsigned) c->uid, msg, want);
+        ck_assert_msg(streq(msg, want), "line %d: [%s] as uid %u: \"%s\", want \"%s\"", line, text, (unsigned) c->uid,
+                      msg, want);
 }
 
-#define V_OK(c, ...) valid_((c), W(__VA_ARGS__), __LINE__)
+#define V_OK(c, ...)        valid_((c), W(__VA_ARGS__), __LINE__)
 #define V_ERR(c, want, ...) invalid_((c), (want), W(__VA_ARGS__), __LINE__)
 
 static const nsr_caller *const everyone[] = { &ROOT, &ROOT_OLD, &USER, &USER_OLD };
@@ -1863,13 +1896,13 @@ START_TEST(test_validate_userns_block_fd) {
                 const nsr_caller *c = everyone[i];
                 /* the implicit user namespace comes after this check, and
                  * --unshare-all only asks for one if possible */
-                V_ERR(c, "--userns-block-fd requires --unshare-user", "--userns-block-fd", "3", "--info-fd",
-                        "4", "true");
+                V_ERR(c, "--userns-block-fd requires --unshare-user", "--userns-block-fd", "3", "--info-fd", "4",
+                      "true");
                 V_ERR(c, "--userns-block-fd requires --unshare-user", "--unshare-all", "--userns-block-fd", "3",
                       "--info-fd", "4", "true");
                 V_ERR(c, "--userns-block-fd requires --info-fd", "--unshare-user", "--userns-block-fd", "3", "true");
-                _cleanup_plan_ _unused_ nsr_plan *p = V_OK(c, "--unshare-user", "--userns-block-fd", "3", "--info-fd",
-                        "4", "true");
+                _cleanup_plan_ _unused_ nsr_plan *p =
+                        V_OK(c, "--unshare-user", "--userns-block-fd", "3", "--info-fd", "4", "true");
                 /* even without a command */
                 V_ERR(c, "--userns-block-fd requires --unshare-user", "--userns-block-fd", "3");
         }
@@ -1981,8 +2014,8 @@ START_TEST(test_validate_cgroup) {
         V_ERR(&ROOT_OLD, "Cannot create new cgroup namespace because the kernel does not support it",
               "--unshare-cgroup", "--unshare-cgroup-try", "true");
         _cleanup_plan_ nsr_plan *d = V_OK(&USER, "--unshare-all", "true");
-        ck_assert_uint_eq(nsr_plan_unshared(d), NSR_NS_MNT | NSR_NS_USER | NSR_NS_IPC | NSR_NS_PID | NSR_NS_NET |
-                                                        NSR_NS_UTS | NSR_NS_CGROUP);
+        ck_assert_uint_eq(nsr_plan_unshared(d),
+                          NSR_NS_MNT | NSR_NS_USER | NSR_NS_IPC | NSR_NS_PID | NSR_NS_NET | NSR_NS_UTS | NSR_NS_CGROUP);
         _cleanup_plan_ nsr_plan *e = V_OK(&ROOT_OLD, "--unshare-all", "--share-net", "true");
         ck_assert_uint_eq(nsr_plan_unshared(e), NSR_NS_MNT | NSR_NS_IPC | NSR_NS_PID | NSR_NS_UTS);
 }
@@ -2052,13 +2085,13 @@ END_TEST
 
 START_TEST(test_build_env) {
         char *base[] = { "A=1", "B=2", "PATH=/bin", "PATHX=x", "B=dup", NULL };
-        _cleanup_plan_ nsr_plan *p = B_OK("--setenv", "A", "x", "--unsetenv", "B", "--setenv", "C", "3=4", "--setenv",
-                                          "PAT", "no", "true");
+        _cleanup_plan_ nsr_plan *p =
+                B_OK("--setenv", "A", "x", "--unsetenv", "B", "--setenv", "C", "3=4", "--setenv", "PAT", "no", "true");
         _cleanup_strv_free_ char **e = nsr_plan_build_env(p, base);
         assert_strv(e, W("A=x", "PATH=/bin", "PATHX=x", "C=3=4", "PAT=no"));
 
-        _cleanup_plan_ nsr_plan *q = B_OK("--setenv", "A", "x", "--clearenv", "--setenv", "D", "4", "--unsetenv", "A",
-                                          "true");
+        _cleanup_plan_ nsr_plan *q =
+                B_OK("--setenv", "A", "x", "--clearenv", "--setenv", "D", "4", "--unsetenv", "A", "true");
         _cleanup_strv_free_ char **f = nsr_plan_build_env(q, base);
         assert_strv(f, W("D=4"));
 

@@ -181,7 +181,7 @@ static int snap_cb(int dirfd, const char *name, const char *rel, const struct st
                 }
         nsr_txnfs_xattrs_free(x, nx);
         (void) nsr_strv_push(&sn->lines, nsr_asprintf("%s %s %o %u:%u%s", h, what, (unsigned) (st->st_mode & 07777),
-                                                 (unsigned) st->st_uid, (unsigned) st->st_gid, xs));
+                                                      (unsigned) st->st_uid, (unsigned) st->st_gid, xs));
         return 0;
 }
 
@@ -513,8 +513,8 @@ static void scenario_changes(fixture *f) {
 }
 
 static const char *const scenario_paths[] = {
-        "mod.txt", "new.txt", "del.txt", "deldir", "deldir/a/b.txt", "newdir", "newdir/two/three", "t2f",
-        "t2f/inside", "d2l", "d2l/x", "lnk", "meta", ("sub/" ODD), "untouched",
+        "mod.txt",    "new.txt", "del.txt", "deldir", "deldir/a/b.txt", "newdir",     "newdir/two/three", "t2f",
+        "t2f/inside", "d2l",     "d2l/x",   "lnk",    "meta",           ("sub/" ODD), "untouched",
 };
 
 static void assert_scenario_applied(fixture *f) {
@@ -948,8 +948,9 @@ END_TEST
 START_TEST(test_odd_names) {
         fixture f;
         fx_init(&f);
-        static const char *const names[] = { "line\nbreak", "\xff\xfe", "sp ace", "back\\slash", "tab\there",
-                                             "\x01\x7f" };
+        static const char *const names[] = {
+                "line\nbreak", "\xff\xfe", "sp ace", "back\\slash", "tab\there", "\x01\x7f"
+        };
         for (size_t i = 0; i < ELEMENTSOF(names); i++)
                 put(f.project_fd, names[i], "old\n", 0644);
         fx_start_run(&f);
@@ -1308,8 +1309,7 @@ static void crash_test(const char *project_parent) {
                 ck_assert_msg(streq(marks, mark), "crash after step %d: pending/ holds '%s'", k, marks);
                 size_t n = 99;
                 nsr_error err = { 0 };
-                ck_assert_msg(nsr_commit_recover(f.state_fd, f.project, f.project_fd, &n, &err) == 0, "%s",
-                              err.msg);
+                ck_assert_msg(nsr_commit_recover(f.state_fd, f.project, f.project_fd, &n, &err) == 0, "%s", err.msg);
                 _cleanup_free_ char *marks_after = pending_marks(&f);
                 ck_assert_msg(streq(marks_after, ""), "crash after step %d: recovery left '%s'", k, marks_after);
                 if (k == 11) {
@@ -1776,8 +1776,9 @@ static void run_exdev(void (*body)(const char *mnt)) {
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
                 if (!private_tmpfs(tmpl)) {
-                        fprintf(stderr, "check-commit: SKIP cross-mount (EXDEV) tests: cannot mount a tmpfs "
-                                        "in a private namespace here (%s)\n",
+                        fprintf(stderr,
+                                "check-commit: SKIP cross-mount (EXDEV) tests: cannot mount a tmpfs "
+                                "in a private namespace here (%s)\n",
                                 strerror(errno));
                         _exit(77);
                 }
@@ -1842,8 +1843,7 @@ static void exdev_crash(const char *mnt) {
                 ck_assert_int_eq(crash_apply(&f, "NSRUN_TEST_CRASH_PREPARE_AT", k), 99);
                 size_t n = 0;
                 nsr_error err = { 0 };
-                ck_assert_msg(nsr_commit_recover(f.state_fd, f.project, f.project_fd, &n, &err) == 0, "%s",
-                              err.msg);
+                ck_assert_msg(nsr_commit_recover(f.state_fd, f.project, f.project_fd, &n, &err) == 0, "%s", err.msg);
                 ck_assert_uint_eq(n, 1);
                 _cleanup_free_ char *after = snapshot(f.project_fd);
                 ck_assert_str_eq(after, before);

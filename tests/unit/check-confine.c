@@ -52,8 +52,8 @@ static char *joined(char **v) {
 }
 
 START_TEST(test_allowlist_fake) {
-        char *hidden[] = { "/home/u/.ssh", "/etc/shadow", "/run", "/etc/ssh/ssh_host_rsa_key", "/home/u/.ssh/x",
-                           "//run/", NULL };
+        char *hidden[] = { "/home/u/.ssh",   "/etc/shadow", "/run", "/etc/ssh/ssh_host_rsa_key",
+                           "/home/u/.ssh/x", "//run/",      NULL };
         unsigned calls = 0;
         char **out = NULL;
         nsr_error err = { 0 };
@@ -218,7 +218,8 @@ START_TEST(test_rules_around) {
         ck_assert(nsr_strv_contains(r.read, notes) && !nsr_strv_contains(r.read, secret));
         /* Of the terminals, only a plain /dev/pts/N; /dev/pts not as a tree. */
         ck_assert(nsr_strv_contains(r.write_files, "/dev/pts/7"));
-        ck_assert(!nsr_strv_contains(r.write_files, "/dev/pts/../tty") && !nsr_strv_contains(r.write_files, "/dev/tty1"));
+        ck_assert(!nsr_strv_contains(r.write_files, "/dev/pts/../tty") &&
+                  !nsr_strv_contains(r.write_files, "/dev/tty1"));
         ck_assert(!nsr_strv_contains(r.write, "/dev/pts") && !nsr_strv_contains(r.read, "/dev/pts"));
         ck_assert(!nsr_strv_contains(r.read, "/dev"));
         nsr_confine_rules_done(&r);

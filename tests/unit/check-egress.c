@@ -4,8 +4,8 @@
 #include <arpa/inet.h>
 #include <string.h>
 
-#include "egress/rules.h"
 #include "egress/relay.h"
+#include "egress/rules.h"
 #include "unit.h"
 
 static nsr_egress_rules rules_of(const char *const *allow, const char *const *deny) {
@@ -78,8 +78,9 @@ START_TEST(test_parse) {
 END_TEST
 
 START_TEST(test_match) {
-        static const char *const allow[] = { "example.org", "*.example.net", "api.test:8443", "127.0.0.1:9000",
-                                             "[::1]:9001", "any.test:*", NULL };
+        static const char *const allow[] = {
+                "example.org", "*.example.net", "api.test:8443", "127.0.0.1:9000", "[::1]:9001", "any.test:*", NULL
+        };
         static const char *const deny[] = { "bad.example.net", "any.test:22", NULL };
         nsr_egress_rules r = rules_of(allow, deny);
         static const struct {
@@ -183,7 +184,7 @@ START_TEST(test_classify) {
                 { "239.255.255.250", NSR_ADDR_MULTICAST },
                 { "240.0.0.1", NSR_ADDR_RESERVED },
                 { "255.255.255.255", NSR_ADDR_RESERVED },
-                { "192.0.2.1", NSR_ADDR_PUBLIC },   /* documentation nets: fake-IP resolvers use them */
+                { "192.0.2.1", NSR_ADDR_PUBLIC }, /* documentation nets: fake-IP resolvers use them */
                 { "198.18.0.1", NSR_ADDR_PUBLIC },
                 { "2606:2800:220:1::1", NSR_ADDR_PUBLIC },
                 { "::1", NSR_ADDR_LOOPBACK },
@@ -249,11 +250,22 @@ END_TEST
 
 START_TEST(test_summary_and_json) {
         nsr_egress_log log = { 0 };
-        nsr_egress_record a = { .host = "example.org", .port = 443, .proto = NSR_EGRESS_PROTO_CONNECT, .allowed = true,
-                                .bytes_up = 10, .bytes_down = 20, .duration_ms = 5 };
-        nsr_egress_record b = { .host = "evil.test", .port = 80, .proto = NSR_EGRESS_PROTO_HTTP, .allowed = false,
+        nsr_egress_record a = { .host = "example.org",
+                                .port = 443,
+                                .proto = NSR_EGRESS_PROTO_CONNECT,
+                                .allowed = true,
+                                .bytes_up = 10,
+                                .bytes_down = 20,
+                                .duration_ms = 5 };
+        nsr_egress_record b = { .host = "evil.test",
+                                .port = 80,
+                                .proto = NSR_EGRESS_PROTO_HTTP,
+                                .allowed = false,
                                 .reason = "host not in --allow-host" };
-        nsr_egress_record c = { .host = "::1", .port = 22, .proto = NSR_EGRESS_PROTO_SOCKS5, .allowed = false,
+        nsr_egress_record c = { .host = "::1",
+                                .port = 22,
+                                .proto = NSR_EGRESS_PROTO_SOCKS5,
+                                .allowed = false,
                                 .reason = "port not in --allow-host" };
         nsr_egress_log_add(&log, &a);
         nsr_egress_log_add(&log, &a);

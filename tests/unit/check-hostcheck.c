@@ -11,9 +11,9 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
+#include "base/util.h"
 #include "doctor/checks.h"
 #include "unit.h"
-#include "base/util.h"
 
 /* ---- the verdict ---------------------------------------------------- */
 
@@ -41,8 +41,8 @@ START_TEST(test_verdict_full) {
 END_TEST
 
 START_TEST(test_verdict_degraded_layers) {
-        static const nsr_check_id layers[] = { NSR_CHECK_PIDNS,   NSR_CHECK_NETNS,         NSR_CHECK_OVERLAY,
-                                               NSR_CHECK_SECCOMP, NSR_CHECK_OVERLAY_DEPTH };
+        static const nsr_check_id layers[] = { NSR_CHECK_PIDNS, NSR_CHECK_NETNS, NSR_CHECK_OVERLAY, NSR_CHECK_SECCOMP,
+                                               NSR_CHECK_OVERLAY_DEPTH };
         for (size_t i = 0; i < ELEMENTSOF(layers); i++) {
                 nsr_check c[_NSR_CHECK_ID_MAX];
                 all_ok(c);
@@ -123,8 +123,11 @@ END_TEST
 
 START_TEST(test_explain) {
         /* Host defaults: every sysctl allows, no filter, userns built in. */
-        const nsr_userns_facts base = { .max_user_namespaces = 15000, .unprivileged_userns_clone = -1,
-                                        .apparmor_restrict = -1, .seccomp_mode = 0, .have_userns_file = true };
+        const nsr_userns_facts base = { .max_user_namespaces = 15000,
+                                        .unprivileged_userns_clone = -1,
+                                        .apparmor_restrict = -1,
+                                        .seccomp_mode = 0,
+                                        .have_userns_file = true };
         static const struct {
                 nsr_userns_step step;
                 int error;
@@ -157,8 +160,8 @@ START_TEST(test_explain) {
                   "writing /proc/self/uid_map fails", "apparmor_parser -r" },
                 { NSR_USERNS_STEP_MOUNT, EPERM, 15000, -1, 1, 2, false, "AppArmor restricts", "mounting a tmpfs fails",
                   "make install-apparmor" },
-                { NSR_USERNS_STEP_SETGROUPS, EACCES, 15000, -1, 1, 0, false, "kernel.apparmor_restrict_unprivileged_userns is 1",
-                  "setgroups", "AppArmor profile" },
+                { NSR_USERNS_STEP_SETGROUPS, EACCES, 15000, -1, 1, 0, false,
+                  "kernel.apparmor_restrict_unprivileged_userns is 1", "setgroups", "AppArmor profile" },
                 { NSR_USERNS_STEP_MOUNT_NS, EPERM, 15000, -1, -1, 2, false, "unshare(CLONE_NEWNS) fails",
                   "a seccomp filter is loaded", "seccomp profile" },
                 { NSR_USERNS_STEP_GID_MAP, EPERM, 15000, -1, 0, 0, false, "writing /proc/self/gid_map fails",
@@ -213,9 +216,12 @@ START_TEST(test_hint) {
                 const char *msg;
                 bool hinted;
         } cases[] = {
-                { NSR_ERR_CLONE, ENOSPC, "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)", true },
+                { NSR_ERR_CLONE, ENOSPC,
+                  "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)",
+                  true },
                 { NSR_ERR_CLONE, EPERM, "No permissions to create a new namespace, likely because", true },
-                { NSR_ERR_CLONE, EINVAL, "Creating new namespace failed, likely because the kernel does not support user namespaces.", true },
+                { NSR_ERR_CLONE, EINVAL,
+                  "Creating new namespace failed, likely because the kernel does not support user namespaces.", true },
                 { NSR_ERR_CLONE, EUSERS, "Creating new namespace failed", true },
                 { NSR_ERR_CLONE, ENOMEM, "Creating new namespace failed", false },
                 { NSR_ERR_CLONE, ENOSPC, "unshare user ns", true },
@@ -286,9 +292,10 @@ END_TEST
 
 START_TEST(test_depth_stacked) {
         struct libmnt_table *tb = table(
-                ROOT_EXT4 "10 1 0:40 / /mnt rw - overlay overlay rw,lowerdir=/data,upperdir=/tmp/u,workdir=/tmp/w,userxattr\n"
-                          "11 1 0:41 / /mnt2 ro - overlay overlay ro,lowerdir=/mnt/sub:/empty,userxattr\n"
-                          "12 1 0:42 / /stack3 ro - overlay overlay ro,lowerdir=/mnt2:/empty,userxattr\n");
+                ROOT_EXT4
+                "10 1 0:40 / /mnt rw - overlay overlay rw,lowerdir=/data,upperdir=/tmp/u,workdir=/tmp/w,userxattr\n"
+                "11 1 0:41 / /mnt2 ro - overlay overlay ro,lowerdir=/mnt/sub:/empty,userxattr\n"
+                "12 1 0:42 / /stack3 ro - overlay overlay ro,lowerdir=/mnt2:/empty,userxattr\n");
         ck_assert_int_eq(nsr_hostcheck_overlay_depth(tb, "/data", 0), 0);
         ck_assert_int_eq(nsr_hostcheck_overlay_depth(tb, "/mnt", 0), 1);
         ck_assert_int_eq(nsr_hostcheck_overlay_depth(tb, "/mnt/a/b", 0), 1);
@@ -303,9 +310,9 @@ START_TEST(test_depth_stacked) {
 END_TEST
 
 START_TEST(test_depth_devno) {
-        struct libmnt_table *tb = table(
-                ROOT_EXT4 "10 1 0:40 / /mnt rw - overlay overlay rw,lowerdir=/data,upperdir=/u,workdir=/w\n"
-                          "11 1 0:41 / /mnt2 ro - overlay overlay ro,lowerdir=/mnt:/e\n");
+        struct libmnt_table *tb =
+                table(ROOT_EXT4 "10 1 0:40 / /mnt rw - overlay overlay rw,lowerdir=/data,upperdir=/u,workdir=/w\n"
+                                "11 1 0:41 / /mnt2 ro - overlay overlay ro,lowerdir=/mnt:/e\n");
         /* The device number wins over the path: a bind mount of an
          * overlay elsewhere, or a path that moved. */
         ck_assert_int_eq(nsr_hostcheck_overlay_depth(tb, "/somewhere/else", makedev(0, 41)), 2);
@@ -318,18 +325,18 @@ START_TEST(test_depth_devno) {
 END_TEST
 
 START_TEST(test_depth_layers) {
-        struct libmnt_table *tb = table(
-                ROOT_EXT4 "10 1 0:40 / /ovl rw - overlay overlay rw,lowerdir=/data,upperdir=/u,workdir=/w\n"
-                          /* relative layers cannot be resolved: a lower bound */
-                          "11 1 0:41 / /rel ro - overlay o ro,lowerdir=l1:l2,userxattr\n"
-                          /* an escaped ':' is part of the name */
-                          "12 1 0:42 / /esc ro - overlay o ro,lowerdir=/a\\:b:/ovl/x\n"
-                          "13 1 0:43 / /esc2 ro - overlay o ro,lowerdir=/ovl\\:x:/e\n"
-                          /* the new mount API's forms */
-                          "14 1 0:44 / /plus ro - overlay o ro,lowerdir+=/e,lowerdir+=/ovl/y,datadir+=/d\n"
-                          "15 1 0:45 / /data2 ro - overlay o ro,lowerdir+=/e,datadir+=/ovl/d\n"
-                          /* a path from before pivot_root resolves to / */
-                          "16 1 0:46 / /stale ro - overlay o ro,lowerdir=/oldroot/x:/oldroot/y\n");
+        struct libmnt_table *tb =
+                table(ROOT_EXT4 "10 1 0:40 / /ovl rw - overlay overlay rw,lowerdir=/data,upperdir=/u,workdir=/w\n"
+                                /* relative layers cannot be resolved: a lower bound */
+                                "11 1 0:41 / /rel ro - overlay o ro,lowerdir=l1:l2,userxattr\n"
+                                /* an escaped ':' is part of the name */
+                                "12 1 0:42 / /esc ro - overlay o ro,lowerdir=/a\\:b:/ovl/x\n"
+                                "13 1 0:43 / /esc2 ro - overlay o ro,lowerdir=/ovl\\:x:/e\n"
+                                /* the new mount API's forms */
+                                "14 1 0:44 / /plus ro - overlay o ro,lowerdir+=/e,lowerdir+=/ovl/y,datadir+=/d\n"
+                                "15 1 0:45 / /data2 ro - overlay o ro,lowerdir+=/e,datadir+=/ovl/d\n"
+                                /* a path from before pivot_root resolves to / */
+                                "16 1 0:46 / /stale ro - overlay o ro,lowerdir=/oldroot/x:/oldroot/y\n");
         ck_assert_int_eq(nsr_hostcheck_overlay_depth(tb, "/rel", 0), 1);
         ck_assert_int_eq(nsr_hostcheck_overlay_depth(tb, "/esc", 0), 2);
         ck_assert_int_eq(nsr_hostcheck_overlay_depth(tb, "/esc2", 0), 1);
@@ -341,14 +348,14 @@ START_TEST(test_depth_layers) {
 END_TEST
 
 START_TEST(test_depth_overmount_and_loops) {
-        struct libmnt_table *tb = table(
-                ROOT_EXT4 "10 1 0:40 / /mnt rw - overlay overlay rw,lowerdir=/data,upperdir=/u,workdir=/w\n"
-                          "11 10 0:30 / /mnt rw - tmpfs tmpfs rw\n"
-                          /* layers naming each other: the walk is bounded */
-                          "12 1 0:41 / /a ro - overlay o ro,lowerdir=/b/x:/e\n"
-                          "13 1 0:42 / /b ro - overlay o ro,lowerdir=/a/y:/e\n"
-                          /* an overlay whose layer is inside itself */
-                          "14 1 0:43 / /self ro - overlay o ro,lowerdir=/self/x:/e\n");
+        struct libmnt_table *tb =
+                table(ROOT_EXT4 "10 1 0:40 / /mnt rw - overlay overlay rw,lowerdir=/data,upperdir=/u,workdir=/w\n"
+                                "11 10 0:30 / /mnt rw - tmpfs tmpfs rw\n"
+                                /* layers naming each other: the walk is bounded */
+                                "12 1 0:41 / /a ro - overlay o ro,lowerdir=/b/x:/e\n"
+                                "13 1 0:42 / /b ro - overlay o ro,lowerdir=/a/y:/e\n"
+                                /* an overlay whose layer is inside itself */
+                                "14 1 0:43 / /self ro - overlay o ro,lowerdir=/self/x:/e\n");
         /* The last mount on a mount point is the visible one. */
         ck_assert_int_eq(nsr_hostcheck_overlay_depth(tb, "/mnt/f", 0), 0);
         int d = nsr_hostcheck_overlay_depth(tb, "/a", 0);
@@ -379,8 +386,11 @@ START_TEST(test_sandbox_describe) {
         nsr_hostcheck_sandbox_describe(&f, buf, sizeof(buf));
         ck_assert_str_eq(buf, "already inside: an nsrun project sandbox (NSRUN=1)");
 
-        f = (nsr_sandbox_facts){ .ancestor_nsrun = true, .ancestor_bwrap = true, .flatpak_info = true,
-                                 .containerenv = true, .container = "lxc" };
+        f = (nsr_sandbox_facts){ .ancestor_nsrun = true,
+                                 .ancestor_bwrap = true,
+                                 .flatpak_info = true,
+                                 .containerenv = true,
+                                 .container = "lxc" };
         nsr_hostcheck_sandbox_describe(&f, buf, sizeof(buf));
         ck_assert_str_eq(buf, "already inside: nsrun (a parent process or pid 1 is nsrun); bubblewrap (a parent "
                               "process or pid 1 is bwrap); Flatpak (/.flatpak-info); Podman (/run/.containerenv); a "

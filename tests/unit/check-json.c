@@ -2,8 +2,8 @@
 #include "config.h"
 
 #include "base/json.h"
-#include "unit.h"
 #include "base/utf8.h"
+#include "unit.h"
 
 /* ---- UTF-8 -------------------------------------------------------------- */
 
@@ -16,38 +16,38 @@ START_TEST(test_utf8_valid) {
         static const utf8_case cases[] = {
                 { "", true },
                 { "plain ascii \x01\x7f", true },
-                { "\xc2\x80", true },                 /* U+0080, smallest 2-byte */
-                { "\xdf\xbf", true },                 /* U+07FF */
-                { "\xe0\xa0\x80", true },             /* U+0800, smallest 3-byte */
-                { "\xed\x9f\xbf", true },             /* U+D7FF, just below surrogates */
-                { "\xee\x80\x80", true },             /* U+E000, just above */
-                { "\xef\xbf\xbd", true },             /* U+FFFD */
-                { "\xef\xbf\xbf", true },             /* U+FFFF (a noncharacter, but valid) */
-                { "\xf0\x90\x80\x80", true },         /* U+10000 */
-                { "\xf4\x8f\xbf\xbf", true },         /* U+10FFFF, the last one */
+                { "\xc2\x80", true },         /* U+0080, smallest 2-byte */
+                { "\xdf\xbf", true },         /* U+07FF */
+                { "\xe0\xa0\x80", true },     /* U+0800, smallest 3-byte */
+                { "\xed\x9f\xbf", true },     /* U+D7FF, just below surrogates */
+                { "\xee\x80\x80", true },     /* U+E000, just above */
+                { "\xef\xbf\xbd", true },     /* U+FFFD */
+                { "\xef\xbf\xbf", true },     /* U+FFFF (a noncharacter, but valid) */
+                { "\xf0\x90\x80\x80", true }, /* U+10000 */
+                { "\xf4\x8f\xbf\xbf", true }, /* U+10FFFF, the last one */
                 { "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", true },
-                { "\x80", false },                    /* lone continuation */
+                { "\x80", false }, /* lone continuation */
                 { "\xbf", false },
-                { "\xc0\x80", false },                /* overlong NUL */
-                { "\xc1\xbf", false },                /* overlong U+007F */
-                { "\xe0\x80\x80", false },            /* overlong */
-                { "\xe0\x9f\xbf", false },            /* overlong U+07FF */
-                { "\xf0\x80\x80\x80", false },        /* overlong */
-                { "\xf0\x8f\xbf\xbf", false },        /* overlong U+FFFF */
-                { "\xed\xa0\x80", false },            /* U+D800 */
-                { "\xed\xbf\xbf", false },            /* U+DFFF */
+                { "\xc0\x80", false },                 /* overlong NUL */
+                { "\xc1\xbf", false },                 /* overlong U+007F */
+                { "\xe0\x80\x80", false },             /* overlong */
+                { "\xe0\x9f\xbf", false },             /* overlong U+07FF */
+                { "\xf0\x80\x80\x80", false },         /* overlong */
+                { "\xf0\x8f\xbf\xbf", false },         /* overlong U+FFFF */
+                { "\xed\xa0\x80", false },             /* U+D800 */
+                { "\xed\xbf\xbf", false },             /* U+DFFF */
                 { "\xed\xa0\x80\xed\xb0\x80", false }, /* CESU-8 pair */
-                { "\xf4\x90\x80\x80", false },        /* U+110000 */
+                { "\xf4\x90\x80\x80", false },         /* U+110000 */
                 { "\xf5\x80\x80\x80", false },
-                { "\xf8\x88\x80\x80\x80", false },    /* 5-byte form */
+                { "\xf8\x88\x80\x80\x80", false }, /* 5-byte form */
                 { "\xfe", false },
                 { "\xff", false },
-                { "\xc2", false },                    /* truncated */
+                { "\xc2", false }, /* truncated */
                 { "\xe2\x82", false },
                 { "\xf0\x9f\x98", false },
-                { "\xc2\x41", false },                /* bad continuation */
+                { "\xc2\x41", false }, /* bad continuation */
                 { "\xe2\x28\xa1", false },
-                { "a\xc3\xa9\xc3", false },           /* truncated at the end */
+                { "a\xc3\xa9\xc3", false }, /* truncated at the end */
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++)
                 ck_assert_msg(nsr_utf8_valid(cases[i].s, strlen(cases[i].s)) == cases[i].valid, "case %zu", i);
@@ -121,7 +121,9 @@ START_TEST(test_utf8_escape_invisible) {
                 const char *in, *out;
         } cases[] = {
                 /* bidi overrides, isolates, marks */
-                { "a\xe2\x80\xae" "b", "a\\u202eb" },
+                { "a\xe2\x80\xae"
+                  "b",
+                  "a\\u202eb" },
                 { "\xe2\x80\xaa\xe2\x80\xab\xe2\x80\xac\xe2\x80\xad", "\\u202a\\u202b\\u202c\\u202d" },
                 { "\xe2\x81\xa6x\xe2\x81\xa9", "\\u2066x\\u2069" },
                 { "\xe2\x80\x8e\xe2\x80\x8f\xd8\x9c", "\\u200e\\u200f\\u061c" },
@@ -142,10 +144,14 @@ END_TEST
 START_TEST(test_utf8_escape_message) {
         /* Messages: newlines and tabs stay, backslashes stay, every control
          * goes. */
-        _cleanup_free_ char *m = nsr_utf8_escape_flags("a\\b\n\tc\x1b]0;t\x07\r\xc2\x9b\xe2\x80\xae\n", NSR_ESCAPE_MESSAGE);
+        _cleanup_free_ char *m =
+                nsr_utf8_escape_flags("a\\b\n\tc\x1b]0;t\x07\r\xc2\x9b\xe2\x80\xae\n", NSR_ESCAPE_MESSAGE);
         ck_assert_str_eq(m, "a\\b\n\tc\\x1b]0;t\\x07\\r\\xc2\\x9b\\u202e\n");
         /* Idempotent: a message built from escaped names is left alone. */
-        static const char *const names[] = { "x\x1b[2Jy", "back\\slash", ("bi\xe2\x80\xae" "di"), "\xff" };
+        static const char *const names[] = { "x\x1b[2Jy", "back\\slash",
+                                             ("bi\xe2\x80\xae"
+                                              "di"),
+                                             "\xff" };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 _cleanup_free_ char *once = nsr_utf8_escape(names[i]);
                 _cleanup_free_ char *twice = nsr_utf8_escape_flags(once, NSR_ESCAPE_MESSAGE);
@@ -169,8 +175,13 @@ START_TEST(test_base64_rfc4648) {
         static const struct {
                 const char *in, *out;
         } v[] = {
-                { "", "" },           { "f", "Zg==" },         { "fo", "Zm8=" },          { "foo", "Zm9v" },
-                { "foob", "Zm9vYg==" }, { "fooba", "Zm9vYmE=" }, { "foobar", "Zm9vYmFy" },
+                { "", "" },
+                { "f", "Zg==" },
+                { "fo", "Zm8=" },
+                { "foo", "Zm9v" },
+                { "foob", "Zm9vYg==" },
+                { "fooba", "Zm9vYmE=" },
+                { "foobar", "Zm9vYmFy" },
         };
         for (size_t i = 0; i < ELEMENTSOF(v); i++) {
                 _cleanup_free_ char *b = nsr_json_base64(v[i].in, strlen(v[i].in));
@@ -178,7 +189,9 @@ START_TEST(test_base64_rfc4648) {
         }
         _cleanup_free_ char *bin = nsr_json_base64("\xff\xfe\xfd\x00\x01", 5);
         ck_assert_str_eq(bin, "//79AAE=");
-        _cleanup_free_ char *ab = nsr_json_base64("a\x80" "b", 3);
+        _cleanup_free_ char *ab = nsr_json_base64("a\x80"
+                                                  "b",
+                                                  3);
         ck_assert_str_eq(ab, "YYBi");
 }
 END_TEST
@@ -280,10 +293,15 @@ END_TEST
 
 START_TEST(test_writer_b64_rule) {
         char *argv_ok[] = { (char *) "a", NULL };
-        char *argv_bad[] = { (char *) "ok", (char *) "a\x80" "b", (char *) "", NULL };
+        char *argv_bad[] = { (char *) "ok",
+                             (char *) "a\x80"
+                                      "b",
+                             (char *) "", NULL };
         _cleanup_(nsr_json_freep) nsr_json *j = nsr_json_new(NULL, 0, 0);
         nsr_json_object_begin(j, NULL);
-        nsr_json_string(j, "path", "a\x80" "b");
+        nsr_json_string(j, "path",
+                        "a\x80"
+                        "b");
         nsr_json_string(j, "cut", "x\xe2\x82");
         nsr_json_string(j, "fine", "\xc3\xa9");
         nsr_json_strv(j, "good", argv_ok);
@@ -393,8 +411,7 @@ START_TEST(test_writer_size_limit) {
                 if (max < 9) {
                         ck_assert_int_eq(r, -EFBIG);
                         ck_assert_ptr_null(out);
-                        _cleanup_free_ char *want =
-                                nsr_asprintf("report is larger than the limit of %zu bytes", max);
+                        _cleanup_free_ char *want = nsr_asprintf("report is larger than the limit of %zu bytes", max);
                         ck_assert_str_eq(err.msg, want);
                 } else {
                         ck_assert_int_eq(r, 0);

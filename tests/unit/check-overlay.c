@@ -4,9 +4,9 @@
 
 #include <string.h>
 
+#include "base/util.h"
 #include "sandbox/overlay.h"
 #include "unit.h"
-#include "base/util.h"
 
 START_TEST(test_escape) {
         static const char *const cases[][2] = {

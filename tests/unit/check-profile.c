@@ -11,14 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/textdiff.h"
+#include "base/util.h"
 #include "cli/plan.h"
+#include "cli/trace.h"
 #include "project/profile.h"
 #include "txn/state.h"
-#include "base/textdiff.h"
-#include "cli/trace.h"
 #include "unit.h"
-#include "base/util.h"
-
 
 START_TEST(test_expand) {
         char *env[] = { "HOME=/home/u", "XDG_CONFIG_HOME=/cfg", "EMPTY=", NULL };
@@ -132,8 +131,15 @@ START_TEST(test_build) {
         ck_assert_int_eq(stat(proj, &st), 0);
         nsr_profile_project pp = { .path = proj, .upper = upper, .work = work, .dev = st.st_dev, .ino = st.st_ino };
         char *env[] = { "GH_TOKEN=x", "PATH=/bin", "XDG_RUNTIME_DIR=/run/user/1000", NULL };
-        nsr_profile_ctx ctx = { .uid = 1000, .gid = 1000, .home = home, .cwd = "/elsewhere", .env = env,
-                                .datadir = data, .state_dir = state, .projects = &pp, .n_projects = 1 };
+        nsr_profile_ctx ctx = { .uid = 1000,
+                                .gid = 1000,
+                                .home = home,
+                                .cwd = "/elsewhere",
+                                .env = env,
+                                .datadir = data,
+                                .state_dir = state,
+                                .projects = &pp,
+                                .n_projects = 1 };
         nsr_plan *user = nsr_plan_new();
         nsr_strv_extend(&user->argv, "make");
         nsr_plan_add_env(user, NSR_ENV_SET, "MINE", "1");
@@ -213,8 +219,15 @@ START_TEST(test_hide_order) {
         ck_assert_int_eq(stat(proj, &st), 0);
         nsr_profile_project pp = { .path = proj, .upper = "/s/u", .work = "/s/w", .dev = st.st_dev, .ino = st.st_ino };
         char *env[] = { "PATH=/bin", NULL };
-        nsr_profile_ctx ctx = { .uid = 1000, .gid = 1000, .home = home, .cwd = proj, .env = env,
-                                .datadir = d, .state_dir = "/nonexistent-state", .projects = &pp, .n_projects = 1 };
+        nsr_profile_ctx ctx = { .uid = 1000,
+                                .gid = 1000,
+                                .home = home,
+                                .cwd = proj,
+                                .env = env,
+                                .datadir = d,
+                                .state_dir = "/nonexistent-state",
+                                .projects = &pp,
+                                .n_projects = 1 };
         nsr_plan *user = nsr_plan_new();
         nsr_strv_extend(&user->argv, "true");
         nsr_strv_extend(&user->proj.hide, env_file);
@@ -258,8 +271,15 @@ START_TEST(test_build_user_wins) {
         nsr_profile_project pp = { .path = d, .upper = "/s/u", .work = "/s/w", .dev = st.st_dev, .ino = st.st_ino };
         _cleanup_free_ char *cwd = nsr_path_join(d, "sub");
         char *env[] = { NULL };
-        nsr_profile_ctx ctx = { .uid = 0, .gid = 0, .home = NULL, .cwd = cwd, .env = env, .datadir = d,
-                                .state_dir = "/nonexistent-state", .projects = &pp, .n_projects = 1 };
+        nsr_profile_ctx ctx = { .uid = 0,
+                                .gid = 0,
+                                .home = NULL,
+                                .cwd = cwd,
+                                .env = env,
+                                .datadir = d,
+                                .state_dir = "/nonexistent-state",
+                                .projects = &pp,
+                                .n_projects = 1 };
         nsr_plan *user = nsr_plan_new();
         nsr_strv_extend(&user->argv, "true");
         user->share_net = true;
@@ -272,11 +292,11 @@ START_TEST(test_build_user_wins) {
         ck_assert_str_eq(p->seccomp_policies[0], "strict");
         ck_assert_ptr_null(p->seccomp_policies[1]);
         ck_assert_str_eq(p->chdir, cwd);
-        ck_assert(p->map_all_ids);            /* real root maps its whole range */
-        ck_assert_uint_eq(p->n_caps, 2);       /* ... and drops every cap */
+        ck_assert(p->map_all_ids);       /* real root maps its whole range */
+        ck_assert_uint_eq(p->n_caps, 2); /* ... and drops every cap */
         ck_assert(!p->caps[0].add);
         ck_assert_int_eq(p->caps[0].cap, -1);
-        ck_assert(p->caps[1].add);             /* but CAP_SETFCAP, for a nested sandbox as uid 0 */
+        ck_assert(p->caps[1].add); /* but CAP_SETFCAP, for a nested sandbox as uid 0 */
         ck_assert_int_eq(p->caps[1].cap, CAP_SETFCAP);
         nsr_plan_free(p);
         nsr_plan_free(user);
@@ -306,8 +326,14 @@ START_TEST(test_meta_roundtrip) {
         char *projects[] = { "/p/one", "/p/with\nnewline\xff", NULL };
         char *argv[] = { "sh", "-c", "echo 'x y'", "", NULL };
         unsigned long counts[2][5] = { { 1, 2, 3, 4, 5 }, { 0, 0, 7, 0, 0 } };
-        nsr_run_meta m = { .state = NSR_OUTCOME_COMMITTED, .kind = "run", .start = { 1234, 5678 }, .projects = projects,
-                           .argv = argv, .exit_code = 3, .signal = 0, .counts = counts };
+        nsr_run_meta m = { .state = NSR_OUTCOME_COMMITTED,
+                           .kind = "run",
+                           .start = { 1234, 5678 },
+                           .projects = projects,
+                           .argv = argv,
+                           .exit_code = 3,
+                           .signal = 0,
+                           .counts = counts };
         snprintf(m.run_id, sizeof(m.run_id), "20261125T000000.000Z-abcdef");
         nsr_error err = { 0 };
         ck_assert_int_eq(nsr_run_meta_write(fd, &m, &err), 0);

@@ -10,15 +10,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "plan-eq.h"
 #include "cli/profilefile.h"
+#include "plan-eq.h"
 #include "unit.h"
-#include "base/util.h"
 
-static char *const test_env[] = { (char *) "HOME=/home/u", (char *) "XDG_CACHE_HOME=/c", (char *) "PATH=/bin",
-                                   NULL };
+static char *const test_env[] = { (char *) "HOME=/home/u", (char *) "XDG_CACHE_HOME=/c", (char *) "PATH=/bin", NULL };
 
 static char tmpdir[] = "/tmp/nsr-pf.XXXXXX";
 
@@ -130,9 +129,11 @@ static const char *sample(const char *mv) {
         static const struct {
                 const char *mv, *val;
         } map[] = {
-                { "FD", "7" },        { "UID", "1000" }, { "GID", "1000" },  { "OCTAL", "0750" }, { "BYTES", "4096" },
-                { "CAP", "CAP_CHOWN" }, { "N", "3" },    { "SIZE", "1G" },   { "VAR", "FOO" },    { "VALUE", "bar baz" },
-                { "NAME|PATH", "strict" }, { "LABEL", "l" }, { "NAME", "HOSTY" },
+                { "FD", "7" },          { "UID", "1000" },         { "GID", "1000" },
+                { "OCTAL", "0750" },    { "BYTES", "4096" },       { "CAP", "CAP_CHOWN" },
+                { "N", "3" },           { "SIZE", "1G" },          { "VAR", "FOO" },
+                { "VALUE", "bar baz" }, { "NAME|PATH", "strict" }, { "LABEL", "l" },
+                { "NAME", "HOSTY" },
         };
         for (size_t i = 0; i < ELEMENTSOF(map); i++)
                 if (streq(map[i].mv, mv))
@@ -189,8 +190,8 @@ START_TEST(test_every_option) {
                 neighbours(o->id, &before, &after);
 
                 /* The profile: values single-quoted (some hold a blank). */
-                _cleanup_free_ char *text = nsr_asprintf("# %s\n%s%s%s", o->name, before ? before : "", before ? "\n" : "",
-                                                         o->name + 2);
+                _cleanup_free_ char *text =
+                        nsr_asprintf("# %s\n%s%s%s", o->name, before ? before : "", before ? "\n" : "", o->name + 2);
                 for (size_t k = 0; vals[k]; k++) {
                         char *t = nsr_asprintf("%s '%s'", text, vals[k]);
                         free(text);
@@ -228,12 +229,12 @@ START_TEST(test_every_option) {
                 char *cmd[] = { (char *) "true", NULL };
                 r2 = nsr_cli_parse_with(&l, cmd, 1, false, &p2, &res, &e2);
 
-                ck_assert_msg((r1 < 0) == (r2 < 0), "%s: command line %d (%s), profile %d (%s)", o->name, r1, e1.msg, r2,
-                              e2.msg);
+                ck_assert_msg((r1 < 0) == (r2 < 0), "%s: command line %d (%s), profile %d (%s)", o->name, r1, e1.msg,
+                              r2, e2.msg);
                 if (r1 < 0) {
                         /* The same message, with file:line in front. */
-                        ck_assert_msg(strstr(e2.msg, e1.msg) && strstr(e2.msg, "every.profile:"), "%s: \"%s\" vs \"%s\"",
-                                      o->name, e1.msg, e2.msg);
+                        ck_assert_msg(strstr(e2.msg, e1.msg) && strstr(e2.msg, "every.profile:"),
+                                      "%s: \"%s\" vs \"%s\"", o->name, e1.msg, e2.msg);
                         ck_assert(res.policy_error);
                         continue;
                 }
@@ -250,7 +251,9 @@ START_TEST(test_name_value_and_order) {
         _cleanup_(nsr_pf_list_done) nsr_pf_list l = { 0 };
         nsr_error err = { 0 };
         ck_assert_int_eq(load("a.profile", "sandbox=best-effort\nhome ro\nhide /one\n", NSR_PF_PROFILE, &l, &err), 0);
-        char *argv[] = { (char *) "--home", (char *) "hide", (char *) "--hide", (char *) "/two", (char *) "true", NULL };
+        char *argv[] = {
+                (char *) "--home", (char *) "hide", (char *) "--hide", (char *) "/two", (char *) "true", NULL
+        };
         _cleanup_(nsr_plan_freep) nsr_plan *p = NULL;
         nsr_cli_result res;
         ck_assert_int_eq(nsr_cli_parse_with(&l, argv, 5, false, &p, &res, &err), 0);
@@ -352,7 +355,10 @@ START_TEST(test_cycles_and_depth) {
                 _cleanup_free_ char *text = nsr_asprintf("include d%d.profile\n", i + 1);
                 free(write_file(name, text));
         }
-        free(write_file("deep/d" "10" ".profile", "hide /end\n"));
+        free(write_file("deep/d"
+                        "10"
+                        ".profile",
+                        "hide /end\n"));
         _cleanup_free_ char *d0 = nsr_path_join(tmpdir, "deep/d0.profile");
         _cleanup_(nsr_pf_list_done) nsr_pf_list l3 = { 0 };
         ck_assert_int_eq(nsr_pf_load(&cx, d0, NSR_PF_PROFILE, false, &l3, &err), -ELOOP);
@@ -363,7 +369,8 @@ END_TEST
 START_TEST(test_forbid) {
         _cleanup_(nsr_pf_list_done) nsr_pf_list l = { 0 };
         nsr_error err = { 0 };
-        ck_assert_int_eq(load("nsrun/config", "forbid share-net\nforbid sandbox=off\n", NSR_PF_SYSTEM_CONFIG, &l, &err), 0);
+        ck_assert_int_eq(load("nsrun/config", "forbid share-net\nforbid sandbox=off\n", NSR_PF_SYSTEM_CONFIG, &l, &err),
+                         0);
         ck_assert_uint_eq(l.n_forbid, 2);
         ck_assert_uint_eq(l.n, 0);
 
@@ -371,10 +378,8 @@ START_TEST(test_forbid) {
                 const char *argv[4];
                 bool ok;
         } cases[] = {
-                { { "--share-net", "true" }, false },
-                { { "--sandbox", "off", "true" }, false },
-                { { "--sandbox=off", "true" }, false },
-                { { "--sandbox", "best-effort", "true" }, true },
+                { { "--share-net", "true" }, false },   { { "--sandbox", "off", "true" }, false },
+                { { "--sandbox=off", "true" }, false }, { { "--sandbox", "best-effort", "true" }, true },
                 { { "--unshare-all", "true" }, true },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -428,8 +433,9 @@ static int local(const char *before, const char *text, nsr_error *err) {
 START_TEST(test_tightening_only) {
         nsr_error err = { 0 };
         static const char *const ok[] = {
-                "hide ~/.aws\nhide /srv\n", "home ro\n", "home hide\n", "seccomp-policy strict\n", "unshare-net\n",
-                "cap-drop ALL\n",           "# only a comment\n",
+                "hide ~/.aws\nhide /srv\n", "home ro\n",     "home hide\n",
+                "seccomp-policy strict\n",  "unshare-net\n", "cap-drop ALL\n",
+                "# only a comment\n",
         };
         for (size_t i = 0; i < ELEMENTSOF(ok); i++)
                 ck_assert_msg(local(NULL, ok[i], &err) == 0, "%s: %s", ok[i], err.msg);

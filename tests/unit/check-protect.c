@@ -6,9 +6,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/util.h"
 #include "project/protect.h"
 #include "unit.h"
-#include "base/util.h"
 
 static nsr_protect_verdict git(const char *rel, bool is_new, nsr_entry_type t, bool deleted) {
         const char *why = NULL;
@@ -21,24 +21,59 @@ static nsr_protect_verdict git(const char *rel, bool is_new, nsr_entry_type t, b
 START_TEST(test_git_allow_list) {
         const nsr_entry_type F = NSR_ENTRY_FILE, D = NSR_ENTRY_DIR, L = NSR_ENTRY_SYMLINK;
         static const char *const allowed[] = {
-                "objects",      "objects/ab/cdef",    "objects/pack/pack-1.pack", "objects/info/packs",
-                "refs",         "refs/heads/main",    "logs/HEAD",                "logs/refs/heads/x",
-                "index",        "HEAD",               "ORIG_HEAD",                "FETCH_HEAD",
-                "MERGE_HEAD",   "packed-refs",        "COMMIT_EDITMSG",           "shallow",
-                "reftable/t.ref", "sharedindex.abc",  "lfs/objects/aa/bb",
+                "objects",
+                "objects/ab/cdef",
+                "objects/pack/pack-1.pack",
+                "objects/info/packs",
+                "refs",
+                "refs/heads/main",
+                "logs/HEAD",
+                "logs/refs/heads/x",
+                "index",
+                "HEAD",
+                "ORIG_HEAD",
+                "FETCH_HEAD",
+                "MERGE_HEAD",
+                "packed-refs",
+                "COMMIT_EDITMSG",
+                "shallow",
+                "reftable/t.ref",
+                "sharedindex.abc",
+                "lfs/objects/aa/bb",
         };
         for (size_t i = 0; i < ELEMENTSOF(allowed); i++) {
                 ck_assert_msg(git(allowed[i], false, F, false) == NSR_PROTECT_APPLY, "%s", allowed[i]);
                 ck_assert_msg(git(allowed[i], true, F, false) == NSR_PROTECT_APPLY, "%s", allowed[i]);
         }
         static const char *const dropped[] = {
-                "hooks",          "hooks/pre-commit",      "config",           "config.worktree",
-                "commondir",      "gitdir",                "objects/info/alternates",
-                "objects/info/http-alternates",            "info",             "info/attributes",
-                "info/exclude",   "info/grafts",           "info/sparse-checkout", "modules/a/config",
-                "modules/a/b/config", "modules/a/b/objects/x", "worktrees/w/HEAD", "worktrees/w/commondir",
-                "rebase-merge/git-rebase-todo", "rebase-apply/x", "sequencer/todo", "branches/origin",
-                "remotes/origin", "gc.pid",  "hooksx", "configx", "lfs/tmp/x", "index.lock",
+                "hooks",
+                "hooks/pre-commit",
+                "config",
+                "config.worktree",
+                "commondir",
+                "gitdir",
+                "objects/info/alternates",
+                "objects/info/http-alternates",
+                "info",
+                "info/attributes",
+                "info/exclude",
+                "info/grafts",
+                "info/sparse-checkout",
+                "modules/a/config",
+                "modules/a/b/config",
+                "modules/a/b/objects/x",
+                "worktrees/w/HEAD",
+                "worktrees/w/commondir",
+                "rebase-merge/git-rebase-todo",
+                "rebase-apply/x",
+                "sequencer/todo",
+                "branches/origin",
+                "remotes/origin",
+                "gc.pid",
+                "hooksx",
+                "configx",
+                "lfs/tmp/x",
+                "index.lock",
         };
         for (size_t i = 0; i < ELEMENTSOF(dropped); i++)
                 ck_assert_msg(git(dropped[i], false, F, false) == NSR_PROTECT_DROP, "%s", dropped[i]);
@@ -148,8 +183,8 @@ START_TEST(test_mode) {
         ck_assert_uint_eq(nsr_protect_mode(0775, true, 0644, 002), 0755); /* no new g+w even if umask allows */
         ck_assert_uint_eq(nsr_protect_mode(04755, true, 0755, 022), 0755);
         ck_assert_uint_eq(nsr_protect_mode(01777, true, 01777, 022), 01777); /* kept what it had */
-        ck_assert_uint_eq(nsr_protect_mode(0700, true, 0777, 022), 0700);     /* narrowing is fine */
-        ck_assert_uint_eq(nsr_protect_mode(0755, true, 0600, 077), 0700);     /* umask 077: no new r-x */
+        ck_assert_uint_eq(nsr_protect_mode(0700, true, 0777, 022), 0700);    /* narrowing is fine */
+        ck_assert_uint_eq(nsr_protect_mode(0755, true, 0600, 077), 0700);    /* umask 077: no new r-x */
         /* A new entry: the umask, no special bits. */
         ck_assert_uint_eq(nsr_protect_mode(0777, false, 0, 022), 0755);
         ck_assert_uint_eq(nsr_protect_mode(02777, false, 0, 022), 0755);
@@ -208,36 +243,36 @@ START_TEST(test_config_reduce) {
                                         "\tclean = evil\n",
                                         &dropped);
         ck_assert_str_eq(a, HDR "[core]\n"
-                            "\trepositoryformatversion = 0\n"
-                            "\tfilemode = true\n"
-                            "\tbare = false\n"
-                            "\tlogallrefupdates = true\n"
-                            "[remote \"origin\"]\n"
-                            "\turl = https://example.invalid/r.git\n"
-                            "\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
-                            "[branch \"main\"]\n"
-                            "\tremote = origin\n"
-                            "\tmerge = refs/heads/main\n");
+                                "\trepositoryformatversion = 0\n"
+                                "\tfilemode = true\n"
+                                "\tbare = false\n"
+                                "\tlogallrefupdates = true\n"
+                                "[remote \"origin\"]\n"
+                                "\turl = https://example.invalid/r.git\n"
+                                "\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+                                "[branch \"main\"]\n"
+                                "\tremote = origin\n"
+                                "\tmerge = refs/heads/main\n");
         ck_assert_uint_eq(dropped, 10);
 
         /* Odd lines: never interpreted. */
         _cleanup_free_ char *b = reduce("[core]\n"
-                                        "\tbare = \"fa\\\"lse\"\n"           /* escapes */
-                                        "\tfilemode = true \\\n"            /* a continued line */
+                                        "\tbare = \"fa\\\"lse\"\n" /* escapes */
+                                        "\tfilemode = true \\\n"   /* a continued line */
                                         "\tfsmonitor = evil\n"
-                                        "\tsymlinks = true ; comment\n"     /* a comment in the value */
-                                        "\tignorecase = \"true\"\n"        /* plainly quoted: fine */
+                                        "\tsymlinks = true ; comment\n"      /* a comment in the value */
+                                        "\tignorecase = \"true\"\n"          /* plainly quoted: fine */
                                         "\tprecomposeunicode = yes\x1b[2J\n" /* control bytes */
-                                        "[core] fsmonitor = evil\n"         /* a key after a header */
+                                        "[core] fsmonitor = evil\n"          /* a key after a header */
                                         "\tbare = true\n"
-                                        "[remote \"a\\\"b\"]\n"             /* escape in a subsection */
+                                        "[remote \"a\\\"b\"]\n" /* escape in a subsection */
                                         "\turl = x\n"
                                         "[remote \"ext\"]\n"
                                         "\turl = ext::sh -c evil\n"
                                         "\turl = ext::sh\n"
                                         "\turl = -uevil\n"
                                         "\turl = fd::3\n"
-                                        "[remote.old]\n"                    /* the old [a.b] form */
+                                        "[remote.old]\n" /* the old [a.b] form */
                                         "\turl = x\n"
                                         "[extensions]\n"
                                         "\tobjectformat = sha256\n"
@@ -247,11 +282,11 @@ START_TEST(test_config_reduce) {
                                         "\tbare\n",
                                         &dropped);
         ck_assert_str_eq(b, HDR "[core]\n"
-                            "\tignorecase = true\n"
-                            "[extensions]\n"
-                            "\tobjectformat = sha256\n"
-                            "[core]\n"
-                            "\tbare = true\n");
+                                "\tignorecase = true\n"
+                                "[extensions]\n"
+                                "\tobjectformat = sha256\n"
+                                "[core]\n"
+                                "\tbare = true\n");
         ck_assert_uint_gt(dropped, 10);
 
         _cleanup_free_ char *c = reduce("", &dropped);
@@ -287,9 +322,14 @@ START_TEST(test_summary) {
         nsr_protect_note notes[] = {
                 { .path = (char *) ".git/hooks/a\x1b[2Jb", .action = NSR_PROTECT_DROPPED, .reason = "git runs hooks" },
                 { .path = (char *) ".git/config", .action = NSR_PROTECT_DROPPED, .reason = "x" },
-                { .path = (char *) "src", .action = NSR_PROTECT_MODE_REDUCED, .reason = "m", .requested = 0777,
+                { .path = (char *) "src",
+                  .action = NSR_PROTECT_MODE_REDUCED,
+                  .reason = "m",
+                  .requested = 0777,
                   .mode = 0755 },
-                { .path = (char *) "d", .action = NSR_PROTECT_XATTR_DROPPED, .reason = "x",
+                { .path = (char *) "d",
+                  .action = NSR_PROTECT_XATTR_DROPPED,
+                  .reason = "x",
                   .detail = (char *) "system.posix_acl_default" },
         };
         nsr_protect_result res = { .notes = notes, .n_notes = ELEMENTSOF(notes) };

@@ -52,16 +52,23 @@ START_TEST(test_listing) {
         nsr_error err = { 0 };
         add(cs, "src/new.c", NSR_CHANGE_CREATED, NSR_ENTRY_FILE);
         add(cs, "a\nb\xff", NSR_CHANGE_MODIFIED, NSR_ENTRY_FILE);
-        nsr_change c = { .path = (char *) "build", .kind = NSR_CHANGE_DELETED, .type = NSR_ENTRY_DIR,
-                         .descendants = 120 };
+        nsr_change c = {
+                .path = (char *) "build", .kind = NSR_CHANGE_DELETED, .type = NSR_ENTRY_DIR, .descendants = 120
+        };
         ck_assert_int_eq(nsr_changeset_add(cs, &c, &err), 0);
-        c = (nsr_change){ .path = (char *) "link", .kind = NSR_CHANGE_MODIFIED, .type = NSR_ENTRY_SYMLINK,
+        c = (nsr_change){ .path = (char *) "link",
+                          .kind = NSR_CHANGE_MODIFIED,
+                          .type = NSR_ENTRY_SYMLINK,
                           .target = (char *) "new\ttarget" };
         ck_assert_int_eq(nsr_changeset_add(cs, &c, &err), 0);
-        c = (nsr_change){ .path = (char *) "x", .kind = NSR_CHANGE_TYPE_CHANGED, .type = NSR_ENTRY_DIR,
+        c = (nsr_change){ .path = (char *) "x",
+                          .kind = NSR_CHANGE_TYPE_CHANGED,
+                          .type = NSR_ENTRY_DIR,
                           .old = { .exists = true, .type = NSR_ENTRY_FILE } };
         ck_assert_int_eq(nsr_changeset_add(cs, &c, &err), 0);
-        c = (nsr_change){ .path = (char *) "run.sh", .kind = NSR_CHANGE_METADATA_CHANGED, .type = NSR_ENTRY_FILE,
+        c = (nsr_change){ .path = (char *) "run.sh",
+                          .kind = NSR_CHANGE_METADATA_CHANGED,
+                          .type = NSR_ENTRY_FILE,
                           .meta = NSR_META_MODE | NSR_META_MTIME };
         ck_assert_int_eq(nsr_changeset_add(cs, &c, &err), 0);
         add(cs, "d", NSR_CHANGE_CREATED, NSR_ENTRY_DIR);
@@ -135,26 +142,46 @@ static void fixture_init(fixture *f) {
         nsr_error err = { 0 };
         *f = (fixture){ 0 };
         f->changes = nsr_changeset_new();
-        nsr_change c = { .path = (char *) "new.txt", .kind = NSR_CHANGE_CREATED, .type = NSR_ENTRY_FILE,
-                         .size = 12, .mode = 0644 };
+        nsr_change c = {
+                .path = (char *) "new.txt", .kind = NSR_CHANGE_CREATED, .type = NSR_ENTRY_FILE, .size = 12, .mode = 0644
+        };
         ck_assert_int_eq(nsr_changeset_add(f->changes, &c, &err), 0);
-        c = (nsr_change){ .path = (char *) "old", .kind = NSR_CHANGE_DELETED, .type = NSR_ENTRY_DIR,
-                          .mode = 0755, .descendants = 7, .old = { .exists = true, .type = NSR_ENTRY_DIR } };
+        c = (nsr_change){ .path = (char *) "old",
+                          .kind = NSR_CHANGE_DELETED,
+                          .type = NSR_ENTRY_DIR,
+                          .mode = 0755,
+                          .descendants = 7,
+                          .old = { .exists = true, .type = NSR_ENTRY_DIR } };
         ck_assert_int_eq(nsr_changeset_add(f->changes, &c, &err), 0);
-        c = (nsr_change){ .path = (char *) "run.sh", .kind = NSR_CHANGE_METADATA_CHANGED, .type = NSR_ENTRY_FILE,
-                          .size = 100, .mode = 04755 };
+        c = (nsr_change){ .path = (char *) "run.sh",
+                          .kind = NSR_CHANGE_METADATA_CHANGED,
+                          .type = NSR_ENTRY_FILE,
+                          .size = 100,
+                          .mode = 04755 };
         ck_assert_int_eq(nsr_changeset_add(f->changes, &c, &err), 0);
-        c = (nsr_change){ .path = (char *) "sym", .kind = NSR_CHANGE_MODIFIED, .type = NSR_ENTRY_SYMLINK,
-                          .size = 3, .mode = 0777, .target = (char *) "a\xff" "b" };
+        c = (nsr_change){ .path = (char *) "sym",
+                          .kind = NSR_CHANGE_MODIFIED,
+                          .type = NSR_ENTRY_SYMLINK,
+                          .size = 3,
+                          .mode = 0777,
+                          .target = (char *) "a\xff"
+                                             "b" };
         ck_assert_int_eq(nsr_changeset_add(f->changes, &c, &err), 0);
-        c = (nsr_change){ .path = (char *) "t", .kind = NSR_CHANGE_TYPE_CHANGED, .type = NSR_ENTRY_FILE,
-                          .size = 1, .mode = 0600, .descendants = 2,
+        c = (nsr_change){ .path = (char *) "t",
+                          .kind = NSR_CHANGE_TYPE_CHANGED,
+                          .type = NSR_ENTRY_FILE,
+                          .size = 1,
+                          .mode = 0600,
+                          .descendants = 2,
                           .old = { .exists = true, .type = NSR_ENTRY_DIR, .mode = 0700 } };
         ck_assert_int_eq(nsr_changeset_add(f->changes, &c, &err), 0);
         f->protect = nsr_malloc0(sizeof(*f->protect));
         f->protect->dropped = nsr_changeset_new();
-        c = (nsr_change){ .path = (char *) ".git/config", .kind = NSR_CHANGE_MODIFIED, .type = NSR_ENTRY_FILE,
-                          .size = 5, .mode = 0644 };
+        c = (nsr_change){ .path = (char *) ".git/config",
+                          .kind = NSR_CHANGE_MODIFIED,
+                          .type = NSR_ENTRY_FILE,
+                          .size = 5,
+                          .mode = 0644 };
         ck_assert_int_eq(nsr_changeset_add(f->protect->dropped, &c, &err), 0);
         f->protect->notes = nsr_malloc0(2 * sizeof(nsr_protect_note));
         f->protect->notes[0] = (nsr_protect_note){ .path = nsr_strdup(".git/config"),
@@ -168,7 +195,8 @@ static void fixture_init(fixture *f) {
                                                    .requested = 0777,
                                                    .mode = 0755 };
         f->protect->n_notes = 2;
-        f->conflicts[0] = (nsr_report_conflict){ .path = "n\x80", .reason = "changed on the host during the run",
+        f->conflicts[0] = (nsr_report_conflict){ .path = "n\x80",
+                                                 .reason = "changed on the host during the run",
                                                  .kept_at = "/state/runs/R/kept/n\x80" };
         f->projects[0] = (nsr_report_project){
                 .path = "/p",

@@ -9,9 +9,9 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
-#include "seccomp/refused.h"
 #include "cli/runctl.h"
 #include "seccomp/compile.h"
+#include "seccomp/refused.h"
 #include "unit.h"
 
 START_TEST(test_duration) {
@@ -19,8 +19,8 @@ START_TEST(test_duration) {
                 const char *in;
                 uint64_t ms;
         } good[] = {
-                { "90", 90000 },   { "90s", 90000 },   { "1.5s", 1500 },     { "1.5", 1500 },  { "0.25s", 250 },
-                { "500ms", 500 },  { "5m", 300000 },   { "1h", 3600000 },   { "2d", 172800000 }, { "0", 0 },
+                { "90", 90000 },    { "90s", 90000 },  { "1.5s", 1500 },  { "1.5", 1500 },     { "0.25s", 250 },
+                { "500ms", 500 },   { "5m", 300000 },  { "1h", 3600000 }, { "2d", 172800000 }, { "0", 0 },
                 { "1.005s", 1005 }, { "0.5m", 30000 }, { "1.500", 1500 },
         };
         for (size_t i = 0; i < ELEMENTSOF(good); i++) {
@@ -28,8 +28,8 @@ START_TEST(test_duration) {
                 ck_assert_msg(nsr_parse_duration(good[i].in, &ms) == 0, "%s", good[i].in);
                 ck_assert_msg(ms == good[i].ms, "%s: %ju", good[i].in, (uintmax_t) ms);
         }
-        static const char *const bad[] = { "", "s", "1x", "-1", "1.", ".5", "1.0001s", "1.5ms", "1 s", "1ss", "0x10",
-                                           "1e3", "abc" };
+        static const char *const bad[] = { "",      "s",   "1x",  "-1",   "1.",  ".5", "1.0001s",
+                                           "1.5ms", "1 s", "1ss", "0x10", "1e3", "abc" };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 uint64_t ms = 7;
                 ck_assert_msg(nsr_parse_duration(bad[i], &ms) == -EINVAL, "%s", bad[i]);
@@ -61,9 +61,9 @@ START_TEST(test_duration_format) {
 END_TEST
 
 START_TEST(test_rlimit_names) {
-        static const char *const prlimit[] = { "AS",      "CORE",   "CPU",   "DATA",   "FSIZE",  "LOCKS",
-                                               "MEMLOCK", "MSGQUEUE", "NICE", "NOFILE", "NPROC",  "RSS",
-                                               "RTPRIO",  "RTTIME", "SIGPENDING", "STACK" };
+        static const char *const prlimit[] = { "AS",      "CORE",     "CPU",        "DATA",   "FSIZE", "LOCKS",
+                                               "MEMLOCK", "MSGQUEUE", "NICE",       "NOFILE", "NPROC", "RSS",
+                                               "RTPRIO",  "RTTIME",   "SIGPENDING", "STACK" };
         ck_assert_int_eq(ELEMENTSOF(prlimit), _NSR_RLIMIT_MAX);
         for (size_t i = 0; i < ELEMENTSOF(prlimit); i++) {
                 nsr_rlimit_id id = nsr_rlimit_from_name(prlimit[i]);
@@ -98,8 +98,16 @@ START_TEST(test_rlimit_parse) {
         ck_assert_int_eq(nsr_parse_rlimit("memlock=Infinity", &id, &s, &err), 0);
         ck_assert(s.soft == NSR_RLIM_INFINITY && s.hard == NSR_RLIM_INFINITY);
 
-        static const char *const bad[] = { "nofile",    "nofile=",   "nofile=:",     "files=1",      "nofile=x",
-                                           "nofile=1:x", "nofile=-1", "nofile=20:10", "=5",           "nofile=1:2:3",
+        static const char *const bad[] = { "nofile",
+                                           "nofile=",
+                                           "nofile=:",
+                                           "files=1",
+                                           "nofile=x",
+                                           "nofile=1:x",
+                                           "nofile=-1",
+                                           "nofile=20:10",
+                                           "=5",
+                                           "nofile=1:2:3",
                                            "nofile=18446744073709551615" };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 nsr_error e = { 0 };
@@ -190,9 +198,9 @@ START_TEST(test_bpf_interpreter) {
         /* Malformed programs: out-of-range loads, running off the end. */
         struct sock_filter bad1[] = { BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 64) };
         struct sock_filter bad2[] = { BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 0) };
-        struct sock_filter memx[] = { BPF_STMT(BPF_LD | BPF_IMM, 7), BPF_STMT(BPF_ST, 3), BPF_STMT(BPF_LDX | BPF_MEM, 3),
-                                      BPF_STMT(BPF_MISC | BPF_TXA, 0), BPF_STMT(BPF_ALU | BPF_ADD | BPF_K, 1),
-                                      BPF_STMT(BPF_RET | BPF_A, 0) };
+        struct sock_filter memx[] = { BPF_STMT(BPF_LD | BPF_IMM, 7),          BPF_STMT(BPF_ST, 3),
+                                      BPF_STMT(BPF_LDX | BPF_MEM, 3),         BPF_STMT(BPF_MISC | BPF_TXA, 0),
+                                      BPF_STMT(BPF_ALU | BPF_ADD | BPF_K, 1), BPF_STMT(BPF_RET | BPF_A, 0) };
         struct seccomp_data z = { 0 };
         ck_assert_uint_eq(nsr_bpf_run(bad1, 1, &z), SECCOMP_RET_KILL_PROCESS);
         ck_assert_uint_eq(nsr_bpf_run(bad2, 1, &z), SECCOMP_RET_KILL_PROCESS);

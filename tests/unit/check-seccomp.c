@@ -9,8 +9,8 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
-#include <signal.h>
 #include <seccomp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -18,9 +18,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "seccomp/policy.h"
-#include "seccomp/compile.h"
 #include "base/sha256.h"
+#include "seccomp/compile.h"
+#include "seccomp/policy.h"
 #include "unit.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -31,8 +31,7 @@ typedef struct mem_file {
 } mem_file;
 
 /* A loader that serves include files from a table. */
-static int mem_open(void *userdata, const char *from, const char *name, FILE **ret_f, char **ret_path,
-                    nsr_error *err) {
+static int mem_open(void *userdata, const char *from, const char *name, FILE **ret_f, char **ret_path, nsr_error *err) {
         (void) from;
         for (const mem_file *m = userdata; m && m->name; m++)
                 if (streq(m->name, name)) {
@@ -67,8 +66,8 @@ static void parse_fails(const char *text, const mem_file *files, const char *whe
         int r = parse_with(text, strlen(text), files, &p, &err);
         ck_assert_msg(r < 0, "'%s' parsed, expected: %s %s", text, where, what);
         ck_assert_ptr_null(p);
-        ck_assert_msg(nsr_startswith(err.msg, where), "'%s': got '%s', expected it to start with '%s'", text,
-                      err.msg, where);
+        ck_assert_msg(nsr_startswith(err.msg, where), "'%s': got '%s', expected it to start with '%s'", text, err.msg,
+                      where);
         ck_assert_msg(strstr(err.msg, what), "'%s': got '%s', expected '%s'", text, err.msg, what);
         ck_assert_int_eq(err.kind, NSR_ERR_USAGE);
 }
@@ -242,7 +241,7 @@ static uint32_t run_nr(const compiled *c, uint32_t arch, int nr, uint64_t a0, ui
 }
 
 #define ERRNO(e) (SECCOMP_RET_ERRNO | (uint32_t) (e))
-#define ALLOW SECCOMP_RET_ALLOW
+#define ALLOW    SECCOMP_RET_ALLOW
 
 static compiled compile_shipped(const char *name) {
         const char *src = getenv("NSR_SRCDIR");
@@ -426,8 +425,8 @@ START_TEST(test_parse_include) {
                 { "other", "deny mount\n" },
                 { NULL, NULL },
         };
-        _cleanup_(nsr_policy_freep) nsr_policy *p = parse_ok("allow read\ninclude base\ndeny reboot\ninclude other\n",
-                                                             files);
+        _cleanup_(nsr_policy_freep) nsr_policy *p =
+                parse_ok("allow read\ninclude base\ndeny reboot\ninclude other\n", files);
         ck_assert_int_eq(p->n_rules, 5);
         ck_assert_str_eq(p->rules[1].syscall, "mount");
         ck_assert_str_eq(p->files[p->rules[1].file], "base.policy");
@@ -463,13 +462,15 @@ START_TEST(test_parse_errors) {
                 const char *where;
                 const char *what;
         } cases[] = {
-                { "bogus read\n", "test.policy:1: ", "unknown statement 'bogus' (expected allow, deny, default or include)" },
+                { "bogus read\n",
+                  "test.policy:1: ", "unknown statement 'bogus' (expected allow, deny, default or include)" },
                 { "\n\n0x1\n", "test.policy:3: ", "unknown statement '0x1'" },
                 { "deny\n", "test.policy:1: ", "expected a system call name after 'deny', got 'end of line'" },
                 { "allow 12\n", "test.policy:1: ", "expected a system call name after 'allow', got '12'" },
                 { "# x\ndeny nosuchcall\n", "test.policy:2: ", "unknown system call 'nosuchcall'" },
                 { "deny read errno EFOO\n", "test.policy:1: ", "unknown errno name 'EFOO'" },
-                { "deny read errno 0\n", "test.policy:1: ", "errno must be a name or a number from 1 to 4095, got '0'" },
+                { "deny read errno 0\n",
+                  "test.policy:1: ", "errno must be a name or a number from 1 to 4095, got '0'" },
                 { "deny read errno 4096\n", "test.policy:1: ", "errno must be a name or a number from 1 to 4095" },
                 { "deny read errno\n", "test.policy:1: ", "expected an errno name after 'errno', got 'end of line'" },
                 { "deny read kill now\n", "test.policy:1: ", "unexpected 'now'" },
@@ -486,21 +487,25 @@ START_TEST(test_parse_errors) {
                 { "deny read if arg0 & 0 == 0\n", "test.policy:1: ", "the mask of arg0 is zero" },
                 { "deny read if arg0 & 0xf == 0x10\n", "test.policy:1: ", "value 0x10 has bits outside the mask 0xf" },
                 { "deny read if arg0 & 0xf not in {1, 0x20}\n", "test.policy:1: ", "value 0x20 has bits outside" },
-                { "deny read if arg0 & 0xf < 3\n", "test.policy:1: ", "a mask works with ==, !=, in and not in, not with <" },
+                { "deny read if arg0 & 0xf < 3\n",
+                  "test.policy:1: ", "a mask works with ==, !=, in and not in, not with <" },
                 { "deny read if arg0 == 1 and arg0 == 2\n", "test.policy:1: ", "arg0 is tested twice" },
-                { "deny read if arg0 == 1 arg1 == 2\n", "test.policy:1: ", "unexpected 'arg1' (conditions are joined with 'and')" },
+                { "deny read if arg0 == 1 arg1 == 2\n",
+                  "test.policy:1: ", "unexpected 'arg1' (conditions are joined with 'and')" },
                 { "deny read if arg0 == 1 and\n", "test.policy:1: ", "expected arg0 to arg5, got 'end of line'" },
                 { "deny read if arg0 not {1}\n", "test.policy:1: ", "expected 'in' after 'not', got '{'" },
                 { "deny read if arg0 in 1\n", "test.policy:1: ", "expected '{' after 'in', got '1'" },
                 { "deny read if arg0 in {1 2}\n", "test.policy:1: ", "expected ',' or '}' in a set, got '2'" },
-                { "deny read if arg0 in {1,\n", "test.policy:1: ", "expected a number or a constant, got 'end of line'" },
+                { "deny read if arg0 in {1,\n",
+                  "test.policy:1: ", "expected a number or a constant, got 'end of line'" },
                 { "deny read if arg0 & 0xffffffff != 1 and arg1 & 0xffffffff != 1 and arg2 & 0xffff != 3\n",
                   "test.policy:1: ", "this rule expands to more than 1024 filter rules" },
                 { "deny read $\n", "test.policy:1: ", "unexpected character '$'" },
                 { "deny read \x01\n", "test.policy:1: ", "unexpected byte 0x01" },
                 { "default\n", "test.policy:1: ", "expected 'allow' or 'deny' after 'default', got 'end of line'" },
                 { "default allow now\n", "test.policy:1: ", "unexpected 'now'" },
-                { "default allow\n\ndefault deny\n", "test.policy:3: ", "the default action is already set at test.policy:1" },
+                { "default allow\n\ndefault deny\n",
+                  "test.policy:3: ", "the default action is already set at test.policy:1" },
                 { "include\n", "test.policy:1: ", "expected a policy name after 'include', got 'end of line'" },
                 { "include .hidden\n", "test.policy:1: ", "unexpected character '.'" },
                 { "include a/b\n", "test.policy:1: ", "unexpected character '/'" },
@@ -508,10 +513,12 @@ START_TEST(test_parse_errors) {
                 { "allow read\ninclude nosuch\n", "test.policy:2: ", "cannot include 'nosuch'" },
                 { "deny read\nallow read if arg0 == 1\n", "test.policy:2: ",
                   "this rule (allow) can match the same read calls as the rule at test.policy:1 (deny errno EPERM)" },
-                { "deny ioctl errno EIO if arg1 <= 5\ndeny ioctl if arg1 >= 5\n", "test.policy:2: ",
-                  "can match the same ioctl calls as the rule at test.policy:1 (deny errno EIO)" },
-                { "deny ioctl if arg1 & 1\ndeny ioctl kill if arg1 & 2\n", "test.policy:2: ", "can match the same ioctl" },
-                { "deny ioctl if arg1 != 1\ndeny ioctl kill if arg1 != 2\n", "test.policy:2: ", "can match the same ioctl" },
+                { "deny ioctl errno EIO if arg1 <= 5\ndeny ioctl if arg1 >= 5\n",
+                  "test.policy:2: ", "can match the same ioctl calls as the rule at test.policy:1 (deny errno EIO)" },
+                { "deny ioctl if arg1 & 1\ndeny ioctl kill if arg1 & 2\n",
+                  "test.policy:2: ", "can match the same ioctl" },
+                { "deny ioctl if arg1 != 1\ndeny ioctl kill if arg1 != 2\n",
+                  "test.policy:2: ", "can match the same ioctl" },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++)
                 parse_fails(cases[i].text, NULL, cases[i].where, cases[i].what);
@@ -520,21 +527,18 @@ END_TEST
 
 START_TEST(test_parse_errors_includes) {
         static const mem_file files[] = {
-                { "sub", "\n\ndeny nosuch\n" },
-                { "a", "include b\n" },
-                { "b", "\ninclude a\n" },
-                { "d1", "include d2\n" }, { "d2", "include d3\n" }, { "d3", "include d4\n" },
-                { "d4", "include d5\n" }, { "d5", "include d6\n" }, { "d6", "include d7\n" },
-                { "d7", "include d8\n" }, { "d8", "include d9\n" }, { "d9", "deny read\n" },
-                { "dflt", "default allow\n" },
-                { NULL, NULL },
+                { "sub", "\n\ndeny nosuch\n" }, { "a", "include b\n" },   { "b", "\ninclude a\n" },
+                { "d1", "include d2\n" },       { "d2", "include d3\n" }, { "d3", "include d4\n" },
+                { "d4", "include d5\n" },       { "d5", "include d6\n" }, { "d6", "include d7\n" },
+                { "d7", "include d8\n" },       { "d8", "include d9\n" }, { "d9", "deny read\n" },
+                { "dflt", "default allow\n" },  { NULL, NULL },
         };
         /* An error in an included file names that file and its line. */
         parse_fails("allow read\ninclude sub\n", files, "sub.policy:3: ", "unknown system call 'nosuch'");
         parse_fails("include a\n", files, "b.policy:2: ", "include cycle: a.policy is already being read");
         parse_fails("include d1\n", files, "d8.policy:1: ", "includes are nested more than 8 deep");
-        parse_fails("default deny\ninclude dflt\n", files, "dflt.policy:1: ",
-                    "the default action is already set at test.policy:1");
+        parse_fails("default deny\ninclude dflt\n", files,
+                    "dflt.policy:1: ", "the default action is already set at test.policy:1");
         /* Eight levels are fine. */
         nsr_policy_free(parse_ok("include d2\n", files));
 
@@ -998,8 +1002,8 @@ START_TEST(test_cache_trim) {
                 uint8_t key[NSR_SHA256_SIZE] = { (uint8_t) i, (uint8_t) (i >> 8), 7 };
                 ck_assert_int_eq(nsr_seccomp_cache_store(key, data, sizeof(data)), 0);
         }
-        _cleanup_free_ char *cmd = nsr_asprintf("test $(ls '%s/nsrun/seccomp' | wc -l) -le %u", dir,
-                                                NSR_SECCOMP_CACHE_MAX);
+        _cleanup_free_ char *cmd =
+                nsr_asprintf("test $(ls '%s/nsrun/seccomp' | wc -l) -le %u", dir, NSR_SECCOMP_CACHE_MAX);
         ck_assert_int_eq(system(cmd), 0);
         free(cmd);
         cmd = nsr_asprintf("rm -rf '%s'", dir);

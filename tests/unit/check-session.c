@@ -3,9 +3,9 @@
  * environment, durations, and the message framing over a socketpair. */
 #include "config.h"
 
-#include <string.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -43,12 +43,12 @@ START_TEST(test_exec_malformed) {
                 const char *data;
                 size_t len;
         } bad[] = {
-                { "", 0 },              /* no command */
-                { "ecmd\0", 5 },        /* env without NAME=VALUE, no command */
-                { "ash", 3 },           /* not terminated */
-                { "xsh\0", 4 },         /* unknown tag */
-                { "ash\0e=1\0", 8 },    /* empty name */
-                { "ash\0uA=B\0", 9 },   /* unset with a value */
+                { "", 0 },            /* no command */
+                { "ecmd\0", 5 },      /* env without NAME=VALUE, no command */
+                { "ash", 3 },         /* not terminated */
+                { "xsh\0", 4 },       /* unknown tag */
+                { "ash\0e=1\0", 8 },  /* empty name */
+                { "ash\0uA=B\0", 9 }, /* unset with a value */
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
                 ck_assert_int_lt(nsr_session_exec_decode(bad[i].data, bad[i].len, &y, &e), 0);
@@ -139,7 +139,9 @@ START_TEST(test_meta_owner) {
         int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         ck_assert_int_ge(fd, 0);
         char *projects[] = { (char *) "/p", NULL };
-        nsr_run_meta m = { .state = NSR_OUTCOME_RUNNING, .kind = (char *) "run", .projects = projects, .exit_code = -1 };
+        nsr_run_meta m = {
+                .state = NSR_OUTCOME_RUNNING, .kind = (char *) "run", .projects = projects, .exit_code = -1
+        };
         snprintf(m.run_id, sizeof(m.run_id), "20261126T000000.000Z-000000");
         nsr_run_meta_set_owner(&m);
         nsr_error e = { 0 };

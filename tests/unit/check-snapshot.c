@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "txn/commit.h"
 #include "project/snapshot.h"
+#include "txn/commit.h"
 #include "unit.h"
 
 static char *tmpdir_new(void) {
@@ -119,10 +119,9 @@ static void fixture_close(fixture *fx) {
 static nsr_changeset *compare(const fixture *fx, const nsr_snapshot *s, nsr_capture_stats *stats) {
         _cleanup_close_ int snap = openat(fx->backup_fd, "p0", O_PATH | O_DIRECTORY | O_CLOEXEC);
         ck_assert_int_ge(snap, 0);
-        nsr_capture_opts co = { .flags = NSR_CAPTURE_TREES,
-                                .prior = nsr_snapshot_prior,
-                                .prior_userdata = (void *) s,
-                                .stats = stats };
+        nsr_capture_opts co = {
+                .flags = NSR_CAPTURE_TREES, .prior = nsr_snapshot_prior, .prior_userdata = (void *) s, .stats = stats
+        };
         nsr_changeset *cs = NULL;
         nsr_error err = { 0 };
         ck_assert_msg(nsr_capture_scan(fx->proj_fd, snap, &co, &cs, &err) == 0, "%s", err.msg);
@@ -147,10 +146,11 @@ static void change_project(const char *p) {
         _cleanup_free_ char *to = at(p, "touched");
         struct timespec t2[2] = { { 1000, 0 }, { 1000, 0 } };
         ck_assert_int_eq(utimensat(AT_FDCWD, to, t2, 0), 0);
-        _cleanup_free_ char *cmd = nsr_asprintf("rm -r '%s/gone' '%s/todir' && rm '%s/tofile' && mkdir -p '%s/tofile/in' "
-                                                "'%s/made/inner' && echo x > '%s/todir' && echo i > '%s/made/inner/f' && "
-                                                "mv '%s/renamed' '%s/moved' && ln -sf mod '%s/link'",
-                                                p, p, p, p, p, p, p, p, p, p);
+        _cleanup_free_ char *cmd =
+                nsr_asprintf("rm -r '%s/gone' '%s/todir' && rm '%s/tofile' && mkdir -p '%s/tofile/in' "
+                             "'%s/made/inner' && echo x > '%s/todir' && echo i > '%s/made/inner/f' && "
+                             "mv '%s/renamed' '%s/moved' && ln -sf mod '%s/link'",
+                             p, p, p, p, p, p, p, p, p, p);
         ck_assert_int_eq(system(cmd), 0);
 }
 
@@ -262,8 +262,11 @@ START_TEST(test_record_undo) {
         ck_assert_int_eq(nsr_changeset_split(cs, is_hook, NULL, &prot), 0);
         ck_assert_uint_eq(nsr_changeset_size(prot), 2);
 
-        nsr_live_opts lo = { .project_fd = fx.proj_fd, .project_path = fx.proj, .run_fd = fx.run_fd,
-                             .project_index = 0, .run_start = start };
+        nsr_live_opts lo = { .project_fd = fx.proj_fd,
+                             .project_path = fx.proj,
+                             .run_fd = fx.run_fd,
+                             .project_index = 0,
+                             .run_start = start };
         char **failed = NULL;
         ck_assert_msg(nsr_commit_revert_live(prot, &lo, &failed, &err) == 0, "%s", err.msg);
         ck_assert_ptr_null(failed);
@@ -291,8 +294,11 @@ START_TEST(test_record_undo) {
         _cleanup_free_ char *undo = at(fx.d, "undo");
         ck_assert_int_eq(mkdir(undo, 0700), 0);
         _cleanup_close_ int undo_fd = open(undo, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        nsr_undo_opts uo = { .project_fd = fx.proj_fd, .project_path = fx.proj, .run_fd = fx.run_fd,
-                             .project_index = 0, .undo_run_fd = undo_fd };
+        nsr_undo_opts uo = { .project_fd = fx.proj_fd,
+                             .project_path = fx.proj,
+                             .run_fd = fx.run_fd,
+                             .project_index = 0,
+                             .undo_run_fd = undo_fd };
         nsr_undo_result ur = { 0 };
         ck_assert_msg(nsr_commit_undo(&uo, &ur, &err) == 0, "%s", err.msg);
         ck_assert_ptr_null(ur.refused);

@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "base/durable.h"
+#include "base/util.h"
 #include "txn/state.h"
 #include "txn/txnfs.h"
 #include "unit.h"
-#include "base/util.h"
 
 static int tmpdir(char path[64]) {
         snprintf(path, 64, "%s/nsr-state.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -175,8 +175,9 @@ END_TEST
  * does not know (a newer one's, a damaged or planted file) reads as
  * "unknown", never as a crash or as one of the states it would act on. */
 START_TEST(test_meta_outcome) {
-        static const char *const names[] = { "running", "committed", "conflict", "kept",
-                                             "discarded", "failed", "undone" };
+        static const char *const names[] = {
+                "running", "committed", "conflict", "kept", "discarded", "failed", "undone"
+        };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 nsr_outcome o = nsr_outcome_from_string(names[i]);
                 ck_assert_int_eq(o, (nsr_outcome) i);
@@ -198,10 +199,8 @@ START_TEST(test_meta_outcome) {
                 const char *state_line;
                 nsr_outcome want;
         } cases[] = {
-                { "state kept\n", NSR_OUTCOME_KEPT },
-                { "state undone\n", NSR_OUTCOME_UNDONE },
-                { "state kept-ish\n", NSR_OUTCOME_UNKNOWN },
-                { "state \xff\x1b[2J\n", NSR_OUTCOME_UNKNOWN },
+                { "state kept\n", NSR_OUTCOME_KEPT },        { "state undone\n", NSR_OUTCOME_UNDONE },
+                { "state kept-ish\n", NSR_OUTCOME_UNKNOWN }, { "state \xff\x1b[2J\n", NSR_OUTCOME_UNKNOWN },
                 { "state \n", NSR_OUTCOME_UNKNOWN },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -234,10 +233,10 @@ END_TEST
 /* The checks below run in a child that may drop to an unprivileged uid
  * (root opens a 000 dir anyway, so as root the mode fixing is never
  * needed); it reports the first failed check as its exit code. */
-#define EXPECT(cond, code)                                                     \
-        do {                                                                   \
-                if (!(cond))                                                   \
-                        _exit(code);                                           \
+#define EXPECT(cond, code)                                                                                             \
+        do {                                                                                                           \
+                if (!(cond))                                                                                           \
+                        _exit(code);                                                                                   \
         } while (0)
 
 static int mode_of(const char *path) {

@@ -10,8 +10,8 @@
 #include <time.h>
 
 #include "base/textdiff.h"
-#include "unit.h"
 #include "base/util.h"
+#include "unit.h"
 
 static char *diff_text(const char *a, size_t al, const char *b, size_t bl, bool tty) {
         char *buf = NULL;
@@ -30,7 +30,7 @@ static char *apply(const char *a, const char *diff, size_t *ret_edits) {
         char *out = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&out, &len);
-        const char *pa = a;      /* next line of a not yet copied */
+        const char *pa = a; /* next line of a not yet copied */
         size_t aline = 1, edits = 0;
         bool in_hunk = false;
         const char *p = diff;
@@ -188,7 +188,8 @@ START_TEST(test_large_inputs) {
         } cases[] = { { "", b }, { a, "" }, { a, b }, { a, b2 }, { b2, a } };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 double t0 = now_s();
-                _cleanup_free_ char *d = diff_text(cases[i].x, strlen(cases[i].x), cases[i].y, strlen(cases[i].y), false);
+                _cleanup_free_ char *d =
+                        diff_text(cases[i].x, strlen(cases[i].x), cases[i].y, strlen(cases[i].y), false);
                 double dt = now_s() - t0;
                 ck_assert_msg(dt < 2.0, "case %zu took %.2f s", i, dt);
                 size_t edits = 0;
@@ -221,13 +222,15 @@ START_TEST(test_costly_stays_correct) {
 END_TEST
 
 START_TEST(test_terminal_shows_controls) {
-        const char *b = "ok\nif (user \xe2\x80\xae" "admin) \xe2\x80\x8bx\x1b[2J\x07\n";
+        const char *b = "ok\nif (user \xe2\x80\xae"
+                        "admin) \xe2\x80\x8bx\x1b[2J\x07\n";
         _cleanup_free_ char *d = diff_text("ok\n", 3, b, strlen(b), true);
         ck_assert_ptr_nonnull(strstr(d, "user <U+202E>admin) <U+200B>x\xe2\x90\x9b[2J\xe2\x90\x87"));
         ck_assert_ptr_null(strchr(d, '\x1b'));
         ck_assert_ptr_null(strstr(d, "\xe2\x80\xae"));
         _cleanup_free_ char *raw = diff_text("ok\n", 3, b, strlen(b), false);
-        ck_assert_ptr_nonnull(strstr(raw, "user \xe2\x80\xae" "admin"));
+        ck_assert_ptr_nonnull(strstr(raw, "user \xe2\x80\xae"
+                                          "admin"));
 }
 END_TEST
 

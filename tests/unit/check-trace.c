@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "plan-eq.h"
 #include "cli/plan.h"
 #include "cli/trace.h"
+#include "plan-eq.h"
 #include "unit.h"
 
 #ifndef NSR_TEST_DATADIR
@@ -26,7 +26,7 @@
 #endif
 #define TRACE_DIR NSR_TEST_DATADIR "/trace"
 
-#define W(...) ((const char *const[]){ __VA_ARGS__, NULL })
+#define W(...)         ((const char *const[]){ __VA_ARGS__, NULL })
 #define _cleanup_plan_ _cleanup_(nsr_plan_freep)
 
 static const nsr_caller ROOT = { .uid = 0, .gid = 0, .userns_possible = true, .cgroupns_possible = true };
@@ -174,8 +174,8 @@ static char **shell_words(const char *trace) {
 
 static void assert_same_words(char *const *got, char *const *want, const char *what) {
         _cleanup_free_ char *g = join(got), *w = join(want);
-        ck_assert_msg(streq(g, w) && nsr_strv_length(got) == nsr_strv_length(want), "%s:\n got  %s\n want %s", what,
-                      g, w);
+        ck_assert_msg(streq(g, w) && nsr_strv_length(got) == nsr_strv_length(want), "%s:\n got  %s\n want %s", what, g,
+                      w);
         for (size_t i = 0; want[i]; i++)
                 ck_assert_msg(streq(got[i], want[i]), "%s: word %zu", what, i);
 }
@@ -328,8 +328,8 @@ START_TEST(test_golden_files_paired) {
         while ((de = readdir(d))) {
                 if (!nsr_endswith(de->d_name, ".trace"))
                         continue;
-                _cleanup_free_ char *args = nsr_asprintf("%s/%.*s.args", TRACE_DIR, (int) (strlen(de->d_name) - 6),
-                                                         de->d_name);
+                _cleanup_free_ char *args =
+                        nsr_asprintf("%s/%.*s.args", TRACE_DIR, (int) (strlen(de->d_name) - 6), de->d_name);
                 ck_assert_msg(access(args, F_OK) == 0, "%s has no .args", de->d_name);
         }
         closedir(d);
@@ -346,20 +346,18 @@ static const char *const *const round_trips[] = {
         W("--userns", "0", "--userns2", "0", "--pidns", "0", "true"),
         W("--uid", "2147483647", "--gid", "0", "--unshare-user", "true"),
         W("--perms", "0", "--dir", "/zero", "--perms", "07777", "--tmpfs", "/all", "true"),
-        W("--size", "9223372036854775807", "--tmpfs", "/big", "--size", "1", "--perms", "01777", "--tmpfs",
-                "/t", "true"),
+        W("--size", "9223372036854775807", "--tmpfs", "/big", "--size", "1", "--perms", "01777", "--tmpfs", "/t",
+          "true"),
         W("--chmod", "07777", "/a", "--chmod", "0", "/b", "true"),
-        W("--perms", "0600", "--file", "0", "/f", "--bind-data", "1", "/b", "--perms", "0", "--ro-bind-data",
-                "2", "/r",
+        W("--perms", "0600", "--file", "0", "/f", "--bind-data", "1", "/b", "--perms", "0", "--ro-bind-data", "2", "/r",
           "true"),
         W("--bind", "--", "-x", "--dir", "--help", "--symlink", "", "", "--hostname", "--", "true"),
         W("--overlay-src", "--", "--overlay-src", "-", "--tmp-overlay", "--version", "true"),
         W("--overlay-src", "/a", "--overlay", "/rw", "/w", "/o", "--overlay-src", "/a", "--overlay-src", "/a",
           "--ro-overlay", "/o", "true"),
-        W("--setenv", "A", "x\ny", "--clearenv", "--unsetenv", "A", "--setenv", "A B", "", "--setenv", "C",
-                "=", "true"),
-        W("--cap-add", "ALL", "--cap-drop", "CAP_SYS_ADMIN", "--cap-drop", "41", "--cap-add", "0",
-                "--cap-drop", "all",
+        W("--setenv", "A", "x\ny", "--clearenv", "--unsetenv", "A", "--setenv", "A B", "", "--setenv", "C", "=",
+          "true"),
+        W("--cap-add", "ALL", "--cap-drop", "CAP_SYS_ADMIN", "--cap-drop", "41", "--cap-add", "0", "--cap-drop", "all",
           "true"),
         W("--argv0", "", "--chdir", "", "--hostname", "", "--unshare-uts", "true", ""),
         W("--hostname", "a", "--bind", "/x", "/y", "--hostname", "b", "--hostname", "c", "--unshare-uts", "true"),
@@ -371,16 +369,16 @@ static const char *const *const round_trips[] = {
           "--cap-drop", "ALL", "--", "sh", "--add-seccomp-fd", "3"),
         W("--unshare-user", "--userns-block-fd", "3", "--info-fd", "4", "--json-status-fd", "5", "--block-fd", "6",
           "true"),
-        W("--unshare-user", "--disable-userns", "--assert-userns-disabled", "--new-session",
-                "--die-with-parent", "true"),
+        W("--unshare-user", "--disable-userns", "--assert-userns-disabled", "--new-session", "--die-with-parent",
+          "true"),
         W("--unshare-pid", "--as-pid-1", "true"),
         W("--as-pid-1", "--lock-file", "/l", "true"),          /* fails validation, the same way twice */
         W("--hostname", "h", "true"),                          /* fails validation for everyone */
         W("--uid", "5", "true"),                               /* fails as root only */
         W("--unshare-cgroup", "--dev", "/dev", "true"),        /* fails without cgroup namespaces */
         W("--userns-block-fd", "3", "--info-fd", "4", "true"), /* fails validation */
-        W("--bind-fd", "3", "/a", "--ro-bind-fd", "4", "/b", "--remount-ro", "/b", "--mqueue", "/m", "--proc",
-                "/p", "true"),
+        W("--bind-fd", "3", "/a", "--ro-bind-fd", "4", "/b", "--remount-ro", "/b", "--mqueue", "/m", "--proc", "/p",
+          "true"),
         W("--dev-bind-try", "/dev/x", "/x", "--ro-bind-try", "/a b", "/c'd", "--bind-try", "/\\", "/$x", "true"),
         W("--perms", "0700", "--", "x"), /* the pending --perms is dropped */
         W("--unshare-net", "--share-net", "--unshare-ipc", "sh", "-c", "exit 3"),
@@ -462,8 +460,8 @@ START_TEST(test_trace_placement) {
                   "bwrap --dir /x --perms 0755 --dir /y --dir /z -- true\n" },
                 { W("--perms", "1777", "--tmpfs", "/tmp", "--chmod", "644", "/f", "true"),
                   "bwrap --perms 1777 --tmpfs /tmp --chmod 0644 /f -- true\n" },
-                { W("--overlay-src", "/a", "--overlay-src", "/b", "--overlay", "/rw", "/w", "/o", "--dir",
-                        "/d", "true"),
+                { W("--overlay-src", "/a", "--overlay-src", "/b", "--overlay", "/rw", "/w", "/o", "--dir", "/d",
+                    "true"),
                   "bwrap --overlay-src /a --overlay-src /b --overlay /rw /w /o --dir /d -- true\n" },
                 { W("--dir", "/d", "--overlay-src", "/a", "--tmp-overlay", "/o", "true"),
                   "bwrap --dir /d --overlay-src /a --tmp-overlay /o -- true\n" },

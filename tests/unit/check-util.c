@@ -12,8 +12,8 @@
 
 #include "base/dirent.h"
 #include "base/error.h"
-#include "unit.h"
 #include "base/util.h"
+#include "unit.h"
 
 /* ---- nsr_parse_int -------------------------------------------------------- */
 
@@ -53,11 +53,21 @@ START_TEST(test_parse_int_bad) {
                 const char *s;
                 int r;
         } bad[] = {
-                { "", -EINVAL },        { " 1", -EINVAL },      { "1 ", -EINVAL },
-                { "\t1", -EINVAL },     { "+1", -EINVAL },      { "--1", -EINVAL },
-                { "-+1", -EINVAL },     { "- 1", -EINVAL },     { "-", -EINVAL },
-                { "1x", -EINVAL },      { "x1", -EINVAL },      { "0x10", -EINVAL },
-                { "1.0", -EINVAL },     { "2147483648", -ERANGE }, { "-2147483649", -ERANGE },
+                { "", -EINVAL },
+                { " 1", -EINVAL },
+                { "1 ", -EINVAL },
+                { "\t1", -EINVAL },
+                { "+1", -EINVAL },
+                { "--1", -EINVAL },
+                { "-+1", -EINVAL },
+                { "- 1", -EINVAL },
+                { "-", -EINVAL },
+                { "1x", -EINVAL },
+                { "x1", -EINVAL },
+                { "0x10", -EINVAL },
+                { "1.0", -EINVAL },
+                { "2147483648", -ERANGE },
+                { "-2147483649", -ERANGE },
                 { "99999999999999999999999", -ERANGE },
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
@@ -245,10 +255,11 @@ END_TEST
 
 START_TEST(test_path_join) {
         static const char *const cases[][3] = {
-                { "/a", "b", "/a/b" },        { "/a/", "b", "/a/b" },     { "/a", "/b", "/a/b" },
-                { "/a///", "///b", "/a/b" },  { "/", "b", "/b" },         { "/", "/", "/" },
-                { "a", "b/c", "a/b/c" },      { "/newroot", "/etc/x", "/newroot/etc/x" },
-                { "", "b", "/b" },            { "/a", "", "/a/" },
+                { "/a", "b", "/a/b" },   { "/a/", "b", "/a/b" },
+                { "/a", "/b", "/a/b" },  { "/a///", "///b", "/a/b" },
+                { "/", "b", "/b" },      { "/", "/", "/" },
+                { "a", "b/c", "a/b/c" }, { "/newroot", "/etc/x", "/newroot/etc/x" },
+                { "", "b", "/b" },       { "/a", "", "/a/" },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 _cleanup_free_ char *j = nsr_path_join(cases[i][0], cases[i][1]);
@@ -260,9 +271,18 @@ END_TEST
 
 START_TEST(test_path_normalize) {
         static const char *const cases[][2] = {
-                { "/", "/" },         { "//", "/" },           { "/.", "/" },          { "/./", "/" },
-                { "/a/b", "/a/b" },   { "/a//b/", "/a/b" },    { "//a/./b/.", "/a/b" }, { "a/./b", "a/b" },
-                { "./a", "a" },       { ".", "." },            { "", "." },            { "./", "." },
+                { "/", "/" },
+                { "//", "/" },
+                { "/.", "/" },
+                { "/./", "/" },
+                { "/a/b", "/a/b" },
+                { "/a//b/", "/a/b" },
+                { "//a/./b/.", "/a/b" },
+                { "a/./b", "a/b" },
+                { "./a", "a" },
+                { ".", "." },
+                { "", "." },
+                { "./", "." },
                 { "a/../b", "a/../b" }, /* no ".." resolution: that needs the filesystem */
                 { "/a/.b/..c", "/a/.b/..c" },
         };
@@ -320,9 +340,18 @@ START_TEST(test_read_all_limit) {
                 size_t data, max;
                 int r;
         } cases[] = {
-                { 10, 10, 0 },          { 11, 10, -EFBIG },      { 100, 10, -EFBIG },    { 1, 0, -EFBIG },
-                { 4095, 4096, 0 },      { 4096, 4096, 0 },       { 4097, 4096, -EFBIG }, { 5000, 5000, 0 },
-                { 5001, 5000, -EFBIG }, { 8192, 8192, 0 },       { 8193, 8192, -EFBIG }, { 20000, 100000, 0 },
+                { 10, 10, 0 },
+                { 11, 10, -EFBIG },
+                { 100, 10, -EFBIG },
+                { 1, 0, -EFBIG },
+                { 4095, 4096, 0 },
+                { 4096, 4096, 0 },
+                { 4097, 4096, -EFBIG },
+                { 5000, 5000, 0 },
+                { 5001, 5000, -EFBIG },
+                { 8192, 8192, 0 },
+                { 8193, 8192, -EFBIG },
+                { 20000, 100000, 0 },
                 { 100000, 65536, -EFBIG },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {

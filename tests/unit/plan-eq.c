@@ -17,15 +17,15 @@ static const char *show(const char *s) {
         return s ? s : "(null)";
 }
 
-#define DIFF_STR(what, x, y)                                                                                   \
-        do {                                                                                                   \
-                if (!((x) == NULL && (y) == NULL) && !streq((x), (y)))                                         \
-                        return nsr_asprintf("%s: \"%s\" vs \"%s\"", (what), show(x), show(y));                 \
+#define DIFF_STR(what, x, y)                                                                                           \
+        do {                                                                                                           \
+                if (!((x) == NULL && (y) == NULL) && !streq((x), (y)))                                                 \
+                        return nsr_asprintf("%s: \"%s\" vs \"%s\"", (what), show(x), show(y));                         \
         } while (0)
-#define DIFF_INT(what, x, y)                                                                                   \
-        do {                                                                                                   \
-                if ((long long) (x) != (long long) (y))                                                        \
-                        return nsr_asprintf("%s: %lld vs %lld", (what), (long long) (x), (long long) (y));     \
+#define DIFF_INT(what, x, y)                                                                                           \
+        do {                                                                                                           \
+                if ((long long) (x) != (long long) (y))                                                                \
+                        return nsr_asprintf("%s: %lld vs %lld", (what), (long long) (x), (long long) (y));             \
         } while (0)
 
 static char *diff_strv(const char *what, char *const *x, char *const *y) {
@@ -38,11 +38,11 @@ static char *diff_strv(const char *what, char *const *x, char *const *y) {
         return NULL;
 }
 
-#define DIFF_STRV(what, x, y)                                                                                  \
-        do {                                                                                                   \
-                char *_d = diff_strv((what), (x), (y));                                                        \
-                if (_d)                                                                                        \
-                        return _d;                                                                             \
+#define DIFF_STRV(what, x, y)                                                                                          \
+        do {                                                                                                           \
+                char *_d = diff_strv((what), (x), (y));                                                                \
+                if (_d)                                                                                                \
+                        return _d;                                                                                     \
         } while (0)
 
 static char *diff_op(const nsr_op *x, const nsr_op *y) {
@@ -83,14 +83,14 @@ static char *diff_seccomp(const nsr_seccomp_prog *x, const nsr_seccomp_prog *y) 
         return NULL;
 }
 
-#define DIFF_ARRAY(name, fn, x, nx, y, ny)                                                                     \
-        do {                                                                                                   \
-                DIFF_INT("n_" name, (nx), (ny));                                                               \
-                for (size_t _i = 0; _i < (nx); _i++) {                                                         \
-                        _cleanup_free_ char *_d = fn(&(x)[_i], &(y)[_i]);                                      \
-                        if (_d)                                                                                \
-                                return nsr_asprintf(name "[%zu].%s", _i, _d);                                  \
-                }                                                                                              \
+#define DIFF_ARRAY(name, fn, x, nx, y, ny)                                                                             \
+        do {                                                                                                           \
+                DIFF_INT("n_" name, (nx), (ny));                                                                       \
+                for (size_t _i = 0; _i < (nx); _i++) {                                                                 \
+                        _cleanup_free_ char *_d = fn(&(x)[_i], &(y)[_i]);                                              \
+                        if (_d)                                                                                        \
+                                return nsr_asprintf(name "[%zu].%s", _i, _d);                                          \
+                }                                                                                                      \
         } while (0)
 
 char *test_plan_diff(const nsr_plan *a, const nsr_plan *b, unsigned flags) {
@@ -177,8 +177,9 @@ char *test_plan_diff(const nsr_plan *a, const nsr_plan *b, unsigned flags) {
                 DIFF_INT("run.tmp_size", a->run.tmp_size, b->run.tmp_size);
                 DIFF_INT("run.memory", a->run.memory, b->run.memory);
                 DIFF_INT("run.cpu_milli", a->run.cpu_milli, b->run.cpu_milli);
-                DIFF_INT("proj.flags", a->proj.allow_nested | a->proj.discard << 1 | a->proj.keep << 2 |
-                                               a->proj.quiet << 3 | a->proj.verbose << 4,
+                DIFF_INT("proj.flags",
+                         a->proj.allow_nested | a->proj.discard << 1 | a->proj.keep << 2 | a->proj.quiet << 3 |
+                                 a->proj.verbose << 4,
                          b->proj.allow_nested | b->proj.discard << 1 | b->proj.keep << 2 | b->proj.quiet << 3 |
                                  b->proj.verbose << 4);
         }
