@@ -322,19 +322,4 @@ void nsr_options_help(FILE *f, const char *prog, bool bwrap_mode) {
         for (size_t i = 0; i < _NSR_OPT_MAX; i++)
                 if (!(nsr_options[i].flags & NSR_OPTF_BWRAP) && (nsr_options[i].flags & NSR_OPTF_NSRUN))
                         help_line(f, &nsr_options[i]);
-        fputs("\nSubcommands (each takes --help):\n"
-              "    seccomp check|compile|list   Validate, export or list seccomp policies\n"
-              "    diff [-p DIR] [RUN]          Show what a kept run would change (default: the latest)\n"
-              "    commit RUN                   Apply a kept run\n"
-              "    discard RUN                  Drop a kept run\n"
-              "    undo [-p DIR] [RUN]          Restore what a run applied, from its backups\n"
-              "    history [-p DIR] [--limit N] List runs\n"
-              "    gc                           Prune old runs and backups\n"
-              "    doctor [--json]              Check what this host lets nsrun do\n"
-              "    profile list|show|check      List, expand or check profile files\n"
-              "    session start|stop|list|diff|commit\n"
-              "                                 One project sandbox kept up for many commands\n"
-              "    exec ID -- COMMAND           Run a command in a session\n"
-              "\nSee nsrun(1).\n",
-              f);
 }

@@ -146,5 +146,6 @@ extern const nsr_option nsr_options[_NSR_OPT_MAX];
  * not found. */
 const nsr_option *nsr_options_find(const char *name, bool bwrap_mode);
 const nsr_option *nsr_options_get(nsr_opt_id id);
-/* Writes the --help text. prog is argv[0] as invoked. */
+/* Writes the options part of the --help text (cmd/main.c adds the
+ * subcommands). prog is argv[0] as invoked. */
 void nsr_options_help(FILE *f, const char *prog, bool bwrap_mode);

@@ -70,15 +70,42 @@ static bool invoked_as_bwrap(const char *argv0) {
         return streq(base, "bwrap");
 }
 
+/* The subcommands: dispatch, "nsrun help" and the list in --help. */
 static const struct {
         const char *name;
         int (*fn)(int argc, char **argv);
+        const char *usage; /* after the name, for --help */
+        const char *summary;
 } subcommands[] = {
-        { "seccomp", nsr_cmd_seccomp }, { "diff", nsr_cmd_diff },     { "commit", nsr_cmd_commit },
-        { "discard", nsr_cmd_discard }, { "undo", nsr_cmd_undo },     { "history", nsr_cmd_history },
-        { "gc", nsr_cmd_gc },           { "doctor", nsr_cmd_doctor }, { "profile", nsr_cmd_profile },
-        { "session", nsr_cmd_session }, { "exec", nsr_cmd_exec },
+        { "seccomp", nsr_cmd_seccomp, "check|compile|list", "Validate, export or list seccomp policies" },
+        { "diff", nsr_cmd_diff, "[-p DIR] [RUN]", "Show what a kept run would change (default: the latest)" },
+        { "commit", nsr_cmd_commit, "RUN", "Apply a kept run" },
+        { "discard", nsr_cmd_discard, "RUN", "Drop a kept run" },
+        { "undo", nsr_cmd_undo, "[-p DIR] [RUN]", "Restore what a run applied, from its backups" },
+        { "history", nsr_cmd_history, "[-p DIR] [--limit N]", "List runs" },
+        { "gc", nsr_cmd_gc, "", "Prune old runs and backups" },
+        { "doctor", nsr_cmd_doctor, "[--json]", "Check what this host lets nsrun do" },
+        { "profile", nsr_cmd_profile, "list|show|check", "List, expand or check profile files" },
+        { "session", nsr_cmd_session, "start|stop|list|diff|commit", "One project sandbox kept up for many commands" },
+        { "exec", nsr_cmd_exec, "ID -- COMMAND", "Run a command in a session" },
 };
+
+/* --help: the options table's part, then (as nsrun) the subcommands. */
+static void print_help(FILE *f, const char *prog, bool bwrap_mode) {
+        nsr_options_help(f, prog, bwrap_mode);
+        if (bwrap_mode)
+                return;
+        fputs("\nSubcommands (each takes --help):\n", f);
+        for (size_t i = 0; i < ELEMENTSOF(subcommands); i++) {
+                _cleanup_free_ char *left = nsr_asprintf("%s%s%s", subcommands[i].name,
+                                                         subcommands[i].usage[0] ? " " : "", subcommands[i].usage);
+                if (strlen(left) > 28)
+                        fprintf(f, "    %s\n    %-28s %s\n", left, "", subcommands[i].summary);
+                else
+                        fprintf(f, "    %-28s %s\n", left, subcommands[i].summary);
+        }
+        fputs("\nSee nsrun(1).\n", f);
+}
 
 /* An fd the caller passed for nsrun to write to: it must be open for
  * writing now, before the command runs, not found closed afterwards. */
@@ -225,7 +252,7 @@ static int run_plan(ctx *c, nsr_plan *plan, const nsr_option *only) {
                 return 1;
         }
         if (!plan->argv) {
-                nsr_options_help(stderr, c->prog, c->bwrap_mode);
+                print_help(stderr, c->prog, c->bwrap_mode);
                 return 1;
         }
         int tr = write_trace(c, plan, &err);
@@ -328,7 +355,7 @@ static bool unknown_command(const char *word) {
 
 static int cmd_help(int argc, char **argv, const char *prog) {
         if (argc < 2) {
-                nsr_options_help(stdout, prog, false);
+                print_help(stdout, prog, false);
                 return 0;
         }
         for (size_t i = 0; i < ELEMENTSOF(subcommands); i++)
@@ -398,7 +425,7 @@ static int run_main(ctx *cp, int argc, char **argv) {
         }
 
         if (argc < 2) {
-                nsr_options_help(stderr, c.prog, c.bwrap_mode);
+                print_help(stderr, c.prog, c.bwrap_mode);
                 return 1;
         }
         /* A subcommand is only ever the first word, and never under the
@@ -409,7 +436,7 @@ static int run_main(ctx *cp, int argc, char **argv) {
                                 return subcommands[i].fn(argc - 1, argv + 1);
                 if (argc == 2 && (streq(argv[1], "-h") || streq(argv[1], "version") || streq(argv[1], "-V"))) {
                         if (streq(argv[1], "-h"))
-                                nsr_options_help(stdout, c.prog, false);
+                                print_help(stdout, c.prog, false);
                         else
                                 puts(PACKAGE_NAME " " PACKAGE_VERSION);
                         return 0;
@@ -436,7 +463,7 @@ static int run_main(ctx *cp, int argc, char **argv) {
         }
         switch (res.action) {
         case NSR_CLI_HELP:
-                nsr_options_help(stdout, c.prog, c.bwrap_mode);
+                print_help(stdout, c.prog, c.bwrap_mode);
                 return 0;
         case NSR_CLI_VERSION:
                 puts(c.bwrap_mode ? BWRAP_VERSION : PACKAGE_NAME " " PACKAGE_VERSION);
