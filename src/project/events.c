@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/prctl.h>
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/dirent.h"
 #include "base/json.h"
@@ -187,7 +189,24 @@ static void flush_move(watcher *w) {
         w->move_cookie = 0;
 }
 
-static void handle(watcher *w, const struct inotify_event *ev) {
+/* Whether the project (or the snapshot of it) has rel: what tells a
+ * modification from a creation. */
+static bool lower_has(watcher *w, int proj, const char *rel) {
+        const char *lower = w->projects[proj].lower ? w->projects[proj].lower : w->projects[proj].path;
+        _cleanup_free_ char *lo = nsr_path_join(lower, rel);
+        struct stat st;
+        return lstat(lo, &st) == 0;
+}
+
+/* One event. The watcher may read it long after it happened (a loaded
+ * machine), so the upper dir may show a later state of the entry:
+ * - a write (IN_MODIFY, IN_CLOSE_WRITE) is a modification or a creation
+ *   whatever the entry became since, since only a file can be written;
+ * - an entry that appeared and is now a whiteout was deleted later: when a
+ *   later event for the same name is in this batch (stale), that one
+ *   reports it, so this one does not say "delete" before the writes it
+ *   was followed by. */
+static void handle(watcher *w, const struct inotify_event *ev, bool stale) {
         if (ev->mask & IN_Q_OVERFLOW) {
                 write_line(w, "overflow", -1, NULL, NULL);
                 return;
@@ -220,23 +239,48 @@ static void handle(watcher *w, const struct inotify_event *ev) {
                 emit(w, 'd', wt->proj, rel);
                 return;
         }
-        char k = classify(w, wt->proj, rel);
+        char k;
+        if ((ev->mask & (IN_MODIFY | IN_CLOSE_WRITE)) && !(ev->mask & IN_ISDIR))
+                k = lower_has(w, wt->proj, rel) ? 'm' : 'c';
+        else {
+                k = classify(w, wt->proj, rel);
+                if (k == 'd' && stale)
+                        k = 0;
+        }
         if (k)
                 emit(w, k, wt->proj, rel);
         if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && (ev->mask & IN_ISDIR))
                 add_dir(w, wt->proj, rel, 0);
 }
 
+/* Whether an event after p in the batch names the same entry as ev. */
+static bool named_later(const char *p, const char *end, const struct inotify_event *ev) {
+        while (p < end) {
+                const struct inotify_event *e = (const struct inotify_event *) p;
+                if (e->wd == ev->wd && e->len && ev->len && streq(e->name, ev->name))
+                        return true;
+                p += sizeof(*e) + e->len;
+        }
+        return false;
+}
+
 static void drain(watcher *w) {
         char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+#ifdef NSR_TEST_HOOKS
+        /* A watcher that lags behind the command, as on a loaded machine. */
+        const char *lag = getenv("NSRUN_TEST_EVENTS_LAG_MS");
+        if (lag && atoi(lag) > 0)
+                usleep((useconds_t) atoi(lag) * 1000);
+#endif
         for (;;) {
                 ssize_t n = read(w->ifd, buf, sizeof(buf));
                 if (n <= 0)
                         break;
                 for (char *p = buf; p < buf + n;) {
                         const struct inotify_event *ev = (const struct inotify_event *) p;
-                        handle(w, ev);
-                        p += sizeof(*ev) + ev->len;
+                        char *next = p + sizeof(*ev) + ev->len;
+                        handle(w, ev, named_later(next, buf + n, ev));
+                        p = next;
                 }
         }
         flush_move(w);
