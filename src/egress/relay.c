@@ -13,26 +13,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "seccomp/policy.h"
 #include "base/sockmsg.h"
+#include "base/util.h"
 #include "egress/relay.h"
 #include "seccomp/compile.h"
-#include "base/util.h"
+#include "seccomp/policy.h"
 
-#define MAX_CONNS 256
-#define BUF_SIZE (64 * 1024)
-#define HEADER_MAX (16 * 1024)
-#define TARGET_TIMEOUT_S 30   /* to name a target, and to connect */
-#define IDLE_TIMEOUT_S 600
-#define RESOLVE_THREADS 4
-#define MAX_LISTENERS 4
+#define MAX_CONNS        256
+#define BUF_SIZE         (64 * 1024)
+#define HEADER_MAX       (16 * 1024)
+#define TARGET_TIMEOUT_S 30 /* to name a target, and to connect */
+#define IDLE_TIMEOUT_S   600
+#define RESOLVE_THREADS  4
+#define MAX_LISTENERS    4
 
 /* ---- the resolver pool --------------------------------------------------
  *
@@ -46,7 +46,7 @@ typedef struct resolve_req {
         char host[NSR_EGRESS_HOST_MAX + 1];
         int gai;
         struct addrinfo *res;
-        void *conn;     /* NULL once the connection is gone (main thread only) */
+        void *conn; /* NULL once the connection is gone (main thread only) */
 } resolve_req;
 
 typedef struct pool {
@@ -231,7 +231,7 @@ typedef struct conn {
         nsr_egress_record rec;
         nsr_egress_pattern matched;
         struct timespec mono_start;
-        time_t deadline;       /* CLOCK_MONOTONIC seconds */
+        time_t deadline; /* CLOCK_MONOTONIC seconds */
         buffer c2u, u2c;
         spl p_c2u, p_u2c; /* fd[0] == -1: not spliced */
         resolve_req *req;
@@ -548,7 +548,8 @@ static void use_addresses(nsr_relay *r, conn *c, const struct addrinfo *ai) {
         c->n_addrs = 0;
         char first_bad[96] = "";
         for (const struct addrinfo *a = ai; a; a = a->ai_next) {
-                if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) || a->ai_addrlen > sizeof(struct sockaddr_storage))
+                if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
+                    a->ai_addrlen > sizeof(struct sockaddr_storage))
                         continue;
                 nsr_addr_class cls;
                 if (nsr_egress_addr_allowed(&c->matched, a->ai_addr, &cls)) {
@@ -778,7 +779,7 @@ static bool split_authority(const char *a, size_t n, const char **host, size_t *
 
 static bool hop_header(const char *line, size_t n) {
         static const char *const names[] = { "proxy-connection:", "proxy-authorization:", "connection:",
-                                             "keep-alive:", "proxy-authenticate:", "host:" };
+                                             "keep-alive:",       "proxy-authenticate:",  "host:" };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 size_t l = strlen(names[i]);
                 if (n >= l && strncasecmp(line, names[i], l) == 0)
@@ -1535,10 +1536,9 @@ int nsr_relay_listen_host(nsr_relay *r, uint16_t *ret_http, uint16_t *ret_socks,
 /* Best-effort mode, with --allow-host: sockets for TCP over IPv4 and IPv6
  * only. Landlock confines TCP connects to the relay's ports but knows
  * nothing of UDP, raw, netlink or unix sockets. */
-static const char fallback_policy[] =
-        "deny socket errno EACCES if arg0 & 0xffffffff not in {AF_INET, AF_INET6}\n"
-        "deny socket errno EACCES if arg1 & 0xf != SOCK_STREAM\n"
-        "deny socket errno EACCES if arg2 & 0xffffffff not in {0, 6}\n";
+static const char fallback_policy[] = "deny socket errno EACCES if arg0 & 0xffffffff not in {AF_INET, AF_INET6}\n"
+                                      "deny socket errno EACCES if arg1 & 0xf != SOCK_STREAM\n"
+                                      "deny socket errno EACCES if arg2 & 0xffffffff not in {0, 6}\n";
 
 int nsr_relay_fallback_bpf(char **ret_data, size_t *ret_len, nsr_error *err) {
         _cleanup_fclose_ FILE *f = fmemopen((void *) fallback_policy, sizeof(fallback_policy) - 1, "r");
