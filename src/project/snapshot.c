@@ -259,38 +259,9 @@ static int copy_data(walk *w, int sfd, int dfd, uint64_t size) {
         uint64_t total = 0;
         /* NSR_SNAPSHOT_NO_REFLINK copies bytes: copy_file_range() would
          * share them anyway where the file system can (XFS, btrfs). */
-        bool plain = w->o->flags & NSR_SNAPSHOT_NO_REFLINK;
-        while (!plain) {
-                ssize_t k = copy_file_range(sfd, NULL, dfd, NULL, (size_t) 1 << 30, 0);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        if (total == 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
-                                           errno == EOPNOTSUPP || errno == EBADF))
-                                plain = true;
-                        else
-                                return fail(w, -errno, "cannot copy");
-                } else if (k == 0)
-                        break;
-                else
-                        total += (uint64_t) k;
-        }
-        if (plain) {
-                _cleanup_free_ char *buf = nsr_malloc0(128 * 1024);
-                for (;;) {
-                        ssize_t k = read(sfd, buf, 128 * 1024);
-                        if (k < 0 && errno == EINTR)
-                                continue;
-                        if (k < 0)
-                                return fail(w, -errno, "cannot read");
-                        if (k == 0)
-                                break;
-                        int r = nsr_write_all(dfd, buf, (size_t) k);
-                        if (r < 0)
-                                return fail(w, r, "cannot write the copy of");
-                        total += (uint64_t) k;
-                }
-        }
+        int r = nsr_txnfs_copy_data(sfd, dfd, w->o->flags & NSR_SNAPSHOT_NO_REFLINK, &total);
+        if (r < 0)
+                return fail(w, r, "cannot copy");
         w->s->stats.copied += total;
         return 0;
 }

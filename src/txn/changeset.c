@@ -94,7 +94,7 @@ static bool type_valid(nsr_entry_type t) {
 
 /* Compares component by component: '/' sorts before every other byte, so
  * a directory's subtree is contiguous and follows the directory. */
-static int path_cmp(const char *a, const char *b) {
+int nsr_changeset_path_cmp(const char *a, const char *b) {
         /* The root's "." comes first. */
         bool ra = nsr_changeset_path_is_root(a), rb = nsr_changeset_path_is_root(b);
         if (ra || rb)
@@ -121,7 +121,7 @@ static void push(nsr_changeset *cs, nsr_change *c) {
                 cs->n_allocated = n;
         }
         /* Stays sorted while changes arrive in order. */
-        if (cs->n_changes > 0 && path_cmp(cs->changes[cs->n_changes - 1].path, c->path) >= 0)
+        if (cs->n_changes > 0 && nsr_changeset_path_cmp(cs->changes[cs->n_changes - 1].path, c->path) >= 0)
                 cs->sorted = false;
         cs->changes[cs->n_changes++] = *c;
         cs->counts[c->kind]++;
@@ -150,14 +150,14 @@ int nsr_changeset_add(nsr_changeset *cs, const nsr_change *c, nsr_error *err) {
 }
 
 static int change_cmp(const void *a, const void *b) {
-        return path_cmp(((const nsr_change *) a)->path, ((const nsr_change *) b)->path);
+        return nsr_changeset_path_cmp(((const nsr_change *) a)->path, ((const nsr_change *) b)->path);
 }
 
 int nsr_changeset_sort(nsr_changeset *cs, nsr_error *err) {
         if (cs->n_changes > 1)
                 qsort(cs->changes, cs->n_changes, sizeof(nsr_change), change_cmp);
         for (size_t i = 1; i < cs->n_changes; i++)
-                if (path_cmp(cs->changes[i - 1].path, cs->changes[i].path) == 0) {
+                if (nsr_changeset_path_cmp(cs->changes[i - 1].path, cs->changes[i].path) == 0) {
                         _cleanup_free_ char *p = nsr_utf8_escape(cs->changes[i].path);
                         return nsr_error_setx(err, EEXIST, "two changes for the same path '%s'", p);
                 }
@@ -177,7 +177,7 @@ const nsr_change *nsr_changeset_lookup(const nsr_changeset *cs, const char *path
         size_t lo = 0, hi = cs->n_changes;
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                int r = path_cmp(path, cs->changes[mid].path);
+                int r = nsr_changeset_path_cmp(path, cs->changes[mid].path);
                 if (r == 0)
                         return &cs->changes[mid];
                 if (r < 0)

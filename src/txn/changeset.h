@@ -148,6 +148,10 @@ bool nsr_changeset_path_is_valid(const char *path);
 /* "." : the project root's own entry (see above). */
 #define NSR_CHANGESET_ROOT "."
 bool nsr_changeset_path_is_root(const char *path);
+/* The change set's path order: the root's "." first, then component by
+ * component with '/' before every other byte, so a dir's subtree follows
+ * it contiguously. The journal's fingerprints use it too. */
+int nsr_changeset_path_cmp(const char *a, const char *b);
 
 /* Whether c is a root change of the one allowed form: its mode only. */
 bool nsr_change_is_root_mode(const nsr_change *c);

@@ -41,21 +41,6 @@ static nsr_entry_type type_from_letter(const char *s) {
         return _NSR_ENTRY_TYPE_INVALID;
 }
 
-int nsr_journal_path_cmp(const char *a, const char *b) {
-        const unsigned char *x = (const unsigned char *) a, *y = (const unsigned char *) b;
-        for (;; x++, y++) {
-                if (*x == *y) {
-                        if (!*x)
-                                return 0;
-                        continue;
-                }
-                /* end < '/' < every other byte: a subtree follows its dir */
-                unsigned cx = *x == '/' ? 1 : *x == 0 ? 0 : (unsigned) *x + 1;
-                unsigned cy = *y == '/' ? 1 : *y == 0 ? 0 : (unsigned) *y + 1;
-                return cx < cy ? -1 : 1;
-        }
-}
-
 bool nsr_path_is_below(const char *child, const char *parent) {
         size_t l = strlen(parent);
         return strncmp(child, parent, l) == 0 && child[l] == '/';
@@ -807,7 +792,7 @@ int nsr_applied_write(int dirfd, const char *name, const nsr_applied *a, nsr_err
 }
 
 static int fp_cmp(const void *x, const void *y) {
-        return nsr_journal_path_cmp(((const nsr_fingerprint *) x)->path, ((const nsr_fingerprint *) y)->path);
+        return nsr_changeset_path_cmp(((const nsr_fingerprint *) x)->path, ((const nsr_fingerprint *) y)->path);
 }
 
 static int parse_fingerprint(char **f, size_t n, nsr_fingerprint *fp) {
@@ -899,7 +884,7 @@ size_t nsr_applied_find(const nsr_applied *a, const char *path, bool *ret_found)
         size_t lo = 0, hi = a->n;
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                int c = nsr_journal_path_cmp(a->f[mid].path, path);
+                int c = nsr_changeset_path_cmp(a->f[mid].path, path);
                 if (c == 0) {
                         *ret_found = true;
                         return mid;

@@ -156,14 +156,11 @@ void nsr_applied_done(nsr_applied *a);
 void nsr_applied_add(nsr_applied *a, const char *path, const struct stat *st, bool meta_only);
 /* Writes name.tmp below dirfd and renames it to name. */
 int nsr_applied_write(int dirfd, const char *name, const nsr_applied *a, nsr_error *err);
-/* Reads and sorts (subtrees contiguous, see nsr_journal_path_cmp). */
+/* Reads and sorts (subtrees contiguous, see nsr_changeset_path_cmp). */
 int nsr_applied_read(int dirfd, const char *name, nsr_applied *ret, nsr_error *err);
 /* The index of path, or of the first entry after it; *ret_found says which. */
 size_t nsr_applied_find(const nsr_applied *a, const char *path, bool *ret_found);
 /* ignore_ctime: for an entry a rolled-back transaction moved away and back. */
 bool nsr_fingerprint_matches(const nsr_fingerprint *f, const struct stat *st, bool ignore_ctime);
-
-/* Path order where a dir's subtree follows it contiguously. */
-int nsr_journal_path_cmp(const char *a, const char *b);
 /* b is below a ("a/x" below "a", "ab" not). */
 bool nsr_path_is_below(const char *child, const char *parent);

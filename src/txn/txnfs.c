@@ -588,38 +588,44 @@ static int copy_meta(int src, int dst, const struct stat *st, bool faithful) {
         return utimensat(AT_FDCWD, p, ts, 0) < 0 ? -errno : 0;
 }
 
-static int copy_data(int sfd, int dfd) {
-        bool fallback = false;
+int nsr_txnfs_copy_data(int sfd, int dfd, bool plain, uint64_t *ret_total) {
         uint64_t total = 0;
-        while (!fallback) {
+        int r = 0;
+        while (!plain) {
                 ssize_t k = copy_file_range(sfd, NULL, dfd, NULL, (size_t) 1 << 30, 0);
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
                         if (total == 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
                                            errno == EOPNOTSUPP || errno == EBADF))
-                                fallback = true;
+                                plain = true;
                         else
-                                return -errno;
-                } else if (k == 0)
-                        return 0;
-                else
+                                r = -errno;
+                } else if (k > 0) {
                         total += (uint64_t) k;
-        }
-        _cleanup_free_ char *buf = nsr_malloc0(128 * 1024);
-        for (;;) {
-                ssize_t k = read(sfd, buf, 128 * 1024);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
+                        continue;
                 }
-                if (k == 0)
-                        return 0;
-                int r = nsr_write_all(dfd, buf, (size_t) k);
-                if (r < 0)
-                        return r;
+                break;
         }
+        if (plain) {
+                _cleanup_free_ char *buf = nsr_malloc0(128 * 1024);
+                for (;;) {
+                        ssize_t k = read(sfd, buf, 128 * 1024);
+                        if (k < 0 && errno == EINTR)
+                                continue;
+                        if (k <= 0) {
+                                r = k < 0 ? -errno : 0;
+                                break;
+                        }
+                        r = nsr_write_all(dfd, buf, (size_t) k);
+                        if (r < 0)
+                                break;
+                        total += (uint64_t) k;
+                }
+        }
+        if (ret_total)
+                *ret_total = total;
+        return r;
 }
 
 static int copy_rec(int srcdir, const char *srcname, int dstdir, const char *dstname, bool faithful, uint64_t *count,
@@ -664,7 +670,7 @@ static int copy_file(int srcdir, const char *srcname, int dstdir, const char *ds
                 openat(dstdir, dstname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
         if (dfd < 0)
                 return -errno;
-        int r = copy_data(sfd, dfd);
+        int r = nsr_txnfs_copy_data(sfd, dfd, false, NULL);
         if (r < 0)
                 return r;
         return copy_meta(sfd, dfd, st, faithful);

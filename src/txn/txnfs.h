@@ -122,3 +122,8 @@ int nsr_txnfs_mkdir_open(int dirfd, const char *rel);
 /* Moves an entry within the state dir: a rename, or a faithful copy and a
  * removal when the two are on different mounts. Never replaces. */
 int nsr_txnfs_move_aside(int fromdir, const char *from, int todir, const char *to, uint64_t *copied);
+
+/* Copies sfd's data to dfd from their offsets: copy_file_range() (which
+ * shares extents where the file system can), or read and write where it
+ * cannot, or when plain. The bytes copied go to *ret_total. */
+int nsr_txnfs_copy_data(int sfd, int dfd, bool plain, uint64_t *ret_total);
