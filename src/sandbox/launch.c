@@ -4,7 +4,8 @@
  *   nsrun (monitor, host namespaces)
  *     └─ child, cloned into the new namespaces: maps ids, builds the root
  *          └─ pid 1 reaper (unless --as-pid-1 or nothing needs one)
- *               └─ the command
+ *               └─ the command, or in a session the agent (sandbox/agent.c),
+ *                  which forks each step (docs/sessions.md)
  *
  * The child reports a setup failure as an nsr_error over the close-on-exec
  * "error pipe" and exits; the monitor prints it. A successful exec closes
