@@ -445,3 +445,34 @@ int nsr_fds_cloexec_above_stdio(int keep) {
         int r = cloexec_range(3, (unsigned) keep - 1);
         return r < 0 ? r : cloexec_range((unsigned) keep + 1, ~0U);
 }
+
+size_t nsr_edit_distance(const char *a, const char *b) {
+        size_t la = strlen(a), lb = strlen(b);
+        if (la > 32 || lb > 32)
+                return SIZE_MAX;
+        size_t row[33];
+        for (size_t j = 0; j <= lb; j++)
+                row[j] = j;
+        for (size_t i = 1; i <= la; i++) {
+                size_t diag = row[0];
+                row[0] = i;
+                for (size_t j = 1; j <= lb; j++) {
+                        size_t up = row[j];
+                        size_t best = diag + (a[i - 1] != b[j - 1]);
+                        if (up + 1 < best)
+                                best = up + 1;
+                        if (row[j - 1] + 1 < best)
+                                best = row[j - 1] + 1;
+                        row[j] = best;
+                        diag = up;
+                }
+        }
+        return row[lb];
+}
+
+bool nsr_close_enough(const char *typed, const char *candidate) {
+        typed += strspn(typed, "-");
+        candidate += strspn(candidate, "-");
+        size_t d = nsr_edit_distance(typed, candidate);
+        return d <= 2 && d * 2 < strlen(typed);
+}

@@ -138,6 +138,13 @@ bool nsr_startswith(const char *s, const char *prefix);
         DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table)                                                \
         DEFINE_PRIVATE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table)
 bool nsr_endswith(const char *s, const char *suffix);
+/* Levenshtein distance of two short words (SIZE_MAX past 32 bytes), for
+ * "did you mean". */
+size_t nsr_edit_distance(const char *a, const char *b);
+/* Whether a candidate is close enough to a mistyped word to suggest it:
+ * at most 2 edits, and fewer than half the word's length (leading dashes
+ * not counted). */
+bool nsr_close_enough(const char *typed, const char *candidate);
 
 /* Strict parsers: the whole string must be consumed, no sign games, no
  * overflow. They return 0 or -EINVAL / -ERANGE and set *ret only on success. */

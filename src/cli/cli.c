@@ -711,6 +711,18 @@ static handler_fn *const handlers[_NSR_OPT_MAX] = {
         [NSR_OPT_CPU] = handle_runctl,
 };
 
+/* bwrap's message, word for word, under the name bwrap; as nsrun, with the
+ * closest option's name when one is close. */
+static int unknown_option(const parser *ps, const char *name, const char *typed, nsr_error *err) {
+        /* "--chdir=/x": the option exists, only its =VALUE form does not */
+        bool exists = nsr_options_find(name, false) != NULL;
+        const char *hint =
+                ps->bwrap_mode || exists || name[0] != '-' || name[1] != '-' ? NULL : nsr_options_suggest(name, false);
+        if (hint)
+                return nsr_error_setxk(err, NSR_ERR_USAGE, EINVAL, "Unknown option %s; did you mean %s?", typed, hint);
+        return nsr_error_setxk(err, NSR_ERR_USAGE, EINVAL, "Unknown option %s", typed);
+}
+
 /* Handles one option whose arguments are vals[0..nargs). */
 static int handle(parser *ps, const nsr_option *o, const char *typed, char *const *vals, bool in_args_file,
                   nsr_error *err) {
@@ -826,7 +838,7 @@ static int parse_list(parser *ps, char *const *args, size_t n, bool in_args_file
                         }
                 }
                 if (!o)
-                        return nsr_error_setx(err, EINVAL, "Unknown option %s", a);
+                        return unknown_option(ps, name ? name : a, a, err);
 
                 if (o->id == NSR_OPT_ARGS && in_args_file)
                         return nsr_error_setx(err, EINVAL, "--args not supported in arguments file");

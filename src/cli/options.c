@@ -280,6 +280,22 @@ const nsr_option *nsr_options_find(const char *name, bool bwrap_mode) {
         return NULL;
 }
 
+const char *nsr_options_suggest(const char *typed, bool bwrap_mode) {
+        const char *best = NULL;
+        size_t best_d = SIZE_MAX;
+        for (size_t i = 0; i < _NSR_OPT_MAX; i++) {
+                const nsr_option *o = &nsr_options[i];
+                if (!o->name || !(o->flags & (bwrap_mode ? NSR_OPTF_BWRAP : NSR_OPTF_NSRUN)))
+                        continue;
+                size_t d = nsr_edit_distance(typed, o->name);
+                if (d < best_d && nsr_close_enough(typed, o->name)) {
+                        best_d = d;
+                        best = o->name;
+                }
+        }
+        return best;
+}
+
 static void help_line(FILE *f, const nsr_option *o) {
         char left[128];
         if (o->short_name)

@@ -145,6 +145,9 @@ extern const nsr_option nsr_options[_NSR_OPT_MAX];
 /* Looks an option up by its spelling. In bwrap mode nsrun-only options are
  * not found. */
 const nsr_option *nsr_options_find(const char *name, bool bwrap_mode);
+/* The option name closest to a mistyped one ("--timout" -> "--timeout"),
+ * or NULL when none is close. */
+const char *nsr_options_suggest(const char *typed, bool bwrap_mode);
 const nsr_option *nsr_options_get(nsr_opt_id id);
 /* Writes the options part of the --help text (cmd/main.c adds the
  * subcommands). prog is argv[0] as invoked. */

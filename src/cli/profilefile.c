@@ -340,7 +340,11 @@ static int resolve_option(char **words, const nsr_option **ret_opt, char ***ret_
         _cleanup_free_ char *dashed = nsr_asprintf("--%s", name);
         const nsr_option *o = nsr_options_find(dashed, false);
         if (!o) {
+                const char *hint = nsr_options_suggest(dashed, false);
                 sanitize(name);
+                if (hint)
+                        return nsr_error_setx(err, EINVAL, "unknown option \"%s\" (did you mean \"%s\"?)", name,
+                                              hint + 2);
                 return nsr_error_setx(err, EINVAL, "unknown option \"%s\"", name);
         }
         _cleanup_strv_free_ char **vals = nsr_malloc0(sizeof(char *));

@@ -18,6 +18,24 @@ const nsr_subopt *nsr_subopts_find(const nsr_subcmd *c, const char *name) {
         return NULL;
 }
 
+static int unknown_subopt(const nsr_subcmd *c, const char *name, const char *word, nsr_error *err) {
+        const char *best = NULL;
+        size_t best_d = SIZE_MAX;
+        for (const nsr_subopt *o = c->opts; name[1] == '-' && o && o->name; o++) {
+                size_t d = nsr_edit_distance(name, o->name);
+                if (d < best_d && nsr_close_enough(name, o->name)) {
+                        best_d = d;
+                        best = o->name;
+                }
+        }
+        if (best)
+                return nsr_error_setxk(err, NSR_ERR_USAGE, EINVAL,
+                                       "%s: unexpected argument \"%s\" (no such option; did you mean %s?)", c->name,
+                                       word, best);
+        return nsr_error_setxk(err, NSR_ERR_USAGE, EINVAL, "%s: unexpected argument \"%s\" (no such option)", c->name,
+                               word);
+}
+
 /* One word that starts with '-': an option of the table, with its value
  * from the word itself (--opt=VALUE) or from the next one. *i moves past
  * what was used. 1 when the table does not know it and the subcommand
@@ -31,7 +49,7 @@ static int parse_option(const nsr_subcmd *c, int argc, char **argv, int *i, nsr_
         if (!o) {
                 if (c->flags & NSR_SUBCMD_PASS_UNKNOWN)
                         return 1;
-                return nsr_error_setx(err, EINVAL, "%s: unexpected argument \"%s\" (no such option)", c->name, word);
+                return unknown_subopt(c, name, word, err);
         }
         const char *value = eq ? eq + 1 : NULL;
         if (o->nargs == 0 && value)

@@ -290,31 +290,6 @@ static int run_plan(ctx *c, nsr_plan *plan, const nsr_option *only) {
         return res.exit_code;
 }
 
-/* Levenshtein distance, for "did you mean"; words are short. */
-static size_t edit_distance(const char *a, const char *b) {
-        size_t la = strlen(a), lb = strlen(b);
-        if (la > 32 || lb > 32)
-                return SIZE_MAX;
-        size_t row[33];
-        for (size_t j = 0; j <= lb; j++)
-                row[j] = j;
-        for (size_t i = 1; i <= la; i++) {
-                size_t diag = row[0];
-                row[0] = i;
-                for (size_t j = 1; j <= lb; j++) {
-                        size_t up = row[j];
-                        size_t best = diag + (a[i - 1] != b[j - 1]);
-                        if (up + 1 < best)
-                                best = up + 1;
-                        if (row[j - 1] + 1 < best)
-                                best = row[j - 1] + 1;
-                        row[j] = best;
-                        diag = up;
-                }
-        }
-        return row[lb];
-}
-
 /* Whether a bare word names a program in PATH (or the default path). */
 static bool in_path(const char *word) {
         const char *path = getenv("PATH");
@@ -336,7 +311,7 @@ static bool unknown_command(const char *word) {
         const char *best = NULL;
         size_t best_d = SIZE_MAX;
         for (size_t i = 0; i < ELEMENTSOF(subcommands); i++) {
-                size_t dist = edit_distance(word, subcommands[i].name);
+                size_t dist = nsr_edit_distance(word, subcommands[i].name);
                 if (dist < best_d) {
                         best_d = dist;
                         best = subcommands[i].name;

@@ -37,6 +37,13 @@ like "$err" "^usage:" "options but no command: usage on stderr"
 
 run "$NSRUN" --frobnicate -- true
 is "$rc:$err" "1:nsrun: Unknown option --frobnicate" "an unknown option"
+run "$NSRUN" --unshare-al -- true
+is "$rc:$err" "1:nsrun: Unknown option --unshare-al; did you mean --unshare-all?" "a mistyped option: did you mean"
+run "$NSRUN" -p . --timout=5 -- true
+is "$rc:$err" "125:nsrun: Unknown option --timout=5; did you mean --timeout?" "a mistyped nsrun option with a value"
+run "$NSRUN" history --sate-dir /x
+is "$rc:$err" "1:nsrun: history: unexpected argument \"--sate-dir\" (no such option; did you mean --state-dir?)" \
+	"a mistyped subcommand option: did you mean"
 
 # The bwrap name.
 d=$(scratch)
@@ -45,6 +52,8 @@ run "$d/bwrap" --version
 is "$out" "bubblewrap 0.11.1" "as bwrap, --version is bwrap's"
 run "$d/bwrap" --frobnicate -- true
 is "$rc:$err" "1:bwrap: Unknown option --frobnicate" "as bwrap, messages say bwrap:"
+run "$d/bwrap" --unshare-al -- true
+is "$rc:$err" "1:bwrap: Unknown option --unshare-al" "as bwrap, bwrap's message word for word (no guess)"
 run "$d/bwrap" --trace-bwrap -- true
 is "$rc:$err" "1:bwrap: Unknown option --trace-bwrap" "as bwrap, nsrun-only options are unknown"
 run "$d/bwrap" seccomp list

@@ -17,7 +17,7 @@ while IFS='	' read -r msg args where; do
 		is "$rc:$err" "1:$name: $msg" "$name $args"
 	done
 done <<EOF2
-Unknown option --nope	--nope
+Unknown option --xyzzy	--xyzzy
 Unknown option -x	-x
 --bind takes two arguments	--bind /a	end
 --ro-bind-try takes two arguments	--ro-bind-try /a	end

@@ -450,12 +450,27 @@ START_TEST(test_subopts_parse) {
         SUB_IS(&c, "history -p takes an argument", "history", "-p");
         SUB_IS(&c, "history: --json takes no value", "history", "--json=1");
         SUB_IS(&c, "history: unexpected argument \"--bogus\" (no such option)", "history", "--bogus");
+        SUB_IS(&c, "history: unexpected argument \"--sate-dir=x\" (no such option; did you mean --state-dir?)",
+               "history", "--sate-dir=x");
+        SUB_IS(&c, "history: unexpected argument \"--jsn\" (no such option; did you mean --json?)", "history", "--jsn");
         SUB_IS(&c, "history: unexpected argument \"-x=1\" (no such option)", "history", "-x=1");
         SUB_IS(&c, "history: unexpected argument \"--\" (no such option)", "history", "--");
         SUB_IS(&c, "history: unexpected argument \"b\"", "history", "a", "b");
         SUB_IS(&c, "--project: bad value", "history", "--project", "bad");
         /* the value of an option is never an option itself */
         SUB_IS(&c, "2=--json;||", "history", "-p", "--json");
+}
+END_TEST
+
+START_TEST(test_options_suggest) {
+        ck_assert_str_eq(nsr_options_suggest("--timout", false), "--timeout");
+        ck_assert_str_eq(nsr_options_suggest("--unshare-al", false), "--unshare-all");
+        ck_assert_str_eq(nsr_options_suggest("--unshare-al", true), "--unshare-all");
+        /* nsrun's own options are never suggested under the name bwrap */
+        ck_assert_ptr_null(nsr_options_suggest("--timout", true));
+        ck_assert_ptr_null(nsr_options_suggest("--frobnicate", false));
+        ck_assert_ptr_null(nsr_options_suggest("--x", false));
+        ck_assert_ptr_null(nsr_options_suggest("--foo", false));
 }
 END_TEST
 
@@ -2174,6 +2189,7 @@ static Suite *suite(void) {
         Suite *s = suite_create("cli");
         TCase *tc = tcase_create("table");
         tcase_add_test(tc, test_table_bwrap_options);
+        tcase_add_test(tc, test_options_suggest);
         tcase_add_test(tc, test_table_bwrap_order);
         tcase_add_test(tc, test_table_nsrun_options);
         tcase_add_test(tc, test_table_sanity);

@@ -272,6 +272,17 @@ static void load_fails(const char *text, nsr_pf_kind kind, const char *msg_part)
         ck_assert_msg(strstr(err.msg, msg_part), "\"%s\" lacks \"%s\"", err.msg, msg_part);
 }
 
+START_TEST(test_unknown_option_hint) {
+        load_fails("timout 5\n", NSR_PF_PROFILE, ":1: unknown option \"timout\" (did you mean \"timeout\"?)");
+        load_fails("sharenet\n", NSR_PF_PROFILE, ":1: unknown option \"sharenet\" (did you mean \"share-net\"?)");
+        /* nothing close: no guess */
+        _cleanup_(nsr_pf_list_done) nsr_pf_list l = { 0 };
+        nsr_error err = { 0 };
+        ck_assert_int_lt(load("bad.profile", "frobnicate\n", NSR_PF_PROFILE, &l, &err), 0);
+        ck_assert_ptr_null(strstr(err.msg, "did you mean"));
+}
+END_TEST
+
 START_TEST(test_errors_name_file_line) {
         load_fails("share-net\n\n# c\nbogus\n", NSR_PF_PROFILE, "/bad.profile:4: unknown option \"bogus\"");
         load_fails("bind /a\n", NSR_PF_PROFILE, "bad.profile:1: --bind takes two arguments");
@@ -525,6 +536,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_every_option);
         tcase_add_test(tc, test_name_value_and_order);
         tcase_add_test(tc, test_errors_name_file_line);
+        tcase_add_test(tc, test_unknown_option_hint);
         tcase_add_test(tc, test_includes);
         tcase_add_test(tc, test_cycles_and_depth);
         tcase_add_test(tc, test_forbid);

@@ -234,6 +234,20 @@ START_TEST(test_strv_cleanup) {
 }
 END_TEST
 
+START_TEST(test_edit_distance) {
+        ck_assert_uint_eq(nsr_edit_distance("", ""), 0);
+        ck_assert_uint_eq(nsr_edit_distance("kitten", "sitting"), 3);
+        ck_assert_uint_eq(nsr_edit_distance("--timout", "--timeout"), 1);
+        ck_assert_uint_eq(nsr_edit_distance("abc", ""), 3);
+        ck_assert_uint_eq(nsr_edit_distance("0123456789012345678901234567890123", "a"), SIZE_MAX);
+        ck_assert(nsr_close_enough("--timout", "--timeout"));
+        ck_assert(!nsr_close_enough("ab", "xy"));
+        ck_assert(!nsr_close_enough("abc", "axy"));
+        ck_assert(!nsr_close_enough("--foo", "--ro"));
+        ck_assert(nsr_close_enough("--jsn", "--json"));
+}
+END_TEST
+
 START_TEST(test_startswith_endswith) {
         ck_assert(nsr_startswith("--bind", "--"));
         ck_assert(nsr_startswith("--bind", ""));
@@ -695,6 +709,7 @@ static Suite *suite(void) {
         Suite *s = suite_create("util");
         TCase *tc = tcase_create("parse");
         tcase_add_test(tc, test_strappendf);
+        tcase_add_test(tc, test_edit_distance);
         tcase_add_test(tc, test_parse_int_good);
         tcase_add_test(tc, test_parse_int_bad);
         tcase_add_test(tc, test_parse_fd);
