@@ -18,6 +18,7 @@
 #include "base/utf8.h"
 #include "cli/subopts.h"
 #include "cmd/cmd.h"
+#include "project/orphan.h"
 #include "project/project.h"
 #include "project/report.h"
 #include "project/session.h"
@@ -261,8 +262,9 @@ static int open_state(const args *a, char **ret_dir) {
                 say(stderr, "nsrun: no state dir at %s (%s): no runs yet\n", dir, strerror(errno));
                 return -1;
         }
-        /* A session whose daemon was killed is a kept run from now on. */
-        (void) nsr_session_recover(dir, NULL, &e);
+        /* A run or session whose nsrun was killed is a kept run from now
+         * on, with its counts, before anything is listed. */
+        (void) nsr_orphans_recover(dir, NULL, &e);
         if (ret_dir)
                 *ret_dir = TAKE_PTR(dir);
         return fd;

@@ -26,6 +26,7 @@
 #include "cli/profileset.h"
 #include "cli/subopts.h"
 #include "cmd/cmd.h"
+#include "project/orphan.h"
 #include "project/project.h"
 #include "project/sesscommit.h"
 #include "project/session.h"
@@ -197,7 +198,7 @@ static char *state_dir_of(const char *opt, bool for_run) {
 static void recover(const char *state_dir) {
         nsr_error e = { 0 };
         _cleanup_strv_free_ char **ids = nsr_malloc0(sizeof(char *));
-        if (nsr_session_recover(state_dir, &ids, &e) < 0)
+        if (nsr_orphans_recover(state_dir, &ids, &e) < 0)
                 return;
         for (size_t i = 0; ids[i]; i++)
                 say("nsrun: session %s ended without a stop (its daemon died); its changes are kept as run %s: "

@@ -20,6 +20,7 @@
 
 #include "base/dirent.h"
 #include "cli/plan.h"
+#include "project/orphan.h"
 #include "project/sesscommit.h"
 #include "project/session.h"
 #include "sandbox/launch.h"
@@ -497,13 +498,12 @@ int nsr_session_recover(const char *state_dir, char ***ret_ids, nsr_error *err) 
                  * intact (the sandbox died with it): keep them. */
                 bool dead = nsr_run_meta_is_orphan(&m);
                 if (dead) {
-                        m.state = NSR_OUTCOME_KEPT;
                         /* Conflicts are judged from the session's last
                          * commit, as at a stop. */
                         struct timespec base;
                         if (nsr_session_base_read(run_fd, &base) >= 0)
                                 m.start = base;
-                        if (nsr_run_meta_write(run_fd, &m, &e) >= 0 && ret_ids)
+                        if (nsr_orphan_keep_now(run_fd, &m, &e) >= 0 && ret_ids)
                                 nsr_strv_extend(ret_ids, ids[i]);
                 }
                 if (dead || m.state != NSR_OUTCOME_RUNNING) {

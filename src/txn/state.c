@@ -622,7 +622,10 @@ void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t bac
         _exit(0);
 }
 
-static unsigned long long proc_start_time(pid_t pid) {
+/* The start time of a process (0 when it is gone), and whether it has
+ * exited: a zombie (Z) or a dying process (X) still answers kill(pid, 0)
+ * until its parent reaps it, which a busy init may do late. */
+static unsigned long long proc_start_time_state(pid_t pid, bool *ret_exited) {
         char path[64], buf[1024];
         snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -640,11 +643,17 @@ static unsigned long long proc_start_time(pid_t pid) {
         /* fields after comm: state(3) ... starttime(22) */
         int field = 2;
         for (char *t = strtok(s + 1, " "); t; t = strtok(NULL, " "))
-                if (++field == 22) {
+                if (++field == 3 && ret_exited)
+                        *ret_exited = t[0] == 'Z' || t[0] == 'X' || t[0] == 'x';
+                else if (field == 22) {
                         v = strtoull(t, NULL, 10);
                         break;
                 }
         return v;
+}
+
+static unsigned long long proc_start_time(pid_t pid) {
+        return proc_start_time_state(pid, NULL);
 }
 
 static void boot_id(char ret[40]) {
@@ -678,7 +687,9 @@ bool nsr_run_meta_is_orphan(const nsr_run_meta *m) {
                 return true;
         if (kill(m->pid, 0) < 0 && errno == ESRCH)
                 return true;
-        return proc_start_time(m->pid) != m->pid_start;
+        bool exited = false;
+        unsigned long long start = proc_start_time_state(m->pid, &exited);
+        return exited || start != m->pid_start;
 }
 
 static bool journal_settled(int dirfd, const char *name) {
