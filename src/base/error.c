@@ -13,8 +13,43 @@ static const char *const kind_names[_NSR_ERR_KIND_MAX] = {
         [NSR_ERR_CLONE] = "clone",
         [NSR_ERR_USERNS_SETUP] = "userns-setup",
         [NSR_ERR_OVERLAY_MOUNT] = "overlay-mount",
+        [NSR_ERR_CONFIG] = "config",
+        [NSR_ERR_PROJECT_MISSING] = "project-missing",
+        [NSR_ERR_STATE_FULL] = "state-full",
+        [NSR_ERR_APPLY] = "apply",
 };
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(nsr_error_kind, nsr_error_kind, kind_names)
+
+static const char *const report_names[_NSR_ERR_KIND_MAX] = {
+        [NSR_ERR_NONE] = "setup-failed",
+        [NSR_ERR_SETUP] = "setup-failed",
+        [NSR_ERR_USAGE] = "usage",
+        [NSR_ERR_EXEC] = "exec-failed",
+        [NSR_ERR_CLONE] = "userns-refused",
+        [NSR_ERR_USERNS_SETUP] = "userns-refused",
+        [NSR_ERR_OVERLAY_MOUNT] = "overlay-refused",
+        [NSR_ERR_CONFIG] = "config-invalid",
+        [NSR_ERR_PROJECT_MISSING] = "project-missing",
+        [NSR_ERR_STATE_FULL] = "state-dir-full",
+        [NSR_ERR_APPLY] = "apply-failed",
+};
+
+const char *nsr_error_kind_report_name(nsr_error_kind k) {
+        return k >= 0 && k < _NSR_ERR_KIND_MAX && report_names[k] ? report_names[k] : "setup-failed";
+}
+
+static const char *const kind_hints[_NSR_ERR_KIND_MAX] = {
+        [NSR_ERR_USAGE] = "\"nsrun --help\" lists the options",
+        [NSR_ERR_CONFIG] = "fix the file and line named; \"nsrun profile check FILE\" checks a profile",
+        [NSR_ERR_PROJECT_MISSING] = "give --project an existing directory",
+        [NSR_ERR_STATE_FULL] = "free space where the state dir is (\"nsrun gc\" prunes old runs) or give --state-dir",
+        [NSR_ERR_APPLY] = "the run is kept: fix the cause, then \"nsrun commit RUN\"",
+        [NSR_ERR_EXEC] = "check the command's name and that it is executable inside the sandbox",
+};
+
+const char *nsr_error_kind_hint(nsr_error_kind k) {
+        return k >= 0 && k < _NSR_ERR_KIND_MAX ? kind_hints[k] : NULL;
+}
 
 /* A new error replaces the kind and op of an earlier one in the same
  * struct: they describe this message. */

@@ -24,6 +24,12 @@ typedef enum nsr_error_kind {
         NSR_ERR_CLONE,         /* creating the namespaces (clone, unshare) */
         NSR_ERR_USERNS_SETUP,  /* the id maps and the first mounts in the new user namespace */
         NSR_ERR_OVERLAY_MOUNT, /* an overlay mount of the plan (op names which) */
+        /* Failures a program driving nsrun acts on (the report's
+         * error.kind, nsr_error_kind_report_name()): */
+        NSR_ERR_CONFIG,          /* a profile or config file is invalid */
+        NSR_ERR_PROJECT_MISSING, /* a --project dir does not exist */
+        NSR_ERR_STATE_FULL,      /* the state dir's file system is full */
+        NSR_ERR_APPLY,           /* applying a run's changes to a project failed */
         _NSR_ERR_KIND_MAX,
         _NSR_ERR_KIND_INVALID = -EINVAL,
 } nsr_error_kind;
@@ -47,6 +53,13 @@ int nsr_error_setk(nsr_error *err, nsr_error_kind kind, int code, const char *fm
 int nsr_error_setxk(nsr_error *err, nsr_error_kind kind, int code, const char *fmt, ...) _printf_(4, 5);
 /* The kind as a name ("clone", "overlay-mount", ...), for tests and logs. */
 const char *nsr_error_kind_to_string(nsr_error_kind k);
+/* The kind as the report and --json outputs name it, a documented and
+ * stable set (nsrun(1), ERRORS): "userns-refused", "overlay-refused",
+ * "usage", "config-invalid", "project-missing", "state-dir-full",
+ * "apply-failed", "exec-failed", "setup-failed". Never NULL. */
+const char *nsr_error_kind_report_name(nsr_error_kind k);
+/* What to do about an error of that kind, one line, or NULL. */
+const char *nsr_error_kind_hint(nsr_error_kind k);
 /* An error that crossed a pipe from another process: an unknown kind
  * becomes NSR_ERR_SETUP, and the message is terminated. */
 void nsr_error_sanitize(nsr_error *err);

@@ -112,6 +112,7 @@ int nsr_profileset_parse(char *const *args, size_t n, char *const *env, nsr_plan
         _cleanup_(nsr_pf_list_done) nsr_pf_list files = { 0 };
         int r = load_files(profiles, projects, &ctx, &files, err);
         if (r < 0) {
+                err->kind = NSR_ERR_CONFIG;
                 *ret_plan = nsr_plan_new();
                 *ret = (nsr_cli_result){ .action = NSR_CLI_RUN, .policy_error = true };
                 return r;

@@ -19,6 +19,7 @@
 #include "cmd/cmd.h"
 #include "doctor/checks.h"
 #include "project/project.h"
+#include "project/report.h"
 #include "sandbox/launch.h"
 #include "seccomp/compile.h"
 
@@ -175,23 +176,47 @@ static void print_note(const char *line, void *userdata) {
         print_text(stderr, c->level_prefix ? "<5>" : "", line, "\n");
 }
 
+/* The hint for an error: doctor's for what it can explain, else the
+ * kind's own. None under the bwrap name, whose messages stay bwrap's. */
+static const char *error_hint(const ctx *c, const nsr_error *e) {
+        if (c->bwrap_mode)
+                return NULL;
+        return nsr_hostcheck_hint(e) ?: nsr_error_kind_hint(e->kind);
+}
+
+/* A project run that failed: the message, and the report (when one was
+ * asked for and could be opened) with the error's kind, message and hint,
+ * so that a program can tell "sandbox refused" from "bad config". */
+static int project_failed(const ctx *c, const nsr_plan *plan, nsr_outfile *report, const nsr_error *e) {
+        print_error(c, e);
+        _cleanup_free_ char *json = nsr_report_error_json(e, error_hint(c, e));
+        nsr_error werr = { 0 };
+        if (plan && json && write_report(plan, report, json, &werr) < 0)
+                print_error(c, &werr);
+        return NSR_EXIT_FAILURE;
+}
+
 /* Project mode: nsrun's own failures exit 125, so callers can tell them
  * from the command's statuses. */
 static int run_project(ctx *c, nsr_plan *user) {
         nsr_error err = { 0 };
         c->project_mode = true;
-        _cleanup_(nsr_project_freep) nsr_project *pj = NULL;
-        if (nsr_project_prepare(user, !user->trace_bwrap, &pj, &err) < 0) {
+        /* The outputs first: every failure after this goes into the report
+         * too, and --report is opened before anything can plant a symlink
+         * at its name. */
+        _cleanup_(nsr_outfile_done) nsr_outfile report = NSR_OUTFILE_INIT;
+        if (!user->trace_bwrap && open_outputs(user, &report, &err) < 0) {
                 print_error(c, &err);
                 return NSR_EXIT_FAILURE;
         }
+        _cleanup_(nsr_project_freep) nsr_project *pj = NULL;
+        if (nsr_project_prepare(user, !user->trace_bwrap, &pj, &err) < 0)
+                return project_failed(c, user, &report, &err);
         nsr_plan *plan = nsr_project_plan(pj);
         nsr_caller caller;
         nsr_caller_detect(&caller);
-        if (nsr_plan_validate(plan, &caller, &err) < 0) {
-                print_error(c, &err);
-                return NSR_EXIT_FAILURE;
-        }
+        if (nsr_plan_validate(plan, &caller, &err) < 0)
+                return project_failed(c, user, &report, &err);
         if (!plan->argv) {
                 fprintf(stderr,
                         "usage: %s -p DIR [OPTIONS...] [--] COMMAND [ARGS...]  (no command given; \"%s --help\" "
@@ -207,17 +232,10 @@ static int run_project(ctx *c, nsr_plan *user) {
         if (r > 0)
                 return 0;
 
-        _cleanup_(nsr_outfile_done) nsr_outfile report = NSR_OUTFILE_INIT;
-        if (open_outputs(plan, &report, &err) < 0) {
-                print_error(c, &err);
-                return NSR_EXIT_FAILURE;
-        }
         nsr_project_outcome o = { 0 };
         nsr_project_set_notify(pj, print_note, c);
-        if (nsr_project_run(pj, &o, &err) < 0) {
-                print_error(c, &err);
-                return NSR_EXIT_FAILURE;
-        }
+        if (nsr_project_run(pj, &o, &err) < 0)
+                return project_failed(c, user, &report, &err);
         for (size_t i = 0; o.messages && o.messages[i]; i++)
                 print_text(stderr, "", o.messages[i], "\n");
         if (!plan->proj.quiet)
@@ -365,6 +383,38 @@ static int cmd_version(int argc, char **argv) {
 
 /* Whether argv asks for project mode (before any "--"): a parse error then
  * exits 125, nsrun's own failure status there, not bwrap's 1. */
+/* A project-mode command line that did not parse: its error goes into the
+ * report it asked for too (--report FILE, --report=FILE or --report-fd N,
+ * found by a plain scan up to "--"), so that a program reading only the
+ * report learns why there is no run. */
+static int parse_failed(ctx *c, char **argv, int argc, bool config, nsr_error *err) {
+        if (err->kind == NSR_ERR_NONE || err->kind == NSR_ERR_SETUP)
+                err->kind = config ? NSR_ERR_CONFIG : NSR_ERR_USAGE;
+        _cleanup_(nsr_plan_freep) nsr_plan *p = nsr_plan_new();
+        for (int i = 1; i < argc && !streq(argv[i], "--"); i++) {
+                const char *v = NULL;
+                if ((streq(argv[i], OPT(REPORT)) || streq(argv[i], OPT(REPORT_FD))) && i + 1 < argc)
+                        v = argv[i + 1];
+                else if (nsr_startswith(argv[i], "--report=") || nsr_startswith(argv[i], "--report-fd="))
+                        v = strchr(argv[i], '=') + 1;
+                if (!v)
+                        continue;
+                if (nsr_startswith(argv[i], OPT(REPORT_FD)))
+                        (void) nsr_parse_fd(v, &p->proj.report_fd);
+                else {
+                        free(p->proj.report_file);
+                        p->proj.report_file = nsr_strdup(v);
+                }
+        }
+        _cleanup_(nsr_outfile_done) nsr_outfile report = NSR_OUTFILE_INIT;
+        nsr_error oerr = { 0 };
+        if (open_outputs(p, &report, &oerr) < 0) {
+                print_error(c, err);
+                return NSR_EXIT_FAILURE;
+        }
+        return project_failed(c, p, &report, err);
+}
+
 static bool wants_project_mode(char **argv, int argc) {
         for (int i = 1; i < argc; i++) {
                 if (streq(argv[i], "--"))
@@ -433,8 +483,11 @@ static int run_main(ctx *cp, int argc, char **argv) {
         c.level_prefix = res.level_prefix;
         print_warnings(&c, plan ? plan->warnings : NULL);
         if (r < 0) {
-                print_error(&c, &err);
-                return res.policy_error || (!c.bwrap_mode && wants_project_mode(argv, argc)) ? NSR_EXIT_FAILURE : 1;
+                if (c.bwrap_mode || !(res.policy_error || wants_project_mode(argv, argc))) {
+                        print_error(&c, &err);
+                        return 1;
+                }
+                return parse_failed(&c, argv, argc, res.policy_error, &err);
         }
         switch (res.action) {
         case NSR_CLI_HELP:

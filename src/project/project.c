@@ -171,7 +171,9 @@ static char *real_or_planned(const char *path) {
 static int resolve_project(const char *arg, project_entry *e, nsr_error *err) {
         char buf[PATH_MAX];
         if (!realpath(arg, buf))
-                return nsr_error_set(err, errno, "project %s", arg);
+                return nsr_error_setk(err,
+                                      errno == ENOENT || errno == ENOTDIR ? NSR_ERR_PROJECT_MISSING : NSR_ERR_SETUP,
+                                      errno, "project %s", arg);
         if (streq(buf, "/"))
                 return nsr_error_setx(err, EINVAL, "project %s is the whole host; name a directory", arg);
         int fd = open(buf, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -1354,10 +1356,14 @@ static void launch_failed(run_ctx *c, const nsr_error *err) {
          * explain points to it, as in main.c, and to best-effort
          * mode, which needs no user namespace. */
         const char *hint = nsr_hostcheck_hint(err);
-        msg(o, "nsrun: %s%s%s%s", buf, hint ? "; " : "", hint ? hint : "",
-            hint && c->a.conf == CONF_NAMESPACES && p->proj.sandbox == NSR_SANDBOX_REQUIRED
-                    ? "; --sandbox=best-effort runs without user namespaces (Landlock and seccomp)"
-                    : "");
+        _cleanup_free_ char *full_hint =
+                hint ? nsr_asprintf("%s%s", hint,
+                                    c->a.conf == CONF_NAMESPACES && p->proj.sandbox == NSR_SANDBOX_REQUIRED
+                                            ? "; --sandbox=best-effort runs without user namespaces (Landlock and "
+                                              "seccomp)"
+                                            : "")
+                     : NULL;
+        msg(o, "nsrun: %s%s%s", buf, full_hint ? "; " : "", full_hint ? full_hint : "");
         /* A tool reading --report gets the error too, not only
          * stderr: every project "failed", with the message. */
         char *errs[2] = { buf, NULL };
@@ -1374,6 +1380,8 @@ static void launch_failed(run_ctx *c, const nsr_error *err) {
                                            (ended.tv_nsec - started.tv_nsec) / 1000000),
                 .projects = rp,
                 .n_projects = pj->n,
+                .error = err,
+                .error_hint = full_hint,
         };
         size_t len = 0;
         nsr_error je = { 0 };

@@ -303,6 +303,8 @@ static int emit_report(nsr_json *j, const nsr_report *r, nsr_error *err) {
                 nsr_json_bool(j, "timed_out", true);
         if (r->refused)
                 emit_refused(j, r->refused);
+        if (r->error)
+                nsr_report_emit_error(j, r->error, r->error_hint);
         nsr_json_array_begin(j, "projects");
         for (size_t i = 0; i < r->n_projects; i++)
                 emit_project(j, &r->projects[i]);
@@ -328,4 +330,30 @@ int nsr_report_write_json(const nsr_report *r, FILE *f, unsigned flags, nsr_erro
 
 int nsr_report_to_json(const nsr_report *r, unsigned flags, char **ret, size_t *ret_len, nsr_error *err) {
         return report_json(r, NULL, flags, ret, ret_len, err);
+}
+
+void nsr_report_emit_error(nsr_json *j, const nsr_error *e, const char *hint) {
+        char msg[NSR_ERROR_MSG_MAX + 256];
+        nsr_error_format(e, msg, sizeof(msg));
+        nsr_json_object_begin(j, "error");
+        nsr_json_string(j, "kind", nsr_error_kind_report_name(e->kind));
+        nsr_json_string(j, "message", msg);
+        nsr_json_string(j, "hint", hint ? hint : nsr_error_kind_hint(e->kind));
+        nsr_json_object_end(j);
+}
+
+char *nsr_report_error_json(const nsr_error *e, const char *hint) {
+        _cleanup_(nsr_json_freep) nsr_json *j = nsr_json_new(NULL, NSR_REPORT_MAX_BYTES, 0);
+        nsr_json_object_begin(j, NULL);
+        nsr_json_int(j, "version", NSR_REPORT_VERSION);
+        nsr_json_null(j, "run_id");
+        nsr_json_null(j, "exit_code");
+        nsr_json_string(j, "outcome", nsr_outcome_to_string(NSR_OUTCOME_FAILED));
+        nsr_report_emit_error(j, e, hint);
+        nsr_json_object_end(j);
+        char *text = NULL;
+        nsr_error ignored = { 0 };
+        if (nsr_json_finish(j, "report", &text, NULL, &ignored) < 0)
+                return NULL;
+        return text;
 }

@@ -88,6 +88,7 @@
 #include <time.h>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "egress/rules.h"
 #include "project/protect.h"
 #include "txn/changeset.h"
@@ -163,6 +164,8 @@ typedef struct nsr_report {
         size_t n_projects;
         size_t max_bytes;              /* 0: NSR_REPORT_MAX_BYTES */
         const nsr_egress_log *network; /* --allow-host runs only, else NULL */
+        const nsr_error *error;        /* why the run failed: the "error" member, or NULL */
+        const char *error_hint;        /* its hint (NULL: the kind's own) */
 } nsr_report;
 
 /* Writes the JSON document to f, or returns it in *ret (NUL-terminated,
@@ -170,6 +173,15 @@ typedef struct nsr_report {
  * on failure; a partial document may have been written to f. */
 int nsr_report_write_json(const nsr_report *r, FILE *f, unsigned flags, nsr_error *err);
 int nsr_report_to_json(const nsr_report *r, unsigned flags, char **ret, size_t *ret_len, nsr_error *err);
+/* A failure as the "error" member of a JSON object: {"kind", "message",
+ * "hint"}, kind from nsr_error_kind_report_name(); hint NULL takes the
+ * kind's own (nsr_error_kind_hint()), which may be null. */
+void nsr_report_emit_error(nsr_json *j, const nsr_error *e, const char *hint);
+/* The report of a project run that failed before a run was made (a bad
+ * command line or profile, a missing project): {"version", "run_id": null,
+ * "exit_code": null, "outcome": "failed", "error"}, as text with a
+ * newline. NULL only if it cannot be built. */
+char *nsr_report_error_json(const nsr_error *e, const char *hint);
 
 /* One line, without a trailing newline:
  *   "nsrun: /p: 3 created, 1 modified, 2 deleted; applied (run R)"

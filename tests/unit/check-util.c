@@ -569,6 +569,21 @@ START_TEST(test_error_kind) {
                 ck_assert_ptr_nonnull(nsr_error_kind_to_string((nsr_error_kind) k));
         ck_assert_ptr_null(nsr_error_kind_to_string(_NSR_ERR_KIND_MAX));
         ck_assert_ptr_null(nsr_error_kind_to_string(_NSR_ERR_KIND_INVALID));
+
+        /* the report's names: documented, stable, never NULL */
+        ck_assert_str_eq(nsr_error_kind_report_name(NSR_ERR_CLONE), "userns-refused");
+        ck_assert_str_eq(nsr_error_kind_report_name(NSR_ERR_USERNS_SETUP), "userns-refused");
+        ck_assert_str_eq(nsr_error_kind_report_name(NSR_ERR_OVERLAY_MOUNT), "overlay-refused");
+        ck_assert_str_eq(nsr_error_kind_report_name(NSR_ERR_CONFIG), "config-invalid");
+        ck_assert_str_eq(nsr_error_kind_report_name(NSR_ERR_PROJECT_MISSING), "project-missing");
+        ck_assert_str_eq(nsr_error_kind_report_name(NSR_ERR_STATE_FULL), "state-dir-full");
+        ck_assert_str_eq(nsr_error_kind_report_name(NSR_ERR_APPLY), "apply-failed");
+        ck_assert_str_eq(nsr_error_kind_report_name(NSR_ERR_SETUP), "setup-failed");
+        ck_assert_str_eq(nsr_error_kind_report_name(_NSR_ERR_KIND_INVALID), "setup-failed");
+        for (int k = 0; k < _NSR_ERR_KIND_MAX; k++)
+                ck_assert_ptr_nonnull(nsr_error_kind_report_name((nsr_error_kind) k));
+        ck_assert_ptr_nonnull(nsr_error_kind_hint(NSR_ERR_STATE_FULL));
+        ck_assert_ptr_null(nsr_error_kind_hint(NSR_ERR_SETUP));
 }
 END_TEST
 

@@ -1,0 +1,60 @@
+#!/bin/sh
+# Every project-mode failure has a documented kind, in the report as
+# {"error": {"kind", "message", "hint"}}: what an agent maps to its own
+# modes (sandbox required, preferred, disabled). The report is written even
+# when the command line or a profile did not parse.
+. "$NSR_TESTS/lib.sh"
+export NSRUN_DATADIR="$NSR_STAGE"
+command -v python3 >/dev/null || skip_all "needs python3 to read the JSON"
+d=$(scratch)
+P=$d/proj
+S=$d/state
+mkdir -p "$P"
+R=$NSR_HELPERS/nsr-restrict
+
+# kind FILE: "outcome exit_code kind" of a report (exit_code is the
+# command's: none ran), and whether message and
+# hint are non-empty strings
+kind() {
+	python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+e = r.get("error") or {}
+print(r.get("outcome"), r.get("exit_code"), e.get("kind"),
+      "msg" if isinstance(e.get("message"), str) and e["message"] else "nomsg",
+      "hint" if isinstance(e.get("hint"), str) and e["hint"] else "nohint")' "$1" 2>&1
+}
+
+rm -f "$d/r.json"
+run "$NSRUN" -p "$d/missing" --state-dir "$S" --report "$d/r.json" -- true
+is "$rc" 125 "a missing project exits 125"
+is "$(kind "$d/r.json")" "failed None project-missing msg hint" "a missing project: kind project-missing"
+
+printf 'timout 5\n' > "$d/bad.profile"
+rm -f "$d/r.json"
+run "$NSRUN" --profile "$d/bad.profile" -p "$P" --state-dir "$S" --report="$d/r.json" -- true
+is "$rc" 125 "a bad profile exits 125"
+is "$(kind "$d/r.json")" "failed None config-invalid msg hint" "a bad profile: kind config-invalid"
+like "$(cat "$d/r.json")" 'bad.profile:1: unknown option' "its message names FILE:LINE"
+
+run "$NSRUN" -p "$P" --state-dir "$S" --timeout abc --report-fd 3 -- true 3>"$d/r3.json"
+is "$rc" 125 "a bad value exits 125"
+is "$(kind "$d/r3.json")" "failed None usage msg hint" "a bad value on the command line: kind usage (--report-fd too)"
+
+if [ -x "$R" ]; then
+	rm -f "$d/r.json"
+	run "$R" --deny-userns EPERM -- "$NSRUN" -p "$P" --state-dir "$S" --report "$d/r.json" -- true
+	is "$rc" 125 "refused user namespaces exit 125"
+	is "$(kind "$d/r.json")" "failed None userns-refused msg hint" "refused user namespaces: kind userns-refused"
+	like "$(cat "$d/r.json")" 'doctor' "its hint points to nsrun doctor"
+else
+	skip "refused user namespaces: kind userns-refused" "the nsr-restrict helper was not built"
+	skip "its hint points to nsrun doctor" "the nsr-restrict helper was not built"
+fi
+
+# A run that works has no error member.
+rm -f "$d/r.json"
+run "$NSRUN" -p "$P" --state-dir "$S" --report "$d/r.json" -- true
+is "$rc" 0 "a good run"
+is "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("error" in r, r["outcome"])' "$d/r.json")" \
+	"False committed" "a good run's report has no error"
+done_testing
