@@ -4,11 +4,16 @@
  * prints and picks the exit status (0 fine, 1 usage, 125 a bad file). */
 #include "config.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/json.h"
 #include "cli/options.h"
+#include "cli/plan.h"
 #include "cli/profileset.h"
 #include "cli/subopts.h"
 #include "cmd/cmd.h"
@@ -32,8 +37,9 @@ static void usage(FILE *f) {
                                "show    the options a project-mode run in this directory would take from\n"
                                "        files: the system and user configs, the profile, ./.nsrun/profile;\n"
                                "        each fully expanded, with the file and line it came from\n"
-                               "check   parse FILE (a project's .nsrun/profile by its name) and report\n"
-                               "        the first error as FILE:LINE\n\n"
+                               "check   parse FILE (a project's .nsrun/profile by its name), check it as a\n"
+                               "        run would (options that exclude each other, bind sources that\n"
+                               "        must exist), and report the first error as FILE:LINE\n\n"
                                "See nsrun-profile(5).\n");
 }
 
@@ -174,6 +180,58 @@ static int cmd_show(const char *name, bool json) {
         return 0;
 }
 
+/* What a run would find wrong with the first n lines: the parser's
+ * complaints, then the plan's (options that exclude each other, such as
+ * share-net with allow-host), checked as a project run in dir checks them. */
+static int check_prefix(nsr_pf_list *l, size_t n, const char *dir, nsr_error *err) {
+        size_t all = l->n;
+        l->n = n;
+        _cleanup_(nsr_plan_freep) nsr_plan *plan = NULL;
+        nsr_cli_result res;
+        char *args[] = { (char *) "--project", (char *) dir, (char *) "true", NULL };
+        int r = nsr_cli_parse_with(l, args, 3, false, &plan, &res, err);
+        l->n = all;
+        if (r < 0)
+                return r;
+        _cleanup_(nsr_project_freep) nsr_project *pj = NULL;
+        r = nsr_project_prepare(plan, false, &pj, err);
+        if (r < 0)
+                return r;
+        nsr_caller caller;
+        nsr_caller_detect(&caller);
+        return nsr_plan_validate(nsr_project_plan(pj), &caller, err);
+}
+
+/* A path a line binds from must exist, as the run's mount would find. */
+static int check_sources(const nsr_pf_list *l, nsr_error *err) {
+        for (size_t i = 0; i < l->n; i++) {
+                const nsr_pf_entry *en = &l->entries[i];
+                nsr_opt_id id = en->opt->id;
+                bool needs = id == NSR_OPT_BIND || id == NSR_OPT_RO_BIND || id == NSR_OPT_DEV_BIND ||
+                             id == NSR_OPT_RW || id == NSR_OPT_RO;
+                struct stat st;
+                if (needs && en->words[1] && stat(en->words[1], &st) < 0)
+                        return nsr_error_set(err, errno, "%s:%u: Can't find source path %s", en->file, en->line,
+                                             en->words[1]);
+        }
+        return 0;
+}
+
+/* The plan's complaint names the line that brought it: the shortest
+ * prefix of the lines that fails. */
+static int check_plan(nsr_pf_list *l, const char *dir, nsr_error *err) {
+        if (check_prefix(l, l->n, dir, err) >= 0)
+                return check_sources(l, err);
+        for (size_t n = 1; n <= l->n; n++) {
+                nsr_error e = { 0 };
+                if (check_prefix(l, n, dir, &e) < 0) {
+                        *err = e;
+                        return nsr_error_prefix(err, "%s:%u", l->entries[n - 1].file, l->entries[n - 1].line);
+                }
+        }
+        return -err->code; /* fails whole, not by a line: as it is */
+}
+
 static int cmd_check(const char *file) {
         nsr_pf_ctx ctx;
         nsr_profileset_ctx(environ, &ctx);
@@ -187,11 +245,16 @@ static int cmd_check(const char *file) {
         } else
                 r = nsr_pf_load(&ctx, file, NSR_PF_PROFILE, false, &l, &err);
         if (r >= 0) {
-                /* Through the parser, as a run would apply it. */
-                _cleanup_(nsr_plan_freep) nsr_plan *plan = NULL;
-                nsr_cli_result res;
-                char *args[] = { (char *) "true", NULL };
-                r = nsr_cli_parse_with(&l, args, 1, false, &plan, &res, &err);
+                /* Through the parser and the plan's checks, as a run would
+                 * apply it: in the project whose .nsrun/profile it is, else
+                 * in the current dir. */
+                _cleanup_free_ char *dir =
+                        local ? nsr_strndup(file, strlen(file) - strlen(".nsrun/profile")) : nsr_strdup(".");
+                char real[PATH_MAX];
+                /* The whole host is no project: check as one in /tmp. */
+                if (!local && realpath(".", real) && streq(real, "/"))
+                        free(dir), dir = nsr_strdup("/tmp");
+                r = check_plan(&l, *dir ? dir : ".", &err);
         }
         if (r < 0) {
                 print_error(&err);

@@ -51,6 +51,19 @@ else
 	skip "its hint points to nsrun doctor" "the nsr-restrict helper was not built"
 fi
 
+# nsrun profile check checks what a run would check, and names FILE:LINE.
+printf 'share-net\n# a comment\nallow-host example.org\n' > "$d/net.profile"
+run sh -c "cd '$P' && '$NSRUN' profile check '$d/net.profile'"
+is "$rc" 125 "profile check: options that exclude each other fail"
+like "$err" "net.profile:3: --allow-host .*--share-net" "profile check: share-net with allow-host, at FILE:LINE"
+printf 'share-net\nro-bind %s/nowhere /x\n' "$d" > "$d/src.profile"
+run sh -c "cd '$P' && '$NSRUN' profile check '$d/src.profile'"
+is "$rc" 125 "profile check: a missing bind source fails"
+like "$err" "src.profile:2: Can't find source path $d/nowhere" "profile check: the missing source, at FILE:LINE"
+printf 'share-net\nro-bind %s /x\n' "$P" > "$d/good.profile"
+run sh -c "cd / && '$NSRUN' profile check '$d/good.profile'"
+is "$rc:$out" "0:$d/good.profile: 2 option lines, ok" "profile check: a good profile passes (from / too)"
+
 # A run that works has no error member.
 rm -f "$d/r.json"
 run "$NSRUN" -p "$P" --state-dir "$S" --report "$d/r.json" -- true
