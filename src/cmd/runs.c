@@ -357,13 +357,18 @@ static void diff_change(int upper, int project, const nsr_change *c) {
                 rb = read_at(upper, c->path, &b, &bl);
         else
                 b = nsr_strdup("");
-        if (ra < 0 || rb < 0 || !nsr_diff_is_text(a, al) || !nsr_diff_is_text(b, bl)) {
-                say(stdout, "%s file %s: binary or too large (%llu bytes)\n", nsr_change_kind_to_string(c->kind), shown,
+        if (ra < 0 || rb < 0) {
+                say(stdout, "%s file %s: too large to show (%llu bytes)\n", nsr_change_kind_to_string(c->kind), shown,
                     (unsigned long long) c->size);
                 return;
         }
         _cleanup_free_ char *la = c->old.exists ? nsr_asprintf("a/%s", shown) : nsr_strdup("/dev/null");
         _cleanup_free_ char *lb = c->kind != NSR_CHANGE_DELETED ? nsr_asprintf("b/%s", shown) : nsr_strdup("/dev/null");
+        /* As git says it: a program that reads diffs knows the line. */
+        if (!nsr_diff_is_text(a, al) || !nsr_diff_is_text(b, bl)) {
+                say(stdout, "Binary files %s and %s differ\n", la, lb);
+                return;
+        }
         nsr_error e = { 0 };
         if (nsr_diff_unified(a, al, b, bl, la, lb, stdout, isatty(STDOUT_FILENO) == 1, &e) < 0)
                 say(stdout, "%s file %s: too many differences to show\n", nsr_change_kind_to_string(c->kind), shown);
