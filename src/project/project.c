@@ -1238,6 +1238,21 @@ static int choose_confinement(run_ctx *c, nsr_error *err) {
                 a->conf = CONF_LANDLOCK;
         if (a->conf != CONF_NAMESPACES && !pj->live)
                 switch_to_live(pj);
+        /* A session keeps its own overlay (its --keep is implied): say
+         * why it cannot have one here, and what works instead. */
+        if (pj->session && a->conf == CONF_NAMESPACES && pj->live)
+                return nsr_error_setxk(err, NSR_ERR_USAGE, EOPNOTSUPP,
+                                       "sessions need the overlay, which --no-overlay turns off: start the session "
+                                       "without it");
+        if (pj->session && a->conf != CONF_NAMESPACES)
+                return nsr_error_setxk(
+                        err, a->conf == CONF_LANDLOCK ? NSR_ERR_CLONE : NSR_ERR_USAGE, EOPNOTSUPP,
+                        "sessions need the namespace sandbox with an overlay, and here %s%s%s; run each command "
+                        "as a one-shot run instead (nsrun --sandbox=best-effort -p DIR -- COMMAND), whose writes go "
+                        "live with a snapshot to undo them",
+                        a->conf == CONF_LANDLOCK ? "user namespaces are refused" : "--sandbox=off was asked for",
+                        a->conf == CONF_LANDLOCK && a->reason[0] ? ": " : "",
+                        a->conf == CONF_LANDLOCK ? a->reason : "");
         if (pj->live && p->proj.keep)
                 return nsr_error_setx(err, EINVAL,
                                       "--keep needs the overlay, and here the command would write to the projects "

@@ -51,6 +51,24 @@ else
 	skip "its hint points to nsrun doctor" "the nsr-restrict helper was not built"
 fi
 
+# A session cannot have best-effort mode: the refusal says why (not
+# "--keep needs the overlay": no --keep was given) and what works instead.
+if [ -x "$R" ]; then
+	run "$R" --deny-userns EPERM -- "$NSRUN" session start --sandbox=best-effort -p "$P" --state-dir "$S"
+	is "$rc" 125 "session start in best-effort mode without user namespaces exits 125"
+	like "$err" "sessions need the namespace sandbox with an overlay, and here user namespaces are refused" \
+		"it says the real reason"
+	like "$err" "one-shot run instead \\(nsrun --sandbox=best-effort" "it says what to do instead"
+	unlike "$err" "--keep" "it does not blame a --keep nobody gave"
+else
+	for t in "exits 125" "the real reason" "what to do" "no --keep"; do
+		skip "best-effort session: $t" "the nsr-restrict helper was not built"
+	done
+fi
+run "$NSRUN" session start --no-overlay -p "$P" --state-dir "$S"
+is "$rc:$err" "125:nsrun: sessions need the overlay, which --no-overlay turns off: start the session without it" \
+	"a session with --no-overlay: the real reason"
+
 # nsrun profile check checks what a run would check, and names FILE:LINE.
 printf 'share-net\n# a comment\nallow-host example.org\n' > "$d/net.profile"
 run sh -c "cd '$P' && '$NSRUN' profile check '$d/net.profile'"
