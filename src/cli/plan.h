@@ -219,6 +219,10 @@ typedef struct nsr_plan {
         /* warnings met while parsing, printed by main in order */
         char **warnings;
 
+        /* NSRUN_TIMING's phase table (base/timing.h), owned by main; NULL:
+         * off. Carried here because every step that marks reads the plan. */
+        struct nsr_timing *timing;
+
         /* filled by nsr_plan_validate() */
         bool resolved;
         bool needs_devpts;

@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 
 #include "base/outfile.h"
+#include "base/timing.h"
 #include "base/utf8.h"
 #include "cli/cli.h"
 #include "cli/options.h"
@@ -32,7 +33,8 @@ typedef struct ctx {
         bool bwrap_mode;
         const char *prog; /* argv[0] as invoked, for usage */
         bool level_prefix;
-        bool project_mode; /* nsrun's own failures exit 125 */
+        bool project_mode;  /* nsrun's own failures exit 125 */
+        nsr_timing *timing; /* NSRUN_TIMING: the phase table, or NULL */
 } ctx;
 
 static const char *prefix_of(const ctx *c) {
@@ -212,11 +214,13 @@ static int run_project(ctx *c, nsr_plan *user) {
         _cleanup_(nsr_project_freep) nsr_project *pj = NULL;
         if (nsr_project_prepare(user, !user->trace_bwrap, &pj, &err) < 0)
                 return project_failed(c, user, &report, &err);
+        nsr_timing_mark_now(c->timing, "prepare (projects, state dir, profile)");
         nsr_plan *plan = nsr_project_plan(pj);
         nsr_caller caller;
         nsr_caller_detect(&caller);
         if (nsr_plan_validate(plan, &caller, &err) < 0)
                 return project_failed(c, user, &report, &err);
+        nsr_timing_mark_now(c->timing, "plan validated");
         if (!plan->argv) {
                 fprintf(stderr,
                         "usage: %s -p DIR [OPTIONS...] [--] COMMAND [ARGS...]  (no command given; \"%s --help\" "
@@ -481,6 +485,9 @@ static int run_main(ctx *cp, int argc, char **argv) {
         int r = c.bwrap_mode ? nsr_cli_parse(argv + 1, (size_t) argc - 1, true, &plan, &res, &err)
                              : nsr_profileset_parse(argv + 1, (size_t) argc - 1, environ, &plan, &res, NULL, &err);
         c.level_prefix = res.level_prefix;
+        nsr_timing_mark_now(c.timing, "options and profiles parsed");
+        if (plan)
+                plan->timing = c.timing;
         print_warnings(&c, plan ? plan->warnings : NULL);
         if (r < 0) {
                 if (c.bwrap_mode || !(res.policy_error || wants_project_mode(argv, argc))) {
@@ -530,6 +537,7 @@ static bool close_stdout(const ctx *c) {
 int main(int argc, char **argv) {
         ctx c = { .prog = argc > 0 && argv[0] ? argv[0] : "nsrun" };
         c.bwrap_mode = invoked_as_bwrap(c.prog);
+        c.timing = nsr_timing_from_env();
         /* Output larger than stdio's buffer is written as it goes, and the
          * errno of a failed write is lost by exit: a buffer that holds the
          * help and most listings keeps it for close_stdout. */
@@ -537,6 +545,12 @@ int main(int argc, char **argv) {
         if (!isatty(STDOUT_FILENO))
                 (void) setvbuf(stdout, stdout_buf, _IOFBF, sizeof(stdout_buf));
         int rc = run_main(&c, argc, argv);
+        if (c.timing) {
+                nsr_timing_mark_now(c.timing, "exit");
+                _cleanup_free_ char *table = nsr_timing_format(c.timing);
+                fputs(table, stderr);
+                c.timing = nsr_timing_free(c.timing);
+        }
         if (!close_stdout(&c) && rc == 0)
                 rc = c.project_mode ? NSR_EXIT_FAILURE : 1;
         return rc;

@@ -16,6 +16,7 @@
 
 #include "base/dirent.h"
 #include "base/durable.h"
+#include "base/timing.h"
 #include "base/utf8.h"
 #include "doctor/checks.h"
 #include "egress/relay.h"
@@ -439,6 +440,7 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
         r = nsr_profile_build(user, &ctx, &pj->plan, err);
         if (r < 0)
                 return r;
+        pj->plan->timing = user->timing;
         *ret = TAKE_PTR(pj);
         return 0;
 }
@@ -819,6 +821,7 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
         nsr_bpf *bpf = NULL;
         size_t n_bpf = 0;
         int r = compile_filters(p, a->conf, &bpf, &n_bpf, err);
+        nsr_timing_mark_now(p->timing, "seccomp filters (compiled or cached)");
         _cleanup_close_ int ruleset = -1;
         _cleanup_free_ char *tmpdir = NULL;
         if (r >= 0 && a->conf == CONF_LANDLOCK) {
@@ -873,6 +876,7 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
                                                    .start_fence = *fence,
                                                    .refused = record ? &a->refused : NULL,
                                                    .session = pj->session };
+                        nsr_timing_mark_now(p->timing, "landlock, events, listeners ready");
                         r = nsr_launch(p, &extra, lr, err);
                         a->landlock = lr->landlock;
                 } else {
@@ -1817,24 +1821,34 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         c.statefd = nsr_state_open(pj->state_dir, err);
         if (c.statefd < 0)
                 return c.statefd;
+        nsr_timing *t = p->timing;
+        nsr_timing_mark_now(t, "state dir opened");
         r = recover(&c, err);
+        nsr_timing_mark_now(t, "recover");
         if (r >= 0)
                 r = choose_confinement(&c, err);
+        nsr_timing_mark_now(t, "confinement chosen");
         if (r >= 0)
                 r = create_run(&c, err);
+        nsr_timing_mark_now(t, "run dir and record");
         if (r < 0)
                 return r;
         r = launch(&c, err);
+        nsr_timing_mark_now(t, "monitor: command ended, sandbox gone");
         if (r < 0) {
                 launch_failed(&c, err);
                 *out = c.o;
                 return 0;
         }
         capture(&c);
+        nsr_timing_mark_now(t, "capture");
         nsr_outcome run_outcome = apply(&c, intended_outcome(&c));
+        nsr_timing_mark_now(t, "apply");
         record(&c, run_outcome);
+        nsr_timing_mark_now(t, "record");
         explain(&c, run_outcome);
         report(&c, run_outcome);
+        nsr_timing_mark_now(t, "report");
 
         /* Retention runs in a detached process, never on this run's path. */
         nsr_state_gc_background(pj->state_dir, p->proj.keep_days < 0 ? 7 : p->proj.keep_days,

@@ -31,6 +31,7 @@
 
 #include "base/sockmsg.h"
 #include "base/syscalls.h"
+#include "base/timing.h"
 #include "cli/runctl.h"
 #include "egress/relay.h"
 #include "sandbox/agent.h"
@@ -275,6 +276,7 @@ static void exec_command(launch *l) {
                 argv = args;
         }
         environ = l->env;
+        nsr_timing_mark_now(p->timing, "command: execve");
         if (has_slash(p->argv[0]))
                 execv(p->argv[0], argv);
         else
@@ -631,6 +633,7 @@ _noreturn_ static void child_main(launch *l) {
         uid_t ns_uid;
         gid_t ns_gid;
         map_ids(l, procfd, &ns_uid, &ns_gid);
+        nsr_timing_mark_now(p->timing, "child: ids mapped");
 
         if (p->unshare_net && nsr_netns_loopback_up(&e) < 0)
                 child_fail(l, &e);
@@ -638,11 +641,13 @@ _noreturn_ static void child_main(launch *l) {
          * exists, so its first connection waits in the backlog. */
         if (l->relay && nsr_relay_child_setup(l->relay, &e) < 0)
                 child_fail(l, &e);
+        nsr_timing_mark_now(p->timing, "child: network (loopback, relay)");
 
         mode_t old_umask = umask(0);
         nsr_mount_ctx mctx = { .host_tty = l->host_tty, .fresh_proc = p->unshare_pid || p->pidns_fd != -1 };
         if (nsr_mount_build_root(p, &mctx, &e) < 0)
                 child_fail(l, &e);
+        nsr_timing_mark_now(p->timing, "child: mounts (root, hidden paths)");
 
         nest_userns(l, procfd, ns_uid, ns_gid);
 
@@ -666,6 +671,7 @@ _noreturn_ static void child_main(launch *l) {
         uint64_t bound = nsr_caps_all();
         if (need_reaper(p))
                 bound = start_pid1(l, bound);
+        nsr_timing_mark_now(p->timing, "child: pid 1 started");
         l->status_pipe[1] = safe_close(l->status_pipe[1]);
 
         /* The command. */
@@ -677,12 +683,15 @@ _noreturn_ static void child_main(launch *l) {
                         _exit(1); /* the monitor failed and says why */
         }
         l->go_pipe[0] = safe_close(l->go_pipe[0]);
-        if (l->extra)
+        if (l->extra) {
                 wait_fence(&l->extra->start_fence);
+                nsr_timing_mark_now(p->timing, "child: start fence (coarse clock)");
+        }
         if (l->extra && l->extra->session)
                 run_agent(l, bound);
         if (confine_command(l, bound, &e) < 0)
                 child_fail(l, &e);
+        nsr_timing_mark_now(p->timing, "command: confined (caps, seccomp)");
 
         exec_command(l);
         e = (nsr_error){ .kind = NSR_ERR_EXEC };
@@ -973,8 +982,10 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                         ssize_t n = read(l->err_pipe[0], (char *) &child_err + err_got, sizeof(child_err) - err_got);
                         if (n > 0)
                                 err_got += (size_t) n;
-                        else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+                        else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
                                 err_eof = true;
+                                nsr_timing_mark_now(p->timing, "monitor: command started");
+                        }
                 }
                 if (fds[2].revents) {
                         nsr_reaper_status msg;
@@ -1277,6 +1288,7 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
                 return clone_error(p, errno, err);
         if (child == 0)
                 child_main(l);
+        nsr_timing_mark_now(p->timing, "monitor: clone");
 
         l->err_pipe[1] = safe_close(l->err_pipe[1]);
         l->status_pipe[1] = safe_close(l->status_pipe[1]);
