@@ -57,9 +57,18 @@ char *nsr_timing_format(const nsr_timing *t) {
                 n = NSR_TIMING_MAX;
         nsr_timing_mark sorted[NSR_TIMING_MAX];
         uint32_t k = 0;
+        /* The page is shared with the sandbox's side until the command's
+         * execve (and with pid 1 after): read it as untrusted, a name
+         * terminated and printable whatever was written there. */
         for (uint32_t i = 0; i < n; i++)
-                if (__atomic_load_n(&t->marks[i].ns, __ATOMIC_ACQUIRE))
-                        sorted[k++] = t->marks[i];
+                if (__atomic_load_n(&t->marks[i].ns, __ATOMIC_ACQUIRE)) {
+                        nsr_timing_mark *m = &sorted[k++];
+                        *m = t->marks[i];
+                        m->phase[sizeof(m->phase) - 1] = '\0';
+                        for (char *c = m->phase; *c; c++)
+                                if (*c < 0x20 || *c > 0x7e)
+                                        *c = '?';
+                }
         qsort(sorted, k, sizeof(sorted[0]), by_time);
         char *out = nsr_strdup("nsrun timing (ms): phase, its own time, since start\n");
         for (uint32_t i = 0; i < k; i++) {

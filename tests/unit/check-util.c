@@ -12,6 +12,7 @@
 
 #include "base/dirent.h"
 #include "base/error.h"
+#include "base/timing.h"
 #include "base/util.h"
 #include "unit.h"
 
@@ -231,6 +232,32 @@ START_TEST(test_strv_cleanup) {
         ck_assert_ptr_null(v);
         nsr_strv_free(taken);
         (void) none;
+}
+END_TEST
+
+START_TEST(test_timing) {
+        setenv("NSRUN_TIMING", "0", 1);
+        ck_assert_ptr_null(nsr_timing_from_env());
+        nsr_timing_mark_now(NULL, "nothing happens");
+        setenv("NSRUN_TIMING", "1", 1);
+        _cleanup_(nsr_timing_freep) nsr_timing *t = nsr_timing_from_env();
+        ck_assert_ptr_nonnull(t);
+        nsr_timing_mark_now(t, "one");
+        nsr_timing_mark_now(t, "two");
+        /* what the other side of the shared page may have left */
+        t->marks[t->n].ns = t->marks[t->n - 1].ns + 1;
+        memset(t->marks[t->n].phase, 0x1b, sizeof(t->marks[t->n].phase));
+        t->n++;
+        _cleanup_free_ char *s = nsr_timing_format(t);
+        ck_assert_ptr_nonnull(strstr(s, "  start "));
+        ck_assert(strstr(s, "  one ") && strstr(s, "  two ") && strstr(s, "  one ") < strstr(s, "  two "));
+        ck_assert_ptr_null(strchr(s, 0x1b));
+        ck_assert_ptr_nonnull(strstr(s, "???????"));
+        for (int i = 0; i < NSR_TIMING_MAX + 5; i++)
+                nsr_timing_mark_now(t, "many");
+        _cleanup_free_ char *full = nsr_timing_format(t);
+        ck_assert_ptr_nonnull(strstr(full, "the rest were dropped"));
+        unsetenv("NSRUN_TIMING");
 }
 END_TEST
 
@@ -725,6 +752,7 @@ static Suite *suite(void) {
         TCase *tc = tcase_create("parse");
         tcase_add_test(tc, test_strappendf);
         tcase_add_test(tc, test_edit_distance);
+        tcase_add_test(tc, test_timing);
         tcase_add_test(tc, test_parse_int_good);
         tcase_add_test(tc, test_parse_int_bad);
         tcase_add_test(tc, test_parse_fd);
