@@ -49,7 +49,7 @@ if [ "$(id -u)" -eq 0 ]; then
 	as_user="setpriv --reuid=$user --regid=$user --init-groups"
 	# The integration harness kills what the test user leaves running:
 	# take its lock, as a test run does.
-	exec 9>/tmp/nsrun-test-user.lock
+	exec 9>"/tmp/nsrun-test-user.$user.lock"
 	flock 9
 	mkdir -p "$stage/state"
 	chown -R "$user" "$stage/proj" "$stage/state"
