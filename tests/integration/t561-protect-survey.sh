@@ -55,6 +55,8 @@ any .idea/watcherTasks.xml
 any .idea/runConfigurations/x.xml
 any .idea/misc.xml
 any app.iml
+any app.ipr
+any app.iws
 any .run/x.run.xml
 any .fleet/run.json
 any .zed/settings.json
@@ -67,6 +69,7 @@ any .gvimrc
 any .nvimrc
 any .nvim.lua
 any .lvimrc
+any .vim/coc-settings.json
 any .dir-locals.el
 any .dir-locals-2.el
 any app.sublime-project
@@ -82,6 +85,8 @@ any .envrc.private
 any .env
 any .env.local
 any .env.development.local
+any .direnv/python-3.12/bin/python
+any .direnv/flake-profile-a.rc
 any flake.nix
 any flake.lock
 any shell.nix
@@ -175,6 +180,10 @@ any crush.json
 any .crush.json
 any CRUSH.md
 any WARP.md
+any AGENT.md
+any .openhands/setup.sh
+any .factory/settings.json
+root .rules
 root .github/copilot-instructions.md
 root .github/instructions/x.instructions.md
 root .github/prompts/x.prompt.md
@@ -186,6 +195,7 @@ any Tiltfile
 any tilt_config.json
 any modd.conf
 any skaffold.yaml
+any devspace.yaml
 any .air.toml
 any nodemon.json
 any reflex.conf
@@ -204,6 +214,7 @@ envrc
 docs/AGENTS.txt
 my.claude.md
 sub/default.nix
+sub/.rules
 sub/.github/copilot-instructions.md
 '
 SUB=pkg/app
