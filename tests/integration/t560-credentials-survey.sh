@@ -238,6 +238,25 @@ Documents/Enpass/Vaults/primary/vault.enpassdb
 .config/litecli/history
 .usql_history
 .iredis_history
+.pki/nssdb/key4.db
+.cert/nm-openvpn/client.key
+.config/remmina/remmina.pref
+.local/share/remmina/group_rdp.remmina
+.config/filezilla/sitemanager.xml
+.passwd-s3fs
+.davfs2/secrets
+.smbcredentials
+.spacelift/config.json
+.config/argocd/config
+.config/Lens/kubeconfigs/x
+.config/OpenLens/kubeconfigs/x
+.cqlshrc
+.clickhouse-client/config.xml
+.influxdbv2/configs
+.local/share/DBeaverData/workspace6/General/.dbeaver/credentials-config.json
+.pgadmin/pgadmin4.db
+.dbshell
+.mongodb/mongosh/mongosh_repl_history
 '
 # Files beside the stores that stay readable: the run can see the home.
 plain='
