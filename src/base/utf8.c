@@ -105,10 +105,7 @@ char *nsr_utf8_escape(const char *s) {
         return nsr_utf8_escape_flags(s, 0);
 }
 
-/* Whether the sequence at s (len > 0 bytes) is shown as it is: valid,
- * not a control (C0, DEL, C1), not invisible. *ret_n is its length, or the
- * number of bytes to escape. */
-static bool shown_as_is(const char *s, size_t len, size_t *ret_n) {
+bool nsr_utf8_shown_as_is(const char *s, size_t len, size_t *ret_n) {
         uint32_t cp = 0;
         int k = nsr_utf8_decode(s, len, &cp);
         *ret_n = k > 0 ? (size_t) k : (size_t) -k;
@@ -135,7 +132,7 @@ static char *shell_word(const char *s) {
         bool quoted = false;
         size_t i = 0, n;
         while (i < len) {
-                if (shown_as_is(s + i, len - i, &n) || only_newlines(s + i)) {
+                if (nsr_utf8_shown_as_is(s + i, len - i, &n) || only_newlines(s + i)) {
                         if (!quoted)
                                 fputc('\'', f);
                         quoted = true;
@@ -151,14 +148,14 @@ static char *shell_word(const char *s) {
                         fputc('\'', f);
                 quoted = false;
                 fputs("\"$(printf '", f);
-                while (i < len && !shown_as_is(s + i, len - i, &n) && !only_newlines(s + i)) {
+                while (i < len && !nsr_utf8_shown_as_is(s + i, len - i, &n) && !only_newlines(s + i)) {
                         for (size_t j = 0; j < n; j++)
                                 fprintf(f, "\\%03o", (unsigned char) s[i + j]);
                         i += n;
                 }
                 /* Not the last bytes of the output: $(...) would drop it. */
                 if (s[i - 1] == '\n' && i < len) {
-                        shown_as_is(s + i, len - i, &n);
+                        nsr_utf8_shown_as_is(s + i, len - i, &n);
                         for (size_t j = 0; j < n; j++)
                                 fprintf(f, "\\%03o", (unsigned char) s[i + j]);
                         i += n;
@@ -197,15 +194,15 @@ char *nsr_utf8_escape_flags(const char *s, unsigned flags) {
                         i += (size_t) k;
                         continue;
                 }
-                if (k > 0 && cp >= 0x20 && cp != 0x7f && !(cp >= 0x80 && cp < 0xa0)) {
+                size_t n = 0;
+                if (nsr_utf8_shown_as_is(s + i, len - i, &n)) {
                         if (c == '\\' && !(flags & NSR_ESCAPE_KEEP_BACKSLASH))
                                 out[o++] = '\\';
-                        memcpy(out + o, s + i, (size_t) k);
-                        o += (size_t) k;
-                        i += (size_t) k;
+                        memcpy(out + o, s + i, n);
+                        o += n;
+                        i += n;
                         continue;
                 }
-                size_t n = k > 0 ? (size_t) k : (size_t) -k;
                 for (size_t j = 0; j < n; j++) {
                         unsigned char b = (unsigned char) s[i + j];
                         out[o++] = '\\';

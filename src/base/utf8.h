@@ -38,6 +38,12 @@ char *nsr_utf8_escape(const char *s);
  * Source"). */
 bool nsr_utf8_is_invisible(uint32_t cp);
 
+/* The one rule of what is printed as it is, wherever nsrun prints text:
+ * whether the sequence at s (len > 0 bytes) is valid UTF-8 and neither a
+ * control (C0, DEL, the C1 range U+0080..U+009F) nor invisible. *ret_n is
+ * its length, or the number of bytes to show escaped. */
+bool nsr_utf8_shown_as_is(const char *s, size_t len, size_t *ret_n);
+
 enum {
         /* Leave '\' alone: for text already escaped, such as a whole
          * message that holds escaped names. */

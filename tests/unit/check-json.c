@@ -172,6 +172,37 @@ START_TEST(test_utf8_escape_message) {
 }
 END_TEST
 
+START_TEST(test_utf8_shown_as_is) {
+        /* The one rule: printable and valid as is; C0, DEL, C1, invisible
+         * characters and invalid bytes not. */
+        static const struct {
+                const char *s;
+                bool as_is;
+                size_t n;
+        } cases[] = {
+                { "a", true, 1 },
+                { " ", true, 1 },
+                { "\xc3\xbc", true, 2 },
+                { "\xe2\x82\xac", true, 3 },
+                { "\xf0\x9f\x98\x80", true, 4 },
+                { "\x1b", false, 1 },
+                { "\n", false, 1 },
+                { "\x7f", false, 1 },
+                { "\xc2\x9b", false, 2 },
+                { "\xc2\xa0", true, 2 },
+                { "\xe2\x80\xae", false, 3 },
+                { "\xff", false, 1 },
+                { "\xe2\x80", false, 2 },
+                { "\xc0\xaf", false, 1 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                size_t n = 0;
+                bool as_is = nsr_utf8_shown_as_is(cases[i].s, strlen(cases[i].s), &n);
+                ck_assert_msg(as_is == cases[i].as_is && n == cases[i].n, "case %zu: %d %zu", i, as_is, n);
+        }
+}
+END_TEST
+
 START_TEST(test_utf8_escape_shell) {
         /* A shell word: nothing a terminal obeys, and /bin/sh reads back
          * the same bytes. */
@@ -530,6 +561,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_utf8_escape_invisible);
         tcase_add_test(tc, test_utf8_escape_message);
         tcase_add_test(tc, test_utf8_escape_shell);
+        tcase_add_test(tc, test_utf8_shown_as_is);
         tcase_add_test(tc, test_base64_rfc4648);
         suite_add_tcase(s, tc);
         tc = tcase_create("writer");
