@@ -4,9 +4,10 @@
 # override, invalid UTF-8, a newline followed by a fake line) goes through
 # each place nsrun prints text from a project, a profile, a run record or
 # the caller: --trace-bwrap, profile show, profile check, history, diff,
-# errors, doctor, seccomp check and the stderr summary. Their output holds
-# no byte a terminal obeys, and no line of its own starts with the fake
-# text; --trace-bwrap stays shell syntax that reads back the same path.
+# errors, doctor, seccomp check, the stderr summary and the network
+# summary. Their output holds no byte a terminal obeys, and no line of its
+# own starts with the fake text; --trace-bwrap stays shell syntax that
+# reads back the same path.
 . "$NSR_TESTS/lib.sh"
 export NSRUN_DATADIR="$NSR_STAGE"
 command -v python3 >/dev/null || skip_all "needs python3"
@@ -44,7 +45,7 @@ for l in t.split("\n"):
 	if [ -z "$why" ]; then ok "$1"; else not_ok "$1"; diag "$why"; fi
 	# The text itself was printed (escaped): the check is not vacuous.
 	case "$out$err" in
-	*cHduZWQ=*) ok "$1: the hostile text is shown" ;;
+	*cHduZWQ*) ok "$1: the hostile text is shown" ;;
 	*) not_ok "$1: the hostile text is shown"; diag "out: $out" "err: $err" ;;
 	esac
 }
@@ -109,6 +110,19 @@ clean "doctor: no control reaches the terminal"
 run "$NSRUN" seccomp check "$d/$H"
 check "seccomp check: it fails" test "$rc" -ne 0
 clean "seccomp check: no control reaches the terminal"
+
+# The network: the host names a command asks the egress proxy for end up
+# in the stderr summary.
+mkdir -p "$d/p2"
+run "$NSRUN" -p "$d/p2" $NS --allow-host example.invalid -- python3 -c '
+import os, socket
+port = int(os.environ["HTTP_PROXY"].rstrip("/").rsplit(":", 1)[1])
+h = b"X\x1b]52;c;cHduZWQ=\x07Y\x9b\xc2\x9bZ\nFAKE.example"
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(b"CONNECT " + h + b":443 HTTP/1.1\r\nHost: " + h + b":443\r\n\r\n")
+s.recv(100)'
+like "$err" "network: " "network: the summary is printed"
+clean "network summary: no control reaches the terminal"
 
 rm -rf "$d"
 done_testing
