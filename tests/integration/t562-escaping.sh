@@ -3,7 +3,8 @@
 # OSC 52 clipboard write, CSI, a raw C1 byte and an encoded one, a bidi
 # override, invalid UTF-8, a newline followed by a fake line) goes through
 # each place nsrun prints text from a project, a profile, a run record or
-# the caller: --trace-bwrap, profile show, profile check, history, diff,
+# the caller: --trace-bwrap, profile show, profile check, history,
+# session list, diff,
 # errors, doctor, seccomp check, the stderr summary and the network
 # summary. Their output holds no byte a terminal obeys, and no line of its
 # own starts with the fake text; --trace-bwrap stays shell syntax that
@@ -87,6 +88,15 @@ clean "summary: no control reaches the terminal"
 run "$NSRUN" history $NS
 like "$out" "FAKE" "history: the project is listed"
 clean "history: no control reaches the terminal"
+
+# session list: a session's record names its project.
+run "$NSRUN" session start --project "$Q" $NS
+sid=$(printf '%s\n' "$out" | head -1)
+run "$NSRUN" session list $NS
+like "$out" "^$sid pid" "session list: the session is listed"
+clean "session list: no control reaches the terminal"
+run "$NSRUN" session stop --discard $NS "$sid"
+is "$rc" 0 "session: it stops"
 
 # diff of a kept run, on a terminal (the body is shown, not sent).
 run "$NSRUN" -p "$Q" $NS --keep -- sh -c 'echo "$1" > "new$1"; echo "$1" >> "$1"' sh "$H"
