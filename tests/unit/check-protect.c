@@ -171,6 +171,24 @@ START_TEST(test_list_match) {
         ck_assert(nsr_protect_list_match(pats, ".vscode/tasks.json/x"));
         ck_assert(!nsr_protect_list_match(pats, ".vscode"));
         ck_assert(!nsr_protect_list_match(NULL, ".envrc"));
+
+        /* The survey's shapes: a glob at any depth, a dir under .config at
+         * any depth, a root-only name, a whole dir at any depth. */
+        char *survey[] = { (char *) "**/.lefthook.*", (char *) "**/.config/mise/", (char *) "default.nix",
+                           (char *) "**/.vscode/",    (char *) "**/.env.*.local",  NULL };
+        ck_assert(nsr_protect_list_match(survey, ".lefthook.yml"));
+        ck_assert(nsr_protect_list_match(survey, "a/b/.lefthook.toml"));
+        ck_assert(!nsr_protect_list_match(survey, "a/lefthook.yml"));
+        ck_assert(nsr_protect_list_match(survey, ".config/mise/conf.d/x.toml"));
+        ck_assert(nsr_protect_list_match(survey, "pkg/.config/mise/config.toml"));
+        ck_assert(!nsr_protect_list_match(survey, "pkg/config/mise/config.toml"));
+        ck_assert(nsr_protect_list_match(survey, "default.nix"));
+        ck_assert(!nsr_protect_list_match(survey, "sub/default.nix"));
+        ck_assert(nsr_protect_list_match(survey, "a/b/.vscode/tasks.json"));
+        ck_assert(nsr_protect_list_match(survey, "a/b/.vscode"));
+        ck_assert(!nsr_protect_list_match(survey, "a/b/.vscode-notes"));
+        ck_assert(nsr_protect_list_match(survey, "web/.env.production.local"));
+        ck_assert(!nsr_protect_list_match(survey, "web/.env.example"));
 }
 END_TEST
 
