@@ -189,6 +189,15 @@ START_TEST(test_list_match) {
         ck_assert(!nsr_protect_list_match(survey, "a/b/.vscode-notes"));
         ck_assert(nsr_protect_list_match(survey, "web/.env.production.local"));
         ck_assert(!nsr_protect_list_match(survey, "web/.env.example"));
+        /* Any depth means any: a path deeper and longer than PATH_MAX. */
+        size_t depth = 3000;
+        _cleanup_free_ char *deep = nsr_malloc0(depth * 2 + 32);
+        for (size_t i = 0; i < depth; i++)
+                memcpy(deep + 2 * i, "a/", 2);
+        strcpy(deep + 2 * depth, ".vscode/tasks.json");
+        ck_assert(nsr_protect_list_match(survey, deep));
+        strcpy(deep + 2 * depth, ".vscodex/tasks.json");
+        ck_assert(!nsr_protect_list_match(survey, deep));
 }
 END_TEST
 
