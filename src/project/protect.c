@@ -143,7 +143,8 @@ static bool comp_matches(const pat_comp *pc, const char *name, size_t name_len) 
         if (pre > name_len || memcmp(name, pc->s, pre) != 0)
                 return false;
         const char *star = memrchr(pc->s, '*', pc->len);
-        if (star) {
+        /* Only where no bracket or escape could hold that "*". */
+        if (star && !memchr(pc->s, '[', pc->len) && !memchr(pc->s, '\\', pc->len)) {
                 size_t suf = pc->len - (size_t) (star + 1 - pc->s);
                 if (strcspn(star + 1, "?[\\") >= suf &&
                     (suf > name_len || memcmp(name + name_len - suf, star + 1, suf) != 0))

@@ -189,6 +189,15 @@ START_TEST(test_list_match) {
         ck_assert(!nsr_protect_list_match(survey, "a/b/.vscode-notes"));
         ck_assert(nsr_protect_list_match(survey, "web/.env.production.local"));
         ck_assert(!nsr_protect_list_match(survey, "web/.env.example"));
+        /* Globs keep fnmatch(3)'s meaning: a "*" in brackets or escaped is
+         * a literal star. */
+        char *odd[] = { (char *) "**/a[*]", (char *) "b\\*c", (char *) "**/*.d?", NULL };
+        ck_assert(nsr_protect_list_match(odd, "x/a*"));
+        ck_assert(!nsr_protect_list_match(odd, "x/ab"));
+        ck_assert(nsr_protect_list_match(odd, "b*c"));
+        ck_assert(!nsr_protect_list_match(odd, "bxc"));
+        ck_assert(nsr_protect_list_match(odd, "p/q.dx"));
+        ck_assert(!nsr_protect_list_match(odd, "p/q.x"));
         /* Any depth means any: a path deeper and longer than PATH_MAX. */
         size_t depth = 3000;
         _cleanup_free_ char *deep = nsr_malloc0(depth * 2 + 32);
