@@ -322,37 +322,30 @@ static int diff_lines(const lines *la, const lines *lb, op **ret, size_t *ret_n)
         return 0;
 }
 
-/* The line's bytes with its controls shown (see textdiff.h). */
+/* The line's bytes with its controls shown (see textdiff.h): what is not
+ * shown as it is follows utf8.h's one rule, nsr_utf8_shown_as_is(). */
 static void put_shown(FILE *f, const char *s, size_t len) {
         for (size_t i = 0; i < len;) {
                 unsigned char c = (unsigned char) s[i];
-                if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)) {
-                        fputc(c, f);
-                        i++;
-                        continue;
-                }
-                if (c < 0x20 || c == 0x7f) {
-                        unsigned cp = c == 0x7f ? 0x2421 : 0x2400 + c;
-                        fputc(0xe0 | (cp >> 12), f);
-                        fputc(0x80 | ((cp >> 6) & 0x3f), f);
-                        fputc(0x80 | (cp & 0x3f), f);
-                        i++;
+                size_t n = 1;
+                if (c == '\n' || c == '\t' || nsr_utf8_shown_as_is(s + i, len - i, &n)) {
+                        fwrite(s + i, 1, n, f);
+                        i += n;
                         continue;
                 }
                 uint32_t cp = 0;
-                int n = nsr_utf8_decode(s + i, len - i, &cp);
-                if (n > 0 && nsr_utf8_is_invisible(cp)) {
+                if (c < 0x20 || c == 0x7f) {
+                        cp = c == 0x7f ? 0x2421 : 0x2400 + c;
+                        fputc(0xe0 | (cp >> 12), f);
+                        fputc(0x80 | ((cp >> 6) & 0x3f), f);
+                        fputc(0x80 | (cp & 0x3f), f);
+                } else if (nsr_utf8_decode(s + i, len - i, &cp) > 0 && nsr_utf8_is_invisible(cp))
                         /* Bidi and zero-width characters would reorder or
                          * hide what the reviewer reads: shown by name. */
                         fprintf(f, "<U+%04X>", (unsigned) cp);
-                        i += (size_t) n;
-                } else if (n > 0 && !(cp >= 0x80 && cp <= 0x9f)) {
-                        fwrite(s + i, 1, (size_t) n, f);
-                        i += (size_t) n;
-                } else {
-                        fputs("\xef\xbf\xbd", f); /* U+FFFD */
-                        i += (size_t) (n < 0 ? -n : n);
-                }
+                else
+                        fputs("\xef\xbf\xbd", f); /* U+FFFD: C1, invalid bytes */
+                i += n;
         }
 }
 

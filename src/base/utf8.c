@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,8 +105,74 @@ char *nsr_utf8_escape(const char *s) {
         return nsr_utf8_escape_flags(s, 0);
 }
 
+bool nsr_utf8_shown_as_is(const char *s, size_t len, size_t *ret_n) {
+        uint32_t cp = 0;
+        int k = nsr_utf8_decode(s, len, &cp);
+        *ret_n = k > 0 ? (size_t) k : (size_t) -k;
+        return k > 0 && cp >= 0x20 && cp != 0x7f && !(cp >= 0x80 && cp < 0xa0) && !nsr_utf8_is_invisible(cp);
+}
+
+static bool only_newlines(const char *s) {
+        return strspn(s, "\n") == strlen(s);
+}
+
+static char *shell_word(const char *s) {
+        size_t len = strlen(s);
+        bool plain = len > 0;
+        for (const char *c = s; *c; c++)
+                if (!(((unsigned char) *c < 0x80 && isalnum((unsigned char) *c)) || strchr("@%+=:,./-_", *c)))
+                        plain = false;
+        if (plain)
+                return nsr_strdup(s);
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        if (!f)
+                abort();
+        bool quoted = false;
+        size_t i = 0, n;
+        while (i < len) {
+                if (nsr_utf8_shown_as_is(s + i, len - i, &n) || only_newlines(s + i)) {
+                        if (!quoted)
+                                fputc('\'', f);
+                        quoted = true;
+                        for (size_t j = 0; j < n; j++)
+                                if (s[i + j] == '\'')
+                                        fputs("'\\''", f);
+                                else
+                                        fputc(s[i + j], f);
+                        i += n;
+                        continue;
+                }
+                if (quoted)
+                        fputc('\'', f);
+                quoted = false;
+                fputs("\"$(printf '", f);
+                while (i < len && !nsr_utf8_shown_as_is(s + i, len - i, &n) && !only_newlines(s + i)) {
+                        for (size_t j = 0; j < n; j++)
+                                fprintf(f, "\\%03o", (unsigned char) s[i + j]);
+                        i += n;
+                }
+                /* Not the last bytes of the output: $(...) would drop it. */
+                if (s[i - 1] == '\n' && i < len) {
+                        nsr_utf8_shown_as_is(s + i, len - i, &n);
+                        for (size_t j = 0; j < n; j++)
+                                fprintf(f, "\\%03o", (unsigned char) s[i + j]);
+                        i += n;
+                }
+                fputs("')\"", f);
+        }
+        if (quoted || len == 0)
+                fputs(len == 0 ? "''" : "'", f);
+        if (fclose(f) != 0)
+                abort();
+        return buf;
+}
+
 char *nsr_utf8_escape_flags(const char *s, unsigned flags) {
         static const char hex[] = "0123456789abcdef";
+        if (flags & NSR_ESCAPE_SHELL)
+                return shell_word(s);
         size_t len = strlen(s);
         /* At most 4 bytes out per byte in: "\xHH" for one, "\uXXXX"
          * (6) for a sequence of 2 or 3. */
@@ -127,15 +194,15 @@ char *nsr_utf8_escape_flags(const char *s, unsigned flags) {
                         i += (size_t) k;
                         continue;
                 }
-                if (k > 0 && cp >= 0x20 && cp != 0x7f && !(cp >= 0x80 && cp < 0xa0)) {
+                size_t n = 0;
+                if (nsr_utf8_shown_as_is(s + i, len - i, &n)) {
                         if (c == '\\' && !(flags & NSR_ESCAPE_KEEP_BACKSLASH))
                                 out[o++] = '\\';
-                        memcpy(out + o, s + i, (size_t) k);
-                        o += (size_t) k;
-                        i += (size_t) k;
+                        memcpy(out + o, s + i, n);
+                        o += n;
+                        i += n;
                         continue;
                 }
-                size_t n = k > 0 ? (size_t) k : (size_t) -k;
                 for (size_t j = 0; j < n; j++) {
                         unsigned char b = (unsigned char) s[i + j];
                         out[o++] = '\\';
@@ -168,5 +235,24 @@ void nsr_utf8_fprintf(FILE *f, const char *fmt, ...) {
         char *shown = nsr_utf8_escape_flags(line, NSR_ESCAPE_MESSAGE);
         free(line);
         fputs(shown, f);
+        free(shown);
+}
+
+void nsr_utf8_fprintf_line(FILE *f, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        char *line = NULL;
+        int n = vasprintf(&line, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return;
+        bool ended = n > 0 && line[n - 1] == '\n';
+        if (ended)
+                line[n - 1] = '\0';
+        char *shown = nsr_utf8_escape_flags(line, NSR_ESCAPE_KEEP_BACKSLASH);
+        free(line);
+        fputs(shown, f);
+        if (ended)
+                fputc('\n', f);
         free(shown);
 }

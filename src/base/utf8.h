@@ -38,6 +38,12 @@ char *nsr_utf8_escape(const char *s);
  * Source"). */
 bool nsr_utf8_is_invisible(uint32_t cp);
 
+/* The one rule of what is printed as it is, wherever nsrun prints text:
+ * whether the sequence at s (len > 0 bytes) is valid UTF-8 and neither a
+ * control (C0, DEL, the C1 range U+0080..U+009F) nor invisible. *ret_n is
+ * its length, or the number of bytes to show escaped. */
+bool nsr_utf8_shown_as_is(const char *s, size_t len, size_t *ret_n);
+
 enum {
         /* Leave '\' alone: for text already escaped, such as a whole
          * message that holds escaped names. */
@@ -46,15 +52,32 @@ enum {
         NSR_ESCAPE_KEEP_NEWLINE = 1 << 1,
         /* Both: what every message goes through before it is printed. */
         NSR_ESCAPE_MESSAGE = NSR_ESCAPE_KEEP_BACKSLASH | NSR_ESCAPE_KEEP_NEWLINE,
+        /* One POSIX shell word that reads back as s, byte for byte (the
+         * other flags are ignored): plain when every byte is in
+         * [A-Za-z0-9@%+=:,./_-], else in single quotes, and each run of
+         * what the other forms escape (controls, C1, invalid bytes,
+         * invisible characters) as "$(printf '\ooo...')": the word holds no
+         * byte a terminal obeys. Command substitution drops trailing
+         * newlines, so a run that ends in one takes the next character
+         * with it; newlines that end the word stay as they are inside
+         * single quotes. */
+        NSR_ESCAPE_SHELL = 1 << 2,
 };
 
 /* The one escaping function for everything nsrun prints: as
  * nsr_utf8_escape() (which is flags 0), and the invisible characters above
  * become "\uXXXX". With NSR_ESCAPE_MESSAGE it is idempotent, so applying
- * it to a message whose names were escaped already changes nothing. */
+ * it to a message whose names were escaped already changes nothing. With
+ * NSR_ESCAPE_SHELL, a shell word (see above). */
 char *nsr_utf8_escape_flags(const char *s, unsigned flags);
 
 /* Formats a line and writes it to f through the escaping of a message
  * (NSR_ESCAPE_MESSAGE, idempotent on names escaped already): for the
  * front ends, whose lines carry names and text a sandboxed command chose. */
 void nsr_utf8_fprintf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Formats one line and writes it to f: as nsr_utf8_fprintf(), but every
+ * newline except the one that ends the line is shown as "\n", so nothing
+ * in the fields (a project's path, a run record's text) starts a line of
+ * its own. */
+void nsr_utf8_fprintf_line(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/capability.h>
 
+#include "base/utf8.h"
 #include "cli/options.h"
 #include "cli/trace.h"
 
@@ -359,27 +360,7 @@ char **nsr_trace_notes(const nsr_plan *p) {
 }
 
 char *nsr_shell_quote(const char *s) {
-        bool plain = *s != '\0';
-        for (const char *c = s; *c; c++)
-                if (!(isalnum((unsigned char) *c) || strchr("@%+=:,./-_", *c)))
-                        plain = false;
-        if (plain)
-                return nsr_strdup(s);
-        size_t n = 2;
-        for (const char *c = s; *c; c++)
-                n += *c == '\'' ? 4 : 1;
-        char *out = nsr_malloc0(n + 1), *o = out;
-        *o++ = '\'';
-        for (const char *c = s; *c; c++) {
-                if (*c == '\'') {
-                        memcpy(o, "'\\''", 4);
-                        o += 4;
-                } else
-                        *o++ = *c;
-        }
-        *o++ = '\'';
-        *o = '\0';
-        return out;
+        return nsr_utf8_escape_flags(s, NSR_ESCAPE_SHELL);
 }
 
 char *nsr_trace_shell(const nsr_plan *p) {
@@ -396,8 +377,12 @@ char *nsr_trace_shell(const nsr_plan *p) {
                 fprintf(f, " %s", q);
         }
         fputc('\n', f);
-        for (size_t i = 0; notes[i]; i++)
-                fprintf(f, "# %s\n", notes[i]);
+        /* A note holds paths a profile chose: one comment line each, with
+         * nothing a terminal obeys. */
+        for (size_t i = 0; notes[i]; i++) {
+                _cleanup_free_ char *shown = nsr_utf8_escape_flags(notes[i], NSR_ESCAPE_KEEP_BACKSLASH);
+                fprintf(f, "# %s\n", shown);
+        }
         fclose(f);
         return buf;
 }

@@ -16,5 +16,6 @@ char **nsr_trace_notes(const nsr_plan *p);
 char *nsr_trace_shell(const nsr_plan *p);
 /* "bwrap\0ARG\0...\0": NUL-separated, no notes. */
 char *nsr_trace_nul(const nsr_plan *p, size_t *ret_len);
-/* Quotes one word for a POSIX shell, only when needed. */
+/* Quotes one word for a POSIX shell, only when needed, and escapes what a
+ * terminal would obey: nsr_utf8_escape_flags(s, NSR_ESCAPE_SHELL). */
 char *nsr_shell_quote(const char *s);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "base/utf8.h"
 #include "cli/subopts.h"
 #include "cmd/cmd.h"
 #include "doctor/checks.h"
@@ -97,7 +98,7 @@ static int print_json(const nsr_check *checks, nsr_verdict v, const nsr_guarante
         if (nsr_json_finish(j, "doctor report", NULL, NULL, &e) < 0) {
                 char buf[NSR_ERROR_MSG_MAX + 64];
                 nsr_error_format(&e, buf, sizeof(buf));
-                fprintf(stderr, "nsrun: %s\n", buf);
+                nsr_utf8_fprintf_line(stderr, "nsrun: %s\n", buf);
                 return -1;
         }
         return 0;
@@ -114,20 +115,24 @@ static void failed_required(const nsr_check *checks, char *buf, size_t len) {
         }
 }
 
+/* Details name host paths (the state dir, a container): each line goes
+ * through the one escaping function. */
 static void print_text(const nsr_check *checks, nsr_verdict v, const nsr_guarantee *g, size_t n_g) {
         for (int i = 0; i < _NSR_CHECK_ID_MAX; i++) {
                 const nsr_check *c = &checks[i];
                 const char *optional = nsr_check_class_of(c->id) == NSR_CHECK_OPTIONAL ? "[optional] " : "";
                 if (c->ok)
-                        printf("OK      %s: %s\n", nsr_check_name(c->id), c->detail);
+                        nsr_utf8_fprintf_line(stdout, "OK      %s: %s\n", nsr_check_name(c->id), c->detail);
                 else if (c->fix[0])
-                        printf("FAILED  %s: %s%s \u2014 fix: %s\n", nsr_check_name(c->id), optional, c->detail, c->fix);
+                        nsr_utf8_fprintf_line(stdout, "FAILED  %s: %s%s \u2014 fix: %s\n", nsr_check_name(c->id),
+                                              optional, c->detail, c->fix);
                 else
-                        printf("FAILED  %s: %s%s\n", nsr_check_name(c->id), optional, c->detail);
+                        nsr_utf8_fprintf_line(stdout, "FAILED  %s: %s%s\n", nsr_check_name(c->id), optional, c->detail);
         }
         printf("best-effort mode (--sandbox=best-effort) here, against the namespace sandbox:\n");
         for (size_t i = 0; i < n_g; i++)
-                printf("  %-9s %s: %s\n", g[i].holds ? "holds" : "NOT HELD", g[i].name, g[i].detail);
+                nsr_utf8_fprintf_line(stdout, "  %-9s %s: %s\n", g[i].holds ? "holds" : "NOT HELD", g[i].name,
+                                      g[i].detail);
         char failed[512];
         failed_required(checks, failed, sizeof(failed));
         bool core = checks[NSR_CHECK_USERNS].ok && checks[NSR_CHECK_UID_MAP].ok && checks[NSR_CHECK_USERNS_MOUNT].ok;
@@ -168,7 +173,7 @@ int nsr_cmd_doctor(int argc, char **argv) {
         if (pr < 0) {
                 char buf[NSR_ERROR_MSG_MAX + 64];
                 nsr_error_format(&pe, buf, sizeof(buf));
-                fprintf(stderr, "nsrun: %s\n", buf);
+                nsr_utf8_fprintf_line(stderr, "nsrun: %s\n", buf);
                 nsr_subopts_help(stderr, &doctor_cmd);
                 return 1;
         }
@@ -190,7 +195,7 @@ int nsr_cmd_doctor(int argc, char **argv) {
         if (nsr_hostcheck_run(&o, checks, &e) < 0) {
                 char buf[NSR_ERROR_MSG_MAX + 64];
                 nsr_error_format(&e, buf, sizeof(buf));
-                fprintf(stderr, "nsrun: %s\n", buf);
+                nsr_utf8_fprintf_line(stderr, "nsrun: %s\n", buf);
                 return 1;
         }
         nsr_verdict v = nsr_hostcheck_verdict(checks);

@@ -46,7 +46,10 @@ static const char *prefix_of(const ctx *c) {
  * none of its controls (an escape sequence that hides the rest of the
  * summary, a bidi override that reorders it) may reach the terminal. */
 static void print_text(FILE *f, const char *level, const char *text, const char *end) {
-        _cleanup_free_ char *s = nsr_utf8_escape_flags(text, NSR_ESCAPE_MESSAGE);
+        /* A line ended here is one line: a newline in it (a name a run or a
+         * profile chose) is shown as \n, never starts a line of its own. */
+        _cleanup_free_ char *s =
+                nsr_utf8_escape_flags(text, streq(end, "\n") ? NSR_ESCAPE_KEEP_BACKSLASH : NSR_ESCAPE_MESSAGE);
         fprintf(f, "%s%s%s", level, s, end);
 }
 
@@ -302,7 +305,7 @@ static int run_plan(ctx *c, nsr_plan *plan, const nsr_option *only) {
         free(bpf);
         if (res.net_on) {
                 _cleanup_free_ char *line = nsr_egress_summary(&res.net);
-                fprintf(stderr, "%s%s\n", c->level_prefix ? "<5>" : "", line);
+                print_text(stderr, c->level_prefix ? "<5>" : "", line, "\n");
                 nsr_egress_log_free(&res.net);
         }
         if (r < 0) {

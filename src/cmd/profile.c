@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "base/json.h"
+#include "base/utf8.h"
 #include "cli/options.h"
 #include "cli/plan.h"
 #include "cli/profileset.h"
@@ -62,7 +63,7 @@ static int parse(const nsr_subcmd *c, int argc, char **argv, bool *ret_json, con
         if (r < 0) {
                 char buf[NSR_ERROR_MSG_MAX + 64];
                 nsr_error_format(&e, buf, sizeof(buf));
-                fprintf(stderr, "nsrun: %s\n", buf);
+                nsr_utf8_fprintf_line(stderr, "nsrun: %s\n", buf);
                 usage(stderr);
                 return -1;
         }
@@ -78,7 +79,7 @@ static int parse(const nsr_subcmd *c, int argc, char **argv, bool *ret_json, con
 static void print_error(const nsr_error *e) {
         char buf[NSR_ERROR_MSG_MAX + 64];
         nsr_error_format(e, buf, sizeof(buf));
-        fprintf(stderr, "nsrun: %s\n", buf);
+        nsr_utf8_fprintf_line(stderr, "nsrun: %s\n", buf);
 }
 
 static int cmd_list(void) {
@@ -91,26 +92,15 @@ static int cmd_list(void) {
                 return NSR_EXIT_FAILURE;
         }
         for (size_t i = 0; names[i]; i++)
-                printf("%-20s %s\n", names[i], paths[i]);
+                nsr_utf8_fprintf_line(stdout, "%-20s %s\n", names[i], paths[i]);
         return 0;
 }
 
-/* A word as the shell would read it back. */
+/* A word as the shell would read it back, with nothing a terminal obeys
+ * (a word that needs escaping shows in the shell's printf form). */
 static void put_word(const char *w) {
-        if (*w && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == strlen(w)) {
-                fputs(w, stdout);
-                return;
-        }
-        putchar('\'');
-        for (const char *p = w; *p; p++) {
-                if (*p == '\'')
-                        fputs("'\\''", stdout);
-                else if ((unsigned char) *p < 0x20 || *p == 0x7f)
-                        printf("\\x%02x", (unsigned char) *p);
-                else
-                        putchar(*p);
-        }
-        putchar('\'');
+        _cleanup_free_ char *q = nsr_utf8_escape_flags(w, NSR_ESCAPE_SHELL);
+        fputs(q, stdout);
 }
 
 static int show_json(const nsr_pf_list *l) {
@@ -164,9 +154,12 @@ static int cmd_show(const char *name, bool json) {
         }
         if (json)
                 return show_json(&files);
-        for (size_t i = 0; i < files.n_forbid; i++)
+        for (size_t i = 0; i < files.n_forbid; i++) {
+                _cleanup_free_ char *v = nsr_utf8_escape(files.forbid[i].value ? files.forbid[i].value : "");
+                _cleanup_free_ char *fn = nsr_utf8_escape(files.forbid[i].file);
                 printf("# forbid %s%s%s    (%s:%u)\n", files.forbid[i].opt->name + 2, files.forbid[i].value ? "=" : "",
-                       files.forbid[i].value ? files.forbid[i].value : "", files.forbid[i].file, files.forbid[i].line);
+                       v, fn, files.forbid[i].line);
+        }
         for (size_t i = 0; i < files.n; i++) {
                 const nsr_pf_entry *en = &files.entries[i];
                 /* As a profile line: copy it into a file as it is. */
@@ -175,7 +168,8 @@ static int cmd_show(const char *name, bool json) {
                                 putchar(' ');
                         put_word(k ? en->words[k] : en->words[k] + 2);
                 }
-                printf("    # %s:%u\n", en->file, en->line);
+                _cleanup_free_ char *fn = nsr_utf8_escape(en->file);
+                printf("    # %s:%u\n", fn, en->line);
         }
         return 0;
 }
@@ -260,7 +254,7 @@ static int cmd_check(const char *file) {
                 print_error(&err);
                 return NSR_EXIT_FAILURE;
         }
-        printf("%s: %zu option line%s, ok\n", file, l.n, l.n == 1 ? "" : "s");
+        nsr_utf8_fprintf_line(stdout, "%s: %zu option line%s, ok\n", file, l.n, l.n == 1 ? "" : "s");
         return 0;
 }
 

@@ -30,7 +30,7 @@
  * messages may come from a sandboxed command, so the whole line goes
  * through the one escaping function (utf8.h), which is idempotent on the
  * names escaped already. A diff's body goes through textdiff.c instead. */
-#define say nsr_utf8_fprintf
+#define say nsr_utf8_fprintf_line
 
 extern char **environ;
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/outfile.h"
+#include "base/utf8.h"
 #include "cli/subopts.h"
 #include "cmd/cmd.h"
 #include "seccomp/compile.h"
@@ -71,7 +72,7 @@ static int parse(const nsr_subcmd *c, int argc, char **argv, sargs *a) {
         if (nsr_subopts_parse(c, argc, argv, seccomp_option, a, &a->sa, &e) < 0) {
                 char buf[NSR_ERROR_MSG_MAX + 64];
                 nsr_error_format(&e, buf, sizeof(buf));
-                fprintf(stderr, "nsrun: %s\n", buf);
+                nsr_utf8_fprintf_line(stderr, "nsrun: %s\n", buf);
                 return -EINVAL;
         }
         if (a->sa.help) {
@@ -91,9 +92,9 @@ static void print_err(const nsr_error *e) {
         /* Errors in the policy text already start with FILE:LINE:, the way
          * compilers report them. */
         if (e->kind == NSR_ERR_USAGE)
-                fprintf(stderr, "%s\n", buf);
+                nsr_utf8_fprintf_line(stderr, "%s\n", buf);
         else
-                fprintf(stderr, "nsrun: seccomp: %s\n", buf);
+                nsr_utf8_fprintf_line(stderr, "nsrun: seccomp: %s\n", buf);
 }
 
 static int cmd_check(int argc, char **argv) {
@@ -120,15 +121,16 @@ static int cmd_check(int argc, char **argv) {
                 }
                 if (verbose) {
                         char act[64], line[NSR_ERROR_MSG_MAX];
-                        printf("# %s: default %s\n", p->files[0],
-                               nsr_policy_action_to_string(&p->default_action, act, sizeof(act)));
+                        nsr_utf8_fprintf_line(stdout, "# %s: default %s\n", p->files[0],
+                                              nsr_policy_action_to_string(&p->default_action, act, sizeof(act)));
                         for (size_t r = 0; r < p->n_rules; r++) {
                                 nsr_policy_format_rule(&p->rules[r], line, sizeof(line));
-                                printf("%s  # %s:%u\n", line, p->files[p->rules[r].file], p->rules[r].line);
+                                nsr_utf8_fprintf_line(stdout, "%s  # %s:%u\n", line, p->files[p->rules[r].file],
+                                                      p->rules[r].line);
                         }
                 }
-                printf("%s: ok, %zu filter rules, %zu BPF instructions\n", p->files[0], p->n_rules,
-                       len / sizeof(struct sock_filter));
+                nsr_utf8_fprintf_line(stdout, "%s: ok, %zu filter rules, %zu BPF instructions\n", p->files[0],
+                                      p->n_rules, len / sizeof(struct sock_filter));
         }
         return rc;
 }

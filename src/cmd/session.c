@@ -567,11 +567,8 @@ static int list_cmd(int argc, char **argv) {
                         nsr_json_string(j, "socket", ctl);
                         nsr_json_object_end(j);
                 } else {
-                        _cleanup_free_ char *line =
-                                nsr_asprintf("%s pid %d, %ld running, %s\n", ids[i], (int) m.pid, running,
-                                             m.projects && m.projects[0] ? m.projects[0] : "");
-                        _cleanup_free_ char *shown = nsr_utf8_escape_flags(line, NSR_ESCAPE_MESSAGE);
-                        fputs(shown, stdout);
+                        nsr_utf8_fprintf_line(stdout, "%s pid %d, %ld running, %s\n", ids[i], (int) m.pid, running,
+                                              m.projects && m.projects[0] ? m.projects[0] : "");
                 }
                 nsr_run_meta_done(&m);
         }

@@ -85,46 +85,111 @@ nsr_protect_verdict nsr_protect_git_entry(const char *rel, bool is_new, nsr_entr
         return NSR_PROTECT_APPLY;
 }
 
-/* Does pattern match s, or s with components stripped from the front
- * (anywhere)? */
-static bool match_one(const char *pat, const char *s, bool anywhere) {
-        for (;;) {
-                if (fnmatch(pat, s, FNM_PATHNAME) == 0)
-                        return true;
-                if (!anywhere)
-                        return false;
-                const char *slash = strchr(s, '/');
-                if (!slash)
-                        return false;
-                s = slash + 1;
+/* Splits buf in place into its non-empty components; comp has room for
+ * one more than buf has slashes. Returns their number. */
+static size_t split_components(char *buf, const char **comp) {
+        size_t n = 0;
+        char *save = NULL;
+        for (char *t = strtok_r(buf, "/", &save); t; t = strtok_r(NULL, "/", &save))
+                comp[n++] = t;
+        return n;
+}
+
+static size_t count_char(const char *s, char ch) {
+        size_t n = 0;
+        for (; *s; s++)
+                n += *s == ch;
+        return n;
+}
+
+#define PATTERN_COMPONENTS_MAX 64
+
+/* One component of an entry: a literal compared as bytes, or a glob
+ * (NUL-terminated in its own buffer) given to fnmatch(3). */
+typedef struct pat_comp {
+        const char *s;
+        size_t len;
+        bool glob;
+} pat_comp;
+
+/* The entry's non-empty components, at most PATTERN_COMPONENTS_MAX;
+ * SIZE_MAX for more. One pass over its bytes. */
+static size_t pattern_components(const char *p, pat_comp *pc) {
+        size_t k = 0;
+        pat_comp *cur = NULL;
+        for (; *p; p++) {
+                if (*p == '/') {
+                        cur = NULL;
+                        continue;
+                }
+                if (!cur) {
+                        if (k == PATTERN_COMPONENTS_MAX)
+                                return SIZE_MAX;
+                        cur = &pc[k++];
+                        *cur = (pat_comp){ .s = p };
+                }
+                cur->len++;
+                cur->glob |= *p == '*' || *p == '?' || *p == '[' || *p == '\\';
         }
+        return k;
+}
+
+static bool comp_matches(const pat_comp *pc, const char *name, size_t name_len) {
+        if (!pc->glob)
+                return name_len == pc->len && name[0] == pc->s[0] && memcmp(name, pc->s, pc->len) == 0;
+        /* The literal text before the first glob character and after the
+         * last "*" must be there: most names fail here, without fnmatch. */
+        size_t pre = strcspn(pc->s, "*?[\\");
+        if (pre > name_len || memcmp(name, pc->s, pre) != 0)
+                return false;
+        const char *star = memrchr(pc->s, '*', pc->len);
+        /* Only where no bracket or escape could hold that "*". */
+        if (star && !memchr(pc->s, '[', pc->len) && !memchr(pc->s, '\\', pc->len)) {
+                size_t suf = pc->len - (size_t) (star + 1 - pc->s);
+                if (strcspn(star + 1, "?[\\") >= suf &&
+                    (suf > name_len || memcmp(name + name_len - suf, star + 1, suf) != 0))
+                        return false;
+        }
+        char g[PATH_MAX];
+        if (pc->len >= sizeof(g))
+                return false;
+        memcpy(g, pc->s, pc->len);
+        g[pc->len] = '\0';
+        return fnmatch(g, name, 0) == 0;
 }
 
 bool nsr_protect_list_match(char *const *patterns, const char *path) {
-        for (size_t i = 0; patterns && patterns[i]; i++) {
+        if (!patterns || !patterns[0])
+                return false;
+        /* The path is split once, whatever its depth; an entry of k
+         * components is matched against the path's first k (the path or
+         * an ancestor of it), or, with "**" in front, against every run of
+         * k components, literal components by bytes: the list is long and
+         * a capture checks every change. */
+        _cleanup_free_ char *pbuf = nsr_strdup(path);
+        size_t max = count_char(path, '/') + 1;
+        _cleanup_free_ const char **comp = nsr_malloc0(max * sizeof(char *));
+        _cleanup_free_ size_t *clen = nsr_malloc0(max * sizeof(size_t));
+        size_t n = split_components(pbuf, comp);
+        for (size_t c = 0; c < n; c++)
+                clen[c] = strlen(comp[c]);
+        for (size_t i = 0; patterns[i]; i++) {
                 const char *p = patterns[i];
                 bool anywhere = nsr_startswith(p, "**/");
                 if (anywhere)
                         p += 3;
-                while (*p == '/')
-                        p++;
-                char pat[PATH_MAX];
-                size_t l = strlen(p);
-                while (l > 0 && p[l - 1] == '/')
-                        l--;
-                if (l == 0 || l >= sizeof(pat))
+                pat_comp pc[PATTERN_COMPONENTS_MAX];
+                size_t k = pattern_components(p, pc);
+                if (k == 0 || k == SIZE_MAX || k > n)
                         continue;
-                memcpy(pat, p, l);
-                pat[l] = '\0';
-                /* The path and each of its ancestors. */
-                _cleanup_free_ char *buf = nsr_strdup(path);
-                for (;;) {
-                        if (match_one(pat, buf, anywhere))
+                for (size_t start = 0; start + k <= n; start++) {
+                        size_t m = 0;
+                        while (m < k && comp_matches(&pc[m], comp[start + m], clen[start + m]))
+                                m++;
+                        if (m == k)
                                 return true;
-                        char *slash = strrchr(buf, '/');
-                        if (!slash)
+                        if (!anywhere)
                                 break;
-                        *slash = '\0';
                 }
         }
         return false;

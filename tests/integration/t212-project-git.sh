@@ -149,12 +149,12 @@ like "$(prot "$d/r7b.json")" "\.husky/pre-commit dropped" "husky: the report lis
 fresh
 settle; run "$NSRUN" -p "$P" $NS --report "$d/r8.json" -- sh -c '
 	mkdir -p .vscode .claude sub && echo "{}" > .vscode/tasks.json && echo "{}" > .claude/settings.json &&
-	echo "echo pwned" > sub/.envrc && echo "{}" > .mcp.json && echo fine > .vscode/notes.txt'
+	echo "echo pwned" > sub/.envrc && echo "{}" > .mcp.json && echo fine > .vscode.txt'
 check "protect.list: .vscode/tasks.json does not reach the host" test ! -e "$P/.vscode/tasks.json"
 check "protect.list: .claude/settings.json does not" test ! -e "$P/.claude/settings.json"
 check "protect.list: sub/.envrc (any depth) does not" test ! -e "$P/sub/.envrc"
 check "protect.list: .mcp.json does not" test ! -e "$P/.mcp.json"
-check "protect.list: a file not on it does" test -f "$P/.vscode/notes.txt"
+check "protect.list: a file not on it does" test -f "$P/.vscode.txt"
 like "$(prot "$d/r8.json")" "\.vscode/tasks\.json dropped" "protect.list: the report lists tasks.json"
 # The user's own additions.
 mkdir -p "$d/xdg/nsrun"; echo "mine/" > "$d/xdg/nsrun/protect.list"

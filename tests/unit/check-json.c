@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "base/json.h"
 #include "base/utf8.h"
 #include "unit.h"
@@ -165,6 +169,103 @@ START_TEST(test_utf8_escape_message) {
         ck_assert_uint_eq(strlen(w), 4 * (sizeof(worst) - 1));
         _cleanup_free_ char *bom = nsr_utf8_escape("\xd8\x9c\xd8\x9c");
         ck_assert_str_eq(bom, "\\u061c\\u061c");
+}
+END_TEST
+
+START_TEST(test_utf8_shown_as_is) {
+        /* The one rule: printable and valid as is; C0, DEL, C1, invisible
+         * characters and invalid bytes not. */
+        static const struct {
+                const char *s;
+                bool as_is;
+                size_t n;
+        } cases[] = {
+                { "a", true, 1 },
+                { " ", true, 1 },
+                { "\xc3\xbc", true, 2 },
+                { "\xe2\x82\xac", true, 3 },
+                { "\xf0\x9f\x98\x80", true, 4 },
+                { "\x1b", false, 1 },
+                { "\n", false, 1 },
+                { "\x7f", false, 1 },
+                { "\xc2\x9b", false, 2 },
+                { "\xc2\xa0", true, 2 },
+                { "\xe2\x80\xae", false, 3 },
+                { "\xff", false, 1 },
+                { "\xe2\x80", false, 2 },
+                { "\xc0\xaf", false, 1 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                size_t n = 0;
+                bool as_is = nsr_utf8_shown_as_is(cases[i].s, strlen(cases[i].s), &n);
+                ck_assert_msg(as_is == cases[i].as_is && n == cases[i].n, "case %zu: %d %zu", i, as_is, n);
+        }
+}
+END_TEST
+
+START_TEST(test_utf8_escape_shell) {
+        /* A shell word: nothing a terminal obeys, and /bin/sh reads back
+         * the same bytes. */
+        static const char *const words[] = {
+                "plain",
+                "",
+                "it's a \"word\"",
+                "\x1b]52;c;cHduZWQ=\x07",
+                "\x1b[2J\x1b[H",
+                "\x9b"
+                "31m",
+                "\xc2\x9b"
+                "31m",
+                "bi\xe2\x80\xae"
+                "di",
+                "\xff\xfe\xc0\xaf",
+                "line\nFAKE",
+                "ends in newlines\n\n",
+                "\n\x01\n",
+                "\\x1b",
+                "%s%n",
+                "-n",
+                "\xc3\xbc ok",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(words); i++) {
+                _cleanup_free_ char *q = nsr_utf8_escape_flags(words[i], NSR_ESCAPE_SHELL);
+                /* Only printable text, and the word's own trailing newlines. */
+                size_t l = strlen(q);
+                for (size_t k = 0; k < l;) {
+                        uint32_t cp = 0;
+                        int n = nsr_utf8_decode(q + k, l - k, &cp);
+                        ck_assert_msg(n > 0, "word %zu: invalid UTF-8 at %zu", i, k);
+                        bool nl_at_end = cp == '\n' && q[l - 1] == '\'' && strspn(q + k, "\n") == l - 1 - k;
+                        ck_assert_msg(nl_at_end || (cp >= 0x20 && cp != 0x7f && !(cp >= 0x80 && cp < 0xa0) &&
+                                                    !nsr_utf8_is_invisible(cp)),
+                                      "word %zu: U+%04x at %zu in %s", i, (unsigned) cp, k, q);
+                        k += (size_t) n;
+                }
+                _cleanup_free_ char *cmd = nsr_asprintf("printf '%%s' %s; printf _", q);
+                char *argv[] = { (char *) "/bin/sh", (char *) "-c", cmd, NULL };
+                int p[2];
+                ck_assert_int_eq(pipe(p), 0);
+                pid_t pid = fork();
+                ck_assert_int_ge(pid, 0);
+                if (pid == 0) {
+                        dup2(p[1], 1);
+                        execv(argv[0], argv);
+                        _exit(127);
+                }
+                close(p[1]);
+                _cleanup_free_ char *out = NULL;
+                size_t len = 0;
+                ck_assert_int_eq(nsr_read_all(p[0], 1 << 16, &out, &len), 0);
+                close(p[0]);
+                int st = 0;
+                ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+                ck_assert_int_eq(st, 0);
+                ck_assert_uint_eq(len, strlen(words[i]) + 1);
+                ck_assert_msg(memcmp(out, words[i], strlen(words[i])) == 0, "word %zu: %s read back wrong", i, q);
+        }
+        /* Plain words stay as they are. */
+        _cleanup_free_ char *p = nsr_utf8_escape_flags("/usr/lib/x86_64-linux-gnu", NSR_ESCAPE_SHELL);
+        ck_assert_str_eq(p, "/usr/lib/x86_64-linux-gnu");
 }
 END_TEST
 
@@ -459,6 +560,8 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_utf8_escape);
         tcase_add_test(tc, test_utf8_escape_invisible);
         tcase_add_test(tc, test_utf8_escape_message);
+        tcase_add_test(tc, test_utf8_escape_shell);
+        tcase_add_test(tc, test_utf8_shown_as_is);
         tcase_add_test(tc, test_base64_rfc4648);
         suite_add_tcase(s, tc);
         tc = tcase_create("writer");

@@ -171,6 +171,42 @@ START_TEST(test_list_match) {
         ck_assert(nsr_protect_list_match(pats, ".vscode/tasks.json/x"));
         ck_assert(!nsr_protect_list_match(pats, ".vscode"));
         ck_assert(!nsr_protect_list_match(NULL, ".envrc"));
+
+        /* The survey's shapes: a glob at any depth, a dir under .config at
+         * any depth, a root-only name, a whole dir at any depth. */
+        char *survey[] = { (char *) "**/.lefthook.*", (char *) "**/.config/mise/", (char *) "default.nix",
+                           (char *) "**/.vscode/",    (char *) "**/.env.*.local",  NULL };
+        ck_assert(nsr_protect_list_match(survey, ".lefthook.yml"));
+        ck_assert(nsr_protect_list_match(survey, "a/b/.lefthook.toml"));
+        ck_assert(!nsr_protect_list_match(survey, "a/lefthook.yml"));
+        ck_assert(nsr_protect_list_match(survey, ".config/mise/conf.d/x.toml"));
+        ck_assert(nsr_protect_list_match(survey, "pkg/.config/mise/config.toml"));
+        ck_assert(!nsr_protect_list_match(survey, "pkg/config/mise/config.toml"));
+        ck_assert(nsr_protect_list_match(survey, "default.nix"));
+        ck_assert(!nsr_protect_list_match(survey, "sub/default.nix"));
+        ck_assert(nsr_protect_list_match(survey, "a/b/.vscode/tasks.json"));
+        ck_assert(nsr_protect_list_match(survey, "a/b/.vscode"));
+        ck_assert(!nsr_protect_list_match(survey, "a/b/.vscode-notes"));
+        ck_assert(nsr_protect_list_match(survey, "web/.env.production.local"));
+        ck_assert(!nsr_protect_list_match(survey, "web/.env.example"));
+        /* Globs keep fnmatch(3)'s meaning: a "*" in brackets or escaped is
+         * a literal star. */
+        char *odd[] = { (char *) "**/a[*]", (char *) "b\\*c", (char *) "**/*.d?", NULL };
+        ck_assert(nsr_protect_list_match(odd, "x/a*"));
+        ck_assert(!nsr_protect_list_match(odd, "x/ab"));
+        ck_assert(nsr_protect_list_match(odd, "b*c"));
+        ck_assert(!nsr_protect_list_match(odd, "bxc"));
+        ck_assert(nsr_protect_list_match(odd, "p/q.dx"));
+        ck_assert(!nsr_protect_list_match(odd, "p/q.x"));
+        /* Any depth means any: a path deeper and longer than PATH_MAX. */
+        size_t depth = 3000;
+        _cleanup_free_ char *deep = nsr_malloc0(depth * 2 + 32);
+        for (size_t i = 0; i < depth; i++)
+                memcpy(deep + 2 * i, "a/", 2);
+        strcpy(deep + 2 * depth, ".vscode/tasks.json");
+        ck_assert(nsr_protect_list_match(survey, deep));
+        strcpy(deep + 2 * depth, ".vscodex/tasks.json");
+        ck_assert(!nsr_protect_list_match(survey, deep));
 }
 END_TEST
 
