@@ -374,14 +374,18 @@ static void add_env(builder *b, nsr_error *err) {
         nsr_plan_add_env(b->p, NSR_ENV_SET, "NSRUN", "1");
 }
 
-static void protect_git(builder *b, const char *project) {
+static void protect_git(builder *b, const nsr_profile_project *pr) {
+        const char *project = pr->path;
         _cleanup_free_ char *git = nsr_path_join(project, ".git");
         _cleanup_free_ char *local = nsr_path_join(project, ".nsrun");
         struct stat st;
-        /* The project-local profile: read-only inside too, so the command
+        /* The project-local profile, and what else of the project nsrun
+         * read as its configuration: read-only inside too, so the command
          * is told at once (its changes would be dropped at apply anyway). */
         if (lstat(local, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
                 op2(b, NSR_OP_RO_BIND, local, local);
+        for (size_t i = 0; pr->config && pr->config[i]; i++)
+                op2(b, NSR_OP_RO_BIND, pr->config[i], pr->config[i]);
         if (lstat(git, &st) < 0)
                 return;
         if (S_ISREG(st.st_mode)) {
@@ -510,7 +514,7 @@ static int build_workspace(builder *b, const char *rt, nsr_error *err) {
 
         /* The protected paths, bound where the project now is. */
         size_t first = p->n_ops;
-        protect_git(b, pr->path);
+        protect_git(b, pr);
         for (size_t i = first; i < p->n_ops; i++) {
                 char *d = p->ops[i].dest;
                 if (d && under(d, pr->path)) {
@@ -631,7 +635,7 @@ static void add_projects(builder *b) {
                 op->flags |= NSR_OPF_VERIFY;
                 op->verify_dev = pr->dev;
                 op->verify_ino = pr->ino;
-                protect_git(b, pr->path);
+                protect_git(b, pr);
         }
 }
 

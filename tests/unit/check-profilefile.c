@@ -448,7 +448,7 @@ START_TEST(test_tightening_only) {
                 { NULL, "ro /x\n", "--ro could loosen" },
                 { NULL, "bind / /\n", "--bind could loosen" },
                 { NULL, "keep-env TOKEN\n", "--keep-env could loosen" },
-                { NULL, "sandbox off\n", "--sandbox could loosen" },
+                { NULL, "sandbox off\n", "--sandbox off would loosen --sandbox required" },
                 { NULL, "allow-nested\n", "--allow-nested could loosen" },
                 { NULL, "home overlay\n", "" },
                 { "home hide\n", "home ro\n", ":1: --home ro would loosen --home hide" },
@@ -471,20 +471,76 @@ START_TEST(test_tightening_only) {
 }
 END_TEST
 
+/* Applies a project-local file after the lines of before (a profile) and
+ * the command line words. */
+static int local_cmd(const char *before, const char *text, char **argv, size_t n, nsr_plan **ret, nsr_error *err) {
+        _cleanup_(nsr_pf_list_done) nsr_pf_list l = { 0 };
+        if (before && load("before.profile", before, NSR_PF_PROFILE, &l, err) < 0)
+                return -100;
+        free(write_file("proj/.nsrun/profile", text));
+        nsr_pf_ctx cx = ctx();
+        _cleanup_free_ char *proj = nsr_path_join(tmpdir, "proj");
+        int r = nsr_pf_load_project(&cx, proj, &l, err);
+        if (r < 0)
+                return r;
+        nsr_cli_result res;
+        return nsr_cli_parse_with(&l, argv, n, false, ret, &res, err);
+}
+
 START_TEST(test_limits) {
         nsr_error err = { 0 };
         static const nsr_option lim = { "--timeout", NULL, _NSR_OPT_MAX, 1, "SECONDS", "", NSR_OPTF_NSRUN, NULL };
         char *v[2] = { (char *) "30s", NULL };
-        ck_assert_int_eq(nsr_pf_check_tightening(&lim, v, NULL, &err), 0);
-        ck_assert_int_eq(nsr_pf_check_tightening(&lim, v, "1min", &err), 0);
-        ck_assert_int_eq(nsr_pf_check_tightening(&lim, v, "10", &err), -EPERM);
-        ck_assert_msg(strstr(err.msg, "would raise the limit 10"), "%s", err.msg);
-        v[0] = (char *) "soon";
-        ck_assert_int_eq(nsr_pf_check_tightening(&lim, v, NULL, &err), -EPERM);
-        static const nsr_option mem = { "--memory", NULL, _NSR_OPT_MAX, 1, "SIZE", "", NSR_OPTF_NSRUN, NULL };
-        v[0] = (char *) "512M";
-        ck_assert_int_eq(nsr_pf_check_tightening(&mem, v, "1G", &err), 0);
-        ck_assert_int_eq(nsr_pf_check_tightening(&mem, v, "256M", &err), -EPERM);
+        ck_assert_int_eq(nsr_pf_check_tightening(&lim, v, &err), 1);
+
+        /* Compared with the value in force, built-in defaults included. */
+        static const struct {
+                const char *before, *text, *why;
+        } cases[] = {
+                { NULL, "kill-after 1h\n", "--kill-after 1h would loosen --kill-after 5s, the value in force" },
+                { NULL, "kill-after 2s\n", NULL },
+                { NULL, "pids 5000\n", "--pids 5000 would loosen --pids 4096" },
+                { NULL, "pids 100\n", NULL },
+                { NULL, "snapshot-limit 2G\n", "would loosen --snapshot-limit" },
+                { NULL, "timeout 1h\n", NULL },
+                { "timeout 10m\n", "timeout 1h\n", "--timeout 1h would loosen --timeout 10m" },
+                { "timeout 10m\n", "timeout 5m\n", NULL },
+                { NULL, "rlimit core=1M\n", "core's soft limit 0" },
+                { NULL, "rlimit nofile=100\n", NULL },
+                { NULL, "rlimit nofile=5000:5000\n", "nofile's soft limit 4096" },
+                { NULL, "sandbox best-effort\n", "would loosen --sandbox required" },
+                { NULL, "sandbox required\n", NULL },
+                { "on-conflict fail\n", "on-conflict apply-rest\n", "would loosen --on-conflict fail" },
+                { NULL, "on-conflict keep-all\n", NULL },
+                { NULL, "backup-limit 1\n", "undo history" },
+                { NULL, "keep-days 1\n", "undo history" },
+                { NULL, "memory 1G\n", NULL },
+                { "memory 1G\n", "memory 2G\n", "would loosen --memory 1073741824" },
+        };
+        char *argv[] = { (char *) "true", NULL };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(nsr_plan_freep) nsr_plan *p = NULL;
+                int r = local_cmd(cases[i].before, cases[i].text, argv, 1, &p, &err);
+                if (!cases[i].why) {
+                        ck_assert_msg(r == 0, "%s: %s", cases[i].text, err.msg);
+                        continue;
+                }
+                ck_assert_msg(r == -EPERM, "%s accepted", cases[i].text);
+                ck_assert_msg(strstr(err.msg, cases[i].why), "%s: \"%s\" lacks \"%s\"", cases[i].text, err.msg,
+                              cases[i].why);
+        }
+
+        /* After the command line: a lower line holds against it, a higher
+         * one leaves the command line's (stricter) value alone. */
+        char *cmd[] = { (char *) "--timeout", (char *) "5m", (char *) "true", NULL };
+        _cleanup_(nsr_plan_freep) nsr_plan *p1 = NULL, *p2 = NULL, *p3 = NULL;
+        ck_assert_int_eq(local_cmd(NULL, "timeout 1m\n", cmd, 3, &p1, &err), 0);
+        ck_assert_uint_eq(p1->run.timeout_ms, 60000);
+        ck_assert_int_eq(local_cmd(NULL, "timeout 1h\n", cmd, 3, &p2, &err), 0);
+        ck_assert_uint_eq(p2->run.timeout_ms, 300000);
+        char *home[] = { (char *) "--home", (char *) "overlay", (char *) "true", NULL };
+        ck_assert_int_eq(local_cmd(NULL, "home ro\n", home, 3, &p3, &err), 0);
+        ck_assert_int_eq(p3->proj.home, NSR_HOME_RO);
 }
 END_TEST
 
