@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/profileset.h"
+#include "seccomp/compile.h"
 
 static const char *env_get(char *const *env, const char *name) {
         size_t len = strlen(name);
@@ -135,8 +136,11 @@ static int load_files(char *const *profiles, char *const *projects, const nsr_pf
                                 return r;
                 }
                 nsr_strv_push(&out->files, nsr_path_join(ctx.sysconfdir, "nsrun"));
+                /* The shipped lists, profiles and policies: inside a
+                 * project only when nsrun runs from its own source tree. */
                 if (ctx.datadir)
                         nsr_strv_push(&out->files, nsr_path_join(ctx.datadir, "profiles"));
+                nsr_strv_push(&out->files, nsr_seccomp_dir());
                 take_files(out, &sys);
                 move_lines(out, &sys);
         }

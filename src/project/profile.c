@@ -413,6 +413,23 @@ static void protect_git(builder *b, const nsr_profile_project *pr) {
         }
 }
 
+/* A --rw path is written live, with no commit to drop changes at: what of
+ * it nsrun read as its configuration is bound read-only over it. */
+static void protect_config_in_rw(builder *b, size_t n_ro) {
+        char *const *cf = b->p->proj.config_files;
+        for (size_t i = 0; cf && cf[i]; i++) {
+                char real[PATH_MAX];
+                struct stat st;
+                if (!realpath(cf[i], real) || lstat(real, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+                        continue;
+                for (size_t k = n_ro; b->exposed && b->exposed[k]; k++)
+                        if (under(real, b->exposed[k]) && !streq(real, b->exposed[k])) {
+                                op2(b, NSR_OP_RO_BIND, real, real);
+                                break;
+                        }
+        }
+}
+
 static void builder_done(builder *b) {
         nsr_strv_free(b->hidden);
         nsr_strv_free(b->exposed);
@@ -696,6 +713,7 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
         add_projects(&b);
         for (size_t i = 0; b.exposed && b.exposed[i]; i++)
                 op2(&b, i < n_ro ? NSR_OP_RO_BIND : NSR_OP_BIND, b.exposed[i], b.exposed[i]);
+        protect_config_in_rw(&b, n_ro);
         for (size_t i = 0; b.late_ro && b.late_ro[i]; i++)
                 op2(&b, NSR_OP_REMOUNT_RO, NULL, b.late_ro[i]);
         add_hidden(&b, false);

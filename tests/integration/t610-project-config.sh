@@ -89,6 +89,14 @@ check "... and so is a config" test ! -e "$H/.config/nsrun/config"
 check "... listed in protected" protected "$d/r5.json" .config/nsrun/config
 like "$err" "protected: [0-9]+ changes? dropped" "... and the summary says so"
 
+# ---- a --rw path is written live: the file is bound read-only in it ---------------
+mkdir -p "$d/w"
+printf 'hide /srv\n' > "$d/w/x.profile"
+run "$NSRUN" --profile "$d/w/x.profile" -p "$P" --rw "$d/w" $NS -q -- \
+	sh -c "echo share-net >> '$d/w/x.profile' 2>/dev/null || echo refused; echo ok > '$d/w/other'"
+is "$rc:$out" "0:refused" "a --profile in a --rw path is read-only inside"
+is "$(cat "$d/w/x.profile"):$(cat "$d/w/other" 2>/dev/null)" "hide /srv:ok" "... while the rest of the --rw path is the run's"
+
 # ---- sessions ---------------------------------------------------------------------
 printf 'hide /srv\n' > "$P/conf/ci.profile"
 run sh -c "cd '$P' && '$NSRUN' session start --profile ./conf/ci.profile -p . $NS"
