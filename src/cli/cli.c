@@ -854,6 +854,7 @@ typedef enum force_field {
 
 typedef struct in_force {
         uint64_t v[_F_MAX];
+        nsr_runctl run; /* for the rlimits, which have no field each */
 } in_force;
 
 #define NONE UINT64_MAX
@@ -873,6 +874,7 @@ static void in_force_get(const nsr_plan *p, nsr_rlimit_id rid, in_force *f) {
         f->v[F_SANDBOX] = (uint64_t) p->proj.sandbox;
         f->v[F_ON_CONFLICT] = (uint64_t) (_NSR_CONFLICT_MODE_MAX - 1 - p->proj.on_conflict);
         f->v[F_RLIMIT_SOFT] = f->v[F_RLIMIT_HARD] = NONE;
+        f->run = *rc;
         if (rid >= 0)
                 nsr_runctl_effective_rlimit(rc, rid, &f->v[F_RLIMIT_SOFT], &f->v[F_RLIMIT_HARD]);
 }
@@ -940,10 +942,13 @@ static int tighten(parser *ps, const nsr_pf_entry *e, char *const *vals, const i
         nsr_rlimit_spec sp;
         if (r >= 0 && o->id == NSR_OPT_RLIMIT)
                 r = nsr_parse_rlimit(vals[0], &rid, &sp, err);
-        in_force want, now;
+        in_force want, now, before = *before_cmd;
         if (r >= 0) {
                 in_force_get(t.plan, rid, &want);
                 in_force_get(ps->plan, rid, &now);
+                if (rid >= 0)
+                        nsr_runctl_effective_rlimit(&before.run, rid, &before.v[F_RLIMIT_SOFT],
+                                                    &before.v[F_RLIMIT_HARD]);
         }
         nsr_plan_free(t.plan);
         nsr_strv_free(t.pending_overlay);
@@ -953,8 +958,7 @@ static int tighten(parser *ps, const nsr_pf_entry *e, char *const *vals, const i
         for (int f = first; f <= (int) last; f++) {
                 if (want.v[f] <= now.v[f])
                         continue;
-                /* (rlimits: before_cmd holds none, so a looser one is refused) */
-                if (f < F_RLIMIT_SOFT && now.v[f] != before_cmd->v[f]) {
+                if (now.v[f] != before.v[f]) {
                         from_cmdline = true;
                         continue;
                 }
@@ -1109,7 +1113,7 @@ int nsr_cli_parse_with(const nsr_pf_list *files, char *const *args, size_t n, bo
                 .files = files,
         };
         nsr_cli_result res = { .action = NSR_CLI_RUN };
-        in_force before_cmd = { { 0 } };
+        in_force before_cmd = { .v = { 0 } };
         int r;
 
         if (ps.total_args > NSR_MAX_ARGS) {

@@ -538,6 +538,10 @@ START_TEST(test_limits) {
         ck_assert_uint_eq(p1->run.timeout_ms, 60000);
         ck_assert_int_eq(local_cmd(NULL, "timeout 1h\n", cmd, 3, &p2, &err), 0);
         ck_assert_uint_eq(p2->run.timeout_ms, 300000);
+        _cleanup_(nsr_plan_freep) nsr_plan *p4 = NULL;
+        char *nofile[] = { (char *) "--rlimit", (char *) "nofile=50", (char *) "true", NULL };
+        ck_assert_int_eq(local_cmd(NULL, "rlimit nofile=100\n", nofile, 3, &p4, &err), 0);
+        ck_assert_uint_eq(p4->run.rlim[NSR_RLIMIT_NOFILE].soft, 50);
         char *home[] = { (char *) "--home", (char *) "overlay", (char *) "true", NULL };
         ck_assert_int_eq(local_cmd(NULL, "home ro\n", home, 3, &p3, &err), 0);
         ck_assert_int_eq(p3->proj.home, NSR_HOME_RO);
