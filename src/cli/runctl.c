@@ -298,8 +298,6 @@ void nsr_host_bounds_detect(nsr_host_bounds *ret) {
         }
         struct sysinfo si;
         ret->ram = sysinfo(&si) == 0 ? (uint64_t) si.totalram * si.mem_unit : NSR_RLIM_INFINITY;
-        long n = sysconf(_SC_NPROCESSORS_CONF);
-        ret->cpu_milli = n > 0 ? (uint64_t) n * 1000 : NSR_RLIM_INFINITY;
         for (size_t i = 0; i < _NSR_RLIMIT_MAX; i++) {
                 struct rlimit cur = { RLIM_INFINITY, RLIM_INFINITY };
                 (void) getrlimit(rlimits[i].resource, &cur);
@@ -322,10 +320,6 @@ int nsr_runctl_check_host(const nsr_runctl *rc, const char *opt, nsr_rlimit_id r
                 return above(err, opt, rc->tmp_size, hb->ram, "the bytes of RAM this host has");
         if (streq(opt, "--memory") && rc->memory > hb->ram)
                 return above(err, opt, rc->memory, hb->ram, "the bytes of RAM this host has");
-        if (streq(opt, "--cpu") && rc->cpu_milli > hb->cpu_milli)
-                return nsr_error_setx(err, ERANGE,
-                                      "--cpu %" PRIu64 ".%03" PRIu64 " is above the %" PRIu64 " CPUs of this host",
-                                      rc->cpu_milli / 1000, rc->cpu_milli % 1000, hb->cpu_milli / 1000);
         if (streq(opt, "--rlimit") && rid >= 0 && rid < _NSR_RLIMIT_MAX) {
                 /* Raising a hard limit needs CAP_SYS_RESOURCE in the initial
                  * user namespace, which the sandbox never has: the kernel

@@ -104,7 +104,6 @@ void nsr_runctl_effective_rlimit(const nsr_runctl *rc, nsr_rlimit_id id, uint64_
 typedef struct nsr_host_bounds {
         uint64_t pid_max;               /* /proc/sys/kernel/pid_max */
         uint64_t ram;                   /* bytes of RAM (sysinfo) */
-        uint64_t cpu_milli;             /* the CPUs configured, in thousandths */
         uint64_t hard[_NSR_RLIMIT_MAX]; /* the caller's hard rlimits */
 } nsr_host_bounds;
 
@@ -112,7 +111,8 @@ void nsr_host_bounds_detect(nsr_host_bounds *ret);
 
 /* Pure. Whether the option's value (already parsed into rc) is within hb;
  * only the fields opt names are checked ("--pids", "--tmp-size",
- * "--memory", "--cpu", "--rlimit" with rid). On refusal err says which
+ * "--memory", "--rlimit" with rid). A --cpu above the CPUs is no more
+ * than no limit at all: not refused. On refusal err says which
  * bound and how large it is. */
 int nsr_runctl_check_host(const nsr_runctl *rc, const char *opt, nsr_rlimit_id rid, const nsr_host_bounds *hb,
                           nsr_error *err);
