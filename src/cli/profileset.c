@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/profileset.h"
 #include "seccomp/compile.h"
@@ -61,6 +62,12 @@ static int load_profiles(char *const *profiles, const nsr_pf_ctx *ctx, nsr_pf_li
                 r = nsr_pf_load(ctx, path, kind, false, prof, err);
                 if (r < 0)
                         return r;
+                /* The path as named too, not only the file it resolves to:
+                 * a symlink on the way is what the next run follows. */
+                _cleanup_free_ char *cwd = path[0] == '/' ? NULL : getcwd(NULL, 0);
+                _cleanup_free_ char *abs = cwd ? nsr_path_join(cwd, path) : nsr_strdup(path);
+                if (!nsr_strv_contains(prof->files, abs))
+                        nsr_strv_extend(&prof->files, abs);
         }
         return 0;
 }

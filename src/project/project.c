@@ -297,6 +297,17 @@ static int resolve_projects(nsr_project *pj, const nsr_project_opts *o, nsr_erro
         return 0;
 }
 
+/* The path with its dir resolved, its last component as it is: a symlink
+ * the run read a file through is itself what the next run follows. */
+static char *real_parent(const char *path) {
+        const char *slash = strrchr(path, '/');
+        if (!slash || !slash[1])
+                return real_or_planned(path);
+        _cleanup_free_ char *dir = slash == path ? nsr_strdup("/") : nsr_strndup(path, (size_t) (slash - path));
+        _cleanup_free_ char *rd = real_or_planned(dir);
+        return nsr_path_join(rd, slash + 1);
+}
+
 /* What the run read as nsrun's own configuration (profiles, includes,
  * config dirs, --args files, --seccomp-policy files and the policies
  * beside them) that lies in project e: the commit's patterns
@@ -308,7 +319,7 @@ static void config_of_project(project_entry *e, const nsr_project_opts *o) {
                 char *const *v = k ? o->config_policy_dirs : o->config_files;
                 for (size_t i = 0; v && v[i]; i++) {
                         _cleanup_free_ char *norm = nsr_path_normalize(v[i]);
-                        _cleanup_free_ char *real = real_or_planned(norm);
+                        _cleanup_free_ char *real = real_parent(norm);
                         if (!under(real, e->path))
                                 continue;
                         const char *rel = real + strlen(e->path);

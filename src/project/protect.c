@@ -247,7 +247,7 @@ nsr_protect_verdict nsr_protect_classify(const nsr_protect_rules *rules, const n
                         return NSR_PROTECT_DROP;
                 }
         if (nsr_protect_config_match(rules->config, c->path, deleted, c->type)) {
-                *ret_reason = "nsrun reads it as its own configuration: the next run would";
+                *ret_reason = "nsrun read it as its own configuration, and so would the next run";
                 return NSR_PROTECT_DROP;
         }
         if (nsr_protect_list_match(rules->patterns, c->path)) {

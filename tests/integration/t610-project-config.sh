@@ -64,6 +64,17 @@ run sh -c "cd '$P' && '$NSRUN' --profile ./conf/ci.profile -p . $NS --no-overlay
 is "$(cat "$P/conf/ci.profile")" "hide /srv" "--no-overlay: the profile is unchanged"
 is "$(cat "$P/conf/new.profile" 2>/dev/null)" "share-net" "... while the files beside it are the run's"
 
+# A --profile named through a symlink in the project: the link is the
+# project's too (a run that repoints it is dropped).
+mkdir -p "$d/h"
+printf 'hide /srv\n' > "$d/h/x.profile"
+ln -s "$d/h/x.profile" "$P/link.profile"
+run sh -c "cd '$P' && '$NSRUN' --profile ./link.profile -p . $NS --report '$d/r6.json' -- \
+	sh -c 'echo share-net > evil.profile; rm -f link.profile; ln -s evil.profile link.profile'"
+is "$(readlink "$P/link.profile")" "$d/h/x.profile" "a symlink the --profile was read through keeps its target"
+check "... and the repointing is listed in protected" protected "$d/r6.json" link.profile
+rm -f "$P/link.profile" "$P/evil.profile"
+
 # ---- an --args file, a --seccomp-policy path ----------------------------------
 printf -- '--unshare-net\0' > "$P/conf/args"
 run "$NSRUN" -p "$P" $NS --report "$d/r3.json" --args 3 -- sh -c "printf -- '--share-net\\0' > '$P/conf/args' 2>/dev/null || echo refused" 3<"$P/conf/args"
