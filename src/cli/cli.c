@@ -447,6 +447,10 @@ static int handle_seccomp(parser *ps, const nsr_option *o, const char *typed, ch
                         /* A policy file, and the files its includes find
                          * next to it: configuration nsrun reads. */
                         char real[PATH_MAX];
+                        _cleanup_free_ char *cwd = vals[0][0] == '/' ? NULL : getcwd(NULL, 0);
+                        /* As named too: a symlink on the way is what the
+                         * next run follows. */
+                        nsr_strv_push(&p->proj.config_files, cwd ? nsr_path_join(cwd, vals[0]) : nsr_strdup(vals[0]));
                         if (realpath(vals[0], real)) {
                                 nsr_strv_extend(&p->proj.config_files, real);
                                 *strrchr(real, '/') = '\0';

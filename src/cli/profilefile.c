@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/dirent.h"
 #include "base/syscalls.h"
@@ -411,7 +412,16 @@ static int include(loader *L, char **words, const char *file, nsr_pf_kind kind, 
          * project is the project's, whoever names it. */
         if (by_path && nsr_pf_in_project(L->ctx, path))
                 kind = NSR_PF_PROJECT_PROFILE;
-        return load_file(L, -1, path, kind, false, err);
+        int r = load_file(L, -1, path, kind, false, err);
+        if (r >= 0 && by_path) {
+                /* As named too: a symlink on the way is what the next run
+                 * follows. */
+                _cleanup_free_ char *cwd = path[0] == '/' ? NULL : getcwd(NULL, 0);
+                _cleanup_free_ char *abs = cwd ? nsr_path_join(cwd, path) : nsr_strdup(path);
+                if (!nsr_strv_contains(L->out->files, abs))
+                        nsr_strv_extend(&L->out->files, abs);
+        }
+        return r;
 }
 
 static int load_line(loader *L, char *text, const char *file, unsigned line, nsr_pf_kind kind, nsr_error *err) {
