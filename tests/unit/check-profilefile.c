@@ -5,7 +5,9 @@
  * in every error. */
 #include "config.h"
 
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -548,6 +550,43 @@ START_TEST(test_limits) {
 }
 END_TEST
 
+START_TEST(test_project_profile) {
+        nsr_error err = { 0 };
+        free(write_file("proj2/ci.profile", "share-net\n"));
+        free(write_file("proj2/ok.profile", "hide /srv\n"));
+        _cleanup_free_ char *outer = write_file("outer.profile", "include proj2/ci.profile\n");
+        char real[PATH_MAX];
+        ck_assert_ptr_nonnull(realpath(tmpdir, real));
+        _cleanup_free_ char *proj = nsr_path_join(real, "proj2");
+        char *projects[] = { proj, NULL };
+        nsr_pf_ctx c = ctx();
+        c.projects = projects;
+        _cleanup_free_ char *inside = nsr_path_join(proj, "ci.profile");
+        ck_assert(nsr_pf_in_project(&c, inside));
+        ck_assert(!nsr_pf_in_project(&c, outer));
+
+        /* included by path from outside: the project's file all the same */
+        _cleanup_(nsr_pf_list_done) nsr_pf_list l = { 0 };
+        ck_assert_int_eq(nsr_pf_load(&c, outer, NSR_PF_PROFILE, false, &l, &err), 0);
+        ck_assert_int_eq(l.n, 1);
+        ck_assert_int_eq(l.entries[0].kind, NSR_PF_PROJECT_PROFILE);
+        ck_assert(nsr_strv_contains(l.files, inside));
+        char *argv[] = { (char *) "true", NULL };
+        _cleanup_(nsr_plan_freep) nsr_plan *p = NULL;
+        nsr_cli_result res;
+        ck_assert_int_eq(nsr_cli_parse_with(&l, argv, 1, false, &p, &res, &err), -EPERM);
+        ck_assert_msg(strstr(err.msg, "ci.profile:1: --share-net could loosen"), "%s", err.msg);
+        ck_assert_msg(strstr(err.msg, "in a profile outside the project"), "%s", err.msg);
+
+        /* and it may include nothing */
+        _cleanup_(nsr_pf_list_done) nsr_pf_list l2 = { 0 };
+        free(write_file("proj2/inc.profile", "include ok.profile\n"));
+        _cleanup_free_ char *inc = nsr_path_join(proj, "inc.profile");
+        ck_assert_int_eq(nsr_pf_load(&c, inc, NSR_PF_PROJECT_PROFILE, false, &l2, &err), -EPERM);
+        ck_assert_msg(strstr(err.msg, "include is refused in a profile inside a project"), "%s", err.msg);
+}
+END_TEST
+
 START_TEST(test_find_and_list) {
         free(write_file("profiles/zeta.profile", "hide /z\n"));
         free(write_file("profiles/alpha.profile", "hide /a\n"));
@@ -589,6 +628,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_cycles_and_depth);
         tcase_add_test(tc, test_forbid);
         tcase_add_test(tc, test_tightening_only);
+        tcase_add_test(tc, test_project_profile);
         tcase_add_test(tc, test_limits);
         tcase_add_test(tc, test_find_and_list);
         suite_add_tcase(s, tc);
