@@ -100,6 +100,15 @@ check "... and so is a config" test ! -e "$H/.config/nsrun/config"
 check "... listed in protected" protected "$d/r5.json" .config/nsrun/config
 like "$err" "protected: [0-9]+ changes? dropped" "... and the summary says so"
 
+# A kept run, committed later by another nsrun, drops the same changes.
+run env XDG_CONFIG_HOME="$H/.config" "$NSRUN" -p "$H" $NS --keep --report "$d/r7.json" -- sh -c \
+	"mkdir -p '$H/.config/nsrun' && echo share-net > '$H/.config/nsrun/config' && echo y > '$H/y'"
+id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$d/r7.json" 2>/dev/null)
+run "$NSRUN" commit $NS "$id"
+is "$rc" 0 "a kept run: nsrun commit RUN works"
+check "... the config it planted does not reach the host" test ! -e "$H/.config/nsrun/config"
+check "... and its other change does" test -f "$H/y"
+
 # ---- a --rw path is written live: the file is bound read-only in it ---------------
 mkdir -p "$d/w"
 printf 'hide /srv\n' > "$d/w/x.profile"
