@@ -39,6 +39,10 @@ is "$rc" 125 "a loosening line in a --profile inside the project is refused (exi
 like "$err" "conf/ci.profile:1: --share-net could loosen the sandbox, and the sandbox can write this file" \
 	"... naming file:line and why"
 like "$err" "give it on the command line or in a profile outside the project" "... and what to do instead"
+run "$NSRUN" profile check -p "$P" "$P/conf/ci.profile"
+like "$rc:$err" "^125:.*ci.profile:1: --share-net could loosen" "profile check -p DIR reads a file inside DIR as the run does"
+run "$NSRUN" profile check "$P/conf/ci.profile"
+is "$rc" 0 "... and without -p as an ordinary profile"
 printf 'include strict\n' > "$P/conf/ci.profile"
 run sh -c "cd '$P' && '$NSRUN' --profile ./conf/ci.profile -p . $NS -- true"
 like "$rc:$err" "^125:.*ci.profile:1: include is refused in a profile inside a project" \
