@@ -414,7 +414,10 @@ static void protect_git(builder *b, const nsr_profile_project *pr) {
 }
 
 /* A --rw path is written live, with no commit to drop changes at: what of
- * it nsrun read as its configuration is bound read-only over it. */
+ * it nsrun read as its configuration is bound read-only over it, and each
+ * dir on the way from the --rw path is bound onto itself, so that it is a
+ * mount point: a dir holding a mount can still be renamed, and a new file
+ * planted under the old name, but a mount point cannot (EBUSY). */
 static void protect_config_in_rw(builder *b, size_t n_ro) {
         char *const *cf = b->p->proj.config_files;
         for (size_t i = 0; cf && cf[i]; i++) {
@@ -422,11 +425,19 @@ static void protect_config_in_rw(builder *b, size_t n_ro) {
                 struct stat st;
                 if (!realpath(cf[i], real) || lstat(real, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
                         continue;
-                for (size_t k = n_ro; b->exposed && b->exposed[k]; k++)
-                        if (under(real, b->exposed[k]) && !streq(real, b->exposed[k])) {
-                                op2(b, NSR_OP_RO_BIND, real, real);
-                                break;
+                for (size_t k = n_ro; b->exposed && b->exposed[k]; k++) {
+                        const char *top = b->exposed[k];
+                        if (!under(real, top) || streq(real, top))
+                                continue;
+                        size_t l = strlen(top);
+                        for (char *s = strchr(real + l + 1, '/'); s; s = strchr(s + 1, '/')) {
+                                *s = '\0';
+                                op2(b, NSR_OP_BIND, real, real);
+                                *s = '/';
                         }
+                        op2(b, NSR_OP_RO_BIND, real, real);
+                        break;
+                }
         }
 }
 

@@ -120,6 +120,12 @@ run "$NSRUN" --profile "$d/w/x.profile" -p "$P" --rw "$d/w" $NS -q -- \
 	sh -c "echo share-net >> '$d/w/x.profile' 2>/dev/null || echo refused; echo ok > '$d/w/other'"
 is "$rc:$out" "0:refused" "a --profile in a --rw path is read-only inside"
 is "$(cat "$d/w/x.profile"):$(cat "$d/w/other" 2>/dev/null)" "hide /srv:ok" "... while the rest of the --rw path is the run's"
+mkdir -p "$d/w/a/b"
+printf 'hide /srv\n' > "$d/w/a/b/y.profile"
+run "$NSRUN" --profile "$d/w/a/b/y.profile" -p "$P" --rw "$d/w" $NS -q -- \
+	sh -c "cd '$d/w' && mv a a2 2>/dev/null; mkdir -p a/b && echo share-net > a/b/y.profile 2>/dev/null; true"
+is "$(cat "$d/w/a/b/y.profile"):$(ls "$d/w" | tr '\n' ' ')" "hide /srv:a other x.profile " \
+	"... and the dirs on its way cannot be renamed to plant another under its name"
 
 # ---- sessions ---------------------------------------------------------------------
 printf 'hide /srv\n' > "$P/conf/ci.profile"
