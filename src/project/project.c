@@ -308,6 +308,24 @@ static char *real_parent(const char *path) {
         return nsr_path_join(rd, slash + 1);
 }
 
+/* One path of config_of_project(), real as far as it exists. */
+static void config_path(project_entry *e, const char *real, bool policy_dir) {
+        if (!under(real, e->path))
+                return;
+        const char *rel = real + strlen(e->path);
+        rel += *rel == '/';
+        _cleanup_free_ char *esc = nsr_protect_escape(rel);
+        char *pat = policy_dir ? nsr_asprintf("%s%s*.policy", esc, *esc ? "/" : "") : nsr_strdup(*esc ? esc : "*");
+        if (nsr_strv_contains(e->config, pat))
+                free(pat);
+        else
+                nsr_strv_push(&e->config, pat);
+        struct stat st;
+        if (!policy_dir && *rel && !nsr_strv_contains(e->config_bind, real) && lstat(real, &st) == 0 &&
+            (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+                nsr_strv_extend(&e->config_bind, real);
+}
+
 /* What the run read as nsrun's own configuration (profiles, includes,
  * config dirs, --args files, --seccomp-policy files and the policies
  * beside them) that lies in project e: the commit's patterns
@@ -319,22 +337,15 @@ static void config_of_project(project_entry *e, const nsr_project_opts *o) {
                 char *const *v = k ? o->config_policy_dirs : o->config_files;
                 for (size_t i = 0; v && v[i]; i++) {
                         _cleanup_free_ char *norm = nsr_path_normalize(v[i]);
-                        _cleanup_free_ char *real = real_parent(norm);
-                        if (!under(real, e->path))
-                                continue;
-                        const char *rel = real + strlen(e->path);
-                        rel += *rel == '/';
-                        _cleanup_free_ char *esc = nsr_protect_escape(rel);
-                        char *pat =
-                                k ? nsr_asprintf("%s%s*.policy", esc, *esc ? "/" : "") : nsr_strdup(*esc ? esc : "*");
-                        if (nsr_strv_contains(e->config, pat))
-                                free(pat);
-                        else
-                                nsr_strv_push(&e->config, pat);
-                        struct stat st;
-                        if (!k && *rel && !nsr_strv_contains(e->config_bind, real) && lstat(real, &st) == 0 &&
-                            (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
-                                nsr_strv_extend(&e->config_bind, real);
+                        /* The name (a symlink is what the next run follows)
+                         * and what it resolves to (a dir the next run
+                         * looks into). */
+                        char *both[2] = { real_parent(norm), real_or_planned(norm) };
+                        config_path(e, both[0], k == 1);
+                        if (!streq(both[0], both[1]))
+                                config_path(e, both[1], k == 1);
+                        free(both[0]);
+                        free(both[1]);
                 }
         }
 }
@@ -359,23 +370,28 @@ static int save_config(int run_fd, size_t i, char *const *config, nsr_error *err
 #define CONFIG_MAX (1u << 20)
 
 /* The patterns save_config wrote; none for a run without the file (one an
- * older nsrun made). */
-static char **load_config(int run_fd, size_t i) {
+ * older nsrun made). A file that is there but cannot be read fails the
+ * capture: without it the next run's configuration would go unprotected. */
+static int load_config(int run_fd, size_t i, char ***ret, nsr_error *err) {
         char rel[32];
         snprintf(rel, sizeof(rel), "p%zu/config", i);
-        char **v = nsr_malloc0(sizeof(char *));
+        _cleanup_strv_free_ char **v = nsr_malloc0(sizeof(char *));
         _cleanup_close_ int fd = openat(run_fd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         _cleanup_free_ char *data = NULL;
         size_t len = 0;
-        if (fd < 0 || nsr_read_all(fd, CONFIG_MAX, &data, &len) < 0)
-                return v;
+        if (fd < 0 && errno != ENOENT)
+                return nsr_error_set(err, errno, "cannot read the run's list of configuration files (%s)", rel);
+        int r = fd < 0 ? 0 : nsr_read_all(fd, CONFIG_MAX, &data, &len);
+        if (r < 0)
+                return nsr_error_set(err, -r, "cannot read the run's list of configuration files (%s)", rel);
         for (size_t off = 0; off < len;) {
                 size_t l = strnlen(data + off, len - off);
                 if (l)
                         nsr_strv_push(&v, nsr_strndup(data + off, l));
                 off += l + 1;
         }
-        return v;
+        *ret = TAKE_PTR(v);
+        return 0;
 }
 
 /* The state dir: chosen, never inside a project nor a project inside it,
@@ -581,7 +597,10 @@ int nsr_project_capture(int run_fd, size_t index, int project_fd, const char *pr
         int r = nsr_capture_scan(upper, project_fd, &co, &cs, err);
         if (r < 0)
                 return nsr_error_prefix(err, "capturing the changes");
-        _cleanup_strv_free_ char **config = load_config(run_fd, index);
+        _cleanup_strv_free_ char **config = NULL;
+        r = load_config(run_fd, index, &config, err);
+        if (r < 0)
+                return r;
         nsr_protect_ctx pc = protect_ctx(project_fd, upper, project_path, config);
         r = nsr_protect_scan(cs, &pc, ret_protected, err);
         if (r < 0)
@@ -1054,7 +1073,10 @@ static int capture_live(project_entry *e, int run_fd, size_t i, nsr_error *err) 
         int r = nsr_snapshot_compare(e->snap, snap, e->fd, &cs, err);
         if (r < 0)
                 return nsr_error_prefix(err, "%s: capturing the changes", e->path);
-        _cleanup_strv_free_ char **config = load_config(run_fd, i);
+        _cleanup_strv_free_ char **config = NULL;
+        r = load_config(run_fd, i, &config, err);
+        if (r < 0)
+                return r;
         nsr_protect_ctx pc = protect_ctx(snap, e->fd, e->path, config);
         r = nsr_protect_scan(cs, &pc, &e->protected_changes, err);
         if (r < 0)

@@ -104,6 +104,14 @@ check "... and so is a config" test ! -e "$H/.config/nsrun/config"
 check "... listed in protected" protected "$d/r5.json" .config/nsrun/config
 like "$err" "protected: [0-9]+ changes? dropped" "... and the summary says so"
 
+# The config dir as a symlink into a project: what it resolves to is protected.
+mkdir -p "$d/h3/.config" "$P/mycfg"
+ln -s "$P/mycfg" "$d/h3/.config/nsrun"
+run env XDG_CONFIG_HOME="$d/h3/.config" "$NSRUN" -p "$P" $NS -q -- sh -c \
+	"mkdir -p '$P/mycfg/profiles' 2>/dev/null && echo share-net > '$P/mycfg/profiles/strict.profile'; true"
+check "a config dir linked into the project takes no planted profile" test ! -e "$P/mycfg/profiles/strict.profile"
+rm -rf "$P/mycfg"
+
 # A kept run, committed later by another nsrun, drops the same changes.
 run env XDG_CONFIG_HOME="$H/.config" "$NSRUN" -p "$H" $NS --keep --report "$d/r7.json" -- sh -c \
 	"mkdir -p '$H/.config/nsrun' && echo share-net > '$H/.config/nsrun/config' && echo y > '$H/y'"
