@@ -2,10 +2,14 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/capability.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/options.h"
@@ -25,9 +29,8 @@ typedef struct parser {
         char **command; /* points into the caller's argv */
         size_t n_command;
         const nsr_pf_list *files; /* profile and config lines, and forbid rules */
-        /* While the files' lines are applied: each option's last value,
-         * for the project-local "lower limits only" check. */
-        const char *last[_NSR_OPT_MAX];
+        nsr_host_bounds hb;       /* read at the first run-control option */
+        bool hb_known;
         bool policy_error;              /* the error is a file's or a forbid rule's */
         const nsr_option *project_only; /* the first NSR_OPTF_PROJECT option */
 } parser;
@@ -132,6 +135,21 @@ static int handle_nothing(parser *ps, const nsr_option *o, const char *typed, ch
         return 0;
 }
 
+/* An --args file is configuration nsrun read: its path, for protection
+ * when it lies inside a project. */
+static void note_config_fd(parser *ps, int fd) {
+        struct stat st;
+        char link[64], path[PATH_MAX];
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return;
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, path, sizeof(path) - 1);
+        if (n <= 0 || path[0] != '/')
+                return;
+        path[n] = '\0';
+        nsr_strv_extend(&ps->plan->proj.config_files, path);
+}
+
 static int handle_args(parser *ps, const nsr_option *o, const char *typed, char *const *vals, bool in_args_file,
                        nsr_error *err) {
         _cleanup_free_ char *data = NULL;
@@ -142,6 +160,7 @@ static int handle_args(parser *ps, const nsr_option *o, const char *typed, char 
         r = parse_fd_arg(vals[0], &fd, err);
         if (r < 0)
                 return r;
+        note_config_fd(ps, fd);
         r = read_fd_data(fd, &data, &len);
         if (r < 0)
                 return nsr_error_set(err, -r, "Can't read --args data");
@@ -424,6 +443,20 @@ static int handle_seccomp(parser *ps, const nsr_option *o, const char *typed, ch
                 if (!vals[0][0])
                         return nsr_error_setx(err, EINVAL, "--seccomp-policy needs a name or a path");
                 nsr_strv_extend(&p->seccomp_policies, vals[0]);
+                if (strchr(vals[0], '/')) {
+                        /* A policy file, and the files its includes find
+                         * next to it: configuration nsrun reads. */
+                        char real[PATH_MAX];
+                        _cleanup_free_ char *cwd = vals[0][0] == '/' ? NULL : getcwd(NULL, 0);
+                        /* As named too: a symlink on the way is what the
+                         * next run follows. */
+                        nsr_strv_push(&p->proj.config_files, cwd ? nsr_path_join(cwd, vals[0]) : nsr_strdup(vals[0]));
+                        if (realpath(vals[0], real)) {
+                                nsr_strv_extend(&p->proj.config_files, real);
+                                *strrchr(real, '/') = '\0';
+                                nsr_strv_extend(&p->proj.config_policy_dirs, *real ? real : "/");
+                        }
+                }
                 return 0;
         }
         if (o->id == NSR_OPT_SECCOMP) {
@@ -600,7 +633,16 @@ static int handle_runctl(parser *ps, const nsr_option *o, const char *typed, cha
                                       "--cpu takes a number of CPUs from 0.01 to 1000 (1.5, 50%%), "
                                       "not \"%s\"",
                                       vals[0]);
-        return 0;
+        /* Above what the host has: refused wherever it is written. */
+        if (!ps->hb_known) {
+                nsr_host_bounds_detect(&ps->hb);
+                ps->hb_known = true;
+        }
+        nsr_rlimit_id rid = _NSR_RLIMIT_INVALID;
+        nsr_rlimit_spec sp;
+        if (id == NSR_OPT_RLIMIT && nsr_parse_rlimit(vals[0], &rid, &sp, err) < 0)
+                return -EINVAL;
+        return nsr_runctl_check_host(&p->run, o->name, rid, &ps->hb, err);
 }
 
 /* Which handler takes which option: every entry of the options table has
@@ -762,30 +804,36 @@ static int check_forbidden(parser *ps, const nsr_option *o, const char *value, n
         return nsr_error_setx(err, EPERM, "%s is forbidden on this system (%s:%u)", o->name, f->file, f->line);
 }
 
+/* A file line: its option, handled like the command line's. */
+static int apply_entry(parser *ps, const nsr_pf_entry *e, char *const *vals, nsr_error *err) {
+        int r = handle(ps, e->opt, e->opt->name, vals, false, err);
+        if (r >= 0)
+                r = check_modifiers(ps, e->opt->id, err);
+        return r;
+}
+
+static void entry_vals(const nsr_pf_entry *e, char *vals[3]) {
+        for (unsigned k = 0; k < 3; k++)
+                vals[k] = k < e->opt->nargs ? e->words[1 + k] : NULL;
+}
+
 /* The options of profile and config files, one line each, before the
- * command line's. Errors name the file and line. */
+ * command line's; not the lines of files the sandbox can write, which
+ * parse_tightening() applies after it. Errors name the file and line. */
 static int parse_files(parser *ps, nsr_error *err) {
         for (size_t i = 0; ps->files && i < ps->files->n; i++) {
                 const nsr_pf_entry *e = &ps->files->entries[i];
-                const nsr_option *o = e->opt;
-                char *vals[3] = { NULL, NULL, NULL };
-                for (unsigned k = 0; k < o->nargs && k < 3; k++)
-                        vals[k] = e->words[1 + k];
-                int r = check_forbidden(ps, o, vals[0], err);
-                if (r >= 0 && e->kind == NSR_PF_PROJECT_LOCAL)
-                        r = nsr_pf_check_tightening(o, vals,
-                                                    o->id == NSR_OPT_HOME ? nsr_home_mode_to_string(ps->plan->proj.home)
-                                                                          : ps->last[o->id],
-                                                    err);
+                if (nsr_pf_kind_tightening_only(e->kind))
+                        continue;
+                char *vals[3];
+                entry_vals(e, vals);
+                int r = check_forbidden(ps, e->opt, vals[0], err);
                 if (r >= 0)
-                        r = handle(ps, o, o->name, vals, false, err);
-                if (r >= 0)
-                        r = check_modifiers(ps, o->id, err);
+                        r = apply_entry(ps, e, vals, err);
                 if (r < 0) {
                         ps->policy_error = true;
                         return nsr_error_prefix(err, "%s:%u", e->file, e->line);
                 }
-                ps->last[o->id] = vals[0];
         }
         /* A file's --perms, --size or --overlay-src is for that file's
          * next line, never for the command line's first option. */
@@ -795,6 +843,184 @@ static int parse_files(parser *ps, nsr_error *err) {
                 ps->policy_error = true;
                 check_modifiers(ps, _NSR_OPT_MAX, err);
                 return nsr_error_prefix(err, "%s:%u", e->file, e->line);
+        }
+        return 0;
+}
+
+/* ---- tightening only, against the value in force ------------------------- */
+
+/* The values a file the sandbox can write may only make stricter, each
+ * as a number where lower is stricter; unset ones are the built-in
+ * defaults of project mode (the only mode that reads such files). */
+typedef enum force_field {
+        F_TIMEOUT,
+        F_KILL_AFTER,
+        F_PIDS,
+        F_TMP_SIZE,
+        F_MEMORY,
+        F_CPU,
+        F_SNAPSHOT_LIMIT,
+        F_HOME,
+        F_SANDBOX,
+        F_ON_CONFLICT,
+        F_RLIMIT_SOFT,
+        F_RLIMIT_HARD,
+        _F_MAX,
+} force_field;
+
+typedef struct in_force {
+        uint64_t v[_F_MAX];
+        nsr_runctl run; /* for the rlimits, which have no field each */
+} in_force;
+
+#define NONE UINT64_MAX
+
+static void in_force_get(const nsr_plan *p, nsr_rlimit_id rid, in_force *f) {
+        const nsr_runctl *rc = &p->run;
+        f->v[F_TIMEOUT] = rc->timeout_ms ? rc->timeout_ms : NONE;
+        f->v[F_KILL_AFTER] = rc->has_kill_after ? rc->kill_after_ms : NSR_KILL_AFTER_DEFAULT_MS;
+        f->v[F_PIDS] = rc->pids ? rc->pids : NSR_PIDS_DEFAULT;
+        f->v[F_TMP_SIZE] = rc->tmp_size ? rc->tmp_size : nsr_tmp_size_default();
+        f->v[F_MEMORY] = rc->memory ? rc->memory : NONE;
+        f->v[F_CPU] = rc->cpu_milli ? rc->cpu_milli : NONE;
+        f->v[F_SNAPSHOT_LIMIT] = p->proj.snapshot_limit ? p->proj.snapshot_limit : NSR_SNAPSHOT_LIMIT_DEFAULT;
+        /* overlay < ro < hide; required < best-effort < off; apply-rest <
+         * keep-all < fail: turned so that lower is stricter. */
+        f->v[F_HOME] = (uint64_t) (_NSR_HOME_MODE_MAX - 1 - p->proj.home);
+        f->v[F_SANDBOX] = (uint64_t) p->proj.sandbox;
+        f->v[F_ON_CONFLICT] = (uint64_t) (_NSR_CONFLICT_MODE_MAX - 1 - p->proj.on_conflict);
+        f->v[F_RLIMIT_SOFT] = f->v[F_RLIMIT_HARD] = NONE;
+        f->run = *rc;
+        if (rid >= 0)
+                nsr_runctl_effective_rlimit(rc, rid, &f->v[F_RLIMIT_SOFT], &f->v[F_RLIMIT_HARD]);
+}
+
+/* The fields an option sets: [first, last], or -1. */
+static int fields_of(nsr_opt_id id, force_field *ret_last) {
+        static const struct {
+                nsr_opt_id id;
+                force_field first, last;
+        } map[] = {
+                { NSR_OPT_TIMEOUT, F_TIMEOUT, F_TIMEOUT },
+                { NSR_OPT_KILL_AFTER, F_KILL_AFTER, F_KILL_AFTER },
+                { NSR_OPT_PIDS, F_PIDS, F_PIDS },
+                { NSR_OPT_TMP_SIZE, F_TMP_SIZE, F_TMP_SIZE },
+                { NSR_OPT_MEMORY, F_MEMORY, F_MEMORY },
+                { NSR_OPT_CPU, F_CPU, F_CPU },
+                { NSR_OPT_SNAPSHOT_LIMIT, F_SNAPSHOT_LIMIT, F_SNAPSHOT_LIMIT },
+                { NSR_OPT_HOME, F_HOME, F_HOME },
+                { NSR_OPT_SANDBOX, F_SANDBOX, F_SANDBOX },
+                { NSR_OPT_ON_CONFLICT, F_ON_CONFLICT, F_ON_CONFLICT },
+                { NSR_OPT_RLIMIT, F_RLIMIT_SOFT, F_RLIMIT_HARD },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(map); i++)
+                if (map[i].id == id) {
+                        *ret_last = map[i].last;
+                        return (int) map[i].first;
+                }
+        return -1;
+}
+
+static const char *format_field(force_field f, uint64_t v, char *buf, size_t len) {
+        if (v == NONE)
+                return f == F_TIMEOUT ? "none" : "unlimited";
+        if (f == F_TIMEOUT || f == F_KILL_AFTER)
+                return nsr_format_duration(v, buf, len);
+        if (f == F_CPU)
+                snprintf(buf, len, "%" PRIu64 ".%03" PRIu64, v / 1000, v % 1000);
+        else if (f == F_HOME)
+                snprintf(buf, len, "%s", nsr_home_mode_to_string((nsr_home_mode) (_NSR_HOME_MODE_MAX - 1 - (int) v)));
+        else if (f == F_SANDBOX)
+                snprintf(buf, len, "%s", nsr_sandbox_mode_to_string((nsr_sandbox_mode) v));
+        else if (f == F_ON_CONFLICT)
+                snprintf(buf, len, "%s",
+                         nsr_conflict_mode_to_string((nsr_conflict_mode) (_NSR_CONFLICT_MODE_MAX - 1 - (int) v)));
+        else
+                snprintf(buf, len, "%" PRIu64, v);
+        return buf;
+}
+
+/* One line of a file the sandbox can write, of an option that is
+ * compared: applied when no field gets looser than the value in force
+ * now; skipped when it is looser only than what the command line set (the
+ * caller's own choice, stricter already); refused otherwise. */
+static int tighten(parser *ps, const nsr_pf_entry *e, char *const *vals, const in_force *before_cmd, nsr_error *err) {
+        const nsr_option *o = e->opt;
+        force_field last;
+        int first = fields_of(o->id, &last);
+        if (first < 0)
+                return nsr_error_setx(err, EPERM, "%s cannot be compared here", o->name);
+        /* The line alone, parsed into a scratch plan: its values, checked
+         * by the option's own parser. */
+        parser t = { .plan = nsr_plan_new(), .pending_perms = NSR_PERMS_UNSET, .hb = ps->hb, .hb_known = ps->hb_known };
+        int r = handle(&t, o, o->name, vals, false, err);
+        nsr_rlimit_id rid = _NSR_RLIMIT_INVALID;
+        nsr_rlimit_spec sp;
+        if (r >= 0 && o->id == NSR_OPT_RLIMIT)
+                r = nsr_parse_rlimit(vals[0], &rid, &sp, err);
+        in_force want, now, before = *before_cmd;
+        if (r >= 0) {
+                in_force_get(t.plan, rid, &want);
+                in_force_get(ps->plan, rid, &now);
+                if (rid >= 0)
+                        nsr_runctl_effective_rlimit(&before.run, rid, &before.v[F_RLIMIT_SOFT],
+                                                    &before.v[F_RLIMIT_HARD]);
+        }
+        nsr_plan_free(t.plan);
+        nsr_strv_free(t.pending_overlay);
+        if (r < 0)
+                return r;
+        bool from_cmdline = false;
+        for (int f = first; f <= (int) last; f++) {
+                if (want.v[f] <= now.v[f])
+                        continue;
+                if (now.v[f] != before.v[f]) {
+                        from_cmdline = true;
+                        continue;
+                }
+                char b[64];
+                _cleanup_free_ char *what = rid >= 0 ? nsr_asprintf("%s's %s limit", nsr_rlimit_name(rid),
+                                                                    f == F_RLIMIT_SOFT ? "soft" : "hard")
+                                                     : nsr_strdup(o->name);
+                return nsr_error_setx(err, EPERM,
+                                      "%s %s would loosen %s %s, the value in force (built-in defaults, config files, "
+                                      "profiles and the command line counted), and the sandbox can write this "
+                                      "file: lower the line or remove it",
+                                      o->name, vals[0], what, format_field((force_field) f, now.v[f], b, sizeof(b)));
+        }
+        if (from_cmdline)
+                return 0;
+        return apply_entry(ps, e, vals, err);
+}
+
+static bool has_tightening(const nsr_pf_list *files) {
+        for (size_t i = 0; files && i < files->n; i++)
+                if (nsr_pf_kind_tightening_only(files->entries[i].kind))
+                        return true;
+        return false;
+}
+
+/* The lines of files the sandbox can write (a project's .nsrun/profile, a
+ * --profile inside a project): after the command line, each compared with
+ * the value in force then, so that they only ever tighten. */
+static int parse_tightening(parser *ps, const in_force *before_cmd, nsr_error *err) {
+        for (size_t i = 0; ps->files && i < ps->files->n; i++) {
+                const nsr_pf_entry *e = &ps->files->entries[i];
+                if (!nsr_pf_kind_tightening_only(e->kind))
+                        continue;
+                char *vals[3];
+                entry_vals(e, vals);
+                int r = check_forbidden(ps, e->opt, vals[0], err);
+                if (r >= 0)
+                        r = nsr_pf_check_tightening(e->opt, vals, err);
+                if (r == 0)
+                        r = apply_entry(ps, e, vals, err);
+                else if (r > 0)
+                        r = tighten(ps, e, vals, before_cmd, err);
+                if (r < 0) {
+                        ps->policy_error = true;
+                        return nsr_error_prefix(err, "%s:%u", e->file, e->line);
+                }
         }
         return 0;
 }
@@ -903,6 +1129,7 @@ int nsr_cli_parse_with(const nsr_pf_list *files, char *const *args, size_t n, bo
                 .files = files,
         };
         nsr_cli_result res = { .action = NSR_CLI_RUN };
+        in_force before_cmd = { .v = { 0 } };
         int r;
 
         if (ps.total_args > NSR_MAX_ARGS) {
@@ -913,7 +1140,11 @@ int nsr_cli_parse_with(const nsr_pf_list *files, char *const *args, size_t n, bo
         r = parse_files(&ps, err);
         if (r < 0)
                 goto finish;
+        if (has_tightening(files))
+                in_force_get(ps.plan, _NSR_RLIMIT_INVALID, &before_cmd);
         r = parse_list(&ps, args, n, false, err);
+        if (r == 0)
+                r = parse_tightening(&ps, &before_cmd, err);
         if (r == 1) {
                 res.action = NSR_CLI_HELP;
                 r = 0;

@@ -51,6 +51,8 @@ nsr_plan *nsr_plan_free(nsr_plan *p) {
         nsr_strv_free(p->proj.hide);
         nsr_strv_free(p->proj.rw);
         nsr_strv_free(p->proj.ro);
+        nsr_strv_free(p->proj.config_files);
+        nsr_strv_free(p->proj.config_policy_dirs);
         nsr_strv_free(p->proj.keep_env);
         free(p->proj.state_dir);
         free(p->proj.report_file);

@@ -128,6 +128,9 @@ typedef enum nsr_conflict_mode {
 } nsr_conflict_mode;
 
 /* Project mode settings (nsrun only). */
+/* --snapshot-limit without a value: bytes a live run's snapshot may copy. */
+#define NSR_SNAPSHOT_LIMIT_DEFAULT ((uint64_t) 1 << 30)
+
 typedef struct nsr_project_opts {
         char **projects; /* as given on the command line */
         nsr_home_mode home;
@@ -144,6 +147,12 @@ typedef struct nsr_project_opts {
         bool no_overlay;     /* live writes, captured against a snapshot */
         bool workspace_root; /* the project is mounted as / */
         bool allow_nested, discard, keep, quiet, verbose;
+        /* What nsrun read as its own configuration, absolute: profiles and
+         * what they include, config files and dirs, --args files,
+         * --seccomp-policy paths. Inside a project they are protected like
+         * .nsrun (read-only inside, changes dropped at commit). */
+        char **config_files;
+        char **config_policy_dirs; /* dirs of --seccomp-policy paths: their *.policy (includes) */
 } nsr_project_opts;
 
 /* Namespace bits, in the order bwrap reports them. */

@@ -5,10 +5,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/dirent.h"
 #include "base/syscalls.h"
@@ -30,6 +30,7 @@ void nsr_pf_list_done(nsr_pf_list *l) {
                 free(l->forbid[i].value);
                 free(l->forbid[i].file);
         }
+        nsr_strv_free(l->files);
         free(l->entries);
         free(l->forbid);
         *l = (nsr_pf_list){ 0 };
@@ -309,6 +310,7 @@ static const char *const kind_names[_NSR_PF_KIND_MAX] = {
         [NSR_PF_SYSTEM_CONFIG] = "the system config",
         [NSR_PF_USER_CONFIG] = "the user config",
         [NSR_PF_PROJECT_LOCAL] = "a project's .nsrun/profile",
+        [NSR_PF_PROJECT_PROFILE] = "a profile inside a project",
 };
 DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(pf_kind, nsr_pf_kind, kind_names)
 
@@ -381,15 +383,23 @@ static int add_forbid(loader *L, char **words, const char *file, unsigned line, 
         return 0;
 }
 
+bool nsr_pf_kind_tightening_only(nsr_pf_kind kind) {
+        return kind == NSR_PF_PROJECT_LOCAL || kind == NSR_PF_PROJECT_PROFILE;
+}
+
 static int include(loader *L, char **words, const char *file, nsr_pf_kind kind, nsr_error *err) {
-        if (kind == NSR_PF_PROJECT_LOCAL)
-                return nsr_error_setx(err, EPERM, "include is refused in %s (the sandbox can write it)",
+        /* A path would make nsrun read host files on the project's say. */
+        if (nsr_pf_kind_tightening_only(kind))
+                return nsr_error_setx(err, EPERM,
+                                      "include is refused in %s (the sandbox can write it): give the profile as "
+                                      "another --profile",
                                       kind_name(kind));
         if (!words[1] || words[2])
                 return nsr_error_setx(err, EINVAL, "include takes one NAME or PATH");
         _cleanup_free_ char *path = NULL;
         const char *name = words[1];
-        if ((strchr(name, '/') || nsr_endswith(name, ".profile")) && name[0] != '/') {
+        bool by_path = strchr(name, '/') || nsr_endswith(name, ".profile");
+        if (by_path && name[0] != '/') {
                 /* A file: relative to the including file's dir. */
                 _cleanup_free_ char *dir = nsr_strdup(file);
                 char *slash = strrchr(dir, '/');
@@ -402,8 +412,20 @@ static int include(loader *L, char **words, const char *file, nsr_pf_kind kind, 
                         return r;
         }
         /* Included lines keep the includer's kind: only the system config
-         * and what it includes may "forbid". */
-        return load_file(L, -1, path, kind, false, err);
+         * and what it includes may "forbid". A file named by path inside a
+         * project is the project's, whoever names it. */
+        if (by_path && nsr_pf_in_project(L->ctx, path))
+                kind = NSR_PF_PROJECT_PROFILE;
+        int r = load_file(L, -1, path, kind, false, err);
+        if (r >= 0 && by_path) {
+                /* As named too: a symlink on the way is what the next run
+                 * follows. */
+                _cleanup_free_ char *cwd = path[0] == '/' ? NULL : getcwd(NULL, 0);
+                _cleanup_free_ char *abs = cwd ? nsr_path_join(cwd, path) : nsr_strdup(path);
+                if (!nsr_strv_contains(L->out->files, abs))
+                        nsr_strv_extend(&L->out->files, abs);
+        }
+        return r;
 }
 
 static int load_line(loader *L, char *text, const char *file, unsigned line, nsr_pf_kind kind, nsr_error *err) {
@@ -500,6 +522,8 @@ static int load_file(loader *L, int dfd, const char *path, nsr_pf_kind kind, boo
         if (L->depth >= NSR_PF_MAX_DEPTH)
                 return nsr_error_setx(err, ELOOP, "includes nested deeper than %d at %s", NSR_PF_MAX_DEPTH, path);
         L->stack[L->depth++] = nsr_strdup(real);
+        if (!nsr_strv_contains(L->out->files, real))
+                nsr_strv_extend(&L->out->files, real);
 
         unsigned lineno = 0;
         char *s = data;
@@ -524,6 +548,26 @@ static int load_file(loader *L, int dfd, const char *path, nsr_pf_kind kind, boo
         return r;
 }
 
+static bool under_dir(const char *path, const char *dir) {
+        size_t l = strlen(dir);
+        if (l == 1 && dir[0] == '/')
+                return path[0] == '/';
+        return strncmp(path, dir, l) == 0 && (path[l] == '/' || path[l] == '\0');
+}
+
+bool nsr_pf_in_project(const nsr_pf_ctx *ctx, const char *path) {
+        char real[PATH_MAX];
+        if (!ctx->projects || !ctx->projects[0])
+                return false;
+        /* A file that cannot be resolved is not read either. */
+        if (!realpath(path, real))
+                return false;
+        for (size_t i = 0; ctx->projects[i]; i++)
+                if (under_dir(real, ctx->projects[i]))
+                        return true;
+        return false;
+}
+
 int nsr_pf_load(const nsr_pf_ctx *ctx, const char *path, nsr_pf_kind kind, bool optional, nsr_pf_list *l,
                 nsr_error *err) {
         loader L = { .ctx = ctx, .out = l, .lines = l->n };
@@ -541,45 +585,6 @@ int nsr_pf_load_project(const nsr_pf_ctx *ctx, const char *project, nsr_pf_list 
 
 /* ---- project-local tightening and forbid ---------------------------------- */
 
-/* "30", "1.5G", "90s", "2h": a number and a unit, as a double in the
- * unit's base (bytes or seconds). */
-static int parse_amount(const char *s, double *ret) {
-        char *end = NULL;
-        errno = 0;
-        if (!isdigit((unsigned char) s[0]) && s[0] != '.')
-                return -EINVAL;
-        double v = strtod(s, &end);
-        if (errno || !end || end == s || !isfinite(v) || v < 0)
-                return -EINVAL;
-        static const struct {
-                const char *suffix;
-                double mult;
-        } units[] = {
-                { "", 1 },
-                { "%", 1 },
-                { "K", 1024.0 },
-                { "k", 1024.0 },
-                { "KiB", 1024.0 },
-                { "M", 1048576.0 },
-                { "MiB", 1048576.0 },
-                { "G", 1073741824.0 },
-                { "GiB", 1073741824.0 },
-                { "T", 1099511627776.0 },
-                { "TiB", 1099511627776.0 },
-                { "ms", 0.001 },
-                { "s", 1 },
-                { "min", 60 },
-                { "h", 3600 },
-                { "d", 86400 },
-        };
-        for (size_t i = 0; i < ELEMENTSOF(units); i++)
-                if (streq(end, units[i].suffix)) {
-                        *ret = v * units[i].mult;
-                        return 0;
-                }
-        return -EINVAL;
-}
-
 static bool name_in(const nsr_option *o, const char *const *names, size_t n) {
         for (size_t i = 0; i < n; i++)
                 if (streq(o->name + 2, names[i]))
@@ -587,26 +592,21 @@ static bool name_in(const nsr_option *o, const char *const *names, size_t n) {
         return false;
 }
 
-int nsr_pf_check_tightening(const nsr_option *o, char *const *vals, const char *prev, nsr_error *err) {
+int nsr_pf_check_tightening(const nsr_option *o, char *const *vals, nsr_error *err) {
         /* Additions that can only take away. Named, not numbered: options
          * other parts of nsrun add later (protect, deny-host) are accepted
          * once they exist in the table. */
         static const char *const additive[] = { "hide",        "protect",        "deny-host",
                                                 "unshare-net", "disable-userns", "cap-drop" };
-        /* Limits: accepted when no higher than the value before. */
-        static const char *const limits[] = { "timeout", "kill-after", "memory", "pids", "cpu", "tmp-size" };
+        /* Limits and modes: accepted when no looser than the value in force
+         * once everything else (built-in defaults, the config files, the
+         * profiles and the command line) is counted; the parser compares. */
+        static const char *const compared[] = { "timeout", "kill-after",  "memory",        "pids",
+                                                "cpu",     "tmp-size",    "rlimit",        "home",
+                                                "sandbox", "on-conflict", "snapshot-limit" };
 
         if (name_in(o, additive, ELEMENTSOF(additive)))
                 return 0;
-        if (o->id == NSR_OPT_HOME) {
-                nsr_home_mode want = nsr_home_mode_from_string(vals[0]);
-                nsr_home_mode have = prev ? nsr_home_mode_from_string(prev) : NSR_HOME_OVERLAY;
-                /* overlay < ro < hide */
-                if (want < 0 || want < have)
-                        return nsr_error_setx(err, EPERM, "--home %s would loosen --home %s", vals[0],
-                                              nsr_home_mode_to_string(have));
-                return 0;
-        }
         if (o->id == NSR_OPT_SECCOMP_POLICY) {
                 /* Policies stack, so any policy only takes away; but only a
                  * shipped one: a path would make nsrun read host files on
@@ -615,17 +615,17 @@ int nsr_pf_check_tightening(const nsr_option *o, char *const *vals, const char *
                         return 0;
                 return nsr_error_setx(err, EPERM, "only \"seccomp-policy strict\" is accepted here");
         }
-        if (name_in(o, limits, ELEMENTSOF(limits))) {
-                double want, have;
-                if (o->nargs != 1 || parse_amount(vals[0], &want) < 0)
-                        return nsr_error_setx(err, EPERM, "%s: cannot tell whether this lowers the limit", o->name);
-                if (prev && (parse_amount(prev, &have) < 0 || want > have))
-                        return nsr_error_setx(err, EPERM, "%s %s would raise the limit %s", o->name, vals[0], prev);
-                return 0;
-        }
+        if (name_in(o, compared, ELEMENTSOF(compared)))
+                return 1;
+        if (o->id == NSR_OPT_KEEP_DAYS || o->id == NSR_OPT_BACKUP_LIMIT)
+                return nsr_error_setx(err, EPERM,
+                                      "%s sizes the caller's undo history, which a project neither shortens nor "
+                                      "grows: give it on the command line or in ~/.config/nsrun/config",
+                                      o->name);
         return nsr_error_setx(err, EPERM,
                               "%s could loosen the sandbox, and the sandbox can write this file: only hide, protect, "
-                              "deny-host, a stricter home, seccomp-policy strict and lower limits are accepted",
+                              "deny-host, a stricter home, seccomp-policy strict and lower limits are accepted; give "
+                              "it on the command line or in a profile outside the project",
                               o->name);
 }
 

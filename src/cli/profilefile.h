@@ -21,7 +21,8 @@
  * Where files come from (nsrun-profile(5)):
  *   --profile NAME  $XDG_CONFIG_HOME/nsrun/profiles/NAME.profile, then
  *                   SYSCONFDIR/nsrun/profiles, then DATADIR/profiles;
- *   --profile PATH  (any name holding a "/") that file;
+ *   --profile PATH  (any name holding a "/") that file; inside a project of
+ *                   the run, read like PROJECT/.nsrun/profile;
  *   SYSCONFDIR/nsrun/config, then $XDG_CONFIG_HOME/nsrun/config: defaults
  *                   for project mode; only the system file may "forbid";
  *   PROJECT/.nsrun/profile: tightening lines only.
@@ -39,6 +40,9 @@ typedef enum nsr_pf_kind {
         NSR_PF_SYSTEM_CONFIG, /* may also "forbid" */
         NSR_PF_USER_CONFIG,
         NSR_PF_PROJECT_LOCAL, /* tightening lines only, no include */
+        /* A --profile PATH that lies inside a project of the run: the
+         * sandbox can write it, so it is read like .nsrun/profile. */
+        NSR_PF_PROJECT_PROFILE,
         _NSR_PF_KIND_MAX,
         _NSR_PF_KIND_INVALID = -EINVAL,
 } nsr_pf_kind;
@@ -70,6 +74,7 @@ typedef struct nsr_pf_list {
         size_t n;
         nsr_pf_forbid *forbid;
         size_t n_forbid;
+        char **files; /* the real path of every file read (includes too), for protection */
 } nsr_pf_list;
 
 /* Where the files are looked up and how words are expanded. */
@@ -78,6 +83,9 @@ typedef struct nsr_pf_ctx {
         char *const *env;       /* for $XDG_* */
         const char *sysconfdir; /* "/etc": holds nsrun/config and nsrun/profiles */
         const char *datadir;    /* holds profiles/NAME.profile (the shipped ones) */
+        /* The real paths of the run's projects: a profile named by path
+         * that lies inside one is read as NSR_PF_PROJECT_PROFILE. */
+        char *const *projects;
 } nsr_pf_ctx;
 
 void nsr_pf_list_done(nsr_pf_list *l);
@@ -89,6 +97,9 @@ const char *nsr_pf_sysconfdir(void);
 /* Finds NAME.profile (or PATH, for a name holding a "/"); *ret is the path.
  * -ENOENT with the places tried in err. */
 int nsr_pf_find(const nsr_pf_ctx *ctx, const char *name, char **ret, nsr_error *err);
+
+/* Whether path (real or not) lies inside one of ctx->projects. */
+bool nsr_pf_in_project(const nsr_pf_ctx *ctx, const char *path);
 
 /* Reads the file at path, following its includes, and appends its lines
  * (and, for the system config, its forbid rules) to l. A missing config
@@ -104,10 +115,15 @@ int nsr_pf_load_project(const nsr_pf_ctx *ctx, const char *project, nsr_pf_list 
  * comment or blank line gives zero words. */
 int nsr_pf_split(const nsr_pf_ctx *ctx, const char *line, char ***ret, nsr_error *err);
 
-/* Whether a project-local line only tightens: prev is the value the same
- * option had before (NULL for none; for --home, the current mode's name).
- * On refusal err says why. */
-int nsr_pf_check_tightening(const nsr_option *o, char *const *vals, const char *prev, nsr_error *err);
+/* Whether a kind of file is one the sandbox can write (tightening only). */
+bool nsr_pf_kind_tightening_only(nsr_pf_kind kind);
+
+/* Which lines a file the sandbox can write may hold: 0 for a line that can
+ * only take away (hide, deny-host, seccomp-policy strict...), 1 for a
+ * limit or mode the caller must compare with the value in force
+ * (timeout, pids, rlimit, home, on-conflict...: lower or stricter only),
+ * -EPERM with the reason and what to do instead for anything else. */
+int nsr_pf_check_tightening(const nsr_option *o, char *const *vals, nsr_error *err);
 
 /* Whether a use of option o with first argument value (NULL for an option
  * without arguments) is forbidden; returns the rule or NULL. */

@@ -5,9 +5,15 @@
  *   1. SYSCONFDIR/nsrun/config         project mode; its forbid rules
  *                                      for every run under the nsrun name
  *   2. $XDG_CONFIG_HOME/nsrun/config   project mode
- *   3. each --profile, in order
- *   4. PROJECT/.nsrun/profile          project mode; tightening lines only
- *   5. the command line, which wins
+ *   3. each --profile, in order (one named by path inside a project is
+ *      the project's: read like 5.)
+ *   4. the command line, which wins over 1-3
+ *   5. PROJECT/.nsrun/profile          project mode; tightening lines only,
+ *                                      each compared with the value in force
+ *                                      after 1-4 (cli.c)
+ *
+ * Every file read is recorded in the plan (proj.config_files), with the
+ * config dirs, for protection when it lies in a project.
  */
 #pragma once
 

@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <sys/timerfd.h>
+#include <unistd.h>
 
 #include "base/dirent.h"
 #include "cli/runctl.h"
@@ -263,6 +264,80 @@ uint64_t nsr_tmp_size_default(void) {
                 ram = (uint64_t) si.totalram * si.mem_unit;
         uint64_t q = ram / 4;
         return q < NSR_TMP_SIZE_MIN ? NSR_TMP_SIZE_MIN : q;
+}
+
+void nsr_runctl_effective_rlimit(const nsr_runctl *rc, nsr_rlimit_id id, uint64_t *ret_soft, uint64_t *ret_hard) {
+        nsr_runctl d = *rc;
+        nsr_runctl_project_defaults(&d);
+        const nsr_rlimit_spec *s = &d.rlim[id];
+        struct rlimit cur = { RLIM_INFINITY, RLIM_INFINITY };
+        (void) getrlimit(rlimits[id].resource, &cur);
+        uint64_t csoft = cur.rlim_cur == RLIM_INFINITY ? NSR_RLIM_INFINITY : (uint64_t) cur.rlim_cur;
+        uint64_t chard = cur.rlim_max == RLIM_INFINITY ? NSR_RLIM_INFINITY : (uint64_t) cur.rlim_max;
+        uint64_t soft = s->has_soft ? s->soft : csoft, hard = s->has_hard ? s->hard : chard;
+        if (id == NSR_RLIMIT_NPROC && !s->has_soft && !s->has_hard && d.pids)
+                soft = hard = d.pids;
+        if (s->clamp) {
+                hard = hard < chard ? hard : chard;
+                soft = soft < hard ? soft : hard;
+        }
+        *ret_soft = soft;
+        *ret_hard = hard;
+}
+
+void nsr_host_bounds_detect(nsr_host_bounds *ret) {
+        *ret = (nsr_host_bounds){ .pid_max = UINT64_C(1) << 22 };
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        _cleanup_close_ int fd = open("/proc/sys/kernel/pid_max", O_RDONLY | O_CLOEXEC);
+        uint64_t v = 0;
+        if (fd >= 0 && nsr_read_all(fd, 64, &text, &len) >= 0) {
+                text[strcspn(text, "\n")] = '\0';
+                if (nsr_parse_u64(text, &v) >= 0 && v > 0)
+                        ret->pid_max = v;
+        }
+        struct sysinfo si;
+        ret->ram = sysinfo(&si) == 0 ? (uint64_t) si.totalram * si.mem_unit : NSR_RLIM_INFINITY;
+        for (size_t i = 0; i < _NSR_RLIMIT_MAX; i++) {
+                struct rlimit cur = { RLIM_INFINITY, RLIM_INFINITY };
+                (void) getrlimit(rlimits[i].resource, &cur);
+                ret->hard[i] = cur.rlim_max == RLIM_INFINITY ? NSR_RLIM_INFINITY : (uint64_t) cur.rlim_max;
+        }
+}
+
+static void format_value(uint64_t v, char *buf, size_t len);
+
+static int above(nsr_error *err, const char *opt, uint64_t v, uint64_t bound, const char *what) {
+        return nsr_error_setx(err, ERANGE, "%s %" PRIu64 " is above %" PRIu64 ", %s: refused, whoever asks", opt, v,
+                              bound, what);
+}
+
+int nsr_runctl_check_host(const nsr_runctl *rc, const char *opt, nsr_rlimit_id rid, const nsr_host_bounds *hb,
+                          nsr_error *err) {
+        if (streq(opt, "--pids") && rc->pids > hb->pid_max)
+                return above(err, opt, rc->pids, hb->pid_max, "this host's pid_max (/proc/sys/kernel/pid_max)");
+        if (streq(opt, "--tmp-size") && rc->tmp_size > hb->ram)
+                return above(err, opt, rc->tmp_size, hb->ram, "the bytes of RAM this host has");
+        if (streq(opt, "--memory") && rc->memory > hb->ram)
+                return above(err, opt, rc->memory, hb->ram, "the bytes of RAM this host has");
+        if (streq(opt, "--rlimit") && rid >= 0 && rid < _NSR_RLIMIT_MAX) {
+                /* Raising a hard limit needs CAP_SYS_RESOURCE in the initial
+                 * user namespace, which the sandbox never has: the kernel
+                 * would refuse it in the child; say so before anything ran,
+                 * with the bound. */
+                const nsr_rlimit_spec *s = &rc->rlim[rid];
+                uint64_t v = s->has_hard ? s->hard : s->soft;
+                if ((s->has_hard || s->has_soft) && hb->hard[rid] != NSR_RLIM_INFINITY &&
+                    (v == NSR_RLIM_INFINITY || v > hb->hard[rid])) {
+                        char a[32];
+                        format_value(v, a, sizeof(a));
+                        return nsr_error_setx(err, ERANGE,
+                                              "--rlimit %s: %s is above your hard limit (%" PRIu64
+                                              "), and nsrun cannot raise the hard limit",
+                                              rlimits[rid].name, a, hb->hard[rid]);
+                }
+        }
+        return 0;
 }
 
 void nsr_runctl_merge(nsr_runctl *dst, const nsr_runctl *src) {

@@ -94,6 +94,29 @@ int nsr_parse_cpu(const char *s, uint64_t *ret_milli);
 void nsr_runctl_project_defaults(nsr_runctl *rc);
 /* The --tmp-size default: a quarter of the RAM, at least NSR_TMP_SIZE_MIN. */
 uint64_t nsr_tmp_size_default(void);
+/* The soft and hard value of one rlimit a project-mode run's command gets:
+ * the one set, else the project-mode default, else the caller's own
+ * (NSR_RLIM_INFINITY: unlimited). */
+void nsr_runctl_effective_rlimit(const nsr_runctl *rc, nsr_rlimit_id id, uint64_t *ret_soft, uint64_t *ret_hard);
+
+/* What this host allows at most, whoever asks: a value above is refused on
+ * the command line and in every file, not clamped. */
+typedef struct nsr_host_bounds {
+        uint64_t pid_max;               /* /proc/sys/kernel/pid_max */
+        uint64_t ram;                   /* bytes of RAM (sysinfo) */
+        uint64_t hard[_NSR_RLIMIT_MAX]; /* the caller's hard rlimits */
+} nsr_host_bounds;
+
+void nsr_host_bounds_detect(nsr_host_bounds *ret);
+
+/* Pure. Whether the option's value (already parsed into rc) is within hb;
+ * only the fields opt names are checked ("--pids", "--tmp-size",
+ * "--memory", "--rlimit" with rid). A --cpu above the CPUs is no more
+ * than no limit at all: not refused. On refusal err says which
+ * bound and how large it is. */
+int nsr_runctl_check_host(const nsr_runctl *rc, const char *opt, nsr_rlimit_id rid, const nsr_host_bounds *hb,
+                          nsr_error *err);
+
 /* Copies what src sets over dst (the later word wins, as on one command
  * line). */
 void nsr_runctl_merge(nsr_runctl *dst, const nsr_runctl *src);

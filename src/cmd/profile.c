@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* "nsrun profile list | show [NAME] [--json] | check FILE": the profile
+/* "nsrun profile list | show [NAME] [--json] | check [-p DIR] FILE": the profile
  * files of nsrun-profile(5), listed, expanded and checked. A front end: it
  * prints and picks the exit status (0 fine, 1 usage, 125 a bad file). */
 #include "config.h"
@@ -28,7 +28,11 @@ static const nsr_subopt show_opts[] = {
 };
 static const nsr_subcmd list_sub = { "profile list", NULL, NULL, 0, 0, NULL };
 static const nsr_subcmd show_sub = { "profile show", "[NAME|PATH]", NULL, 1, 0, show_opts };
-static const nsr_subcmd check_sub = { "profile check", "FILE", NULL, 1, 0, NULL };
+static const nsr_subopt check_opts[] = {
+        { "--project", "-p", 1, 1, "DIR", "Check FILE as a run on DIR reads it (inside DIR: tightening lines only)" },
+        { NULL, NULL, 0, 0, NULL, NULL },
+};
+static const nsr_subcmd check_sub = { "profile check", "FILE", NULL, 1, 0, check_opts };
 
 static void usage(FILE *f) {
         static const nsr_subcmd *const cmds[] = { &list_sub, &show_sub, &check_sub };
@@ -38,25 +42,35 @@ static void usage(FILE *f) {
                                "show    the options a project-mode run in this directory would take from\n"
                                "        files: the system and user configs, the profile, ./.nsrun/profile;\n"
                                "        each fully expanded, with the file and line it came from\n"
-                               "check   parse FILE (a project's .nsrun/profile by its name), check it as a\n"
-                               "        run would (options that exclude each other, bind sources that\n"
-                               "        must exist), and report the first error as FILE:LINE\n\n"
+                               "check   parse FILE (a project's .nsrun/profile by its name; with -p DIR,\n"
+                               "        a file inside DIR as that project's), check it as a run in DIR\n"
+                               "        (or here) would: options that exclude each other, bind sources\n"
+                               "        that must exist; report the first error as FILE:LINE\n\n"
                                "See nsrun-profile(5).\n");
 }
 
-static int show_option(void *userdata, const nsr_subopt *o, const char *val, nsr_error *err) {
-        (void) o, (void) val, (void) err;
-        *(bool *) userdata = true; /* --json, the only one */
+typedef struct verb_opts {
+        bool json;
+        const char *project;
+} verb_opts;
+
+static int verb_option(void *userdata, const nsr_subopt *o, const char *val, nsr_error *err) {
+        verb_opts *v = userdata;
+        (void) err;
+        if (o->key == 1)
+                v->project = val;
+        else
+                v->json = true;
         return 0;
 }
 
 /* Parses a verb's words: 0 with the operand in *ret_operand, 1 after
  * --help, -1 after saying what is wrong. */
-static int parse(const nsr_subcmd *c, int argc, char **argv, bool *ret_json, const char **ret_operand) {
-        bool json = false;
+static int parse(const nsr_subcmd *c, int argc, char **argv, verb_opts *ret_opts, const char **ret_operand) {
+        verb_opts vo = { 0 };
         nsr_subargs sa;
         nsr_error e = { 0 };
-        int r = nsr_subopts_parse(c, argc, argv, show_option, &json, &sa, &e);
+        int r = nsr_subopts_parse(c, argc, argv, verb_option, &vo, &sa, &e);
         bool help = sa.help;
         *ret_operand = sa.n_operands ? sa.operands[0] : NULL;
         nsr_subargs_done(&sa);
@@ -71,8 +85,7 @@ static int parse(const nsr_subcmd *c, int argc, char **argv, bool *ret_json, con
                 usage(stdout);
                 return 1;
         }
-        if (ret_json)
-                *ret_json = json;
+        *ret_opts = vo;
         return 0;
 }
 
@@ -226,27 +239,43 @@ static int check_plan(nsr_pf_list *l, const char *dir, nsr_error *err) {
         return -err->code; /* fails whole, not by a line: as it is */
 }
 
-static int cmd_check(const char *file) {
+static int cmd_check(const char *file, const char *project) {
         nsr_pf_ctx ctx;
         nsr_profileset_ctx(environ, &ctx);
         _cleanup_(nsr_pf_list_done) nsr_pf_list l = { 0 };
         nsr_error err = { 0 };
         bool local = nsr_endswith(file, "/.nsrun/profile") || streq(file, ".nsrun/profile");
+        /* With -p DIR: the run's view, where a file inside DIR is the
+         * project's (nsrun-profile(5)). */
+        char real[PATH_MAX];
+        char *projects[2] = { NULL, NULL };
+        if (project) {
+                if (!realpath(project, real)) {
+                        fprintf(stderr, "nsrun: --project %s: %s\n", project, strerror(errno));
+                        return NSR_EXIT_FAILURE;
+                }
+                projects[0] = real;
+                ctx.projects = projects;
+        }
         int r;
         if (local) {
                 _cleanup_free_ char *dir = nsr_strndup(file, strlen(file) - strlen(".nsrun/profile"));
                 r = nsr_pf_load_project(&ctx, *dir ? dir : ".", &l, &err);
         } else
-                r = nsr_pf_load(&ctx, file, NSR_PF_PROFILE, false, &l, &err);
+                r = nsr_pf_load(&ctx, file,
+                                strchr(file, '/') && nsr_pf_in_project(&ctx, file) ? NSR_PF_PROJECT_PROFILE
+                                                                                   : NSR_PF_PROFILE,
+                                false, &l, &err);
         if (r >= 0) {
                 /* Through the parser and the plan's checks, as a run would
                  * apply it: in the project whose .nsrun/profile it is, else
                  * in the current dir. */
-                _cleanup_free_ char *dir =
-                        local ? nsr_strndup(file, strlen(file) - strlen(".nsrun/profile")) : nsr_strdup(".");
-                char real[PATH_MAX];
+                _cleanup_free_ char *dir = project ? nsr_strdup(real)
+                                           : local ? nsr_strndup(file, strlen(file) - strlen(".nsrun/profile"))
+                                                   : nsr_strdup(".");
+                char here[PATH_MAX];
                 /* The whole host is no project: check as one in /tmp. */
-                if (!local && realpath(".", real) && streq(real, "/"))
+                if (!project && !local && realpath(".", here) && streq(here, "/"))
                         free(dir), dir = nsr_strdup("/tmp");
                 r = check_plan(&l, *dir ? dir : ".", &err);
         }
@@ -283,22 +312,22 @@ int nsr_cmd_profile(int argc, char **argv) {
                 return argc < 2 ? 1 : 0;
         }
         const char *sub = argv[1], *operand = NULL;
-        bool json = false;
+        verb_opts vo = { 0 };
         const nsr_subcmd *c = streq(sub, "list")    ? &list_sub
                               : streq(sub, "show")  ? &show_sub
                               : streq(sub, "check") ? &check_sub
                                                     : NULL;
         if (c) {
-                int r = parse(c, argc - 1, argv + 1, &json, &operand);
+                int r = parse(c, argc - 1, argv + 1, &vo, &operand);
                 if (r != 0)
                         return r < 0 ? 1 : 0;
         }
         if (c == &list_sub)
                 return cmd_list();
         if (c == &show_sub)
-                return cmd_show(operand, json);
+                return cmd_show(operand, vo.json);
         if (c == &check_sub && operand)
-                return cmd_check(operand);
+                return cmd_check(operand, vo.project);
         if (streq(sub, "--dump-options") && argc == 2)
                 return dump_options();
         usage(stderr);

@@ -374,14 +374,18 @@ static void add_env(builder *b, nsr_error *err) {
         nsr_plan_add_env(b->p, NSR_ENV_SET, "NSRUN", "1");
 }
 
-static void protect_git(builder *b, const char *project) {
+static void protect_git(builder *b, const nsr_profile_project *pr) {
+        const char *project = pr->path;
         _cleanup_free_ char *git = nsr_path_join(project, ".git");
         _cleanup_free_ char *local = nsr_path_join(project, ".nsrun");
         struct stat st;
-        /* The project-local profile: read-only inside too, so the command
+        /* The project-local profile, and what else of the project nsrun
+         * read as its configuration: read-only inside too, so the command
          * is told at once (its changes would be dropped at apply anyway). */
         if (lstat(local, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
                 op2(b, NSR_OP_RO_BIND, local, local);
+        for (size_t i = 0; pr->config && pr->config[i]; i++)
+                op2(b, NSR_OP_RO_BIND, pr->config[i], pr->config[i]);
         if (lstat(git, &st) < 0)
                 return;
         if (S_ISREG(st.st_mode)) {
@@ -406,6 +410,34 @@ static void protect_git(builder *b, const char *project) {
                         if (lstat(g.gl_pathv[k], &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
                                 op2(b, NSR_OP_RO_BIND, g.gl_pathv[k], g.gl_pathv[k]);
                 globfree(&g);
+        }
+}
+
+/* A --rw path is written live, with no commit to drop changes at: what of
+ * it nsrun read as its configuration is bound read-only over it, and each
+ * dir on the way from the --rw path is bound onto itself, so that it is a
+ * mount point: a dir holding a mount can still be renamed, and a new file
+ * planted under the old name, but a mount point cannot (EBUSY). */
+static void protect_config_in_rw(builder *b, size_t n_ro) {
+        char *const *cf = b->p->proj.config_files;
+        for (size_t i = 0; cf && cf[i]; i++) {
+                char real[PATH_MAX];
+                struct stat st;
+                if (!realpath(cf[i], real) || lstat(real, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+                        continue;
+                for (size_t k = n_ro; b->exposed && b->exposed[k]; k++) {
+                        const char *top = b->exposed[k];
+                        if (!under(real, top) || streq(real, top))
+                                continue;
+                        size_t l = strlen(top);
+                        for (char *s = strchr(real + l + 1, '/'); s; s = strchr(s + 1, '/')) {
+                                *s = '\0';
+                                op2(b, NSR_OP_BIND, real, real);
+                                *s = '/';
+                        }
+                        op2(b, NSR_OP_RO_BIND, real, real);
+                        break;
+                }
         }
 }
 
@@ -510,7 +542,7 @@ static int build_workspace(builder *b, const char *rt, nsr_error *err) {
 
         /* The protected paths, bound where the project now is. */
         size_t first = p->n_ops;
-        protect_git(b, pr->path);
+        protect_git(b, pr);
         for (size_t i = first; i < p->n_ops; i++) {
                 char *d = p->ops[i].dest;
                 if (d && under(d, pr->path)) {
@@ -631,7 +663,7 @@ static void add_projects(builder *b) {
                 op->flags |= NSR_OPF_VERIFY;
                 op->verify_dev = pr->dev;
                 op->verify_ino = pr->ino;
-                protect_git(b, pr->path);
+                protect_git(b, pr);
         }
 }
 
@@ -692,6 +724,7 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
         add_projects(&b);
         for (size_t i = 0; b.exposed && b.exposed[i]; i++)
                 op2(&b, i < n_ro ? NSR_OP_RO_BIND : NSR_OP_BIND, b.exposed[i], b.exposed[i]);
+        protect_config_in_rw(&b, n_ro);
         for (size_t i = 0; b.late_ro && b.late_ro[i]; i++)
                 op2(&b, NSR_OP_REMOUNT_RO, NULL, b.late_ro[i]);
         add_hidden(&b, false);

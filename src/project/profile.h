@@ -25,6 +25,9 @@ typedef struct nsr_profile_project {
          * mount points the root needs (usr, etc, proc...), so that they
          * never land in the upper dir as changes; NULL otherwise. */
         const char *skel;
+        /* Files and dirs in the project that nsrun read as its own
+         * configuration: bound read-only inside, like .nsrun. */
+        char *const *config;
 } nsr_profile_project;
 
 typedef struct nsr_profile_ctx {

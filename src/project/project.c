@@ -48,6 +48,8 @@ typedef struct project_entry {
         char **errors;
         nsr_snapshot *snap;    /* live writes: the project before the run */
         bool protect_enforced; /* nsr_project_protect ran on changes */
+        char **config;         /* what the run read as nsrun's configuration: protect patterns */
+        char **config_bind;    /* ... the files and dirs of it that exist, read-only inside */
 } project_entry;
 
 /* What confines the command. */
@@ -93,6 +95,8 @@ nsr_project *nsr_project_free(nsr_project *pj) {
                 nsr_commit_result_done(&e->commit);
                 nsr_strv_free(e->errors);
                 nsr_snapshot_free(e->snap);
+                nsr_strv_free(e->config);
+                nsr_strv_free(e->config_bind);
         }
         free(pj->p);
         free(pj->state_dir);
@@ -296,6 +300,103 @@ static int resolve_projects(nsr_project *pj, const nsr_project_opts *o, nsr_erro
         return 0;
 }
 
+/* The path with its dir resolved, its last component as it is: a symlink
+ * the run read a file through is itself what the next run follows. */
+static char *real_parent(const char *path) {
+        const char *slash = strrchr(path, '/');
+        if (!slash || !slash[1])
+                return real_or_planned(path);
+        _cleanup_free_ char *dir = slash == path ? nsr_strdup("/") : nsr_strndup(path, (size_t) (slash - path));
+        _cleanup_free_ char *rd = real_or_planned(dir);
+        return nsr_path_join(rd, slash + 1);
+}
+
+/* One path of config_of_project(), real as far as it exists. */
+static void config_path(project_entry *e, const char *real, bool policy_dir) {
+        if (!under(real, e->path))
+                return;
+        const char *rel = real + strlen(e->path);
+        rel += *rel == '/';
+        _cleanup_free_ char *esc = nsr_protect_escape(rel);
+        char *pat = policy_dir ? nsr_asprintf("%s%s*.policy", esc, *esc ? "/" : "") : nsr_strdup(*esc ? esc : "*");
+        if (nsr_strv_contains(e->config, pat))
+                free(pat);
+        else
+                nsr_strv_push(&e->config, pat);
+        struct stat st;
+        if (!policy_dir && *rel && !nsr_strv_contains(e->config_bind, real) && lstat(real, &st) == 0 &&
+            (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+                nsr_strv_extend(&e->config_bind, real);
+}
+
+/* What the run read as nsrun's own configuration (profiles, includes,
+ * config dirs, --args files, --seccomp-policy files and the policies
+ * beside them) that lies in project e: the commit's patterns
+ * (nsr_protect_config_match), and what exists of it, to bind read-only. A
+ * path that does not exist yet (the user's config dir) is protected too:
+ * a run must not create what the next one reads. */
+static void config_of_project(project_entry *e, const nsr_project_opts *o) {
+        for (size_t k = 0; k < 2; k++) {
+                char *const *v = k ? o->config_policy_dirs : o->config_files;
+                for (size_t i = 0; v && v[i]; i++) {
+                        _cleanup_free_ char *norm = nsr_path_normalize(v[i]);
+                        /* The name (a symlink is what the next run follows)
+                         * and what it resolves to (a dir the next run
+                         * looks into). */
+                        char *both[2] = { real_parent(norm), real_or_planned(norm) };
+                        config_path(e, both[0], k == 1);
+                        if (!streq(both[0], both[1]))
+                                config_path(e, both[1], k == 1);
+                        free(both[0]);
+                        free(both[1]);
+                }
+        }
+}
+
+/* pN/config in the run dir: the patterns, NUL-separated, for every later
+ * capture of the run (a kept run's commit, a session's commits). */
+static int save_config(int run_fd, size_t i, char *const *config, nsr_error *err) {
+        char rel[32];
+        snprintf(rel, sizeof(rel), "p%zu/config", i);
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        _cleanup_fclose_ FILE *f = open_memstream(&buf, &len);
+        if (!f)
+                return nsr_error_set(err, errno, "open_memstream");
+        for (size_t k = 0; config && config[k]; k++)
+                fwrite(config[k], 1, strlen(config[k]) + 1, f);
+        if (fflush(f) != 0)
+                return nsr_error_set(err, errno, "open_memstream");
+        return nsr_durable_write(run_fd, rel, buf ? buf : "", len, 0600, 0, err);
+}
+
+#define CONFIG_MAX (1u << 20)
+
+/* The patterns save_config wrote; none for a run without the file (one an
+ * older nsrun made). A file that is there but cannot be read fails the
+ * capture: without it the next run's configuration would go unprotected. */
+static int load_config(int run_fd, size_t i, char ***ret, nsr_error *err) {
+        char rel[32];
+        snprintf(rel, sizeof(rel), "p%zu/config", i);
+        _cleanup_strv_free_ char **v = nsr_malloc0(sizeof(char *));
+        _cleanup_close_ int fd = openat(run_fd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        if (fd < 0 && errno != ENOENT)
+                return nsr_error_set(err, errno, "cannot read the run's list of configuration files (%s)", rel);
+        int r = fd < 0 ? 0 : nsr_read_all(fd, CONFIG_MAX, &data, &len);
+        if (r < 0)
+                return nsr_error_set(err, -r, "cannot read the run's list of configuration files (%s)", rel);
+        for (size_t off = 0; off < len;) {
+                size_t l = strnlen(data + off, len - off);
+                if (l)
+                        nsr_strv_push(&v, nsr_strndup(data + off, l));
+                off += l + 1;
+        }
+        *ret = TAKE_PTR(v);
+        return 0;
+}
+
 /* The state dir: chosen, never inside a project nor a project inside it,
  * and (unless a trace only looks) created. */
 static int choose_state_dir(nsr_project *pj, const nsr_project_opts *o, bool create_state, nsr_error *err) {
@@ -392,7 +493,9 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
         for (size_t i = 0; i < pj->n; i++) {
                 pj->p[i].upper = nsr_asprintf("%s/p%zu/upper", pj->run_dir, i);
                 pj->p[i].work = nsr_asprintf("%s/p%zu/work", pj->run_dir, i);
+                config_of_project(&pj->p[i], o);
                 pp[i] = (nsr_profile_project){ .path = pj->p[i].path,
+                                               .config = pj->p[i].config_bind,
                                                .upper = pj->p[i].upper,
                                                .work = pj->p[i].work,
                                                .dev = pj->p[i].dev,
@@ -461,8 +564,9 @@ static mode_t current_umask(void) {
         return m;
 }
 
-static nsr_protect_ctx protect_ctx(int before_fd, int after_fd, const char *project_path) {
-        return (nsr_protect_ctx){ .before_fd = before_fd,
+static nsr_protect_ctx protect_ctx(int before_fd, int after_fd, const char *project_path, char *const *config) {
+        return (nsr_protect_ctx){ .config = config,
+                                  .before_fd = before_fd,
                                   .after_fd = after_fd,
                                   .project_path = project_path,
                                   .home = env_get("HOME"),
@@ -497,7 +601,11 @@ int nsr_project_capture(int run_fd, size_t index, int project_fd, const char *pr
         int r = nsr_capture_scan(upper, project_fd, &co, &cs, err);
         if (r < 0)
                 return nsr_error_prefix(err, "capturing the changes");
-        nsr_protect_ctx pc = protect_ctx(project_fd, upper, project_path);
+        _cleanup_strv_free_ char **config = NULL;
+        r = load_config(run_fd, index, &config, err);
+        if (r < 0)
+                return r;
+        nsr_protect_ctx pc = protect_ctx(project_fd, upper, project_path, config);
         r = nsr_protect_scan(cs, &pc, ret_protected, err);
         if (r < 0)
                 return r;
@@ -512,7 +620,7 @@ int nsr_project_protect(int run_fd, size_t index, int project_fd, const char *pr
         _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (upper < 0)
                 return nsr_error_set(err, errno, "cannot open the upper layer");
-        nsr_protect_ctx pc = protect_ctx(project_fd, upper, project_path);
+        nsr_protect_ctx pc = protect_ctx(project_fd, upper, project_path, NULL);
         return nsr_protect_enforce(cs, &pc, prot, err);
 }
 
@@ -971,7 +1079,11 @@ static int capture_live(project_entry *e, int run_fd, size_t i, nsr_error *err) 
         int r = nsr_snapshot_compare(e->snap, snap, e->fd, &cs, err);
         if (r < 0)
                 return nsr_error_prefix(err, "%s: capturing the changes", e->path);
-        nsr_protect_ctx pc = protect_ctx(snap, e->fd, e->path);
+        _cleanup_strv_free_ char **config = NULL;
+        r = load_config(run_fd, i, &config, err);
+        if (r < 0)
+                return r;
+        nsr_protect_ctx pc = protect_ctx(snap, e->fd, e->path, config);
         r = nsr_protect_scan(cs, &pc, &e->protected_changes, err);
         if (r < 0)
                 return r;
@@ -1020,7 +1132,7 @@ static void settle_live(nsr_project *pj, project_entry *e, int run_fd, size_t i,
                 char name[32];
                 snprintf(name, sizeof(name), "backup/p%zu", i);
                 _cleanup_close_ int snap = openat(run_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                nsr_protect_ctx pc = protect_ctx(snap, e->fd, e->path);
+                nsr_protect_ctx pc = protect_ctx(snap, e->fd, e->path, NULL);
                 r = nsr_protect_enforce(e->changes, &pc, e->protected_changes, &ae);
         }
         if (lock_err) {
@@ -1298,6 +1410,11 @@ static int create_run(run_ctx *c, nsr_error *err) {
                 if (save_root(run_fd, i, &st, err) < 0)
                         return nsr_error_prefix(err, "%s", pj->p[i].path);
         }
+
+        for (size_t i = 0; i < pj->n; i++)
+                if (save_config(run_fd, i, pj->p[i].config, err) < 0)
+                        return nsr_error_prefix(err, "%s: cannot record the configuration files to protect",
+                                                pj->p[i].path);
 
         clock_gettime(CLOCK_REALTIME, &c->started);
         /* Conflicts compare host ctimes with this: a host entry whose ctime

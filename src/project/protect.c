@@ -195,6 +195,46 @@ bool nsr_protect_list_match(char *const *patterns, const char *path) {
         return false;
 }
 
+static size_t components(const char *s) {
+        size_t n = 1;
+        for (; *s; s++)
+                n += *s == '/';
+        return n;
+}
+
+bool nsr_protect_config_match(char *const *patterns, const char *path, bool deleted, nsr_entry_type type) {
+        if (nsr_protect_list_match(patterns, path))
+                return true;
+        if (!deleted && type == NSR_ENTRY_DIR)
+                return false;
+        /* An ancestor dir of a pattern: the pattern's first components. */
+        size_t k = components(path);
+        for (size_t i = 0; patterns && patterns[i]; i++) {
+                const char *p = patterns[i];
+                const char *cut = p;
+                size_t seen = 0;
+                for (; *cut; cut++)
+                        if (*cut == '/' && ++seen == k)
+                                break;
+                if (!*cut)
+                        continue; /* not deeper than path */
+                _cleanup_free_ char *prefix = nsr_strndup(p, (size_t) (cut - p));
+                if (fnmatch(prefix, path, FNM_PATHNAME) == 0)
+                        return true;
+        }
+        return false;
+}
+
+char *nsr_protect_escape(const char *name) {
+        char *out = nsr_malloc0(2 * strlen(name) + 1), *o = out;
+        for (const char *s = name; *s; s++) {
+                if (strchr("*?[]\\", *s))
+                        *o++ = '\\';
+                *o++ = *s;
+        }
+        return out;
+}
+
 /* githooks(5): the names git runs from a hooks dir. Needed where that dir
  * is the project root, which cannot be protected as a whole. */
 static bool is_hook_name(const char *name) {
@@ -271,6 +311,10 @@ nsr_protect_verdict nsr_protect_classify(const nsr_protect_rules *rules, const n
                         *ret_reason = "git runs the hooks in core.hooksPath";
                         return NSR_PROTECT_DROP;
                 }
+        if (nsr_protect_config_match(rules->config, c->path, deleted, c->type)) {
+                *ret_reason = "nsrun read it as its own configuration, and so would the next run";
+                return NSR_PROTECT_DROP;
+        }
         if (nsr_protect_list_match(rules->patterns, c->path)) {
                 *ret_reason = "protect.list: tools on the host run it on their own";
                 return NSR_PROTECT_DROP;
@@ -592,6 +636,7 @@ void nsr_protect_rules_done(nsr_protect_rules *r) {
         free(r->gitdirs);
         nsr_strv_free(r->hooks);
         nsr_strv_free(r->patterns);
+        nsr_strv_free(r->config);
         *r = (nsr_protect_rules){ 0 };
 }
 
@@ -1060,6 +1105,7 @@ int nsr_protect_scan(nsr_changeset *cs, const nsr_protect_ctx *ctx, nsr_protect_
         int r = nsr_protect_load_list(ctx->datadir, ctx->home, ctx->xdg_config, &rules.patterns, err);
         if (r < 0)
                 return r;
+        rules.config = nsr_strv_copy(ctx->config);
         find_gitdirs(&rules, cs, ctx->before_fd);
         find_hooks(&rules, ctx);
 

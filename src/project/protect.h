@@ -21,6 +21,10 @@
  *     git at another dir;
  *   - the dirs the host's git config names as core.hooksPath, and the
  *     paths profiles/protect.list names, are dropped as a whole;
+ *   - so are .nsrun and every file nsrun read as its own configuration
+ *     (a --profile and its includes, a --seccomp-policy and the policies
+ *     beside it, an --args file, the user's nsrun config dir), with the
+ *     dirs that lead to them: the next run would read them;
  *   - modes never gain group or other write, bits the umask removes, or
  *     setuid, setgid and sticky, unless the host entry had them; ACLs and
  *     every system.*, trusted.* and security.* xattr are stripped unless
@@ -52,6 +56,7 @@ typedef struct nsr_protect_rules {
         size_t n_gitdirs;
         char **hooks;    /* project-relative dirs named by core.hooksPath ("" the root: its hook names only) */
         char **patterns; /* protect.list entries */
+        char **config;   /* files and dirs nsrun reads as its own configuration (nsr_protect_config_match) */
 } nsr_protect_rules;
 
 void nsr_protect_rules_done(nsr_protect_rules *r);
@@ -76,6 +81,19 @@ nsr_protect_verdict nsr_protect_git_entry(const char *rel, bool is_new, nsr_entr
  * followed by "/" at its start matches at any depth; a trailing "/" is
  * allowed (a dir and all below it are protected either way). */
 bool nsr_protect_list_match(char *const *patterns, const char *path);
+
+/* Pure. Whether a change to path must be dropped because nsrun reads what
+ * patterns name as its own configuration (a --profile, what it includes,
+ * a --seccomp-policy, an --args file, the user's config dir). Patterns
+ * are project-relative, in protect.list syntax (nsr_protect_escape for a
+ * literal name). path matches when it or an ancestor matches a pattern;
+ * and a change that deletes an ancestor dir of one, or replaces it with
+ * something else than a dir (a symlink would point the next run's lookup
+ * elsewhere), matches too. */
+bool nsr_protect_config_match(char *const *patterns, const char *path, bool deleted, nsr_entry_type type);
+
+/* Pure. name with fnmatch(3)'s special characters escaped. */
+char *nsr_protect_escape(const char *name);
 
 /* Pure. The verdict for one change under rules. */
 nsr_protect_verdict nsr_protect_classify(const nsr_protect_rules *rules, const nsr_change *c, const char **ret_reason);
@@ -153,6 +171,7 @@ typedef struct nsr_protect_ctx {
         const char *xdg_config;   /* $XDG_CONFIG_HOME or NULL */
         const char *datadir;      /* profiles/protect.list */
         mode_t umask;
+        char *const *config; /* nsr_protect_rules.config: what the run read as nsrun's configuration */
 } nsr_protect_ctx;
 
 /* Read-only: classifies cs (sorted) against the project before the run,

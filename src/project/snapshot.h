@@ -34,9 +34,9 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "cli/plan.h" /* NSR_SNAPSHOT_LIMIT_DEFAULT */
 #include "project/capture.h"
 
-#define NSR_SNAPSHOT_LIMIT_DEFAULT       ((uint64_t) 1 << 30)
 #define NSR_SNAPSHOT_MAX_ENTRIES_DEFAULT ((size_t) 4 * 1000 * 1000)
 #define NSR_SNAPSHOT_MAX_DEPTH           256u
 

@@ -5,7 +5,9 @@
  * in every error. */
 #include "config.h"
 
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -459,7 +461,7 @@ START_TEST(test_tightening_only) {
                 { NULL, "ro /x\n", "--ro could loosen" },
                 { NULL, "bind / /\n", "--bind could loosen" },
                 { NULL, "keep-env TOKEN\n", "--keep-env could loosen" },
-                { NULL, "sandbox off\n", "--sandbox could loosen" },
+                { NULL, "sandbox off\n", "--sandbox off would loosen --sandbox required" },
                 { NULL, "allow-nested\n", "--allow-nested could loosen" },
                 { NULL, "home overlay\n", "" },
                 { "home hide\n", "home ro\n", ":1: --home ro would loosen --home hide" },
@@ -482,20 +484,117 @@ START_TEST(test_tightening_only) {
 }
 END_TEST
 
+/* Applies a project-local file after the lines of before (a profile) and
+ * the command line words. */
+static int local_cmd(const char *before, const char *text, char **argv, size_t n, nsr_plan **ret, nsr_error *err) {
+        _cleanup_(nsr_pf_list_done) nsr_pf_list l = { 0 };
+        if (before && load("before.profile", before, NSR_PF_PROFILE, &l, err) < 0)
+                return -100;
+        free(write_file("proj/.nsrun/profile", text));
+        nsr_pf_ctx cx = ctx();
+        _cleanup_free_ char *proj = nsr_path_join(tmpdir, "proj");
+        int r = nsr_pf_load_project(&cx, proj, &l, err);
+        if (r < 0)
+                return r;
+        nsr_cli_result res;
+        return nsr_cli_parse_with(&l, argv, n, false, ret, &res, err);
+}
+
 START_TEST(test_limits) {
         nsr_error err = { 0 };
         static const nsr_option lim = { "--timeout", NULL, _NSR_OPT_MAX, 1, "SECONDS", "", NSR_OPTF_NSRUN, NULL };
         char *v[2] = { (char *) "30s", NULL };
-        ck_assert_int_eq(nsr_pf_check_tightening(&lim, v, NULL, &err), 0);
-        ck_assert_int_eq(nsr_pf_check_tightening(&lim, v, "1min", &err), 0);
-        ck_assert_int_eq(nsr_pf_check_tightening(&lim, v, "10", &err), -EPERM);
-        ck_assert_msg(strstr(err.msg, "would raise the limit 10"), "%s", err.msg);
-        v[0] = (char *) "soon";
-        ck_assert_int_eq(nsr_pf_check_tightening(&lim, v, NULL, &err), -EPERM);
-        static const nsr_option mem = { "--memory", NULL, _NSR_OPT_MAX, 1, "SIZE", "", NSR_OPTF_NSRUN, NULL };
-        v[0] = (char *) "512M";
-        ck_assert_int_eq(nsr_pf_check_tightening(&mem, v, "1G", &err), 0);
-        ck_assert_int_eq(nsr_pf_check_tightening(&mem, v, "256M", &err), -EPERM);
+        ck_assert_int_eq(nsr_pf_check_tightening(&lim, v, &err), 1);
+
+        /* Compared with the value in force, built-in defaults included. */
+        static const struct {
+                const char *before, *text, *why;
+        } cases[] = {
+                { NULL, "kill-after 1h\n", "--kill-after 1h would loosen --kill-after 5s, the value in force" },
+                { NULL, "kill-after 2s\n", NULL },
+                { NULL, "pids 5000\n", "--pids 5000 would loosen --pids 4096" },
+                { NULL, "pids 100\n", NULL },
+                { NULL, "snapshot-limit 2G\n", "would loosen --snapshot-limit" },
+                { NULL, "timeout 1h\n", NULL },
+                { "timeout 10m\n", "timeout 1h\n", "--timeout 1h would loosen --timeout 10m" },
+                { "timeout 10m\n", "timeout 5m\n", NULL },
+                { NULL, "rlimit core=1M\n", "core's soft limit 0" },
+                { NULL, "rlimit nofile=100\n", NULL },
+                { NULL, "rlimit nofile=5000:5000\n", "nofile's soft limit 4096" },
+                { NULL, "sandbox best-effort\n", "would loosen --sandbox required" },
+                { NULL, "sandbox required\n", NULL },
+                { "on-conflict fail\n", "on-conflict apply-rest\n", "would loosen --on-conflict fail" },
+                { NULL, "on-conflict keep-all\n", NULL },
+                { NULL, "backup-limit 1\n", "undo history" },
+                { NULL, "keep-days 1\n", "undo history" },
+                { NULL, "memory 1G\n", NULL },
+                { "memory 1G\n", "memory 2G\n", "would loosen --memory 1073741824" },
+        };
+        char *argv[] = { (char *) "true", NULL };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(nsr_plan_freep) nsr_plan *p = NULL;
+                int r = local_cmd(cases[i].before, cases[i].text, argv, 1, &p, &err);
+                if (!cases[i].why) {
+                        ck_assert_msg(r == 0, "%s: %s", cases[i].text, err.msg);
+                        continue;
+                }
+                ck_assert_msg(r == -EPERM, "%s accepted", cases[i].text);
+                ck_assert_msg(strstr(err.msg, cases[i].why), "%s: \"%s\" lacks \"%s\"", cases[i].text, err.msg,
+                              cases[i].why);
+        }
+
+        /* After the command line: a lower line holds against it, a higher
+         * one leaves the command line's (stricter) value alone. */
+        char *cmd[] = { (char *) "--timeout", (char *) "5m", (char *) "true", NULL };
+        _cleanup_(nsr_plan_freep) nsr_plan *p1 = NULL, *p2 = NULL, *p3 = NULL;
+        ck_assert_int_eq(local_cmd(NULL, "timeout 1m\n", cmd, 3, &p1, &err), 0);
+        ck_assert_uint_eq(p1->run.timeout_ms, 60000);
+        ck_assert_int_eq(local_cmd(NULL, "timeout 1h\n", cmd, 3, &p2, &err), 0);
+        ck_assert_uint_eq(p2->run.timeout_ms, 300000);
+        _cleanup_(nsr_plan_freep) nsr_plan *p4 = NULL;
+        char *nofile[] = { (char *) "--rlimit", (char *) "nofile=50", (char *) "true", NULL };
+        ck_assert_int_eq(local_cmd(NULL, "rlimit nofile=100\n", nofile, 3, &p4, &err), 0);
+        ck_assert_uint_eq(p4->run.rlim[NSR_RLIMIT_NOFILE].soft, 50);
+        char *home[] = { (char *) "--home", (char *) "overlay", (char *) "true", NULL };
+        ck_assert_int_eq(local_cmd(NULL, "home ro\n", home, 3, &p3, &err), 0);
+        ck_assert_int_eq(p3->proj.home, NSR_HOME_RO);
+}
+END_TEST
+
+START_TEST(test_project_profile) {
+        nsr_error err = { 0 };
+        free(write_file("proj2/ci.profile", "share-net\n"));
+        free(write_file("proj2/ok.profile", "hide /srv\n"));
+        _cleanup_free_ char *outer = write_file("outer.profile", "include proj2/ci.profile\n");
+        char real[PATH_MAX];
+        ck_assert_ptr_nonnull(realpath(tmpdir, real));
+        _cleanup_free_ char *proj = nsr_path_join(real, "proj2");
+        char *projects[] = { proj, NULL };
+        nsr_pf_ctx c = ctx();
+        c.projects = projects;
+        _cleanup_free_ char *inside = nsr_path_join(proj, "ci.profile");
+        ck_assert(nsr_pf_in_project(&c, inside));
+        ck_assert(!nsr_pf_in_project(&c, outer));
+
+        /* included by path from outside: the project's file all the same */
+        _cleanup_(nsr_pf_list_done) nsr_pf_list l = { 0 };
+        ck_assert_int_eq(nsr_pf_load(&c, outer, NSR_PF_PROFILE, false, &l, &err), 0);
+        ck_assert_int_eq(l.n, 1);
+        ck_assert_int_eq(l.entries[0].kind, NSR_PF_PROJECT_PROFILE);
+        ck_assert(nsr_strv_contains(l.files, inside));
+        char *argv[] = { (char *) "true", NULL };
+        _cleanup_(nsr_plan_freep) nsr_plan *p = NULL;
+        nsr_cli_result res;
+        ck_assert_int_eq(nsr_cli_parse_with(&l, argv, 1, false, &p, &res, &err), -EPERM);
+        ck_assert_msg(strstr(err.msg, "ci.profile:1: --share-net could loosen"), "%s", err.msg);
+        ck_assert_msg(strstr(err.msg, "in a profile outside the project"), "%s", err.msg);
+
+        /* and it may include nothing */
+        _cleanup_(nsr_pf_list_done) nsr_pf_list l2 = { 0 };
+        free(write_file("proj2/inc.profile", "include ok.profile\n"));
+        _cleanup_free_ char *inc = nsr_path_join(proj, "inc.profile");
+        ck_assert_int_eq(nsr_pf_load(&c, inc, NSR_PF_PROJECT_PROFILE, false, &l2, &err), -EPERM);
+        ck_assert_msg(strstr(err.msg, "include is refused in a profile inside a project"), "%s", err.msg);
 }
 END_TEST
 
@@ -541,6 +640,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_cycles_and_depth);
         tcase_add_test(tc, test_forbid);
         tcase_add_test(tc, test_tightening_only);
+        tcase_add_test(tc, test_project_profile);
         tcase_add_test(tc, test_limits);
         tcase_add_test(tc, test_find_and_list);
         suite_add_tcase(s, tc);

@@ -210,6 +210,39 @@ START_TEST(test_list_match) {
 }
 END_TEST
 
+START_TEST(test_config_match) {
+        _cleanup_free_ char *esc = nsr_protect_escape("conf/a[1]*.profile");
+        ck_assert_str_eq(esc, "conf/a\\[1\\]\\*.profile");
+        char *pats[] = { (char *) "conf/ci.profile", esc, (char *) "pol/*.policy", (char *) ".config/nsrun", NULL };
+        /* the files, and what lies below a protected dir */
+        ck_assert(nsr_protect_config_match(pats, "conf/ci.profile", false, NSR_ENTRY_FILE));
+        ck_assert(nsr_protect_config_match(pats, "conf/ci.profile", true, NSR_ENTRY_FILE));
+        ck_assert(nsr_protect_config_match(pats, "conf/a[1]*.profile", false, NSR_ENTRY_FILE));
+        ck_assert(!nsr_protect_config_match(pats, "conf/a1x.profile", false, NSR_ENTRY_FILE));
+        ck_assert(nsr_protect_config_match(pats, "pol/default.policy", false, NSR_ENTRY_FILE));
+        ck_assert(!nsr_protect_config_match(pats, "pol/notes.txt", false, NSR_ENTRY_FILE));
+        ck_assert(nsr_protect_config_match(pats, ".config/nsrun/profiles/strict.profile", false, NSR_ENTRY_FILE));
+        /* the files beside them are the run's */
+        ck_assert(!nsr_protect_config_match(pats, "conf/other", false, NSR_ENTRY_FILE));
+        /* an ancestor dir: changed as a dir is fine; deleted, or replaced
+         * by a symlink or file, is not */
+        ck_assert(!nsr_protect_config_match(pats, "conf", false, NSR_ENTRY_DIR));
+        ck_assert(nsr_protect_config_match(pats, "conf", true, NSR_ENTRY_DIR));
+        ck_assert(nsr_protect_config_match(pats, "conf", false, NSR_ENTRY_SYMLINK));
+        ck_assert(nsr_protect_config_match(pats, ".config", false, NSR_ENTRY_FILE));
+        ck_assert(nsr_protect_config_match(pats, "pol", false, NSR_ENTRY_SYMLINK));
+        ck_assert(!nsr_protect_config_match(pats, "other", true, NSR_ENTRY_DIR));
+        ck_assert(!nsr_protect_config_match(NULL, "conf", true, NSR_ENTRY_DIR));
+
+        /* and classify drops them with the reason */
+        nsr_protect_rules rules = { .config = pats };
+        nsr_change c = { .path = (char *) "conf/ci.profile", .kind = NSR_CHANGE_MODIFIED, .type = NSR_ENTRY_FILE };
+        const char *why = NULL;
+        ck_assert_int_eq(nsr_protect_classify(&rules, &c, &why), NSR_PROTECT_DROP);
+        ck_assert_msg(why && strstr(why, "own configuration"), "%s", why ? why : "(null)");
+}
+END_TEST
+
 START_TEST(test_mode) {
         /* An existing entry: never g+w, o+w or special bits it lacked. */
         ck_assert_uint_eq(nsr_protect_mode(0777, true, 0755, 022), 0755);
@@ -396,6 +429,7 @@ static Suite *protect_suite(void) {
         tcase_add_test(tc, test_git_allow_list);
         tcase_add_test(tc, test_classify);
         tcase_add_test(tc, test_list_match);
+        tcase_add_test(tc, test_config_match);
         tcase_add_test(tc, test_mode);
         tcase_add_test(tc, test_xattrs);
         tcase_add_test(tc, test_config_reduce);

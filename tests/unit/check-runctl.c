@@ -163,6 +163,62 @@ START_TEST(test_defaults_merge) {
 }
 END_TEST
 
+START_TEST(test_host_bounds) {
+        nsr_host_bounds hb = { .pid_max = 32768, .ram = UINT64_C(1) << 30 };
+        for (size_t i = 0; i < _NSR_RLIMIT_MAX; i++)
+                hb.hard[i] = NSR_RLIM_INFINITY;
+        hb.hard[NSR_RLIMIT_NOFILE] = 1024;
+        nsr_error err = { 0 };
+        nsr_runctl rc = { .pids = 32768, .tmp_size = UINT64_C(1) << 30, .memory = 4096 };
+        ck_assert_int_eq(nsr_runctl_check_host(&rc, "--pids", _NSR_RLIMIT_INVALID, &hb, &err), 0);
+        ck_assert_int_eq(nsr_runctl_check_host(&rc, "--tmp-size", _NSR_RLIMIT_INVALID, &hb, &err), 0);
+        rc.pids = 32769;
+        ck_assert_int_eq(nsr_runctl_check_host(&rc, "--pids", _NSR_RLIMIT_INVALID, &hb, &err), -ERANGE);
+        ck_assert_msg(strstr(err.msg, "--pids 32769 is above 32768, this host's pid_max"), "%s", err.msg);
+        /* only the option named is checked */
+        ck_assert_int_eq(nsr_runctl_check_host(&rc, "--memory", _NSR_RLIMIT_INVALID, &hb, &err), 0);
+        rc.tmp_size = rc.memory = (UINT64_C(1) << 30) + 1;
+        ck_assert_int_eq(nsr_runctl_check_host(&rc, "--tmp-size", _NSR_RLIMIT_INVALID, &hb, &err), -ERANGE);
+        ck_assert_int_eq(nsr_runctl_check_host(&rc, "--memory", _NSR_RLIMIT_INVALID, &hb, &err), -ERANGE);
+        ck_assert_msg(strstr(err.msg, "the bytes of RAM"), "%s", err.msg);
+
+        rc.rlim[NSR_RLIMIT_NOFILE] = (nsr_rlimit_spec){ .has_soft = true, .has_hard = true, .soft = 10, .hard = 1024 };
+        ck_assert_int_eq(nsr_runctl_check_host(&rc, "--rlimit", NSR_RLIMIT_NOFILE, &hb, &err), 0);
+        rc.rlim[NSR_RLIMIT_NOFILE].hard = 1025;
+        ck_assert_int_eq(nsr_runctl_check_host(&rc, "--rlimit", NSR_RLIMIT_NOFILE, &hb, &err), -ERANGE);
+        ck_assert_msg(strstr(err.msg, "--rlimit nofile: 1025 is above your hard limit (1024)"), "%s", err.msg);
+        rc.rlim[NSR_RLIMIT_NOFILE] = (nsr_rlimit_spec){ .has_soft = true, .soft = NSR_RLIM_INFINITY };
+        ck_assert_int_eq(nsr_runctl_check_host(&rc, "--rlimit", NSR_RLIMIT_NOFILE, &hb, &err), -ERANGE);
+        ck_assert_msg(strstr(err.msg, "unlimited is above"), "%s", err.msg);
+        /* an unlimited hard limit bounds nothing */
+        rc.rlim[NSR_RLIMIT_STACK] = (nsr_rlimit_spec){ .has_hard = true, .hard = NSR_RLIM_INFINITY };
+        ck_assert_int_eq(nsr_runctl_check_host(&rc, "--rlimit", NSR_RLIMIT_STACK, &hb, &err), 0);
+
+        nsr_host_bounds real;
+        nsr_host_bounds_detect(&real);
+        ck_assert_uint_gt(real.pid_max, 0);
+        ck_assert_uint_gt(real.ram, 0);
+}
+END_TEST
+
+START_TEST(test_effective_rlimit) {
+        nsr_runctl rc = { 0 };
+        uint64_t soft, hard;
+        nsr_runctl_effective_rlimit(&rc, NSR_RLIMIT_CORE, &soft, &hard);
+        ck_assert_uint_eq(soft, 0);
+        ck_assert_uint_eq(hard, 0);
+        nsr_runctl_effective_rlimit(&rc, NSR_RLIMIT_NOFILE, &soft, &hard);
+        ck_assert_uint_le(soft, NSR_NOFILE_DEFAULT_SOFT);
+        ck_assert_uint_le(hard, NSR_NOFILE_DEFAULT_HARD);
+        nsr_runctl_effective_rlimit(&rc, NSR_RLIMIT_NPROC, &soft, &hard);
+        ck_assert_uint_eq(soft, NSR_PIDS_DEFAULT);
+        rc.rlim[NSR_RLIMIT_FSIZE] = (nsr_rlimit_spec){ .has_soft = true, .has_hard = true, .soft = 5, .hard = 7 };
+        nsr_runctl_effective_rlimit(&rc, NSR_RLIMIT_FSIZE, &soft, &hard);
+        ck_assert_uint_eq(soft, 5);
+        ck_assert_uint_eq(hard, 7);
+}
+END_TEST
+
 /* ---- the refused-call record --------------------------------------------- */
 
 static void load_default(char **data, size_t *len) {
@@ -278,6 +334,8 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_bpf_interpreter);
         tcase_add_test(tc, test_notify_prog);
         tcase_add_test(tc, test_refused_count);
+        tcase_add_test(tc, test_host_bounds);
+        tcase_add_test(tc, test_effective_rlimit);
         suite_add_tcase(s, tc);
         return s;
 }

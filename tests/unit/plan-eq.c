@@ -10,7 +10,7 @@
 /* A tripwire: a field added to nsr_plan or nsr_op must be compared below
  * (then update the size here). */
 /* Not compared: timing (NSRUN_TIMING's table, a debugging aid, not a setting). */
-static_assert(sizeof(nsr_plan) == 952, "nsr_plan changed: update tests/unit/plan-eq.c");
+static_assert(sizeof(nsr_plan) == 968, "nsr_plan changed: update tests/unit/plan-eq.c");
 static_assert(sizeof(nsr_op) == 72, "nsr_op changed: update tests/unit/plan-eq.c");
 #endif
 
@@ -161,6 +161,8 @@ char *test_plan_diff(const nsr_plan *a, const nsr_plan *b, unsigned flags) {
                 DIFF_INT("proj.sandbox", a->proj.sandbox, b->proj.sandbox);
                 DIFF_INT("proj.no_overlay", a->proj.no_overlay, b->proj.no_overlay);
                 DIFF_INT("proj.workspace_root", a->proj.workspace_root, b->proj.workspace_root);
+                /* Not compared: proj.config_files and config_policy_dirs say
+                 * which files the options came from, not what they do. */
                 DIFF_INT("net_log_fd", a->net_log_fd, b->net_log_fd);
                 DIFF_INT("egress.n_allow", a->egress.n_allow, b->egress.n_allow);
                 DIFF_INT("egress.n_deny", a->egress.n_deny, b->egress.n_deny);
