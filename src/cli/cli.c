@@ -827,6 +827,17 @@ static int parse_list(parser *ps, char *const *args, size_t n, bool in_args_file
                                 inline_val = eq + 1;
                         }
                 }
+                /* bwrap 0.12's debugging switch, left out of its --help:
+                 * force-openat-fallback makes it emulate openat2(
+                 * RESOLVE_IN_ROOT) for old kernels. nsrun has no emulation
+                 * (it needs openat2), so there is nothing to force. */
+                if (!o && nsr_startswith(a, "--debug-opt=")) {
+                        const char *v = a + strlen("--debug-opt=");
+                        if (!streq(v, "force-openat-fallback"))
+                                return nsr_error_setx(err, EINVAL, "Unknown --debug-opt value: %s", v);
+                        i++;
+                        continue;
+                }
                 if (!o)
                         return nsr_error_setx(err, EINVAL, "Unknown option %s", a);
 
