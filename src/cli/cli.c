@@ -184,28 +184,29 @@ static int handle_flag(parser *ps, const nsr_option *o, const char *typed, char 
         nsr_plan *p = ps->plan;
         nsr_opt_id id = o->id;
         (void) typed, (void) vals, (void) in_args_file;
-        bool *flag = id == NSR_OPT_LEVEL_PREFIX             ? &p->level_prefix
-                     : id == NSR_OPT_UNSHARE_USER           ? &p->unshare_user
-                     : id == NSR_OPT_UNSHARE_USER_TRY       ? &p->unshare_user_try
-                     : id == NSR_OPT_UNSHARE_IPC            ? &p->unshare_ipc
-                     : id == NSR_OPT_UNSHARE_PID            ? &p->unshare_pid
-                     : id == NSR_OPT_UNSHARE_UTS            ? &p->unshare_uts
-                     : id == NSR_OPT_UNSHARE_CGROUP         ? &p->unshare_cgroup
-                     : id == NSR_OPT_UNSHARE_CGROUP_TRY     ? &p->unshare_cgroup_try
-                     : id == NSR_OPT_DISABLE_USERNS         ? &p->disable_userns
-                     : id == NSR_OPT_ASSERT_USERNS_DISABLED ? &p->assert_userns_disabled
-                     : id == NSR_OPT_NEW_SESSION            ? &p->new_session
-                     : id == NSR_OPT_DIE_WITH_PARENT        ? &p->die_with_parent
-                     : id == NSR_OPT_AS_PID_1               ? &p->as_pid_1
-                     : id == NSR_OPT_TRACE_BWRAP            ? &p->trace_bwrap
-                     : id == NSR_OPT_ALLOW_NESTED           ? &p->proj.allow_nested
-                     : id == NSR_OPT_DISCARD                ? &p->proj.discard
-                     : id == NSR_OPT_KEEP                   ? &p->proj.keep
-                     : id == NSR_OPT_QUIET                  ? &p->proj.quiet
-                     : id == NSR_OPT_VERBOSE                ? &p->proj.verbose
-                     : id == NSR_OPT_NO_OVERLAY             ? &p->proj.no_overlay
-                     : id == NSR_OPT_WORKSPACE_ROOT         ? &p->proj.workspace_root
-                                                            : NULL;
+        bool *flag = id == NSR_OPT_LEVEL_PREFIX              ? &p->level_prefix
+                     : id == NSR_OPT_UNSHARE_USER            ? &p->unshare_user
+                     : id == NSR_OPT_UNSHARE_USER_TRY        ? &p->unshare_user_try
+                     : id == NSR_OPT_UNSHARE_IPC             ? &p->unshare_ipc
+                     : id == NSR_OPT_UNSHARE_PID             ? &p->unshare_pid
+                     : id == NSR_OPT_UNSHARE_UTS             ? &p->unshare_uts
+                     : id == NSR_OPT_UNSHARE_CGROUP          ? &p->unshare_cgroup
+                     : id == NSR_OPT_UNSHARE_CGROUP_TRY      ? &p->unshare_cgroup_try
+                     : id == NSR_OPT_DISABLE_USERNS          ? &p->disable_userns
+                     : id == NSR_OPT_ASSERT_USERNS_DISABLED  ? &p->assert_userns_disabled
+                     : id == NSR_OPT_NEW_SESSION             ? &p->new_session
+                     : id == NSR_OPT_DIE_WITH_PARENT         ? &p->die_with_parent
+                     : id == NSR_OPT_AS_PID_1                ? &p->as_pid_1
+                     : id == NSR_OPT_NOT_A_SECURITY_BOUNDARY ? &p->not_a_security_boundary
+                     : id == NSR_OPT_TRACE_BWRAP             ? &p->trace_bwrap
+                     : id == NSR_OPT_ALLOW_NESTED            ? &p->proj.allow_nested
+                     : id == NSR_OPT_DISCARD                 ? &p->proj.discard
+                     : id == NSR_OPT_KEEP                    ? &p->proj.keep
+                     : id == NSR_OPT_QUIET                   ? &p->proj.quiet
+                     : id == NSR_OPT_VERBOSE                 ? &p->proj.verbose
+                     : id == NSR_OPT_NO_OVERLAY              ? &p->proj.no_overlay
+                     : id == NSR_OPT_WORKSPACE_ROOT          ? &p->proj.workspace_root
+                                                             : NULL;
         if (!flag)
                 return nsr_error_setx(err, EINVAL, "%s is no flag", o->name);
         *flag = true;
@@ -715,6 +716,7 @@ static handler_fn *const handlers[_NSR_OPT_MAX] = {
         [NSR_OPT_PERMS] = handle_mode,
         [NSR_OPT_SIZE] = handle_mode,
         [NSR_OPT_CHMOD] = handle_mode,
+        [NSR_OPT_NOT_A_SECURITY_BOUNDARY] = handle_flag,
         [NSR_OPT_TRACE_BWRAP] = handle_flag,
         [NSR_OPT_TRACE_BWRAP_FD] = handle_fd,
         [NSR_OPT_SECCOMP_POLICY] = handle_seccomp,
@@ -1062,6 +1064,17 @@ static int parse_list(parser *ps, char *const *args, size_t n, bool in_args_file
                                 o = c;
                                 inline_val = eq + 1;
                         }
+                }
+                /* bwrap 0.12's debugging switch, left out of its --help:
+                 * force-openat-fallback makes it emulate openat2(
+                 * RESOLVE_IN_ROOT) for old kernels. nsrun has no emulation
+                 * (it needs openat2), so there is nothing to force. */
+                if (!o && nsr_startswith(a, "--debug-opt=")) {
+                        const char *v = a + strlen("--debug-opt=");
+                        if (!streq(v, "force-openat-fallback"))
+                                return nsr_error_setx(err, EINVAL, "Unknown --debug-opt value: %s", v);
+                        i++;
+                        continue;
                 }
                 if (!o)
                         return unknown_option(ps, name ? name : a, a, err);

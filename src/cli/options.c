@@ -10,7 +10,7 @@
 #define P NSR_OPTF_PROJECT
 
 /* Order matters: it is the order of --help, and bwrap's options come in
- * bwrap 0.11.1's --help order so that a caller who greps the help text
+ * bwrap 0.12.0's --help order so that a caller who greps the help text
  * finds the same options in the same place. The descriptions are ours. */
 const nsr_option nsr_options[_NSR_OPT_MAX] = {
         [NSR_OPT_HELP] = { "--help", NULL, NSR_OPT_HELP, 0, NULL, "Show this help and exit", B | N, NULL },
@@ -145,6 +145,11 @@ const nsr_option nsr_options[_NSR_OPT_MAX] = {
         [NSR_OPT_SIZE] = { "--size", NULL, NSR_OPT_SIZE, 1, "BYTES", "Size limit of the next --tmpfs", B | N, NULL },
         [NSR_OPT_CHMOD] = { "--chmod", NULL, NSR_OPT_CHMOD, 2, "OCTAL PATH", "Change the mode of the existing PATH",
                             B | N, NULL },
+        [NSR_OPT_NOT_A_SECURITY_BOUNDARY] = { "--not-a-security-boundary", NULL, NSR_OPT_NOT_A_SECURITY_BOUNDARY, 0,
+                                              NULL,
+                                              "Say the sandbox is no security boundary (bwrap then tolerates\n"
+                                              "some setup failures; nsrun has none of that kind)",
+                                              B | N, NULL },
 
         [NSR_OPT_TRACE_BWRAP] = { "--trace-bwrap", NULL, NSR_OPT_TRACE_BWRAP, 0, NULL,
                                   "Print the equivalent bwrap command line and exit", N, NULL },

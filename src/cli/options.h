@@ -10,7 +10,7 @@
 #include "base/util.h"
 
 typedef enum nsr_opt_id {
-        /* bubblewrap 0.11.1, in its --help order */
+        /* bubblewrap 0.12.0, in its --help order */
         NSR_OPT_HELP,
         NSR_OPT_VERSION,
         NSR_OPT_ARGS,
@@ -78,6 +78,7 @@ typedef enum nsr_opt_id {
         NSR_OPT_PERMS,
         NSR_OPT_SIZE,
         NSR_OPT_CHMOD,
+        NSR_OPT_NOT_A_SECURITY_BOUNDARY,
 
         /* nsrun's own options (unknown when invoked as bwrap) */
         NSR_OPT_TRACE_BWRAP,
@@ -122,7 +123,7 @@ typedef enum nsr_opt_id {
 } nsr_opt_id;
 
 typedef enum nsr_opt_flags {
-        NSR_OPTF_BWRAP = 1 << 0,   /* part of bwrap 0.11.1's command line */
+        NSR_OPTF_BWRAP = 1 << 0,   /* part of bwrap 0.12.0's command line */
         NSR_OPTF_NSRUN = 1 << 1,   /* nsrun-only: accepts --opt=VALUE, unknown as bwrap */
         NSR_OPTF_PROJECT = 1 << 2, /* only with --project: refused in a plain run */
 } nsr_opt_flags;

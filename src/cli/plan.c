@@ -340,13 +340,13 @@ int nsr_plan_validate(nsr_plan *p, const nsr_caller *caller, nsr_error *err) {
         if (p->userns_block_fd != -1 && p->info_fd == -1)
                 return nsr_error_setx(err, EINVAL, "--userns-block-fd requires --info-fd");
         if (p->userns_fd != -1 && p->unshare_user)
-                return nsr_error_setx(err, EINVAL, "--userns not compatible --unshare-user");
+                return nsr_error_setx(err, EINVAL, "--userns is not compatible with --unshare-user");
         if (p->userns_fd != -1 && p->unshare_user_try)
-                return nsr_error_setx(err, EINVAL, "--userns not compatible --unshare-user-try");
+                return nsr_error_setx(err, EINVAL, "--userns is not compatible with --unshare-user-try");
         if (p->disable_userns && !p->unshare_user)
                 return nsr_error_setx(err, EINVAL, "--disable-userns requires --unshare-user");
         if (p->disable_userns && p->userns_block_fd != -1)
-                return nsr_error_setx(err, EINVAL, "--disable-userns is not compatible with  --userns-block-fd");
+                return nsr_error_setx(err, EINVAL, "--disable-userns is not compatible with --userns-block-fd");
 
         /* Callers who are not root always get a user namespace: it is what
          * lets them mount at all. */

@@ -198,6 +198,9 @@ typedef struct nsr_plan {
         char **lock_files;
 
         bool die_with_parent, new_session, as_pid_1, level_prefix;
+        /* --not-a-security-boundary (bwrap 0.12): kept for the trace; the
+         * setup steps it makes non-fatal in bwrap do not exist in nsrun. */
+        bool not_a_security_boundary;
         char *exec_label, *file_label;
 
         char **argv; /* the command and its arguments */

@@ -240,6 +240,8 @@ char **nsr_trace_argv(const nsr_plan *p) {
                 add(&v, OPT(NEW_SESSION));
         if (p->as_pid_1)
                 add(&v, OPT(AS_PID_1));
+        if (p->not_a_security_boundary)
+                add(&v, OPT(NOT_A_SECURITY_BOUNDARY));
         for (size_t i = 0; i < p->n_ops; i++)
                 add_op(&v, &p->ops[i]);
         add(&v, "--");

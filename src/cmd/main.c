@@ -24,7 +24,7 @@
 #include "sandbox/launch.h"
 #include "seccomp/compile.h"
 
-#define BWRAP_VERSION "bubblewrap 0.11.1"
+#define BWRAP_VERSION "bubblewrap 0.12.0"
 
 /* Option names come from the options table. */
 #define OPT(x) (nsr_options[NSR_OPT_##x].name)
@@ -445,6 +445,15 @@ static int run_main(ctx *cp, int argc, char **argv) {
         if (argc == 2 && streq(argv[1], "--version")) {
                 puts(c.bwrap_mode ? BWRAP_VERSION : PACKAGE_NAME " " PACKAGE_VERSION);
                 return 0;
+        }
+        /* bwrap 0.12 dropped setuid support, and nsrun never had it: a
+         * setuid (or setgid) binary is refused before it does anything. */
+        if (getuid() != geteuid() || getgid() != getegid()) {
+                nsr_error err = { 0 };
+                nsr_error_setx(&err, EPERM, "setuid use of %s is not supported",
+                               c.bwrap_mode ? "bubblewrap" : PACKAGE_NAME);
+                print_error(&c, &err);
+                return 1;
         }
         /* A parent may have left SIGCHLD ignored, which would make our
          * waits fail. */

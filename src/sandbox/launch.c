@@ -760,7 +760,7 @@ static int clone_error(const nsr_plan *p, int e, nsr_error *err) {
         if (p->unshare_user && e == EINVAL)
                 return nsr_error_setxk(err, NSR_ERR_CLONE, e,
                                        "Creating new namespace failed, likely because the kernel does not support user "
-                                       "namespaces.  bwrap must be installed setuid on such systems.");
+                                       "namespaces.");
         /* Inside an nsrun project sandbox the reason is the outer run's
          * seccomp policy, not the kernel: say so, and what allows it. */
         const char *outer = getenv("NSRUN");

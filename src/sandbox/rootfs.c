@@ -82,12 +82,6 @@ static char *newroot_path(const char *dest) {
         return nsr_asprintf("/newroot/%s", dest);
 }
 
-static char *oldroot_path(const char *real) {
-        while (*real == '/')
-                real++;
-        return nsr_asprintf("/oldroot/%s", real);
-}
-
 /* Mode for missing parents of an op, from the op's perms (0 for ops that
  * take none): 0755 minus the group and other bits the op's own mode lacks. */
 static mode_t parent_mode(const nsr_op *op) {
@@ -171,63 +165,62 @@ static int open_parent(int root, const char *dest, mode_t mode, char **ret_norm,
         return fd;
 }
 
-/* Makes sure dest exists as a directory (created with mode) and returns an
- * O_PATH fd to it. */
-static int ensure_dir(builder *b, const nsr_op *op, const char *dest, mode_t mode, bool *ret_created) {
-        int fd = open_in_root(b->root, dest, O_PATH);
-        if (ret_created)
-                *ret_created = false;
-        if (fd >= 0) {
-                struct stat st;
-                if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
-                        safe_close(fd);
-                        return -ENOTDIR;
-                }
-                return fd;
-        }
-        if (fd != -ENOENT)
-                return fd;
-        _cleanup_free_ char *norm = NULL;
-        const char *name = NULL;
-        _cleanup_close_ int parent = open_parent(b->root, dest, parent_mode(op), &norm, &name);
-        if (parent < 0)
-                return parent;
-        if (mkdirat(parent, name, mode) < 0 && errno != EEXIST)
-                return -errno;
-        if (ret_created)
-                *ret_created = true;
-        fd = open_in_root(b->root, dest, O_PATH | O_DIRECTORY);
-        return fd;
-}
+typedef enum dest_kind {
+        DEST_DIR,      /* made with mkdirat when missing */
+        DEST_FILE,     /* an empty file made when missing */
+        DEST_EXISTING, /* must exist: --remount-ro */
+} dest_kind;
 
-/* Makes sure dest exists as a non-directory (an empty file with mode when
- * missing) and returns an O_PATH fd to it. */
-static int ensure_file(builder *b, const nsr_op *op, const char *dest, mode_t mode) {
-        int fd = open_in_root(b->root, dest, O_PATH);
-        if (fd >= 0) {
-                struct stat st;
-                if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode)) {
-                        safe_close(fd);
-                        return -EISDIR;
-                }
-                return fd;
-        }
-        if (fd != -ENOENT)
-                return fd;
+/* Opens the destination of op the way bwrap 0.12 does (its fix for
+ * GHSA-pxhw-h44j-8pfx): the parents are resolved inside the new root, so
+ * an absolute symlink among them leads to the same place inside, never
+ * out, and missing ones are made; the last component is never followed.
+ * It is made when missing (a dir with perms, or a file with perms, 0444
+ * when perms < 0) and opened O_NOFOLLOW. A mount onto a symlink is
+ * refused, because the mount would follow it. writable: a DEST_FILE is
+ * truncated and returned open for writing (--file). */
+static int open_dest(builder *b, const nsr_op *op, dest_kind kind, int perms, bool writable, bool is_mount,
+                     nsr_error *err) {
         _cleanup_free_ char *norm = NULL;
         const char *name = NULL;
-        _cleanup_close_ int parent = open_parent(b->root, dest, parent_mode(op), &norm, &name);
+        _cleanup_close_ int parent = open_parent(b->root, op->dest, parent_mode(op), &norm, &name);
         if (parent < 0)
-                return parent;
-        /* O_PATH parents cannot be used with openat(O_CREAT) directly on
-         * every kernel; go through the root with RESOLVE_IN_ROOT again. */
-        fd = nsr_openat2_mode(b->root, norm[0] == '/' ? norm + 1 : norm,
-                              O_CREAT | O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW, mode,
-                              RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-        if (fd < 0 && errno != EEXIST)
-                return -errno;
-        safe_close(fd);
-        return open_in_root(b->root, dest, O_PATH);
+                return nsr_error_set(err, -parent, "Can't mkdir parents for %s", op->dest);
+        if (!*name)
+                name = ".";
+        int fd = -1;
+        if (kind == DEST_DIR) {
+                if (mkdirat(parent, name, perms >= 0 ? (mode_t) perms : 0755) < 0 && errno != EEXIST)
+                        return nsr_error_set(err, errno, "Can't create file %s", op->dest);
+        } else if (kind == DEST_FILE) {
+                int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC | (writable ? O_TRUNC : O_EXCL);
+                fd = openat(parent, name, flags, perms >= 0 ? (mode_t) perms : 0444);
+                if (writable)
+                        return fd < 0 ? nsr_error_set(err, errno, "Can't create file %s", op->dest) : fd;
+                if (fd < 0 && errno != EEXIST)
+                        return nsr_error_set(err, errno, "Can't create file %s", op->dest);
+                fd = safe_close(fd);
+        }
+        fd = openat(parent, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "Can't create file %s", op->dest);
+        struct stat st;
+        if (fstat(fd, &st) < 0) {
+                int e = errno;
+                safe_close(fd);
+                return nsr_error_set(err, e, "Can't get type of dest %s", op->dest);
+        }
+        mode_t type = st.st_mode & S_IFMT;
+        if ((is_mount && type == S_IFLNK) || (kind == DEST_DIR && type != S_IFDIR) ||
+            (kind == DEST_FILE && type == S_IFDIR))
+                safe_close(fd);
+        if (is_mount && type == S_IFLNK)
+                return nsr_error_setx(err, EINVAL, "Can't mount on symlink destination %s", op->dest);
+        if (kind == DEST_DIR && type != S_IFDIR)
+                return nsr_error_setx(err, ENOTDIR, "Destination is not a directory %s", op->dest);
+        if (kind == DEST_FILE && type == S_IFDIR)
+                return nsr_error_setx(err, EISDIR, "Destination is not a file %s", op->dest);
+        return fd;
 }
 
 static int attach(int tree, int target) {
@@ -371,9 +364,7 @@ static int prepare_sources(builder *b, nsr_error *err) {
                         pr->src_real = fd_real_path(src);
                         int tree = clone_tree(src, "", true, attrs);
                         if (tree < 0) {
-                                _cleanup_free_ char *o = oldroot_path(pr->src_real);
-                                _cleanup_free_ char *n = newroot_path(op->dest);
-                                return mount_error(err, -tree, "Can't bind mount %s on %s", o, n);
+                                return mount_error(err, -tree, "Can't bind mount %s on %s", pr->src_real, op->dest);
                         }
                         pr->tree = tree;
                 } else if (op_is_overlay(op->type)) {
@@ -434,22 +425,14 @@ static void prepared_free(prepared *pr, size_t n) {
 static int do_bind(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
         if (pr->skipped)
                 return 0;
-        _cleanup_close_ int target = -1;
-        if (pr->is_dir) {
-                target = ensure_dir(b, op, op->dest, 0755, NULL);
-                if (target < 0)
-                        return nsr_error_set(err, -target, "Can't mkdir %s", op->dest);
-        } else {
-                target = ensure_file(b, op, op->dest, 0444);
-                if (target < 0)
-                        return nsr_error_set(err, -target, "Can't create file at %s", op->dest);
-        }
+        _cleanup_close_ int target = open_dest(b, op, pr->is_dir ? DEST_DIR : DEST_FILE, -1, false, true, err);
+        if (target < 0)
+                return target;
         int r = attach(pr->tree, target);
         if (r < 0) {
-                _cleanup_free_ char *o = oldroot_path(pr->src_real);
-                _cleanup_free_ char *n = newroot_path(op->dest);
                 char msg[NSR_ERROR_MSG_MAX];
-                snprintf(msg, sizeof(msg), "Can't bind mount %s on %s: Unable to mount source on destination", o, n);
+                snprintf(msg, sizeof(msg), "Can't bind mount %s on %s: Unable to mount source on destination",
+                         pr->src_real, op->dest);
                 return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
         }
         pr->tree = safe_close(pr->tree);
@@ -458,40 +441,35 @@ static int do_bind(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
 
 static int do_remount_ro(builder *b, const nsr_op *op, nsr_error *err) {
         _cleanup_free_ char *n = newroot_path(op->dest);
-        _cleanup_free_ char *norm = NULL;
-        const char *name;
-        /* bwrap creates the parents even here. */
-        _cleanup_close_ int parent = open_parent(b->root, op->dest, parent_mode(op), &norm, &name);
-        if (parent < 0)
-                return nsr_error_set(err, -parent, "Can't mkdir parents for %s", op->dest);
-        _cleanup_close_ int fd = open_in_root(b->root, op->dest, O_PATH);
+        /* The destination must exist; its parents are made all the same,
+         * as bwrap does. */
+        _cleanup_close_ int fd = open_dest(b, op, DEST_EXISTING, -1, false, true, err);
         if (fd < 0)
-                return nsr_error_setx(err, -fd, "Can't remount readonly on %s: realpath(destination): %s", n,
-                                      strerror(-fd));
+                return fd;
         struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
         if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
                 if (errno == EINVAL)
                         /* Not the root of a mount. */
                         return nsr_error_setx(err, EINVAL,
-                                              "Can't remount readonly on %s: Unable to find \"%s\" in mount table", n,
-                                              n);
+                                              "Can't remount readonly on %s: Unable to find \"%s\" in mount table",
+                                              op->dest, n);
                 return nsr_error_setx(err, errno,
                                       "Can't remount readonly on %s: Unable to remount destination \"%s\" with correct "
                                       "flags: %s",
-                                      n, n, mount_strerror(errno));
+                                      op->dest, n, mount_strerror(errno));
         }
         return 0;
 }
 
 static int do_tmpfs(builder *b, const nsr_op *op, nsr_error *err) {
-        _cleanup_close_ int target = ensure_dir(b, op, op->dest, 0755, NULL);
+        _cleanup_close_ int target = open_dest(b, op, DEST_DIR, -1, false, true, err);
         if (target < 0)
-                return nsr_error_set(err, -target, "Can't mkdir %s", op->dest);
+                return target;
         char mode[32], size[32];
         snprintf(mode, sizeof(mode), "%#o", (unsigned) nsr_op_perms(op));
         snprintf(size, sizeof(size), "%" PRIu64, op->size);
         const char *opts[] = { "mode", mode, op->size ? "size" : NULL, size, NULL };
-        _cleanup_free_ char *n = newroot_path(op->dest);
+        const char *n = op->dest;
         _cleanup_close_ int mnt = new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
         if (mnt < 0)
                 return mount_error(err, -mnt, "Can't mount tmpfs on %s", n);
@@ -502,10 +480,10 @@ static int do_tmpfs(builder *b, const nsr_op *op, nsr_error *err) {
 }
 
 static int do_mqueue(builder *b, const nsr_op *op, nsr_error *err) {
-        _cleanup_close_ int target = ensure_dir(b, op, op->dest, 0755, NULL);
+        _cleanup_close_ int target = open_dest(b, op, DEST_DIR, -1, false, true, err);
         if (target < 0)
-                return nsr_error_set(err, -target, "Can't mkdir %s", op->dest);
-        _cleanup_free_ char *n = newroot_path(op->dest);
+                return target;
+        const char *n = op->dest;
         _cleanup_close_ int mnt = new_fs("mqueue", NULL, 0);
         int r = mnt < 0 ? mnt : attach(mnt, target);
         if (r < 0)
@@ -514,10 +492,10 @@ static int do_mqueue(builder *b, const nsr_op *op, nsr_error *err) {
 }
 
 static int do_proc(builder *b, const nsr_op *op, nsr_error *err) {
-        _cleanup_close_ int target = ensure_dir(b, op, op->dest, 0755, NULL);
+        _cleanup_close_ int target = open_dest(b, op, DEST_DIR, -1, false, true, err);
         if (target < 0)
-                return nsr_error_set(err, -target, "Can't mkdir %s", op->dest);
-        _cleanup_free_ char *n = newroot_path(op->dest);
+                return target;
+        const char *n = op->dest;
         int r;
         bool fresh = b->ctx->fresh_proc;
         if (fresh) {
@@ -538,7 +516,7 @@ static int do_proc(builder *b, const nsr_op *op, nsr_error *err) {
                 if (r < 0) {
                         char msg[NSR_ERROR_MSG_MAX];
                         snprintf(msg, sizeof(msg),
-                                 "Can't bind mount oldroot/proc on %s: Unable to mount source on destination", n);
+                                 "Can't bind mount /proc on %s: Unable to mount source on destination", n);
                         return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
                 }
         }
@@ -564,7 +542,7 @@ static int do_proc(builder *b, const nsr_op *op, nsr_error *err) {
                 if (r < 0) {
                         char msg[NSR_ERROR_MSG_MAX];
                         snprintf(msg, sizeof(msg), "Can't bind mount %s on %s: Unable to mount source on destination",
-                                 full, full);
+                                 covered[i], covered[i]);
                         return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
                 }
         }
@@ -572,10 +550,10 @@ static int do_proc(builder *b, const nsr_op *op, nsr_error *err) {
 }
 
 static int do_dev(builder *b, const nsr_op *op, nsr_error *err) {
-        _cleanup_close_ int target = ensure_dir(b, op, op->dest, 0755, NULL);
+        _cleanup_close_ int target = open_dest(b, op, DEST_DIR, -1, false, true, err);
         if (target < 0)
-                return nsr_error_set(err, -target, "Can't mkdir %s", op->dest);
-        _cleanup_free_ char *n = newroot_path(op->dest);
+                return target;
+        const char *n = op->dest;
         /* /dev/shm lives in this tmpfs: project mode caps its size. */
         char size[32];
         snprintf(size, sizeof(size), "%" PRIu64, op->size);
@@ -601,8 +579,8 @@ static int do_dev(builder *b, const nsr_op *op, nsr_error *err) {
                 if (r < 0) {
                         char msg[NSR_ERROR_MSG_MAX];
                         snprintf(msg, sizeof(msg),
-                                 "Can't bind mount /oldroot/dev/%s on %s/%s: Unable to mount source on destination",
-                                 nodes[i], n, nodes[i]);
+                                 "Can't bind mount /dev/%s on %s: Unable to mount source on destination", nodes[i],
+                                 nodes[i]);
                         return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
                 }
         }
@@ -619,7 +597,7 @@ static int do_dev(builder *b, const nsr_op *op, nsr_error *err) {
         if (mkdirat(dev, "shm", 0755) < 0)
                 return nsr_error_set(err, errno, "Can't create %s/shm", op->dest);
         if (mkdirat(dev, "pts", 0755) < 0)
-                return nsr_error_set(err, errno, "Can't create %s/devpts", op->dest);
+                return nsr_error_set(err, errno, "Can't create %s/pts", op->dest);
         static const char *const pts_opts[] = { "newinstance", NULL, "ptmxmode", "0666", "mode", "620", NULL };
         _cleanup_close_ int pts = new_fs("devpts", pts_opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
         _cleanup_close_ int ptsdir = openat(dev, "pts", O_PATH | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
@@ -644,8 +622,8 @@ static int do_dev(builder *b, const nsr_op *op, nsr_error *err) {
                 if (r < 0) {
                         char msg[NSR_ERROR_MSG_MAX];
                         snprintf(msg, sizeof(msg),
-                                 "Can't bind mount /oldroot%s on %s/console: Unable to mount source on destination",
-                                 b->ctx->host_tty, n);
+                                 "Can't bind mount %s on console: Unable to mount source on destination",
+                                 b->ctx->host_tty);
                         return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
                 }
         }
@@ -653,10 +631,8 @@ static int do_dev(builder *b, const nsr_op *op, nsr_error *err) {
 }
 
 static int do_dir(builder *b, const nsr_op *op, nsr_error *err) {
-        _cleanup_close_ int fd = ensure_dir(b, op, op->dest, nsr_op_perms(op), NULL);
-        if (fd < 0)
-                return nsr_error_set(err, -fd, "Can't mkdir %s", op->dest);
-        return 0;
+        _cleanup_close_ int fd = open_dest(b, op, DEST_DIR, (int) nsr_op_perms(op), false, false, err);
+        return fd < 0 ? fd : 0;
 }
 
 static int read_op_data(const nsr_op *op, char **ret, size_t *ret_len) {
@@ -667,16 +643,9 @@ static int read_op_data(const nsr_op *op, char **ret, size_t *ret_len) {
 }
 
 static int do_file(builder *b, const nsr_op *op, nsr_error *err) {
-        _cleanup_free_ char *norm = NULL;
-        const char *name;
-        _cleanup_close_ int parent = open_parent(b->root, op->dest, parent_mode(op), &norm, &name);
-        if (parent < 0)
-                return nsr_error_set(err, -parent, "Can't mkdir parents for %s", op->dest);
-        _cleanup_close_ int fd = nsr_openat2_mode(b->root, norm[0] == '/' ? norm + 1 : norm,
-                                                  O_CREAT | O_TRUNC | O_WRONLY | O_NOCTTY | O_CLOEXEC, nsr_op_perms(op),
-                                                  RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+        _cleanup_close_ int fd = open_dest(b, op, DEST_FILE, (int) nsr_op_perms(op), true, false, err);
         if (fd < 0)
-                return nsr_error_set(err, errno, "Can't create file %s", op->dest);
+                return fd;
         _cleanup_free_ char *data = NULL;
         size_t len = 0;
         int r = read_op_data(op, &data, &len);
@@ -700,19 +669,18 @@ static int do_bind_data(builder *b, const nsr_op *op, nsr_error *err) {
         int r = read_op_data(op, &data, &len);
         if (r < 0 || (r = nsr_write_all(fd, data, len)) < 0)
                 return nsr_error_set(err, -r, "Can't write data to file %s", op->dest);
-        _cleanup_close_ int target = ensure_file(b, op, op->dest, 0444);
+        _cleanup_close_ int target = open_dest(b, op, DEST_FILE, -1, false, true, err);
         if (target < 0)
-                return nsr_error_set(err, -target, "Can't create file at %s", op->dest);
+                return target;
         unsigned attrs =
                 MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (op->type == NSR_OP_RO_BIND_DATA ? MOUNT_ATTR_RDONLY : 0);
         _cleanup_close_ int tree = clone_tree(b->scratch, name, false, attrs);
         r = tree < 0 ? tree : attach(tree, target);
         (void) unlinkat(b->scratch, name, 0);
         if (r < 0) {
-                _cleanup_free_ char *n = newroot_path(op->dest);
                 char msg[NSR_ERROR_MSG_MAX];
-                snprintf(msg, sizeof(msg), "Can't bind mount /%s on %s: Unable to mount source on destination", name,
-                         n);
+                snprintf(msg, sizeof(msg), "Can't bind mount tmpfile on %s: Unable to mount source on destination",
+                         op->dest);
                 return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
         }
         return 0;
@@ -746,9 +714,11 @@ static int do_symlink(builder *b, const nsr_op *op, nsr_error *err) {
 }
 
 static int do_chmod(builder *b, const nsr_op *op, nsr_error *err) {
-        _cleanup_close_ int fd = open_in_root(b->root, op->dest, O_PATH);
+        /* Resolved in the new root; a symlink as the last component is
+         * not followed (bwrap 0.12). */
+        _cleanup_close_ int fd = open_in_root(b->root, op->dest, O_PATH | O_NOFOLLOW);
         if (fd < 0)
-                return nsr_error_set(err, -fd, "Can't chmod %#o %s", (unsigned) op->perms, op->dest);
+                return nsr_error_set(err, -fd, "Can't open %s", op->dest);
         char p[64];
         snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
         if (chmod(p, op->perms) < 0)
@@ -757,13 +727,15 @@ static int do_chmod(builder *b, const nsr_op *op, nsr_error *err) {
 }
 
 static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
-        _cleanup_close_ int target = ensure_dir(b, op, op->dest, 0755, NULL);
+        _cleanup_close_ int target = open_dest(b, op, DEST_DIR, -1, false, true, err);
         if (target < 0)
-                return nsr_error_set(err, -target, "Can't mkdir %s", op->dest);
+                return target;
 
-        /* Messages show bwrap's option string, with host paths under
-         * /oldroot; the mount itself goes through fsconfig, one layer at a
-         * time, naming each layer by its O_PATH fd. */
+        /* Messages show the option string in bwrap's layout, naming each
+         * layer by its host path (bwrap 0.12 shows /proc/self/fd/N there,
+         * which tells the user nothing); the mount itself goes through
+         * fsconfig, one layer at a time, naming each layer by its O_PATH
+         * fd. */
         _cleanup_strv_free_ char **top_first = NULL;
         _cleanup_strv_free_ char **fd_paths = NULL;
         for (size_t k = pr->n_lower; k > 0; k--) {
@@ -791,15 +763,15 @@ static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
         _cleanup_free_ char *shown = NULL;
         {
                 _cleanup_free_ char *opts =
-                        nsr_overlay_options("/oldroot", shown_upper, shown_work, top_first, nsr_strv_length(top_first));
+                        nsr_overlay_options("", shown_upper, shown_work, top_first, nsr_strv_length(top_first));
                 if (op->type == NSR_OP_TMP_OVERLAY) {
                         _cleanup_free_ char *lower =
-                                nsr_overlay_options("/oldroot", NULL, NULL, top_first, nsr_strv_length(top_first));
+                                nsr_overlay_options("", NULL, NULL, top_first, nsr_strv_length(top_first));
                         shown = nsr_asprintf("upperdir=/%s,workdir=/%s,%s", upper_name, work_name, lower);
                 } else
                         shown = TAKE_PTR(opts);
         }
-        _cleanup_free_ char *n = newroot_path(op->dest);
+        const char *n = op->dest;
 
         _cleanup_close_ int fs = fsopen("overlay", FSOPEN_CLOEXEC);
         int r = fs < 0 ? -errno : 0;
@@ -829,7 +801,8 @@ static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
                 r = -errno;
         _cleanup_close_ int mnt = -1;
         if (r == 0) {
-                mnt = fsmount(fs, FSMOUNT_CLOEXEC, 0);
+                /* nosuid and nodev, as bwrap 0.12 mounts its overlays. */
+                mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
                 if (mnt < 0)
                         r = -errno;
         }

@@ -49,7 +49,7 @@ is "$rc:$err" "1:nsrun: history: unexpected argument \"--sate-dir\" (no such opt
 d=$(scratch)
 ln -s "$NSRUN" "$d/bwrap"
 run "$d/bwrap" --version
-is "$out" "bubblewrap 0.11.1" "as bwrap, --version is bwrap's"
+is "$out" "bubblewrap 0.12.0" "as bwrap, --version is bwrap's"
 run "$d/bwrap" --frobnicate -- true
 is "$rc:$err" "1:bwrap: Unknown option --frobnicate" "as bwrap, messages say bwrap:"
 run "$d/bwrap" --unshare-al -- true

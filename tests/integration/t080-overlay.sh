@@ -34,6 +34,6 @@ is "$rc:$err" "1:nsrun: Can't find source path $d/nope: No such file or director
 run "$NSRUN" $BASE --overlay-src "$d/a,b:c\\d" --tmp-overlay /mnt -- cat /mnt/s
 is "$rc:$out" "0:special" "a layer path with , : and \\ works"
 run "$NSRUN" $BASE --overlay-src "$d/low1" --overlay "$d/low1" "$d/work" /mnt -- true
-like "$rc:$err" "^1:nsrun: Can't make overlay mount on /newroot/mnt with options upperdir=/oldroot$d/low1,workdir=/oldroot$d/work,lowerdir=/oldroot$d/low1,userxattr" "overlapping layers are refused with the options shown"
+like "$rc:$err" "^1:nsrun: Can't make overlay mount on /mnt with options upperdir=$d/low1,workdir=$d/work,lowerdir=$d/low1,userxattr" "overlapping layers are refused with the options shown"
 rm -rf "$d"
 done_testing

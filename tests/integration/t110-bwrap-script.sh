@@ -44,7 +44,7 @@ is "$(cat "$d/project/result.txt")" "out" "writes to the bound project reach the
 like "$(cat "$d/info")" '^\{
     "child-pid": [0-9]+,' "the tool gets --info-fd JSON"
 run env PATH="$d/bin:$PATH" bwrap --version
-is "$out" "bubblewrap 0.11.1" "the tool's version check sees bwrap 0.11.1"
+is "$out" "bubblewrap 0.12.0" "the tool's version check sees bwrap 0.12.0"
 run env PATH="$d/bin:$PATH" sh "$d/tool.sh" "$d/project" /no/such/program 3>/dev/null
 is "$rc:$err" "1:bwrap: execvp /no/such/program: No such file or directory" "a failure reads exactly like bwrap's"
 rm -rf "$d"

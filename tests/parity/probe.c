@@ -56,8 +56,9 @@
  *   - propagation is reduced to shared/master/unbindable/private with
  *     the peer group numbers dropped.
  *   - a mount that is overmounted (another mount sits on its root), or
- *     whose parent chain contains such a mount, ends with " hidden": the
- *     sandboxed command cannot reach it by path.
+ *     whose parent chain contains such a mount, or whose mount point the
+ *     probe cannot stat for lack of search permission, ends with
+ *     " hidden": the sandboxed command cannot reach it by path.
  *   - lines are then sorted *stably* by mount point.  This removes
  *     differences in the interleaving of unrelated mounts (e.g. two
  *     implementations creating /proc and /dev in different orders), while
@@ -805,6 +806,15 @@ static void section_mounts(void)
         {
           const struct mnt *pm = &m[m[c].pidx];
           if (pm->covered && strcmp (pm->mountpoint, m[c].mountpoint) != 0)
+            hidden = 1;
+        }
+      /* unreachable as well: a directory on the way to the mount point
+       * denies search to the sandboxed user (EACCES), e.g. a host
+       * submount under a 0700 directory carried along by --ro-bind / / */
+      if (!hidden)
+        {
+          struct stat st;
+          if (stat (m[i].mountpoint, &st) != 0 && errno == EACCES)
             hidden = 1;
         }
       if (p)

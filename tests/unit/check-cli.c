@@ -2,7 +2,7 @@
 /* options.c, cli.c and plan.c: the options table, argv -> plan for every
  * option and every parse error, and the post-parse validation.
  *
- * Expected messages are written out literally, as bubblewrap 0.11.1 prints
+ * Expected messages are written out literally, as bubblewrap 0.12.0 prints
  * them (see bwrap-messages.md), never computed from the table under test. */
 #include "config.h"
 
@@ -143,7 +143,7 @@ static void assert_warnings(const nsr_plan *p, const char *const *want) {
 
 /* ---- the options table ------------------------------------------------------ */
 
-/* bwrap 0.11.1's --help, in order: name and number of arguments. */
+/* bwrap 0.12.0's --help, in order: name and number of arguments. */
 static const struct {
         const char *name;
         unsigned nargs;
@@ -215,6 +215,7 @@ static const struct {
         { "--perms", 1 },
         { "--size", 1 },
         { "--chmod", 2 },
+        { "--not-a-security-boundary", 0 },
 };
 
 static const struct {
@@ -1927,13 +1928,15 @@ END_TEST
 START_TEST(test_validate_userns) {
         for (size_t i = 0; i < ELEMENTSOF(everyone); i++) {
                 const nsr_caller *c = everyone[i];
-                V_ERR(c, "--userns not compatible --unshare-user", "--userns", "3", "--unshare-user", "true");
-                V_ERR(c, "--userns not compatible --unshare-user", "--userns", "3", "--unshare-user",
+                V_ERR(c, "--userns is not compatible with --unshare-user", "--userns", "3", "--unshare-user", "true");
+                V_ERR(c, "--userns is not compatible with --unshare-user", "--userns", "3", "--unshare-user",
                       "--unshare-user-try", "true");
-                V_ERR(c, "--userns not compatible --unshare-user-try", "--userns", "3", "--unshare-user-try", "true");
-                V_ERR(c, "--userns not compatible --unshare-user-try", "--userns", "3", "--unshare-all", "true");
+                V_ERR(c, "--userns is not compatible with --unshare-user-try", "--userns", "3", "--unshare-user-try",
+                      "true");
+                V_ERR(c, "--userns is not compatible with --unshare-user-try", "--userns", "3", "--unshare-all",
+                      "true");
                 /* --userns 0 is a real fd */
-                V_ERR(c, "--userns not compatible --unshare-user", "--userns", "0", "--unshare-user", "true");
+                V_ERR(c, "--userns is not compatible with --unshare-user", "--userns", "0", "--unshare-user", "true");
                 _cleanup_plan_ nsr_plan *p = V_OK(c, "--userns", "3", "--uid", "5", "--gid", "6", "true");
                 ck_assert(!p->unshare_user); /* --userns: no implicit user namespace */
                 ck_assert_uint_eq(p->uid, 5);
@@ -1947,7 +1950,7 @@ START_TEST(test_validate_disable_userns) {
                 const nsr_caller *c = everyone[i];
                 V_ERR(c, "--disable-userns requires --unshare-user", "--disable-userns", "true");
                 V_ERR(c, "--disable-userns requires --unshare-user", "--unshare-all", "--disable-userns", "true");
-                V_ERR(c, "--disable-userns is not compatible with  --userns-block-fd", "--unshare-user",
+                V_ERR(c, "--disable-userns is not compatible with --userns-block-fd", "--unshare-user",
                       "--disable-userns", "--userns-block-fd", "3", "--info-fd", "4", "true");
                 _cleanup_plan_ nsr_plan *p = V_OK(c, "--unshare-user", "--disable-userns", "true");
                 ck_assert(p->disable_userns);
@@ -1964,8 +1967,8 @@ START_TEST(test_validate_order) {
               "--userns-block-fd", "4", "--hostname", "h", "--as-pid-1", "--uid", "5", "true");
         V_ERR(&ROOT, "--userns-block-fd requires --info-fd", "--unshare-user", "--userns", "3", "--userns-block-fd",
               "4", "true");
-        V_ERR(&ROOT, "--userns not compatible --unshare-user", "--unshare-user", "--userns", "3", "--disable-userns",
-              "true");
+        V_ERR(&ROOT, "--userns is not compatible with --unshare-user", "--unshare-user", "--userns", "3",
+              "--disable-userns", "true");
         V_ERR(&ROOT, "--disable-userns requires --unshare-user", "--userns", "3", "--disable-userns", "--uid", "5",
               "true");
         V_ERR(&ROOT, "Specifying --uid requires --unshare-user or --userns", "--uid", "5", "--gid", "5", "--hostname",

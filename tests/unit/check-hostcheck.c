@@ -237,7 +237,7 @@ START_TEST(test_hint) {
                 { NSR_ERR_USERNS_SETUP, EUSERS, "setting up uid map", false },
                 { NSR_ERR_SETUP, EPERM, "Can't find source path /x", false },
                 { NSR_ERR_EXEC, ENOENT, "execvp nosuch", false },
-                { NSR_ERR_OVERLAY_MOUNT, EPERM, "Can't make overlay mount on /newroot/x", false },
+                { NSR_ERR_OVERLAY_MOUNT, EPERM, "Can't make overlay mount on /x", false },
                 /* the text alone: a generic error that reads like one */
                 { NSR_ERR_SETUP, EPERM, "Creating new namespace failed", false },
                 { NSR_ERR_SETUP, EPERM, "setting up uid map", false },
