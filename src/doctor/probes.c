@@ -281,7 +281,8 @@ static void probe_pidns(const void *arg, nsr_check *out, size_t n) {
                 if (code == EPERM)
                         check_fix(out, "the /proc visible here has parts covered by other mounts (as in a container "
                                        "with masked /proc paths), so the kernel refuses a new one: run with an "
-                                       "unmasked /proc (docker: --security-opt systempaths=unconfined)");
+                                       "unmasked /proc (docker: --security-opt systempaths=unconfined; podman: "
+                                       "--security-opt unmask=ALL)");
         }
 }
 
