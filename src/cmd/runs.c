@@ -312,7 +312,10 @@ static bool run_changed(const nsr_run_meta *m, int i) {
 /* ---- diff --------------------------------------------------------------- */
 
 static int read_at(int dirfd, const char *path, char **ret, size_t *ret_len) {
-        int fd = nsr_openat2(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+        /* O_NONBLOCK: the project as it is now may hold a fifo at the
+         * path, whose open would wait for a writer. */
+        int fd = nsr_openat2(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+                             RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
         if (fd < 0)
                 return -errno;
         struct stat st;
