@@ -244,8 +244,8 @@ const nsr_option nsr_options[_NSR_OPT_MAX] = {
                            "user namespace; project mode default 4096)",
                            N, NULL },
         [NSR_OPT_TMP_SIZE] = { "--tmp-size", NULL, NSR_OPT_TMP_SIZE, 1, "SIZE",
-                               "Project mode: cap each tmpfs (/tmp, /var/tmp, /dev, the home layer)\n"
-                               "at SIZE (default a quarter of the RAM)",
+                               "Project mode: one total for all tmpfs (/tmp, /var/tmp, /dev/shm,\n"
+                               "/run/user/N, the home layer): SIZE (default a quarter of the RAM)",
                                N | P, NULL },
         [NSR_OPT_MEMORY] = { "--memory", NULL, NSR_OPT_MEMORY, 1, "SIZE",
                              "memory.max of a cgroup for the run (needs a delegated cgroup v2)", N, NULL },
