@@ -638,12 +638,18 @@ int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stat
                 if (g->meta.start.tv_sec <= cutoff)
                         r = remove_run(statefd, g, &st, err);
         }
-        /* The budgets, project by project. */
+        /* The budgets, once per project. */
+        _cleanup_strv_free_ char **done = nsr_malloc0(sizeof(char *));
         for (size_t i = 0; i < n && r >= 0; i++) {
                 if (runs[i].gone || !runs[i].meta.projects)
                         continue;
-                for (size_t p = 0; runs[i].meta.projects[p] && r >= 0 && !runs[i].gone; p++)
-                        r = gc_project(statefd, runs_fd, runs, n, runs[i].meta.projects[p], backup_limit, &st, err);
+                for (size_t p = 0; runs[i].meta.projects[p] && r >= 0; p++) {
+                        const char *proj = runs[i].meta.projects[p];
+                        if (nsr_strv_contains(done, proj))
+                                continue;
+                        nsr_strv_extend(&done, proj);
+                        r = gc_project(statefd, runs_fd, runs, n, proj, backup_limit, &st, err);
+                }
         }
         for (size_t i = 0; i < n; i++)
                 nsr_run_meta_done(&runs[i].meta);
