@@ -63,5 +63,10 @@ run "$NSRUN" -p "$P" $NS --discard -q -- sh -c 'stat -c %a "$XDG_RUNTIME_DIR"; e
 is "$out" "700
 hi" "/run/user/N keeps mode 0700 and /tmp works"
 
+# The trace says so: bwrap has no way to share one size.
+run "$NSRUN" --trace-bwrap -p "$P" $NS --tmp-size 32M -- true
+like "$out$err" "nsrun-only: the tmpfs of --tmpfs, --dev and --tmp-overlay with --size 33554432 are dirs of one tmpfs" \
+	"--trace-bwrap names the shared budget"
+
 rm -rf "$d"
 done_testing
