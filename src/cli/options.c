@@ -199,7 +199,7 @@ const nsr_option nsr_options[_NSR_OPT_MAX] = {
         [NSR_OPT_KEEP_DAYS] = { "--keep-days", NULL, NSR_OPT_KEEP_DAYS, 1, "N",
                                 "Project mode: prune runs and backups older than N days (default 7)", N | P, NULL },
         [NSR_OPT_BACKUP_LIMIT] = { "--backup-limit", NULL, NSR_OPT_BACKUP_LIMIT, 1, "SIZE",
-                                   "Project mode: prune the oldest runs beyond SIZE per project (default 2G)", N | P,
+                                   "Project mode: per project, SIZE of backups and SIZE of layers (default 2G)", N | P,
                                    NULL },
         [NSR_OPT_SANDBOX] = { "--sandbox", NULL, NSR_OPT_SANDBOX, 1, "required|best-effort|off",
                               "Project mode: insist on the namespace sandbox (default), fall back to\n"
@@ -249,8 +249,8 @@ const nsr_option nsr_options[_NSR_OPT_MAX] = {
                            "user namespace; project mode default 4096)",
                            N, NULL },
         [NSR_OPT_TMP_SIZE] = { "--tmp-size", NULL, NSR_OPT_TMP_SIZE, 1, "SIZE",
-                               "Project mode: cap each tmpfs (/tmp, /var/tmp, /dev, the home layer)\n"
-                               "at SIZE (default a quarter of the RAM)",
+                               "Project mode: one total for all tmpfs (/tmp, /var/tmp, /dev/shm,\n"
+                               "/run/user/N, the home layer): SIZE (default a quarter of the RAM)",
                                N | P, NULL },
         [NSR_OPT_MEMORY] = { "--memory", NULL, NSR_OPT_MEMORY, 1, "SIZE",
                              "memory.max of a cgroup for the run (needs a delegated cgroup v2)", N, NULL },

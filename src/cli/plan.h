@@ -46,6 +46,14 @@ typedef enum nsr_op_flags {
          * locked overmounts, as in a container or a root-run bwrap), bind
          * the current /proc instead (nesting; project mode only) */
         NSR_OPF_PROC_FALLBACK = 1 << 2,
+        /* TMPFS, DEV, TMP_OVERLAY: a dir of the sandbox's one shared tmpfs
+         * instead of a tmpfs of its own. The shared tmpfs is as large as
+         * the largest size of these ops (project mode gives them all the
+         * --tmp-size total), so together they hold at most that: /tmp,
+         * /var/tmp, /dev/shm, the home layer and /run/user/N cannot each
+         * take the whole budget. bwrap has no such option: the trace
+         * shows each with --size of the total. */
+        NSR_OPF_SHARED_TMP = 1 << 3,
 } nsr_op_flags;
 
 /* Sentinel for "no --perms given". bwrap creates missing parents of ops

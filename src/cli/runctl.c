@@ -404,7 +404,7 @@ char **nsr_runctl_describe(const nsr_runctl *rc) {
                         nsr_asprintf("--pids %" PRIu64 ": RLIMIT_NPROC in the new user namespace%s", rc->pids,
                                      rc->pids_explicit ? ", and pids.max in a delegated cgroup if there is one" : ""));
         if (rc->tmp_size)
-                nsr_strv_push(&v, nsr_asprintf("--tmp-size %" PRIu64 ": the size of every tmpfs project mode mounts",
+                nsr_strv_push(&v, nsr_asprintf("--tmp-size %" PRIu64 ": the total all tmpfs project mode mounts share",
                                                rc->tmp_size));
         if (rc->memory)
                 nsr_strv_push(&v, nsr_asprintf("--memory %" PRIu64 ": memory.max of a cgroup for the run", rc->memory));

@@ -282,6 +282,17 @@ char **nsr_trace_notes(const nsr_plan *p) {
                 if (p->ops[i].flags & NSR_OPF_VERIFY)
                         addf(&v, "nsrun-only: %s is resolved once; the overlay fails if it changes before the mount",
                              p->ops[i].dest);
+        uint64_t shared = 0;
+        for (size_t i = 0; i < p->n_ops; i++)
+                if ((p->ops[i].flags & NSR_OPF_SHARED_TMP) && p->ops[i].size > shared &&
+                    (p->ops[i].type == NSR_OP_TMPFS || p->ops[i].type == NSR_OP_DEV ||
+                     p->ops[i].type == NSR_OP_TMP_OVERLAY))
+                        shared = p->ops[i].size;
+        if (shared)
+                addf(&v,
+                     "nsrun-only: the tmpfs of --tmpfs, --dev and --tmp-overlay with --size %llu are dirs of one "
+                     "tmpfs: together they hold at most %llu bytes",
+                     (unsigned long long) shared, (unsigned long long) shared);
         if (p->close_inherited_fds)
                 addf(&v,
                      "nsrun-only: file descriptors above 2 that the caller left open are closed before the command runs");

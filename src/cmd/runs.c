@@ -159,7 +159,7 @@ static const nsr_subopt gc_opts[] = {
         OPT_STATE_DIR,
         { "--keep-days", NULL, RUN_OPT_KEEP_DAYS, 1, "N", "Prune runs older than N days (default 7)" },
         { "--backup-limit", NULL, RUN_OPT_BACKUP_LIMIT, 1, "SIZE",
-          "Per project, prune the oldest runs beyond SIZE of backups (default 2G)" },
+          "Per project, SIZE of backups and SIZE of layers (default 2G each)" },
         OPT_END,
 };
 
@@ -192,8 +192,9 @@ static const nsr_subcmd history_cmd = { "history", NULL, "List runs, newest firs
 static const nsr_subcmd gc_cmd = {
         "gc",
         NULL,
-        "Prune runs older than N days (default 7) and, per project, the oldest runs whose backups\n"
-        "exceed SIZE (default 2G); the newest run of each project is always kept.\n",
+        "Prune runs older than N days (default 7), then per project two budgets of SIZE (default\n"
+        "2G) that never mix: the backups of applied runs (the 3 newest always stay) and what\n"
+        "sandboxes wrote (kept and failed runs' layers). The newest run of a project always stays.\n",
         0,
         0,
         gc_opts,
@@ -314,7 +315,10 @@ static bool run_changed(const nsr_run_meta *m, int i) {
 /* ---- diff --------------------------------------------------------------- */
 
 static int read_at(int dirfd, const char *path, char **ret, size_t *ret_len) {
-        int fd = nsr_openat2(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+        /* O_NONBLOCK: the project as it is now may hold a fifo at the
+         * path, whose open would wait for a writer. */
+        int fd = nsr_openat2(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+                             RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
         if (fd < 0)
                 return -errno;
         struct stat st;

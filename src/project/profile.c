@@ -559,17 +559,22 @@ static int build_workspace(builder *b, const char *rt, nsr_error *err) {
 }
 
 /* Run control: the defaults (no core dumps, bounded open files and
- * processes), and a size on every tmpfs the profile mounts (/tmp,
- * /var/tmp, /dev with /dev/shm, the runtime dir, the home layer): each
- * would otherwise take up to half the RAM. The user's own options are
- * merged over these by nsr_plan_append. */
+ * processes), and one memory budget for every tmpfs the profile mounts
+ * (/tmp, /var/tmp, /dev with /dev/shm, the runtime dir, the home layer):
+ * they are dirs of one shared tmpfs of that size (NSR_OPF_SHARED_TMP), so
+ * together they hold at most --tmp-size (default a quarter of the RAM);
+ * each with a cap of its own would reach the whole RAM together. The
+ * user's own options are merged over these by nsr_plan_append. */
 static void run_defaults(nsr_plan *p, const nsr_plan *user) {
         nsr_runctl_project_defaults(&p->run);
         uint64_t size = user->run.tmp_size ? user->run.tmp_size : nsr_tmp_size_default();
         for (size_t i = 0; i < p->n_ops; i++) {
                 nsr_op *op = &p->ops[i];
-                if ((op->type == NSR_OP_TMPFS || op->type == NSR_OP_DEV || op->type == NSR_OP_TMP_OVERLAY) && !op->size)
+                if ((op->type == NSR_OP_TMPFS || op->type == NSR_OP_DEV || op->type == NSR_OP_TMP_OVERLAY) &&
+                    !op->size) {
                         op->size = size;
+                        op->flags |= NSR_OPF_SHARED_TMP;
+                }
         }
 }
 

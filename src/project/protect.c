@@ -276,6 +276,13 @@ static bool is_hook_name(const char *name) {
 
 nsr_protect_verdict nsr_protect_classify(const nsr_protect_rules *rules, const nsr_change *c, const char **ret_reason) {
         bool deleted = c->kind == NSR_CHANGE_DELETED;
+        /* Whatever its name: a fifo hangs the host tool that opens it (git
+         * status on .git/HEAD, a prompt), a socket or device is no file a
+         * project holds. Checked first, so the reason says what it is. */
+        if (nsr_change_makes_special(c)) {
+                *ret_reason = "a fifo, socket or device node never reaches the project";
+                return NSR_PROTECT_DROP;
+        }
         const char *base = strrchr(c->path, '/');
         base = base ? base + 1 : c->path;
         if (streq(base, ".git") && !deleted && c->type != NSR_ENTRY_DIR) {

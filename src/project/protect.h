@@ -19,6 +19,9 @@
  *     run nothing (nsr_protect_git_config_reduce);
  *   - a .git that is (or becomes) a file or a symlink is dropped: it points
  *     git at another dir;
+ *   - a fifo, socket or device node (any type but a file, a dir or a
+ *     symlink) is never created, and never replaces an entry: a fifo as
+ *     .git/HEAD or package.json hangs the host's git status and prompt;
  *   - the dirs the host's git config names as core.hooksPath, and the
  *     paths profiles/protect.list names, are dropped as a whole;
  *   - so are .nsrun and every file nsrun read as its own configuration

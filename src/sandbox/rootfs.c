@@ -11,7 +11,9 @@
  *      own scratch mounts, and each source is resolved exactly once.
  *   3. Mount the new root tmpfs on /tmp of the old root (invisible later),
  *      or, when an op needs room for files of its own, a scratch tmpfs
- *      there and the new root on /tmp/newroot inside it.
+ *      there and the new root on /tmp/newroot inside it. Ops marked
+ *      NSR_OPF_SHARED_TMP get dirs of one more tmpfs, /tmp/shared, bound
+ *      where they go, so that all of them together hold at most its size.
  *   4. Run the ops in order. Destinations are resolved with
  *      RESOLVE_IN_ROOT against the new root, so a symlink made by an earlier
  *      op can never point a later mount outside the sandbox.
@@ -34,6 +36,7 @@
 
 #define SCRATCH      "/tmp"
 #define NEWROOT_NAME "newroot"
+#define SHARED_NAME  "shared"
 
 typedef struct prepared {
         int tree;     /* detached bind tree, or -1 (skipped or not a bind) */
@@ -52,6 +55,8 @@ typedef struct builder {
         prepared *prep;
         int scratch; /* O_PATH fd of the scratch tmpfs root */
         int root;    /* O_PATH fd of the new root */
+        int shared;  /* O_PATH fd of the shared tmpfs root, or -1 */
+        unsigned n_shared;
         unsigned n_tmp_overlay;
         unsigned n_bindfile;
 } builder;
@@ -461,16 +466,58 @@ static int do_remount_ro(builder *b, const nsr_op *op, nsr_error *err) {
         return 0;
 }
 
+static int fchmod_path(int fd, mode_t mode) {
+        /* fsmount() gives an O_PATH fd, which fchmod() refuses; fchmodat2()
+         * (Linux 6.6) takes it as is and spares a walk through /proc. */
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+        if (syscall(SYS_fchmodat2, fd, "", mode, AT_EMPTY_PATH) == 0)
+                return 0;
+        if (errno != ENOSYS && errno != EINVAL)
+                return -1;
+        char p[64];
+        snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+        return chmod(p, mode);
+}
+
+/* Whether op draws from the shared tmpfs (see NSR_OPF_SHARED_TMP). */
+static bool op_is_shared(const nsr_op *op) {
+        return (op->flags & NSR_OPF_SHARED_TMP) &&
+               (op->type == NSR_OP_TMPFS || op->type == NSR_OP_DEV || op->type == NSR_OP_TMP_OVERLAY);
+}
+
+/* A new dir of the shared tmpfs with exactly mode (no umask), cloned into
+ * a detached mount to be attached where the op goes: the clone is the same
+ * superblock, so what is written there counts against the one size. */
+static int shared_tree(builder *b, mode_t mode) {
+        char name[32];
+        snprintf(name, sizeof(name), "%u", b->n_shared++);
+        if (mkdirat(b->shared, name, 0700) < 0)
+                return -errno;
+        _cleanup_close_ int fd = openat(b->shared, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fchmod_path(fd, mode) < 0)
+                return -errno;
+        return clone_tree(fd, "", false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+}
+
+/* A tmpfs for op: a dir of the shared one, or a superblock of its own. */
+static int op_tmpfs(builder *b, const nsr_op *op, mode_t mode) {
+        if (op_is_shared(op) && b->shared >= 0)
+                return shared_tree(b, mode);
+        char m[32], size[32];
+        snprintf(m, sizeof(m), "%#o", (unsigned) mode);
+        snprintf(size, sizeof(size), "%" PRIu64, op->size);
+        const char *opts[] = { "mode", m, op->size ? "size" : NULL, size, NULL };
+        return new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+}
+
 static int do_tmpfs(builder *b, const nsr_op *op, nsr_error *err) {
         _cleanup_close_ int target = open_dest(b, op, DEST_DIR, -1, false, true, err);
         if (target < 0)
                 return target;
-        char mode[32], size[32];
-        snprintf(mode, sizeof(mode), "%#o", (unsigned) nsr_op_perms(op));
-        snprintf(size, sizeof(size), "%" PRIu64, op->size);
-        const char *opts[] = { "mode", mode, op->size ? "size" : NULL, size, NULL };
         const char *n = op->dest;
-        _cleanup_close_ int mnt = new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        _cleanup_close_ int mnt = op_tmpfs(b, op, nsr_op_perms(op));
         if (mnt < 0)
                 return mount_error(err, -mnt, "Can't mount tmpfs on %s", n);
         int r = attach(mnt, target);
@@ -555,10 +602,7 @@ static int do_dev(builder *b, const nsr_op *op, nsr_error *err) {
                 return target;
         const char *n = op->dest;
         /* /dev/shm lives in this tmpfs: project mode caps its size. */
-        char size[32];
-        snprintf(size, sizeof(size), "%" PRIu64, op->size);
-        const char *tmpfs_opts[] = { "mode", "0755", op->size ? "size" : NULL, size, NULL };
-        _cleanup_close_ int mnt = new_fs("tmpfs", tmpfs_opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        _cleanup_close_ int mnt = op_tmpfs(b, op, 0755);
         int r = mnt < 0 ? mnt : attach(mnt, target);
         if (r < 0)
                 return mount_error(err, -r, "Can't mount tmpfs on %s", n);
@@ -751,14 +795,17 @@ static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
                 shown_work = nsr_strdup(pr->work_real);
         } else if (op->type == NSR_OP_TMP_OVERLAY) {
                 unsigned i = b->n_tmp_overlay++;
+                /* A shared one keeps its layer in the shared tmpfs. */
+                bool shared = op_is_shared(op) && b->shared >= 0;
+                int dir = shared ? b->shared : b->scratch;
                 snprintf(upper_name, sizeof(upper_name), "tmp-overlay-upper-%u", i);
                 snprintf(work_name, sizeof(work_name), "tmp-overlay-work-%u", i);
-                if (mkdirat(b->scratch, upper_name, 0755) < 0)
+                if (mkdirat(dir, upper_name, 0755) < 0)
                         return nsr_error_set(err, errno, "Creating --tmp-overlay upperdir failed");
-                if (mkdirat(b->scratch, work_name, 0755) < 0)
+                if (mkdirat(dir, work_name, 0755) < 0)
                         return nsr_error_set(err, errno, "Creating --tmp-overlay workdir failed");
-                upper = nsr_asprintf(SCRATCH "/%s", upper_name);
-                work = nsr_asprintf(SCRATCH "/%s", work_name);
+                upper = nsr_asprintf(SCRATCH "%s/%s", shared ? "/" SHARED_NAME : "", upper_name);
+                work = nsr_asprintf(SCRATCH "%s/%s", shared ? "/" SHARED_NAME : "", work_name);
         }
         _cleanup_free_ char *shown = NULL;
         {
@@ -821,21 +868,6 @@ static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
         return 0;
 }
 
-static int fchmod_path(int fd, mode_t mode) {
-        /* fsmount() gives an O_PATH fd, which fchmod() refuses; fchmodat2()
-         * (Linux 6.6) takes it as is and spares a walk through /proc. */
-#ifndef SYS_fchmodat2
-#define SYS_fchmodat2 452
-#endif
-        if (syscall(SYS_fchmodat2, fd, "", mode, AT_EMPTY_PATH) == 0)
-                return 0;
-        if (errno != ENOSYS && errno != EINVAL)
-                return -1;
-        char p[64];
-        snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-        return chmod(p, mode);
-}
-
 /* A detached tmpfs whose root is 0755. No mode option: the mount table
  * then shows the same options as bwrap's root. */
 /* size 0: the kernel's default (half the RAM). */
@@ -864,7 +896,7 @@ static uint64_t scratch_size(const nsr_plan *plan) {
                 nsr_op_type t = plan->ops[i].type;
                 if (t == NSR_OP_BIND_DATA || t == NSR_OP_RO_BIND_DATA)
                         return 0;
-                if (t != NSR_OP_TMP_OVERLAY)
+                if (t != NSR_OP_TMP_OVERLAY || op_is_shared(&plan->ops[i]))
                         continue;
                 if (!plan->ops[i].size || total > UINT64_MAX / 2)
                         return 0;
@@ -873,13 +905,66 @@ static uint64_t scratch_size(const nsr_plan *plan) {
         return total;
 }
 
+/* The shared tmpfs's size: the largest of its ops' (0 when one has none:
+ * the kernel's default); *ret_any: whether any op draws from it. */
+static uint64_t shared_size(const nsr_plan *plan, bool *ret_any) {
+        uint64_t size = 0;
+        bool any = false, unsized = false;
+        for (size_t i = 0; i < plan->n_ops; i++) {
+                const nsr_op *op = &plan->ops[i];
+                if (!op_is_shared(op))
+                        continue;
+                any = true;
+                unsized |= !op->size;
+                if (op->size > size)
+                        size = op->size;
+        }
+        *ret_any = any;
+        return unsized ? 0 : size;
+}
+
 static bool plan_needs_scratch(const nsr_plan *plan) {
+        bool shared;
+        (void) shared_size(plan, &shared);
+        if (shared)
+                return true;
         for (size_t i = 0; i < plan->n_ops; i++) {
                 nsr_op_type t = plan->ops[i].type;
                 if (t == NSR_OP_BIND_DATA || t == NSR_OP_RO_BIND_DATA || t == NSR_OP_TMP_OVERLAY)
                         return true;
         }
         return false;
+}
+
+/* The shared tmpfs on /tmp/shared of the old root, beside the new root:
+ * never visible itself, only through the dirs bound from it. Its inodes
+ * are bounded too (one per 4 KiB of the size): each costs kernel memory
+ * that the size does not count, so a sandbox making millions of empty
+ * files would reach the host's memory past the size. */
+static int mount_shared(builder *b, nsr_error *err) {
+        bool any;
+        uint64_t size = shared_size(b->plan, &any);
+        if (!any)
+                return 0;
+        char sz[32], inodes[32];
+        snprintf(sz, sizeof(sz), "%" PRIu64, size);
+        uint64_t n = size / 4096;
+        snprintf(inodes, sizeof(inodes), "%" PRIu64, n < 4096 ? 4096 : n);
+        const char *opts[] = { "mode", "0755", "size", sz, "nr_inodes", inodes, NULL };
+        if (!size)
+                opts[2] = NULL; /* unsized: the kernel's defaults for both */
+        int r = mkdirat(b->scratch, SHARED_NAME, 0755) < 0 ? -errno : 0;
+        _cleanup_close_ int mnt = r < 0 ? -1 : new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        if (r == 0 && mnt < 0)
+                r = mnt;
+        if (r == 0 && move_mount(mnt, "", b->scratch, SHARED_NAME, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                r = -errno;
+        if (r == 0 && (b->shared = openat(b->scratch, SHARED_NAME, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+                r = -errno;
+        if (r < 0)
+                return nsr_error_setxk(err, NSR_ERR_USERNS_SETUP, -r, "Failed to mount the shared tmpfs: %s",
+                                       mount_strerror(-r));
+        return 0;
 }
 
 /* The new root, through the path it is mounted on (so a mount stacked on
@@ -946,7 +1031,7 @@ static int run_op(builder *b, size_t i, nsr_error *err) {
 }
 
 int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_error *err) {
-        builder b = { .plan = plan, .ctx = ctx, .scratch = -1, .root = -1 };
+        builder b = { .plan = plan, .ctx = ctx, .scratch = -1, .root = -1, .shared = -1 };
         int r;
 
         b.prep = nsr_malloc0((plan->n_ops + 1) * sizeof(prepared));
@@ -983,6 +1068,9 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
                         r = nsr_error_set(err, errno, "Creating newroot failed");
                         goto out;
                 }
+                r = mount_shared(&b, err);
+                if (r < 0)
+                        goto out;
         }
         {
                 _cleanup_close_ int mnt = -1;
@@ -1043,6 +1131,7 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
         r = 0;
 out:
         prepared_free(b.prep, plan->n_ops);
+        safe_close(b.shared);
         safe_close(b.scratch);
         safe_close(b.root);
         return r;

@@ -61,6 +61,11 @@ bool nsr_change_is_root_mode(const nsr_change *c) {
                !c->target;
 }
 
+bool nsr_change_makes_special(const nsr_change *c) {
+        return c->kind != NSR_CHANGE_DELETED && c->type != NSR_ENTRY_FILE && c->type != NSR_ENTRY_DIR &&
+               c->type != NSR_ENTRY_SYMLINK;
+}
+
 nsr_changeset *nsr_changeset_new(void) {
         nsr_changeset *cs = nsr_malloc0(sizeof(*cs));
         cs->max_changes = NSR_CHANGESET_MAX_CHANGES_DEFAULT;

@@ -155,3 +155,10 @@ int nsr_changeset_path_cmp(const char *a, const char *b);
 
 /* Whether c is a root change of the one allowed form: its mode only. */
 bool nsr_change_is_root_mode(const nsr_change *c);
+
+/* Whether c would put a fifo, socket or device node (any type but a file,
+ * a dir or a symlink) into the project: created, modified, type changed
+ * or metadata changed to an entry of NSR_ENTRY_OTHER. Such a version never
+ * reaches a project: a fifo named .git/HEAD or package.json hangs every
+ * host tool that reads it. Deleting one is fine. */
+bool nsr_change_makes_special(const nsr_change *c);

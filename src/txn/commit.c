@@ -332,7 +332,8 @@ static int tree_cb(int dirfd, const char *name, const char *rel, const struct st
                 (void) nsr_strv_push(&tc->p->excluded, nsr_strdup(rel));
                 return 1;
         }
-        if (c->kind != NSR_CHANGE_CREATED || c->type != nsr_entry_type_from_mode(st->st_mode)) {
+        if (c->kind != NSR_CHANGE_CREATED || c->type != nsr_entry_type_from_mode(st->st_mode) ||
+            nsr_change_makes_special(c)) {
                 tc->bad = EINVAL;
                 tc->bad_path = nsr_strdup(rel);
                 return -EINVAL;
@@ -373,6 +374,11 @@ static int upper_stat(planner *p, const nsr_change *c, struct stat *st, nsr_erro
         bool whiteout = S_ISCHR(st->st_mode) && st->st_rdev == 0;
         if (whiteout || nsr_entry_type_from_mode(st->st_mode) != c->type)
                 return nsr_txn_path_error(err, EINVAL, "the upper dir does not match the change set at", c->path);
+        /* The protect stage drops these; a set that still has one did not
+         * go through it, and the apply fails closed. */
+        if (nsr_change_makes_special(c))
+                return nsr_txn_path_error(err, EPERM,
+                                          "a fifo, socket or device node never reaches the project:", c->path);
         return 0;
 }
 
@@ -1503,6 +1509,10 @@ static int live_meta(nsr_journal *j, const nsr_change *c, int lp, const char *le
 static int sanitize_live_cb(int dirfd, const char *name, const char *rel, const struct stat *st, void *userdata) {
         (void) rel;
         (void) userdata;
+        /* The protect stage put such entries back (revert); one that is
+         * still there is never recorded as a change the project keeps. */
+        if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode) && !S_ISLNK(st->st_mode))
+                return -EPERM;
         return nsr_txnfs_sanitize(dirfd, name, st);
 }
 
@@ -1531,6 +1541,10 @@ static int plan_live(nsr_journal *j, const nsr_changeset *cs, size_t i, const ns
         }
         if (c->kind != NSR_CHANGE_DELETED && !have_live)
                 return nsr_txn_path_error(err, ENOENT, "changed again after the capture:", c->path);
+        if (nsr_change_makes_special(c) ||
+            (c->kind != NSR_CHANGE_DELETED && nsr_entry_type_from_mode(live.st_mode) == NSR_ENTRY_OTHER))
+                return nsr_txn_path_error(err, EPERM,
+                                          "a fifo, socket or device node never reaches the project:", c->path);
         if (c->kind == NSR_CHANGE_METADATA_CHANGED && S_ISDIR(live.st_mode) && S_ISDIR(orig.st_mode)) {
                 int r = live_meta(j, c, lp, leaf, sp, sleaf, &live);
                 return r < 0 ? nsr_txn_path_error(err, r, "cannot read the xattrs of", c->path) : 0;

@@ -467,11 +467,41 @@ static uint64_t tree_size(int parent, const char *name, unsigned depth) {
 typedef struct gc_run {
         char *id;
         nsr_run_meta meta;
-        uint64_t size;
+        uint64_t size;   /* all of the run dir */
+        uint64_t layers; /* of it, what the sandbox wrote (see run_layers) */
+        bool undoable;   /* applied: its backups are what an undo restores */
         bool gone;
         bool busy;
         bool newest; /* the newest run of one of its projects: always kept */
 } gc_run;
+
+/* An applied run's dirs that hold what the sandbox wrote, not what an undo
+ * needs: the protected entries set aside, the sandbox's versions of
+ * conflicting paths, a snapshot's leftovers, and any layer left behind. */
+static const char *const leftover_dirs[] = { "excluded", "conflict", "trash" };
+static const char *const layer_dirs[] = { "upper", "work" };
+
+/* What of run id the sandbox wrote: all of it for a run that applied
+ * nothing (kept, failed, discarded, undone: its layers and snapshots are
+ * its whole size), the leftovers above for an applied one. */
+static uint64_t run_layers(int runs_fd, gc_run *g) {
+        if (!g->undoable)
+                return g->size;
+        _cleanup_close_ int fd = openat(runs_fd, g->id, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return 0;
+        uint64_t n = 0;
+        for (size_t i = 0; i < ELEMENTSOF(leftover_dirs); i++)
+                n += tree_size(fd, leftover_dirs[i], 0);
+        for (size_t p = 0; g->meta.projects && g->meta.projects[p]; p++) {
+                char rel[32];
+                snprintf(rel, sizeof(rel), "p%zu", p);
+                _cleanup_close_ int pfd = openat(fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                for (size_t i = 0; pfd >= 0 && i < ELEMENTSOF(layer_dirs); i++)
+                        n += tree_size(pfd, layer_dirs[i], 0);
+        }
+        return n < g->size ? n : g->size;
+}
 
 static int remove_run(int statefd, gc_run *g, nsr_gc_stats *st, nsr_error *err) {
         _cleanup_free_ char *rel = nsr_asprintf("runs/%s", g->id);
@@ -482,6 +512,70 @@ static int remove_run(int statefd, gc_run *g, nsr_gc_stats *st, nsr_error *err) 
         st->removed++;
         st->bytes += g->size;
         return 0;
+}
+
+/* An applied run over the layer budget loses its leftovers only: its
+ * backups stay for undo. */
+static int remove_leftovers(int runs_fd, gc_run *g, nsr_gc_stats *st, nsr_error *err) {
+        _cleanup_close_ int fd = openat(runs_fd, g->id, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "cannot open run %s", g->id);
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(leftover_dirs); i++)
+                if (faccessat(fd, leftover_dirs[i], F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+                        r = nsr_rm_rf_at(fd, leftover_dirs[i], err);
+        for (size_t p = 0; r >= 0 && g->meta.projects && g->meta.projects[p]; p++) {
+                char rel[32];
+                snprintf(rel, sizeof(rel), "p%zu", p);
+                _cleanup_close_ int pfd = openat(fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                for (size_t i = 0; r >= 0 && pfd >= 0 && i < ELEMENTSOF(layer_dirs); i++)
+                        if (faccessat(pfd, layer_dirs[i], F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+                                r = nsr_rm_rf_at(pfd, layer_dirs[i], err);
+        }
+        if (r < 0)
+                return r;
+        st->bytes += g->layers;
+        g->size -= g->layers;
+        g->layers = 0;
+        return 0;
+}
+
+/* The two size budgets of one project, newest run first. Backups: the
+ * NSR_GC_UNDO_KEEP newest applied runs stay whatever their size; older
+ * applied runs go once the backups counted so far pass the limit. Layers:
+ * once what sandboxes wrote (every run's layers, an applied run's
+ * leftovers) passes the limit, an unapplied run goes whole (never the
+ * project's newest run), an applied one loses its leftovers only. The
+ * budgets never mix: what a run writes cannot push out an undo. */
+static int gc_project(int statefd, int runs_fd, gc_run *runs, size_t n, const char *proj, uint64_t limit,
+                      nsr_gc_stats *st, nsr_error *err) {
+        uint64_t backups = 0, layers = 0;
+        size_t applied = 0;
+        bool newest = true;
+        int r = 0;
+        for (size_t k = 0; k < n && r >= 0; k++) {
+                gc_run *g = &runs[k];
+                if (g->gone || !nsr_strv_contains(g->meta.projects, proj))
+                        continue;
+                bool first = newest;
+                newest = false;
+                if (g->undoable) {
+                        backups += g->size - g->layers;
+                        if (++applied > NSR_GC_UNDO_KEEP && backups > limit && !g->busy) {
+                                r = remove_run(statefd, g, st, err);
+                                continue;
+                        }
+                }
+                layers += g->layers;
+                if (layers <= limit || g->busy || first)
+                        continue;
+                if (g->undoable) {
+                        layers -= g->layers;
+                        r = remove_leftovers(runs_fd, g, st, err);
+                } else
+                        r = remove_run(statefd, g, st, err);
+        }
+        return r;
 }
 
 int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stats *ret, nsr_error *err) {
@@ -515,6 +609,9 @@ int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stat
                         (void) nsr_rm_rf_at(fd, "trash", &te);
                 }
                 runs[i].size = tree_size(runs_fd, ids[i], 0);
+                runs[i].undoable =
+                        runs[i].meta.state == NSR_OUTCOME_COMMITTED || runs[i].meta.state == NSR_OUTCOME_CONFLICT;
+                runs[i].layers = run_layers(runs_fd, &runs[i]);
                 /* A live run, or an apply waiting for recovery, is not ours
                  * to prune. An orphaned run (its nsrun died) is. */
                 if ((runs[i].meta.state == NSR_OUTCOME_RUNNING && !nsr_run_meta_is_orphan(&runs[i].meta)) ||
@@ -541,23 +638,17 @@ int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stat
                 if (g->meta.start.tv_sec <= cutoff)
                         r = remove_run(statefd, g, &st, err);
         }
-        /* The quota, project by project, newest first. */
+        /* The budgets, once per project. */
+        _cleanup_strv_free_ char **done = nsr_malloc0(sizeof(char *));
         for (size_t i = 0; i < n && r >= 0; i++) {
                 if (runs[i].gone || !runs[i].meta.projects)
                         continue;
-                for (size_t p = 0; runs[i].meta.projects[p]; p++) {
+                for (size_t p = 0; runs[i].meta.projects[p] && r >= 0; p++) {
                         const char *proj = runs[i].meta.projects[p];
-                        uint64_t sum = 0;
-                        bool newest = true;
-                        for (size_t k = 0; k < n && r >= 0; k++) {
-                                gc_run *g = &runs[k];
-                                if (g->gone || !nsr_strv_contains(g->meta.projects, proj))
-                                        continue;
-                                sum += g->size;
-                                if (!newest && sum > backup_limit && !g->busy)
-                                        r = remove_run(statefd, g, &st, err);
-                                newest = false;
-                        }
+                        if (nsr_strv_contains(done, proj))
+                                continue;
+                        nsr_strv_extend(&done, proj);
+                        r = gc_project(statefd, runs_fd, runs, n, proj, backup_limit, &st, err);
                 }
         }
         for (size_t i = 0; i < n; i++)

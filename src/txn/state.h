@@ -106,10 +106,20 @@ typedef struct nsr_gc_stats {
         uint64_t bytes;
 } nsr_gc_stats;
 
-/* Retention: removes runs older than keep_days, then, per project, the
- * oldest runs once the project's runs take more than backup_limit bytes;
- * the newest run of each project always stays. Runs still running (or
- * crashed with an apply unfinished) are left for recovery. */
+/* Applied runs (committed, conflict) whose backups gc never prunes by
+ * size, per project, however large they are. */
+#define NSR_GC_UNDO_KEEP 3
+
+/* Retention: removes runs older than keep_days, then, per project, two
+ * budgets of backup_limit bytes each that never mix. The backups of applied
+ * runs: beyond the NSR_GC_UNDO_KEEP newest applied runs, the oldest go once
+ * the backups pass the limit. What sandboxes wrote (the layers of kept,
+ * failed, discarded and undone runs, and what an applied run set aside):
+ * past the limit, the oldest unapplied runs go, and applied ones lose
+ * those leftovers only. So a run that writes a huge layer cannot push out
+ * the backups an undo needs. The newest run of each project always stays;
+ * runs still running (or crashed with an apply unfinished) are left for
+ * recovery. */
 int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stats *ret, nsr_error *err);
 /* Removes RUN/trash (what is left of a snapshot once the backups are out
  * of it) in a detached background process. */

@@ -54,17 +54,18 @@ if [ -n "${HOME:-}" ] && [ -w "$HOME" ]; then
 	rm -rf "$hs"
 fi
 
-# The backup quota prunes the oldest runs of a project, never the last.
+# The backup quota prunes the oldest runs of a project, never the 3 newest
+# applied ones (issue 23.7).
 Q=$d/quota; mkdir -p "$Q"; head -c 300000 /dev/urandom > "$Q/big"
-for i in 1 2 3; do
+for i in 1 2 3 4 5; do
 	"$NSRUN" -p "$Q" --state-dir "$d/qs" --quiet -- sh -c "head -c 300000 /dev/urandom > big"
 done
-is "$(ls "$d/qs/runs" | wc -l)" "3" "three runs, each with a 300 KB backup"
-run "$NSRUN" gc --state-dir "$d/qs" --backup-limit 700K
+is "$(ls "$d/qs/runs" | wc -l)" "5" "five runs, each with a 300 KB backup"
+run "$NSRUN" gc --state-dir "$d/qs" --backup-limit 1000K
 is "$rc" 0 "gc --backup-limit"
-is "$(ls "$d/qs/runs" | wc -l)" "2" "the oldest run beyond the quota is pruned"
+is "$(ls "$d/qs/runs" | wc -l)" "3" "the oldest runs beyond the quota are pruned"
 run "$NSRUN" gc --state-dir "$d/qs" --backup-limit 1K
-is "$(ls "$d/qs/runs" | wc -l)" "1" "the newest run is always kept"
+is "$(ls "$d/qs/runs" | wc -l)" "3" "the 3 newest applied runs are always kept"
 run "$NSRUN" undo --state-dir "$d/qs" -p "$Q"
 is "$rc" 0 "the kept run can still be undone"
 

@@ -281,6 +281,16 @@ START_TEST(test_names) {
 }
 END_TEST
 
+START_TEST(test_makes_special) {
+        for (int k = 0; k < _NSR_CHANGE_KIND_MAX; k++)
+                for (int t = 0; t < _NSR_ENTRY_TYPE_MAX; t++) {
+                        nsr_change c = { .path = (char *) "x", .kind = k, .type = t };
+                        bool want = k != NSR_CHANGE_DELETED && t == NSR_ENTRY_OTHER;
+                        ck_assert_msg(nsr_change_makes_special(&c) == want, "kind %d type %d", k, t);
+                }
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("changeset");
         TCase *tc = tcase_create("core");
@@ -294,6 +304,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_sort_duplicates);
         tcase_add_test(tc, test_split);
         tcase_add_test(tc, test_names);
+        tcase_add_test(tc, test_makes_special);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -706,6 +706,55 @@ START_TEST(test_excluded_entries_set_aside) {
 }
 END_TEST
 
+START_TEST(test_special_fails_closed) {
+        /* issue 23.5: the protect stage drops fifos, sockets and device
+         * nodes; a change set that still has one fails the apply, which
+         * leaves the project as it was. */
+        fixture f;
+        fx_init(&f);
+        put(f.project_fd, "package.json", "{}\n", 0644);
+        fx_start_run(&f);
+        ck_assert_int_eq(mkfifoat(f.upper_fd, "package.json", 0644), 0);
+        fx_change(&f, "package.json", NSR_CHANGE_TYPE_CHANGED);
+        ck_assert_int_eq(f.cs->changes[0].type, NSR_ENTRY_OTHER);
+        nsr_commit_result res = { 0 };
+        nsr_error err = { 0 };
+        ck_assert_int_eq(fx_apply(&f, &res, &err), -EPERM);
+        ck_assert_ptr_nonnull(strstr(err.msg, "fifo, socket or device node"));
+        assert_content(f.project_fd, "package.json", "{}\n");
+        nsr_commit_result_done(&res);
+        fx_done(&f);
+
+        /* Inside a new dir that moves whole: listed, it fails; left out
+         * (dropped), the dir moves and the fifo is set aside. */
+        fx_init(&f);
+        fx_start_run(&f);
+        put(f.upper_fd, "nd/x", "x\n", 0644);
+        ck_assert_int_eq(mkfifoat(f.upper_fd, "nd/f", 0644), 0);
+        fx_change(&f, "nd", NSR_CHANGE_CREATED);
+        fx_change(&f, "nd/f", NSR_CHANGE_CREATED);
+        fx_change(&f, "nd/x", NSR_CHANGE_CREATED);
+        res = (nsr_commit_result){ 0 };
+        ck_assert_int_lt(fx_apply(&f, &res, &err), 0);
+        ck_assert(!exists_at(f.project_fd, "nd"));
+        nsr_commit_result_done(&res);
+        fx_done(&f);
+
+        fx_init(&f);
+        fx_start_run(&f);
+        put(f.upper_fd, "nd/x", "x\n", 0644);
+        ck_assert_int_eq(mkfifoat(f.upper_fd, "nd/f", 0644), 0);
+        fx_change(&f, "nd", NSR_CHANGE_CREATED);
+        fx_change(&f, "nd/x", NSR_CHANGE_CREATED);
+        res = (nsr_commit_result){ 0 };
+        fx_apply_ok(&f, &res);
+        assert_content(f.project_fd, "nd/x", "x\n");
+        ck_assert(!exists_at(f.project_fd, "nd/f"));
+        nsr_commit_result_done(&res);
+        fx_done(&f);
+}
+END_TEST
+
 START_TEST(test_merge_created_dir) {
         /* The host made the same dir during the run: not a conflict, the
          * children apply one by one and the host's dir is kept. */
@@ -2022,6 +2071,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_apply_scenario);
         tcase_add_test(tc, test_created_dir_one_rename);
         tcase_add_test(tc, test_excluded_entries_set_aside);
+        tcase_add_test(tc, test_special_fails_closed);
         tcase_add_test(tc, test_merge_created_dir);
         tcase_add_test(tc, test_opaque_dir);
         tcase_add_test(tc, test_type_changes);

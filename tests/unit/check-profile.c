@@ -152,8 +152,11 @@ START_TEST(test_build) {
          * too, which the trace cannot show) */
         for (size_t i = 0; i < p->n_ops; i++)
                 if (p->ops[i].type == NSR_OP_TMPFS || p->ops[i].type == NSR_OP_DEV ||
-                    p->ops[i].type == NSR_OP_TMP_OVERLAY)
+                    p->ops[i].type == NSR_OP_TMP_OVERLAY) {
                         ck_assert_uint_eq(p->ops[i].size, 1 << 20);
+                        /* ... by one budget they all share (issue 23.8) */
+                        ck_assert(p->ops[i].flags & NSR_OPF_SHARED_TMP);
+                }
         ck_assert_uint_eq(p->run.pids, NSR_PIDS_DEFAULT);
         ck_assert_uint_eq(p->run.rlim[NSR_RLIMIT_CORE].hard, 0);
         _cleanup_free_ char *t = trace_of(p);

@@ -155,6 +155,27 @@ START_TEST(test_classify) {
 }
 END_TEST
 
+/* issue 23.5: a fifo, socket or device node never reaches a project,
+ * whatever its name; deleting one does. */
+START_TEST(test_classify_special) {
+        nsr_protect_gitdir g[] = { { .path = (char *) ".git", .is_new = false } };
+        nsr_protect_rules r = { .gitdirs = g, .n_gitdirs = 1 };
+        const nsr_entry_type O = NSR_ENTRY_OTHER;
+        const nsr_change_kind kinds[] = { NSR_CHANGE_CREATED, NSR_CHANGE_MODIFIED, NSR_CHANGE_TYPE_CHANGED,
+                                          NSR_CHANGE_METADATA_CHANGED };
+        const char *paths[] = { "package.json", ".git/HEAD", ".git/objects/ab/cd", "src/sock", ".git" };
+        for (size_t k = 0; k < ELEMENTSOF(kinds); k++)
+                for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+                        nsr_change c = { .path = (char *) paths[i], .kind = kinds[k], .type = O };
+                        const char *why = NULL;
+                        ck_assert(nsr_protect_classify(&r, &c, &why) == NSR_PROTECT_DROP);
+                        ck_assert_ptr_nonnull(strstr(why, "fifo, socket or device node"));
+                }
+        ck_assert(cls(&r, "old.fifo", NSR_CHANGE_DELETED, O) == NSR_PROTECT_APPLY);
+        ck_assert(cls(&r, "package.json", NSR_CHANGE_TYPE_CHANGED, NSR_ENTRY_FILE) == NSR_PROTECT_APPLY);
+}
+END_TEST
+
 START_TEST(test_list_match) {
         char *pats[] = { (char *) ".vscode/tasks.json", (char *) "**/.envrc", (char *) ".idea/runConfigurations/",
                          (char *) "*.code-workspace", NULL };
@@ -428,6 +449,7 @@ static Suite *protect_suite(void) {
         TCase *tc = tcase_create("protect");
         tcase_add_test(tc, test_git_allow_list);
         tcase_add_test(tc, test_classify);
+        tcase_add_test(tc, test_classify_special);
         tcase_add_test(tc, test_list_match);
         tcase_add_test(tc, test_config_match);
         tcase_add_test(tc, test_mode);
