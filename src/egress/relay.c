@@ -22,13 +22,14 @@
 
 #include "base/sockmsg.h"
 #include "base/util.h"
+#include "egress/proxyparse.h"
 #include "egress/relay.h"
 #include "seccomp/compile.h"
 #include "seccomp/policy.h"
 
 #define MAX_CONNS        256
 #define BUF_SIZE         (64 * 1024)
-#define HEADER_MAX       (16 * 1024)
+#define HEADER_MAX       NSR_HTTP_HEAD_MAX
 #define TARGET_TIMEOUT_S 30 /* to name a target, and to connect */
 #define IDLE_TIMEOUT_S   600
 #define RESOLVE_THREADS  4
@@ -228,6 +229,8 @@ typedef struct conn {
         handle hc, hu;
         conn_state state;
         bool socks, has_target, c_eof, u_eof, u_shut, dead;
+        bool track_body; /* HTTP: only the request's body goes up */
+        nsr_http_body body;
         nsr_egress_record rec;
         nsr_egress_pattern matched;
         struct timespec mono_start;
@@ -335,16 +338,6 @@ static ssize_t drain(int fd, buffer *b) {
                 return errno == EINTR ? -EAGAIN : -errno;
         consume(b, (size_t) n);
         return n;
-}
-
-/* A host name from the wire is shown only in this safe form. */
-static void sanitize(const char *in, size_t len, char *out, size_t outlen) {
-        size_t o = 0;
-        for (size_t i = 0; i < len && o + 1 < outlen; i++) {
-                unsigned char ch = (unsigned char) in[i];
-                out[o++] = (isalnum(ch) || strchr(".-_:", ch)) ? (char) ch : '?';
-        }
-        out[o] = '\0';
 }
 
 static void emit_log(nsr_relay *r, const nsr_egress_record *rec) {
@@ -627,7 +620,8 @@ static void connected(nsr_relay *r, conn *c) {
                 socks_reply(c, 0);
         if (!c->u2c.data)
                 c->u2c.data = nsr_malloc0(BUF_SIZE);
-        spl_open(&c->p_c2u);
+        if (!c->track_body) /* a body is followed in user space */
+                spl_open(&c->p_c2u);
         spl_open(&c->p_u2c);
         c->state = ST_RELAY;
         c->deadline = now_s() + IDLE_TIMEOUT_S;
@@ -643,14 +637,14 @@ static void target(nsr_relay *r, conn *c, const char *raw, size_t raw_len, int p
         char rawz[NSR_EGRESS_HOST_MAX + 3];
         bool addr = false;
         if (raw_len >= sizeof(rawz) || memchr(raw, '\0', raw_len)) {
-                sanitize(raw, raw_len, c->rec.host, sizeof(c->rec.host));
+                nsr_proxy_sanitize(raw, raw_len, c->rec.host, sizeof(c->rec.host));
                 conn_fail(r, c, true, "not a valid host name");
                 return;
         }
         memcpy(rawz, raw, raw_len);
         rawz[raw_len] = '\0';
         if (nsr_egress_host_normalize(rawz, host, sizeof(host), &addr) < 0) {
-                sanitize(raw, raw_len, c->rec.host, sizeof(c->rec.host));
+                nsr_proxy_sanitize(raw, raw_len, c->rec.host, sizeof(c->rec.host));
                 conn_fail(r, c, true, "not a valid host name");
                 return;
         }
@@ -731,266 +725,105 @@ static void resolved(nsr_relay *r) {
         }
 }
 
-/* ---- request parsing --------------------------------------------------- */
+/* ---- requests (parsed in proxyparse.c) ----------------------------------- */
 
-static bool parse_port_text(const char *s, size_t n, int *ret) {
-        if (n == 0 || n > 5)
-                return false;
-        int v = 0;
-        for (size_t i = 0; i < n; i++) {
-                if (!isdigit((unsigned char) s[i]))
-                        return false;
-                v = v * 10 + (s[i] - '0');
-        }
-        *ret = v;
-        return true;
+static void http_refuse(nsr_relay *r, conn *c, int status, const char *why) {
+        _cleanup_free_ char *body = nsr_asprintf("nsrun: %s\n", why);
+        http_reply(c, status, status == 431 ? "Request Header Fields Too Large" : "Bad Request", body);
+        c->state = ST_CLOSING;
+        conn_arm(r, c);
 }
 
-/* "host:port", "[v6]:port" or, with def > 0, either without a port. */
-static bool split_authority(const char *a, size_t n, const char **host, size_t *hlen, int *port, int def) {
-        if (n == 0 || memchr(a, '@', n))
-                return false;
-        const char *colon = NULL;
-        if (a[0] == '[') {
-                const char *close = memchr(a, ']', n);
-                if (!close)
-                        return false;
-                *host = a + 1;
-                *hlen = (size_t) (close - a - 1);
-                if (close + 1 < a + n) {
-                        if (close[1] != ':')
-                                return false;
-                        colon = close + 1;
-                }
-        } else {
-                colon = memrchr(a, ':', n);
-                if (colon && memchr(a, ':', (size_t) (colon - a)))
-                        return false; /* a bare v6 address */
-                *host = a;
-                *hlen = colon ? (size_t) (colon - a) : n;
-        }
-        if (colon)
-                return parse_port_text(colon + 1, (size_t) (a + n - colon - 1), port);
-        if (def <= 0)
-                return false;
-        *port = def;
-        return true;
-}
-
-static bool hop_header(const char *line, size_t n) {
-        static const char *const names[] = { "proxy-connection:", "proxy-authorization:", "connection:",
-                                             "keep-alive:",       "proxy-authenticate:",  "host:" };
-        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-                size_t l = strlen(names[i]);
-                if (n >= l && strncasecmp(line, names[i], l) == 0)
-                        return true;
-        }
-        return false;
+/* Keeps the bytes of b from off on that belong to the request's body and
+ * drops the rest: nothing after the one request reaches the server. */
+static int body_filter(conn *c, buffer *b, size_t off) {
+        if (!c->track_body || off >= b->len)
+                return 0;
+        size_t n = b->len - off;
+        ssize_t k = c->body.done ? 0 : nsr_http_body_feed(&c->body, b->data + b->off + off, n);
+        if (k < 0)
+                return -EBADMSG;
+        b->len -= n - (size_t) k;
+        return 0;
 }
 
 static void http_head(nsr_relay *r, conn *c) {
         buffer *b = &c->c2u;
-        char *data = b->data + b->off;
-        char *end = memmem(data, b->len, "\r\n\r\n", 4);
-        size_t head_len;
-        if (end)
-                head_len = (size_t) (end - data) + 4;
-        else {
-                if (b->len >= HEADER_MAX) {
-                        http_reply(c, 431, "Request Header Fields Too Large", "nsrun: request header too large\n");
-                        c->state = ST_CLOSING;
-                        conn_arm(r, c);
-                } else
-                        conn_arm(r, c);
-                return;
-        }
-        if (head_len > HEADER_MAX) {
-                http_reply(c, 431, "Request Header Fields Too Large", "nsrun: request header too large\n");
-                c->state = ST_CLOSING;
+        nsr_http_head h;
+        int k = nsr_http_head_parse(b->data + b->off, b->len, &h);
+        if (k == 0) {
                 conn_arm(r, c);
                 return;
         }
-        char *eol = memmem(data, head_len, "\r\n", 2);
-        char *sp1 = memchr(data, ' ', (size_t) (eol - data));
-        char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t) (eol - sp1 - 1)) : NULL;
-        if (!sp1 || !sp2 || sp1 == data || (size_t) (eol - sp2 - 1) < 8 || strncmp(sp2 + 1, "HTTP/1.", 7) != 0 ||
-            memchr(data, '\0', head_len)) {
-                http_reply(c, 400, "Bad Request", "nsrun: not an HTTP proxy request\n");
-                c->state = ST_CLOSING;
-                conn_arm(r, c);
+        if (k < 0) {
+                http_refuse(r, c, h.status, h.why);
                 return;
         }
-        for (char *m = data; m < sp1; m++)
-                if (!isupper((unsigned char) *m)) {
-                        http_reply(c, 400, "Bad Request", "nsrun: not an HTTP proxy request\n");
-                        c->state = ST_CLOSING;
-                        conn_arm(r, c);
-                        return;
-                }
-        const char *tgt = sp1 + 1;
-        size_t tlen = (size_t) (sp2 - tgt);
-        const char *host;
-        size_t hlen;
-        int port = 0;
-        if ((size_t) (sp1 - data) == 7 && strncmp(data, "CONNECT", 7) == 0) {
-                if (!split_authority(tgt, tlen, &host, &hlen, &port, 0)) {
-                        http_reply(c, 400, "Bad Request", "nsrun: CONNECT needs host:port\n");
-                        c->state = ST_CLOSING;
-                        conn_arm(r, c);
-                        return;
-                }
-                consume(b, head_len); /* what follows goes to the server */
-                target(r, c, host, hlen, port, NSR_EGRESS_PROTO_CONNECT);
-                return;
-        }
-        if (tlen < 7 || strncasecmp(tgt, "http://", 7) != 0) {
-                http_reply(c, 400, "Bad Request",
-                           "nsrun: the proxy takes absolute http:// URIs, and CONNECT for everything else\n");
-                c->state = ST_CLOSING;
-                conn_arm(r, c);
-                return;
-        }
-        const char *auth = tgt + 7;
-        const char *path = auth;
-        while (path < sp2 && *path != '/' && *path != '?' && *path != '#')
-                path++;
-        if (!split_authority(auth, (size_t) (path - auth), &host, &hlen, &port, 80)) {
-                http_reply(c, 400, "Bad Request", "nsrun: bad host in the request URI\n");
-                c->state = ST_CLOSING;
-                conn_arm(r, c);
-                return;
-        }
-        /* The host, before the rewrite below moves the bytes it points at. */
-        char hostbuf[NSR_EGRESS_HOST_MAX + 3];
-        if (hlen >= sizeof(hostbuf))
-                hlen = sizeof(hostbuf) - 1; /* refused as invalid in target() */
-        memcpy(hostbuf, host, hlen);
-        hostbuf[hlen] = '\0';
-        /* Rewrite: origin-form request line, no hop-by-hop proxy headers,
-         * one request per connection. */
-        char *out = nsr_malloc0(head_len + (size_t) (path - auth) + 64);
-        size_t o = 0;
-        memcpy(out + o, data, (size_t) (sp1 - data) + 1);
-        o += (size_t) (sp1 - data) + 1;
-        if (path == sp2 || *path != '/')
-                out[o++] = '/';
-        memcpy(out + o, path, (size_t) (eol - path));
-        o += (size_t) (eol - path);
-        memcpy(out + o, "\r\n", 2);
-        o += 2;
-        /* Host comes from the URI, the name the rules checked: a client's
-         * own Host header could name another site behind the same server
-         * (RFC 9112 3.2.2 has a proxy replace it too). */
-        memcpy(out + o, "Host: ", 6);
-        o += 6;
-        memcpy(out + o, auth, (size_t) (path - auth));
-        o += (size_t) (path - auth);
-        memcpy(out + o, "\r\n", 2);
-        o += 2;
-        for (char *line = eol + 2; line < data + head_len - 2;) {
-                char *le = memmem(line, (size_t) (data + head_len - line), "\r\n", 2);
-                size_t ll = (size_t) (le - line);
-                if (!hop_header(line, ll)) {
-                        memcpy(out + o, line, ll + 2);
-                        o += ll + 2;
-                }
-                line = le + 2;
-        }
-        memcpy(out + o, "Connection: close\r\n\r\n", 21);
-        o += 21;
-        /* The body bytes that came along stay behind the new head. */
-        consume(b, head_len);
+        consume(b, h.head_len);
         buf_compact(b);
+        if (h.connect) {
+                /* What follows is the tunnel's, for the server. */
+                target(r, c, h.host, h.host_len, h.port, NSR_EGRESS_PROTO_CONNECT);
+                return;
+        }
+        /* The body bytes that came along stay behind the new head, and
+         * only they: a second request behind them goes nowhere. */
+        c->track_body = true;
+        nsr_http_body_init(&c->body, h.framing, h.content_length);
+        if (body_filter(c, b, 0) < 0) {
+                nsr_http_head_done(&h);
+                http_refuse(r, c, 400, "a malformed chunked body");
+                return;
+        }
+        size_t o = h.upstream_len;
         if (o + b->len > BUF_SIZE)
                 b->len = BUF_SIZE - o; /* cannot happen: o <= HEADER_MAX + 1 KiB */
         memmove(b->data + o, b->data, b->len);
-        memcpy(b->data, out, o);
+        memcpy(b->data, h.upstream, o);
         b->len += o;
-        free(out);
-        target(r, c, hostbuf, hlen, port, NSR_EGRESS_PROTO_HTTP);
+        nsr_http_head_done(&h);
+        target(r, c, h.host, h.host_len, h.port, NSR_EGRESS_PROTO_HTTP);
 }
 
 static void socks_step(nsr_relay *r, conn *c) {
         buffer *b = &c->c2u;
-        const uint8_t *d = (const uint8_t *) b->data + b->off;
+        nsr_socks_step st;
+        int k;
         if (c->state == ST_SOCKS_GREETING) {
-                if (b->len < 2) {
-                        conn_arm(r, c);
+                k = nsr_socks_greeting((const uint8_t *) b->data + b->off, b->len, &st);
+                if (k <= 0) {
+                        if (k < 0)
+                                conn_close(r, c);
+                        else
+                                conn_arm(r, c);
                         return;
                 }
-                if (d[0] != 5) {
-                        conn_close(r, c);
-                        return;
-                }
-                size_t need = 2 + (size_t) d[1];
-                if (b->len < need) {
-                        conn_arm(r, c);
-                        return;
-                }
-                bool noauth = memchr(d + 2, 0, d[1]) != NULL;
-                consume(b, need);
-                if (!noauth) {
-                        static const uint8_t no[2] = { 5, 0xff };
-                        buf_put(&c->u2c, no, 2);
+                consume(b, st.used);
+                static const uint8_t yes[2] = { 5, 0 }, no[2] = { 5, 0xff };
+                buf_put(&c->u2c, st.noauth ? yes : no, 2);
+                if (!st.noauth) {
                         c->state = ST_CLOSING;
                         conn_arm(r, c);
                         return;
                 }
-                static const uint8_t yes[2] = { 5, 0 };
-                buf_put(&c->u2c, yes, 2);
                 c->state = ST_SOCKS_REQUEST;
-                d = (const uint8_t *) b->data + b->off;
         }
-        if (b->len < 5) {
-                conn_arm(r, c);
+        k = nsr_socks_request((const uint8_t *) b->data + b->off, b->len, &st);
+        if (k <= 0) {
+                if (k < 0)
+                        conn_close(r, c);
+                else
+                        conn_arm(r, c);
                 return;
         }
-        if (d[0] != 5 || d[2] != 0) {
-                conn_close(r, c);
-                return;
-        }
-        size_t need;
-        switch (d[3]) {
-        case 1:
-                need = 4 + 4 + 2;
-                break;
-        case 3:
-                need = 4 + 1 + (size_t) d[4] + 2;
-                break;
-        case 4:
-                need = 4 + 16 + 2;
-                break;
-        default:
-                socks_reply(c, 8);
+        if (st.reply) {
+                socks_reply(c, st.reply);
                 c->state = ST_CLOSING;
                 conn_arm(r, c);
                 return;
         }
-        if (b->len < need) {
-                conn_arm(r, c);
-                return;
-        }
-        if (d[1] != 1) {
-                socks_reply(c, 7);
-                c->state = ST_CLOSING;
-                conn_arm(r, c);
-                return;
-        }
-        int port = d[need - 2] << 8 | d[need - 1];
-        char host[NSR_EGRESS_HOST_MAX + 3];
-        size_t hlen;
-        if (d[3] == 1) {
-                inet_ntop(AF_INET, d + 4, host, sizeof(host));
-                hlen = strlen(host);
-        } else if (d[3] == 4) {
-                inet_ntop(AF_INET6, d + 4, host, sizeof(host));
-                hlen = strlen(host);
-        } else {
-                hlen = d[4];
-                memcpy(host, d + 5, hlen);
-        }
-        consume(b, need);
-        target(r, c, host, hlen, port, NSR_EGRESS_PROTO_SOCKS5);
+        consume(b, st.used);
+        target(r, c, st.host, st.host_len, st.port, NSR_EGRESS_PROTO_SOCKS5);
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -1037,8 +870,28 @@ static void relay_io(nsr_relay *r, conn *c, bool client_side, uint32_t ev) {
         for (int round = 0; round < 8; round++) {
                 bool progress = false, full = false;
                 ssize_t n;
-                if (rd_c && !c->c_eof) {
+                if (rd_c && !c->c_eof && c->track_body && c->body.done) {
+                        /* The request is complete: whatever the client
+                         * sends now is read and dropped. */
+                        char sink[4096];
+                        n = read(c->hc.fd, sink, sizeof(sink));
+                        if (n > 0)
+                                progress = true;
+                        else if (n == 0)
+                                c->c_eof = true;
+                        else if (errno == EAGAIN || errno == EINTR)
+                                rd_c = false;
+                        else {
+                                conn_close(r, c);
+                                return;
+                        }
+                } else if (rd_c && !c->c_eof) {
+                        size_t before = c->c2u.len;
                         n = side_read(c->hc.fd, &c->c2u, &c->p_c2u, &full);
+                        if (n > 0 && body_filter(c, &c->c2u, before) < 0) {
+                                conn_close(r, c);
+                                return;
+                        }
                         if (n > 0) {
                                 progress = true;
                                 rd_c = full;
@@ -1362,6 +1215,7 @@ int nsr_relay_new(const nsr_egress_rules *rules, int log_fd, nsr_relay **ret, ns
 #endif
         r->sock[0] = r->sock[1] = r->timerfd = -1;
         r->h_resolved.fd = -1;
+        r->epfd = -1;
         r->epfd = epoll_create1(EPOLL_CLOEXEC);
         if (r->epfd < 0)
                 return nsr_error_set(err, errno, "egress relay: epoll_create1");
