@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -259,6 +260,7 @@ struct nsr_relay {
         conn *dead;
         size_t n_conns;
         nsr_egress_log log;
+        nsr_egress_own own;    /* the host's own addresses */
         time_t target_timeout; /* TARGET_TIMEOUT_S, but for the tests */
         int resolve_delay_ms;
 };
@@ -539,13 +541,13 @@ static void use_addresses(nsr_relay *r, conn *c, const struct addrinfo *ai) {
                 n++;
         c->cand = nsr_realloc_array(NULL, n + 1, sizeof(struct sockaddr_storage));
         c->n_addrs = 0;
-        char first_bad[96] = "";
+        char first_bad[128] = "";
         for (const struct addrinfo *a = ai; a; a = a->ai_next) {
                 if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
                     a->ai_addrlen > sizeof(struct sockaddr_storage))
                         continue;
                 nsr_addr_class cls;
-                if (nsr_egress_addr_allowed(&c->matched, a->ai_addr, &cls)) {
+                if (nsr_egress_addr_allowed_own(&c->matched, a->ai_addr, &r->own, &cls)) {
                         bool dup = false;
                         for (size_t k = 0; k < c->n_addrs && !dup; k++)
                                 dup = memcmp(&c->cand[k], a->ai_addr, a->ai_addrlen) == 0;
@@ -555,8 +557,12 @@ static void use_addresses(nsr_relay *r, conn *c, const struct addrinfo *ai) {
                         }
                 } else if (!first_bad[0]) {
                         set_address_text(c, a->ai_addr);
-                        snprintf(first_bad, sizeof(first_bad), "resolves to a %s address (%s)",
-                                 nsr_addr_class_to_string(cls), c->rec.address);
+                        if (cls == NSR_ADDR_HOST)
+                                snprintf(first_bad, sizeof(first_bad), "resolves to an address of this host (%s)",
+                                         c->rec.address);
+                        else
+                                snprintf(first_bad, sizeof(first_bad), "resolves to a %s address (%s)",
+                                         nsr_addr_class_to_string(cls), c->rec.address);
                 }
         }
         if (c->n_addrs == 0) {
@@ -1198,6 +1204,20 @@ void nsr_relay_dispatch(nsr_relay *r) {
 
 /* ---- setup ------------------------------------------------------------- */
 
+/* Every address of every interface of the host, when the relay starts:
+ * a name the rules allow must not lead back to the host's own services
+ * through its public address. Fails closed: without the list, no relay. */
+static int read_own_addresses(nsr_egress_own *own, nsr_error *err) {
+        struct ifaddrs *ifa = NULL;
+        if (getifaddrs(&ifa) < 0)
+                return nsr_error_set(err, errno, "egress relay: cannot list the host's addresses (getifaddrs)");
+        for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
+                if (i->ifa_addr)
+                        nsr_egress_own_add(own, i->ifa_addr);
+        freeifaddrs(ifa);
+        return 0;
+}
+
 int nsr_relay_new(const nsr_egress_rules *rules, int log_fd, nsr_relay **ret, nsr_error *err) {
         _cleanup_(nsr_relay_freep) nsr_relay *r = nsr_malloc0(sizeof(*r));
         r->rules = rules;
@@ -1216,6 +1236,9 @@ int nsr_relay_new(const nsr_egress_rules *rules, int log_fd, nsr_relay **ret, ns
         r->sock[0] = r->sock[1] = r->timerfd = -1;
         r->h_resolved.fd = -1;
         r->epfd = -1;
+        int k = read_own_addresses(&r->own, err);
+        if (k < 0)
+                return k;
         r->epfd = epoll_create1(EPOLL_CLOEXEC);
         if (r->epfd < 0)
                 return nsr_error_set(err, errno, "egress relay: epoll_create1");
@@ -1250,6 +1273,7 @@ nsr_relay *nsr_relay_free(nsr_relay *r) {
                 conn_close(r, r->head);
         bury(r);
         nsr_egress_log_free(&r->log);
+        nsr_egress_own_done(&r->own);
         for (size_t i = 0; i < r->n_listeners; i++)
                 safe_close(r->listeners[i].fd);
         safe_close(r->sock[0]);
