@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/outq.h"
 #include "base/sockmsg.h"
 #include "base/util.h"
 #include "egress/proxyparse.h"
@@ -188,6 +189,7 @@ typedef enum handle_kind {
         H_LISTEN_SOCKS,
         H_RESOLVED,
         H_TIMER,
+        H_LOG,
         H_CLIENT,
         H_UPSTREAM,
 } handle_kind;
@@ -245,7 +247,8 @@ typedef struct conn {
 
 struct nsr_relay {
         const nsr_egress_rules *rules;
-        int log_fd;
+        nsr_outq logq; /* --net-log-fd */
+        handle h_log;
         int epfd;
         int sock[2]; /* [0] monitor, [1] child */
         int timerfd;
@@ -342,25 +345,15 @@ static ssize_t drain(int fd, buffer *b) {
         return n;
 }
 
+/* The drop note in the --net-log-fd stream. */
+#define LOG_DROP_NOTE "{\"dropped\":"
+
 static void emit_log(nsr_relay *r, const nsr_egress_record *rec) {
-        if (r->log_fd < 0)
+        if (r->logq.fd < 0)
                 return;
         _cleanup_free_ char *line = nsr_egress_record_json(rec);
         _cleanup_free_ char *nl = nsr_asprintf("%s\n", line);
-        /* A reader that went away must not kill the monitor with SIGPIPE:
-         * block it for the write and take back what the write raised. */
-        sigset_t pipe_set, old;
-        sigemptyset(&pipe_set);
-        sigaddset(&pipe_set, SIGPIPE);
-        pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-        int k = nsr_write_all(r->log_fd, nl, strlen(nl));
-        if (k == -EPIPE) {
-                struct timespec zero = { 0 };
-                (void) sigtimedwait(&pipe_set, NULL, &zero);
-        }
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (k < 0)
-                r->log_fd = -1; /* stop logging, keep serving */
+        nsr_outq_put(&r->logq, nl, strlen(nl));
 }
 
 static void conn_close(nsr_relay *r, conn *c) {
@@ -1116,7 +1109,7 @@ static void receive_listeners(nsr_relay *r) {
         char data[MAX_LISTENERS];
         int fds[MAX_LISTENERS];
         struct iovec iov = { .iov_base = data, .iov_len = sizeof(data) };
-        nsr_sockmsg_info info;
+        nsr_sockmsg_info info = { 0 }; /* read below even when recvmsg failed */
         ssize_t n = nsr_sockmsg_recv(r->sock[0], &iov, 1, MSG_DONTWAIT, fds, MAX_LISTENERS, &info);
         if (n == -EAGAIN)
                 return;
@@ -1191,6 +1184,9 @@ void nsr_relay_dispatch(nsr_relay *r) {
                 case H_TIMER:
                         sweep(r);
                         break;
+                case H_LOG:
+                        nsr_outq_flush(&r->logq);
+                        break;
                 case H_CLIENT:
                         client_event(r, h->conn, evs[i].events);
                         break;
@@ -1200,6 +1196,10 @@ void nsr_relay_dispatch(nsr_relay *r) {
                 }
         }
         bury(r);
+        /* Lines waiting for a slow reader: wake when it takes more. A
+         * regular file cannot be polled, and never has to be. */
+        if (r->h_log.fd >= 0 && ep_set(r, &r->h_log, nsr_outq_pending(&r->logq) ? EPOLLOUT : 0) < 0)
+                r->h_log.fd = -1;
 }
 
 /* ---- setup ------------------------------------------------------------- */
@@ -1221,7 +1221,8 @@ static int read_own_addresses(nsr_egress_own *own, nsr_error *err) {
 int nsr_relay_new(const nsr_egress_rules *rules, int log_fd, nsr_relay **ret, nsr_error *err) {
         _cleanup_(nsr_relay_freep) nsr_relay *r = nsr_malloc0(sizeof(*r));
         r->rules = rules;
-        r->log_fd = log_fd;
+        nsr_outq_init(&r->logq, log_fd, 0, LOG_DROP_NOTE);
+        r->h_log = (handle){ .kind = H_LOG, .fd = log_fd };
         r->target_timeout = TARGET_TIMEOUT_S;
 #ifdef NSR_TEST_HOOKS
         /* A slow resolver and a short deadline, so a test can show that a
@@ -1262,6 +1263,10 @@ void nsr_relay_finish(nsr_relay *r, nsr_egress_log *ret) {
         while (r->head)
                 conn_close(r, r->head);
         bury(r);
+        /* A reader gets a moment to take the last lines, no more. */
+        (void) ep_set(r, &r->h_log, 0);
+        nsr_outq_finish(&r->logq, 1000);
+        r->log.n_log_dropped = r->logq.dropped;
         *ret = r->log;
         r->log = (nsr_egress_log){ 0 };
 }
@@ -1274,6 +1279,7 @@ nsr_relay *nsr_relay_free(nsr_relay *r) {
         bury(r);
         nsr_egress_log_free(&r->log);
         nsr_egress_own_done(&r->own);
+        nsr_outq_done(&r->logq);
         for (size_t i = 0; i < r->n_listeners; i++)
                 safe_close(r->listeners[i].fd);
         safe_close(r->sock[0]);

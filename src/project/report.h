@@ -163,6 +163,7 @@ typedef struct nsr_report {
         size_t n_projects;
         size_t max_bytes;              /* 0: NSR_REPORT_MAX_BYTES */
         const nsr_egress_log *network; /* --allow-host runs only, else NULL */
+        uint64_t events_dropped;       /* --events-fd lines its reader did not take; written when > 0 */
 } nsr_report;
 
 /* Writes the JSON document to f, or returns it in *ret (NUL-terminated,
