@@ -99,6 +99,7 @@ void nsr_outq_flush(nsr_outq *q) {
                 if (k == 0)
                         return;
                 if (k < 0) {
+                        q->error = (int) -k;
                         die(q);
                         return;
                 }

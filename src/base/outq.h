@@ -29,6 +29,7 @@
 typedef struct nsr_outq {
         int fd; /* -1: nothing to write to */
         bool sock, dead;
+        int error; /* the errno that ended it (EPIPE: the reader went away), or 0 */
         char *buf;
         size_t off, len, cap;
         size_t *ends; /* where each queued line ends, relative to off */

@@ -2,7 +2,8 @@
 # The monitor never blocks on a caller's fd (issue 23 item 13): a reader
 # that stops reading --net-log-fd or --events-fd costs lines (dropped and
 # counted in the report), never the monitor's progress: --timeout still
-# fires and SIGTERM still ends the run. Each reader here is a FIFO opened
+# fires and SIGTERM still ends the run; one that never reads --report-fd
+# does not keep nsrun from ending. Each reader here is a FIFO opened
 # read-write by the test and never read.
 . "$NSR_TESTS/lib.sh"
 command -v python3 >/dev/null 2>&1 || skip_all "python3 is needed for the client"
@@ -81,4 +82,19 @@ else
 	wait $pid
 fi
 exec 7>&-
+
+# 5. --report-fd never read, a report larger than a pipe holds: nsrun
+# gives the reader 10 s, says so, and ends; the changes are committed.
+mkfifo "$d/report"
+mkdir -p "$d/proj2"
+exec 9<>"$d/report"
+t0=$(date +%s)
+run timeout -s KILL 90 $NSRUN -p "$d/proj2" --state-dir "$d/state" --report-fd 9 \
+	-- sh -c 'i=0; while [ $i -lt 3000 ]; do : >"a-file-with-a-long-name-$i"; i=$((i + 1)); done'
+t1=$(date +%s)
+exec 9>&-
+is "$rc" 125 "--report-fd never read: nsrun ends (125), it does not hang"
+like "$err" "--report-fd 9: the reader did not take the report within 10 s" "... and says why"
+check "... within 60 s ($((t1 - t0)) s)" test $((t1 - t0)) -lt 60
+is "$(ls "$d/proj2" | wc -l | tr -d ' ')" 3000 "the run's changes were committed all the same"
 done_testing
