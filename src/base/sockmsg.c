@@ -56,6 +56,8 @@ ssize_t nsr_sockmsg_recv(int sock, struct iovec *iov, size_t n_iov, int flags, i
                 .msg_iov = iov, .msg_iovlen = n_iov, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)
         };
         nsr_sockmsg_info info = { 0 };
+        if (ret)
+                *ret = info; /* defined on failure too: no fds, nothing lost */
         if (max_fds > NSR_SOCKMSG_FDS_MAX)
                 max_fds = NSR_SOCKMSG_FDS_MAX;
         for (size_t i = 0; i < max_fds; i++)

@@ -30,6 +30,7 @@ typedef struct nsr_sockmsg_info {
  * are always close-on-exec). Up to max_fds (<= NSR_SOCKMSG_FDS_MAX) fds
  * land in fds, the unused slots are -1. Returns the byte count, 0 at the
  * peer's hangup, or -errno. */
+/* *ret is filled on failure too (no fds). */
 ssize_t nsr_sockmsg_recv(int sock, struct iovec *iov, size_t n_iov, int flags, int *fds, size_t max_fds,
                          nsr_sockmsg_info *ret);
 

@@ -512,12 +512,12 @@ nsr_deadline_step nsr_deadline_next(nsr_deadline *d) {
         return NSR_DEADLINE_KILL;
 }
 
-void nsr_deadline_event(int fd, nsr_deadline_step step) {
-        if (fd < 0 || (step != NSR_DEADLINE_TERM && step != NSR_DEADLINE_KILL))
+void nsr_deadline_event(nsr_outq *q, nsr_deadline_step step) {
+        if (!q || (step != NSR_DEADLINE_TERM && step != NSR_DEADLINE_KILL))
                 return;
         const char *line = step == NSR_DEADLINE_TERM ? "{\"event\":\"timeout\",\"signal\":\"SIGTERM\"}\n"
                                                      : "{\"event\":\"timeout\",\"signal\":\"SIGKILL\"}\n";
-        (void) nsr_write_all(fd, line, strlen(line));
+        nsr_outq_put(q, line, strlen(line));
 }
 
 void nsr_deadline_done(nsr_deadline *d) {

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "base/error.h"
+#include "base/outq.h"
 
 /* Every limit prlimit(1) knows, in its order. */
 typedef enum nsr_rlimit_id {
@@ -152,9 +153,10 @@ int nsr_deadline_start(nsr_deadline *d, const nsr_runctl *rc, nsr_error *err);
 /* After poll said fd is readable: what to do now. */
 nsr_deadline_step nsr_deadline_next(nsr_deadline *d);
 void nsr_deadline_done(nsr_deadline *d);
-/* --events-fd (fd >= 0): one JSON line per step,
- * {"event":"timeout","signal":"SIGTERM"} then "SIGKILL". */
-void nsr_deadline_event(int fd, nsr_deadline_step step);
+/* --events-fd (q not NULL): one JSON line per step,
+ * {"event":"timeout","signal":"SIGTERM"} then "SIGKILL", queued: a
+ * reader that stopped reading cannot hold the deadline up. */
+void nsr_deadline_event(nsr_outq *q, nsr_deadline_step step);
 
 /* Sends sig to every process of the pid namespace whose init is pid1 (a
  * pid of ours), pid 1 excepted: the processes that share its

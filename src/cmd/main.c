@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 
 #include "base/outfile.h"
+#include "base/outq.h"
 #include "base/timing.h"
 #include "base/utf8.h"
 #include "cli/cli.h"
@@ -140,6 +141,8 @@ static int open_outputs(const nsr_plan *plan, nsr_outfile *report, nsr_error *er
         return 0;
 }
 
+#define REPORT_FD_WAIT_MS 10000
+
 static int write_report(const nsr_plan *plan, nsr_outfile *file, const char *json, nsr_error *err) {
         if (!json)
                 return 0;
@@ -150,10 +153,22 @@ static int write_report(const nsr_plan *plan, nsr_outfile *file, const char *jso
                         return nsr_error_prefix(err, "%s", OPT(REPORT));
         }
         if (plan->proj.report_fd != -1) {
-                int r = nsr_write_all(plan->proj.report_fd, json, len);
+                /* The caller's reader may never read: the report goes out
+                 * as the fd takes it, for REPORT_FD_WAIT_MS at most, so
+                 * nsrun always ends (the transaction is done by now). */
+                nsr_outq q;
+                nsr_outq_init(&q, plan->proj.report_fd, len + 1, NULL);
+                nsr_outq_put(&q, json, len);
+                nsr_outq_finish(&q, REPORT_FD_WAIT_MS);
+                bool lost = q.dropped > 0;
+                int e = q.error;
+                nsr_outq_done(&q);
                 close(plan->proj.report_fd);
-                if (r < 0)
-                        return nsr_error_set(err, -r, "%s %d", OPT(REPORT_FD), plan->proj.report_fd);
+                if (lost && e)
+                        return nsr_error_set(err, e, "%s %d", OPT(REPORT_FD), plan->proj.report_fd);
+                if (lost)
+                        return nsr_error_setx(err, ETIMEDOUT, "%s %d: the reader did not take the report within %d s",
+                                              OPT(REPORT_FD), plan->proj.report_fd, REPORT_FD_WAIT_MS / 1000);
         }
         return 0;
 }

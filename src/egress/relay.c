@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -20,15 +21,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/outq.h"
 #include "base/sockmsg.h"
 #include "base/util.h"
+#include "egress/proxyparse.h"
 #include "egress/relay.h"
 #include "seccomp/compile.h"
 #include "seccomp/policy.h"
 
 #define MAX_CONNS        256
 #define BUF_SIZE         (64 * 1024)
-#define HEADER_MAX       (16 * 1024)
+#define HEADER_MAX       NSR_HTTP_HEAD_MAX
 #define TARGET_TIMEOUT_S 30 /* to name a target, and to connect */
 #define IDLE_TIMEOUT_S   600
 #define RESOLVE_THREADS  4
@@ -186,6 +189,7 @@ typedef enum handle_kind {
         H_LISTEN_SOCKS,
         H_RESOLVED,
         H_TIMER,
+        H_LOG,
         H_CLIENT,
         H_UPSTREAM,
 } handle_kind;
@@ -228,6 +232,8 @@ typedef struct conn {
         handle hc, hu;
         conn_state state;
         bool socks, has_target, c_eof, u_eof, u_shut, dead;
+        bool track_body; /* HTTP: only the request's body goes up */
+        nsr_http_body body;
         nsr_egress_record rec;
         nsr_egress_pattern matched;
         struct timespec mono_start;
@@ -241,7 +247,8 @@ typedef struct conn {
 
 struct nsr_relay {
         const nsr_egress_rules *rules;
-        int log_fd;
+        nsr_outq logq; /* --net-log-fd */
+        handle h_log;
         int epfd;
         int sock[2]; /* [0] monitor, [1] child */
         int timerfd;
@@ -256,6 +263,7 @@ struct nsr_relay {
         conn *dead;
         size_t n_conns;
         nsr_egress_log log;
+        nsr_egress_own own;    /* the host's own addresses */
         time_t target_timeout; /* TARGET_TIMEOUT_S, but for the tests */
         int resolve_delay_ms;
 };
@@ -337,35 +345,15 @@ static ssize_t drain(int fd, buffer *b) {
         return n;
 }
 
-/* A host name from the wire is shown only in this safe form. */
-static void sanitize(const char *in, size_t len, char *out, size_t outlen) {
-        size_t o = 0;
-        for (size_t i = 0; i < len && o + 1 < outlen; i++) {
-                unsigned char ch = (unsigned char) in[i];
-                out[o++] = (isalnum(ch) || strchr(".-_:", ch)) ? (char) ch : '?';
-        }
-        out[o] = '\0';
-}
+/* The drop note in the --net-log-fd stream. */
+#define LOG_DROP_NOTE "{\"dropped\":"
 
 static void emit_log(nsr_relay *r, const nsr_egress_record *rec) {
-        if (r->log_fd < 0)
+        if (r->logq.fd < 0)
                 return;
         _cleanup_free_ char *line = nsr_egress_record_json(rec);
         _cleanup_free_ char *nl = nsr_asprintf("%s\n", line);
-        /* A reader that went away must not kill the monitor with SIGPIPE:
-         * block it for the write and take back what the write raised. */
-        sigset_t pipe_set, old;
-        sigemptyset(&pipe_set);
-        sigaddset(&pipe_set, SIGPIPE);
-        pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-        int k = nsr_write_all(r->log_fd, nl, strlen(nl));
-        if (k == -EPIPE) {
-                struct timespec zero = { 0 };
-                (void) sigtimedwait(&pipe_set, NULL, &zero);
-        }
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (k < 0)
-                r->log_fd = -1; /* stop logging, keep serving */
+        nsr_outq_put(&r->logq, nl, strlen(nl));
 }
 
 static void conn_close(nsr_relay *r, conn *c) {
@@ -546,13 +534,13 @@ static void use_addresses(nsr_relay *r, conn *c, const struct addrinfo *ai) {
                 n++;
         c->cand = nsr_realloc_array(NULL, n + 1, sizeof(struct sockaddr_storage));
         c->n_addrs = 0;
-        char first_bad[96] = "";
+        char first_bad[128] = "";
         for (const struct addrinfo *a = ai; a; a = a->ai_next) {
                 if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
                     a->ai_addrlen > sizeof(struct sockaddr_storage))
                         continue;
                 nsr_addr_class cls;
-                if (nsr_egress_addr_allowed(&c->matched, a->ai_addr, &cls)) {
+                if (nsr_egress_addr_allowed_own(&c->matched, a->ai_addr, &r->own, &cls)) {
                         bool dup = false;
                         for (size_t k = 0; k < c->n_addrs && !dup; k++)
                                 dup = memcmp(&c->cand[k], a->ai_addr, a->ai_addrlen) == 0;
@@ -562,8 +550,12 @@ static void use_addresses(nsr_relay *r, conn *c, const struct addrinfo *ai) {
                         }
                 } else if (!first_bad[0]) {
                         set_address_text(c, a->ai_addr);
-                        snprintf(first_bad, sizeof(first_bad), "resolves to a %s address (%s)",
-                                 nsr_addr_class_to_string(cls), c->rec.address);
+                        if (cls == NSR_ADDR_HOST)
+                                snprintf(first_bad, sizeof(first_bad), "resolves to an address of this host (%s)",
+                                         c->rec.address);
+                        else
+                                snprintf(first_bad, sizeof(first_bad), "resolves to a %s address (%s)",
+                                         nsr_addr_class_to_string(cls), c->rec.address);
                 }
         }
         if (c->n_addrs == 0) {
@@ -627,7 +619,8 @@ static void connected(nsr_relay *r, conn *c) {
                 socks_reply(c, 0);
         if (!c->u2c.data)
                 c->u2c.data = nsr_malloc0(BUF_SIZE);
-        spl_open(&c->p_c2u);
+        if (!c->track_body) /* a body is followed in user space */
+                spl_open(&c->p_c2u);
         spl_open(&c->p_u2c);
         c->state = ST_RELAY;
         c->deadline = now_s() + IDLE_TIMEOUT_S;
@@ -643,14 +636,14 @@ static void target(nsr_relay *r, conn *c, const char *raw, size_t raw_len, int p
         char rawz[NSR_EGRESS_HOST_MAX + 3];
         bool addr = false;
         if (raw_len >= sizeof(rawz) || memchr(raw, '\0', raw_len)) {
-                sanitize(raw, raw_len, c->rec.host, sizeof(c->rec.host));
+                nsr_proxy_sanitize(raw, raw_len, c->rec.host, sizeof(c->rec.host));
                 conn_fail(r, c, true, "not a valid host name");
                 return;
         }
         memcpy(rawz, raw, raw_len);
         rawz[raw_len] = '\0';
         if (nsr_egress_host_normalize(rawz, host, sizeof(host), &addr) < 0) {
-                sanitize(raw, raw_len, c->rec.host, sizeof(c->rec.host));
+                nsr_proxy_sanitize(raw, raw_len, c->rec.host, sizeof(c->rec.host));
                 conn_fail(r, c, true, "not a valid host name");
                 return;
         }
@@ -731,266 +724,105 @@ static void resolved(nsr_relay *r) {
         }
 }
 
-/* ---- request parsing --------------------------------------------------- */
+/* ---- requests (parsed in proxyparse.c) ----------------------------------- */
 
-static bool parse_port_text(const char *s, size_t n, int *ret) {
-        if (n == 0 || n > 5)
-                return false;
-        int v = 0;
-        for (size_t i = 0; i < n; i++) {
-                if (!isdigit((unsigned char) s[i]))
-                        return false;
-                v = v * 10 + (s[i] - '0');
-        }
-        *ret = v;
-        return true;
+static void http_refuse(nsr_relay *r, conn *c, int status, const char *why) {
+        _cleanup_free_ char *body = nsr_asprintf("nsrun: %s\n", why);
+        http_reply(c, status, status == 431 ? "Request Header Fields Too Large" : "Bad Request", body);
+        c->state = ST_CLOSING;
+        conn_arm(r, c);
 }
 
-/* "host:port", "[v6]:port" or, with def > 0, either without a port. */
-static bool split_authority(const char *a, size_t n, const char **host, size_t *hlen, int *port, int def) {
-        if (n == 0 || memchr(a, '@', n))
-                return false;
-        const char *colon = NULL;
-        if (a[0] == '[') {
-                const char *close = memchr(a, ']', n);
-                if (!close)
-                        return false;
-                *host = a + 1;
-                *hlen = (size_t) (close - a - 1);
-                if (close + 1 < a + n) {
-                        if (close[1] != ':')
-                                return false;
-                        colon = close + 1;
-                }
-        } else {
-                colon = memrchr(a, ':', n);
-                if (colon && memchr(a, ':', (size_t) (colon - a)))
-                        return false; /* a bare v6 address */
-                *host = a;
-                *hlen = colon ? (size_t) (colon - a) : n;
-        }
-        if (colon)
-                return parse_port_text(colon + 1, (size_t) (a + n - colon - 1), port);
-        if (def <= 0)
-                return false;
-        *port = def;
-        return true;
-}
-
-static bool hop_header(const char *line, size_t n) {
-        static const char *const names[] = { "proxy-connection:", "proxy-authorization:", "connection:",
-                                             "keep-alive:",       "proxy-authenticate:",  "host:" };
-        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-                size_t l = strlen(names[i]);
-                if (n >= l && strncasecmp(line, names[i], l) == 0)
-                        return true;
-        }
-        return false;
+/* Keeps the bytes of b from off on that belong to the request's body and
+ * drops the rest: nothing after the one request reaches the server. */
+static int body_filter(conn *c, buffer *b, size_t off) {
+        if (!c->track_body || off >= b->len)
+                return 0;
+        size_t n = b->len - off;
+        ssize_t k = c->body.done ? 0 : nsr_http_body_feed(&c->body, b->data + b->off + off, n);
+        if (k < 0)
+                return -EBADMSG;
+        b->len -= n - (size_t) k;
+        return 0;
 }
 
 static void http_head(nsr_relay *r, conn *c) {
         buffer *b = &c->c2u;
-        char *data = b->data + b->off;
-        char *end = memmem(data, b->len, "\r\n\r\n", 4);
-        size_t head_len;
-        if (end)
-                head_len = (size_t) (end - data) + 4;
-        else {
-                if (b->len >= HEADER_MAX) {
-                        http_reply(c, 431, "Request Header Fields Too Large", "nsrun: request header too large\n");
-                        c->state = ST_CLOSING;
-                        conn_arm(r, c);
-                } else
-                        conn_arm(r, c);
-                return;
-        }
-        if (head_len > HEADER_MAX) {
-                http_reply(c, 431, "Request Header Fields Too Large", "nsrun: request header too large\n");
-                c->state = ST_CLOSING;
+        nsr_http_head h;
+        int k = nsr_http_head_parse(b->data + b->off, b->len, &h);
+        if (k == 0) {
                 conn_arm(r, c);
                 return;
         }
-        char *eol = memmem(data, head_len, "\r\n", 2);
-        char *sp1 = memchr(data, ' ', (size_t) (eol - data));
-        char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t) (eol - sp1 - 1)) : NULL;
-        if (!sp1 || !sp2 || sp1 == data || (size_t) (eol - sp2 - 1) < 8 || strncmp(sp2 + 1, "HTTP/1.", 7) != 0 ||
-            memchr(data, '\0', head_len)) {
-                http_reply(c, 400, "Bad Request", "nsrun: not an HTTP proxy request\n");
-                c->state = ST_CLOSING;
-                conn_arm(r, c);
+        if (k < 0) {
+                http_refuse(r, c, h.status, h.why);
                 return;
         }
-        for (char *m = data; m < sp1; m++)
-                if (!isupper((unsigned char) *m)) {
-                        http_reply(c, 400, "Bad Request", "nsrun: not an HTTP proxy request\n");
-                        c->state = ST_CLOSING;
-                        conn_arm(r, c);
-                        return;
-                }
-        const char *tgt = sp1 + 1;
-        size_t tlen = (size_t) (sp2 - tgt);
-        const char *host;
-        size_t hlen;
-        int port = 0;
-        if ((size_t) (sp1 - data) == 7 && strncmp(data, "CONNECT", 7) == 0) {
-                if (!split_authority(tgt, tlen, &host, &hlen, &port, 0)) {
-                        http_reply(c, 400, "Bad Request", "nsrun: CONNECT needs host:port\n");
-                        c->state = ST_CLOSING;
-                        conn_arm(r, c);
-                        return;
-                }
-                consume(b, head_len); /* what follows goes to the server */
-                target(r, c, host, hlen, port, NSR_EGRESS_PROTO_CONNECT);
-                return;
-        }
-        if (tlen < 7 || strncasecmp(tgt, "http://", 7) != 0) {
-                http_reply(c, 400, "Bad Request",
-                           "nsrun: the proxy takes absolute http:// URIs, and CONNECT for everything else\n");
-                c->state = ST_CLOSING;
-                conn_arm(r, c);
-                return;
-        }
-        const char *auth = tgt + 7;
-        const char *path = auth;
-        while (path < sp2 && *path != '/' && *path != '?' && *path != '#')
-                path++;
-        if (!split_authority(auth, (size_t) (path - auth), &host, &hlen, &port, 80)) {
-                http_reply(c, 400, "Bad Request", "nsrun: bad host in the request URI\n");
-                c->state = ST_CLOSING;
-                conn_arm(r, c);
-                return;
-        }
-        /* The host, before the rewrite below moves the bytes it points at. */
-        char hostbuf[NSR_EGRESS_HOST_MAX + 3];
-        if (hlen >= sizeof(hostbuf))
-                hlen = sizeof(hostbuf) - 1; /* refused as invalid in target() */
-        memcpy(hostbuf, host, hlen);
-        hostbuf[hlen] = '\0';
-        /* Rewrite: origin-form request line, no hop-by-hop proxy headers,
-         * one request per connection. */
-        char *out = nsr_malloc0(head_len + (size_t) (path - auth) + 64);
-        size_t o = 0;
-        memcpy(out + o, data, (size_t) (sp1 - data) + 1);
-        o += (size_t) (sp1 - data) + 1;
-        if (path == sp2 || *path != '/')
-                out[o++] = '/';
-        memcpy(out + o, path, (size_t) (eol - path));
-        o += (size_t) (eol - path);
-        memcpy(out + o, "\r\n", 2);
-        o += 2;
-        /* Host comes from the URI, the name the rules checked: a client's
-         * own Host header could name another site behind the same server
-         * (RFC 9112 3.2.2 has a proxy replace it too). */
-        memcpy(out + o, "Host: ", 6);
-        o += 6;
-        memcpy(out + o, auth, (size_t) (path - auth));
-        o += (size_t) (path - auth);
-        memcpy(out + o, "\r\n", 2);
-        o += 2;
-        for (char *line = eol + 2; line < data + head_len - 2;) {
-                char *le = memmem(line, (size_t) (data + head_len - line), "\r\n", 2);
-                size_t ll = (size_t) (le - line);
-                if (!hop_header(line, ll)) {
-                        memcpy(out + o, line, ll + 2);
-                        o += ll + 2;
-                }
-                line = le + 2;
-        }
-        memcpy(out + o, "Connection: close\r\n\r\n", 21);
-        o += 21;
-        /* The body bytes that came along stay behind the new head. */
-        consume(b, head_len);
+        consume(b, h.head_len);
         buf_compact(b);
+        if (h.connect) {
+                /* What follows is the tunnel's, for the server. */
+                target(r, c, h.host, h.host_len, h.port, NSR_EGRESS_PROTO_CONNECT);
+                return;
+        }
+        /* The body bytes that came along stay behind the new head, and
+         * only they: a second request behind them goes nowhere. */
+        c->track_body = true;
+        nsr_http_body_init(&c->body, h.framing, h.content_length);
+        if (body_filter(c, b, 0) < 0) {
+                nsr_http_head_done(&h);
+                http_refuse(r, c, 400, "a malformed chunked body");
+                return;
+        }
+        size_t o = h.upstream_len;
         if (o + b->len > BUF_SIZE)
                 b->len = BUF_SIZE - o; /* cannot happen: o <= HEADER_MAX + 1 KiB */
         memmove(b->data + o, b->data, b->len);
-        memcpy(b->data, out, o);
+        memcpy(b->data, h.upstream, o);
         b->len += o;
-        free(out);
-        target(r, c, hostbuf, hlen, port, NSR_EGRESS_PROTO_HTTP);
+        nsr_http_head_done(&h);
+        target(r, c, h.host, h.host_len, h.port, NSR_EGRESS_PROTO_HTTP);
 }
 
 static void socks_step(nsr_relay *r, conn *c) {
         buffer *b = &c->c2u;
-        const uint8_t *d = (const uint8_t *) b->data + b->off;
+        nsr_socks_step st;
+        int k;
         if (c->state == ST_SOCKS_GREETING) {
-                if (b->len < 2) {
-                        conn_arm(r, c);
+                k = nsr_socks_greeting((const uint8_t *) b->data + b->off, b->len, &st);
+                if (k <= 0) {
+                        if (k < 0)
+                                conn_close(r, c);
+                        else
+                                conn_arm(r, c);
                         return;
                 }
-                if (d[0] != 5) {
-                        conn_close(r, c);
-                        return;
-                }
-                size_t need = 2 + (size_t) d[1];
-                if (b->len < need) {
-                        conn_arm(r, c);
-                        return;
-                }
-                bool noauth = memchr(d + 2, 0, d[1]) != NULL;
-                consume(b, need);
-                if (!noauth) {
-                        static const uint8_t no[2] = { 5, 0xff };
-                        buf_put(&c->u2c, no, 2);
+                consume(b, st.used);
+                static const uint8_t yes[2] = { 5, 0 }, no[2] = { 5, 0xff };
+                buf_put(&c->u2c, st.noauth ? yes : no, 2);
+                if (!st.noauth) {
                         c->state = ST_CLOSING;
                         conn_arm(r, c);
                         return;
                 }
-                static const uint8_t yes[2] = { 5, 0 };
-                buf_put(&c->u2c, yes, 2);
                 c->state = ST_SOCKS_REQUEST;
-                d = (const uint8_t *) b->data + b->off;
         }
-        if (b->len < 5) {
-                conn_arm(r, c);
+        k = nsr_socks_request((const uint8_t *) b->data + b->off, b->len, &st);
+        if (k <= 0) {
+                if (k < 0)
+                        conn_close(r, c);
+                else
+                        conn_arm(r, c);
                 return;
         }
-        if (d[0] != 5 || d[2] != 0) {
-                conn_close(r, c);
-                return;
-        }
-        size_t need;
-        switch (d[3]) {
-        case 1:
-                need = 4 + 4 + 2;
-                break;
-        case 3:
-                need = 4 + 1 + (size_t) d[4] + 2;
-                break;
-        case 4:
-                need = 4 + 16 + 2;
-                break;
-        default:
-                socks_reply(c, 8);
+        if (st.reply) {
+                socks_reply(c, st.reply);
                 c->state = ST_CLOSING;
                 conn_arm(r, c);
                 return;
         }
-        if (b->len < need) {
-                conn_arm(r, c);
-                return;
-        }
-        if (d[1] != 1) {
-                socks_reply(c, 7);
-                c->state = ST_CLOSING;
-                conn_arm(r, c);
-                return;
-        }
-        int port = d[need - 2] << 8 | d[need - 1];
-        char host[NSR_EGRESS_HOST_MAX + 3];
-        size_t hlen;
-        if (d[3] == 1) {
-                inet_ntop(AF_INET, d + 4, host, sizeof(host));
-                hlen = strlen(host);
-        } else if (d[3] == 4) {
-                inet_ntop(AF_INET6, d + 4, host, sizeof(host));
-                hlen = strlen(host);
-        } else {
-                hlen = d[4];
-                memcpy(host, d + 5, hlen);
-        }
-        consume(b, need);
-        target(r, c, host, hlen, port, NSR_EGRESS_PROTO_SOCKS5);
+        consume(b, st.used);
+        target(r, c, st.host, st.host_len, st.port, NSR_EGRESS_PROTO_SOCKS5);
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -1037,8 +869,28 @@ static void relay_io(nsr_relay *r, conn *c, bool client_side, uint32_t ev) {
         for (int round = 0; round < 8; round++) {
                 bool progress = false, full = false;
                 ssize_t n;
-                if (rd_c && !c->c_eof) {
+                if (rd_c && !c->c_eof && c->track_body && c->body.done) {
+                        /* The request is complete: whatever the client
+                         * sends now is read and dropped. */
+                        char sink[4096];
+                        n = read(c->hc.fd, sink, sizeof(sink));
+                        if (n > 0)
+                                progress = true;
+                        else if (n == 0)
+                                c->c_eof = true;
+                        else if (errno == EAGAIN || errno == EINTR)
+                                rd_c = false;
+                        else {
+                                conn_close(r, c);
+                                return;
+                        }
+                } else if (rd_c && !c->c_eof) {
+                        size_t before = c->c2u.len;
                         n = side_read(c->hc.fd, &c->c2u, &c->p_c2u, &full);
+                        if (n > 0 && body_filter(c, &c->c2u, before) < 0) {
+                                conn_close(r, c);
+                                return;
+                        }
                         if (n > 0) {
                                 progress = true;
                                 rd_c = full;
@@ -1257,7 +1109,7 @@ static void receive_listeners(nsr_relay *r) {
         char data[MAX_LISTENERS];
         int fds[MAX_LISTENERS];
         struct iovec iov = { .iov_base = data, .iov_len = sizeof(data) };
-        nsr_sockmsg_info info;
+        nsr_sockmsg_info info = { 0 }; /* read below even when recvmsg failed */
         ssize_t n = nsr_sockmsg_recv(r->sock[0], &iov, 1, MSG_DONTWAIT, fds, MAX_LISTENERS, &info);
         if (n == -EAGAIN)
                 return;
@@ -1332,6 +1184,9 @@ void nsr_relay_dispatch(nsr_relay *r) {
                 case H_TIMER:
                         sweep(r);
                         break;
+                case H_LOG:
+                        nsr_outq_flush(&r->logq);
+                        break;
                 case H_CLIENT:
                         client_event(r, h->conn, evs[i].events);
                         break;
@@ -1341,14 +1196,33 @@ void nsr_relay_dispatch(nsr_relay *r) {
                 }
         }
         bury(r);
+        /* Lines waiting for a slow reader: wake when it takes more. A
+         * regular file cannot be polled, and never has to be. */
+        if (r->h_log.fd >= 0 && ep_set(r, &r->h_log, nsr_outq_pending(&r->logq) ? EPOLLOUT : 0) < 0)
+                r->h_log.fd = -1;
 }
 
 /* ---- setup ------------------------------------------------------------- */
 
+/* Every address of every interface of the host, when the relay starts:
+ * a name the rules allow must not lead back to the host's own services
+ * through its public address. Fails closed: without the list, no relay. */
+static int read_own_addresses(nsr_egress_own *own, nsr_error *err) {
+        struct ifaddrs *ifa = NULL;
+        if (getifaddrs(&ifa) < 0)
+                return nsr_error_set(err, errno, "egress relay: cannot list the host's addresses (getifaddrs)");
+        for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
+                if (i->ifa_addr)
+                        nsr_egress_own_add(own, i->ifa_addr);
+        freeifaddrs(ifa);
+        return 0;
+}
+
 int nsr_relay_new(const nsr_egress_rules *rules, int log_fd, nsr_relay **ret, nsr_error *err) {
         _cleanup_(nsr_relay_freep) nsr_relay *r = nsr_malloc0(sizeof(*r));
         r->rules = rules;
-        r->log_fd = log_fd;
+        nsr_outq_init(&r->logq, log_fd, 0, LOG_DROP_NOTE);
+        r->h_log = (handle){ .kind = H_LOG, .fd = log_fd };
         r->target_timeout = TARGET_TIMEOUT_S;
 #ifdef NSR_TEST_HOOKS
         /* A slow resolver and a short deadline, so a test can show that a
@@ -1362,6 +1236,10 @@ int nsr_relay_new(const nsr_egress_rules *rules, int log_fd, nsr_relay **ret, ns
 #endif
         r->sock[0] = r->sock[1] = r->timerfd = -1;
         r->h_resolved.fd = -1;
+        r->epfd = -1;
+        int k = read_own_addresses(&r->own, err);
+        if (k < 0)
+                return k;
         r->epfd = epoll_create1(EPOLL_CLOEXEC);
         if (r->epfd < 0)
                 return nsr_error_set(err, errno, "egress relay: epoll_create1");
@@ -1385,6 +1263,10 @@ void nsr_relay_finish(nsr_relay *r, nsr_egress_log *ret) {
         while (r->head)
                 conn_close(r, r->head);
         bury(r);
+        /* A reader gets a moment to take the last lines, no more. */
+        (void) ep_set(r, &r->h_log, 0);
+        nsr_outq_finish(&r->logq, 1000);
+        r->log.n_log_dropped = r->logq.dropped;
         *ret = r->log;
         r->log = (nsr_egress_log){ 0 };
 }
@@ -1396,6 +1278,8 @@ nsr_relay *nsr_relay_free(nsr_relay *r) {
                 conn_close(r, r->head);
         bury(r);
         nsr_egress_log_free(&r->log);
+        nsr_egress_own_done(&r->own);
+        nsr_outq_done(&r->logq);
         for (size_t i = 0; i < r->n_listeners; i++)
                 safe_close(r->listeners[i].fd);
         safe_close(r->sock[0]);

@@ -320,7 +320,7 @@ static const char *const addr_class_names[_NSR_ADDR_CLASS_MAX] = {
         [NSR_ADDR_PUBLIC] = "public",           [NSR_ADDR_LOOPBACK] = "loopback",   [NSR_ADDR_PRIVATE] = "private",
         [NSR_ADDR_LINK_LOCAL] = "link-local",   [NSR_ADDR_CGNAT] = "cgnat",         [NSR_ADDR_METADATA] = "metadata",
         [NSR_ADDR_UNSPECIFIED] = "unspecified", [NSR_ADDR_MULTICAST] = "multicast", [NSR_ADDR_MAPPED] = "ipv4-mapped",
-        [NSR_ADDR_RESERVED] = "reserved",
+        [NSR_ADDR_RESERVED] = "reserved",       [NSR_ADDR_HOST] = "host",
 };
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(nsr_addr_class, nsr_addr_class, addr_class_names)
 
@@ -343,6 +343,63 @@ bool nsr_egress_addr_allowed(const nsr_egress_pattern *m, const struct sockaddr 
         if (!inet_ntop(sa->sa_family, src, buf, sizeof(buf)))
                 return false;
         return streq(buf, m->host);
+}
+
+/* The address bytes of an AF_INET or AF_INET6 sockaddr, or NULL. */
+static const void *addr_bytes(const struct sockaddr *sa, size_t *ret_len) {
+        if (sa->sa_family == AF_INET) {
+                *ret_len = 4;
+                return &((const struct sockaddr_in *) sa)->sin_addr;
+        }
+        if (sa->sa_family == AF_INET6) {
+                *ret_len = 16;
+                return &((const struct sockaddr_in6 *) sa)->sin6_addr;
+        }
+        return NULL;
+}
+
+void nsr_egress_own_add(nsr_egress_own *own, const struct sockaddr *sa) {
+        size_t len;
+        if (!addr_bytes(sa, &len) || nsr_egress_own_has(own, sa) || own->n >= 4096)
+                return;
+        own->addrs = nsr_realloc_array(own->addrs, own->n + 1, sizeof(*own->addrs));
+        memset(&own->addrs[own->n], 0, sizeof(*own->addrs));
+        memcpy(&own->addrs[own->n++], sa,
+               sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+}
+
+bool nsr_egress_own_has(const nsr_egress_own *own, const struct sockaddr *sa) {
+        size_t len, l2;
+        const void *a = addr_bytes(sa, &len);
+        if (!a)
+                return false;
+        for (size_t i = 0; own && i < own->n; i++) {
+                const struct sockaddr *o = (const struct sockaddr *) &own->addrs[i];
+                const void *b = o->sa_family == sa->sa_family ? addr_bytes(o, &l2) : NULL;
+                if (b && l2 == len && memcmp(a, b, len) == 0)
+                        return true;
+        }
+        return false;
+}
+
+void nsr_egress_own_done(nsr_egress_own *own) {
+        free(own->addrs);
+        *own = (nsr_egress_own){ 0 };
+}
+
+bool nsr_egress_addr_allowed_own(const nsr_egress_pattern *m, const struct sockaddr *sa, const nsr_egress_own *own,
+                                 nsr_addr_class *ret_class) {
+        bool ok = nsr_egress_addr_allowed(m, sa, ret_class);
+        if (*ret_class != NSR_ADDR_PUBLIC || !nsr_egress_own_has(own, sa))
+                return ok;
+        /* Public, but the host's own: only a pattern that is this very
+         * address reaches it. */
+        *ret_class = NSR_ADDR_HOST;
+        char buf[INET6_ADDRSTRLEN];
+        size_t len;
+        const void *src = addr_bytes(sa, &len);
+        return m && m->kind == NSR_EGRESS_ADDR && inet_ntop(sa->sa_family, src, buf, sizeof(buf)) &&
+               streq(buf, m->host);
 }
 
 /* ---- the record -------------------------------------------------------- */

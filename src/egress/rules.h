@@ -95,18 +95,37 @@ typedef enum nsr_addr_class {
         NSR_ADDR_MULTICAST,   /* 224/4, ff00::/8 */
         NSR_ADDR_MAPPED,      /* ::ffff:0:0/96 and other v6 forms that embed a v4 address */
         NSR_ADDR_RESERVED,    /* 240/4 (and so 255.255.255.255), ::/96, 100::/64 */
+        NSR_ADDR_HOST,        /* an address of one of this host's own interfaces */
         _NSR_ADDR_CLASS_MAX,
         _NSR_ADDR_CLASS_INVALID = -EINVAL,
 } nsr_addr_class;
 
 nsr_addr_class nsr_egress_classify(const struct sockaddr *sa);
 /* "public", "loopback", "private", "link-local", "cgnat", "metadata",
- * "unspecified", "multicast", "ipv4-mapped", "reserved". */
+ * "unspecified", "multicast", "ipv4-mapped", "reserved", "host". */
 const char *nsr_addr_class_to_string(nsr_addr_class c);
 
 /* May the name allowed by pattern m connect to sa? *ret_class gets the
  * address's class either way. */
 bool nsr_egress_addr_allowed(const nsr_egress_pattern *m, const struct sockaddr *sa, nsr_addr_class *ret_class);
+
+/* The addresses of the host's own interfaces, every family the relay
+ * connects to (the relay reads them with getifaddrs when it starts). A
+ * service bound to 0.0.0.0 or :: answers on each of them, so a name that
+ * resolves to one reaches the host itself, as loopback would. */
+typedef struct nsr_egress_own {
+        struct sockaddr_storage *addrs;
+        size_t n;
+} nsr_egress_own;
+
+void nsr_egress_own_add(nsr_egress_own *own, const struct sockaddr *sa);
+bool nsr_egress_own_has(const nsr_egress_own *own, const struct sockaddr *sa);
+void nsr_egress_own_done(nsr_egress_own *own);
+
+/* nsr_egress_addr_allowed, and an address of own is refused too (class
+ * NSR_ADDR_HOST when it would be public) unless m names it exactly. */
+bool nsr_egress_addr_allowed_own(const nsr_egress_pattern *m, const struct sockaddr *sa, const nsr_egress_own *own,
+                                 nsr_addr_class *ret_class);
 
 /* One connection, as reported. */
 typedef enum nsr_egress_proto {
@@ -137,7 +156,8 @@ typedef struct nsr_egress_log {
         size_t n_records;
         size_t n_dropped; /* beyond NSR_EGRESS_RECORDS_MAX */
         size_t n_total, n_refused;
-        size_t n_malformed; /* clients that never named a target */
+        size_t n_malformed;   /* clients that never named a target */
+        size_t n_log_dropped; /* lines --net-log-fd's reader did not take in time */
 } nsr_egress_log;
 
 void nsr_egress_log_add(nsr_egress_log *log, const nsr_egress_record *rec);

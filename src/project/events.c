@@ -19,6 +19,7 @@
 
 #include "base/dirent.h"
 #include "base/json.h"
+#include "base/outq.h"
 #include "base/util.h"
 #include "project/events.h"
 
@@ -37,7 +38,8 @@ typedef struct seen {
 } seen;
 
 typedef struct watcher {
-        int ifd, out;
+        int ifd;
+        nsr_outq out; /* --events-fd: bounded, never blocks the watcher */
         const nsr_events_project *projects;
         size_t n;
         watch *watches; /* indexed by wd */
@@ -107,7 +109,7 @@ static void write_line(watcher *w, const char *event, int proj, const char *rel,
         (void) nsr_json_finish(j, "event", NULL, NULL, &e);
         nsr_json_free(j);
         fclose(f); /* the writer ended the line */
-        (void) nsr_write_all(w->out, buf, len);
+        nsr_outq_put(&w->out, buf, len);
         free(buf);
 }
 
@@ -287,7 +289,8 @@ static void drain(watcher *w) {
 }
 
 _noreturn_ static void watcher_main(int out, int stop, const nsr_events_project *projects, size_t n) {
-        watcher w = { .out = out, .projects = projects, .n = n, .move_proj = -1 };
+        watcher w = { .projects = projects, .n = n, .move_proj = -1 };
+        nsr_outq_init(&w.out, out, 0, NSR_OUTQ_EVENTS_NOTE);
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         w.ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
         if (w.ifd < 0)
@@ -297,12 +300,16 @@ _noreturn_ static void watcher_main(int out, int stop, const nsr_events_project 
         /* Tell the parent the watches are in place. */
         (void) nsr_write_all(stop, "r", 1);
         for (;;) {
-                struct pollfd p[2] = { { .fd = w.ifd, .events = POLLIN }, { .fd = stop, .events = POLLIN } };
-                if (poll(p, 2, -1) < 0) {
+                struct pollfd p[3] = { { .fd = w.ifd, .events = POLLIN },
+                                       { .fd = stop, .events = POLLIN },
+                                       { .fd = nsr_outq_pending(&w.out) ? w.out.fd : -1, .events = POLLOUT } };
+                if (poll(p, 3, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         break;
                 }
+                if (p[2].revents)
+                        nsr_outq_flush(&w.out);
                 if (p[0].revents)
                         drain(&w);
                 if (p[1].revents) {
@@ -310,6 +317,12 @@ _noreturn_ static void watcher_main(int out, int stop, const nsr_events_project 
                         break;
                 }
         }
+        /* A reader that stopped reading gets a moment, then the rest is
+         * dropped: the monitor waits for this process. The count goes
+         * back for the report. */
+        nsr_outq_finish(&w.out, NSR_OUTQ_FINISH_MS);
+        uint64_t dropped = w.out.dropped;
+        (void) nsr_write_all(stop, &dropped, sizeof(dropped));
         _exit(0);
 }
 
@@ -337,10 +350,16 @@ int nsr_events_start(int out_fd, const nsr_events_project *projects, size_t n, p
         return 0;
 }
 
-void nsr_events_stop(pid_t pid, int stop_fd) {
+uint64_t nsr_events_stop(pid_t pid, int stop_fd) {
         if (pid <= 0)
-                return;
-        /* Closing our end wakes the watcher, which drains and exits. */
+                return 0;
+        /* Shutting our end down wakes the watcher, which drains, says how
+         * many lines it dropped, and exits. */
+        (void) shutdown(stop_fd, SHUT_WR);
+        uint64_t dropped = 0;
+        if (nsr_read_full(stop_fd, &dropped, sizeof(dropped)) != (int) sizeof(dropped))
+                dropped = 0;
         close(stop_fd);
         (void) waitpid(pid, NULL, 0);
+        return dropped;
 }

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "base/error.h"
@@ -37,5 +38,7 @@ typedef struct nsr_events_project {
 /* Starts the watcher. It runs until nsr_events_stop(). Returns its pid. */
 int nsr_events_start(int out_fd, const nsr_events_project *projects, size_t n, pid_t *ret_pid, int *ret_stop_fd,
                      nsr_error *err);
-/* Tells the watcher to drain what is queued and exit, and waits for it. */
-void nsr_events_stop(pid_t pid, int stop_fd);
+/* Tells the watcher to drain what is queued and exit, and waits for it
+ * (bounded: its writes never block). Returns how many lines its reader
+ * did not take (dropped). */
+uint64_t nsr_events_stop(pid_t pid, int stop_fd);

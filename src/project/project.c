@@ -1001,7 +1001,7 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
                         r = nsr_confine_run(&co, lr, err);
                 }
         }
-        nsr_events_stop(watcher, watcher_stop);
+        lr->events_dropped += nsr_events_stop(watcher, watcher_stop);
         free_filters(bpf, n_bpf);
         if (tmpdir) {
                 nsr_error e2 = { 0 };
@@ -1900,6 +1900,7 @@ static void report(run_ctx *c, nsr_outcome run_outcome) {
                 .projects = rp,
                 .n_projects = pj->n,
                 .network = lr->net_on ? &lr->net : NULL,
+                .events_dropped = lr->events_dropped,
         };
         size_t len = 0;
         nsr_error je = { 0 };

@@ -298,7 +298,11 @@ static int emit_report(nsr_json *j, const nsr_report *r, nsr_error *err) {
                 nsr_json_array_end(j);
                 if (r->network->n_dropped)
                         nsr_json_uint(j, "network_dropped", r->network->n_dropped);
+                if (r->network->n_log_dropped)
+                        nsr_json_uint(j, "net_log_dropped", r->network->n_log_dropped);
         }
+        if (r->events_dropped)
+                nsr_json_uint(j, "events_dropped", r->events_dropped);
         if (r->timed_out)
                 nsr_json_bool(j, "timed_out", true);
         if (r->refused)

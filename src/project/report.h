@@ -166,6 +166,7 @@ typedef struct nsr_report {
         const nsr_egress_log *network; /* --allow-host runs only, else NULL */
         const nsr_error *error;        /* why the run failed: the "error" member, or NULL */
         const char *error_hint;        /* its hint (NULL: the kind's own) */
+        uint64_t events_dropped;       /* --events-fd lines its reader did not take; written when > 0 */
 } nsr_report;
 
 /* Writes the JSON document to f, or returns it in *ret (NUL-terminated,

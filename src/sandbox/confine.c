@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 
 #include "base/dirent.h"
+#include "base/outq.h"
 #include "cli/runctl.h"
 #include "egress/relay.h"
 #include "sandbox/confine.h"
@@ -265,9 +266,9 @@ static int give_up(const nsr_confine_opts *o, pid_t child, int r) {
 /* --timeout without namespaces: the command's process group (it has a
  * session of its own) gets SIGTERM, then SIGKILL; whatever left the group
  * is killed with the other leftovers once the command is gone. */
-static void deadline_hook(nsr_deadline *d, int events_fd, pid_t child, nsr_launch_result *res) {
+static void deadline_hook(nsr_deadline *d, nsr_outq *events, pid_t child, nsr_launch_result *res) {
         nsr_deadline_step step = nsr_deadline_next(d);
-        nsr_deadline_event(events_fd, step);
+        nsr_deadline_event(events, step);
         int sig = step == NSR_DEADLINE_TERM ? SIGTERM : step == NSR_DEADLINE_KILL ? SIGKILL : 0;
         if (!sig)
                 return;
@@ -296,8 +297,8 @@ static void listener_hook(const nsr_confine_opts *o, listener *ls, short sock_ev
                 ls->fd = safe_close(ls->fd);
 }
 
-static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, listener *ls, nsr_launch_result *res,
-                   nsr_error *err) {
+static int monitor_loop(const nsr_confine_opts *o, pid_t child, int errfd, listener *ls, nsr_outq *evq,
+                        nsr_launch_result *res, nsr_error *err) {
         sigset_t set;
         nsr_forwarded_sigset(&set);
         sigaddset(&set, SIGCHLD);
@@ -317,23 +318,26 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, listener *
         if (o->relay)
                 nsr_relay_parent_started(o->relay);
         while (!gone) {
-                struct pollfd fds[6] = { { .fd = sfd, .events = POLLIN },
+                struct pollfd fds[7] = { { .fd = sfd, .events = POLLIN },
                                          { .fd = eof ? -1 : errfd, .events = POLLIN },
                                          { .fd = deadline.fd, .events = POLLIN },
                                          { .fd = ls->sock[0], .events = POLLIN },
                                          { .fd = ls->fd, .events = POLLIN },
-                                         { .fd = o->relay ? nsr_relay_fd(o->relay) : -1, .events = POLLIN } };
-                if (poll(fds, 6, -1) < 0) {
+                                         { .fd = o->relay ? nsr_relay_fd(o->relay) : -1, .events = POLLIN },
+                                         { .fd = nsr_outq_pending(evq) ? evq->fd : -1, .events = POLLOUT } };
+                if (poll(fds, 7, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return give_up(o, child, nsr_error_set(err, errno, "poll"));
                 }
                 if (fds[2].revents)
-                        deadline_hook(&deadline, o->plan->proj.events_fd, child, res);
+                        deadline_hook(&deadline, evq, child, res);
                 if (fds[3].revents || fds[4].revents)
                         listener_hook(o, ls, fds[3].revents, fds[4].revents);
                 if (fds[5].revents)
                         nsr_relay_dispatch(o->relay);
+                if (fds[6].revents)
+                        nsr_outq_flush(evq);
                 if (fds[1].revents) {
                         ssize_t n = read(errfd, (char *) &child_err + got, sizeof(child_err) - got);
                         if (n > 0)
@@ -379,10 +383,27 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, listener *
                 nsr_relay_finish(o->relay, &res->net);
                 res->net_on = true;
         }
+        nsr_outq_finish(evq, NSR_OUTQ_FINISH_MS);
+        res->events_dropped = evq->dropped;
         res->exec_done = true;
         res->wait_status = status;
         res->exit_code = res->timed_out ? NSR_EXIT_TIMEOUT : nsr_exit_code_from_status(status);
         return 0;
+}
+
+static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, listener *ls, nsr_launch_result *res,
+                   nsr_error *err) {
+        /* --events-fd lines of the monitor: one bounded queue, polled, so
+         * a reader that stops reading cannot stop the deadline. */
+        nsr_outq evq;
+        nsr_outq_init(&evq, o->plan->proj.events_fd, 0, NSR_OUTQ_EVENTS_NOTE);
+        if (o->refused)
+                o->refused->events = &evq;
+        int r = monitor_loop(o, child, errfd, ls, &evq, res, err);
+        if (o->refused)
+                o->refused->events = NULL;
+        nsr_outq_done(&evq);
+        return r;
 }
 
 static void listener_done(listener *ls) {

@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "base/outq.h"
 #include "base/sockmsg.h"
 #include "base/syscalls.h"
 #include "base/timing.h"
@@ -75,6 +76,7 @@ typedef struct launch {
         size_t notify_len;
         int notify_sock[2]; /* command -> monitor: the listener fd */
         int listener;       /* the monitor's listener fd, or -1 */
+        nsr_outq events_q;  /* --events-fd: the monitor's lines (timeout, refused calls) */
 } launch;
 
 /* ---- the sandbox child ---------------------------------------------- */
@@ -835,7 +837,7 @@ static void deadline_hook(launch *l, nsr_deadline *d, pid_t child, bool child_go
         if (child_gone)
                 return;
         bool pidns = l->plan->unshare_pid && need_reaper(l->plan);
-        nsr_deadline_event(l->plan->proj.events_fd, step);
+        nsr_deadline_event(&l->events_q, step);
         switch (step) {
         case NSR_DEADLINE_TERM:
                 res->timed_out = true;
@@ -913,6 +915,11 @@ static void on_signal(int sfd, pid_t child, bool *child_gone, bool *have_status,
 static void command_done(launch *l, pid_t child, bool child_gone, int status, nsr_launch_result *ret) {
         const nsr_plan *p = l->plan;
 
+        /* The command has ended: what follows (capture, commit) must not
+         * die with the thread that started nsrun. Only the user's own
+         * signal stops it now (--die-with-parent is about the sandbox). */
+        (void) prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
+
         if (l->relay) {
                 nsr_relay_finish(l->relay, &ret->net);
                 ret->net_on = true;
@@ -925,6 +932,8 @@ static void command_done(launch *l, pid_t child, bool child_gone, int status, ns
         if (l->snmp6_fd >= 0)
                 ret->no_route += snmp_counter(l->snmp6_fd, "", "Ip6OutNoRoutes");
         write_exit_status(p, ret->exit_code);
+        nsr_outq_finish(&l->events_q, NSR_OUTQ_FINISH_MS);
+        ret->events_dropped = l->events_q.dropped;
         if (l->extra && l->extra->kill_leftovers && !child_gone) {
                 /* SIGKILL to pid 1 takes the whole pid namespace down. */
                 (void) kill(child, SIGKILL);
@@ -952,10 +961,16 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                 (void) waitpid(child, NULL, 0);
                 return -EIO;
         }
+        /* Every line the monitor writes to --events-fd goes through one
+         * bounded queue, polled below: a reader that stops reading must
+         * not stop the deadline or the signals. */
+        nsr_outq_init(&l->events_q, p->proj.events_fd, 0, NSR_OUTQ_EVENTS_NOTE);
+        if (l->extra && l->extra->refused)
+                l->extra->refused->events = &l->events_q;
 
         for (;;) {
                 const nsr_launch_session *ses = l->extra ? l->extra->session : NULL;
-                struct pollfd fds[8] = {
+                struct pollfd fds[9] = {
                         { .fd = sfd, .events = POLLIN },
                         { .fd = err_eof ? -1 : l->err_pipe[0], .events = POLLIN },
                         { .fd = have_status ? -1 : l->status_pipe[0], .events = POLLIN },
@@ -964,8 +979,9 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                         { .fd = l->listener, .events = POLLIN },
                         { .fd = l->relay ? nsr_relay_fd(l->relay) : -1, .events = POLLIN },
                         { .fd = ses ? ses->poll_fd : -1, .events = POLLIN },
+                        { .fd = nsr_outq_pending(&l->events_q) ? l->events_q.fd : -1, .events = POLLOUT },
                 };
-                if (poll(fds, 8, -1) < 0) {
+                if (poll(fds, 9, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return nsr_error_set(err, errno, "poll");
@@ -978,6 +994,8 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
                         nsr_relay_dispatch(l->relay);
                 if (fds[7].revents)
                         ses->dispatch(ses->data);
+                if (fds[8].revents)
+                        nsr_outq_flush(&l->events_q);
                 if (fds[1].revents) {
                         ssize_t n = read(l->err_pipe[0], (char *) &child_err + err_got, sizeof(child_err) - err_got);
                         if (n > 0)
@@ -1047,6 +1065,9 @@ static int read_seccomp_fd(const nsr_seccomp_prog *sp, nsr_bpf *ret, nsr_error *
 }
 
 static void launch_done(launch *l) {
+        if (l->extra && l->extra->refused && l->extra->refused->events == &l->events_q)
+                l->extra->refused->events = NULL;
+        nsr_outq_done(&l->events_q);
         l->cgroup = nsr_cgroup_destroy(l->cgroup);
         free(l->notify_prog);
         l->listener = safe_close(l->listener);
@@ -1361,6 +1382,7 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
                 .pid_pipe = { -1, -1 },
                 .notify_sock = { -1, -1 },
                 .listener = -1,
+                .events_q = { .fd = -1 },
                 .real_uid = getuid(),
                 .real_gid = getgid(),
         };

@@ -26,9 +26,10 @@ typedef struct nsr_launch_result {
         /* With --unshare-net in project mode: how many connections found no
          * route (ENETUNREACH) in the sandbox's network namespace. */
         uint64_t no_route;
-        bool timed_out;    /* --timeout expired: the sandbox got SIGTERM (exit_code is 124) */
-        bool killed_after; /* ... and SIGKILL after --kill-after */
-        char **limits_hit; /* the run's cgroup limits that struck ("pids.max (3 forks refused)"),
+        bool timed_out;          /* --timeout expired: the sandbox got SIGTERM (exit_code is 124) */
+        bool killed_after;       /* ... and SIGKILL after --kill-after */
+        uint64_t events_dropped; /* --events-fd lines of the monitor its reader did not take */
+        char **limits_hit;       /* the run's cgroup limits that struck ("pids.max (3 forks refused)"),
                             * NULL-terminated or NULL; the caller frees it */
 } nsr_launch_result;
 

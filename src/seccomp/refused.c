@@ -264,7 +264,7 @@ static void json_escape(const char *s, char *buf, size_t len) {
 }
 
 static void emit_event(const nsr_refused *rf, const nsr_refused_entry *e) {
-        if (rf->events_fd < 0)
+        if (rf->events_fd < 0 || !rf->events)
                 return;
         /* name is a libseccomp name or "syscall N"; comm is the escaped
          * name of a hostile process. */
@@ -276,7 +276,7 @@ static void emit_event(const nsr_refused *rf, const nsr_refused_entry *e) {
                          "{\"event\":\"refused\",\"syscall\":\"%s\",\"errno\":%d,\"comm\":\"%s\"}\n", name, e->errnum,
                          comm);
         if (n > 0 && (size_t) n < sizeof(line))
-                (void) nsr_write_all(rf->events_fd, line, (size_t) n);
+                nsr_outq_put(rf->events, line, (size_t) n);
 }
 
 void nsr_refused_count(nsr_refused *rf, uint32_t arch, int nr, int errnum, const char *comm) {

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "base/outq.h"
 #include "base/util.h"
 
 #define NSR_REFUSED_MAX_ENTRIES 256
@@ -61,7 +62,8 @@ struct nsr_refused {
         nsr_refused_entry entries[NSR_REFUSED_MAX_ENTRIES];
         size_t n_entries;
         uint64_t dropped; /* calls of syscalls beyond NSR_REFUSED_MAX_ENTRIES */
-        int events_fd;    /* --events-fd, or -1: a JSON line per new entry */
+        int events_fd;    /* --events-fd, or -1: a JSON line per new entry... */
+        nsr_outq *events; /* ...through the monitor's queue for it, once set */
         bool active;      /* a listener was installed */
 };
 typedef struct nsr_refused nsr_refused;

@@ -77,7 +77,9 @@ is "$rc" 0 "nsrun exits with the command's status"
 is "$err" "nsrun: network: 1 connection to 1 host, none refused" "the one-line summary on stderr"
 
 run $NSRUN $NET -- sh -c "$C -H 'Host: other.example' http://127.0.0.1:$PORT/host"
-is "$out" "127.0.0.1:$PORT" "HTTP proxy: the Host header is the checked URI's, not the client's"
+is "$out" "nsrun: the Host header differs from the request target" "HTTP proxy: a Host header other than the checked URI's is refused"
+run $NSRUN $NET -- sh -c "$C http://127.0.0.1:$PORT/host"
+is "$out" "127.0.0.1:$PORT" "HTTP proxy: the server gets one Host, the checked URI's"
 
 run $NSRUN $NET -- sh -c "$C -p http://127.0.0.1:$PORT/hello"
 is "$out" "hello" "HTTP CONNECT (--proxytunnel) reaches the upstream"
@@ -308,7 +310,7 @@ cat >"$d/slow.py" <<'EOF'
 import socket, sys, time
 s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
 t0 = time.time()
-s.sendall(b"GET http://localhost:%s/hello HTTP/1.1\r\n\r\n" % sys.argv[1].encode())
+s.sendall(b"GET http://localhost:%s/hello HTTP/1.1\r\nHost: localhost:%s\r\n\r\n" % (sys.argv[1].encode(), sys.argv[1].encode()))
 got = b""
 while True:
     k = s.recv(4096)
@@ -354,7 +356,7 @@ for p in (3128, 1080):
         s.close()
 # A client that asks for 64 MiB and never reads.
 slow = conn(3128)
-slow.sendall(b"GET http://127.0.0.1:%d/big HTTP/1.1\r\nHost: x\r\n\r\n" % port)
+slow.sendall(b"GET http://127.0.0.1:%d/big HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (port, port))
 # 1000 connections held open, saying nothing.
 held = []
 for i in range(1000):
@@ -366,7 +368,7 @@ for i in range(1000):
 # The relay still serves.
 t = time.time()
 s = conn(3128)
-s.sendall(b"GET http://127.0.0.1:%d/hello HTTP/1.1\r\nHost: x\r\n\r\n" % port)
+s.sendall(b"GET http://127.0.0.1:%d/hello HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (port, port))
 data = b""
 while True:
     c = s.recv(4096)

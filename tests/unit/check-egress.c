@@ -328,6 +328,58 @@ START_TEST(test_limits) {
 }
 END_TEST
 
+static struct sockaddr_storage sa_of(const char *addr) {
+        struct sockaddr_storage ss = { 0 };
+        if (strchr(addr, ':')) {
+                struct sockaddr_in6 *s6 = (struct sockaddr_in6 *) &ss;
+                s6->sin6_family = AF_INET6;
+                ck_assert_int_eq(inet_pton(AF_INET6, addr, &s6->sin6_addr), 1);
+        } else {
+                struct sockaddr_in *s4 = (struct sockaddr_in *) &ss;
+                s4->sin_family = AF_INET;
+                ck_assert_int_eq(inet_pton(AF_INET, addr, &s4->sin_addr), 1);
+        }
+        return ss;
+}
+
+static bool allowed_own(const char *pattern, const char *addr, const nsr_egress_own *own, nsr_addr_class *c) {
+        nsr_egress_pattern p;
+        nsr_error e = { 0 };
+        ck_assert_int_eq(nsr_egress_pattern_parse(pattern, "--allow-host", &p, &e), 0);
+        struct sockaddr_storage ss = sa_of(addr);
+        return nsr_egress_addr_allowed_own(&p, (struct sockaddr *) &ss, own, c);
+}
+
+/* The host's own addresses are refused like loopback, unless a pattern
+ * names the address itself. */
+START_TEST(test_own_addresses) {
+        nsr_egress_own own = { 0 };
+        const char *mine[] = { "203.0.113.5", "2001:db8::5", "10.1.1.1", "203.0.113.5" };
+        for (size_t i = 0; i < ELEMENTSOF(mine); i++) {
+                struct sockaddr_storage ss = sa_of(mine[i]);
+                nsr_egress_own_add(&own, (struct sockaddr *) &ss);
+        }
+        ck_assert_uint_eq(own.n, 3);
+        nsr_addr_class c;
+        ck_assert(!allowed_own("*.example.org", "203.0.113.5", &own, &c));
+        ck_assert_int_eq(c, NSR_ADDR_HOST);
+        ck_assert_str_eq(nsr_addr_class_to_string(c), "host");
+        ck_assert(!allowed_own("svc.example.org", "2001:db8::5", &own, &c));
+        ck_assert_int_eq(c, NSR_ADDR_HOST);
+        ck_assert(!allowed_own("svc.example.org", "10.1.1.1", &own, &c));
+        ck_assert_int_eq(c, NSR_ADDR_PRIVATE);
+        ck_assert(allowed_own("203.0.113.5:8080", "203.0.113.5", &own, &c));
+        ck_assert(allowed_own("[2001:db8::5]:*", "2001:db8::5", &own, &c));
+        ck_assert(!allowed_own("203.0.113.6", "203.0.113.5", &own, &c));
+        ck_assert(allowed_own("svc.example.org", "203.0.113.6", &own, &c));
+        ck_assert_int_eq(c, NSR_ADDR_PUBLIC);
+        /* A v4 address does not match the same bytes in a v6 one. */
+        ck_assert(allowed_own("svc.example.org", "cb00:7105::", &own, &c));
+        nsr_egress_own_done(&own);
+        ck_assert(allowed_own("svc.example.org", "203.0.113.5", &own, &c));
+}
+END_TEST
+
 START_TEST(test_names) {
         static const char *const protos[] = { "http", "connect", "socks5" };
         ck_assert_int_eq(ELEMENTSOF(protos), _NSR_EGRESS_PROTO_MAX);
@@ -352,6 +404,7 @@ static Suite *egress_suite(void) {
         tcase_add_test(tc, test_normalize);
         tcase_add_test(tc, test_classify);
         tcase_add_test(tc, test_rebinding);
+        tcase_add_test(tc, test_own_addresses);
         tcase_add_test(tc, test_summary_and_json);
         tcase_add_test(tc, test_env);
         tcase_add_test(tc, test_limits);
