@@ -396,6 +396,7 @@ static int diff_applied(int run_fd, size_t i, const nsr_run_meta *m) {
                         c.mode = s->new_id.mode;
                         break;
                 case NSR_STEP_REPLACE:
+                case NSR_STEP_WRITE:
                         c.kind = s->new_id.type == s->orig.type ? NSR_CHANGE_MODIFIED : NSR_CHANGE_TYPE_CHANGED;
                         c.type = s->new_id.type;
                         c.mode = s->new_id.mode;
@@ -573,8 +574,9 @@ int nsr_cmd_commit(int argc, char **argv) {
                             n == 1 ? "" : "s");
                 _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL;
                 _cleanup_(nsr_protect_result_freep) nsr_protect_result *prot = NULL;
-                if (nsr_project_capture(run_fd, i, project, m.projects[i], &cs, &prot, &e) < 0 ||
-                    nsr_project_protect(run_fd, i, project, m.projects[i], cs, prot, &e) < 0) {
+                if (nsr_project_capture(run_fd, i, project, m.projects[i], &cs, &prot, &e) >= 0)
+                        nsr_project_inherit_groups(run_fd, i, project, cs);
+                if (!cs || nsr_project_protect(run_fd, i, project, m.projects[i], cs, prot, &e) < 0) {
                         nsr_error_prefix(&e, "%s", m.projects[i]);
                         err_print(&e);
                         rc = 1;

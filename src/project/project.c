@@ -21,6 +21,7 @@
 #include "egress/relay.h"
 #include "project/capture.h"
 #include "project/events.h"
+#include "project/foreign.h"
 #include "project/profile.h"
 #include "project/project.h"
 #include "project/report.h"
@@ -477,6 +478,12 @@ static int save_root(int run_fd, size_t i, const struct stat *st, nsr_error *err
 
 int nsr_project_capture(int run_fd, size_t index, int project_fd, const char *project_path, nsr_changeset **ret_changes,
                         nsr_protect_result **ret_protected, nsr_error *err) {
+        /* Files of other owners nsrun copied into upper before the command:
+         * compared with the copies as made, written back in place. */
+        _cleanup_(nsr_foreign_freep) nsr_foreign *foreign = NULL;
+        int r = nsr_foreign_load(run_fd, index, &foreign, err);
+        if (r < 0)
+                return r;
         char rel[32];
         snprintf(rel, sizeof(rel), "p%zu/upper", index);
         _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -490,9 +497,14 @@ int nsr_project_capture(int run_fd, size_t index, int project_fd, const char *pr
         nsr_capture_opts co = { 0 };
         if (nsr_capture_root_load(run_fd, rel, &root) >= 0)
                 co.root_prior = &root;
-        int r = nsr_capture_scan(upper, project_fd, &co, &cs, err);
+        if (foreign) {
+                co.prior = nsr_foreign_prior;
+                co.prior_userdata = foreign;
+        }
+        r = nsr_capture_scan(upper, project_fd, &co, &cs, err);
         if (r < 0)
                 return nsr_error_prefix(err, "capturing the changes");
+        nsr_foreign_mark(foreign, cs);
         nsr_protect_ctx pc = protect_ctx(project_fd, upper, project_path);
         r = nsr_protect_scan(cs, &pc, ret_protected, err);
         if (r < 0)
@@ -512,10 +524,23 @@ int nsr_project_protect(int run_fd, size_t index, int project_fd, const char *pr
         return nsr_protect_enforce(cs, &pc, prot, err);
 }
 
+void nsr_project_inherit_groups(int run_fd, size_t index, int project_fd, nsr_changeset *cs) {
+        _cleanup_(nsr_foreign_freep) nsr_foreign *foreign = NULL;
+        nsr_error e = { 0 };
+        char rel[32];
+        snprintf(rel, sizeof(rel), "p%zu/upper", index);
+        if (nsr_foreign_load(run_fd, index, &foreign, &e) < 0 || !foreign)
+                return;
+        _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (upper >= 0)
+                nsr_foreign_inherit_groups(project_fd, upper, cs);
+}
+
 static int capture_project(project_entry *e, int run_fd, size_t i, nsr_error *err) {
         int r = nsr_project_capture(run_fd, i, e->fd, e->path, &e->changes, &e->protected_changes, err);
         if (r < 0)
                 return nsr_error_prefix(err, "%s", e->path);
+        nsr_project_inherit_groups(run_fd, i, e->fd, e->changes);
         return 0;
 }
 
@@ -532,7 +557,10 @@ static const char *foreign_owner_hint(int dirfd, uid_t uid, char *buf, size_t le
                 if (n++ >= 10000)
                         break;
                 struct stat st;
-                if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid != uid) {
+                /* The files the user may write went into upper before the
+                 * command (foreign.c): only the others are a reason. */
+                if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid != uid &&
+                    faccessat(dirfd, de->d_name, W_OK, AT_EACCESS | AT_SYMLINK_NOFOLLOW) != 0) {
                         snprintf(buf, len, "%s (owned by uid %u)", de->d_name, (unsigned) st.st_uid);
                         return buf;
                 }
@@ -1289,6 +1317,21 @@ static int create_run_dir(run_ctx *c, nsr_error *err) {
                 if (save_root(run_fd, i, &st, err) < 0)
                         return nsr_error_prefix(err, "%s", pj->p[i].path);
         }
+        /* Only the caller's own ids are mapped (root maps them all): the
+         * files of other owners the caller may write go into upper now. */
+        for (size_t i = 0; i < pj->n && !pj->live && geteuid() != 0; i++) {
+                char rel[32];
+                snprintf(rel, sizeof(rel), "p%zu/upper", i);
+                _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (upper < 0)
+                        return nsr_error_set(err, errno, "cannot open %s", rel);
+                /* The dirs found clean last time (STATE/projects/KEY). */
+                char key[17];
+                nsr_project_key(pj->p[i].path, key);
+                _cleanup_free_ char *cache = nsr_asprintf("projects/%s/foreign-clean", key);
+                if (nsr_foreign_prepare(pj->p[i].fd, upper, run_fd, i, c->statefd, cache, NULL, err) < 0)
+                        return nsr_error_prefix(err, "%s", pj->p[i].path);
+        }
 
         clock_gettime(CLOCK_REALTIME, &c->started);
         /* Conflicts compare host ctimes with this: a host entry whose ctime
@@ -1577,6 +1620,7 @@ static void record(run_ctx *c, nsr_outcome run_outcome) {
         nsr_project *pj = c->pj;
         nsr_project_outcome *o = &c->o;
         int run_fd = c->run_fd;
+        bool trashed = false;
 
         for (size_t i = 0; i < pj->n; i++) {
                 char rel[32];
@@ -1595,7 +1639,18 @@ static void record(run_ctx *c, nsr_outcome run_outcome) {
                         if (c->apply_failed && applied)
                                 (void) nsr_durable_write(run_fd, rel, "", 0, 0600, 0, &ce);
                         snprintf(rel, sizeof(rel), "p%zu/upper", i);
-                        (void) nsr_rm_rf_at(run_fd, rel, &ce);
+                        /* An upper dir holding the copies of files of
+                         * other owners (foreign.c) can be large: it goes
+                         * off the run's path, removed in the background. */
+                        char trash[48], rec[48];
+                        snprintf(trash, sizeof(trash), "trash/p%zu-upper", i);
+                        snprintf(rec, sizeof(rec), "p%zu/foreign", i);
+                        if (faccessat(run_fd, rec, F_OK, AT_SYMLINK_NOFOLLOW) == 0 &&
+                            (mkdirat(run_fd, "trash", 0700) == 0 || errno == EEXIST) &&
+                            renameat(run_fd, rel, run_fd, trash) == 0)
+                                trashed = true;
+                        else
+                                (void) nsr_rm_rf_at(run_fd, rel, &ce);
                 }
                 if (pj->live && pj->p[i].outcome == NSR_OUTCOME_DISCARDED) {
                         char trash[32];
@@ -1608,7 +1663,7 @@ static void record(run_ctx *c, nsr_outcome run_outcome) {
                 }
         }
         /* What is left of the snapshots goes off the run's path. */
-        if (pj->live)
+        if (pj->live || trashed)
                 nsr_state_trash_background(pj->run_dir);
         /* A run whose capture or apply failed was applied nowhere (an
          * apply rolls back): it is kept, so that once the cause is fixed
@@ -1705,8 +1760,9 @@ static void explain(run_ctx *c, nsr_outcome run_outcome) {
                         const char *h = foreign_owner_hint(pj->p[i].fd, getuid(), hint, sizeof(hint));
                         if (h)
                                 msg(o,
-                                    "nsrun: %s: note: %s and maybe more are not yours; the sandbox cannot change them "
-                                    "(copy-up fails with EOVERFLOW, \"Value too large for defined data type\")",
+                                    "nsrun: %s: note: %s and maybe more are not yours, and you may not write them; the "
+                                    "sandbox cannot move, rename or change them (copy-up fails with EOVERFLOW, "
+                                    "\"Value too large for defined data type\")",
                                     pj->p[i].path, h);
                 }
         }
