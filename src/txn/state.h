@@ -6,6 +6,7 @@
  *       meta                   what the run was: see nsr_run_meta
  *       p0/upper p0/work ...   the overlay layers of project 0, 1, ...
  *       p0/applied             project 0 is applied (its run was kept for another's failed apply)
+ *       p0/foreign             files of other owners copied into p0/upper (project/foreign.h)
  *       reserve                space held while the command runs (nsr_run_reserve)
  *       backup/p0/...          originals the apply replaced or deleted
  *       trash/                 what is left of snapshots, removed in the background
@@ -15,6 +16,7 @@
  *       report.json            the run's report
  *   STATE/projects/KEY/lock    flock()ed while a run applies to the project
  *   STATE/projects/KEY/path    the project's absolute path
+ *   STATE/projects/KEY/foreign-clean   dirs with nothing of other owners (project/foreign.h)
  *
  * Run ids sort by time: 20261125T221530.123Z-3f9a1c. */
 #pragma once
