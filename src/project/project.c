@@ -1502,7 +1502,7 @@ static nsr_outcome intended_outcome(run_ctx *c) {
                 c->o.exit_code = NSR_EXIT_FAILURE;
         if (c->capture_failed)
                 run_outcome = NSR_OUTCOME_FAILED;
-        else if (!pj->live && (c->interrupted || c->timed_out || c->state_full || p->proj.keep))
+        else if (!pj->live && (c->interrupted || c->timed_out || (c->state_full && !p->proj.discard) || p->proj.keep))
                 run_outcome = NSR_OUTCOME_KEPT;
         else if (p->proj.discard)
                 run_outcome = NSR_OUTCOME_DISCARDED;
@@ -1792,7 +1792,13 @@ static void explain(run_ctx *c, nsr_outcome run_outcome) {
                     "command writes), then \"nsrun diff %s\", \"nsrun commit %s\" or \"nsrun discard %s\"",
                     pj->state_dir, (unsigned long long) (used >> 10), pj->run_id,
                     (unsigned long long) (NSR_STATE_MIN_FREE >> 10), pj->run_id, pj->run_id, pj->run_id);
-        } else if (run_outcome == NSR_OUTCOME_KEPT)
+        } else if (c->state_full && !pj->live)
+                msg(o,
+                    "nsrun: the state dir %s filled up while the command ran: its writes that did not fit failed "
+                    "(ENOSPC, \"No space left on device\"); a run needs at least %llu KiB free there to start, plus "
+                    "room for what the command writes",
+                    pj->state_dir, (unsigned long long) (NSR_STATE_MIN_FREE >> 10));
+        else if (run_outcome == NSR_OUTCOME_KEPT)
                 msg(o,
                     "nsrun: run %s kept%s: review it with \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
                     "discard %s\"",

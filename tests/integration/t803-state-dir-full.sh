@@ -9,16 +9,23 @@ U=${NSR_TEST_USER:-nsrun-test}
 # The user half needs a small file system of its own: the root half mounts
 # one for it, unmounted once the harness is done (its stage dir gone).
 M=/tmp/nsrun-t803.$U
+# The mount carries the name of the harness run it belongs to, so that the
+# cleaner of an earlier run never unmounts a later run's.
+tag=.t803-$(basename "$NSR_STAGE")
 if is_root; then
-	umount "$M" 2>/dev/null
-	if mkdir -p "$M" && mount -t tmpfs -o size=4m,mode=0755 tmpfs "$M" 2>/dev/null && chown "$U" "$M" 2>/dev/null; then
+	# One left by a harness that is gone (its stage dir removed).
+	for m in "$M"/.t803-*; do
+		[ -e "$m" ] && [ ! -d "/tmp/${m##*/.t803-}" ] && umount "$M" 2>/dev/null
+	done
+	if mkdir -p "$M" && mount -t tmpfs -o size=4m,mode=0755 tmpfs "$M" 2>/dev/null && chown "$U" "$M" 2>/dev/null &&
+		: > "$M/$tag"; then
 		(i=0; while [ -d "$NSR_STAGE" ] && [ $i -lt 1800 ]; do sleep 1; i=$((i+1)); done
-		 umount "$M"; rmdir "$M") </dev/null >/dev/null 2>&1 &
+		 [ -e "$M/$tag" ] && umount "$M" && rmdir "$M") </dev/null >/dev/null 2>&1 &
 	fi
 	mkdir -p "$d/sd"
 	mount -t tmpfs -o size=4m,mode=0755 tmpfs "$d/sd" 2>/dev/null || skip_all "cannot mount a tmpfs"
 	SD=$d/sd
-elif [ -d "$M" ] && [ "$(stat -c %u "$M")" = "$(id -u)" ] && mountpoint -q "$M"; then
+elif [ -e "$M/$tag" ] && [ "$(stat -c %u "$M")" = "$(id -u)" ] && mountpoint -q "$M"; then
 	SD=$M
 else
 	skip_all "needs the small tmpfs $M that the root half of this test mounts (run it through the harness as root)"
@@ -53,6 +60,14 @@ run "$NSRUN" discard $NS "$id"
 is "$rc" 0 "discard removes the run that filled the state dir"
 run "$NSRUN" -p "$P" $NS -- sh -c 'echo x > x'
 is "$rc:$(cat "$P/x" 2>/dev/null)" "0:x" "once space is freed, a run works again"
+
+# With --discard the run that filled the state dir is discarded, and says so.
+run "$NSRUN" -p "$P" $NS --discard -- sh -c 'head -c 8000000 /dev/zero > big2; true'
+is "$rc" 125 "--discard: a run that filled the state dir exits 125"
+like "$err" "the state dir $S filled up while the command ran" "... and says why"
+check "... nothing reached the project" test ! -e "$P/big2"
+run "$NSRUN" -p "$P" $NS -- sh -c 'echo y > y'
+is "$rc:$(cat "$P/y" 2>/dev/null)" "0:y" "... and its space is free again for the next run"
 
 # 4. A run marked running whose nsrun is gone (killed) is not live:
 # discard removes it.
