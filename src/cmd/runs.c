@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/durable.h"
 #include "base/json.h"
 #include "base/syscalls.h"
 #include "base/textdiff.h"
@@ -406,6 +407,7 @@ static int diff_applied(int run_fd, size_t i, const nsr_run_meta *m) {
                         c.mode = s->new_id.mode;
                         break;
                 case NSR_STEP_REPLACE:
+                case NSR_STEP_WRITE:
                         c.kind = s->new_id.type == s->orig.type ? NSR_CHANGE_MODIFIED : NSR_CHANGE_TYPE_CHANGED;
                         c.type = s->new_id.type;
                         c.mode = s->new_id.mode;
@@ -566,6 +568,14 @@ int nsr_cmd_commit(int argc, char **argv) {
                 nsr_error e = { 0 };
                 _cleanup_close_ int project = -1, lock = -1;
                 size_t n = 0;
+                char rel[32];
+                /* Applied by the run itself (or an earlier commit) while
+                 * another project's apply failed: done already. */
+                snprintf(rel, sizeof(rel), "p%zu/applied", i);
+                if (faccessat(run_fd, rel, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+                        say(stderr, "nsrun: %s: applied already\n", m.projects[i]);
+                        continue;
+                }
                 if (open_project(statefd, &m, i, &project, &lock, &n) < 0) {
                         rc = 1;
                         continue;
@@ -575,14 +585,14 @@ int nsr_cmd_commit(int argc, char **argv) {
                             n == 1 ? "" : "s");
                 _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL;
                 _cleanup_(nsr_protect_result_freep) nsr_protect_result *prot = NULL;
-                if (nsr_project_capture(run_fd, i, project, m.projects[i], &cs, &prot, &e) < 0 ||
-                    nsr_project_protect(run_fd, i, project, m.projects[i], cs, prot, &e) < 0) {
+                if (nsr_project_capture(run_fd, i, project, m.projects[i], &cs, &prot, &e) >= 0)
+                        nsr_project_inherit_groups(run_fd, i, project, cs);
+                if (!cs || nsr_project_protect(run_fd, i, project, m.projects[i], cs, prot, &e) < 0) {
                         nsr_error_prefix(&e, "%s", m.projects[i]);
                         err_print(&e);
                         rc = 1;
                         continue;
                 }
-                char rel[32];
                 snprintf(rel, sizeof(rel), "p%zu/upper", i);
                 _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
                 if (upper < 0) {
@@ -634,11 +644,22 @@ int nsr_cmd_commit(int argc, char **argv) {
                 say(stderr, "%s\n", line);
                 nsr_commit_result_done(&res);
                 nsr_error ce = { 0 };
+                snprintf(rel, sizeof(rel), "p%zu/applied", i);
+                (void) nsr_durable_write(run_fd, rel, "", 0, 0600, 0, &ce);
+                snprintf(rel, sizeof(rel), "p%zu/upper", i);
                 (void) nsr_rm_rf_at(run_fd, rel, &ce);
                 snprintf(rel, sizeof(rel), "p%zu/work", i);
                 (void) nsr_rm_rf_at(run_fd, rel, &ce);
         }
-        m.state = rc ? NSR_OUTCOME_FAILED : conflict ? NSR_OUTCOME_CONFLICT : NSR_OUTCOME_COMMITTED;
+        /* A project that failed rolled back and keeps its upper dir: the
+         * run stays kept, for another "nsrun commit" once the cause is
+         * fixed. */
+        if (rc) {
+                say(stderr, "nsrun: run %s is still kept: once the cause is fixed, \"nsrun commit %s\" again\n",
+                    m.run_id, m.run_id);
+                return rc;
+        }
+        m.state = conflict ? NSR_OUTCOME_CONFLICT : NSR_OUTCOME_COMMITTED;
         nsr_error e = { 0 };
         /* The changes are in place: without the new state, undo would
          * refuse the run and gc would treat it as still kept. */
@@ -666,9 +687,15 @@ int nsr_cmd_discard(int argc, char **argv) {
         _cleanup_close_ int run_fd = open_run(statefd, a.run, &m);
         if (run_fd < 0)
                 return 1;
-        if (m.state != NSR_OUTCOME_KEPT) {
+        /* A run still marked running whose nsrun is gone (killed, or it
+         * could not record its end) is as kept: its layers are all it has,
+         * unless an apply of it waits for recovery. */
+        bool orphan = nsr_run_meta_is_orphan(&m) && nsr_run_journals_settled(run_fd);
+        if (m.state != NSR_OUTCOME_KEPT && !orphan) {
                 say(stderr, "nsrun: run %s is %s, not kept: nothing to discard\n", m.run_id,
-                    nsr_outcome_to_string(m.state));
+                    m.state == NSR_OUTCOME_RUNNING ? "running (its nsrun is alive, or an apply of it waits for "
+                                                     "recovery)"
+                                                   : nsr_outcome_to_string(m.state));
                 return 1;
         }
         for (size_t i = 0; m.projects && m.projects[i]; i++) {

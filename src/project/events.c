@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/dirent.h"
@@ -26,15 +27,29 @@
 #define MASK        (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_ONLYDIR)
 #define MAX_WATCHES 100000
 #define MAX_SEEN    1000000
+/* Changes of one path closer together than this are one event. */
+#define WINDOW_NS   (INT64_C(100) * 1000000)
+#define MAX_PENDING 100000
 
 typedef struct watch {
         int proj;
         char *rel; /* "" for the upper root */
 } watch;
 
+/* What the stream last said about a path. */
+typedef struct sig {
+        ino_t ino;
+        off_t size;
+        struct timespec mtime, ctime;
+        mode_t mode;
+} sig;
+
 typedef struct seen {
-        char *key; /* proj NUL path, as one string "N/path" */
-        char kind; /* 'c' create, 'm' modify, 'd' delete */
+        char *key;    /* proj NUL path, as one string "N/path" */
+        char kind;    /* 'c' create, 'm' modify, 'd' delete: the last event reported */
+        bool pending; /* a change inside the window, reported when it closes */
+        int64_t at;   /* when the last event was reported (CLOCK_MONOTONIC, ns) */
+        sig last;     /* the entry as it was then */
 } seen;
 
 typedef struct watcher {
@@ -46,6 +61,8 @@ typedef struct watcher {
         size_t n_watches;
         seen *seen; /* open-addressed set */
         size_t seen_cap, seen_n;
+        char **pending; /* keys with a change held back by the window */
+        size_t n_pending;
         uint32_t move_cookie; /* a pending IN_MOVED_FROM */
         int move_proj;
         char *move_rel;
@@ -83,8 +100,7 @@ static seen *lookup(watcher *w, const char *key, bool create) {
         }
         if (!create || w->seen_n >= MAX_SEEN)
                 return NULL;
-        w->seen[k].key = nsr_strdup(key);
-        w->seen[k].kind = 0;
+        w->seen[k] = (seen){ .key = nsr_strdup(key) };
         w->seen_n++;
         return &w->seen[k];
 }
@@ -113,19 +129,104 @@ static void write_line(watcher *w, const char *event, int proj, const char *rel,
         free(buf);
 }
 
-/* Coalesces: one create or modify per path until it is deleted, one
- * delete until it comes back. */
+static int64_t now_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The entry in upper as it is now (zeroes when it is gone). */
+static sig sig_of(watcher *w, int proj, const char *rel) {
+        _cleanup_free_ char *up = nsr_path_join(w->projects[proj].upper, rel);
+        struct stat st;
+        if (lstat(up, &st) < 0)
+                return (sig){ 0 };
+        return (sig){
+                .ino = st.st_ino, .size = st.st_size, .mtime = st.st_mtim, .ctime = st.st_ctim, .mode = st.st_mode
+        };
+}
+
+static bool sig_eq(const sig *a, const sig *b) {
+        return a->ino == b->ino && a->size == b->size && a->mode == b->mode && a->mtime.tv_sec == b->mtime.tv_sec &&
+               a->mtime.tv_nsec == b->mtime.tv_nsec && a->ctime.tv_sec == b->ctime.tv_sec &&
+               a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+/* Records what was just said about a path. */
+static void said(watcher *w, seen *s, char kind, int proj, const char *rel) {
+        if (!s)
+                return;
+        s->kind = kind;
+        s->pending = false;
+        s->at = now_ns();
+        s->last = kind == 'd' ? (sig){ 0 } : sig_of(w, proj, rel);
+}
+
+/* Coalesces: the first create or modify of a path is reported at once;
+ * a later change of it is a modify, reported at once when the last event
+ * of the path is older than the window, or when the window closes
+ * (flush_window) when it is not, and only when the entry differs from
+ * what the last event saw (an IN_CLOSE_WRITE after the write that was
+ * reported says nothing new). One delete until the path comes back. */
 static void emit(watcher *w, char kind, int proj, const char *rel) {
         _cleanup_free_ char *key = nsr_asprintf("%d/%s", proj, rel);
         seen *s = lookup(w, key, true);
         if (s) {
                 if (kind == 'd' && s->kind == 'd')
                         return;
-                if (kind != 'd' && (s->kind == 'c' || s->kind == 'm'))
-                        return;
-                s->kind = kind;
+                if (kind != 'd' && (s->kind == 'c' || s->kind == 'm')) {
+                        if (now_ns() - s->at < WINDOW_NS) {
+                                if (!s->pending && w->n_pending < MAX_PENDING) {
+                                        s->pending = true;
+                                        w->pending = nsr_realloc_array(w->pending, w->n_pending + 1, sizeof(char *));
+                                        w->pending[w->n_pending++] = TAKE_PTR(key);
+                                }
+                                return;
+                        }
+                        sig now = sig_of(w, proj, rel);
+                        if (sig_eq(&now, &s->last))
+                                return;
+                        kind = 'm';
+                }
         }
         write_line(w, kind == 'c' ? "create" : kind == 'm' ? "modify" : "delete", proj, rel, NULL);
+        said(w, s, kind, proj, rel);
+}
+
+/* The changes held back by the window: each is reported once its
+ * window has closed (all of them at the end). Returns the milliseconds
+ * until the next window closes, -1 for none. */
+static int flush_window(watcher *w, bool all) {
+        int64_t now = now_ns(), next = -1;
+        size_t kept = 0;
+        for (size_t i = 0; i < w->n_pending; i++) {
+                char *key = w->pending[i];
+                seen *s = lookup(w, key, false);
+                if (!s || !s->pending || (s->kind != 'c' && s->kind != 'm')) {
+                        if (s)
+                                s->pending = false;
+                        free(key);
+                        continue;
+                }
+                int64_t left = s->at + WINDOW_NS - now;
+                if (left > 0 && !all) {
+                        next = next < 0 || left < next ? left : next;
+                        w->pending[kept++] = key;
+                        continue;
+                }
+                char *slash = strchr(key, '/');
+                int proj = atoi(key);
+                const char *rel = slash + 1;
+                s->pending = false;
+                sig cur = sig_of(w, proj, rel);
+                if (!sig_eq(&cur, &s->last)) {
+                        write_line(w, "modify", proj, rel, NULL);
+                        said(w, s, 'm', proj, rel);
+                }
+                free(key);
+        }
+        w->n_pending = kept;
+        return next < 0 ? -1 : (int) (next / 1000000) + 1;
 }
 
 /* What an entry appearing in upper means. */
@@ -227,9 +328,7 @@ static void handle(watcher *w, const struct inotify_event *ev, bool stale) {
         if ((ev->mask & IN_MOVED_TO) && w->move_rel && ev->cookie == w->move_cookie && w->move_proj == wt->proj) {
                 write_line(w, "rename", wt->proj, rel, w->move_rel);
                 _cleanup_free_ char *key = nsr_asprintf("%d/%s", wt->proj, rel);
-                seen *s = lookup(w, key, true);
-                if (s)
-                        s->kind = 'c';
+                said(w, lookup(w, key, true), 'c', wt->proj, rel);
                 free(w->move_rel);
                 w->move_rel = NULL;
                 if (ev->mask & IN_ISDIR)
@@ -303,7 +402,7 @@ _noreturn_ static void watcher_main(int out, int stop, const nsr_events_project 
                 struct pollfd p[3] = { { .fd = w.ifd, .events = POLLIN },
                                        { .fd = stop, .events = POLLIN },
                                        { .fd = nsr_outq_pending(&w.out) ? w.out.fd : -1, .events = POLLOUT } };
-                if (poll(p, 3, -1) < 0) {
+                if (poll(p, 3, flush_window(&w, false)) < 0) {
                         if (errno == EINTR)
                                 continue;
                         break;
@@ -317,6 +416,8 @@ _noreturn_ static void watcher_main(int out, int stop, const nsr_events_project 
                         break;
                 }
         }
+        /* The command is over: what the window held back is said now. */
+        (void) flush_window(&w, true);
         /* A reader that stopped reading gets a moment, then the rest is
          * dropped: the monitor waits for this process. The count goes
          * back for the report. */

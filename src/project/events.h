@@ -6,8 +6,10 @@
  * close the race with entries made before the watch) and writes one JSON
  * line per event:
  *   {"event":"create|modify|delete|rename","project":"/p","path":"rel"}
- * ("from" is added for a rename). Repeated events for one path are
- * coalesced; an inotify queue overflow gives {"event":"overflow"}.
+ * ("from" is added for a rename). Every change is reported; changes of
+ * one path within 100 ms of its last event are coalesced into one modify
+ * sent when the window closes. An inotify queue overflow gives
+ * {"event":"overflow"}.
  *
  * Why the upper dir: every write through the overlay lands there, while a
  * watch on the project (the lower dir) sees nothing. A whiteout appearing

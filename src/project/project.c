@@ -22,6 +22,7 @@
 #include "egress/relay.h"
 #include "project/capture.h"
 #include "project/events.h"
+#include "project/foreign.h"
 #include "project/profile.h"
 #include "project/project.h"
 #include "project/report.h"
@@ -585,6 +586,12 @@ static int save_root(int run_fd, size_t i, const struct stat *st, nsr_error *err
 
 int nsr_project_capture(int run_fd, size_t index, int project_fd, const char *project_path, nsr_changeset **ret_changes,
                         nsr_protect_result **ret_protected, nsr_error *err) {
+        /* Files of other owners nsrun copied into upper before the command:
+         * compared with the copies as made, written back in place. */
+        _cleanup_(nsr_foreign_freep) nsr_foreign *foreign = NULL;
+        int r = nsr_foreign_load(run_fd, index, &foreign, err);
+        if (r < 0)
+                return r;
         char rel[32];
         snprintf(rel, sizeof(rel), "p%zu/upper", index);
         _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -598,13 +605,18 @@ int nsr_project_capture(int run_fd, size_t index, int project_fd, const char *pr
         nsr_capture_opts co = { 0 };
         if (nsr_capture_root_load(run_fd, rel, &root) >= 0)
                 co.root_prior = &root;
-        int r = nsr_capture_scan(upper, project_fd, &co, &cs, err);
+        if (foreign) {
+                co.prior = nsr_foreign_prior;
+                co.prior_userdata = foreign;
+        }
+        r = nsr_capture_scan(upper, project_fd, &co, &cs, err);
         if (r < 0)
                 return nsr_error_prefix(err, "capturing the changes");
         _cleanup_strv_free_ char **config = NULL;
         r = load_config(run_fd, index, &config, err);
         if (r < 0)
                 return r;
+        nsr_foreign_mark(foreign, cs);
         nsr_protect_ctx pc = protect_ctx(project_fd, upper, project_path, config);
         r = nsr_protect_scan(cs, &pc, ret_protected, err);
         if (r < 0)
@@ -624,10 +636,23 @@ int nsr_project_protect(int run_fd, size_t index, int project_fd, const char *pr
         return nsr_protect_enforce(cs, &pc, prot, err);
 }
 
+void nsr_project_inherit_groups(int run_fd, size_t index, int project_fd, nsr_changeset *cs) {
+        _cleanup_(nsr_foreign_freep) nsr_foreign *foreign = NULL;
+        nsr_error e = { 0 };
+        char rel[32];
+        snprintf(rel, sizeof(rel), "p%zu/upper", index);
+        if (nsr_foreign_load(run_fd, index, &foreign, &e) < 0 || !foreign)
+                return;
+        _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (upper >= 0)
+                nsr_foreign_inherit_groups(project_fd, upper, cs);
+}
+
 static int capture_project(project_entry *e, int run_fd, size_t i, nsr_error *err) {
         int r = nsr_project_capture(run_fd, i, e->fd, e->path, &e->changes, &e->protected_changes, err);
         if (r < 0)
                 return nsr_error_prefix(err, "%s", e->path);
+        nsr_project_inherit_groups(run_fd, i, e->fd, e->changes);
         return 0;
 }
 
@@ -644,7 +669,10 @@ static const char *foreign_owner_hint(int dirfd, uid_t uid, char *buf, size_t le
                 if (n++ >= 10000)
                         break;
                 struct stat st;
-                if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid != uid) {
+                /* The files the user may write went into upper before the
+                 * command (foreign.c): only the others are a reason. */
+                if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid != uid &&
+                    faccessat(dirfd, de->d_name, W_OK, AT_EACCESS | AT_SYMLINK_NOFOLLOW) != 0) {
                         snprintf(buf, len, "%s (owned by uid %u)", de->d_name, (unsigned) st.st_uid);
                         return buf;
                 }
@@ -1162,6 +1190,9 @@ static void settle_live(nsr_project *pj, project_entry *e, int run_fd, size_t i,
         }
 }
 
+/* Less free than this after the command: it filled the state dir. */
+#define STATE_FULL_BELOW (UINT64_C(64) << 10)
+
 static int64_t ns_between(struct timespec a, struct timespec b) {
         return (int64_t) (b.tv_sec - a.tv_sec) * 1000000000 + (b.tv_nsec - a.tv_nsec);
 }
@@ -1304,7 +1335,9 @@ typedef struct run_ctx {
         bool capture_failed;   /* a project's changes could not be captured */
         bool interrupted;      /* nsrun was interrupted (a forwarded signal) */
         bool timed_out;        /* --timeout stopped the command */
-        bool kept_failed;      /* kept because the capture failed (record) */
+        bool apply_failed;     /* an apply failed and was rolled back (overlay runs) */
+        bool state_full;       /* the state dir filled up while the command ran */
+        bool kept_failed;      /* kept because the capture or the apply failed (record) */
         nsr_project_outcome o; /* for the caller */
 } run_ctx;
 
@@ -1379,15 +1412,22 @@ static int choose_confinement(run_ctx *c, nsr_error *err) {
 }
 
 /* The run's dir (its layers, the workspace skeleton, the upper dirs'
- * modes) and its meta, which says it is running. */
-static int create_run(run_ctx *c, nsr_error *err) {
+ * modes, the reserve) and its meta, which says it is running. */
+static int create_run_dir(run_ctx *c, nsr_error *err) {
         nsr_project *pj = c->pj;
         nsr_plan *p = pj->plan;
 
-        c->run_fd = nsr_run_create(c->statefd, pj->run_id, pj->n, err);
-        if (c->run_fd < 0)
-                return c->run_fd;
-        int run_fd = c->run_fd;
+        int run_fd = nsr_run_create(c->statefd, pj->run_id, pj->n, err);
+        if (run_fd < 0)
+                return run_fd;
+        c->run_fd = run_fd;
+        /* Only a full state dir stops the run here: a reserve refused for
+         * another reason (a file size limit) only leaves the run without
+         * it. */
+        int r = nsr_run_reserve(run_fd, err);
+        if (r == -ENOSPC || r == -EDQUOT)
+                return r;
+        nsr_error_clear(err);
         if (pj->skel) {
                 if (mkdirat(run_fd, "p0/skel", 0755) < 0)
                         return nsr_error_set(err, errno, "cannot create %s", pj->skel);
@@ -1410,6 +1450,21 @@ static int create_run(run_ctx *c, nsr_error *err) {
                 if (save_root(run_fd, i, &st, err) < 0)
                         return nsr_error_prefix(err, "%s", pj->p[i].path);
         }
+        /* Only the caller's own ids are mapped (root maps them all): the
+         * files of other owners the caller may write go into upper now. */
+        for (size_t i = 0; i < pj->n && !pj->live && geteuid() != 0; i++) {
+                char rel[32];
+                snprintf(rel, sizeof(rel), "p%zu/upper", i);
+                _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (upper < 0)
+                        return nsr_error_set(err, errno, "cannot open %s", rel);
+                /* The dirs found clean last time (STATE/projects/KEY). */
+                char key[17];
+                nsr_project_key(pj->p[i].path, key);
+                _cleanup_free_ char *cache = nsr_asprintf("projects/%s/foreign-clean", key);
+                if (nsr_foreign_prepare(pj->p[i].fd, upper, run_fd, i, c->statefd, cache, NULL, err) < 0)
+                        return nsr_error_prefix(err, "%s", pj->p[i].path);
+        }
 
         for (size_t i = 0; i < pj->n; i++)
                 if (save_config(run_fd, i, pj->p[i].config, err) < 0)
@@ -1427,14 +1482,25 @@ static int create_run(run_ctx *c, nsr_error *err) {
         clock_gettime(CLOCK_MONOTONIC, &c->mono_start);
         /* Without its meta a run is invisible to history, undo and gc:
          * nothing may run that could not be recorded. */
-        int r = write_meta(pj, run_fd, NSR_OUTCOME_RUNNING, &c->run_start, 0, false, err);
-        if (r < 0) {
-                nsr_error e2 = { 0 };
-                _cleanup_free_ char *rel = nsr_asprintf("runs/%s", pj->run_id);
-                (void) nsr_rm_rf_at(c->statefd, rel, &e2);
+        return write_meta(pj, run_fd, NSR_OUTCOME_RUNNING, &c->run_start, 0, false, err);
+}
+
+/* A run dir that could not be made whole goes again: nothing ran, and a
+ * half-made one would only hold space (and, without a meta, never be
+ * collected). A full state dir says so, with what a run needs. */
+static int create_run(run_ctx *c, nsr_error *err) {
+        int r = create_run_dir(c, err);
+        if (r >= 0)
                 return r;
+        if (c->run_fd >= 0) {
+                c->run_fd = safe_close(c->run_fd);
+                nsr_error e2 = { 0 };
+                _cleanup_free_ char *rel = nsr_asprintf("runs/%s", c->pj->run_id);
+                (void) nsr_rm_rf_at(c->statefd, rel, &e2);
         }
-        return 0;
+        if (err->code == ENOSPC || err->code == EDQUOT)
+                return nsr_state_full_error(c->statefd, c->pj->state_dir, err);
+        return r;
 }
 
 /* The command runs (another way if the first could not start it).
@@ -1576,9 +1642,11 @@ static nsr_outcome intended_outcome(run_ctx *c) {
          * one: kept for review, never committed half-way. */
         c->timed_out = c->lr.timed_out;
         nsr_outcome run_outcome;
+        if (c->state_full && !pj->live)
+                c->o.exit_code = NSR_EXIT_FAILURE;
         if (c->capture_failed)
                 run_outcome = NSR_OUTCOME_FAILED;
-        else if (!pj->live && (c->interrupted || c->timed_out || p->proj.keep))
+        else if (!pj->live && (c->interrupted || c->timed_out || (c->state_full && !p->proj.discard) || p->proj.keep))
                 run_outcome = NSR_OUTCOME_KEPT;
         else if (p->proj.discard)
                 run_outcome = NSR_OUTCOME_DISCARDED;
@@ -1653,6 +1721,15 @@ static nsr_outcome apply(run_ctx *c, nsr_outcome run_outcome) {
                         msg(o, "nsrun: %s: the apply failed and was rolled back: %s", e->path, buf);
                         e->outcome = NSR_OUTCOME_FAILED;
                         apply_failed = true;
+                        /* A full state dir (the journal, the backups) is
+                         * said as such, with what a run needs. */
+                        if (ae.code == ENOSPC || ae.code == EDQUOT) {
+                                nsr_error fe = { 0 };
+                                if (nsr_state_free(statefd) < NSR_STATE_MIN_FREE) {
+                                        (void) nsr_state_full_error(statefd, pj->state_dir, &fe);
+                                        msg(o, "nsrun: %s", fe.msg);
+                                }
+                        }
                         continue;
                 }
                 if (e->commit.withheld) {
@@ -1667,6 +1744,7 @@ static nsr_outcome apply(run_ctx *c, nsr_outcome run_outcome) {
         if (apply_failed) {
                 run_outcome = NSR_OUTCOME_FAILED;
                 o->exit_code = NSR_EXIT_FAILURE;
+                c->apply_failed = !pj->live;
         } else if (withheld) {
                 /* A project applied before another one's conflict showed
                  * (the host changed it between the check and the apply)
@@ -1686,6 +1764,7 @@ static void record(run_ctx *c, nsr_outcome run_outcome) {
         nsr_project *pj = c->pj;
         nsr_project_outcome *o = &c->o;
         int run_fd = c->run_fd;
+        bool trashed = false;
 
         for (size_t i = 0; i < pj->n; i++) {
                 char rel[32];
@@ -1696,8 +1775,26 @@ static void record(run_ctx *c, nsr_outcome run_outcome) {
                 bool keep_upper =
                         pj->p[i].outcome == NSR_OUTCOME_KEPT || (!pj->live && pj->p[i].outcome == NSR_OUTCOME_FAILED);
                 if (!keep_upper) {
+                        /* A run kept for another project's failed apply:
+                         * "nsrun commit" must not apply this one again. */
+                        bool applied =
+                                pj->p[i].outcome == NSR_OUTCOME_COMMITTED || pj->p[i].outcome == NSR_OUTCOME_CONFLICT;
+                        snprintf(rel, sizeof(rel), "p%zu/applied", i);
+                        if (c->apply_failed && applied)
+                                (void) nsr_durable_write(run_fd, rel, "", 0, 0600, 0, &ce);
                         snprintf(rel, sizeof(rel), "p%zu/upper", i);
-                        (void) nsr_rm_rf_at(run_fd, rel, &ce);
+                        /* An upper dir holding the copies of files of
+                         * other owners (foreign.c) can be large: it goes
+                         * off the run's path, removed in the background. */
+                        char trash[48], rec[48];
+                        snprintf(trash, sizeof(trash), "trash/p%zu-upper", i);
+                        snprintf(rec, sizeof(rec), "p%zu/foreign", i);
+                        if (faccessat(run_fd, rec, F_OK, AT_SYMLINK_NOFOLLOW) == 0 &&
+                            (mkdirat(run_fd, "trash", 0700) == 0 || errno == EEXIST) &&
+                            renameat(run_fd, rel, run_fd, trash) == 0)
+                                trashed = true;
+                        else
+                                (void) nsr_rm_rf_at(run_fd, rel, &ce);
                 }
                 if (pj->live && pj->p[i].outcome == NSR_OUTCOME_DISCARDED) {
                         char trash[32];
@@ -1710,11 +1807,12 @@ static void record(run_ctx *c, nsr_outcome run_outcome) {
                 }
         }
         /* What is left of the snapshots goes off the run's path. */
-        if (pj->live)
+        if (pj->live || trashed)
                 nsr_state_trash_background(pj->run_dir);
-        /* A run whose capture failed was applied nowhere: it is kept, so
-         * that once the cause is fixed "nsrun commit RUN" can finish it. */
-        bool kept_failed = c->capture_failed && !pj->live;
+        /* A run whose capture or apply failed was applied nowhere (an
+         * apply rolls back): it is kept, so that once the cause is fixed
+         * "nsrun commit RUN" can finish it. */
+        bool kept_failed = (c->capture_failed || c->apply_failed) && !pj->live;
         c->kept_failed = kept_failed;
         nsr_error me = { 0 };
         if (write_meta(pj, run_fd, kept_failed ? NSR_OUTCOME_KEPT : run_outcome, &c->run_start, c->lr.wait_status, true,
@@ -1806,8 +1904,9 @@ static void explain(run_ctx *c, nsr_outcome run_outcome) {
                         const char *h = foreign_owner_hint(pj->p[i].fd, getuid(), hint, sizeof(hint));
                         if (h)
                                 msg(o,
-                                    "nsrun: %s: note: %s and maybe more are not yours; the sandbox cannot change them "
-                                    "(copy-up fails with EOVERFLOW, \"Value too large for defined data type\")",
+                                    "nsrun: %s: note: %s and maybe more are not yours, and you may not write them; the "
+                                    "sandbox cannot move, rename or change them (copy-up fails with EOVERFLOW, "
+                                    "\"Value too large for defined data type\")",
                                     pj->p[i].path, h);
                 }
         }
@@ -1817,10 +1916,32 @@ static void explain(run_ctx *c, nsr_outcome run_outcome) {
                 nsr_strv_push(&o->summary, nsr_egress_summary(&lr->net));
         if (c->kept_failed)
                 msg(o,
-                    "nsrun: run %s kept: the capture failed and nothing was applied; the command's files are in "
+                    "nsrun: run %s kept: the %s failed and %s was applied; the command's files are in "
                     "%s/pN/upper; once the cause is fixed, \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
                     "discard %s\"",
-                    pj->run_id, pj->run_dir, pj->run_id, pj->run_id, pj->run_id);
+                    pj->run_id, c->capture_failed ? "capture" : "apply",
+                    c->capture_failed ? "nothing" : "nothing of what failed", pj->run_dir, pj->run_id, pj->run_id,
+                    pj->run_id);
+        else if (c->state_full && run_outcome == NSR_OUTCOME_KEPT) {
+                char rel[32];
+                uint64_t used = 0;
+                for (size_t i = 0; i < pj->n; i++) {
+                        snprintf(rel, sizeof(rel), "p%zu/upper", i);
+                        used += nsr_state_tree_size(c->run_fd, rel);
+                }
+                msg(o,
+                    "nsrun: the state dir %s filled up while the command ran: its writes that did not fit failed "
+                    "(ENOSPC, \"No space left on device\"), and the run holds %llu KiB there; run %s kept, nothing "
+                    "applied; free space there (a run needs at least %llu KiB free to start, plus room for what the "
+                    "command writes), then \"nsrun diff %s\", \"nsrun commit %s\" or \"nsrun discard %s\"",
+                    pj->state_dir, (unsigned long long) (used >> 10), pj->run_id,
+                    (unsigned long long) (NSR_STATE_MIN_FREE >> 10), pj->run_id, pj->run_id, pj->run_id);
+        } else if (c->state_full && !pj->live)
+                msg(o,
+                    "nsrun: the state dir %s filled up while the command ran: its writes that did not fit failed "
+                    "(ENOSPC, \"No space left on device\"); a run needs at least %llu KiB free there to start, plus "
+                    "room for what the command writes",
+                    pj->state_dir, (unsigned long long) (NSR_STATE_MIN_FREE >> 10));
         else if (run_outcome == NSR_OUTCOME_KEPT)
                 msg(o,
                     "nsrun: run %s kept%s: review it with \"nsrun diff %s\", then \"nsrun commit %s\" or \"nsrun "
@@ -1941,7 +2062,9 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 return c.statefd;
         nsr_timing *t = p->timing;
         nsr_timing_mark_now(t, "state dir opened");
-        r = recover(&c, err);
+        r = nsr_state_check_space(c.statefd, pj->state_dir, err);
+        if (r >= 0)
+                r = recover(&c, err);
         nsr_timing_mark_now(t, "recover");
         if (r >= 0)
                 r = choose_confinement(&c, err);
@@ -1958,6 +2081,10 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 *out = c.o;
                 return 0;
         }
+        /* Nothing of the sandbox runs any more: what the command could
+         * not write, the records can, from the reserve. */
+        c.state_full = nsr_state_free(c.statefd) < STATE_FULL_BELOW;
+        nsr_run_release(c.run_fd);
         capture(&c);
         nsr_timing_mark_now(t, "capture");
         nsr_outcome run_outcome = apply(&c, intended_outcome(&c));

@@ -48,6 +48,11 @@ void nsr_project_outcome_done(nsr_project_outcome *o);
  * make noted (protect.h). project_path is the project's absolute path. */
 int nsr_project_capture(int run_fd, size_t index, int project_fd, const char *project_path, nsr_changeset **ret_changes,
                         nsr_protect_result **ret_protected, nsr_error *err);
+/* After the capture of a run whose overlay is gone (not a running
+ * session's: its upper may not change while mounted): new entries in a
+ * setgid dir of the host take its group, as the user's own writes would
+ * (foreign.h). Best effort. */
+void nsr_project_inherit_groups(int run_fd, size_t index, int project_fd, nsr_changeset *cs);
 
 /* Makes the upper layer of project `index` what the apply may take: new
  * git configs reduced, modes reduced, ACLs and non-user xattrs stripped

@@ -88,6 +88,10 @@ typedef struct nsr_change {
         uint64_t descendants;
         unsigned meta; /* NSR_META_* flags */
         nsr_entry_old old;
+        /* A modified file that the apply writes into the host's inode
+         * (NSR_STEP_WRITE) instead of replacing it: one the user may write
+         * but whose owner a new file could not keep (project/foreign.c). */
+        bool in_place;
 } nsr_change;
 
 /* The default limit on the number of changes in one set (max_changes). */

@@ -592,6 +592,14 @@ static int plan_replace(planner *p, size_t i, const struct stat *st, size_t *nex
                 r = nsr_txn_path_error(err, EINVAL, "changes below a non-dir at", c->path);
         if (r < 0)
                 return r;
+        if (c->in_place && c->kind == NSR_CHANGE_MODIFIED && S_ISREG(st->st_mode) && S_ISREG(ust.st_mode)) {
+                /* Written into the host's inode: owner, mode and links stay,
+                 * as with the user's own write (project/foreign.h). */
+                add_step(p, NSR_STEP_WRITE, c, st, &ust)->copy = false;
+                p->res.applied += end - i;
+                *next = end;
+                return 0;
+        }
         /* The overlay copies a hard-linked file up alone, so inside the
          * sandbox its other names kept the old content; so they do here. */
         if (S_ISREG(st->st_mode) && st->st_nlink > 1)
@@ -1191,7 +1199,7 @@ static int plan_undo_step(uplanner *p, const nsr_step *rs, nsr_error *err) {
         if (!exists && errno != ENOENT)
                 return nsr_txn_path_error(err, errno, "cannot stat", rs->path);
         bool src = false;
-        if (nsr_step_has_orig(rs) && p->rb_fd >= 0) {
+        if ((nsr_step_has_orig(rs) || rs->op == NSR_STEP_WRITE) && p->rb_fd >= 0) {
                 const char *bleaf = NULL;
                 _cleanup_close_ int bp = nsr_txnfs_open_parent(p->rb_fd, rs->path, &bleaf);
                 src = bp >= 0 && fstatat(bp, bleaf, &sst, AT_SYMLINK_NOFOLLOW) == 0;
@@ -1223,6 +1231,17 @@ static int plan_undo_step(uplanner *p, const nsr_step *rs, nsr_error *err) {
                         return 0;
                 }
                 add_undo_step(p, exists ? NSR_STEP_REPLACE : NSR_STEP_PLACE, rs->path, lmnt, exists ? &st : NULL, &sst);
+                return 0;
+        case NSR_STEP_WRITE:
+                if (!src)
+                        return 0; /* restored by an earlier undo of this run */
+                /* Written back into the same inode, whose owner stays. */
+                if (!exists || !S_ISREG(st.st_mode) || !nsr_ident_is(&rs->orig, &st) ||
+                    (!force && !live_matches(p, rs->path))) {
+                        refuse(p, rs->path);
+                        return 0;
+                }
+                add_undo_step(p, NSR_STEP_WRITE, rs->path, lmnt, &st, &sst)->copy = false;
                 return 0;
         case NSR_STEP_META:
                 if (!exists || !nsr_ident_is(&rs->orig, &st) || (!force && !live_matches(p, rs->path))) {

@@ -16,10 +16,8 @@
 #include "txn/txnfs.h"
 
 static const char *const op_names[_NSR_STEP_OP_MAX] = {
-        [NSR_STEP_PLACE] = "place",
-        [NSR_STEP_REPLACE] = "replace",
-        [NSR_STEP_REMOVE] = "remove",
-        [NSR_STEP_META] = "meta",
+        [NSR_STEP_PLACE] = "place", [NSR_STEP_REPLACE] = "replace", [NSR_STEP_REMOVE] = "remove",
+        [NSR_STEP_META] = "meta",   [NSR_STEP_WRITE] = "write",
 };
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(nsr_step_op, nsr_step_op, op_names)

@@ -29,6 +29,8 @@ typedef enum nsr_step_op {
         NSR_STEP_REPLACE, /* the original to the backup, the new entry in its place */
         NSR_STEP_REMOVE,  /* the original to the backup */
         NSR_STEP_META,    /* a dir's mode, owner and xattrs, changed in place */
+        NSR_STEP_WRITE,   /* a file's new content written into the host's inode, which keeps its owner,
+                           * mode and links; the original content is copied to the backup first */
         _NSR_STEP_OP_MAX,
         _NSR_STEP_OP_INVALID = -EINVAL,
 } nsr_step_op;

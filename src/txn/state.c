@@ -239,6 +239,55 @@ int nsr_run_open(int statefd, const char *run_id, nsr_error *err) {
         return fd;
 }
 
+uint64_t nsr_state_free(int statefd) {
+        struct statvfs vfs;
+        if (fstatvfs(statefd, &vfs) < 0)
+                return UINT64_MAX;
+        return (uint64_t) vfs.f_bavail * vfs.f_frsize;
+}
+
+int nsr_state_full_error(int statefd, const char *dir, nsr_error *err) {
+        uint64_t free_b = nsr_state_free(statefd);
+        char have[64] = "";
+        if (free_b != UINT64_MAX)
+                snprintf(have, sizeof(have), ": %llu KiB free", (unsigned long long) (free_b >> 10));
+        return nsr_error_setx(err, ENOSPC,
+                              "the state dir %s is full%s, and a run needs at least %llu KiB there to start, "
+                              "plus room for what the command writes; free space there (\"nsrun gc\", \"nsrun "
+                              "discard RUN\") or choose another state dir (--state-dir)",
+                              dir, have, (unsigned long long) (NSR_STATE_MIN_FREE >> 10));
+}
+
+int nsr_state_check_space(int statefd, const char *dir, nsr_error *err) {
+        uint64_t free_b = nsr_state_free(statefd);
+        if (free_b != UINT64_MAX && free_b < NSR_STATE_MIN_FREE)
+                return nsr_state_full_error(statefd, dir, err);
+        return 0;
+}
+
+int nsr_run_reserve(int run_fd, nsr_error *err) {
+        _cleanup_close_ int fd = openat(run_fd, "reserve", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return nsr_error_set(err, errno, "cannot create the run's reserve");
+        int r = posix_fallocate(fd, 0, (off_t) NSR_RUN_RESERVE);
+        if (r == EOPNOTSUPP || r == EINVAL) {
+                /* No fallocate here: blocks written hold the space as well. */
+                static const char zero[4096];
+                r = 0;
+                for (uint64_t done = 0; done < NSR_RUN_RESERVE && r == 0; done += sizeof(zero))
+                        r = -nsr_write_all(fd, zero, sizeof(zero));
+        }
+        if (r != 0) {
+                (void) unlinkat(run_fd, "reserve", 0);
+                return nsr_error_set(err, r, "cannot hold the run's reserve in the state dir");
+        }
+        return 0;
+}
+
+void nsr_run_release(int run_fd) {
+        (void) unlinkat(run_fd, "reserve", 0);
+}
+
 void nsr_project_key(const char *abs_path, char ret[17]) {
         /* FNV-1a, 64 bits: a stable, short name for a path. */
         uint64_t h = UINT64_C(14695981039346656037);
@@ -462,6 +511,10 @@ static uint64_t tree_size(int parent, const char *name, unsigned depth) {
         FOREACH_DIRENT(de, d, break)
         total += tree_size(dirfd(d), de->d_name, depth + 1);
         return total;
+}
+
+uint64_t nsr_state_tree_size(int dirfd, const char *name) {
+        return tree_size(dirfd, name, 0);
 }
 
 typedef struct gc_run {

@@ -5,6 +5,9 @@
  *   STATE/runs/RUN/            one dir per run (0700)
  *       meta                   what the run was: see nsr_run_meta
  *       p0/upper p0/work ...   the overlay layers of project 0, 1, ...
+ *       p0/applied             project 0 is applied (its run was kept for another's failed apply)
+ *       p0/foreign             files of other owners copied into p0/upper (project/foreign.h)
+ *       reserve                space held while the command runs (nsr_run_reserve)
  *       backup/p0/...          originals the apply replaced or deleted
  *       trash/                 what is left of snapshots, removed in the background
  *       journal/pN             the apply (or undo) journal of project N (txn.c)
@@ -13,6 +16,7 @@
  *       report.json            the run's report
  *   STATE/projects/KEY/lock    flock()ed while a run applies to the project
  *   STATE/projects/KEY/path    the project's absolute path
+ *   STATE/projects/KEY/foreign-clean   dirs with nothing of other owners (project/foreign.h)
  *
  * Run ids sort by time: 20261125T221530.123Z-3f9a1c. */
 #pragma once
@@ -137,6 +141,29 @@ bool nsr_run_id_is_valid(const char *id);
 int nsr_run_create(int statefd, const char *run_id, size_t n_projects, nsr_error *err);
 /* Opens an existing run dir. */
 int nsr_run_open(int statefd, const char *run_id, nsr_error *err);
+
+/* A full state dir. A run needs NSR_STATE_MIN_FREE free to start; of that
+ * it holds NSR_RUN_RESERVE (RUN/reserve, allocated before the command
+ * starts) and gives it back once the command has ended, so that its
+ * records (journal, meta, report) can still be written when the command
+ * filled the file system. */
+#define NSR_STATE_MIN_FREE (UINT64_C(1) << 20)
+#define NSR_RUN_RESERVE    (UINT64_C(256) << 10)
+/* Bytes the caller may still write on the state dir's file system
+ * (UINT64_MAX when it cannot tell). */
+uint64_t nsr_state_free(int statefd);
+/* -ENOSPC, with a message that says the state dir is full and how much a
+ * run needs, when less than NSR_STATE_MIN_FREE is free. */
+int nsr_state_check_space(int statefd, const char *dir, nsr_error *err);
+/* The message for ENOSPC in the state dir, into err (returns -ENOSPC). */
+int nsr_state_full_error(int statefd, const char *dir, nsr_error *err);
+/* Allocates RUN/reserve; -ENOSPC (the state dir is full) when it cannot. */
+int nsr_run_reserve(int run_fd, nsr_error *err);
+/* Gives the reserve back. */
+void nsr_run_release(int run_fd);
+/* The disk use of a tree below dirfd, in bytes (an estimate: what cannot
+ * be read counts as 0). */
+uint64_t nsr_state_tree_size(int dirfd, const char *name);
 /* The stable key of a project path (a hash), as hex. */
 void nsr_project_key(const char *abs_path, char ret[17]);
 /* Takes the project's exclusive lock, waiting for it; returns the fd that

@@ -68,17 +68,21 @@ run "$NSRUN" -p "$P" $NS --report "$d/m.json" -- sh -c 'mkdir out; i=0; while [ 
 is "$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["projects"][0]["changes"]))' "$d/m.json")" "3001" "a 3000-file run: every file reported"
 is "$(ls "$P/out" | wc -l)" "3000" "... and applied"
 
-# Files of other owners cannot be copied up inside a user namespace. Only
-# root can make such a file, so the root run sets it up and runs nsrun as
-# "nobody".
+# Files of other owners cannot be copied up inside a user namespace: nsrun
+# copies those the user may write beforehand (t800); the others stay
+# unchangeable. Only root can make such a file, so the root run sets it up
+# and runs nsrun as "nobody".
 if is_root; then
 	P=$d/foreign; mkdir -p "$P" "$d/nstate"
 	echo data > "$P/rootfile"; chmod 666 "$P/rootfile"
+	echo ro > "$P/readonly"; chmod 644 "$P/readonly"
 	chown nobody "$P" "$d/nstate"
 	run setpriv --reuid=nobody --regid=nogroup --clear-groups env NSRUN_DATADIR="$NSRUN_DATADIR" HOME=/nonexistent \
-		"$NSRUN" -p "$P" --state-dir "$d/nstate" -- sh -c 'echo x >> rootfile'
-	like "$err" "Value too large for defined data type" "a root-owned file: the command sees EOVERFLOW"
-	like "$err" "rootfile .owned by uid 0. and maybe more are not yours" "... and nsrun explains why"
+		"$NSRUN" -p "$P" --state-dir "$d/nstate" -- sh -c 'echo x >> rootfile; mv readonly moved'
+	is "$(cat "$P/rootfile" | tr '\n' ' '):$(stat -c %u "$P/rootfile")" "data x :0" \
+		"a root-owned file of mode 666 is written, and stays root's"
+	like "$err" "Value too large for defined data type" "a root-owned file nobody may write: moving it sees EOVERFLOW"
+	like "$err" "readonly .owned by uid 0. and maybe more are not yours" "... and nsrun explains why"
 else
 	skip "EOVERFLOW explanation" "only root can make a root-owned file in a project (the root run covers it)"
 fi

@@ -1780,6 +1780,63 @@ START_TEST(test_undo_rollback_and_retry) {
 }
 END_TEST
 
+/* ---- tests: writes in place ------------------------------------------------------------------------ */
+
+static ino_t ino_at(int dirfd, const char *path) {
+        struct stat st;
+        ck_assert_int_eq(fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW), 0);
+        return st.st_ino;
+}
+
+/* A modified file marked in_place is written into the host's inode: its
+ * mode, inode and other names stay; a failed apply, and an undo, write
+ * the old content back into the same inode. */
+START_TEST(test_write_in_place) {
+        fixture f;
+        fx_init(&f);
+        put(f.project_fd, "a", "old\n", 0640);
+        ck_assert_int_eq(linkat(f.project_fd, "a", f.project_fd, "a2", 0), 0);
+        ino_t ino = ino_at(f.project_fd, "a");
+        fx_start_run(&f);
+        put(f.upper_fd, "a", "new content\n", 0600);
+        put(f.upper_fd, "b", "b\n", 0644);
+        fx_change(&f, "a", NSR_CHANGE_MODIFIED);
+        f.cs->changes[f.cs->n_changes - 1].in_place = true;
+        fx_change(&f, "b", NSR_CHANGE_CREATED);
+        nsr_commit_result res = { 0 };
+        nsr_error err = { 0 };
+        if (need_hooks("a write in place rolled back")) {
+                setenv("NSRUN_TEST_ENOSPC_AT", "2", 1);
+                int r = fx_apply(&f, &res, &err);
+                unsetenv("NSRUN_TEST_ENOSPC_AT");
+                ck_assert_msg(r == -ENOSPC, "%d %s", r, err.msg);
+                assert_content(f.project_fd, "a", "old\n");
+                ck_assert_int_eq(ino_at(f.project_fd, "a"), ino);
+                ck_assert(!exists_at(f.project_fd, "b"));
+                nsr_commit_result_done(&res);
+        }
+        fx_apply_ok(&f, &res);
+        _cleanup_free_ char *j = get(f.run_fd, "journal/p0");
+        ck_assert_ptr_nonnull(strstr(j, " write - "));
+        assert_content(f.project_fd, "a", "new content\n");
+        assert_content(f.project_fd, "a2", "new content\n");
+        ck_assert_int_eq(ino_at(f.project_fd, "a"), ino);
+        ck_assert_int_eq(mode_at(f.project_fd, "a") & 07777, 0640);
+        assert_content(f.project_fd, "b", "b\n");
+        int u = fx_new_run(&f, NULL);
+        nsr_undo_result ur = { 0 };
+        ck_assert_msg(fx_undo(&f, f.run_fd, u, false, &ur, &err) == 0, "%s", err.msg);
+        ck_assert_ptr_null(ur.refused);
+        assert_content(f.project_fd, "a", "old\n");
+        ck_assert_int_eq(ino_at(f.project_fd, "a"), ino);
+        ck_assert(!exists_at(f.project_fd, "b"));
+        nsr_undo_result_done(&ur);
+        close(u);
+        nsr_commit_result_done(&res);
+        fx_done(&f);
+}
+END_TEST
+
 /* ---- tests: across mounts (EXDEV) --------------------------------------------------------------------- */
 
 static bool write_proc(const char *path, const char *s) {
@@ -2090,6 +2147,7 @@ static Suite *suite(void) {
         tc = tcase_create("recovery");
         tcase_set_timeout(tc, 300);
         tcase_add_test(tc, test_rollback_enospc);
+        tcase_add_test(tc, test_write_in_place);
         tcase_add_test(tc, test_pending_index);
         tcase_add_test(tc, test_pending_migration);
         tcase_add_test(tc, test_crash_every_step);
