@@ -1338,6 +1338,7 @@ typedef struct run_ctx {
         bool apply_failed;     /* an apply failed and was rolled back (overlay runs) */
         bool state_full;       /* the state dir filled up while the command ran */
         bool kept_failed;      /* kept because the capture or the apply failed (record) */
+        nsr_error failure;     /* the report's "error": the first apply failure, or kind NONE */
         nsr_project_outcome o; /* for the caller */
 } run_ctx;
 
@@ -1721,6 +1722,14 @@ static nsr_outcome apply(run_ctx *c, nsr_outcome run_outcome) {
                         msg(o, "nsrun: %s: the apply failed and was rolled back: %s", e->path, buf);
                         e->outcome = NSR_OUTCOME_FAILED;
                         apply_failed = true;
+                        /* The report names the first failure with its kind. */
+                        if (c->failure.kind == NSR_ERR_NONE) {
+                                c->failure = ae;
+                                c->failure.kind = (ae.code == ENOSPC || ae.code == EDQUOT) &&
+                                                                  nsr_state_free(statefd) < NSR_STATE_MIN_FREE
+                                                          ? NSR_ERR_STATE_FULL
+                                                          : NSR_ERR_APPLY;
+                        }
                         /* A full state dir (the journal, the backups) is
                          * said as such, with what a run needs. */
                         if (ae.code == ENOSPC || ae.code == EDQUOT) {
@@ -2022,6 +2031,7 @@ static void report(run_ctx *c, nsr_outcome run_outcome) {
                 .n_projects = pj->n,
                 .network = lr->net_on ? &lr->net : NULL,
                 .events_dropped = lr->events_dropped,
+                .error = c->failure.kind != NSR_ERR_NONE ? &c->failure : NULL,
         };
         size_t len = 0;
         nsr_error je = { 0 };
@@ -2084,6 +2094,8 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         /* Nothing of the sandbox runs any more: what the command could
          * not write, the records can, from the reserve. */
         c.state_full = nsr_state_free(c.statefd) < STATE_FULL_BELOW;
+        if (c.state_full)
+                (void) nsr_state_full_error(c.statefd, pj->state_dir, &c.failure);
         nsr_run_release(c.run_fd);
         capture(&c);
         nsr_timing_mark_now(t, "capture");

@@ -251,11 +251,11 @@ int nsr_state_full_error(int statefd, const char *dir, nsr_error *err) {
         char have[64] = "";
         if (free_b != UINT64_MAX)
                 snprintf(have, sizeof(have), ": %llu KiB free", (unsigned long long) (free_b >> 10));
-        return nsr_error_setx(err, ENOSPC,
-                              "the state dir %s is full%s, and a run needs at least %llu KiB there to start, "
-                              "plus room for what the command writes; free space there (\"nsrun gc\", \"nsrun "
-                              "discard RUN\") or choose another state dir (--state-dir)",
-                              dir, have, (unsigned long long) (NSR_STATE_MIN_FREE >> 10));
+        return nsr_error_setxk(err, NSR_ERR_STATE_FULL, ENOSPC,
+                               "the state dir %s is full%s, and a run needs at least %llu KiB there to start, "
+                               "plus room for what the command writes; free space there (\"nsrun gc\", \"nsrun "
+                               "discard RUN\") or choose another state dir (--state-dir)",
+                               dir, have, (unsigned long long) (NSR_STATE_MIN_FREE >> 10));
 }
 
 int nsr_state_check_space(int statefd, const char *dir, nsr_error *err) {

@@ -26,6 +26,7 @@ if [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$(stat -c %d /dev/shm)" != "$(stat -
 	is "$(cat "$P2/a"):$(test -e "$P2/big" && echo big)" "old:" "... nothing of the failed project reached it"
 	is "$(state_of "$id")" "kept" "... history shows the run kept"
 	like "$(cat "$d/r1.json" 2>/dev/null)" '"outcome": *"failed"' "... the report says the apply failed"
+	like "$(cat "$d/r1.json" 2>/dev/null)" '"error": *\{"kind": *"apply-failed"' "... with the error kind apply-failed"
 	# Still limited: the commit fails and rolls back, and the run stays kept.
 	run sh -c 'trap "" XFSZ; ulimit -S -f 1000; exec "$@"' sh "$NSRUN" commit $NS "$id"
 	is "$rc" 1 "a commit that fails again exits 1"

@@ -36,8 +36,9 @@ state_of() { "$NSRUN" history $NS | awk -v r="$1" '$1 == r { print $2; exit }'; 
 P=$d/p; mkdir -p "$P"; echo a > "$P/a"
 
 # 1. The command fills the state dir (its writes land in the run's layer).
-run "$NSRUN" -p "$P" $NS -- sh -c 'echo ok > small; head -c 8000000 /dev/zero > big; true'
+run "$NSRUN" -p "$P" $NS --report "$d/r1.json" -- sh -c 'echo ok > small; head -c 8000000 /dev/zero > big; true'
 is "$rc" 125 "a run that filled the state dir exits 125"
+like "$(cat "$d/r1.json" 2>/dev/null)" '"error": *\{"kind": *"state-dir-full"' "... its report has the error kind state-dir-full"
 like "$err" "the state dir $S filled up while the command ran" "... and says the state dir is full"
 like "$err" "needs at least [0-9]+ KiB free" "... and how much a run needs"
 id=$(printf '%s\n' "$err" | sed -n 's/.* run \([^ ]*\) kept, nothing applied.*/\1/p' | head -1)
@@ -47,8 +48,9 @@ unlike "$("$NSRUN" history $NS)" " running " "no run is marked running"
 
 # 2. The next run: refused before anything runs, with the reason.
 n_before=$(ls "$S/runs" | wc -l)
-run "$NSRUN" -p "$P" $NS -- sh -c 'echo x > x'
+run "$NSRUN" -p "$P" $NS --report "$d/r2.json" -- sh -c 'echo x > x'
 is "$rc" 125 "a run with the state dir full exits 125"
+like "$(cat "$d/r2.json" 2>/dev/null)" '"error": *\{"kind": *"state-dir-full"' "... its report has the error kind state-dir-full"
 like "$err" "the state dir $S is full: [0-9]+ KiB free, and a run needs at least [0-9]+ KiB" \
 	"... it says the state dir is full and how much is needed"
 unlike "$err" "mode" "... not a message about the project dir's mode"
