@@ -630,16 +630,26 @@ static int write_report(const char *state_dir, const sargs *a, const nsr_session
         return 0;
 }
 
-/* The command stopped (^Z): so do we, with the caller's terminal as it
- * was, and both go on together at fg. */
-static void suspend(int fd, nsr_stepio *io) {
+/* ^Z: the step stops (SIGSTOP to its group), and so do we at once, with
+ * the caller's terminal as it was (the step's main process may report
+ * its stop late, or never: a shell stopped in the middle of a vfork);
+ * fg goes on with both. The step's own stop (SUSPENDED) does the same;
+ * one the client hears of after it sent a SIGCONT, before the agent says
+ * it passed that on, is stale. */
+static void suspend(int fd, nsr_stepio *io, unsigned *cont_pending) {
         nsr_stepio_suspend(io);
         (void) raise(SIGSTOP);
         nsr_stepio_resume(io);
-        (void) nsr_session_send(fd, NSR_SMSG_SIGNAL, 0, SIGCONT, 0, NULL, 0, NULL, 0);
+        if (nsr_session_send(fd, NSR_SMSG_SIGNAL, 0, SIGCONT, 0, NULL, 0, NULL, 0) >= 0)
+                (*cont_pending)++;
 }
 
-static void on_exec_signal(int fd, int sfd, nsr_stepio *io) {
+static void stop_step(int fd, nsr_stepio *io, unsigned *cont_pending) {
+        if (nsr_session_send(fd, NSR_SMSG_SIGNAL, 0, SIGSTOP, 0, NULL, 0, NULL, 0) >= 0)
+                suspend(fd, io, cont_pending);
+}
+
+static void on_exec_signal(int fd, int sfd, nsr_stepio *io, unsigned *cont_pending) {
         struct signalfd_siginfo si;
         if (read(sfd, &si, sizeof(si)) != (ssize_t) sizeof(si))
                 return;
@@ -648,7 +658,7 @@ static void on_exec_signal(int fd, int sfd, nsr_stepio *io) {
         else if (si.ssi_signo == SIGTSTP)
                 /* The step's group is orphaned (it leads a session): only
                  * SIGSTOP stops it. */
-                (void) nsr_session_send(fd, NSR_SMSG_SIGNAL, 0, SIGSTOP, 0, NULL, 0, NULL, 0);
+                stop_step(fd, io, cont_pending);
         else
                 (void) nsr_session_send(fd, NSR_SMSG_SIGNAL, 0, (int32_t) si.ssi_signo, 0, NULL, 0, NULL, 0);
 }
@@ -723,6 +733,7 @@ int nsr_cmd_exec(int argc, char **argv) {
                 return NSR_EXIT_FAILURE;
         }
         _cleanup_free_ char *buf = nsr_malloc0(NSR_SESSION_PAYLOAD_MAX + 1);
+        unsigned cont_pending = 0; /* SIGCONTs sent, not yet passed on */
         for (;;) {
                 struct pollfd p[2 + NSR_STEPIO_POLL_MAX] = { { .fd = fd, .events = POLLIN },
                                                              { .fd = sfd, .events = POLLIN } };
@@ -735,10 +746,10 @@ int nsr_cmd_exec(int argc, char **argv) {
                 nsr_stepio_dispatch(&io, p + 2, n - 2);
                 if (io.want_stop) {
                         io.want_stop = false;
-                        (void) nsr_session_send(fd, NSR_SMSG_SIGNAL, 0, SIGSTOP, 0, NULL, 0, NULL, 0);
+                        stop_step(fd, &io, &cont_pending);
                 }
                 if (p[1].revents)
-                        on_exec_signal(fd, sfd, &io);
+                        on_exec_signal(fd, sfd, &io, &cont_pending);
                 if (!p[0].revents)
                         continue;
                 nsr_session_hdr h;
@@ -759,8 +770,10 @@ int nsr_cmd_exec(int argc, char **argv) {
                 }
                 for (int k = 0; k < 3; k++)
                         safe_close(got[k]);
-                if (h.type == NSR_SMSG_SUSPENDED)
-                        suspend(fd, &io);
+                if (h.type == NSR_SMSG_SUSPENDED && (h.flags & NSR_SMSG_CONTINUED) && cont_pending)
+                        cont_pending--;
+                else if (h.type == NSR_SMSG_SUSPENDED && !(h.flags & NSR_SMSG_CONTINUED) && !cont_pending)
+                        suspend(fd, &io, &cont_pending);
                 if (h.type == NSR_SMSG_ERROR) {
                         nsr_stepio_finish(&io);
                         say("nsrun: session %s: %s\n", a.id, buf);

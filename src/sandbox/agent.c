@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 
 #include "base/sockmsg.h"
 #include "sandbox/agent.h"
+#include "sandbox/rootfs.h"
 
 extern char **environ;
 
@@ -337,6 +339,81 @@ _noreturn_ static void die_of(int sig) {
         _exit(128 + sig);
 }
 
+/* What the outer part of the agent does once its inner part (the init of
+ * the commands' pid namespace) runs: nothing but wait for it, pass on the
+ * ending signals pid 1 sends, and end as it ends. Nothing in the sandbox
+ * can name it: the commands see only their own namespace. */
+_noreturn_ static void outer_wait(pid_t inner) {
+        sigset_t all, watch;
+        sigfillset(&all);
+        sigprocmask(SIG_BLOCK, &all, NULL);
+        sigemptyset(&watch);
+        sigaddset(&watch, SIGCHLD);
+        sigaddset(&watch, SIGTERM);
+        sigaddset(&watch, SIGINT);
+        sigaddset(&watch, SIGHUP);
+        sigaddset(&watch, SIGQUIT);
+        int sfd = signalfd(-1, &watch, SFD_CLOEXEC);
+        for (;;) {
+                int st;
+                pid_t w = waitpid(inner, &st, sfd < 0 ? 0 : WNOHANG);
+                if (w == inner && WIFEXITED(st))
+                        _exit(WEXITSTATUS(st));
+                if (w == inner && WIFSIGNALED(st))
+                        die_of(WTERMSIG(st));
+                if (w < 0 && errno != EINTR)
+                        _exit(125);
+                struct signalfd_siginfo si;
+                if (sfd >= 0 && read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si) && si.ssi_signo != SIGCHLD &&
+                    si.ssi_code == SI_USER && si.ssi_pid == 1)
+                        (void) kill(inner, (int) si.ssi_signo);
+        }
+}
+
+/* The commands get a pid namespace of their own whose init is the agent:
+ * the kernel delivers no signal from inside to a namespace's init unless
+ * it asked for it, and never SIGSTOP or SIGKILL, so no command can stop or
+ * kill the agent; a procfs of that namespace on /proc keeps ps, pkill and
+ * kill PID in agreement. The process that called this stays outside and
+ * waits; the one that returns is the init, and returns true. When the
+ * namespaces cannot be had (no fresh procfs inside some containers), the
+ * agent stays as it was, and says so by returning false. */
+static bool nest(int sock, int setup_fd) {
+        _cleanup_close_ int own = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+        if (own < 0 || unshare(CLONE_NEWPID) < 0)
+                return false;
+        int ok[2];
+        if (pipe2(ok, O_CLOEXEC) < 0)
+                _exit(125);
+        pid_t inner = fork();
+        if (inner < 0)
+                _exit(125);
+        if (inner == 0) {
+                nsr_error e = { 0 };
+                char c = unshare(CLONE_NEWNS) == 0 && nsr_rootfs_proc_renew(&e) >= 0 ? 'y' : 'n';
+                (void) nsr_write_all(ok[1], &c, 1);
+                if (c != 'y')
+                        _exit(0);
+                close(ok[0]);
+                close(ok[1]);
+                return true;
+        }
+        close(ok[1]);
+        char c = 'n';
+        bool nested = nsr_read_full(ok[0], &c, 1) == 1 && c == 'y';
+        close(ok[0]);
+        if (!nested) {
+                (void) waitpid(inner, NULL, 0);
+                /* Children go back to the agent's own namespace. */
+                if (setns(own, CLONE_NEWPID) < 0)
+                        _exit(125);
+                return false;
+        }
+        close(sock);
+        close(setup_fd);
+        outer_wait(inner);
+}
+
 _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
         /* Only the socket and the setup pipe are ours: the monitor's other
          * fds (the start pipe, the epoll set) must not be in the sandbox. */
@@ -350,6 +427,8 @@ _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
         /* Nothing in the sandbox may ptrace the agent or read its memory. */
         if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
                 _exit(125);
+        /* Before the confinement drops the capabilities it needs. */
+        bool nested = nest(a->sock, a->setup_fd);
         /* The agent takes the command's confinement itself, once: every
          * command it forks inherits it (capabilities, no_new_privs, the
          * Landlock scopes, the seccomp filters), which spares each command
@@ -397,7 +476,8 @@ _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
                 if (p[1].revents) {
                         struct signalfd_siginfo si;
                         while (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si))
-                                if (si.ssi_signo != SIGCHLD && si.ssi_code == SI_USER && si.ssi_pid == 1)
+                                if (si.ssi_signo != SIGCHLD && si.ssi_code == SI_USER &&
+                                    si.ssi_pid == (nested ? 0u : 1u))
                                         die_of((int) si.ssi_signo);
                         int st;
                         pid_t w;
@@ -421,8 +501,16 @@ _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
                 int r = nsr_session_recv(a->sock, &h, buf, fds);
                 if (r == -EBADMSG)
                         continue;
-                if (r < 0)
+                if (r < 0) {
+#ifdef NSR_TEST_HOOKS
+                        /* An agent that never ends: the tests show the stop
+                         * is bounded from the host side all the same. */
+                        if (getenv("NSRUN_TEST_AGENT_DEAF"))
+                                for (;;)
+                                        (void) poll(NULL, 0, -1);
+#endif
                         _exit(0); /* the monitor ended the session */
+                }
                 if (h.type == NSR_SMSG_EXEC)
                         agent_exec(a, &h, buf, fds, cmds);
                 else {
@@ -430,8 +518,12 @@ _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
                                 safe_close(fds[i]);
                         if (h.type == NSR_SMSG_SIGNAL && h.value > 0 && h.value < NSIG)
                                 for (size_t i = 0; i < NSR_SESSION_EXEC_MAX; i++)
-                                        if (cmds[i].pid > 0 && cmds[i].id == h.id)
+                                        if (cmds[i].pid > 0 && cmds[i].id == h.id) {
                                                 (void) kill(-cmds[i].pid, h.value);
+                                                if (h.value == SIGCONT)
+                                                        (void) nsr_session_send(a->sock, NSR_SMSG_SUSPENDED, h.id, 0,
+                                                                                NSR_SMSG_CONTINUED, NULL, 0, NULL, 0);
+                                        }
                 }
         }
 }

@@ -55,6 +55,9 @@ typedef enum nsr_session_msg_type {
 #define NSR_SMSG_TTY_OUT (1u << 2)
 #define NSR_SMSG_TTY_ERR (1u << 3)
 #define NSR_SMSG_TTY_ALL (NSR_SMSG_TTY_IN | NSR_SMSG_TTY_OUT | NSR_SMSG_TTY_ERR)
+/* SUSPENDED with this flag: the agent passed a SIGCONT on. A stop the
+ * client hears of before that is stale (the SIGCONT ended it). */
+#define NSR_SMSG_CONTINUED (1u << 4)
 
 typedef enum nsr_session_outcome {
         NSR_SESSION_KEEP,
