@@ -121,7 +121,8 @@ like "$out" "stdout-tty" "... as its stdout"
 
 # What the step leaves behind: after the step returned, the caller types a
 # secret and the leftover tries to read it and to print a fake prompt.
-out=$(drive "(while [ ! -e /tmp/go1 ]; do sleep 0.05; done; trap '' PIPE HUP; printf 'FAKE-PROMPT\$ ' 2>/dev/null; printf FAKE-ERR >&2; head -c 7 > /tmp/stolen1 2>/dev/null; echo done > /tmp/done1) & echo started" \
+# (A shell gives a background list /dev/null as stdin: fd 3 keeps the step's.)
+out=$(drive "exec 3<&0; (while [ ! -e /tmp/go1 ]; do sleep 0.05; done; trap '' PIPE HUP; printf 'FAKE-PROMPT\$ ' 2>/dev/null; printf FAKE-ERR >&2; head -c 7 <&3 > /tmp/stolen1 2>/dev/null; echo done > /tmp/done1) & echo started" \
 	expect:started wait 'send:SECRET\n' "after:'$NSRUN' exec $NS $ID -- touch /tmp/go1" settle:/tmp/done1)
 like "$out" "rc=0" "a step that leaves a process behind returns"
 unlike "$out" "FAKE" "the leftover cannot write to the caller's terminal once the step ended"
@@ -152,7 +153,7 @@ is "$(cat "$d/o2")" "early" "a leftover cannot write to the caller's stdout afte
 is "$(cat "$d/e2")" "" "... nor to its stderr"
 mkfifo "$d/fifo"
 exec 3<> "$d/fifo"
-X sh -c '(while [ ! -e /tmp/go3 ]; do sleep 0.05; done; head -c 6 > /tmp/stolen3; echo done > /tmp/done3) & echo bg' < "$d/fifo" > /dev/null
+X sh -c 'exec 3<&0; (while [ ! -e /tmp/go3 ]; do sleep 0.05; done; head -c 6 <&3 > /tmp/stolen3; echo done > /tmp/done3) & echo bg' < "$d/fifo" > /dev/null
 printf SECRET >&3
 X touch /tmp/go3
 check "the stdin leftover ran" wait_until 20 sh -c "'$NSRUN' exec $NS '$ID' -- cat /tmp/done3 2>/dev/null | grep -q done"
