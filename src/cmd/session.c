@@ -655,6 +655,8 @@ static void on_exec_signal(int fd, int sfd, nsr_stepio *io, unsigned *cont_pendi
                 return;
         if (si.ssi_signo == SIGWINCH)
                 nsr_stepio_winch(io);
+        else if (si.ssi_signo == SIGCONT)
+                nsr_stepio_resume(io); /* fg: the terminal is ours again */
         else if (si.ssi_signo == SIGTSTP)
                 /* The step's group is orphaned (it leads a session): only
                  * SIGSTOP stops it. */
@@ -723,6 +725,7 @@ int nsr_cmd_exec(int argc, char **argv) {
         sigaddset(&set, SIGQUIT);
         sigaddset(&set, SIGWINCH);
         sigaddset(&set, SIGTSTP);
+        sigaddset(&set, SIGCONT);
         sigprocmask(SIG_BLOCK, &set, NULL);
         signal(SIGPIPE, SIG_IGN);
         _cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);

@@ -98,11 +98,27 @@ void nsr_stepio_sent(nsr_stepio *io) {
         io->n_send = 0;
 }
 
+/* Whether the caller's terminal (fd 0) has us in its foreground: in the
+ * background, reading it or changing its mode would stop us (SIGTTIN,
+ * SIGTTOU), and the step's output with us. */
+static bool foreground(void) {
+        pid_t p = tcgetpgrp(0);
+        return p >= 0 && p == getpgrp();
+}
+
 static void set_raw(nsr_stepio *io) {
+        if (!io->have_saved || io->raw || !foreground())
+                return;
         struct termios t = io->saved;
         cfmakeraw(&t);
         if (tcsetattr(0, TCSADRAIN, &t) == 0)
                 io->raw = true;
+}
+
+static void restore(nsr_stepio *io) {
+        if (io->raw)
+                (void) tcsetattr(0, TCSADRAIN, &io->saved);
+        io->raw = false;
 }
 
 int nsr_stepio_started(nsr_stepio *io, int fd, nsr_error *err) {
@@ -119,8 +135,10 @@ int nsr_stepio_started(nsr_stepio *io, int fd, nsr_error *err) {
         }
         io->master = fd;
         nonblock(fd);
-        if ((io->tty_flags & NSR_SMSG_TTY_IN) && tcgetattr(0, &io->saved) == 0)
+        if ((io->tty_flags & NSR_SMSG_TTY_IN) && tcgetattr(0, &io->saved) == 0) {
+                io->have_saved = true;
                 set_raw(io);
+        }
         return 0;
 }
 
@@ -161,7 +179,7 @@ static ssize_t pass_out(int fd, int to) {
 size_t nsr_stepio_pollfds(const nsr_stepio *io, struct pollfd *p) {
         size_t n = 0;
         bool tty_in = io->tty_flags & NSR_SMSG_TTY_IN;
-        if (io->stdin_open && io->in_len == 0)
+        if (io->stdin_open && io->in_len == 0 && (!tty_in || foreground()))
                 p[n++] = (struct pollfd){ .fd = 0, .events = POLLIN };
         if (io->in_len && !tty_in && io->in_w >= 0)
                 p[n++] = (struct pollfd){ .fd = io->in_w, .events = POLLOUT };
@@ -246,13 +264,11 @@ void nsr_stepio_winch(nsr_stepio *io) {
 }
 
 void nsr_stepio_suspend(nsr_stepio *io) {
-        if (io->raw)
-                (void) tcsetattr(0, TCSADRAIN, &io->saved);
+        restore(io);
 }
 
 void nsr_stepio_resume(nsr_stepio *io) {
-        if (io->raw)
-                set_raw(io);
+        set_raw(io);
         nsr_stepio_winch(io);
 }
 
@@ -275,7 +291,5 @@ void nsr_stepio_finish(nsr_stepio *io) {
                 io->out_r[k] = safe_close(io->out_r[k]);
         stdin_done(io);
         nsr_stepio_sent(io);
-        if (io->raw)
-                (void) tcsetattr(0, TCSADRAIN, &io->saved);
-        io->raw = false;
+        restore(io);
 }

@@ -35,6 +35,7 @@ typedef struct nsr_stepio {
         bool master_eof;      /* every slave is closed */
         bool want_stop;       /* the caller typed the pty's suspend key: stop the step */
         bool raw;             /* the caller's terminal (fd 0) is in raw mode */
+        bool have_saved;      /* saved holds its mode */
         struct termios saved; /* its mode before */
         char inbuf[NSR_STEPIO_BUF];
         size_t in_len, in_off; /* read from fd 0, not yet passed on */
@@ -61,7 +62,9 @@ void nsr_stepio_dispatch(nsr_stepio *io, const struct pollfd *p, size_t n);
 void nsr_stepio_winch(nsr_stepio *io);
 
 /* ^Z: the caller's terminal back to its mode (before stopping), raw again
- * (after). */
+ * (after, and at any SIGCONT: a background exec brought to the
+ * foreground). Only a foreground exec reads a terminal stdin or changes
+ * its mode. */
 void nsr_stepio_suspend(nsr_stepio *io);
 void nsr_stepio_resume(nsr_stepio *io);
 

@@ -29,7 +29,8 @@ X() { timeout -k 5 30 "$NSRUN" exec $NS "$ID" -- "$@"; }
 # tty-drive: runs "nsrun exec ID -- sh -c SCRIPT" on a fresh pty (33x77) as
 # its controlling terminal, then does what ACTIONS say, and prints the exit
 # code and everything the terminal showed, each on a line ("rc=N", "out=...").
-# Actions: expect:TEXT, send:TEXT (\x03 style escapes), size:ROWSxCOLS,
+# Actions: background (first: nsrun runs in a background group; 99 when
+# it stops), expect:TEXT, send:TEXT (\x03 style escapes), size:ROWSxCOLS,
 # stopped (waits until nsrun is stopped), cont, wait (until it exits),
 # after:CMD (a host command once it exited), settle:FILE (until FILE says
 # done inside, read with "nsrun exec ... cat").
@@ -45,6 +46,17 @@ if pid == 0:
     fcntl.ioctl(s, termios.TIOCSCTTY, 0)
     for i in range(3):
         os.dup2(s, i)
+    if actions and actions[0] == "background":
+        # nsrun in a process group that is not the terminal's foreground
+        g = os.fork()
+        if g == 0:
+            os.setpgid(0, 0)
+            os.execv(nsrun, [nsrun, "exec", "--state-dir", state, sid, "--", "sh", "-c", script])
+        _, st = os.waitpid(g, os.WUNTRACED)
+        if os.WIFSTOPPED(st):
+            os.kill(g, 9)
+            os._exit(99)
+        os._exit(os.waitstatus_to_exitcode(st) & 255)
     os.execv(nsrun, [nsrun, "exec", "--state-dir", state, sid, "--", "sh", "-c", script])
 seen = b""
 status = None
@@ -138,6 +150,9 @@ like "$out" "got typed" "what the caller types reaches the step"
 out=$(drive 'echo ready; sleep 1; echo resumed' expect:ready 'send:\x1a' stopped cont wait)
 like "$out" "rc=0" "^Z stops the step and nsrun; fg (SIGCONT) goes on"
 like "$out" "resumed" "... and the step finishes"
+out=$(drive 'echo from-bg' background wait)
+like "$out" "rc=0" "an exec in the background leaves the terminal alone (no SIGTTOU, SIGTTIN)"
+like "$out" "from-bg" "... and its output still shows"
 out=$(drive 'echo ready; kill -STOP $$; echo after-stop' expect:ready stopped cont wait)
 like "$out" "rc=0" "a step that stops itself stops nsrun, which gives the caller's shell back; fg goes on"
 like "$out" "after-stop" "... and the step finishes"
