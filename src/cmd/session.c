@@ -30,6 +30,7 @@
 #include "project/project.h"
 #include "project/sesscommit.h"
 #include "project/session.h"
+#include "project/stepio.h"
 #include "sandbox/reaper.h"
 #include "txn/state.h"
 
@@ -627,6 +628,41 @@ static int write_report(const char *state_dir, const sargs *a, const nsr_session
         return 0;
 }
 
+/* ^Z: the step stops (SIGSTOP to its group), and so do we at once, with
+ * the caller's terminal as it was (the step's main process may report
+ * its stop late, or never: a shell stopped in the middle of a vfork);
+ * fg goes on with both. The step's own stop (SUSPENDED) does the same;
+ * one the client hears of after it sent a SIGCONT, before the agent says
+ * it passed that on, is stale. */
+static void suspend(int fd, nsr_stepio *io, unsigned *cont_pending) {
+        nsr_stepio_suspend(io);
+        (void) raise(SIGSTOP);
+        nsr_stepio_resume(io);
+        if (nsr_session_send(fd, NSR_SMSG_SIGNAL, 0, SIGCONT, 0, NULL, 0, NULL, 0) >= 0)
+                (*cont_pending)++;
+}
+
+static void stop_step(int fd, nsr_stepio *io, unsigned *cont_pending) {
+        if (nsr_session_send(fd, NSR_SMSG_SIGNAL, 0, SIGSTOP, 0, NULL, 0, NULL, 0) >= 0)
+                suspend(fd, io, cont_pending);
+}
+
+static void on_exec_signal(int fd, int sfd, nsr_stepio *io, unsigned *cont_pending) {
+        struct signalfd_siginfo si;
+        if (read(sfd, &si, sizeof(si)) != (ssize_t) sizeof(si))
+                return;
+        if (si.ssi_signo == SIGWINCH)
+                nsr_stepio_winch(io);
+        else if (si.ssi_signo == SIGCONT)
+                nsr_stepio_resume(io); /* fg: the terminal is ours again */
+        else if (si.ssi_signo == SIGTSTP)
+                /* The step's group is orphaned (it leads a session): only
+                 * SIGSTOP stops it. */
+                stop_step(fd, io, cont_pending);
+        else
+                (void) nsr_session_send(fd, NSR_SMSG_SIGNAL, 0, (int32_t) si.ssi_signo, 0, NULL, 0, NULL, 0);
+}
+
 int nsr_cmd_exec(int argc, char **argv) {
         /* A closed stdio fd is /dev/null for the command, and is filled
          * now, before a socket could take its number and be passed on as
@@ -669,36 +705,52 @@ int nsr_cmd_exec(int argc, char **argv) {
                 err_print(&e);
                 return NSR_EXIT_FAILURE;
         }
-        /* Our stdio goes to the command. */
-        int fds[3] = { 0, 1, 2 };
-        /* Ctrl-C, kill and a hangup reach the command's process group. */
+        /* The command gets pipes and a pty that this client owns and
+         * relays, never the caller's fds: what the step leaves behind
+         * loses them when its main process exits (project/stepio.h). */
+        _cleanup_(nsr_stepio_finish) nsr_stepio io = NSR_STEPIO_INIT;
+        if (nsr_stepio_open(&io, &e) < 0) {
+                err_print(&e);
+                return NSR_EXIT_FAILURE;
+        }
+        /* Ctrl-C, kill and a hangup reach the command's process group; a
+         * window size change its pty; ^Z stops it, then us. */
         sigset_t set;
         sigemptyset(&set);
         sigaddset(&set, SIGINT);
         sigaddset(&set, SIGTERM);
         sigaddset(&set, SIGHUP);
         sigaddset(&set, SIGQUIT);
+        sigaddset(&set, SIGWINCH);
+        sigaddset(&set, SIGTSTP);
+        sigaddset(&set, SIGCONT);
         sigprocmask(SIG_BLOCK, &set, NULL);
+        signal(SIGPIPE, SIG_IGN);
         _cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
-        int r = nsr_session_send(fd, NSR_SMSG_EXEC, 0, 0, 0, payload, len, fds, 3);
+        int r = nsr_session_send(fd, NSR_SMSG_EXEC, 0, io.winsize, io.tty_flags, payload, len, io.send, io.n_send);
+        nsr_stepio_sent(&io);
         if (r < 0) {
                 say("nsrun: session %s: cannot send the command: %s\n", a.id, strerror(-r));
                 return NSR_EXIT_FAILURE;
         }
         _cleanup_free_ char *buf = nsr_malloc0(NSR_SESSION_PAYLOAD_MAX + 1);
+        unsigned cont_pending = 0; /* SIGCONTs sent, not yet passed on */
         for (;;) {
-                struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
-                if (poll(p, 2, -1) < 0) {
+                struct pollfd p[2 + NSR_STEPIO_POLL_MAX] = { { .fd = fd, .events = POLLIN },
+                                                             { .fd = sfd, .events = POLLIN } };
+                size_t n = 2 + nsr_stepio_pollfds(&io, p + 2);
+                if (poll(p, n, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return NSR_EXIT_FAILURE;
                 }
-                if (p[1].revents) {
-                        struct signalfd_siginfo si;
-                        if (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si))
-                                (void) nsr_session_send(fd, NSR_SMSG_SIGNAL, 0, (int32_t) si.ssi_signo, 0, NULL, 0,
-                                                        NULL, 0);
+                nsr_stepio_dispatch(&io, p + 2, n - 2);
+                if (io.want_stop) {
+                        io.want_stop = false;
+                        stop_step(fd, &io, &cont_pending);
                 }
+                if (p[1].revents)
+                        on_exec_signal(fd, sfd, &io, &cont_pending);
                 if (!p[0].revents)
                         continue;
                 nsr_session_hdr h;
@@ -707,15 +759,32 @@ int nsr_cmd_exec(int argc, char **argv) {
                 if (r == -EBADMSG)
                         continue;
                 if (r < 0) {
+                        nsr_stepio_finish(&io);
                         say("nsrun: session %s ended before the command did\n", a.id);
                         return NSR_EXIT_FAILURE;
                 }
+                if (h.type == NSR_SMSG_STARTED && nsr_stepio_started(&io, TAKE_FD(got[0]), &e) < 0) {
+                        (void) nsr_session_send(fd, NSR_SMSG_SIGNAL, 0, SIGKILL, 0, NULL, 0, NULL, 0);
+                        nsr_stepio_finish(&io);
+                        err_print(&e);
+                        return NSR_EXIT_FAILURE;
+                }
+                for (int k = 0; k < 3; k++)
+                        safe_close(got[k]);
+                if (h.type == NSR_SMSG_SUSPENDED && (h.flags & NSR_SMSG_CONTINUED) && cont_pending)
+                        cont_pending--;
+                else if (h.type == NSR_SMSG_SUSPENDED && !(h.flags & NSR_SMSG_CONTINUED) && !cont_pending)
+                        suspend(fd, &io, &cont_pending);
                 if (h.type == NSR_SMSG_ERROR) {
+                        nsr_stepio_finish(&io);
                         say("nsrun: session %s: %s\n", a.id, buf);
                         return NSR_EXIT_FAILURE;
                 }
                 if (h.type != NSR_SMSG_EXIT)
                         continue;
+                /* The step is over: nothing it left behind reaches the
+                 * caller's terminal or stdio from now on. */
+                nsr_stepio_finish(&io);
                 if (h.flags & NSR_SMSG_NOT_RUN)
                         say("nsrun: %s\n", buf);
                 int code = nsr_exit_code_from_status(h.value);

@@ -53,7 +53,12 @@ typedef struct session {
         int stop_fd; /* the client that asked to stop, for the outcome */
         char *buf;
         nsr_launch_session hooks;
+        pid_t pid1; /* the sandbox's pid 1 */
 } session;
+
+/* How long a stop waits for the agent to end the sandbox by itself before
+ * the sandbox's pid 1 (and with it everything inside) is killed. */
+#define STOP_GRACE_MS 1500
 
 char *nsr_session_dir(const char *state_dir, const char *id) {
         return nsr_asprintf("%s/sessions/%s", state_dir, id);
@@ -90,6 +95,8 @@ static bool track(session *s, uint32_t id, bool add) {
 }
 
 static void arm_idle(session *s) {
+        if (s->stopping)
+                return; /* the timer is the stop's deadline now */
         struct itimerspec t = { 0 };
         if (s->running == 0 && s->o->idle_timeout)
                 t.it_value.tv_sec = (time_t) s->o->idle_timeout;
@@ -111,6 +118,12 @@ static void stop(session *s, nsr_session_outcome how) {
                 (void) epoll_ctl(s->ep, EPOLL_CTL_DEL, s->listen_fd, NULL);
                 s->listen_fd = safe_close(s->listen_fd);
         }
+        /* Whatever runs inside, the stop is bounded: the agent ends the
+         * sandbox by itself at once; if it has not when the timer fires,
+         * the sandbox's pid 1 is killed from here. */
+        struct itimerspec t = { .it_value = { .tv_sec = STOP_GRACE_MS / 1000,
+                                              .tv_nsec = (STOP_GRACE_MS % 1000) * 1000000L } };
+        (void) timerfd_settime(s->timer_fd, 0, &t, NULL);
 }
 
 static void drop_client(session *s, size_t i) {
@@ -165,6 +178,14 @@ static void on_accept(session *s) {
         close(fd);
 }
 
+/* The fds that came, packed at the front (nsr_session_recv). */
+static size_t count_fds(const int fds[3]) {
+        size_t n = 0;
+        while (n < 3 && fds[n] >= 0)
+                n++;
+        return n;
+}
+
 static void on_client(session *s, size_t i) {
         client *c = &s->clients[i];
         nsr_session_hdr h;
@@ -187,7 +208,8 @@ static void on_client(session *s, size_t i) {
                 c->running = track(s, c->id, true);
                 arm_idle(s);
                 if (!c->running ||
-                    nsr_session_send(s->agent[0], NSR_SMSG_EXEC, c->id, 0, 0, s->buf, h.len, fds, 3) < 0) {
+                    nsr_session_send(s->agent[0], NSR_SMSG_EXEC, c->id, h.value, h.flags & NSR_SMSG_TTY_ALL, s->buf,
+                                     h.len, fds, count_fds(fds)) < 0) {
                         const char *why = "the session's sandbox is gone";
                         if (c->running)
                                 track(s, c->id, false);
@@ -215,6 +237,7 @@ static void on_client(session *s, size_t i) {
         case NSR_SMSG_STOPPED:
         case NSR_SMSG_ERROR:
         case NSR_SMSG_PONG:
+        case NSR_SMSG_SUSPENDED:
         case _NSR_SMSG_MAX:
         case _NSR_SMSG_INVALID:
                 break;
@@ -227,6 +250,9 @@ static void on_agent(session *s) {
         nsr_session_hdr h;
         int fds[3];
         int r = nsr_session_recv(s->agent[0], &h, s->buf, fds);
+        /* Only a STARTED carries an fd on: the pty's master, which the
+         * client checks. */
+        _cleanup_close_ int master = r >= 0 && h.type == NSR_SMSG_STARTED ? TAKE_FD(fds[0]) : -1;
         for (int k = 0; k < 3; k++)
                 safe_close(fds[k]);
         if (r == -EAGAIN || r == -EBADMSG)
@@ -259,13 +285,13 @@ static void on_agent(session *s) {
                 arm_idle(s);
                 return;
         }
-        if ((h.type != NSR_SMSG_STARTED && h.type != NSR_SMSG_EXIT) || h.id == 0)
+        if ((h.type != NSR_SMSG_STARTED && h.type != NSR_SMSG_EXIT && h.type != NSR_SMSG_SUSPENDED) || h.id == 0)
                 return;
         for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++) {
                 client *c = &s->clients[i];
                 if (c->fd < 0 || c->id != h.id)
                         continue;
-                (void) nsr_session_send(c->fd, h.type, 0, h.value, h.flags, s->buf, h.len, NULL, 0);
+                (void) nsr_session_send(c->fd, h.type, 0, h.value, h.flags, s->buf, h.len, &master, master >= 0);
                 break;
         }
         if (h.type == NSR_SMSG_EXIT && track(s, h.id, false)) {
@@ -302,6 +328,8 @@ static void dispatch(void *data) {
                         (void) read(s->timer_fd, &x, sizeof(x));
                         if (s->running == 0 && !s->stopping)
                                 stop(s, NSR_SESSION_KEEP);
+                        else if (s->stopping && s->pid1 > 0)
+                                (void) kill(s->pid1, SIGKILL); /* still our child: not reaped yet */
                 } else if (tag >= TAG_CLIENT && tag < TAG_CLIENT + NSR_SESSION_CLIENTS_MAX &&
                            s->clients[tag - TAG_CLIENT].fd >= 0)
                         on_client(s, (size_t) (tag - TAG_CLIENT));
@@ -369,7 +397,8 @@ int nsr_session_serve(nsr_project *pj, const nsr_session_opts *o, nsr_error *err
                                         .poll_fd = s.ep,
                                         .sandbox_close = { s.ready_fd, s.ep, s.timer_fd },
                                         .dispatch = dispatch,
-                                        .data = &s };
+                                        .data = &s,
+                                        .sandbox_pid = &s.pid1 };
         nsr_project_set_session(pj, &s.hooks);
         nsr_project_set_notify(pj, collect_note, &s);
         /* A session's default outcome is a kept run. */

@@ -3,10 +3,13 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -16,6 +19,7 @@
 
 #include "base/sockmsg.h"
 #include "sandbox/agent.h"
+#include "sandbox/rootfs.h"
 
 extern char **environ;
 
@@ -196,12 +200,16 @@ static int close_all_but(int a, int b) {
 }
 
 /* Starts one command with posix_spawn (a vfork-style clone: the agent's
- * page tables are not copied): its own session and process group, the
- * caller's stdio, its cwd and environment, the commands' signal mask and
- * default dispositions. Its confinement is the agent's, which it inherits.
- * Returns the pid, or -errno with e set and *ret_code the status to report
- * (126, 127, or 125 for nsrun's own failure). */
-static pid_t spawn(nsr_session_agent *a, nsr_session_exec *x, int fds[3], int *ret_code, nsr_error *e) {
+ * page tables are not copied): its own session and process group, its
+ * stdio, its cwd and environment, the commands' signal mask and default
+ * dispositions. Its confinement is the agent's, which it inherits. A slot
+ * of fds that is -1 gets the pty slave at slave (opened after setsid,
+ * without O_NOCTTY: it becomes the command's controlling terminal, with
+ * the command's group in the foreground). Returns the pid, or -errno with
+ * e set and *ret_code the status to report (126, 127, or 125 for nsrun's
+ * own failure). */
+static pid_t spawn(nsr_session_agent *a, nsr_session_exec *x, const int fds[3], const char *slave, int *ret_code,
+                   nsr_error *e) {
         *ret_code = 125;
         /* A missing cwd is told apart from a missing command. */
         if (x->cwd && access(x->cwd, X_OK) < 0)
@@ -212,8 +220,16 @@ static pid_t spawn(nsr_session_agent *a, nsr_session_exec *x, int fds[3], int *r
         posix_spawnattr_t at;
         posix_spawn_file_actions_init(&fa);
         posix_spawnattr_init(&at);
+        int tty_at = -1;
         for (int i = 0; i < 3; i++)
-                posix_spawn_file_actions_adddup2(&fa, fds[i], i);
+                if (fds[i] >= 0)
+                        posix_spawn_file_actions_adddup2(&fa, fds[i], i);
+        for (int i = 0; i < 3; i++)
+                if (fds[i] < 0 && tty_at < 0) {
+                        posix_spawn_file_actions_addopen(&fa, i, slave, O_RDWR, 0);
+                        tty_at = i;
+                } else if (fds[i] < 0)
+                        posix_spawn_file_actions_adddup2(&fa, tty_at, i);
         if (x->cwd)
                 posix_spawn_file_actions_addchdir_np(&fa, x->cwd);
         sigset_t all;
@@ -243,7 +259,39 @@ static pid_t spawn(nsr_session_agent *a, nsr_session_exec *x, int fds[3], int *r
         return pid;
 }
 
-static void agent_exec(nsr_session_agent *a, const nsr_session_hdr *h, const char *buf, int fds[3], agent_cmd *cmds) {
+/* A pty in the sandbox's own devpts for the command: the master (returned)
+ * goes to the exec client, the slave's path to the command. */
+static int open_pty(int32_t size, char *slave, size_t slave_len, nsr_error *e) {
+        _cleanup_close_ int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (m < 0)
+                return nsr_error_set(e, errno, "cannot open a pty (/dev/ptmx)");
+        if (unlockpt(m) < 0 || ptsname_r(m, slave, slave_len) != 0)
+                return nsr_error_set(e, errno, "cannot set up a pty");
+        struct winsize ws = { .ws_row = (unsigned short) ((uint32_t) size >> 16),
+                              .ws_col = (unsigned short) ((uint32_t) size & 0xffff) };
+        if (ws.ws_row && ws.ws_col)
+                (void) ioctl(m, TIOCSWINSZ, &ws);
+        return TAKE_FD(m);
+}
+
+/* The command's stdio: the fds that came, in order, for the slots without
+ * a pty. Returns the number of slots that want the pty. */
+static int place_stdio(uint32_t flags, int got[3], int fds[3], nsr_error *e) {
+        static const uint32_t bit[3] = { NSR_SMSG_TTY_IN, NSR_SMSG_TTY_OUT, NSR_SMSG_TTY_ERR };
+        int k = 0, ttys = 0;
+        for (int i = 0; i < 3; i++) {
+                if (flags & bit[i]) {
+                        fds[i] = -1;
+                        ttys++;
+                } else if ((fds[i] = got[k++]) < 0)
+                        return nsr_error_setx(e, EBADMSG, "exec without its stdio");
+        }
+        if (k < 3 && got[k] >= 0)
+                return nsr_error_setx(e, EBADMSG, "exec with more fds than stdio");
+        return ttys;
+}
+
+static void agent_exec(nsr_session_agent *a, const nsr_session_hdr *h, const char *buf, int got[3], agent_cmd *cmds) {
         nsr_error e = { 0 };
         nsr_session_exec x = { 0 };
         size_t slot = NSR_SESSION_EXEC_MAX;
@@ -252,14 +300,19 @@ static void agent_exec(nsr_session_agent *a, const nsr_session_hdr *h, const cha
                         slot = i;
                         break;
                 }
-        int code = 125;
-        int r = fds[0] < 0 || fds[1] < 0 || fds[2] < 0 ? nsr_error_setx(&e, EBADMSG, "exec without its stdio")
-                : slot == NSR_SESSION_EXEC_MAX
+        int code = 125, fds[3] = { -1, -1, -1 };
+        _cleanup_close_ int master = -1;
+        char slave[64] = "";
+        int r = slot == NSR_SESSION_EXEC_MAX
                         ? nsr_error_setx(&e, EAGAIN, "%u commands run already", NSR_SESSION_EXEC_MAX)
-                        : nsr_session_exec_decode(buf, h->len, &x, &e);
-        pid_t pid = r >= 0 ? spawn(a, &x, fds, &code, &e) : -1;
+                        : place_stdio(h->flags, got, fds, &e);
+        if (r > 0)
+                r = master = open_pty(h->value, slave, sizeof(slave), &e);
+        if (r >= 0)
+                r = nsr_session_exec_decode(buf, h->len, &x, &e);
+        pid_t pid = r >= 0 ? spawn(a, &x, fds, slave, &code, &e) : -1;
         for (int i = 0; i < 3; i++)
-                safe_close(fds[i]);
+                safe_close(got[i]);
         nsr_session_exec_done(&x);
         if (pid < 0) {
                 char msg[NSR_ERROR_MSG_MAX + 64];
@@ -269,7 +322,96 @@ static void agent_exec(nsr_session_agent *a, const nsr_session_hdr *h, const cha
                 return;
         }
         cmds[slot] = (agent_cmd){ .pid = pid, .id = h->id };
-        (void) nsr_session_send(a->sock, NSR_SMSG_STARTED, h->id, (int32_t) pid, 0, NULL, 0, NULL, 0);
+        /* The master leaves the sandbox: the client alone holds it, and
+         * its close hangs up whatever still has the slave. */
+        (void) nsr_session_send(a->sock, NSR_SMSG_STARTED, h->id, (int32_t) pid, 0, NULL, 0, &master,
+                                master >= 0 ? 1 : 0);
+}
+
+/* Ends the agent by sig, as its default action would have. */
+_noreturn_ static void die_of(int sig) {
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        signal(sig, SIG_DFL);
+        (void) raise(sig);
+        sigprocmask(SIG_UNBLOCK, &one, NULL);
+        _exit(128 + sig);
+}
+
+/* What the outer part of the agent does once its inner part (the init of
+ * the commands' pid namespace) runs: nothing but wait for it, pass on the
+ * ending signals pid 1 sends, and end as it ends. Nothing in the sandbox
+ * can name it: the commands see only their own namespace. */
+_noreturn_ static void outer_wait(pid_t inner) {
+        sigset_t all, watch;
+        sigfillset(&all);
+        sigprocmask(SIG_BLOCK, &all, NULL);
+        sigemptyset(&watch);
+        sigaddset(&watch, SIGCHLD);
+        sigaddset(&watch, SIGTERM);
+        sigaddset(&watch, SIGINT);
+        sigaddset(&watch, SIGHUP);
+        sigaddset(&watch, SIGQUIT);
+        int sfd = signalfd(-1, &watch, SFD_CLOEXEC);
+        for (;;) {
+                int st;
+                pid_t w = waitpid(inner, &st, sfd < 0 ? 0 : WNOHANG);
+                if (w == inner && WIFEXITED(st))
+                        _exit(WEXITSTATUS(st));
+                if (w == inner && WIFSIGNALED(st))
+                        die_of(WTERMSIG(st));
+                if (w < 0 && errno != EINTR)
+                        _exit(125);
+                struct signalfd_siginfo si;
+                if (sfd >= 0 && read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si) && si.ssi_signo != SIGCHLD &&
+                    si.ssi_code == SI_USER && si.ssi_pid == 1)
+                        (void) kill(inner, (int) si.ssi_signo);
+        }
+}
+
+/* The commands get a pid namespace of their own whose init is the agent:
+ * the kernel delivers no signal from inside to a namespace's init unless
+ * it asked for it, and never SIGSTOP or SIGKILL, so no command can stop or
+ * kill the agent; a procfs of that namespace on /proc keeps ps, pkill and
+ * kill PID in agreement. The process that called this stays outside and
+ * waits; the one that returns is the init, and returns true. When the
+ * namespaces cannot be had (no fresh procfs inside some containers), the
+ * agent stays as it was, and says so by returning false. */
+static bool nest(int sock, int setup_fd) {
+        _cleanup_close_ int own = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+        if (own < 0 || unshare(CLONE_NEWPID) < 0)
+                return false;
+        int ok[2];
+        if (pipe2(ok, O_CLOEXEC) < 0)
+                _exit(125);
+        pid_t inner = fork();
+        if (inner < 0)
+                _exit(125);
+        if (inner == 0) {
+                nsr_error e = { 0 };
+                char c = unshare(CLONE_NEWNS) == 0 && nsr_rootfs_proc_renew(&e) >= 0 ? 'y' : 'n';
+                (void) nsr_write_all(ok[1], &c, 1);
+                if (c != 'y')
+                        _exit(0);
+                close(ok[0]);
+                close(ok[1]);
+                return true;
+        }
+        close(ok[1]);
+        char c = 'n';
+        bool nested = nsr_read_full(ok[0], &c, 1) == 1 && c == 'y';
+        close(ok[0]);
+        if (!nested) {
+                (void) waitpid(inner, NULL, 0);
+                /* Children go back to the agent's own namespace. */
+                if (setns(own, CLONE_NEWPID) < 0)
+                        _exit(125);
+                return false;
+        }
+        close(sock);
+        close(setup_fd);
+        outer_wait(inner);
 }
 
 _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
@@ -285,6 +427,8 @@ _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
         /* Nothing in the sandbox may ptrace the agent or read its memory. */
         if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
                 _exit(125);
+        /* Before the confinement drops the capabilities it needs. */
+        bool nested = nest(a->sock, a->setup_fd);
         /* The agent takes the command's confinement itself, once: every
          * command it forks inherits it (capabilities, no_new_privs, the
          * Landlock scopes, the seccomp filters), which spares each command
@@ -296,19 +440,24 @@ _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
                 _exit(125);
         }
         sigprocmask(SIG_SETMASK, NULL, &a->mask);
-        /* A signal pid 1 passes on (the daemon was told to stop) ends the
-         * agent, so the session ends as an interrupted run: kept. */
-        sigset_t term;
-        sigemptyset(&term);
-        sigaddset(&term, SIGTERM);
-        sigaddset(&term, SIGINT);
-        sigaddset(&term, SIGHUP);
-        sigaddset(&term, SIGQUIT);
-        sigset_t chld;
-        sigemptyset(&chld);
-        sigaddset(&chld, SIGCHLD);
-        sigprocmask(SIG_BLOCK, &chld, NULL);
-        int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+        /* The commands run as the agent's uid, in its Landlock domain:
+         * they may send it signals. Every signal is blocked, so none ends
+         * or stops it by default; the ending ones are read and obeyed only
+         * from pid 1 (the daemon was told to stop: the session ends as an
+         * interrupted run, kept). SIGSTOP cannot be blocked: pid 1 resumes
+         * the agent at once (NSR_REAPER_RESUME); SIGKILL ends the session,
+         * kept. Confinement may have reset dumpability: no ptrace. */
+        if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                _exit(125);
+        sigset_t all, watch;
+        sigfillset(&all);
+        sigprocmask(SIG_BLOCK, &all, NULL);
+        sigemptyset(&watch);
+        static const int ending[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
+        for (size_t i = 0; i < ELEMENTSOF(ending); i++)
+                sigaddset(&watch, ending[i]);
+        sigaddset(&watch, SIGCHLD);
+        int sfd = signalfd(-1, &watch, SFD_CLOEXEC | SFD_NONBLOCK);
         if (sfd < 0)
                 _exit(125);
         agent_cmd *cmds = nsr_malloc0(NSR_SESSION_EXEC_MAX * sizeof(agent_cmd));
@@ -317,7 +466,6 @@ _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
                 _exit(125);
         /* Setup is over: the monitor's error pipe sees its end. */
         close(a->setup_fd);
-        sigprocmask(SIG_UNBLOCK, &term, NULL);
         for (;;) {
                 struct pollfd p[2] = { { .fd = a->sock, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
                 if (poll(p, 2, -1) < 0) {
@@ -328,16 +476,23 @@ _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
                 if (p[1].revents) {
                         struct signalfd_siginfo si;
                         while (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si))
-                                ;
+                                if (si.ssi_signo != SIGCHLD && si.ssi_code == SI_USER &&
+                                    si.ssi_pid == (nested ? 0u : 1u))
+                                        die_of((int) si.ssi_signo);
                         int st;
                         pid_t w;
-                        while ((w = waitpid(-1, &st, WNOHANG)) > 0)
-                                for (size_t i = 0; i < NSR_SESSION_EXEC_MAX; i++)
-                                        if (cmds[i].pid == w) {
-                                                (void) nsr_session_send(a->sock, NSR_SMSG_EXIT, cmds[i].id, st, 0, NULL,
-                                                                        0, NULL, 0);
+                        /* A stopped command (^Z in its terminal) is told to
+                         * the client, which stops too. */
+                        while ((w = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0)
+                                for (size_t i = 0; i < NSR_SESSION_EXEC_MAX; i++) {
+                                        if (cmds[i].pid != w)
+                                                continue;
+                                        bool stopped = WIFSTOPPED(st);
+                                        (void) nsr_session_send(a->sock, stopped ? NSR_SMSG_SUSPENDED : NSR_SMSG_EXIT,
+                                                                cmds[i].id, st, 0, NULL, 0, NULL, 0);
+                                        if (!stopped)
                                                 cmds[i] = (agent_cmd){ 0 };
-                                        }
+                                }
                 }
                 if (!p[0].revents)
                         continue;
@@ -346,8 +501,16 @@ _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
                 int r = nsr_session_recv(a->sock, &h, buf, fds);
                 if (r == -EBADMSG)
                         continue;
-                if (r < 0)
+                if (r < 0) {
+#ifdef NSR_TEST_HOOKS
+                        /* An agent that never ends: the tests show the stop
+                         * is bounded from the host side all the same. */
+                        if (getenv("NSRUN_TEST_AGENT_DEAF"))
+                                for (;;)
+                                        (void) poll(NULL, 0, -1);
+#endif
                         _exit(0); /* the monitor ended the session */
+                }
                 if (h.type == NSR_SMSG_EXEC)
                         agent_exec(a, &h, buf, fds, cmds);
                 else {
@@ -355,8 +518,12 @@ _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
                                 safe_close(fds[i]);
                         if (h.type == NSR_SMSG_SIGNAL && h.value > 0 && h.value < NSIG)
                                 for (size_t i = 0; i < NSR_SESSION_EXEC_MAX; i++)
-                                        if (cmds[i].pid > 0 && cmds[i].id == h.id)
+                                        if (cmds[i].pid > 0 && cmds[i].id == h.id) {
                                                 (void) kill(-cmds[i].pid, h.value);
+                                                if (h.value == SIGCONT)
+                                                        (void) nsr_session_send(a->sock, NSR_SMSG_SUSPENDED, h.id, 0,
+                                                                                NSR_SMSG_CONTINUED, NULL, 0, NULL, 0);
+                                        }
                 }
         }
 }

@@ -8,7 +8,10 @@
  * command with the confinement a one-shot command gets (launch.c's
  * confine_command()). The monitor relays requests between the control
  * socket and the agent over a socketpair made before the clone; the
- * callers' stdin, stdout and stderr travel with SCM_RIGHTS.
+ * command's stdio travels with SCM_RIGHTS: pipes the exec client made, and
+ * for the caller's terminals a pty the agent allocates in the sandbox's
+ * devpts, whose master goes back to the client (it relays, and hangs the
+ * pty up when the command's main process exits).
  *
  * Every message is one SOCK_SEQPACKET datagram: a header and a payload of
  * at most NSR_SESSION_PAYLOAD_MAX bytes. */
@@ -30,8 +33,11 @@
 
 typedef enum nsr_session_msg_type {
         NSR_SMSG_HELLO,   /* agent -> monitor: the sandbox is up */
-        NSR_SMSG_EXEC,    /* client -> monitor -> agent: the request, fds 0 1 2 */
-        NSR_SMSG_STARTED, /* value: the command's pid (in the sandbox) */
+        NSR_SMSG_EXEC,    /* client -> monitor -> agent: the request; flags TTY_*: those
+                           * of fds 0 1 2 get a pty (value: rows << 16 | columns), the
+                           * others come as fds, in order */
+        NSR_SMSG_STARTED, /* value: the command's pid (in the sandbox); with TTY_* asked
+                           * for, one fd: the pty's master */
         NSR_SMSG_EXIT,    /* value: wait status; flags NOT_RUN: payload says why */
         NSR_SMSG_SIGNAL,  /* value: a signal for the command's process group */
         NSR_SMSG_STOP,    /* value: nsr_session_outcome */
@@ -39,11 +45,19 @@ typedef enum nsr_session_msg_type {
         NSR_SMSG_ERROR,   /* payload: a message */
         NSR_SMSG_PING,    /* -> PONG, value: commands running */
         NSR_SMSG_PONG,
+        NSR_SMSG_SUSPENDED, /* agent -> monitor -> client: the command stopped (^Z) */
         _NSR_SMSG_MAX,
         _NSR_SMSG_INVALID = -EINVAL,
 } nsr_session_msg_type;
 
 #define NSR_SMSG_NOT_RUN 1u
+#define NSR_SMSG_TTY_IN  (1u << 1)
+#define NSR_SMSG_TTY_OUT (1u << 2)
+#define NSR_SMSG_TTY_ERR (1u << 3)
+#define NSR_SMSG_TTY_ALL (NSR_SMSG_TTY_IN | NSR_SMSG_TTY_OUT | NSR_SMSG_TTY_ERR)
+/* SUSPENDED with this flag: the agent passed a SIGCONT on. A stop the
+ * client hears of before that is stale (the SIGCONT ended it). */
+#define NSR_SMSG_CONTINUED (1u << 4)
 
 typedef enum nsr_session_outcome {
         NSR_SESSION_KEEP,

@@ -574,6 +574,8 @@ static uint64_t start_pid1(launch *l, uint64_t bound) {
                 unsigned rflags = own_group ? NSR_REAPER_GROUP : 0;
                 if (l->extra && l->extra->kill_leftovers && getpid() == 1)
                         rflags |= NSR_REAPER_TREE;
+                if (l->extra && l->extra->session)
+                        rflags |= NSR_REAPER_RESUME;
                 if (set_parent_death(l, &e) < 0)
                         _exit(1);
                 /* pid 1: keep only what it needs. Every step fails
@@ -1367,6 +1369,8 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
                 (void) nsr_write_all(l->go_pipe[1], "x", 1);
         } else if (child_waits_late(l))
                 (void) nsr_write_all(l->go_pipe[1], "x", 1);
+        if (l->extra && l->extra->session && l->extra->session->sandbox_pid)
+                *l->extra->session->sandbox_pid = child;
         return monitor(l, child, res, err);
 }
 

@@ -50,6 +50,9 @@ typedef struct nsr_launch_session {
         int sandbox_close[3];
         void (*dispatch)(void *data);
         void *data;
+        /* Set to the sandbox's pid 1 (as the monitor sees it) before the
+         * monitor loop: killing it ends everything inside. */
+        pid_t *sandbox_pid;
 } nsr_launch_session;
 
 typedef struct nsr_launch_extra {

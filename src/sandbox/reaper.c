@@ -63,8 +63,10 @@ _noreturn_ void nsr_reaper_run(pid_t command, int status_fd, unsigned flags) {
                 pid_t p;
                 int st;
                 bool report = false;
-                while ((p = waitpid(-1, &st, WNOHANG)) > 0)
-                        if (p == command) {
+                while ((p = waitpid(-1, &st, WNOHANG | ((flags & NSR_REAPER_RESUME) ? WUNTRACED : 0))) > 0)
+                        if (p == command && WIFSTOPPED(st))
+                                (void) kill(command, SIGCONT);
+                        else if (p == command) {
                                 command_status = st;
                                 report = status_fd >= 0;
                         }

@@ -29,6 +29,9 @@ enum {
         /* pid 1 of a pid namespace of its own: TERM and HUP (kill, a
          * closed terminal) go to every process in it, the whole tree. */
         NSR_REAPER_TREE = 1 << 1,
+        /* The command is a session's agent: a stop (SIGSTOP from a command
+         * beside it) is undone at once, so nothing inside stalls it. */
+        NSR_REAPER_RESUME = 1 << 2,
 };
 
 /* Sends a signal nsrun got on to the command, its group or its whole

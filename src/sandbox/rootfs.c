@@ -538,6 +538,34 @@ static int do_mqueue(builder *b, const nsr_op *op, nsr_error *err) {
         return 0;
 }
 
+/* Writable corners of procfs that would let the sandbox reach the host
+ * kernel are made read-only, as bwrap does. n: how messages name proc. */
+static int cover_proc(int proc, const char *n, nsr_error *err) {
+        static const char *const covered[] = { "sys", "sysrq-trigger", "irq", "bus" };
+        int r;
+        for (size_t i = 0; i < ELEMENTSOF(covered); i++) {
+                _cleanup_free_ char *full = nsr_asprintf("%s/%s", n, covered[i]);
+                if (faccessat(proc, covered[i], W_OK, 0) < 0) {
+                        if (errno == EACCES || errno == ENOENT || errno == EROFS)
+                                continue;
+                        return nsr_error_set(err, errno, "Can't access %s", full);
+                }
+                _cleanup_close_ int tree =
+                        clone_tree(proc, covered[i], true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+                _cleanup_close_ int sub = -1;
+                if (tree >= 0)
+                        sub = openat(proc, covered[i], O_PATH | O_CLOEXEC | O_NOFOLLOW);
+                r = tree < 0 ? tree : sub < 0 ? -errno : attach(tree, sub);
+                if (r < 0) {
+                        char msg[NSR_ERROR_MSG_MAX];
+                        snprintf(msg, sizeof(msg), "Can't bind mount %s on %s: Unable to mount source on destination",
+                                 covered[i], covered[i]);
+                        return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
+                }
+        }
+        return 0;
+}
+
 static int do_proc(builder *b, const nsr_op *op, nsr_error *err) {
         _cleanup_close_ int target = open_dest(b, op, DEST_DIR, -1, false, true, err);
         if (target < 0)
@@ -567,33 +595,24 @@ static int do_proc(builder *b, const nsr_op *op, nsr_error *err) {
                         return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
                 }
         }
-        /* Writable corners of procfs that would let the sandbox reach the
-         * host kernel are made read-only, as bwrap does. */
-        static const char *const covered[] = { "sys", "sysrq-trigger", "irq", "bus" };
         _cleanup_close_ int proc = open_in_root(b->root, op->dest, O_PATH | O_DIRECTORY);
         if (proc < 0)
                 return nsr_error_set(err, -proc, "Can't access %s", n);
-        for (size_t i = 0; i < ELEMENTSOF(covered); i++) {
-                _cleanup_free_ char *full = nsr_asprintf("%s/%s", n, covered[i]);
-                if (faccessat(proc, covered[i], W_OK, 0) < 0) {
-                        if (errno == EACCES || errno == ENOENT || errno == EROFS)
-                                continue;
-                        return nsr_error_set(err, errno, "Can't access %s", full);
-                }
-                _cleanup_close_ int tree =
-                        clone_tree(proc, covered[i], true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-                _cleanup_close_ int sub = -1;
-                if (tree >= 0)
-                        sub = openat(proc, covered[i], O_PATH | O_CLOEXEC | O_NOFOLLOW);
-                r = tree < 0 ? tree : sub < 0 ? -errno : attach(tree, sub);
-                if (r < 0) {
-                        char msg[NSR_ERROR_MSG_MAX];
-                        snprintf(msg, sizeof(msg), "Can't bind mount %s on %s: Unable to mount source on destination",
-                                 covered[i], covered[i]);
-                        return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
-                }
-        }
-        return 0;
+        return cover_proc(proc, n, err);
+}
+
+int nsr_rootfs_proc_renew(nsr_error *err) {
+        _cleanup_close_ int target = open("/proc", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (target < 0)
+                return nsr_error_set(err, errno, "Can't access /proc");
+        _cleanup_close_ int mnt = new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NODEV);
+        int r = mnt < 0 ? mnt : attach(mnt, target);
+        if (r < 0)
+                return mount_error(err, -r, "Can't mount proc on /proc");
+        _cleanup_close_ int proc = open("/proc", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (proc < 0)
+                return nsr_error_set(err, errno, "Can't access /proc");
+        return cover_proc(proc, "/proc", err);
 }
 
 static int do_dev(builder *b, const nsr_op *op, nsr_error *err) {

@@ -21,3 +21,9 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
 /* How many fds the build keeps open at once for this plan, so the caller
  * can raise RLIMIT_NOFILE before it starts. */
 size_t nsr_mount_fds_needed(const nsr_plan *plan);
+
+/* A new procfs, of the caller's pid namespace, over /proc of the current
+ * root (in a mount namespace of the caller's own), its writable corners
+ * read-only as the build makes them: a session's agent, init of the
+ * commands' pid namespace, shows them that namespace. */
+int nsr_rootfs_proc_renew(nsr_error *err);
