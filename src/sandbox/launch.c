@@ -1298,6 +1298,17 @@ static int write_full_maps(pid_t child, nsr_error *err) {
         return 0;
 }
 
+/* Lets the waiting child go on. It may have failed a step before it waits
+ * (a --chdir that does not exist) and be gone with its end of the pipe: that
+ * is EPIPE here, not a SIGPIPE that kills the monitor before it reports the
+ * child's error (an ignored signal is discarded, never left pending). */
+static void tell_child_go(launch *l) {
+        struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+        (void) sigaction(SIGPIPE, &ign, &old);
+        (void) nsr_write_all(l->go_pipe[1], "x", 1);
+        (void) sigaction(SIGPIPE, &old, NULL);
+}
+
 /* Creates the sandbox and monitors it. Signals are blocked around it. */
 static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         const nsr_plan *p = l->plan;
@@ -1358,7 +1369,7 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
                 char c;
                 (void) nsr_read_full(p->userns_block_fd, &c, 1);
                 close(p->userns_block_fd);
-                (void) nsr_write_all(l->go_pipe[1], "x", 1);
+                tell_child_go(l);
         } else if (parent_maps_ids(l)) {
                 r = write_full_maps(child, err);
                 if (r < 0) {
@@ -1366,9 +1377,9 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
                         (void) waitpid(child, NULL, 0);
                         return r;
                 }
-                (void) nsr_write_all(l->go_pipe[1], "x", 1);
+                tell_child_go(l);
         } else if (child_waits_late(l))
-                (void) nsr_write_all(l->go_pipe[1], "x", 1);
+                tell_child_go(l);
         if (l->extra && l->extra->session && l->extra->session->sandbox_pid)
                 *l->extra->session->sandbox_pid = child;
         return monitor(l, child, res, err);

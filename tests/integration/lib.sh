@@ -9,7 +9,17 @@ ok() { _n=$((_n + 1)); echo "ok $_n - $*"; }
 not_ok() { _n=$((_n + 1)); _failed=$((_failed + 1)); echo "not ok $_n - $*"; }
 skip() { _n=$((_n + 1)); echo "ok $_n - $1 # SKIP $2"; }
 diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
-done_testing() { echo "1..$_n"; exit 0; }
+# nsrun's own detached work (background gc, removing a run's trash) may
+# outlive a run on a loaded machine: it is no leftover of the sandbox, so a
+# test waits for it (bounded) before the harness looks for leftovers.
+wait_background() {
+	_wb_end=$(($(date +%s) + 60))
+	while pgrep -u "$(id -u)" -f "^$NSRUN( |\$)" >/dev/null 2>&1; do
+		[ "$(date +%s)" -ge "$_wb_end" ] && return 1
+		sleep 0.05
+	done
+}
+done_testing() { wait_background; echo "1..$_n"; exit 0; }
 skip_all() { echo "1..0 # SKIP $*"; exit 0; }
 
 # check DESC COMMAND...: ok if the command succeeds

@@ -41,7 +41,7 @@ run "$NSRUN" $BASE --userns 3 --userns2 3 -- true 3<"/proc/$h1/ns/user"
 is "$rc:$err" "1:nsrun: Setting userns2 failed: Invalid argument" "--userns2 naming the joined namespace itself fails"
 kill $holder2 2>/dev/null; wait $holder2 2>/dev/null
 run "$NSRUN" $BASE --userns 3 --unshare-user -- true 3<"/proc/$hp/ns/user"
-is "$rc:$err" "1:nsrun: --userns not compatible --unshare-user" "--userns and --unshare-user conflict"
+is "$rc:$err" "1:nsrun: --userns is not compatible with --unshare-user" "--userns and --unshare-user conflict (0.12.0's words)"
 run "$NSRUN" $BASE --userns 3 -- true 3</dev/null
 like "$rc:$err" "^1:nsrun: Joining specified user namespace failed: Invalid argument|^1:nsrun: Joining the specified user namespace failed" "--userns with an fd that is not a namespace fails"
 kill $holder 2>/dev/null; wait $holder 2>/dev/null
