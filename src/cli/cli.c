@@ -524,8 +524,10 @@ static int handle_project_mode(parser *ps, const nsr_option *o, const char *type
         } else if (id == NSR_OPT_ON_CONFLICT) {
                 nsr_conflict_mode m = nsr_conflict_mode_from_string(vals[0]);
                 if (m < 0)
-                        return nsr_error_setx(err, EINVAL, "%s takes apply-rest, keep-all or fail, not \"%s\"", o->name,
-                                              vals[0]);
+                        return nsr_error_setx(
+                                err, EINVAL,
+                                "%s takes apply-rest, keep-all, fail, prefer-host or prefer-sandbox, not \"%s\"",
+                                o->name, vals[0]);
                 p->proj.on_conflict = m;
         } else if (id == NSR_OPT_KEEP_DAYS) {
                 unsigned v = 0;
@@ -775,7 +777,9 @@ static int parse_files(parser *ps, nsr_error *err) {
                 if (r >= 0 && e->kind == NSR_PF_PROJECT_LOCAL)
                         r = nsr_pf_check_tightening(o, vals,
                                                     o->id == NSR_OPT_HOME ? nsr_home_mode_to_string(ps->plan->proj.home)
-                                                                          : ps->last[o->id],
+                                                    : o->id == NSR_OPT_ON_CONFLICT
+                                                            ? nsr_conflict_mode_to_string(ps->plan->proj.on_conflict)
+                                                            : ps->last[o->id],
                                                     err);
                 if (r >= 0)
                         r = handle(ps, o, o->name, vals, false, err);

@@ -607,6 +607,22 @@ int nsr_pf_check_tightening(const nsr_option *o, char *const *vals, const char *
                                               nsr_home_mode_to_string(have));
                 return 0;
         }
+        if (o->id == NSR_OPT_ON_CONFLICT) {
+                /* How much of the host a conflict may cost: prefer-sandbox
+                 * overwrites host edits < apply-rest = prefer-host (a host
+                 * edit always stays) < keep-all < fail (nothing applies). */
+                static const int rank[_NSR_CONFLICT_MODE_MAX] = {
+                        [NSR_CONFLICT_PREFER_SANDBOX] = 0, [NSR_CONFLICT_APPLY_REST] = 1,
+                        [NSR_CONFLICT_PREFER_HOST] = 1,    [NSR_CONFLICT_KEEP_ALL] = 2,
+                        [NSR_CONFLICT_FAIL] = 3,
+                };
+                nsr_conflict_mode want = nsr_conflict_mode_from_string(vals[0]);
+                nsr_conflict_mode have = prev ? nsr_conflict_mode_from_string(prev) : NSR_CONFLICT_APPLY_REST;
+                if (want < 0 || have < 0 || rank[want] < rank[have])
+                        return nsr_error_setx(err, EPERM, "--on-conflict %s would loosen --on-conflict %s", vals[0],
+                                              have < 0 ? prev : nsr_conflict_mode_to_string(have));
+                return 0;
+        }
         if (o->id == NSR_OPT_SECCOMP_POLICY) {
                 /* Policies stack, so any policy only takes away; but only a
                  * shipped one: a path would make nsrun read host files on
@@ -625,7 +641,8 @@ int nsr_pf_check_tightening(const nsr_option *o, char *const *vals, const char *
         }
         return nsr_error_setx(err, EPERM,
                               "%s could loosen the sandbox, and the sandbox can write this file: only hide, protect, "
-                              "deny-host, a stricter home, seccomp-policy strict and lower limits are accepted",
+                              "deny-host, a stricter home, a stricter on-conflict, seccomp-policy strict and lower "
+                              "limits are accepted",
                               o->name);
 }
 
