@@ -226,6 +226,7 @@ static void record_conflicts(nsr_session_commit_result *res, const char *path, n
                 if (mode == NSR_CONFLICT_PREFER_HOST) {
                         bool shown = nsr_settle_refresh(supper, pfd, cf->path) >= 0;
                         nsr_strv_extend(&settled, cf->path);
+                        res->conflict = true; /* not all of the session's changes applied */
                         if (!cf->held)
                                 line(res, "nsrun: %s: settled for the host: %s %s; %s%s%s", path, cf->path, cf->reason,
                                      shown ? "the session sees the host's version now"
@@ -355,12 +356,11 @@ static int commit_project(int statefd, int srun_fd, int run_fd, const char *run_
         }
         move_root_baseline(srun_fd, i, pfd, cs, &cr);
         record_conflicts(res, path, mode, srun_fd, i, supper, pfd, run_id, cs, &cr, &open);
-        bool open_conflict = cr.n_conflicts > 0 && mode != NSR_CONFLICT_PREFER_HOST;
         _cleanup_free_ char *pl = nsr_protect_summary(prot, false);
         if (pl)
                 line(res, "nsrun: %s: %s", path, pl);
         _cleanup_free_ char *s = nsr_report_summary(
-                path, cs, nsr_outcome_to_string(open_conflict ? NSR_OUTCOME_CONFLICT : NSR_OUTCOME_COMMITTED), run_id);
+                path, cs, nsr_outcome_to_string(cr.n_conflicts ? NSR_OUTCOME_CONFLICT : NSR_OUTCOME_COMMITTED), run_id);
         line(res, "%s", s);
         nsr_commit_result_done(&cr);
         return 0;
