@@ -618,7 +618,12 @@ int nsr_pf_check_tightening(const nsr_option *o, char *const *vals, const char *
                 };
                 nsr_conflict_mode want = nsr_conflict_mode_from_string(vals[0]);
                 nsr_conflict_mode have = prev ? nsr_conflict_mode_from_string(prev) : NSR_CONFLICT_APPLY_REST;
-                if (want < 0 || have < 0 || rank[want] < rank[have])
+                if (want < 0)
+                        return nsr_error_setx(err, EINVAL,
+                                              "%s takes apply-rest, keep-all, fail, prefer-host or prefer-sandbox, "
+                                              "not \"%s\"",
+                                              o->name, vals[0]);
+                if (have < 0 || rank[want] < rank[have])
                         return nsr_error_setx(err, EPERM, "--on-conflict %s would loosen --on-conflict %s", vals[0],
                                               have < 0 ? prev : nsr_conflict_mode_to_string(have));
                 return 0;
