@@ -1776,7 +1776,9 @@ static void report(run_ctx *c, nsr_outcome run_outcome) {
                                               .n_conflicts = e->commit.n_conflicts,
                                               .errors = e->errors,
                                               .split_links = e->commit.split_links,
-                                              .held_units = e->commit.units };
+                                              .held_units = e->commit.units,
+                                              .overruled = e->commit.overruled,
+                                              .settled_for_host = p->proj.on_conflict == NSR_CONFLICT_PREFER_HOST };
         }
         nsr_report rep = {
                 .run_id = pj->run_id,

@@ -49,21 +49,24 @@ two() { printf '%s\n%s\n' "$1" "$2"; }
 
 # ---- one-shot runs --------------------------------------------------------------
 P=$d/one; mkdir -p "$P"
-race "$P" --on-conflict=prefer-sandbox
+race "$P" --on-conflict=prefer-sandbox --report "$d/rep.json"
 is "$rc" 0 "prefer-sandbox: the run succeeds"
 is "$(cat "$P/f")" "$(two base sandbox)" "prefer-sandbox: the sandbox's version replaced the host's edit"
 is "$(cat "$P/g")" "new" "... and the rest applied"
 like "$(cat "$d/err")" "settled for the sandbox: f changed on the host during the run" "... and it says so"
+like "$(tr -d ' \n' < "$d/rep.json")" '"conflicts":\[\],"overruled":\[\{"path":"f","reason":"changedonthehostduringtherun"\}\]' \
+	"... in the report too (overruled, no conflict)"
 run "$NSRUN" undo $NS -p "$P"
 is "$rc:$(cat "$P/f")" "0:$(two base host)" "nsrun undo brings the host's version back"
 
-race "$P" --on-conflict=prefer-host
+race "$P" --on-conflict=prefer-host --report "$d/rep.json"
 is "$(cat "$P/f")" "$(two base host)" "prefer-host: the host's version stays"
 is "$(cat "$P/g")" "new" "... the rest applied"
 like "$(cat "$d/err")" "settled for the host: f changed on the host during the run; the host's version stays" \
 	"... and it says so"
 kept=$(sed -n "s/.*the sandbox's is kept at \(.*\)$/\1/p" "$d/err")
 is "$(cat "$kept" 2>/dev/null)" "$(two base sandbox)" "... with the sandbox's version set aside in the run dir"
+like "$(tr -d ' \n' < "$d/rep.json")" '"conflicts":\[\{"path":"f",[^}]*"settled":"host"\}' "... and the report says the conflict is settled for the host"
 
 # ---- nsrun commit RUN --on-conflict=... -----------------------------------------
 race "$P" --keep
