@@ -68,6 +68,29 @@ kept=$(sed -n "s/.*the sandbox's is kept at \(.*\)$/\1/p" "$d/err")
 is "$(cat "$kept" 2>/dev/null)" "$(two base sandbox)" "... with the sandbox's version set aside in the run dir"
 like "$(tr -d ' \n' < "$d/rep.json")" '"conflicts":\[\{"path":"f",[^}]*"settled":"host"\}' "... and the report says the conflict is settled for the host"
 
+# A git repo: the command commits a change of a, the host edits a meanwhile.
+# prefer-sandbox leaves commit and work tree in step (docs/conflicts.md).
+if command -v git >/dev/null 2>&1; then
+	G=$d/repo; mkdir -p "$G"
+	(cd "$G" && git init -q && git config user.email t@t && git config user.name t && echo 0 > a &&
+		git add a && git commit -qm init) >/dev/null 2>&1
+	settle "$G/a" "$G/.git/index"
+	rm -f "$SY/ready" "$SY/go"
+	"$NSRUN" -p "$G" $NS --rw "$SY" --on-conflict=prefer-sandbox -- sh -c 'echo sandbox > a
+		git -c user.email=t@t -c user.name=t commit -qam inside; : > '"$SY"'/ready
+		i=0; while [ ! -e '"$SY"'/go ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done' >/dev/null 2>"$d/err" &
+	gp=$!
+	wait_until 20 test -e "$SY/ready" && echo host > "$G/a"
+	: > "$SY/go"
+	wait $gp
+	is "$(git -C "$G" log -1 --format=%s):$(cat "$G/a"):$(git -C "$G" status --porcelain)" "inside:sandbox:" \
+		"prefer-sandbox on a git repo: the command's commit and its work tree, in step"
+	check "... and the repository is sound" sh -c "git -C \"$G\" fsck >/dev/null 2>&1"
+else
+	skip "prefer-sandbox on a git repo" "no git"
+	skip "... and the repository is sound" "no git"
+fi
+
 # ---- nsrun commit RUN --on-conflict=... -----------------------------------------
 race "$P" --keep
 run_id=$(ls "$S/runs" | sort | tail -n 1)
