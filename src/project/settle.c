@@ -83,6 +83,9 @@ void nsr_settle_open_read(int srun_fd, size_t i, nsr_settle_open *ret) {
 int nsr_settle_open_write(int srun_fd, size_t i, const nsr_settle_open *o) {
         char name[48];
         snprintf(name, sizeof(name), "session-conflicts-p%zu", i);
+        /* The common case, no conflict ever: no file, and no fsync per commit. */
+        if ((!o->paths || !o->paths[0]) && faccessat(srun_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+                return 0;
         _cleanup_free_ char *all = nsr_strdup("");
         for (size_t k = 0; o->paths && o->paths[k]; k++) {
                 _cleanup_free_ char *hex = nsr_hex_encode(o->paths[k], strlen(o->paths[k]));
@@ -200,7 +203,7 @@ int nsr_settle_drop_settled(int srun_fd, size_t i, int upper_fd, nsr_changeset *
         _cleanup_free_ char *data = read_record(srun_fd, name);
         if (!data)
                 return 0;
-        _cleanup_free_ char *kept = nsr_strdup("");
+        _cleanup_free_ char *kept = nsr_strdup(""), *data_copy = nsr_strdup(data);
         settled s = { 0 };
         char *save = NULL;
         for (char *l = strtok_r(data, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
@@ -230,7 +233,7 @@ int nsr_settle_drop_settled(int srun_fd, size_t i, int upper_fd, nsr_changeset *
                 r = nsr_changeset_split(cs, in_settled, &s, &dropped);
         }
         nsr_strv_free(s.paths);
-        int w = write_record(srun_fd, name, kept);
+        int w = streq(kept, data_copy) ? 0 : write_record(srun_fd, name, kept);
         return r < 0 ? r : w;
 }
 
