@@ -558,8 +558,10 @@ static int handle_project_mode(parser *ps, const nsr_option *o, const char *type
         } else if (id == NSR_OPT_ON_CONFLICT) {
                 nsr_conflict_mode m = nsr_conflict_mode_from_string(vals[0]);
                 if (m < 0)
-                        return nsr_error_setx(err, EINVAL, "%s takes apply-rest, keep-all or fail, not \"%s\"", o->name,
-                                              vals[0]);
+                        return nsr_error_setx(
+                                err, EINVAL,
+                                "%s takes apply-rest, keep-all, fail, prefer-host or prefer-sandbox, not \"%s\"",
+                                o->name, vals[0]);
                 p->proj.on_conflict = m;
         } else if (id == NSR_OPT_KEEP_DAYS) {
                 unsigned v = 0;
@@ -877,6 +879,31 @@ typedef struct in_force {
 
 #define NONE UINT64_MAX
 
+/* How much of the host a conflict may cost, lower is stricter: fail
+ * (nothing applies) < keep-all < apply-rest = prefer-host (a host edit
+ * always stays) < prefer-sandbox (host edits are overwritten, backed up). */
+static uint64_t conflict_rank(nsr_conflict_mode m) {
+        switch (m) {
+        case NSR_CONFLICT_FAIL:
+                return 0;
+        case NSR_CONFLICT_KEEP_ALL:
+                return 1;
+        case NSR_CONFLICT_APPLY_REST:
+        case NSR_CONFLICT_PREFER_HOST:
+                return 2;
+        case NSR_CONFLICT_PREFER_SANDBOX:
+        case _NSR_CONFLICT_MODE_MAX:
+        case _NSR_CONFLICT_MODE_INVALID:
+                break;
+        }
+        return 3;
+}
+
+static const char *conflict_rank_name(uint64_t rank) {
+        static const char *const names[] = { "fail", "keep-all", "apply-rest or prefer-host", "prefer-sandbox" };
+        return rank < ELEMENTSOF(names) ? names[rank] : "?";
+}
+
 static void in_force_get(const nsr_plan *p, nsr_rlimit_id rid, in_force *f) {
         const nsr_runctl *rc = &p->run;
         f->v[F_TIMEOUT] = rc->timeout_ms ? rc->timeout_ms : NONE;
@@ -886,11 +913,11 @@ static void in_force_get(const nsr_plan *p, nsr_rlimit_id rid, in_force *f) {
         f->v[F_MEMORY] = rc->memory ? rc->memory : NONE;
         f->v[F_CPU] = rc->cpu_milli ? rc->cpu_milli : NONE;
         f->v[F_SNAPSHOT_LIMIT] = p->proj.snapshot_limit ? p->proj.snapshot_limit : NSR_SNAPSHOT_LIMIT_DEFAULT;
-        /* overlay < ro < hide; required < best-effort < off; apply-rest <
-         * keep-all < fail: turned so that lower is stricter. */
+        /* overlay < ro < hide, turned so that lower is stricter; required
+         * < best-effort < off; on-conflict by conflict_rank(). */
         f->v[F_HOME] = (uint64_t) (_NSR_HOME_MODE_MAX - 1 - p->proj.home);
         f->v[F_SANDBOX] = (uint64_t) p->proj.sandbox;
-        f->v[F_ON_CONFLICT] = (uint64_t) (_NSR_CONFLICT_MODE_MAX - 1 - p->proj.on_conflict);
+        f->v[F_ON_CONFLICT] = conflict_rank(p->proj.on_conflict);
         f->v[F_RLIMIT_SOFT] = f->v[F_RLIMIT_HARD] = NONE;
         f->run = *rc;
         if (rid >= 0)
@@ -935,8 +962,7 @@ static const char *format_field(force_field f, uint64_t v, char *buf, size_t len
         else if (f == F_SANDBOX)
                 snprintf(buf, len, "%s", nsr_sandbox_mode_to_string((nsr_sandbox_mode) v));
         else if (f == F_ON_CONFLICT)
-                snprintf(buf, len, "%s",
-                         nsr_conflict_mode_to_string((nsr_conflict_mode) (_NSR_CONFLICT_MODE_MAX - 1 - (int) v)));
+                snprintf(buf, len, "%s", conflict_rank_name(v));
         else
                 snprintf(buf, len, "%" PRIu64, v);
         return buf;

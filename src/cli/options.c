@@ -185,9 +185,12 @@ const nsr_option nsr_options[_NSR_OPT_MAX] = {
                               "Project mode: report the changes but apply nothing", N | P, NULL },
         [NSR_OPT_KEEP] = { "--keep", NULL, NSR_OPT_KEEP, 0, NULL,
                            "Project mode: keep the run for review instead of applying it", N | P, NULL },
-        [NSR_OPT_ON_CONFLICT] = { "--on-conflict", NULL, NSR_OPT_ON_CONFLICT, 1, "apply-rest|keep-all|fail",
+        [NSR_OPT_ON_CONFLICT] = { "--on-conflict", NULL, NSR_OPT_ON_CONFLICT, 1,
+                                  "apply-rest|keep-all|fail|prefer-host|prefer-sandbox",
                                   "Project mode: on a conflict, apply the rest (default; a git dir\n"
-                                  "stays whole), apply nothing and keep the run, or that and exit 125",
+                                  "stays whole), apply nothing and keep the run, or that and exit 125;\n"
+                                  "prefer-host settles it for the host's version, prefer-sandbox\n"
+                                  "overwrites the host's version (backed up; nsrun undo)",
                                   N | P, NULL },
         [NSR_OPT_QUIET] = { "--quiet", "-q", NSR_OPT_QUIET, 0, NULL, "Project mode: no summary on stderr", N | P,
                             NULL },

@@ -187,6 +187,8 @@ static const char *const conflict_modes[_NSR_CONFLICT_MODE_MAX] = {
         [NSR_CONFLICT_APPLY_REST] = "apply-rest",
         [NSR_CONFLICT_KEEP_ALL] = "keep-all",
         [NSR_CONFLICT_FAIL] = "fail",
+        [NSR_CONFLICT_PREFER_HOST] = "prefer-host",
+        [NSR_CONFLICT_PREFER_SANDBOX] = "prefer-sandbox",
 };
 
 DEFINE_STRING_TABLE_LOOKUP(nsr_conflict_mode, nsr_conflict_mode, conflict_modes)

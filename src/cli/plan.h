@@ -128,9 +128,11 @@ typedef enum nsr_sandbox_mode {
 
 /* --on-conflict: what a conflict does to the rest of a run. */
 typedef enum nsr_conflict_mode {
-        NSR_CONFLICT_APPLY_REST, /* apply what does not conflict (git dirs whole) */
-        NSR_CONFLICT_KEEP_ALL,   /* apply nothing, keep the run for review */
-        NSR_CONFLICT_FAIL,       /* apply nothing, keep the run, exit 125 */
+        NSR_CONFLICT_APPLY_REST,     /* apply what does not conflict (git dirs whole) */
+        NSR_CONFLICT_KEEP_ALL,       /* apply nothing, keep the run for review */
+        NSR_CONFLICT_FAIL,           /* apply nothing, keep the run, exit 125 */
+        NSR_CONFLICT_PREFER_HOST,    /* as apply-rest, and the conflicts are settled: the host's version stays */
+        NSR_CONFLICT_PREFER_SANDBOX, /* the sandbox's version overwrites the host's, backed up (undo) */
         _NSR_CONFLICT_MODE_MAX,
         _NSR_CONFLICT_MODE_INVALID = -EINVAL,
 } nsr_conflict_mode;
@@ -284,6 +286,10 @@ nsr_sandbox_mode nsr_sandbox_mode_from_string(const char *s);
 
 const char *nsr_conflict_mode_to_string(nsr_conflict_mode m);
 nsr_conflict_mode nsr_conflict_mode_from_string(const char *s);
+/* keep-all and fail: a conflict anywhere holds every change back. */
+static inline bool nsr_conflict_mode_withholds(nsr_conflict_mode m) {
+        return m == NSR_CONFLICT_KEEP_ALL || m == NSR_CONFLICT_FAIL;
+}
 
 /* Fills the caller description from the running process. */
 void nsr_caller_detect(nsr_caller *ret);

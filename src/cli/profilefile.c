@@ -624,8 +624,8 @@ int nsr_pf_check_tightening(const nsr_option *o, char *const *vals, nsr_error *e
                                       o->name);
         return nsr_error_setx(err, EPERM,
                               "%s could loosen the sandbox, and the sandbox can write this file: only hide, protect, "
-                              "deny-host, a stricter home, seccomp-policy strict and lower limits are accepted; give "
-                              "it on the command line or in a profile outside the project",
+                              "deny-host, a stricter home, a stricter on-conflict, seccomp-policy strict and lower "
+                              "limits are accepted; give it on the command line or in a profile outside the project",
                               o->name);
 }
 

@@ -316,9 +316,12 @@ char **nsr_trace_notes(const nsr_plan *p) {
                 addf(&v, "nsrun-only: a path the host changed after the command started is a conflict; %s (%s=%s)",
                      p->proj.on_conflict == NSR_CONFLICT_APPLY_REST
                              ? "the rest applies, a git dir with a conflict is held back whole"
-                     : p->proj.on_conflict == NSR_CONFLICT_KEEP_ALL
-                             ? "then nothing applies and the run is kept"
-                             : "then nothing applies, the run is kept and nsrun exits 125",
+                     : p->proj.on_conflict == NSR_CONFLICT_KEEP_ALL ? "then nothing applies and the run is kept"
+                     : p->proj.on_conflict == NSR_CONFLICT_FAIL
+                             ? "then nothing applies, the run is kept and nsrun exits 125"
+                     : p->proj.on_conflict == NSR_CONFLICT_PREFER_HOST
+                             ? "the host's version stays, the sandbox's is set aside, the rest applies"
+                             : "the sandbox's version overwrites the host's, which is backed up for nsrun undo",
                      OPT(ON_CONFLICT), nsr_conflict_mode_to_string(p->proj.on_conflict));
         if (p->proj.projects && p->proj.sandbox == NSR_SANDBOX_BEST_EFFORT)
                 addf(&v,

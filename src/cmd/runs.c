@@ -17,6 +17,7 @@
 #include "base/syscalls.h"
 #include "base/textdiff.h"
 #include "base/utf8.h"
+#include "cli/plan.h"
 #include "cli/subopts.h"
 #include "cmd/cmd.h"
 #include "project/orphan.h"
@@ -45,6 +46,7 @@ typedef struct args {
         long keep_days;        /* -1: default */
         long limit;            /* history --limit; 0: all */
         uint64_t backup_limit; /* 0: default */
+        nsr_conflict_mode on_conflict;
 } args;
 
 static void err_print(const nsr_error *e) {
@@ -132,6 +134,7 @@ typedef enum run_opt {
         RUN_OPT_KEEP_DAYS,
         RUN_OPT_LIMIT,
         RUN_OPT_BACKUP_LIMIT,
+        RUN_OPT_ON_CONFLICT,
 } run_opt;
 
 #define OPT_STATE_DIR                                                                                                  \
@@ -143,6 +146,12 @@ typedef enum run_opt {
 
 static const nsr_subopt diff_opts[] = { OPT_STATE_DIR, OPT_PROJECT, OPT_END };
 static const nsr_subopt run_opts[] = { OPT_STATE_DIR, OPT_END };
+static const nsr_subopt commit_opts[] = {
+        OPT_STATE_DIR,
+        { "--on-conflict", NULL, RUN_OPT_ON_CONFLICT, 1, "MODE",
+          "apply-rest (default), keep-all, fail, prefer-host or prefer-sandbox (see nsrun(1))" },
+        OPT_END,
+};
 static const nsr_subopt undo_opts[] = {
         OPT_STATE_DIR,
         OPT_PROJECT,
@@ -176,7 +185,7 @@ static const nsr_subcmd diff_cmd = {
         diff_opts,
 };
 static const nsr_subcmd commit_cmd = { "commit", "RUN", "Apply a kept run to its projects, as one transaction.\n",
-                                       1,        0,     run_opts };
+                                       1,        0,     commit_opts };
 static const nsr_subcmd discard_cmd = { "discard", "RUN", "Drop a kept run.\n", 1, 0, run_opts };
 static const nsr_subcmd undo_cmd = {
         "undo",
@@ -227,6 +236,14 @@ static int run_option(void *userdata, const nsr_subopt *o, const char *val, nsr_
                 a->limit = strtol(val, &end, 10);
                 if (!*val || *end || a->limit <= 0)
                         return nsr_error_setx(err, EINVAL, "%s takes a number of runs, not \"%s\"", o->name, val);
+                return 0;
+        case RUN_OPT_ON_CONFLICT:
+                a->on_conflict = nsr_conflict_mode_from_string(val);
+                if (a->on_conflict < 0)
+                        return nsr_error_setx(err, EINVAL,
+                                              "%s takes apply-rest, keep-all, fail, prefer-host or prefer-sandbox, "
+                                              "not \"%s\"",
+                                              o->name, val);
                 return 0;
         case RUN_OPT_BACKUP_LIMIT:
                 if (nsr_parse_size_suffix(val, &a->backup_limit) < 0)
@@ -536,6 +553,37 @@ int nsr_cmd_diff(int argc, char **argv) {
 
 /* ---- commit and discard --------------------------------------------------- */
 
+/* --on-conflict=keep-all|fail: what held the project back. */
+static void print_withheld(const char *project, const nsr_commit_result *res, nsr_conflict_mode mode) {
+        for (size_t k = 0; k < res->n_conflicts; k++) {
+                _cleanup_free_ char *shown = nsr_utf8_escape(res->conflicts[k].path);
+                if (!res->conflicts[k].held)
+                        say(stderr, "nsrun: %s: conflict: %s %s\n", project, shown, res->conflicts[k].reason);
+        }
+        say(stderr, "nsrun: %s: nothing applied (--on-conflict=%s)\n", project, nsr_conflict_mode_to_string(mode));
+}
+
+/* prefer-host: the conflicts, settled for the host; prefer-sandbox: the
+ * host changes the sandbox's versions replaced. */
+static void print_settled(const char *project, const nsr_commit_result *res, nsr_conflict_mode mode,
+                          const char *run_id) {
+        for (size_t k = 0; mode == NSR_CONFLICT_PREFER_HOST && k < res->n_conflicts; k++) {
+                const nsr_commit_conflict *cf = &res->conflicts[k];
+                _cleanup_free_ char *shown = nsr_utf8_escape(cf->path);
+                _cleanup_free_ char *kept = cf->kept_at ? nsr_utf8_escape(cf->kept_at) : NULL;
+                if (!cf->held)
+                        say(stderr, "nsrun: %s: settled for the host: %s %s; the host's version stays%s%s\n", project,
+                            shown, cf->reason, kept ? ", the sandbox's is kept at " : "", kept ? kept : "");
+        }
+        for (size_t k = 0; res->overruled && res->overruled[k] && res->overruled[k + 1]; k += 2) {
+                _cleanup_free_ char *shown = nsr_utf8_escape(res->overruled[k]);
+                say(stderr,
+                    "nsrun: %s: settled for the sandbox: %s %s; the sandbox's version replaced it, the host's is "
+                    "backed up (nsrun undo %s)\n",
+                    project, shown, res->overruled[k + 1], run_id);
+        }
+}
+
 int nsr_cmd_commit(int argc, char **argv) {
         args a;
         if (parse_args(argc, argv, &commit_cmd, &a) < 0)
@@ -563,7 +611,7 @@ int nsr_cmd_commit(int argc, char **argv) {
                 return 1;
         _cleanup_free_ char *run_path = nsr_asprintf("%s/runs/%s", state_dir, m.run_id);
         int rc = 0;
-        bool conflict = false;
+        bool conflict = false, withheld = false, applied_any = false;
         for (size_t i = 0; m.projects && m.projects[i]; i++) {
                 nsr_error e = { 0 };
                 _cleanup_close_ int project = -1, lock = -1;
@@ -613,6 +661,8 @@ int nsr_cmd_commit(int argc, char **argv) {
                         .run_start = m.start,
                         .state_fd = statefd,
                         .run_id = m.run_id,
+                        .all_or_nothing = nsr_conflict_mode_withholds(a.on_conflict),
+                        .prefer_sandbox = a.on_conflict == NSR_CONFLICT_PREFER_SANDBOX,
                 };
                 if (nsr_commit_apply(cs, &co, &res, &e) < 0) {
                         nsr_error_prefix(&e, "%s: the apply failed and was rolled back", m.projects[i]);
@@ -621,7 +671,14 @@ int nsr_cmd_commit(int argc, char **argv) {
                         nsr_commit_result_done(&res);
                         continue;
                 }
-                for (size_t k = 0; k < res.n_conflicts; k++) {
+                if (res.withheld) {
+                        print_withheld(m.projects[i], &res, a.on_conflict);
+                        withheld = true;
+                        nsr_commit_result_done(&res);
+                        continue;
+                }
+                print_settled(m.projects[i], &res, a.on_conflict, m.run_id);
+                for (size_t k = 0; k < res.n_conflicts && a.on_conflict != NSR_CONFLICT_PREFER_HOST; k++) {
                         _cleanup_free_ char *shown = nsr_utf8_escape(res.conflicts[k].path);
                         _cleanup_free_ char *kept =
                                 res.conflicts[k].kept_at ? nsr_utf8_escape(res.conflicts[k].kept_at) : NULL;
@@ -633,6 +690,7 @@ int nsr_cmd_commit(int argc, char **argv) {
                                     shown, res.conflicts[k].reason);
                 }
                 conflict |= res.n_conflicts > 0;
+                applied_any = true;
                 _cleanup_free_ char *pline = nsr_protect_summary(prot, false);
                 if (pline)
                         say(stderr, "nsrun: %s: %s\n", m.projects[i], pline);
@@ -658,6 +716,12 @@ int nsr_cmd_commit(int argc, char **argv) {
                 say(stderr, "nsrun: run %s is still kept: once the cause is fixed, \"nsrun commit %s\" again\n",
                     m.run_id, m.run_id);
                 return rc;
+        }
+        if (withheld && !conflict && !applied_any) {
+                /* keep-all, fail: nothing applied anywhere, the run stays
+                 * kept for another try. */
+                say(stderr, "nsrun: run %s stays kept\n", m.run_id);
+                return a.on_conflict == NSR_CONFLICT_FAIL ? NSR_EXIT_FAILURE : 0;
         }
         m.state = conflict ? NSR_OUTCOME_CONFLICT : NSR_OUTCOME_COMMITTED;
         nsr_error e = { 0 };

@@ -58,6 +58,7 @@ typedef enum sess_opt {
         SESS_OPT_ENV,
         SESS_OPT_UNSET_ENV,
         SESS_OPT_REPORT,
+        SESS_OPT_ON_CONFLICT,
 } sess_opt;
 
 #define OPT_STATE_DIR                                                                                                  \
@@ -73,12 +74,19 @@ static const nsr_subopt start_opts[] = {
           "Stop after DURATION with no command (default 30m; 0: never)" },
         OPT_END,
 };
+#define OPT_ON_CONFLICT                                                                                                \
+        {                                                                                                              \
+                "--on-conflict", NULL, SESS_OPT_ON_CONFLICT, 1, "MODE",                                                \
+                        "apply-rest (default), keep-all, fail, prefer-host or prefer-sandbox (see nsrun(1))"           \
+        }
 static const nsr_subopt stop_opts[] = {
         OPT_STATE_DIR,
         { "--commit", NULL, SESS_OPT_COMMIT, 0, NULL, "Apply the session's changes" },
         { "--discard", NULL, SESS_OPT_DISCARD, 0, NULL, "Drop the session's changes" },
+        OPT_ON_CONFLICT,
         OPT_END,
 };
+static const nsr_subopt commit_opts[] = { OPT_STATE_DIR, OPT_ON_CONFLICT, OPT_END };
 static const nsr_subopt list_opts[] = { OPT_STATE_DIR, OPT_JSON, OPT_END };
 static const nsr_subopt id_opts[] = { OPT_STATE_DIR, OPT_END };
 static const nsr_subopt exec_opts[] = {
@@ -97,7 +105,7 @@ static const nsr_subcmd start_sub = {
 static const nsr_subcmd stop_sub = { "session stop", "ID", NULL, 1, 0, stop_opts };
 static const nsr_subcmd list_sub = { "session list", NULL, NULL, 0, 0, list_opts };
 static const nsr_subcmd diff_sub = { "session diff", "ID", NULL, 1, 0, id_opts };
-static const nsr_subcmd commit_sub = { "session commit", "ID", NULL, 1, 0, id_opts };
+static const nsr_subcmd commit_sub = { "session commit", "ID", NULL, 1, 0, commit_opts };
 static const nsr_subcmd exec_sub = { "exec", "ID -- COMMAND [ARGS]", NULL, 1, NSR_SUBCMD_COMMAND_AFTER, exec_opts };
 
 static void usage_session(FILE *f) {
@@ -116,6 +124,8 @@ typedef struct sargs {
         char **set, **unset;
         const char *cwd;
         const char *report;
+        nsr_conflict_mode on_conflict;
+        bool on_conflict_set;
 } sargs;
 
 static void sargs_done(sargs *a) {
@@ -150,6 +160,15 @@ static int session_option(void *userdata, const nsr_subopt *o, const char *val, 
         case SESS_OPT_REPORT:
                 a->report = val;
                 return 0;
+        case SESS_OPT_ON_CONFLICT:
+                a->on_conflict = nsr_conflict_mode_from_string(val);
+                a->on_conflict_set = true;
+                if (a->on_conflict < 0)
+                        return nsr_error_setx(err, EINVAL,
+                                              "%s takes apply-rest, keep-all, fail, prefer-host or prefer-sandbox, "
+                                              "not \"%s\"",
+                                              o->name, val);
+                return 0;
         case SESS_OPT_ENV:
                 if (!strchr(val, '=') || val[0] == '=')
                         return nsr_error_setx(err, EINVAL, "%s wants NAME=VALUE, not \"%s\"", o->name, val);
@@ -179,6 +198,10 @@ static int parse(const nsr_subcmd *c, int argc, char **argv, sargs *a) {
         }
         if (a->commit && a->discard) {
                 say("nsrun: --commit and --discard cannot be combined\n");
+                return -EINVAL;
+        }
+        if (a->on_conflict_set && c == &stop_sub && !a->commit) {
+                say("nsrun: --on-conflict is for session stop --commit\n");
                 return -EINVAL;
         }
         return 0;
@@ -389,11 +412,13 @@ static int start(int argc, char **argv) {
 
 /* ---- commit, stop, list, diff -------------------------------------------------- */
 
-/* Prints what a session commit did; 0, or 1 when an apply failed. */
-static int session_commit(const char *state_dir, const char *id, bool *ret_conflict) {
+/* Prints what a session commit did; 0, or 1 when an apply failed (125
+ * when --on-conflict=fail held the changes back). */
+static int session_commit(const char *state_dir, const char *id, nsr_conflict_mode mode, bool *ret_conflict,
+                          bool *ret_withheld) {
         nsr_error e = { 0 };
         nsr_session_commit_result res = { 0 };
-        if (nsr_session_commit(state_dir, id, &res, &e) < 0) {
+        if (nsr_session_commit_as(state_dir, id, mode, &res, &e) < 0) {
                 err_print(&e);
                 return 1;
         }
@@ -401,7 +426,9 @@ static int session_commit(const char *state_dir, const char *id, bool *ret_confl
                 say("%s\n", res.lines[i]);
         if (ret_conflict)
                 *ret_conflict = res.conflict;
-        int rc = res.failed ? 1 : 0;
+        if (ret_withheld)
+                *ret_withheld = res.withheld;
+        int rc = res.failed ? 1 : res.withheld && mode == NSR_CONFLICT_FAIL ? NSR_EXIT_FAILURE : 0;
         nsr_session_commit_done(&res);
         return rc;
 }
@@ -429,7 +456,7 @@ static int commit_cmd(int argc, char **argv) {
         _cleanup_close_ int fd = open_session(&commit_sub, argc, argv, &a, &state_dir);
         if (fd < 0)
                 return fd == -2 ? 0 : 1;
-        return session_commit(state_dir, a.id, NULL);
+        return session_commit(state_dir, a.id, a.on_conflict, NULL, NULL);
 }
 
 /* After the session's daemon finished its run as kept: the run's start
@@ -504,14 +531,14 @@ static int stop_cmd(int argc, char **argv) {
                 if (!a.commit) {
                         return keep_with_base(state_dir, a.id, _NSR_OUTCOME_INVALID) < 0 ? 1 : 0;
                 }
-                bool conflict = false;
-                int rc = session_commit(state_dir, a.id, &conflict);
+                bool conflict = false, withheld = false;
+                int rc = session_commit(state_dir, a.id, a.on_conflict, &conflict, &withheld);
                 if (keep_with_base(state_dir, a.id,
-                                   rc         ? _NSR_OUTCOME_INVALID
-                                   : conflict ? NSR_OUTCOME_CONFLICT
-                                              : NSR_OUTCOME_COMMITTED) < 0)
+                                   rc || withheld ? _NSR_OUTCOME_INVALID
+                                   : conflict     ? NSR_OUTCOME_CONFLICT
+                                                  : NSR_OUTCOME_COMMITTED) < 0)
                         rc = 1;
-                if (rc)
+                if (rc || withheld)
                         say("nsrun: the session's changes stay as kept run %s\n", a.id);
                 return rc;
         }

@@ -1244,8 +1244,9 @@ static int apply_one(nsr_project *pj, size_t i, int run_fd, int statefd, const s
                 .run_start = *run_start,
                 .state_fd = statefd,
                 .run_id = pj->run_id,
-                .all_or_nothing = pj->plan->proj.on_conflict != NSR_CONFLICT_APPLY_REST,
+                .all_or_nothing = nsr_conflict_mode_withholds(pj->plan->proj.on_conflict),
                 .check_only = check_only,
+                .prefer_sandbox = pj->plan->proj.on_conflict == NSR_CONFLICT_PREFER_SANDBOX,
         };
         return nsr_commit_apply(e->changes, &co, &e->commit, err);
 }
@@ -1668,7 +1669,7 @@ static nsr_outcome apply(run_ctx *c, nsr_outcome run_outcome) {
         bool apply_failed = false, any_conflict = false, withheld = false;
         /* --on-conflict=keep-all|fail: a conflict in any project holds
          * every project back, so first look for one everywhere. */
-        if (!pj->live && run_outcome == NSR_OUTCOME_COMMITTED && p->proj.on_conflict != NSR_CONFLICT_APPLY_REST &&
+        if (!pj->live && run_outcome == NSR_OUTCOME_COMMITTED && nsr_conflict_mode_withholds(p->proj.on_conflict) &&
             pj->n > 1) {
                 for (size_t i = 0; i < pj->n && !withheld; i++) {
                         project_entry *e = &pj->p[i];
@@ -1875,11 +1876,21 @@ static void explain_project(nsr_project *pj, size_t i, nsr_project_outcome *o) {
                         continue;
                 if (e->commit.withheld)
                         msg(o, "nsrun: %s: conflict: %s %s", e->path, shown, cf->reason);
+                else if (p->proj.on_conflict == NSR_CONFLICT_PREFER_HOST)
+                        msg(o, "nsrun: %s: settled for the host: %s %s; the host's version stays%s%s", e->path, shown,
+                            cf->reason, kept ? ", the sandbox's is kept at " : "", kept ? kept : "");
                 else if (cf->kept_at)
                         msg(o, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s", e->path, shown,
                             cf->reason, kept);
                 else
                         msg(o, "nsrun: %s: conflict: %s %s; left as the host has it", e->path, shown, cf->reason);
+        }
+        for (size_t k = 0; e->commit.overruled && e->commit.overruled[k] && e->commit.overruled[k + 1]; k += 2) {
+                _cleanup_free_ char *shown = nsr_utf8_escape(e->commit.overruled[k]);
+                msg(o,
+                    "nsrun: %s: settled for the sandbox: %s %s; the sandbox's version replaced it, the host's is "
+                    "backed up (nsrun undo %s)",
+                    e->path, shown, e->commit.overruled[k + 1], pj->run_id);
         }
         if (n_held > 0 && !e->commit.withheld)
                 msg(o,
@@ -2012,7 +2023,9 @@ static void report(run_ctx *c, nsr_outcome run_outcome) {
                                               .n_conflicts = e->commit.n_conflicts,
                                               .errors = e->errors,
                                               .split_links = e->commit.split_links,
-                                              .held_units = e->commit.units };
+                                              .held_units = e->commit.units,
+                                              .overruled = e->commit.overruled,
+                                              .settled_for_host = p->proj.on_conflict == NSR_CONFLICT_PREFER_HOST };
         }
         nsr_report rep = {
                 .run_id = pj->run_id,

@@ -206,9 +206,21 @@ static void emit_project(nsr_json *j, const nsr_report_project *p) {
                 nsr_json_string(j, "path", p->conflicts[i].path);
                 nsr_json_string(j, "reason", p->conflicts[i].reason);
                 nsr_json_string(j, "kept_at", p->conflicts[i].kept_at);
+                if (p->settled_for_host)
+                        nsr_json_string(j, "settled", "host");
                 nsr_json_object_end(j);
         }
         nsr_json_array_end(j);
+        if (p->overruled) {
+                nsr_json_array_begin(j, "overruled");
+                for (size_t i = 0; p->overruled[i] && p->overruled[i + 1]; i += 2) {
+                        nsr_json_object_begin(j, NULL);
+                        nsr_json_string(j, "path", p->overruled[i]);
+                        nsr_json_string(j, "reason", p->overruled[i + 1]);
+                        nsr_json_object_end(j);
+                }
+                nsr_json_array_end(j);
+        }
         nsr_json_strv(j, "errors", p->errors);
         if (p->held_units)
                 nsr_json_strv(j, "conflict_units", p->held_units);

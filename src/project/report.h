@@ -49,6 +49,12 @@
  *                                         reduced because it touches
  *                                         protected paths (protect.h)
  *         "conflicts": [ {"path", "reason", "kept_at"}, ... ],
+ *                                         with "settled": "host" each
+ *                                         under --on-conflict=prefer-host
+ *         "overruled": [ {"path", "reason"}, ... ]  only with
+ *                                         --on-conflict=prefer-sandbox:
+ *                                         host changes the sandbox's
+ *                                         version replaced (backed up)
  *         "errors": ["...", ...],
  *         "conflict_units": ["...", ...]    only when a conflict held back
  *                                         a whole git dir (its path)
@@ -118,6 +124,8 @@ typedef struct nsr_report_project {
         char *const *errors;      /* NULL-terminated, may be NULL */
         char *const *split_links; /* replaced files whose other hard links kept the old content; may be NULL */
         char *const *held_units;  /* git dirs held back whole because part of them conflicted; may be NULL */
+        char *const *overruled;   /* pairs of a path and the host change prefer-sandbox replaced; may be NULL */
+        bool settled_for_host;    /* prefer-host: the conflicts are settled, the host's version stays */
 } nsr_report_project;
 
 typedef struct nsr_report_refused_call {

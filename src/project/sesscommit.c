@@ -35,6 +35,7 @@
 #include "project/protect.h"
 #include "project/report.h"
 #include "project/sesscommit.h"
+#include "project/settle.h"
 #include "txn/commit.h"
 #include "txn/state.h"
 #include "txn/txnfs.h"
@@ -84,38 +85,6 @@ static int write_file(int dirfd, const char *name, const char *data, bool append
         }
         nsr_error e = { 0 };
         return nsr_durable_write(dirfd, name, data, strlen(data), 0600, NSR_DURABLE_SYNC, &e);
-}
-
-/* The paths that conflicted in an earlier commit, hex-encoded, one a line. */
-static char **read_conflicts(int run_fd, size_t i) {
-        char name[48];
-        snprintf(name, sizeof(name), "session-conflicts-p%zu", i);
-        char **v = nsr_malloc0(sizeof(char *));
-        _cleanup_close_ int fd = openat(run_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return v;
-        _cleanup_free_ char *data = NULL;
-        if (nsr_read_all(fd, 16u << 20, &data, NULL) < 0)
-                return v;
-        for (char *l = strtok(data, "\n"); l; l = strtok(NULL, "\n")) {
-                char *path = NULL;
-                size_t len = 0;
-                if (nsr_hex_decode(l, strlen(l), &path, &len) >= 0 && strlen(path) == len)
-                        nsr_strv_push(&v, path);
-                else
-                        free(path);
-        }
-        return v;
-}
-
-static bool in_conflict(const nsr_change *c, void *userdata) {
-        char **v = userdata;
-        for (; *v; v++) {
-                size_t l = strlen(*v);
-                if (strncmp(c->path, *v, l) == 0 && (c->path[l] == '\0' || c->path[l] == '/'))
-                        return true;
-        }
-        return false;
 }
 
 /* Copies one change's new entry from the session's upper to the staging
@@ -201,9 +170,109 @@ static void move_root_baseline(int srun_fd, size_t i, int pfd, const nsr_changes
                 (void) nsr_capture_root_save(srun_fd, rel, &st, &e);
 }
 
+static bool in_open(const nsr_change *c, void *userdata) {
+        return nsr_settle_open_find(userdata, c->path, NULL) != NULL;
+}
+
+static const char *since_of(const nsr_settle_open *open, const char *path) {
+        const char *since = "";
+        (void) nsr_settle_open_find(open, path, &since);
+        return since[0] ? since : "an earlier commit";
+}
+
+/* Paths that conflicted in an earlier commit and are still open. With
+ * prefer-sandbox they apply like any change (the host's change is older
+ * than the baseline; overruled if the host changed them again). With
+ * prefer-host they are settled now: the session is shown the host's file
+ * where it can be, and the sandbox's version is never applied while it
+ * stays as it is. Otherwise they are split off and reported as open. */
+static int earlier_conflicts(nsr_session_commit_result *res, const char *path, nsr_conflict_mode mode, int srun_fd,
+                             size_t i, int supper, int pfd, nsr_changeset *cs, nsr_settle_open *open, nsr_error *err) {
+        if (!open->paths[0] || mode == NSR_CONFLICT_PREFER_SANDBOX)
+                return 0;
+        _cleanup_(nsr_changeset_freep) nsr_changeset *still = NULL;
+        int r = nsr_changeset_split(cs, in_open, open, &still);
+        if (r < 0)
+                return nsr_error_set(err, -r, "%s", path);
+        _cleanup_strv_free_ char **settled = NULL;
+        for (size_t k = 0; k < still->n_changes; k++) {
+                const char *p = still->changes[k].path;
+                if (mode != NSR_CONFLICT_PREFER_HOST) {
+                        line(res, "nsrun: %s: conflict: %s still in conflict since %s; not applied", path, p,
+                             since_of(open, p));
+                        res->conflict = true;
+                        continue;
+                }
+                bool shown = nsr_settle_refresh(supper, pfd, p) >= 0;
+                line(res, "nsrun: %s: settled for the host: %s (in conflict since %s); %s", path, p, since_of(open, p),
+                     shown ? "the session sees the host's version now"
+                           : "the session keeps its own version, which is not applied unless it changes again");
+                nsr_strv_extend(&settled, p);
+        }
+        for (char **s = settled; s && *s; s++)
+                (void) nsr_settle_open_remove(open, *s);
+        return settled ? nsr_settle_record(srun_fd, i, supper, settled) : 0;
+}
+
+/* The conflicts of this commit: open from now on (with this run as where
+ * they began), or, with prefer-host, settled at once; prefer-sandbox
+ * settled the earlier ones that applied now. */
+static void record_conflicts(nsr_session_commit_result *res, const char *path, nsr_conflict_mode mode, int srun_fd,
+                             size_t i, int supper, int pfd, const char *run_id, const nsr_changeset *cs,
+                             const nsr_commit_result *cr, nsr_settle_open *open) {
+        _cleanup_strv_free_ char **settled = NULL;
+        for (size_t k = 0; k < cr->n_conflicts; k++) {
+                const nsr_commit_conflict *cf = &cr->conflicts[k];
+                if (mode == NSR_CONFLICT_PREFER_HOST) {
+                        bool shown = nsr_settle_refresh(supper, pfd, cf->path) >= 0;
+                        nsr_strv_extend(&settled, cf->path);
+                        res->conflict = true; /* not all of the session's changes applied */
+                        if (!cf->held)
+                                line(res, "nsrun: %s: settled for the host: %s %s; %s%s%s", path, cf->path, cf->reason,
+                                     shown ? "the session sees the host's version now"
+                                           : "the session keeps its own version, which is not applied unless it "
+                                             "changes again",
+                                     cf->kept_at ? "; the sandbox's version is kept at " : "",
+                                     cf->kept_at ? cf->kept_at : "");
+                        continue;
+                }
+                if (cf->kept_at)
+                        line(res, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s", path, cf->path,
+                             cf->reason, cf->kept_at);
+                else
+                        line(res, "nsrun: %s: conflict: %s %s; left as the host has it", path, cf->path, cf->reason);
+                nsr_settle_open_add(open, cf->path, run_id);
+                res->conflict = true;
+        }
+        for (size_t k = 0; cr->overruled && cr->overruled[k] && cr->overruled[k + 1]; k += 2)
+                line(res,
+                     "nsrun: %s: settled for the sandbox: %s %s; the sandbox's version replaced it, the host's is "
+                     "backed up (nsrun undo %s)",
+                     path, cr->overruled[k], cr->overruled[k + 1], run_id);
+        /* prefer-sandbox: an earlier conflict that applied now is settled. */
+        for (size_t k = 0; mode == NSR_CONFLICT_PREFER_SANDBOX && k < cs->n_changes; k++) {
+                const char *p = cs->changes[k].path;
+                const char *top = nsr_settle_open_find(open, p, NULL);
+                bool again = false;
+                for (size_t m = 0; m < cr->n_conflicts && top; m++)
+                        again = again || streq(cr->conflicts[m].path, p);
+                if (!top || again)
+                        continue;
+                line(res,
+                     "nsrun: %s: settled for the sandbox: %s (in conflict since %s); the sandbox's version "
+                     "replaced the host's, which is backed up (nsrun undo %s)",
+                     path, p, since_of(open, p), run_id);
+                _cleanup_free_ char *t = nsr_strdup(top);
+                (void) nsr_settle_open_remove(open, t);
+        }
+        if (settled)
+                (void) nsr_settle_record(srun_fd, i, supper, settled);
+        (void) nsr_settle_open_write(srun_fd, i, open);
+}
+
 static int commit_project(int statefd, int srun_fd, int run_fd, const char *run_path, const char *run_id,
-                          const nsr_run_meta *sm, size_t i, const struct timespec *base, nsr_session_commit_result *res,
-                          unsigned long counts[5], nsr_error *err) {
+                          const nsr_run_meta *sm, size_t i, const struct timespec *base, nsr_conflict_mode mode,
+                          nsr_session_commit_result *res, unsigned long counts[5], nsr_error *err) {
         const char *path = sm->projects[i];
         _cleanup_close_ int pfd = open_recorded(sm, i, err);
         if (pfd < 0)
@@ -227,17 +296,19 @@ static int commit_project(int statefd, int srun_fd, int run_fd, const char *run_
         }
         if (r < 0)
                 return r;
-        _cleanup_strv_free_ char **old = read_conflicts(srun_fd, i);
-        _cleanup_(nsr_changeset_freep) nsr_changeset *still = NULL;
-        if (old[0]) {
-                r = nsr_changeset_split(cs, in_conflict, old, &still);
-                if (r < 0)
-                        return nsr_error_set(err, -r, "%s", path);
-                for (size_t k = 0; k < still->n_changes; k++)
-                        line(res, "nsrun: %s: conflict: %s still conflicts (from an earlier commit); not applied", path,
-                             still->changes[k].path);
-                res->conflict |= still->n_changes > 0;
-        }
+        char rel[32];
+        snprintf(rel, sizeof(rel), "p%zu/upper", i);
+        _cleanup_close_ int supper = openat(srun_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (supper < 0)
+                return nsr_error_set(err, errno, "cannot open the session's layer");
+        if ((r = nsr_settle_drop_settled(srun_fd, i, supper, cs)) < 0)
+                return nsr_error_set(err, -r, "%s: cannot read the settled paths", path);
+        _cleanup_(nsr_settle_open_done) nsr_settle_open open = { 0 };
+        nsr_settle_open_read(srun_fd, i, &open);
+        if ((r = earlier_conflicts(res, path, mode, srun_fd, i, supper, pfd, cs, &open, err)) < 0)
+                return r;
+        if (mode != NSR_CONFLICT_PREFER_SANDBOX)
+                (void) nsr_settle_open_write(srun_fd, i, &open);
         for (int k = 0; k < 5; k++)
                 counts[k] = nsr_changeset_count(cs, (nsr_change_kind) k);
         if (nsr_changeset_is_empty(cs)) {
@@ -251,8 +322,6 @@ static int commit_project(int statefd, int srun_fd, int run_fd, const char *run_
                 r = nsr_project_protect(run_fd, i, pfd, path, cs, prot, err);
         if (r < 0)
                 return r;
-        char rel[32];
-        snprintf(rel, sizeof(rel), "p%zu/upper", i);
         _cleanup_close_ int staging = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (staging < 0)
                 return nsr_error_set(err, errno, "cannot open the staged layer");
@@ -267,31 +336,26 @@ static int commit_project(int statefd, int srun_fd, int run_fd, const char *run_
                 .run_start = *base,
                 .state_fd = statefd,
                 .run_id = run_id,
+                .all_or_nothing = nsr_conflict_mode_withholds(mode),
+                .prefer_sandbox = mode == NSR_CONFLICT_PREFER_SANDBOX,
         };
         r = nsr_commit_apply(cs, &co, &cr, err);
         if (r < 0)
                 return nsr_error_prefix(err, "%s: the apply failed and was rolled back", path);
-        move_root_baseline(srun_fd, i, pfd, cs, &cr);
-        char name[48];
-        snprintf(name, sizeof(name), "session-conflicts-p%zu", i);
-        _cleanup_free_ char *listed = NULL;
-        size_t listed_len = 0;
-        FILE *lf = open_memstream(&listed, &listed_len);
-        for (size_t k = 0; k < cr.n_conflicts; k++) {
-                const nsr_commit_conflict *cf = &cr.conflicts[k];
-                if (cf->kept_at)
-                        line(res, "nsrun: %s: conflict: %s %s; the sandbox's version is kept at %s", path, cf->path,
-                             cf->reason, cf->kept_at);
-                else
-                        line(res, "nsrun: %s: conflict: %s %s; left as the host has it", path, cf->path, cf->reason);
-                _cleanup_free_ char *hex = nsr_hex_encode(cf->path, strlen(cf->path));
-                if (lf)
-                        fprintf(lf, "%s\n", hex);
+        if (cr.withheld) {
+                /* keep-all, fail: nothing applied; the baseline stays, so
+                 * the next commit finds the same conflicts. */
+                for (size_t k = 0; k < cr.n_conflicts; k++)
+                        if (!cr.conflicts[k].held)
+                                line(res, "nsrun: %s: conflict: %s %s", path, cr.conflicts[k].path,
+                                     cr.conflicts[k].reason);
+                line(res, "nsrun: %s: nothing applied (--on-conflict=%s)", path, nsr_conflict_mode_to_string(mode));
+                res->conflict = res->withheld = true;
+                nsr_commit_result_done(&cr);
+                return 0;
         }
-        /* One write for all of them (it rewrites the whole list). */
-        if (lf && fclose(lf) == 0 && cr.n_conflicts > 0)
-                (void) write_file(srun_fd, name, listed, true);
-        res->conflict |= cr.n_conflicts > 0;
+        move_root_baseline(srun_fd, i, pfd, cs, &cr);
+        record_conflicts(res, path, mode, srun_fd, i, supper, pfd, run_id, cs, &cr, &open);
         _cleanup_free_ char *pl = nsr_protect_summary(prot, false);
         if (pl)
                 line(res, "nsrun: %s: %s", path, pl);
@@ -315,6 +379,11 @@ static int open_session_run(const char *state_dir, const char *session_id, int *
 }
 
 int nsr_session_commit(const char *state_dir, const char *session_id, nsr_session_commit_result *ret, nsr_error *err) {
+        return nsr_session_commit_as(state_dir, session_id, NSR_CONFLICT_APPLY_REST, ret, err);
+}
+
+int nsr_session_commit_as(const char *state_dir, const char *session_id, nsr_conflict_mode mode,
+                          nsr_session_commit_result *ret, nsr_error *err) {
         nsr_session_commit_result res = { .lines = nsr_malloc0(sizeof(char *)) };
         _cleanup_close_ int statefd = -1, srun_fd = -1;
         _cleanup_(nsr_run_meta_done) nsr_run_meta sm = { 0 };
@@ -352,8 +421,8 @@ int nsr_session_commit(const char *state_dir, const char *session_id, nsr_sessio
         bool failed = false;
         for (size_t i = 0; i < n; i++) {
                 nsr_error pe = { 0 };
-                if (commit_project(statefd, srun_fd, run_fd, run_path, run_id, &sm, i, &base, &res, counts[i], &pe) <
-                    0) {
+                if (commit_project(statefd, srun_fd, run_fd, run_path, run_id, &sm, i, &base, mode, &res, counts[i],
+                                   &pe) < 0) {
                         char buf[NSR_ERROR_MSG_MAX + 256];
                         nsr_error_format(&pe, buf, sizeof(buf));
                         line(&res, "nsrun: %s", buf);
@@ -366,7 +435,7 @@ int nsr_session_commit(const char *state_dir, const char *session_id, nsr_sessio
                 snprintf(rel, sizeof(rel), "p%zu/work", i);
                 (void) nsr_rm_rf_at(run_fd, rel, &ce);
         }
-        if (!failed) {
+        if (!failed && !res.withheld) {
                 char buf[64];
                 snprintf(buf, sizeof(buf), "%lld.%09ld\n", (long long) started.tv_sec, started.tv_nsec);
                 (void) write_file(srun_fd, "session-base", buf, false);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "base/error.h"
+#include "cli/plan.h"
 #include "txn/changeset.h"
 #include "txn/state.h"
 
@@ -15,7 +16,8 @@ typedef struct nsr_session_commit_result {
         char run_id[NSR_RUN_ID_MAX]; /* the run the commit made (for undo) */
         char **lines;                /* summaries and conflicts, for stderr */
         bool conflict;
-        bool failed; /* a project's apply failed (rolled back) */
+        bool failed;   /* a project's apply failed (rolled back) */
+        bool withheld; /* keep-all, fail: a conflict held a project's changes back */
 } nsr_session_commit_result;
 
 void nsr_session_commit_done(nsr_session_commit_result *r);
@@ -24,6 +26,13 @@ void nsr_session_commit_done(nsr_session_commit_result *r);
  * a negative errno only when nothing could start; a project that failed
  * is in *ret (failed, and a line). Safe while the session runs. */
 int nsr_session_commit(const char *state_dir, const char *session_id, nsr_session_commit_result *ret, nsr_error *err);
+/* The same with --on-conflict's mode (nsr_session_commit: apply-rest):
+ * prefer-host settles conflicts, earlier ones too, for the host and shows
+ * the session the host's file; prefer-sandbox applies the sandbox's
+ * version over the host's; keep-all and fail apply nothing on a conflict
+ * (withheld) and leave the baseline where it was. */
+int nsr_session_commit_as(const char *state_dir, const char *session_id, nsr_conflict_mode mode,
+                          nsr_session_commit_result *ret, nsr_error *err);
 
 /* The session's conflict baseline: when its last commit started. */
 int nsr_session_base_read(int run_fd, struct timespec *ret);

@@ -610,6 +610,38 @@ static int plan_replace(planner *p, size_t i, const struct stat *st, size_t *nex
         return 0;
 }
 
+/* --on-conflict=prefer-sandbox: the host changed the entry of change i
+ * during the run (st: what is there now, NULL when the host deleted it),
+ * and the sandbox's version goes in all the same, over what is there. The
+ * step's original is the host's entry as it is now: it goes to the
+ * backups, and undo puts it back. */
+static int overrule(planner *p, size_t i, const struct stat *st, const char *why, size_t *next, nsr_error *err) {
+        const nsr_change *c = &p->cs->changes[i];
+        nsr_strv_extend(&p->res.overruled, c->path);
+        nsr_strv_extend(&p->res.overruled, why);
+        if (st)
+                return plan_replace(p, i, st, next, err);
+        size_t end = subtree_end(p->cs, i);
+        if (c->kind == NSR_CHANGE_DELETED) {
+                /* Deleted on both sides. */
+                p->res.applied += end - i;
+                *next = end;
+                return 0;
+        }
+        struct stat ust;
+        int r = upper_stat(p, c, &ust, err);
+        if (r >= 0 && c->type == NSR_ENTRY_DIR)
+                r = check_new_tree(p, i, end, err);
+        else if (r >= 0 && end != i + 1)
+                r = nsr_txn_path_error(err, EINVAL, "changes below a non-dir at", c->path);
+        if (r < 0)
+                return r;
+        add_step(p, NSR_STEP_PLACE, c, NULL, &ust);
+        p->res.applied += end - i;
+        *next = end;
+        return 0;
+}
+
 /* Plans change i; *next is the first change not handled. */
 static int plan_change(planner *p, size_t i, size_t *next, nsr_error *err) {
         const nsr_change *c = &p->cs->changes[i];
@@ -648,6 +680,8 @@ static int plan_change(planner *p, size_t i, size_t *next, nsr_error *err) {
                         p->res.applied++; /* merged: the children apply on their own */
                         return 0;
                 }
+                if (exists && p->o->prefer_sandbox)
+                        return overrule(p, i, &st, "created on the host during the run", next, err);
                 if (exists) {
                         add_conflict(p, c->path, "created on the host during the run", SIZE_MAX, true, is_dirish(c));
                         return 0;
@@ -673,15 +707,21 @@ static int plan_change(planner *p, size_t i, size_t *next, nsr_error *err) {
                 return nsr_txn_path_error(err, EINVAL, "an invalid change kind at", c->path);
         }
 
+        /* A dir the sandbox kept has in its upper dir only what it
+         * changed: never a whole dir to put in place of the host's. */
+        bool dir_stays = c->kind != NSR_CHANGE_DELETED && c->type == NSR_ENTRY_DIR && c->old.type == NSR_ENTRY_DIR;
+        if (!exists && p->o->prefer_sandbox && !dir_stays)
+                return overrule(p, i, NULL, "deleted on the host during the run", next, err);
         if (!exists) {
                 add_conflict(p, c->path, "deleted on the host during the run", SIZE_MAX, upper_entry, is_dirish(c));
                 return 0;
         }
-        bool dir_stays = c->kind != NSR_CHANGE_DELETED && c->type == NSR_ENTRY_DIR && c->old.type == NSR_ENTRY_DIR;
         /* A dir that goes away is judged by the walk below, which can say
          * what inside it changed. */
         bool ctime_here = !dir_stays && !S_ISDIR(st.st_mode);
         if (!same_entry(&st, &c->old) || (ctime_here && changed_since(p, c->path, &st, &c->old))) {
+                if (p->o->prefer_sandbox && !dir_stays)
+                        return overrule(p, i, &st, "changed on the host during the run", next, err);
                 add_conflict(p, c->path, "changed on the host during the run", SIZE_MAX, upper_entry && !dir_stays,
                              is_dirish(c));
                 return 0;
@@ -689,7 +729,12 @@ static int plan_change(planner *p, size_t i, size_t *next, nsr_error *err) {
         if (dir_stays) {
                 /* A dir's ctime moves with every entry added or removed in
                  * it, so only its own metadata tells a host change. */
-                if ((st.st_mode & 07777) != c->old.mode || st.st_uid != c->old.uid || st.st_gid != c->old.gid) {
+                bool host_meta =
+                        (st.st_mode & 07777) != c->old.mode || st.st_uid != c->old.uid || st.st_gid != c->old.gid;
+                if (host_meta && p->o->prefer_sandbox) {
+                        nsr_strv_extend(&p->res.overruled, c->path);
+                        nsr_strv_extend(&p->res.overruled, "the host changed the dir's mode or owner during the run");
+                } else if (host_meta) {
                         add_conflict(p, c->path, "the host changed the dir's mode or owner during the run", SIZE_MAX,
                                      false, false);
                         return 0;
@@ -703,6 +748,8 @@ static int plan_change(planner *p, size_t i, size_t *next, nsr_error *err) {
                 _cleanup_free_ char *why = NULL;
                 if ((r = live_tree_check(p, lp, leaf, c->path, &why, err)) < 0)
                         return r;
+                if (why && p->o->prefer_sandbox)
+                        return overrule(p, i, &st, why, next, err);
                 if (why) {
                         add_conflict(p, c->path, why, SIZE_MAX, upper_entry, true);
                         return 0;
@@ -924,6 +971,7 @@ void nsr_commit_result_done(nsr_commit_result *r) {
         free(r->conflicts);
         nsr_strv_free(r->units);
         nsr_strv_free(r->split_links);
+        nsr_strv_free(r->overruled);
         *r = (nsr_commit_result){ 0 };
 }
 

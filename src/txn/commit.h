@@ -71,6 +71,8 @@ typedef struct nsr_commit_result {
         size_t n_conflicts;
         char **units;       /* the git dirs held back whole because part of them conflicted */
         char **split_links; /* files replaced that had other hard links on the host (they keep the old content) */
+        char **overruled;   /* prefer_sandbox: pairs of a path and the host change its new version replaced (the
+                             * host's version is in the backups, for undo) */
         bool withheld;      /* all_or_nothing and a conflict: nothing applied, the upper dir untouched */
         nsr_commit_stats stats;
 } nsr_commit_result;
@@ -90,6 +92,10 @@ typedef struct nsr_commit_opts {
         const char *run_id;  /* the run's id; NULL: the journal is not indexed (tests only) */
         bool all_or_nothing; /* a conflict anywhere: apply nothing, leave the upper dir as it is */
         bool check_only;     /* only find the conflicts: apply nothing in any case */
+        bool prefer_sandbox; /* a conflict the sandbox's version can settle is no conflict: it replaces the
+                              * host's version (backed up like any original); the rest stay conflicts
+                              * (a parent dir gone, a dir the sandbox kept but the host removed or replaced,
+                              * the project dir's own mode) */
 } nsr_commit_opts;
 
 /* Whether a host entry with this ctime changed after start (a run's

@@ -138,7 +138,7 @@ if command -v git >/dev/null 2>&1; then
 	inside_commit "--on-conflict=fail"
 	is "$rc:$(test -e "$G/n" && echo applied)" "125:" "--on-conflict=fail: nothing applies and nsrun exits 125"
 	run "$NSRUN" -p "$G" $NS --on-conflict=bogus -- true
-	like "$rc:$err" "^125:.*--on-conflict takes apply-rest, keep-all or fail" "a bad --on-conflict value is refused"
+	like "$rc:$err" "^125:.*--on-conflict takes apply-rest, keep-all, fail, prefer-host or prefer-sandbox" "a bad --on-conflict value is refused"
 	run "$NSRUN" -p "$G" $NS --on-conflict=keep-all --trace-bwrap -- true
 	like "$out" "nsrun-only: .*conflict.*keep-all" "the trace says what a conflict does"
 else

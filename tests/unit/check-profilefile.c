@@ -446,9 +446,17 @@ static int local(const char *before, const char *text, nsr_error *err) {
 START_TEST(test_tightening_only) {
         nsr_error err = { 0 };
         static const char *const ok[] = {
-                "hide ~/.aws\nhide /srv\n", "home ro\n",     "home hide\n",
-                "seccomp-policy strict\n",  "unshare-net\n", "cap-drop ALL\n",
+                "hide ~/.aws\nhide /srv\n",
+                "home ro\n",
+                "home hide\n",
+                "seccomp-policy strict\n",
+                "unshare-net\n",
+                "cap-drop ALL\n",
                 "# only a comment\n",
+                "on-conflict keep-all\n",
+                "on-conflict fail\n",
+                "on-conflict prefer-host\n",
+                "on-conflict apply-rest\n",
         };
         for (size_t i = 0; i < ELEMENTSOF(ok); i++)
                 ck_assert_msg(local(NULL, ok[i], &err) == 0, "%s: %s", ok[i], err.msg);
@@ -470,6 +478,12 @@ START_TEST(test_tightening_only) {
                 { NULL, "seccomp-policy /tmp/x.policy\n", "only \"seccomp-policy strict\"" },
                 { NULL, "include strict\n", ":1: include is refused" },
                 { NULL, "forbid hide\n", ":1: forbid is only read from the system config" },
+                { NULL, "on-conflict prefer-sandbox\n",
+                  ":1: --on-conflict prefer-sandbox would loosen --on-conflict apply-rest" },
+                { "on-conflict keep-all\n", "on-conflict apply-rest\n", "would loosen --on-conflict keep-all" },
+                { "on-conflict fail\n", "on-conflict keep-all\n", "would loosen --on-conflict fail" },
+                { "on-conflict keep-all\n", "on-conflict prefer-host\n", "would loosen --on-conflict keep-all" },
+                { NULL, "on-conflict sideways\n", ":1: --on-conflict takes apply-rest" },
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 int r = local(bad[i].before, bad[i].text, &err);

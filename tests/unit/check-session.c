@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The pure parts of sessions: the exec request's wire form, the command's
- * environment, durations, and the message framing over a socketpair. */
+ * environment, durations, and the message framing over a socketpair; the
+ * records of open and settled conflicts, and the refresh of the session's
+ * view (settle.h) on plain dirs. */
 #include "config.h"
 
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "project/session.h"
+#include "project/settle.h"
 #include "txn/state.h"
 #include "unit.h"
 
@@ -162,6 +166,161 @@ START_TEST(test_meta_owner) {
 }
 END_TEST
 
+/* A temp dir with run/, upper/ and proj/ (fds), removed afterwards. */
+typedef struct tree {
+        char dir[64];
+        int run, upper, proj;
+} tree;
+
+static void tree_new(tree *t) {
+        snprintf(t->dir, sizeof(t->dir), "/tmp/check-settle.XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(t->dir));
+        int d = open(t->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(d, 0);
+        ck_assert_int_eq(mkdirat(d, "run", 0700), 0);
+        ck_assert_int_eq(mkdirat(d, "upper", 0700), 0);
+        ck_assert_int_eq(mkdirat(d, "proj", 0700), 0);
+        t->run = openat(d, "run", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        t->upper = openat(d, "upper", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        t->proj = openat(d, "proj", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        close(d);
+}
+
+static void tree_done(tree *t) {
+        close(t->run);
+        close(t->upper);
+        close(t->proj);
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", t->dir);
+        ck_assert_int_eq(system(cmd), 0);
+}
+
+static void put(const tree *t, const char *sub, const char *name, const char *text) {
+        char path[256];
+        snprintf(path, sizeof(path), "%s/%s/%s", t->dir, sub, name);
+        FILE *f = fopen(path, "we");
+        ck_assert_ptr_nonnull(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static char *get(const tree *t, const char *sub, const char *name) {
+        char path[256], buf[256] = "";
+        snprintf(path, sizeof(path), "%s/%s/%s", t->dir, sub, name);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return NULL;
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        return nsr_strdup(buf);
+}
+
+START_TEST(test_settle_open_record) {
+        tree t;
+        tree_new(&t);
+        nsr_settle_open o;
+        nsr_settle_open_read(t.run, 0, &o);
+        ck_assert_ptr_null(o.paths[0]);
+        /* Nothing ever conflicted: no file is written. */
+        ck_assert_int_eq(nsr_settle_open_write(t.run, 0, &o), 0);
+        ck_assert_int_lt(faccessat(t.run, "session-conflicts-p0", F_OK, AT_SYMLINK_NOFOLLOW), 0);
+        nsr_settle_open_add(&o, "d", "20260101T000000.000Z-abcdef");
+        nsr_settle_open_add(&o, "f\nx", "");
+        nsr_settle_open_add(&o, "d", "20260101T000000.000Z-000000"); /* once */
+        ck_assert_int_eq(nsr_settle_open_write(t.run, 0, &o), 0);
+        nsr_settle_open_done(&o);
+        /* An older record has no run; a bad line is skipped. */
+        put(&t, "run", "session-conflicts-p1", "67\nzz\n68 not/a run\n");
+        nsr_settle_open_read(t.run, 0, &o);
+        ck_assert_uint_eq(nsr_strv_length(o.paths), 2);
+        const char *since = NULL;
+        ck_assert_str_eq(nsr_settle_open_find(&o, "d/below", &since), "d");
+        ck_assert_str_eq(since, "20260101T000000.000Z-abcdef");
+        ck_assert_ptr_null(nsr_settle_open_find(&o, "dd", NULL));
+        ck_assert_str_eq(nsr_settle_open_find(&o, "f\nx", &since), "f\nx");
+        ck_assert_str_eq(since, "");
+        ck_assert(nsr_settle_open_remove(&o, "d"));
+        ck_assert(!nsr_settle_open_remove(&o, "d"));
+        ck_assert_uint_eq(nsr_strv_length(o.paths), 1);
+        nsr_settle_open_done(&o);
+        nsr_settle_open_read(t.run, 1, &o);
+        ck_assert_uint_eq(nsr_strv_length(o.paths), 2);
+        ck_assert_str_eq(o.paths[0], "g");
+        ck_assert_str_eq(o.paths[1], "h");
+        ck_assert_str_eq(o.since[1], "");
+        nsr_settle_open_done(&o);
+        tree_done(&t);
+}
+END_TEST
+
+START_TEST(test_settle_refresh) {
+        tree t;
+        tree_new(&t);
+        put(&t, "proj", "f", "host\n");
+        put(&t, "upper", "f", "sandbox, longer\n");
+        ck_assert_int_eq(fchmodat(t.proj, "f", 04640, 0), 0);
+        ck_assert_int_eq(nsr_settle_refresh(t.upper, t.proj, "f"), 0);
+        _cleanup_free_ char *got = get(&t, "upper", "f");
+        ck_assert_str_eq(got, "host\n");
+        struct stat a, b;
+        ck_assert_int_eq(fstatat(t.proj, "f", &a, 0), 0);
+        ck_assert_int_eq(fstatat(t.upper, "f", &b, 0), 0);
+        ck_assert_int_eq(b.st_mode & 07777, 0640); /* no setuid bit in the layer */
+        ck_assert_int_eq(b.st_mtim.tv_sec, a.st_mtim.tv_sec);
+        ck_assert_int_eq(b.st_mtim.tv_nsec, a.st_mtim.tv_nsec);
+
+        /* The upper dir is the sandbox's: a symlink, a hard link, a fifo
+         * or a symlinked parent is never written through. */
+        put(&t, "proj", "s", "host\n");
+        ck_assert_int_eq(symlinkat("/etc/passwd", t.upper, "s"), 0);
+        ck_assert_int_eq(nsr_settle_refresh(t.upper, t.proj, "s"), -EOPNOTSUPP);
+        put(&t, "proj", "h", "host\n");
+        put(&t, "upper", "other", "mine\n");
+        ck_assert_int_eq(linkat(t.upper, "other", t.upper, "h", 0), 0);
+        ck_assert_int_eq(nsr_settle_refresh(t.upper, t.proj, "h"), -EOPNOTSUPP);
+        _cleanup_free_ char *other = get(&t, "upper", "other");
+        ck_assert_str_eq(other, "mine\n");
+        put(&t, "proj", "p", "host\n");
+        ck_assert_int_eq(mkfifoat(t.upper, "p", 0600), 0);
+        ck_assert_int_eq(nsr_settle_refresh(t.upper, t.proj, "p"), -EOPNOTSUPP);
+        ck_assert_int_eq(mkdirat(t.proj, "d", 0700), 0);
+        put(&t, "proj", "d/x", "host\n");
+        ck_assert_int_eq(symlinkat(t.dir, t.upper, "d"), 0);
+        ck_assert_int_lt(nsr_settle_refresh(t.upper, t.proj, "d/x"), 0);
+        /* The host deleted it, or has a dir there: not a file to show. */
+        put(&t, "upper", "gone", "mine\n");
+        ck_assert_int_eq(nsr_settle_refresh(t.upper, t.proj, "gone"), -EOPNOTSUPP);
+        tree_done(&t);
+}
+END_TEST
+
+START_TEST(test_settle_settled) {
+        tree t;
+        tree_new(&t);
+        put(&t, "upper", "a", "mine\n");
+        put(&t, "upper", "b", "mine\n");
+        char *paths[] = { (char *) "a", (char *) "b", (char *) "none", NULL };
+        ck_assert_int_eq(nsr_settle_record(t.run, 0, t.upper, paths), 0);
+        /* b is written again: a change of its own from now on. */
+        ck_assert_int_eq(fchmodat(t.upper, "b", 0600, 0), 0);
+        _cleanup_(nsr_changeset_freep) nsr_changeset *cs = nsr_changeset_new();
+        nsr_error e = { 0 };
+        nsr_change c = { .path = (char *) "a", .kind = NSR_CHANGE_MODIFIED, .type = NSR_ENTRY_FILE };
+        ck_assert_int_eq(nsr_changeset_add(cs, &c, &e), 0);
+        c.path = (char *) "b";
+        ck_assert_int_eq(nsr_changeset_add(cs, &c, &e), 0);
+        ck_assert_int_eq(nsr_settle_drop_settled(t.run, 0, t.upper, cs), 0);
+        ck_assert_uint_eq(cs->n_changes, 1);
+        ck_assert_str_eq(cs->changes[0].path, "b");
+        _cleanup_free_ char *rec = get(&t, "run", "session-settled-p0");
+        /* a's record only ("61" is its hex): b's is forgotten. */
+        ck_assert_int_eq(strncmp(rec, "61 ", 3), 0);
+        ck_assert_ptr_null(strchr(strchr(rec, '\n') + 1, '\n'));
+        tree_done(&t);
+}
+END_TEST
+
 static Suite *session_suite(void) {
         Suite *s = suite_create("session");
         TCase *tc = tcase_create("core");
@@ -171,6 +330,9 @@ static Suite *session_suite(void) {
         tcase_add_test(tc, test_duration);
         tcase_add_test(tc, test_framing);
         tcase_add_test(tc, test_meta_owner);
+        tcase_add_test(tc, test_settle_open_record);
+        tcase_add_test(tc, test_settle_refresh);
+        tcase_add_test(tc, test_settle_settled);
         suite_add_tcase(s, tc);
         return s;
 }
