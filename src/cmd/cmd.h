@@ -7,6 +7,13 @@
  * process exit status. */
 #pragma once
 
+/* Every usage error of nsrun's own command lines (project mode and every
+ * subcommand: an unknown option or subcommand, a missing, extra or bad
+ * argument) exits with this one status, nsrun's own failure status, which
+ * no status of a command that nsrun passes through can be confused with.
+ * A bwrap command line keeps bwrap's 1 (man nsrun, EXIT STATUS). */
+#define NSR_EXIT_USAGE 125
+
 int nsr_cmd_seccomp(int argc, char **argv);
 int nsr_cmd_diff(int argc, char **argv);
 int nsr_cmd_commit(int argc, char **argv);

@@ -175,7 +175,7 @@ int nsr_cmd_doctor(int argc, char **argv) {
                 nsr_error_format(&pe, buf, sizeof(buf));
                 nsr_utf8_fprintf_line(stderr, "nsrun: %s\n", buf);
                 nsr_subopts_help(stderr, &doctor_cmd);
-                return 1;
+                return NSR_EXIT_USAGE;
         }
         if (help) {
                 nsr_subopts_help(stdout, &doctor_cmd);

@@ -283,7 +283,7 @@ static int run_plan(ctx *c, nsr_plan *plan, const nsr_option *only) {
         if (only) {
                 nsr_error_setx(&err, EINVAL, "%s only works in project mode (--project DIR)", only->name);
                 print_error(c, &err);
-                return 1;
+                return NSR_EXIT_USAGE;
         }
         nsr_caller caller;
         nsr_caller_detect(&caller);
@@ -383,9 +383,9 @@ static int cmd_help(int argc, char **argv, const char *prog) {
                                                : "usage: nsrun help [SUBCOMMAND]\nShow the help, or a subcommand's.");
                 return 0;
         }
-        /* Subcommands exit 1 on failure (man page, SUBCOMMANDS). */
+        /* A usage error, of the one status (cmd.h). */
         fprintf(stderr, "nsrun: help: no subcommand \"%s\" (\"nsrun help\" lists them)\n", argv[1]);
-        return 1;
+        return NSR_EXIT_USAGE;
 }
 
 /* "nsrun version" with more words: "version" is a subcommand, never a
@@ -397,7 +397,7 @@ static int cmd_version(int argc, char **argv) {
         }
         if (argc > 1) {
                 fprintf(stderr, "nsrun: version: unexpected argument \"%s\"\n", argv[1]);
-                return 1;
+                return NSR_EXIT_USAGE;
         }
         puts(PACKAGE_NAME " " PACKAGE_VERSION);
         return 0;
@@ -502,7 +502,7 @@ static int run_main(ctx *cp, int argc, char **argv) {
                 if (streq(argv[1], "version"))
                         return cmd_version(argc - 1, argv + 1);
                 if (unknown_command(argv[1]))
-                        return 1;
+                        return NSR_EXIT_USAGE;
         }
 
         nsr_error err = { 0 };

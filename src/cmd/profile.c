@@ -309,7 +309,7 @@ static int dump_options(void) {
 int nsr_cmd_profile(int argc, char **argv) {
         if (argc < 2 || streq(argv[1], "--help") || streq(argv[1], "-h")) {
                 usage(argc < 2 ? stderr : stdout);
-                return argc < 2 ? 1 : 0;
+                return argc < 2 ? NSR_EXIT_USAGE : 0;
         }
         const char *sub = argv[1], *operand = NULL;
         verb_opts vo = { 0 };
@@ -320,7 +320,7 @@ int nsr_cmd_profile(int argc, char **argv) {
         if (c) {
                 int r = parse(c, argc - 1, argv + 1, &vo, &operand);
                 if (r != 0)
-                        return r < 0 ? 1 : 0;
+                        return r < 0 ? NSR_EXIT_USAGE : 0;
         }
         if (c == &list_sub)
                 return cmd_list();
@@ -331,5 +331,5 @@ int nsr_cmd_profile(int argc, char **argv) {
         if (streq(sub, "--dump-options") && argc == 2)
                 return dump_options();
         usage(stderr);
-        return 1;
+        return NSR_EXIT_USAGE;
 }

@@ -476,7 +476,7 @@ static char *latest_run_here(int statefd, const char *dir) {
 int nsr_cmd_diff(int argc, char **argv) {
         args a;
         if (parse_args(argc, argv, &diff_cmd, &a) < 0)
-                return 1;
+                return NSR_EXIT_USAGE;
         if (a.help) {
                 nsr_subopts_help(stdout, &diff_cmd);
                 return 0;
@@ -587,10 +587,10 @@ static void print_settled(const char *project, const nsr_commit_result *res, nsr
 int nsr_cmd_commit(int argc, char **argv) {
         args a;
         if (parse_args(argc, argv, &commit_cmd, &a) < 0)
-                return 1;
+                return NSR_EXIT_USAGE;
         if (a.help || !a.run) {
                 nsr_subopts_help(a.help ? stdout : stderr, &commit_cmd);
-                return a.help ? 0 : 1;
+                return a.help ? 0 : NSR_EXIT_USAGE;
         }
         _cleanup_free_ char *state_dir = NULL;
         _cleanup_close_ int statefd = open_state(&a, &state_dir);
@@ -739,10 +739,10 @@ int nsr_cmd_commit(int argc, char **argv) {
 int nsr_cmd_discard(int argc, char **argv) {
         args a;
         if (parse_args(argc, argv, &discard_cmd, &a) < 0)
-                return 1;
+                return NSR_EXIT_USAGE;
         if (a.help || !a.run) {
                 nsr_subopts_help(a.help ? stdout : stderr, &discard_cmd);
-                return a.help ? 0 : 1;
+                return a.help ? 0 : NSR_EXIT_USAGE;
         }
         _cleanup_close_ int statefd = open_state(&a, NULL);
         if (statefd < 0)
@@ -859,10 +859,10 @@ static int undo_projects(int statefd, int run_fd, const nsr_run_meta *m, const c
 int nsr_cmd_undo(int argc, char **argv) {
         args a;
         if (parse_args(argc, argv, &undo_cmd, &a) < 0)
-                return 1;
+                return NSR_EXIT_USAGE;
         if (a.help || (!a.run && !a.project)) {
                 nsr_subopts_help(a.help ? stdout : stderr, &undo_cmd);
-                return a.help ? 0 : 1;
+                return a.help ? 0 : NSR_EXIT_USAGE;
         }
         _cleanup_free_ char *state_dir = NULL;
         _cleanup_close_ int statefd = open_state(&a, &state_dir);
@@ -950,7 +950,7 @@ int nsr_cmd_undo(int argc, char **argv) {
 int nsr_cmd_history(int argc, char **argv) {
         args a;
         if (parse_args(argc, argv, &history_cmd, &a) < 0)
-                return 1;
+                return NSR_EXIT_USAGE;
         if (a.help) {
                 nsr_subopts_help(stdout, &history_cmd);
                 return 0;
@@ -1052,7 +1052,7 @@ int nsr_cmd_history(int argc, char **argv) {
 int nsr_cmd_gc(int argc, char **argv) {
         args a;
         if (parse_args(argc, argv, &gc_cmd, &a) < 0)
-                return 1;
+                return NSR_EXIT_USAGE;
         if (a.help) {
                 nsr_subopts_help(stdout, &gc_cmd);
                 return 0;

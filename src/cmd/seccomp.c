@@ -101,11 +101,11 @@ static int cmd_check(int argc, char **argv) {
         _cleanup_(sargs_done) sargs a;
         int pr = parse(&check_sub, argc, argv, &a);
         if (pr != 0)
-                return pr < 0;
+                return pr < 0 ? NSR_EXIT_USAGE : 0;
         bool verbose = a.verbose;
         if (a.sa.n_operands == 0) {
                 fputs("nsrun: seccomp check: no policy given\n", stderr);
-                return 1;
+                return NSR_EXIT_USAGE;
         }
         int rc = 0;
         for (size_t i = 0; i < a.sa.n_operands; i++) {
@@ -139,11 +139,11 @@ static int cmd_compile(int argc, char **argv) {
         _cleanup_(sargs_done) sargs a;
         int pr = parse(&compile_sub, argc, argv, &a);
         if (pr != 0)
-                return pr < 0;
+                return pr < 0 ? NSR_EXIT_USAGE : 0;
         const char *policy = a.sa.n_operands ? a.sa.operands[0] : NULL, *out = a.out;
         if (!policy || !out) {
                 fputs("nsrun: seccomp compile: usage: nsrun seccomp compile POLICY -o FILE\n", stderr);
-                return 1;
+                return NSR_EXIT_USAGE;
         }
         nsr_error err = { 0 };
         _cleanup_(nsr_policy_freep) nsr_policy *p = NULL;
@@ -176,7 +176,7 @@ static int cmd_list(int argc, char **argv) {
         _cleanup_(sargs_done) sargs a;
         int pr = parse(&list_sub, argc, argv, &a);
         if (pr != 0)
-                return pr < 0;
+                return pr < 0 ? NSR_EXIT_USAGE : 0;
         nsr_error err = { 0 };
         _cleanup_strv_free_ char **names = NULL;
         if (nsr_seccomp_list(&names, &err) < 0) {
@@ -200,7 +200,7 @@ static int cmd_list(int argc, char **argv) {
 int nsr_cmd_seccomp(int argc, char **argv) {
         if (argc < 2) {
                 usage(stderr);
-                return 1;
+                return NSR_EXIT_USAGE;
         }
         const char *verb = argv[1];
         if (streq(verb, "--help") || streq(verb, "-h") || streq(verb, "help")) {
@@ -215,5 +215,5 @@ int nsr_cmd_seccomp(int argc, char **argv) {
                 return cmd_list(argc - 1, argv + 1);
         fprintf(stderr, "nsrun: seccomp: unknown command '%s'\n", verb);
         usage(stderr);
-        return 1;
+        return NSR_EXIT_USAGE;
 }

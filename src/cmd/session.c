@@ -377,7 +377,7 @@ static int report_start(char *text, const sargs *a, const char *id, const char *
 static int start(int argc, char **argv) {
         _cleanup_(sargs_done) sargs a;
         if (parse(&start_sub, argc, argv, &a) < 0)
-                return NSR_EXIT_FAILURE;
+                return NSR_EXIT_USAGE;
         if (a.help) {
                 usage_session(stdout);
                 return 0;
@@ -435,13 +435,14 @@ static int session_commit(const char *state_dir, const char *id, nsr_conflict_mo
 
 /* The start of the subcommands that talk to one session: the options,
  * the usage, the state dir and the connection. Returns the connected fd,
- * -1 after saying what failed, or -2 after --help. */
+ * -1 after saying what failed, -2 after --help, or -3 after a usage
+ * error. */
 static int open_session(const nsr_subcmd *c, int argc, char **argv, sargs *a, char **ret_state_dir) {
         if (parse(c, argc, argv, a) < 0)
-                return -1;
+                return -3;
         if (a->help || !a->id) {
                 usage_session(a->help ? stdout : stderr);
-                return a->help ? -2 : -1;
+                return a->help ? -2 : -3;
         }
         *ret_state_dir = state_dir_of(a->state_dir, false);
         if (!*ret_state_dir)
@@ -455,7 +456,7 @@ static int commit_cmd(int argc, char **argv) {
         _cleanup_free_ char *state_dir = NULL;
         _cleanup_close_ int fd = open_session(&commit_sub, argc, argv, &a, &state_dir);
         if (fd < 0)
-                return fd == -2 ? 0 : 1;
+                return fd == -2 ? 0 : fd == -3 ? NSR_EXIT_USAGE : 1;
         return session_commit(state_dir, a.id, a.on_conflict, NULL, NULL);
 }
 
@@ -498,7 +499,7 @@ static int stop_cmd(int argc, char **argv) {
         _cleanup_free_ char *state_dir = NULL;
         _cleanup_close_ int fd = open_session(&stop_sub, argc, argv, &a, &state_dir);
         if (fd < 0)
-                return fd == -2 ? 0 : 1;
+                return fd == -2 ? 0 : fd == -3 ? NSR_EXIT_USAGE : 1;
         /* --commit stops first, keeping the run, and then commits it the
          * way "session commit" does: nothing writes any more, and earlier
          * commits set the conflict baseline. */
@@ -547,10 +548,10 @@ static int stop_cmd(int argc, char **argv) {
 static int list_cmd(int argc, char **argv) {
         _cleanup_(sargs_done) sargs a;
         if (parse(&list_sub, argc, argv, &a) < 0)
-                return 1;
+                return NSR_EXIT_USAGE;
         if (a.help || a.id) {
                 usage_session(a.help ? stdout : stderr);
-                return a.help ? 0 : 1;
+                return a.help ? 0 : NSR_EXIT_USAGE;
         }
         _cleanup_free_ char *state_dir = state_dir_of(a.state_dir, false);
         if (!state_dir)
@@ -612,7 +613,7 @@ static int diff_cmd(int argc, char **argv) {
         _cleanup_free_ char *state_dir = NULL;
         _cleanup_close_ int fd = open_session(&diff_sub, argc, argv, &a, &state_dir);
         if (fd < 0)
-                return fd == -2 ? 0 : 1;
+                return fd == -2 ? 0 : fd == -3 ? NSR_EXIT_USAGE : 1;
         /* A session's id is its run's: its upper layer is the run's. */
         char *dargv[] = { (char *) "diff", (char *) "--state-dir", state_dir, (char *) a.id, NULL };
         return nsr_cmd_diff(4, dargv);
@@ -621,7 +622,7 @@ static int diff_cmd(int argc, char **argv) {
 int nsr_cmd_session(int argc, char **argv) {
         if (argc < 2 || streq(argv[1], "--help") || streq(argv[1], "-h")) {
                 usage_session(argc < 2 ? stderr : stdout);
-                return argc < 2 ? 1 : 0;
+                return argc < 2 ? NSR_EXIT_USAGE : 0;
         }
         if (streq(argv[1], "start"))
                 return start(argc - 1, argv + 1);
@@ -635,7 +636,7 @@ int nsr_cmd_session(int argc, char **argv) {
                 return commit_cmd(argc - 1, argv + 1);
         say("nsrun: session: unknown subcommand %s\n", argv[1]);
         usage_session(stderr);
-        return 1;
+        return NSR_EXIT_USAGE;
 }
 
 /* ---- exec ------------------------------------------------------------------------ */
@@ -704,10 +705,10 @@ int nsr_cmd_exec(int argc, char **argv) {
                 }
         _cleanup_(sargs_done) sargs a;
         if (parse(&exec_sub, argc, argv, &a) < 0)
-                return NSR_EXIT_FAILURE;
+                return NSR_EXIT_USAGE;
         if (a.help || !a.id || !a.rest || !a.rest[0]) {
                 usage_session(a.help ? stdout : stderr);
-                return a.help ? 0 : NSR_EXIT_FAILURE;
+                return a.help ? 0 : NSR_EXIT_USAGE;
         }
         _cleanup_free_ char *state_dir = state_dir_of(a.state_dir, false);
         if (!state_dir)

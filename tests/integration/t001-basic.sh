@@ -42,7 +42,7 @@ is "$rc:$err" "1:nsrun: Unknown option --unshare-al; did you mean --unshare-all?
 run "$NSRUN" -p . --timout=5 -- true
 is "$rc:$err" "125:nsrun: Unknown option --timout=5; did you mean --timeout?" "a mistyped nsrun option with a value"
 run "$NSRUN" history --sate-dir /x
-is "$rc:$err" "1:nsrun: history: unexpected argument \"--sate-dir\" (no such option; did you mean --state-dir?)" \
+is "$rc:$err" "125:nsrun: history: unexpected argument \"--sate-dir\" (no such option; did you mean --state-dir?)" \
 	"a mistyped subcommand option: did you mean"
 
 # The bwrap name.

@@ -22,7 +22,7 @@ run "$NSRUN" gc --state-dir "$S" --keep-days 1000000000000000
 is "$rc" 0 "gc --keep-days with more days than since the epoch"
 is "$(runs)" "$(printf '%s\n' "$a1" "$b1" "$a2" | LC_ALL=C sort | tr '\n' ' ')" "... keeps every run (no overflow into the future)"
 run "$NSRUN" gc --state-dir "$S" --keep-days 99999999999999999999999
-is "$rc" 1 "gc --keep-days out of range is refused"
+is "$rc" 125 "gc --keep-days out of range is refused (a usage error)"
 like "$err" "keep-days takes a number of days" "... with a message"
 is "$(runs)" "$(printf '%s\n' "$a1" "$b1" "$a2" | LC_ALL=C sort | tr '\n' ' ')" "... and removes nothing"
 

@@ -166,7 +166,7 @@ is "$rc" 125 "--keep with live writes is refused"
 run "$NSRUN" -p "$P" --state-dir "$d/soff" --sandbox=bogus -- true
 like "$rc:$err" "^125:nsrun: --sandbox takes required, best-effort or off" "an unknown mode is a usage error (125 in project mode)"
 run "$NSRUN" --sandbox=best-effort -- true
-is "$rc:$err" "1:nsrun: --sandbox only works in project mode (--project DIR)" "--sandbox needs --project"
+is "$rc:$err" "125:nsrun: --sandbox only works in project mode (--project DIR)" "--sandbox needs --project"
 
 kill $srv 2>/dev/null
 wait $srv 2>/dev/null

@@ -108,7 +108,7 @@ run_id=$(ls "$S/runs" | sort | tail -n 1)
 run "$NSRUN" commit $NS "$run_id" --on-conflict=prefer-host
 is "$rc:$(cat "$P/f"):$(cat "$P/g")" "0:$(two base host):new" "commit RUN --on-conflict=prefer-host keeps the host's edit, applies the rest"
 run "$NSRUN" commit $NS "$run_id" --on-conflict=sideways
-like "$rc:$err" "^1:.*--on-conflict takes apply-rest, keep-all, fail, prefer-host or prefer-sandbox" \
+like "$rc:$err" "^125:.*--on-conflict takes apply-rest, keep-all, fail, prefer-host or prefer-sandbox" \
 	"commit RUN refuses an unknown mode"
 
 # ---- sessions -----------------------------------------------------------------------

@@ -18,9 +18,9 @@ like "$rc:$out" "^0:usage: " "nsrun help shows the help"
 run "$NSRUN" help history
 like "$rc:$out" "^0:usage: nsrun history" "nsrun help SUBCOMMAND shows the subcommand's help"
 run "$NSRUN" histroy
-is "$rc:$err" "1:nsrun: unknown command \"histroy\"; did you mean \"history\"? (\"nsrun help\" lists them)" "a typo of a subcommand gets a suggestion, not execvp"
+is "$rc:$err" "125:nsrun: unknown command \"histroy\"; did you mean \"history\"? (\"nsrun help\" lists them)" "a typo of a subcommand gets a suggestion, not execvp"
 run "$NSRUN" no-such-subcommand-or-program
-like "$rc:$err" "^1:nsrun: unknown command \"no-such-subcommand-or-program\"" "an unknown word is an unknown command"
+like "$rc:$err" "^125:nsrun: unknown command \"no-such-subcommand-or-program\"" "an unknown word is an unknown command"
 run "$NSRUN" -p "$P" $NS
 is "$rc:$(printf '%s\n' "$err" | wc -l)" "125:1" "-p DIR with no command: one line of usage, exit 125"
 like "$err" "^usage: .*-p DIR .*COMMAND" "... which is the usage"
@@ -59,7 +59,7 @@ for i in 1 2 3; do "$NSRUN" -p "$D" $NS -- true 2>/dev/null; done
 run "$NSRUN" history $NS -p "$D" --limit 2
 is "$rc:$(printf '%s\n' "$out" | grep -c .)" "0:2" "history --limit 2 lists the two newest runs"
 run "$NSRUN" history $NS -p "$D" --limit 0
-like "$rc:$err" "^1:.*--limit takes a number of runs" "... and refuses --limit 0"
+like "$rc:$err" "^125:.*--limit takes a number of runs" "... and refuses --limit 0"
 
 # A nested run without --allow-nested: the message says why, and no sysctl.
 N=$d/nested; mkdir -p "$N"

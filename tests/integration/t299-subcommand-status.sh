@@ -1,7 +1,8 @@
 #!/bin/sh
 # The subcommands' exit statuses, as the man page lists them (SUBCOMMANDS,
 # "Exit status of the subcommands"): 0 on success, 1 on failure, and the
-# documented exceptions (undo 3, profile and session start and exec 125).
+# documented exceptions (undo 3, profile and session start and exec 125);
+# every usage error of nsrun's own command lines exits 125 (EXIT STATUS).
 . "$NSR_TESTS/lib.sh"
 export NSRUN_DATADIR="$NSR_STAGE"
 d=$(scratch)
@@ -12,22 +13,34 @@ echo base > "$P/f"
 
 # Unknown words and help.
 run "$NSRUN" histroy
-is "$rc" "1" "an unknown subcommand exits 1"
+is "$rc" "125" "an unknown subcommand is a usage error: 125"
 run "$NSRUN" help no-such-subcommand
-like "$rc:$err" "^1:nsrun: help: no subcommand \"no-such-subcommand\"" "help of an unknown subcommand exits 1"
+like "$rc:$err" "^125:nsrun: help: no subcommand \"no-such-subcommand\"" "help of an unknown subcommand is a usage error: 125"
 run "$NSRUN" help undo
 like "$rc:$out" "^0:usage: nsrun undo" "help SUBCOMMAND exits 0"
 run "$NSRUN" help version
 like "$rc:$out" "^0:usage: nsrun version" "help version exits 0"
 run "$NSRUN" version extra
-is "$rc:$err" "1:nsrun: version: unexpected argument \"extra\"" "version with an argument exits 1, and is no unknown command"
+is "$rc:$err" "125:nsrun: version: unexpected argument \"extra\"" "version with an argument is a usage error (125), and no unknown command"
 
-# A bad option of each subcommand: 1 (exec, a command's front end: 125).
+# A bad option of each subcommand: the one usage status, 125.
 for sub in history diff commit discard undo gc doctor "seccomp list" "profile list" "session stop" "session list" "session commit" "session diff"; do
 	# shellcheck disable=SC2086
 	run "$NSRUN" $sub --no-such-option
-	is "$rc" "1" "$sub --no-such-option exits 1"
+	is "$rc" "125" "$sub --no-such-option exits 125"
 done
+# A missing operand is a usage error too, and so is a bad one to seccomp.
+for sub in commit discard "session stop" "session diff" "session commit" "seccomp compile" "profile" "session"; do
+	# shellcheck disable=SC2086
+	run "$NSRUN" $sub
+	is "$rc" "125" "$sub with a missing operand exits 125"
+done
+run "$NSRUN" -p "$P" --timeout nope -- true
+is "$rc" "125" "a bad value in project mode exits 125, the same status"
+run "$NSRUN" --sandbox=best-effort -- true
+is "$rc" "125" "a project-mode option without --project is a usage error: 125"
+run "$NSRUN" --frobnicate -- true
+is "$rc" "1" "a bwrap command line keeps bwrap's 1"
 run "$NSRUN" exec --no-such-option
 is "$rc" "125" "exec --no-such-option exits 125 (as a project-mode run)"
 run "$NSRUN" session start --no-such-option

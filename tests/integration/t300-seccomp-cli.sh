@@ -26,14 +26,14 @@ like "$out" 'Usage: nsrun seccomp check' "--help shows the usage"
 run $NSRUN seccomp compile --help
 is "$rc" 0 "--help after a command succeeds too"
 run $NSRUN seccomp
-is "$rc" 1 "no command is an error"
+is "$rc" 125 "no command is an error"
 run $NSRUN seccomp frobnicate
-is "$rc" 1 "an unknown command is an error"
+is "$rc" 125 "an unknown command is an error"
 like "$err" "unknown command 'frobnicate'" "and says so"
 run $NSRUN seccomp check
-is "$rc" 1 "check without a policy is an error"
+is "$rc" 125 "check without a policy is an error"
 run $NSRUN seccomp list extra
-is "$rc" 1 "list takes no arguments"
+is "$rc" 125 "list takes no arguments"
 
 # Bad policies: FILE:LINE: MESSAGE, exit 1.
 printf 'allow read\n\n# comment\ndeny nosuchcall\n' > "$d/bad.policy"
@@ -81,7 +81,7 @@ is "$ok_size" yes "the output is whole BPF instructions ($size bytes)"
 $NSRUN seccomp compile -o - default > "$d/stdout.bpf"
 check "compile -o - writes the same program to stdout" cmp -s "$d/default.bpf" "$d/stdout.bpf"
 run $NSRUN seccomp compile default
-is "$rc" 1 "compile without -o is an error"
+is "$rc" 125 "compile without -o is an error"
 run $NSRUN seccomp compile "$d/bad.policy" -o "$d/bad.bpf"
 is "$rc" 1 "compile of a bad policy fails"
 is "$err" "$d/bad.policy:4: unknown system call 'nosuchcall'" "with FILE:LINE: MESSAGE"

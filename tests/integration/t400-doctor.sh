@@ -63,7 +63,7 @@ is "$(printf '%s\n' "$out" | sed -n 's/^FAILED  \([a-z0-9-]*\):.*/\1/p' | tr '\n
 run "$NSRUN" doctor --help
 is "$rc:$(printf '%s\n' "$out" | head -1)" "0:usage: nsrun doctor [--json] [--state-dir DIR]" "doctor --help"
 run "$NSRUN" doctor --bogus
-is "$rc" 1 "an unknown option exits 1"
+is "$rc" 125 "an unknown option is a usage error: 125"
 like "$err" "^nsrun: doctor: unexpected argument \"--bogus\"" "... and says which"
 run "$NSRUN" --help
 like "$out" "^    doctor \[--json\] " "--help lists the doctor subcommand"
