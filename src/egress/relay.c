@@ -5,6 +5,8 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -264,6 +266,7 @@ struct nsr_relay {
         size_t n_conns;
         nsr_egress_log log;
         nsr_egress_own own;    /* the host's own addresses */
+        int nl_fd;             /* rtnetlink: tells when they change, or -1 */
         time_t target_timeout; /* TARGET_TIMEOUT_S, but for the tests */
         int resolve_delay_ms;
 };
@@ -527,8 +530,11 @@ static void set_address_text(conn *c, const struct sockaddr *sa) {
                 c->rec.address[0] = '\0';
 }
 
+static void own_refresh(nsr_relay *r);
+
 /* Keeps the addresses the rules let this name reach; refuses when none. */
 static void use_addresses(nsr_relay *r, conn *c, const struct addrinfo *ai) {
+        own_refresh(r);
         size_t n = 0;
         for (const struct addrinfo *a = ai; a; a = a->ai_next)
                 n++;
@@ -1204,18 +1210,57 @@ void nsr_relay_dispatch(nsr_relay *r) {
 
 /* ---- setup ------------------------------------------------------------- */
 
-/* Every address of every interface of the host, when the relay starts:
- * a name the rules allow must not lead back to the host's own services
- * through its public address. Fails closed: without the list, no relay. */
+/* Every address of every interface of the host: a name the rules allow
+ * must not lead back to the host's own services through its public
+ * address. Read when the relay starts (failing closed: without the list,
+ * no relay), and again before a decision whenever rtnetlink said an
+ * address came or went since (or always, without the netlink socket). */
 static int read_own_addresses(nsr_egress_own *own, nsr_error *err) {
         struct ifaddrs *ifa = NULL;
         if (getifaddrs(&ifa) < 0)
                 return nsr_error_set(err, errno, "egress relay: cannot list the host's addresses (getifaddrs)");
+        nsr_egress_own fresh = { 0 };
         for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
                 if (i->ifa_addr)
-                        nsr_egress_own_add(own, i->ifa_addr);
+                        nsr_egress_own_add(&fresh, i->ifa_addr);
         freeifaddrs(ifa);
+        nsr_egress_own_done(own);
+        *own = fresh;
         return 0;
+}
+
+static int own_watch(void) {
+        int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+        if (fd < 0)
+                return -1;
+        struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR };
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+/* The kernel queues the notification when the address is added, before
+ * anything can connect to it: draining the socket here sees every change
+ * made before this decision. A failed re-read keeps the old list. */
+static void own_refresh(nsr_relay *r) {
+        bool changed = r->nl_fd < 0;
+        char buf[8192];
+        for (;;) {
+                ssize_t n = r->nl_fd < 0 ? -1 : recv(r->nl_fd, buf, sizeof(buf), MSG_DONTWAIT);
+                if (n > 0 || (n < 0 && errno == ENOBUFS)) {
+                        changed = true;
+                        continue;
+                }
+                if (n < 0 && errno == EINTR)
+                        continue;
+                break;
+        }
+        if (changed) {
+                nsr_error e = { 0 };
+                (void) read_own_addresses(&r->own, &e);
+        }
 }
 
 int nsr_relay_new(const nsr_egress_rules *rules, int log_fd, nsr_relay **ret, nsr_error *err) {
@@ -1237,6 +1282,7 @@ int nsr_relay_new(const nsr_egress_rules *rules, int log_fd, nsr_relay **ret, ns
         r->sock[0] = r->sock[1] = r->timerfd = -1;
         r->h_resolved.fd = -1;
         r->epfd = -1;
+        r->nl_fd = own_watch(); /* before the first read: no change is missed */
         int k = read_own_addresses(&r->own, err);
         if (k < 0)
                 return k;
@@ -1279,6 +1325,7 @@ nsr_relay *nsr_relay_free(nsr_relay *r) {
         bury(r);
         nsr_egress_log_free(&r->log);
         nsr_egress_own_done(&r->own);
+        safe_close(r->nl_fd);
         nsr_outq_done(&r->logq);
         for (size_t i = 0; i < r->n_listeners; i++)
                 safe_close(r->listeners[i].fd);
@@ -1341,6 +1388,7 @@ int nsr_relay_child_setup(nsr_relay *r, nsr_error *err) {
         r->sock[0] = safe_close(r->sock[0]);
         r->epfd = safe_close(r->epfd);
         r->timerfd = safe_close(r->timerfd);
+        r->nl_fd = safe_close(r->nl_fd);
         int fds[MAX_LISTENERS];
         char kinds[MAX_LISTENERS];
         size_t n = 0;

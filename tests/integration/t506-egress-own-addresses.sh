@@ -20,6 +20,7 @@ cat >hosts <<'HEOF'
 127.0.0.1 localhost
 203.0.113.5 svc.nsrt.test
 2001:db8::5 svc6.nsrt.test
+203.0.113.7 svc7.nsrt.test
 HEOF
 cat >server.py <<'PYEOF'
 import os, socket, socketserver, sys
@@ -66,6 +67,15 @@ echo "socks: $($NSRUN $NET --allow-host "*.nsrt.test:$PORT" -- sh -c "curl -sS -
 echo "exact: $($NSRUN $NET --allow-host "203.0.113.5:$PORT" -- sh -c "$C http://203.0.113.5:$PORT/" 2>/dev/null | tr '\n' '|')"
 echo "wild6: $($NSRUN $NET --allow-host "*.nsrt.test:$PORT" -- sh -c "$C http://svc6.nsrt.test:$PORT/" 2>/dev/null | tr '\n' '|')"
 echo "exact6: $($NSRUN $NET --allow-host "[2001:db8::5]:$PORT" -- sh -c "$C http://[2001:db8::5]:$PORT/" 2>/dev/null | tr '\n' '|')"
+# An address the host gains while the relay runs is refused too.
+$NSRUN $NET --bind "$D" "$D" --allow-host "*.nsrt.test:$PORT" -- sh -c ": >$D/running; while [ ! -e $D/added ]; do sleep 0.05; done; $C http://svc7.nsrt.test:$PORT/" >"$D/late.out" 2>/dev/null &
+late=$!
+i=0
+while [ ! -e "$D/running" ] && [ $i -lt 2000 ]; do i=$((i + 1)); sleep 0.01; done
+ip addr add 203.0.113.7/32 dev lo
+: >"$D/added"
+wait $late
+echo "late: $(tr '\n' '|' <"$D/late.out")"
 kill $srv
 SHEOF
 run env D="$d" NSRUN="$NSRUN" $U sh "$d/inner.sh"
@@ -79,6 +89,8 @@ is "$(line name)" "nsrun refused the connection to svc.nsrt.test:$(cat "$d/port"
 	"a name allowed exactly is refused too: the pattern does not name the address"
 like "$(line socks)" "rc=97" "through SOCKS5 as well"
 is "$(line exact)" "hello| 200|" "a pattern that is the address itself reaches it"
+is "$(line late)" "nsrun refused the connection to svc7.nsrt.test:$(cat "$d/port"): resolves to an address of this host (203.0.113.7)| 403|" \
+	"an address the host gained while the relay ran is refused too"
 if printf '%s\n' "$out" | grep -q '^no-v6$'; then
 	skip "IPv6: the host's own address is refused" "no IPv6 in the test's namespace"
 	skip "IPv6: the exact address pattern reaches it" "no IPv6 in the test's namespace"

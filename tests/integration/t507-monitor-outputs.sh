@@ -2,7 +2,8 @@
 # The monitor never blocks on a caller's fd (issue 23 item 13): a reader
 # that stops reading --net-log-fd or --events-fd costs lines (dropped and
 # counted in the report), never the monitor's progress: --timeout still
-# fires and SIGTERM still ends the run; one that never reads --report-fd
+# fires and SIGTERM still ends the run; one that comes back gets what was
+# queued and a note of what was dropped; one that never reads --report-fd
 # does not keep nsrun from ending. Each reader here is a FIFO opened
 # read-write by the test and never read.
 . "$NSR_TESTS/lib.sh"
@@ -78,6 +79,47 @@ if wait_until 40 done_ready; then
 	is "$rc" 143 "SIGTERM with the log reader stalled: nsrun ends the run (143), it is not ignored"
 else
 	not_ok "SIGTERM with the log reader stalled: the client finished its requests"
+	kill -KILL $pid 2>/dev/null
+	wait $pid
+fi
+exec 7>&-
+
+# 6. A reader that stalls, then reads again: it gets every line that was
+# queued, a {"dropped":N} note for what was lost, then the new lines.
+cat >late.py <<'PYEOF'
+import os, socket, sys, time
+d = sys.argv[1]
+while not os.path.exists(d + "/go"):
+    time.sleep(0.05)
+s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+s.sendall(b"GET http://after-the-stall.invalid/ HTTP/1.1\r\nHost: after-the-stall.invalid\r\n\r\n")
+while s.recv(4096):
+    pass
+PYEOF
+rm -f "$d/done1" "$d/go"
+mkfifo "$d/netlog3"
+exec 7<>"$d/netlog3"
+$NSRUN $NET --net-log-fd 7 -- sh -c "python3 $d/many.py $d/done1; python3 $d/late.py $d" >/dev/null 2>&1 &
+pid=$!
+if wait_until 60 done_ready; then
+	cat <&7 >"$d/netlog3.out" &
+	reader=$!
+	: >"$d/go"
+	wait $pid
+	rc=$?
+	got_last() { grep -q 'after-the-stall' "$d/netlog3.out"; }
+	wait_until 20 got_last
+	kill $reader 2>/dev/null
+	wait $reader 2>/dev/null
+	is "$rc" 0 "a reader that stalls and comes back: the run ends normally"
+	noted=$(sed -n 's/^{"dropped":\([0-9]*\)}$/\1/p' "$d/netlog3.out" | awk '{ s += $1 } END { print s + 0 }')
+	records=$(grep -c '"host":"refused-' "$d/netlog3.out")
+	is "$((noted + records))" 3000 "every line is either delivered or counted in a note ($records delivered, $noted noted)"
+	check "some lines were dropped and noted" test "$noted" -gt 0
+	is "$(tail -n 2 "$d/netlog3.out" | sed 's/^{"dropped":[0-9]*}$/NOTE/; s/.*"host":"\([^"]*\)".*/\1/')" "NOTE
+after-the-stall.invalid" "the note, then the line written after the stall, come last"
+else
+	not_ok "a reader that stalls and comes back: the client finished its requests"
 	kill -KILL $pid 2>/dev/null
 	wait $pid
 fi
