@@ -45,6 +45,9 @@ static const char *const kind_hints[_NSR_ERR_KIND_MAX] = {
         [NSR_ERR_STATE_FULL] = "free space where the state dir is (\"nsrun gc\" prunes old runs) or give --state-dir",
         [NSR_ERR_APPLY] = "the run is kept: fix the cause, then \"nsrun commit RUN\"",
         [NSR_ERR_EXEC] = "check the command's name and that it is executable inside the sandbox",
+        [NSR_ERR_CLONE] = "\"nsrun doctor\" says why; --sandbox=best-effort runs without user namespaces",
+        [NSR_ERR_USERNS_SETUP] = "\"nsrun doctor\" says why; --sandbox=best-effort runs without user namespaces",
+        [NSR_ERR_OVERLAY_MOUNT] = "\"nsrun doctor\" says why; --no-overlay writes live, with a snapshot to undo",
 };
 
 const char *nsr_error_kind_hint(nsr_error_kind k) {

@@ -14,6 +14,19 @@
  * A bwrap command line keeps bwrap's 1 (man nsrun, EXIT STATUS). */
 #define NSR_EXIT_USAGE 125
 
+#include <stdbool.h>
+
+#include "base/error.h"
+
+/* errors.c: the subcommands print every error through
+ * nsr_cmd_print_error() (or note a message they printed themselves), and
+ * with --json a failing subcommand's stdout ends with {"error": {kind,
+ * message, hint}}: main.c calls begin before and end after it. */
+void nsr_cmd_errors_begin(bool json);
+void nsr_cmd_print_error(const nsr_error *e);
+void nsr_cmd_note_text(nsr_error_kind kind, const char *text);
+int nsr_cmd_errors_end(int rc);
+
 int nsr_cmd_seccomp(int argc, char **argv);
 int nsr_cmd_diff(int argc, char **argv);
 int nsr_cmd_commit(int argc, char **argv);

@@ -171,9 +171,7 @@ int nsr_cmd_doctor(int argc, char **argv) {
         bool help = sa.help;
         nsr_subargs_done(&sa);
         if (pr < 0) {
-                char buf[NSR_ERROR_MSG_MAX + 64];
-                nsr_error_format(&pe, buf, sizeof(buf));
-                nsr_utf8_fprintf_line(stderr, "nsrun: %s\n", buf);
+                nsr_cmd_print_error(&pe);
                 nsr_subopts_help(stderr, &doctor_cmd);
                 return NSR_EXIT_USAGE;
         }

@@ -343,6 +343,17 @@ static bool in_path(const char *word) {
         return false;
 }
 
+/* Whether a subcommand that has --json was asked for it (the words up to
+ * "--"; exec, whose words after the id are a command, has no --json). */
+static bool wants_json(int argc, char **argv) {
+        if (streq(argv[0], "exec"))
+                return false;
+        for (int i = 1; i < argc && !streq(argv[i], "--"); i++)
+                if (streq(argv[i], "--json"))
+                        return true;
+        return false;
+}
+
 /* "nsrun histroy": a first word that is neither a subcommand nor a program
  * nsrun could run is a typo, not a command to exec. */
 static bool unknown_command(const char *word) {
@@ -488,8 +499,10 @@ static int run_main(ctx *cp, int argc, char **argv) {
          * bwrap name: "nsrun -- seccomp" runs a command called seccomp. */
         if (!c.bwrap_mode) {
                 for (size_t i = 0; i < ELEMENTSOF(subcommands); i++)
-                        if (streq(argv[1], subcommands[i].name))
-                                return subcommands[i].fn(argc - 1, argv + 1);
+                        if (streq(argv[1], subcommands[i].name)) {
+                                nsr_cmd_errors_begin(wants_json(argc - 1, argv + 1));
+                                return nsr_cmd_errors_end(subcommands[i].fn(argc - 1, argv + 1));
+                        }
                 if (argc == 2 && (streq(argv[1], "-h") || streq(argv[1], "version") || streq(argv[1], "-V"))) {
                         if (streq(argv[1], "-h"))
                                 print_help(stdout, c.prog, false);

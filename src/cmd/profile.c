@@ -75,9 +75,7 @@ static int parse(const nsr_subcmd *c, int argc, char **argv, verb_opts *ret_opts
         *ret_operand = sa.n_operands ? sa.operands[0] : NULL;
         nsr_subargs_done(&sa);
         if (r < 0) {
-                char buf[NSR_ERROR_MSG_MAX + 64];
-                nsr_error_format(&e, buf, sizeof(buf));
-                nsr_utf8_fprintf_line(stderr, "nsrun: %s\n", buf);
+                nsr_cmd_print_error(&e);
                 usage(stderr);
                 return -1;
         }
@@ -90,9 +88,7 @@ static int parse(const nsr_subcmd *c, int argc, char **argv, verb_opts *ret_opts
 }
 
 static void print_error(const nsr_error *e) {
-        char buf[NSR_ERROR_MSG_MAX + 64];
-        nsr_error_format(e, buf, sizeof(buf));
-        nsr_utf8_fprintf_line(stderr, "nsrun: %s\n", buf);
+        nsr_cmd_print_error(e);
 }
 
 static int cmd_list(void) {

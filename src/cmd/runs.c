@@ -50,9 +50,7 @@ typedef struct args {
 } args;
 
 static void err_print(const nsr_error *e) {
-        char buf[NSR_ERROR_MSG_MAX + 256];
-        nsr_error_format(e, buf, sizeof(buf));
-        say(stderr, "nsrun: %s\n", buf);
+        nsr_cmd_print_error(e);
 }
 
 /* Opens project I of a run as the directory the run was made in. Between

@@ -41,9 +41,7 @@ extern char **environ;
 #define say(...) nsr_utf8_fprintf(stderr, __VA_ARGS__)
 
 static void err_print(const nsr_error *e) {
-        char buf[NSR_ERROR_MSG_MAX + 256];
-        nsr_error_format(e, buf, sizeof(buf));
-        say("nsrun: %s\n", buf);
+        nsr_cmd_print_error(e);
 }
 
 /* The options of the session subcommands and exec: one table each, one
@@ -347,8 +345,18 @@ static int report_start(char *text, const sargs *a, const char *id, const char *
         size_t rl = tail ? strlen(tail) : 0;
         bool ok = tail && rl >= 3 && streq(tail + rl - 3, "ok\n") && (rl == 3 || tail[rl - 4] == '\n');
         if (!ok) {
+                /* "!kind=N": the failure's kind, for --json's error object. */
+                nsr_error_kind kind = NSR_ERR_SETUP;
+                if (tail && strncmp(tail, "!kind=", 6) == 0) {
+                        nsr_error k = { .kind = (nsr_error_kind) atoi(tail + 6) };
+                        nsr_error_sanitize(&k);
+                        kind = k.kind;
+                        char *eol = strchr(tail, '\n');
+                        tail = eol ? eol + 1 : tail + strlen(tail);
+                }
                 const char *why = tail && *tail ? tail : "nsrun: the session daemon failed before it was ready\n";
                 say("%s", why);
+                nsr_cmd_note_text(kind, why);
                 return NSR_EXIT_FAILURE;
         }
         tail[rl - 3] = '\0';

@@ -1554,6 +1554,7 @@ static void launch_failed(run_ctx *c, const nsr_error *err) {
 
         if (err->kind == NSR_ERR_EXEC)
                 o->exit_code = err->code == ENOENT ? NSR_EXIT_NOT_FOUND : NSR_EXIT_NOT_EXECUTABLE;
+        o->error_kind = err->kind == NSR_ERR_NONE ? NSR_ERR_SETUP : err->kind;
         char buf[NSR_ERROR_MSG_MAX + 256];
         nsr_error_format(err, buf, sizeof(buf));
         /* Project mode is never bwrap mode: a failure doctor can
@@ -2046,6 +2047,7 @@ static void report(run_ctx *c, nsr_outcome run_outcome) {
                 .events_dropped = lr->events_dropped,
                 .error = c->failure.kind != NSR_ERR_NONE ? &c->failure : NULL,
         };
+        o->error_kind = c->failure.kind;
         size_t len = 0;
         nsr_error je = { 0 };
         if (nsr_report_to_json(&rep, 0, &o->report_json, &len, &je) < 0) {

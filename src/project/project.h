@@ -34,11 +34,12 @@ DEFINE_CLEANUP_FUNC(nsr_project *, nsr_project_free)
 nsr_plan *nsr_project_plan(nsr_project *pj);
 
 typedef struct nsr_project_outcome {
-        int exit_code;     /* what nsrun exits with */
-        char **messages;   /* lines for stderr (recovery notes, errors), in order */
-        char **summary;    /* one line per project, unless --quiet */
-        char *listing;     /* --verbose: every change */
-        char *report_json; /* the report, NULL if none could be built */
+        int exit_code;             /* what nsrun exits with */
+        char **messages;           /* lines for stderr (recovery notes, errors), in order */
+        char **summary;            /* one line per project, unless --quiet */
+        char *listing;             /* --verbose: every change */
+        char *report_json;         /* the report, NULL if none could be built */
+        nsr_error_kind error_kind; /* the kind of the failure the report names, or NSR_ERR_NONE */
 } nsr_project_outcome;
 
 void nsr_project_outcome_done(nsr_project_outcome *o);

@@ -410,7 +410,10 @@ int nsr_session_serve(nsr_project *pj, const nsr_session_opts *o, nsr_error *err
         nsr_project_set_session(pj, NULL);
         /* Never ready: the sandbox could not be built. Say why. */
         if (s.ready_fd >= 0) {
-                char *text = nsr_strdup(s.notes ? s.notes : "");
+                /* The failure's kind first, on a line of its own, for the
+                 * caller's --json (cmd/session.c reads and drops it). */
+                int kind = r < 0 ? (int) re.kind : (int) out.error_kind;
+                char *text = nsr_asprintf("!kind=%d\n%s", kind ? kind : (int) NSR_ERR_SETUP, s.notes ? s.notes : "");
                 if (r < 0) {
                         char msg[NSR_ERROR_MSG_MAX + 64];
                         nsr_error_format(&re, msg, sizeof(msg));

@@ -82,6 +82,27 @@ printf 'share-net\nro-bind %s /x\n' "$P" > "$d/good.profile"
 run sh -c "cd / && '$NSRUN' profile check '$d/good.profile'"
 is "$rc:$out" "0:$d/good.profile: 2 option lines, ok" "profile check: a good profile passes (from / too)"
 
+# The subcommands' --json output ends with the same error object on failure.
+jkind() {
+	printf '%s\n' "$1" | tail -1 | python3 -c 'import json, sys
+e = json.load(sys.stdin)["error"]
+print(e["kind"], "msg" if e["message"] else "nomsg")' 2>&1
+}
+run "$NSRUN" history --json --bogus
+is "$rc:$(jkind "$out")" "125:usage msg" "history --json: a usage error as a JSON error object"
+run "$NSRUN" session start --json -p "$d/missing" --state-dir "$S"
+is "$rc:$(jkind "$out")" "125:project-missing msg" "session start --json: a missing project, by kind"
+run "$NSRUN" profile show --json "$d/none.profile"
+is "$rc:$(jkind "$out")" "125:config-invalid msg" "profile show --json: a profile that cannot be read, by kind"
+if [ -x "$R" ]; then
+	run "$R" --deny-userns EPERM -- "$NSRUN" session start --json -p "$P" --state-dir "$S"
+	is "$rc:$(jkind "$out")" "125:userns-refused msg" "session start --json: refused user namespaces, by kind"
+else
+	skip "session start --json: refused user namespaces, by kind" "the nsr-restrict helper was not built"
+fi
+run "$NSRUN" history --json --state-dir "$S"
+unlike "$out" '"error"' "a subcommand that works has no error object"
+
 # A run that works has no error member.
 rm -f "$d/r.json"
 run "$NSRUN" -p "$P" --state-dir "$S" --report "$d/r.json" -- true
