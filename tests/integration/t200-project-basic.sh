@@ -70,7 +70,7 @@ run "$NSRUN" -p "$P" --state-dir "$P/.state" -- true
 like "$rc:$err" "^125:nsrun: the state dir $P/.state is inside the project $P, .*--state-dir" "a state dir inside the project"
 check "... and nothing was created" test ! -e "$P/.state"
 run "$NSRUN" --keep -- true
-is "$rc:$err" "1:nsrun: --keep only works in project mode (--project DIR)" "project options need --project"
+is "$rc:$err" "125:nsrun: --keep only works in project mode (--project DIR)" "project options need --project (a usage error: 125)"
 run "$NSRUN" -p "$P" $NS --keep --discard -- true
 is "$rc:$err" "125:nsrun: --keep and --discard cannot be combined" "--keep and --discard conflict"
 
