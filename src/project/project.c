@@ -368,6 +368,10 @@ static int save_config(int run_fd, size_t i, char *const *config, nsr_error *err
                 fwrite(config[k], 1, strlen(config[k]) + 1, f);
         if (fflush(f) != 0)
                 return nsr_error_set(err, errno, "open_memstream");
+        /* No patterns (the usual case): no file, which load_config reads
+         * as none, in a run dir that is new. */
+        if (len == 0)
+                return 0;
         return nsr_durable_write(run_fd, rel, buf ? buf : "", len, 0600, 0, err);
 }
 
