@@ -89,8 +89,33 @@ int nsr_durable_finish(nsr_durable *d, int r, nsr_error *err) {
         return r;
 }
 
+/* Whether dirfd/name is a regular file of exactly mode and exactly data,
+ * compared a block at a time (a cache may be large). */
+static bool same_file(int dirfd, const char *name, const void *data, size_t len, mode_t mode) {
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 07777) != mode ||
+            st.st_uid != geteuid() || st.st_size < 0 || (uint64_t) st.st_size != (uint64_t) len)
+                return false;
+        char buf[16384];
+        size_t off = 0;
+        while (off < len) {
+                size_t want = len - off < sizeof(buf) ? len - off : sizeof(buf);
+                ssize_t n = read(fd, buf, want);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0 || memcmp(buf, (const char *) data + off, (size_t) n) != 0)
+                        return false;
+                off += (size_t) n;
+        }
+        /* Nothing past len (it grew since the fstat). */
+        return read(fd, buf, 1) == 0;
+}
+
 int nsr_durable_write(int dirfd, const char *name, const void *data, size_t len, mode_t mode, unsigned flags,
                       nsr_error *err) {
+        if ((flags & NSR_DURABLE_IF_CHANGED) && !(flags & NSR_DURABLE_SYNC) && same_file(dirfd, name, data, len, mode))
+                return 0;
         nsr_durable d;
         int r = nsr_durable_begin(&d, dirfd, name, mode, flags, err);
         if (r < 0)

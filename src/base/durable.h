@@ -30,6 +30,14 @@
  * a crash may lose the new content (the old file or none is then seen). */
 #define NSR_DURABLE_SYNC (1u << 0)
 
+/* Leave name alone when it is already a regular file (not a symlink) of
+ * exactly mode holding exactly data: for notes and caches rewritten on
+ * every run with the same bytes. Replacing a file by a rename costs more
+ * than reading it (ext4 starts the write-back of the new file when a
+ * rename replaces another, auto_da_alloc). Not with NSR_DURABLE_SYNC: an
+ * equal file may not be on disk yet, so a synced write always writes. */
+#define NSR_DURABLE_IF_CHANGED (1u << 1)
+
 /* Writes len bytes of data to dirfd/name (dirfd may be O_PATH): a new
  * temporary in the same dir (O_EXCL, O_NOFOLLOW, so nothing that lies in
  * wait there is followed or reused) with exactly mode (not what the umask

@@ -374,9 +374,10 @@ int nsr_foreign_prepare(int project_fd, int upper_fd, int run_fd, size_t index, 
         free(w);
         bool cache_ok = cf && fclose(cf) == 0;
         if (cache_ok && r >= 0) {
-                /* Only a speed-up: a cache that cannot be written is no error. */
+                /* Only a speed-up: a cache that cannot be written is no
+                 * error. Unchanged (the usual case), it is not rewritten. */
                 nsr_error ce = { 0 };
-                (void) nsr_durable_write(cache_dirfd, cache_name, cbuf, clen, 0600, 0, &ce);
+                (void) nsr_durable_write(cache_dirfd, cache_name, cbuf, clen, 0600, NSR_DURABLE_IF_CHANGED, &ce);
         }
         free(cbuf);
         bool written = fclose(f) == 0;

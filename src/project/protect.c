@@ -1108,6 +1108,16 @@ static void keep_host_xattrs(char **bad, int f, bool opath, dircache *bdc, int b
 
 int nsr_protect_scan(nsr_changeset *cs, const nsr_protect_ctx *ctx, nsr_protect_result **ret, nsr_error *err) {
         _cleanup_(nsr_protect_result_freep) nsr_protect_result *res = nsr_malloc0(sizeof(*res));
+        /* No change, nothing to drop, reduce or note: the run that wrote
+         * nothing (the common no-op) reads neither protect.list (checked
+         * readable before the run, nsr_project_prepare) nor the projects'
+         * git metadata and config files. */
+        if (cs->n_changes == 0) {
+                res->dropped = nsr_changeset_new();
+                res->dropped->max_changes = cs->max_changes;
+                *ret = TAKE_PTR(res);
+                return 0;
+        }
         _cleanup_(nsr_protect_rules_done) nsr_protect_rules rules = { 0 };
         int r = nsr_protect_load_list(ctx->datadir, ctx->home, ctx->xdg_config, &rules.patterns, err);
         if (r < 0)

@@ -84,18 +84,23 @@ typedef struct launch {
 /* Waits until the coarse realtime clock is past fence. A host write made
  * from then on gets a ctime of at least the coarse clock's reading, so it
  * is after fence; one made before fence has a ctime at most fence (even a
- * fine-grained, multigrain one). Usually the setup took longer than a
- * clock tick and this returns at once. */
+ * fine-grained, multigrain one). The coarse clock moves only at a tick,
+ * and can lag the fine one by more than a tick (5 ms on average, 7 at
+ * most, with HZ=250 on the VM of bench/README.md), so this often waits:
+ * in steps of at most FENCE_POLL_NS, since the gap to fence says nothing
+ * about when the next tick comes (1 ms steps overshot it by 0.5 ms on
+ * average). At most about a second in all, as before. */
+#define FENCE_POLL_NS 200000L
 static void wait_fence(const struct timespec *fence) {
         if (fence->tv_sec == 0 && fence->tv_nsec == 0)
                 return;
-        for (int i = 0; i < 1000; i++) {
+        for (int i = 0; i < 5000; i++) {
                 struct timespec now;
                 clock_gettime(CLOCK_REALTIME_COARSE, &now);
                 if (now.tv_sec > fence->tv_sec || (now.tv_sec == fence->tv_sec && now.tv_nsec > fence->tv_nsec))
                         return;
                 long gap = (fence->tv_sec - now.tv_sec) * 1000000000L + fence->tv_nsec - now.tv_nsec;
-                struct timespec d = { .tv_sec = 0, .tv_nsec = gap < 1000000 ? gap + 1 : 1000000 };
+                struct timespec d = { .tv_sec = 0, .tv_nsec = gap < FENCE_POLL_NS ? gap + 1 : FENCE_POLL_NS };
                 (void) nanosleep(&d, NULL);
         }
 }

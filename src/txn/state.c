@@ -306,9 +306,10 @@ int nsr_project_lock(int statefd, const char *abs_path, nsr_error *err) {
                 return nsr_error_set(err, errno, "cannot create %s in the state dir", dir);
         _cleanup_free_ char *path = nsr_asprintf("%s/path", dir);
         /* Only a note for whoever looks at the state dir by hand: the key
-         * is the path's hash, and the lock does not depend on it. */
+         * is the path's hash, and the lock does not depend on it. Written
+         * once, not at every lock (two a run). */
         nsr_error pe = { 0 };
-        (void) nsr_durable_write(statefd, path, abs_path, strlen(abs_path), 0600, 0, &pe);
+        (void) nsr_durable_write(statefd, path, abs_path, strlen(abs_path), 0600, NSR_DURABLE_IF_CHANGED, &pe);
         _cleanup_free_ char *lock = nsr_asprintf("%s/lock", dir);
         _cleanup_close_ int fd = openat(statefd, lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)

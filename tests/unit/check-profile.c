@@ -34,6 +34,17 @@ START_TEST(test_expand) {
         ck_assert_str_eq(d, "/etc/shadow");
         _cleanup_free_ char *e = nsr_profile_expand("~user", "/h", env);
         ck_assert_str_eq(e, "~user"); /* only "~/" is the home */
+        /* Growing past the first guess, empty values, a lone "$" or "~". */
+        _cleanup_free_ char *f =
+                nsr_profile_expand("~/$XDG_CONFIG_HOME$EMPTY/$XDG_CONFIG_HOME/~", "/a-long-home-dir", env);
+        ck_assert_str_eq(f, "/a-long-home-dir//cfg//cfg/~");
+        _cleanup_free_ char *g = nsr_profile_expand("~", "/h", env);
+        ck_assert_str_eq(g, "/h");
+        _cleanup_free_ char *h = nsr_profile_expand("", "/h", env);
+        ck_assert_str_eq(h, "");
+        ck_assert_ptr_null(nsr_profile_expand("/x/$", "/h", env));
+        ck_assert_ptr_null(nsr_profile_expand("/x/${}", "/h", env));
+        ck_assert_ptr_null(nsr_profile_expand("/x/$/y", "/h", env));
 }
 END_TEST
 

@@ -114,6 +114,39 @@ START_TEST(test_durable_write) {
         s = slurp(dir, "f");
         ck_assert_str_eq(s, "four\n");
 
+        /* NSR_DURABLE_IF_CHANGED: the same bytes and mode leave the file
+         * (the same inode); other bytes, another mode, another length or
+         * a symlink at the name are replaced; a synced write always
+         * writes. */
+        struct stat a, b;
+        ck_assert_int_eq(nsr_durable_write(dir, "c", "same", 4, 0600, 0, &err), 0);
+        ck_assert_int_eq(fstatat(dir, "c", &a, AT_SYMLINK_NOFOLLOW), 0);
+        ck_assert_int_eq(nsr_durable_write(dir, "c", "same", 4, 0600, NSR_DURABLE_IF_CHANGED, &err), 0);
+        ck_assert_int_eq(fstatat(dir, "c", &b, AT_SYMLINK_NOFOLLOW), 0);
+        ck_assert_uint_eq(a.st_ino, b.st_ino);
+        ck_assert_int_eq(nsr_durable_write(dir, "c", "same", 4, 0600, NSR_DURABLE_IF_CHANGED | NSR_DURABLE_SYNC, &err),
+                         0);
+        ck_assert_int_eq(fstatat(dir, "c", &b, AT_SYMLINK_NOFOLLOW), 0);
+        ck_assert_uint_ne(a.st_ino, b.st_ino);
+        a = b;
+        ck_assert_int_eq(nsr_durable_write(dir, "c", "sane", 4, 0600, NSR_DURABLE_IF_CHANGED, &err), 0);
+        ck_assert_int_eq(fstatat(dir, "c", &b, AT_SYMLINK_NOFOLLOW), 0);
+        ck_assert_uint_ne(a.st_ino, b.st_ino);
+        free(s);
+        s = slurp(dir, "c");
+        ck_assert_str_eq(s, "sane");
+        ck_assert_int_eq(nsr_durable_write(dir, "c", "san", 3, 0600, NSR_DURABLE_IF_CHANGED, &err), 0);
+        free(s);
+        s = slurp(dir, "c");
+        ck_assert_str_eq(s, "san");
+        ck_assert_int_eq(nsr_durable_write(dir, "c", "san", 3, 0644, NSR_DURABLE_IF_CHANGED, &err), 0);
+        ck_assert_int_eq(fstatat(dir, "c", &b, AT_SYMLINK_NOFOLLOW), 0);
+        ck_assert_uint_eq(b.st_mode & 07777, 0644);
+        ck_assert_int_eq(symlinkat("c", dir, "cl"), 0);
+        ck_assert_int_eq(nsr_durable_write(dir, "cl", "san", 3, 0644, NSR_DURABLE_IF_CHANGED, &err), 0);
+        ck_assert_int_eq(fstatat(dir, "cl", &b, AT_SYMLINK_NOFOLLOW), 0);
+        ck_assert(S_ISREG(b.st_mode));
+
         nsr_error e2 = { 0 };
         ck_assert_int_eq(nsr_rm_rf_at(AT_FDCWD, path, &e2), 0);
         close(dir);
