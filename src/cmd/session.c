@@ -613,13 +613,18 @@ int nsr_cmd_session(int argc, char **argv) {
 
 /* ---- exec ------------------------------------------------------------------------ */
 
+static nsr_refused *mfree_refused(nsr_refused *rf) {
+        free(rf);
+        return NULL;
+}
+
 static int write_report(const char *state_dir, const sargs *a, const nsr_session_changes *before, int status,
-                        nsr_outfile *rep) {
+                        const nsr_refused *refused, nsr_outfile *rep) {
         nsr_error e = { 0 };
         _cleanup_(nsr_session_changes_free) nsr_session_changes after = { 0 };
         _cleanup_free_ char *json = NULL;
         if (nsr_session_changes_take(state_dir, a->id, &after, &e) < 0 ||
-            nsr_session_report(before, &after, a->id, a->rest, status, &json, &e) < 0 ||
+            nsr_session_report(before, &after, a->id, a->rest, status, refused, &json, &e) < 0 ||
             nsr_outfile_write(rep, json, strlen(json), &e) < 0) {
                 nsr_error_prefix(&e, "--report");
                 err_print(&e);
@@ -788,7 +793,13 @@ int nsr_cmd_exec(int argc, char **argv) {
                 if (h.flags & NSR_SMSG_NOT_RUN)
                         say("nsrun: %s\n", buf);
                 int code = nsr_exit_code_from_status(h.value);
-                if (a.report && write_report(state_dir, &a, &before, h.value, &rep) < 0)
+                _cleanup_free_ nsr_refused *refused = NULL;
+                if (a.report && (h.flags & NSR_SMSG_REFUSED)) {
+                        refused = nsr_malloc0(sizeof(*refused));
+                        if (nsr_session_refused_decode(buf, h.len, refused) < 0)
+                                refused = mfree_refused(refused);
+                }
+                if (a.report && write_report(state_dir, &a, &before, h.value, refused, &rep) < 0)
                         return NSR_EXIT_FAILURE;
                 return code;
         }

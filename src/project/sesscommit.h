@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "base/error.h"
+#include "seccomp/refused.h"
 #include "txn/changeset.h"
 #include "txn/state.h"
 
@@ -39,5 +40,14 @@ void nsr_session_changes_free(nsr_session_changes *c);
 int nsr_session_changes_take(const char *state_dir, const char *session_id, nsr_session_changes *ret, nsr_error *err);
 /* The JSON report of what differs from before to after: changes, and
  * "reverted" for what an earlier command changed and this one undid. */
+/* With refused (NULL: none): the step's "refused" member, as a one-shot
+ * report has it. */
 int nsr_session_report(const nsr_session_changes *before, const nsr_session_changes *after, const char *session_id,
-                       char *const *argv, int wait_status, char **ret, nsr_error *err);
+                       char *const *argv, int wait_status, const nsr_refused *refused, char **ret, nsr_error *err);
+
+/* A step's refused record on the wire (the monitor's EXIT to the exec
+ * client, flag NSR_SMSG_REFUSED): "recorded dropped" then one line per
+ * entry, "errno TAB count TAB name TAB comm". At most max bytes: entries
+ * that do not fit are counted in dropped. Decode is strict. */
+char *nsr_session_refused_encode(const nsr_refused *rf, size_t max, size_t *ret_len);
+int nsr_session_refused_decode(const char *buf, size_t len, nsr_refused *ret);

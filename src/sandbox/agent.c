@@ -188,13 +188,27 @@ typedef struct agent_cmd {
         uint32_t id;
 } agent_cmd;
 
-static int close_all_but(int a, int b) {
-        int lo = a < b ? a : b, hi = a < b ? b : a;
-        if (lo > 3 && syscall(SYS_close_range, 3u, (unsigned) lo - 1, 0u) < 0)
-                return -errno;
-        if (hi > lo + 1 && syscall(SYS_close_range, (unsigned) lo + 1, (unsigned) hi - 1, 0u) < 0)
-                return -errno;
-        if (syscall(SYS_close_range, (unsigned) hi + 1, ~0U, 0u) < 0)
+/* Closes every fd from 3 up but the n in keep (-1s are skipped). */
+static int close_all_but(const int *keep, size_t n) {
+        int v[8];
+        size_t k = 0;
+        for (size_t i = 0; i < n && k < ELEMENTSOF(v); i++)
+                if (keep[i] > 2)
+                        v[k++] = keep[i];
+        /* A handful: insertion sort. */
+        for (size_t i = 1; i < k; i++)
+                for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+                        int t = v[j];
+                        v[j] = v[j - 1];
+                        v[j - 1] = t;
+                }
+        unsigned lo = 3;
+        for (size_t i = 0; i < k; i++) {
+                if ((unsigned) v[i] > lo && syscall(SYS_close_range, lo, (unsigned) v[i] - 1, 0u) < 0)
+                        return -errno;
+                lo = (unsigned) v[i] + 1;
+        }
+        if (syscall(SYS_close_range, lo, ~0U, 0u) < 0)
                 return -errno;
         return 0;
 }
@@ -378,7 +392,7 @@ _noreturn_ static void outer_wait(pid_t inner) {
  * waits; the one that returns is the init, and returns true. When the
  * namespaces cannot be had (no fresh procfs inside some containers), the
  * agent stays as it was, and says so by returning false. */
-static bool nest(int sock, int setup_fd) {
+static bool nest(const nsr_session_agent *a) {
         _cleanup_close_ int own = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
         if (own < 0 || unshare(CLONE_NEWPID) < 0)
                 return false;
@@ -409,15 +423,22 @@ static bool nest(int sock, int setup_fd) {
                         _exit(125);
                 return false;
         }
-        close(sock);
-        close(setup_fd);
+        close(a->sock);
+        close(a->setup_fd);
+        for (size_t i = 0; i < NSR_SESSION_CONFINE_FDS; i++)
+                if (a->confine_fds[i] >= 0)
+                        close(a->confine_fds[i]);
         outer_wait(inner);
 }
 
 _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
-        /* Only the socket and the setup pipe are ours: the monitor's other
-         * fds (the start pipe, the epoll set) must not be in the sandbox. */
-        if (close_all_but(a->sock, a->setup_fd) < 0)
+        /* Only the socket, the setup pipe and the fds the confinement
+         * owns are ours: the monitor's other fds (the start pipe, the
+         * epoll set) must not be in the sandbox. */
+        int keep[2 + NSR_SESSION_CONFINE_FDS] = { a->sock, a->setup_fd };
+        for (size_t i = 0; i < NSR_SESSION_CONFINE_FDS; i++)
+                keep[2 + i] = a->confine_fds[i];
+        if (close_all_but(keep, ELEMENTSOF(keep)) < 0)
                 _exit(125);
         /* The daemon ignores SIGPIPE and SIGHUP; an ignored signal stays
          * ignored across execve, and no command may start that way. */
@@ -428,7 +449,7 @@ _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
         if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
                 _exit(125);
         /* Before the confinement drops the capabilities it needs. */
-        bool nested = nest(a->sock, a->setup_fd);
+        bool nested = nest(a);
         /* The agent takes the command's confinement itself, once: every
          * command it forks inherits it (capabilities, no_new_privs, the
          * Landlock scopes, the seccomp filters), which spares each command
@@ -439,6 +460,9 @@ _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
                 (void) nsr_write_all(a->setup_fd, &ce, sizeof(ce));
                 _exit(125);
         }
+        /* confine closed what it owned: no command inherits those. */
+        for (size_t i = 0; i < NSR_SESSION_CONFINE_FDS; i++)
+                a->confine_fds[i] = -1;
         sigprocmask(SIG_SETMASK, NULL, &a->mask);
         /* The commands run as the agent's uid, in its Landlock domain:
          * they may send it signals. Every signal is blocked, so none ends

@@ -30,6 +30,7 @@
 #define NSR_SESSION_IDLE_DEFAULT (30u * 60u)
 #define NSR_SESSION_CLIENTS_MAX  128
 #define NSR_SESSION_EXEC_MAX     64 /* commands running at once */
+#define NSR_SESSION_CONFINE_FDS  2  /* fds the agent's confinement owns */
 
 typedef enum nsr_session_msg_type {
         NSR_SMSG_HELLO,   /* agent -> monitor: the sandbox is up */
@@ -58,6 +59,9 @@ typedef enum nsr_session_msg_type {
 /* SUSPENDED with this flag: the agent passed a SIGCONT on. A stop the
  * client hears of before that is stale (the SIGCONT ended it). */
 #define NSR_SMSG_CONTINUED (1u << 4)
+/* EXIT from the monitor with this flag: the payload is the step's refused
+ * record (project/sesscommit.h). The agent's own flags never pass on. */
+#define NSR_SMSG_REFUSED (1u << 5)
 
 typedef enum nsr_session_outcome {
         NSR_SESSION_KEEP,
@@ -105,7 +109,11 @@ char **nsr_session_exec_env(char *const *base, const nsr_session_exec *x, const 
 typedef struct nsr_session_agent {
         int sock;     /* to the monitor */
         int setup_fd; /* the launch's error pipe: closed once the agent runs */
-        char **env;   /* the command environment a one-shot run would give */
+        /* The fds the confinement owns (the refused-call socket, up to the
+         * monitor): the agent keeps them through its close of every other
+         * fd, and confine closes them once it used them; -1: none. */
+        int confine_fds[NSR_SESSION_CONFINE_FDS];
+        char **env; /* the command environment a one-shot run would give */
         /* The command's confinement, taken by the agent before its first
          * command: the commands inherit it. */
         int (*confine)(void *data, nsr_error *err);

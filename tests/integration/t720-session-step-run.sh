@@ -1,0 +1,96 @@
+#!/bin/sh
+# A session step is a full run: a call the policy refuses gets the
+# policy's errno (not ENOSYS) and is recorded in the step's report, step
+# by step; the agent, a step and the daemon end with the fds they should
+# (the refused-call socket belongs to the confinement, the daemon keeps no
+# fd per step).
+. "$NSR_TESTS/lib.sh"
+export NSRUN_DATADIR="$NSR_STAGE"
+command -v python3 >/dev/null 2>&1 || skip_all "python3 is needed"
+[ "$(uname -m)" = x86_64 ] || skip_all "the probe uses x86_64 system call numbers"
+d=$(scratch)
+P=$d/proj
+S=$d/state
+NS="--state-dir $S"
+mkdir -p "$P"
+gone() { ! kill -0 "$1" 2>/dev/null; }
+refused() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d.get('refused') or {}; c={x['name']: x for x in r.get('syscalls', [])}; print(eval(sys.argv[2]))" "$@" 2>&1; }
+
+cat > "$P/probe.py" <<'EOF'
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+calls = {"mount": (165, 0, 0, 0, 0, 0), "keyctl": (250, 0, 0, 0), "bpf": (321, 0, 0, 0)}
+for spec in sys.argv[1:]:
+    name, n = spec.split("=")
+    for i in range(int(n)):
+        r = libc.syscall(*[ctypes.c_long(a) for a in calls[name]])
+        e = ctypes.get_errno() if r < 0 else 0
+    print(name, e)
+EOF
+
+# The errnos a one-shot run's command gets.
+run "$NSRUN" -p "$P" $NS --discard -- python3 "$P/probe.py" mount=1 keyctl=1 bpf=1
+oneshot=$out
+like "$oneshot" "^mount 1$" "a one-shot run's command gets EPERM for mount"
+
+run "$NSRUN" session start --project "$P" $NS --json
+is "$rc" 0 "session start succeeds"
+ID=$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' 2>/dev/null)
+DPID=$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])' 2>/dev/null)
+[ -n "$ID" ] || { diag "$err"; done_testing; }
+
+run "$NSRUN" exec $NS --report "$d/r1.json" "$ID" -- python3 "$P/probe.py" mount=3 keyctl=2
+is "$out" "$(printf 'mount 1\nkeyctl 38')" "a step gets the policy's errnos (EPERM, ENOSYS for keyctl), as a one-shot run"
+is "$(refused "$d/r1.json" 'r["recorded"]')" "True" "the step's report has a refused section, recorded"
+is "$(refused "$d/r1.json" "c['mount']['count'], c['mount']['errno'], c['keyctl']['count']")" "(3, 'EPERM', 2)" \
+	"the step's refused calls are counted, with their errno"
+is "$(refused "$d/r1.json" "c['mount']['first_comm']")" "python3" "and the first caller's name"
+
+run "$NSRUN" exec $NS --report "$d/r2.json" "$ID" -- python3 "$P/probe.py" bpf=2
+is "$out" "bpf 1" "the next step gets the policy's errno too"
+is "$(refused "$d/r2.json" "sorted(c), c['bpf']['count']")" "(['bpf'], 2)" "the next step's report has only its own refused calls"
+run "$NSRUN" exec $NS --report "$d/r3.json" "$ID" -- true
+is "$(refused "$d/r3.json" "r['recorded'], r['syscalls']")" "(True, [])" "a step that was refused nothing has an empty record"
+run "$NSRUN" exec $NS --report "$d/r4.json" "$ID" -- sh -c "python3 $P/probe.py mount=1 & python3 $P/probe.py mount=1; wait"
+is "$(refused "$d/r4.json" "c['mount']['count']")" "2" "a step's child processes count for the step"
+
+# The fds a step starts with: its stdio only (and the listing's own).
+run "$NSRUN" exec $NS "$ID" -- python3 -c 'import os; print(sorted(int(f) for f in os.listdir("/proc/self/fd")))'
+is "$out" "[0, 1, 2, 3]" "a step has only its stdio (3 is the listing's own dir fd)"
+
+# The daemon keeps no fd per step: the same set after more steps.
+fds() { ls "/proc/$1/fd" 2>/dev/null | sort -n | tr '\n' ' '; }
+before=$(fds "$DPID")
+for i in 1 2 3 4 5; do "$NSRUN" exec $NS "$ID" -- python3 "$P/probe.py" mount=1 >/dev/null 2>&1; done
+same_fds() { [ "$(fds "$DPID")" = "$before" ]; }
+if [ -n "$before" ]; then
+	# A client's hangup reaches the daemon a moment after the client ends.
+	wait_until 5 same_fds
+	is "$(fds "$DPID")" "$before" "the daemon's fds are the same after five more steps with refused calls"
+else
+	skip "the daemon keeps no fd per step" "/proc/$DPID/fd is not readable here"
+fi
+
+# The agent (a step's parent, seen from the host): its stdio, its socket
+# and its signalfd; the refused-call socket is gone once it is confined.
+MARK=sleep-$$-720
+"$NSRUN" exec $NS "$ID" -- python3 -c 'import time; time.sleep(30)' "$MARK" >/dev/null 2>&1 &
+epid=$!
+spid=
+wait_until 10 sh -c "pgrep -f '^python3 -c .* $MARK\$' >/dev/null" && spid=$(pgrep -f "^python3 -c .* $MARK\$" | head -1)
+apid=$(awk '/^PPid:/ { print $2 }' "/proc/${spid:-0}/status" 2>/dev/null)
+if [ -n "$apid" ] && [ -r "/proc/$apid/fd" ] && ls "/proc/$apid/fd" >/dev/null 2>&1; then
+	kinds=$(for f in /proc/$apid/fd/*; do readlink "$f" | sed 's/:.*//'; done | sort | tr '\n' ' ')
+	n=$(ls "/proc/$apid/fd" | wc -l)
+	is "$n:$kinds" "5:/dev/null /dev/null /dev/null anon_inode socket " \
+		"the agent holds its stdio, its socket to the daemon and its signalfd, nothing else"
+else
+	skip "the agent's fd set" "the agent's /proc/PID/fd is not readable as $(id -un) (it is not dumpable)"
+fi
+[ -n "$spid" ] && kill "$spid" 2>/dev/null
+wait "$epid" 2>/dev/null
+
+run "$NSRUN" session stop $NS --discard "$ID"
+is "$rc" 0 "session stop"
+check "the daemon is gone" wait_until 10 gone "$DPID"
+done_testing
