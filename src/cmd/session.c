@@ -27,6 +27,7 @@
 #include "cli/subopts.h"
 #include "cmd/cmd.h"
 #include "project/orphan.h"
+#include "project/profile.h"
 #include "project/project.h"
 #include "project/sesscommit.h"
 #include "project/session.h"
@@ -57,6 +58,7 @@ typedef enum sess_opt {
         SESS_OPT_CWD,
         SESS_OPT_ENV,
         SESS_OPT_UNSET_ENV,
+        SESS_OPT_CLEARENV,
         SESS_OPT_REPORT,
 } sess_opt;
 
@@ -86,6 +88,8 @@ static const nsr_subopt exec_opts[] = {
         { "--cwd", NULL, SESS_OPT_CWD, 1, "DIR", "The command's working dir, inside the sandbox" },
         { "--env", NULL, SESS_OPT_ENV, 1, "NAME=VALUE", "Set NAME for the command (repeatable)" },
         { "--unset-env", NULL, SESS_OPT_UNSET_ENV, 1, "NAME", "Remove NAME for the command (repeatable)" },
+        { "--clearenv", NULL, SESS_OPT_CLEARENV, 0, NULL,
+          "Start from an empty environment (only --env), not the caller's" },
         { "--report", NULL, SESS_OPT_REPORT, 1, "FILE", "Write a JSON report of what the command changed to FILE" },
         OPT_END,
 };
@@ -116,6 +120,7 @@ typedef struct sargs {
         char **set, **unset;
         const char *cwd;
         const char *report;
+        bool clearenv;
 } sargs;
 
 static void sargs_done(sargs *a) {
@@ -149,6 +154,9 @@ static int session_option(void *userdata, const nsr_subopt *o, const char *val, 
                 return 0;
         case SESS_OPT_REPORT:
                 a->report = val;
+                return 0;
+        case SESS_OPT_CLEARENV:
+                a->clearenv = true;
                 return 0;
         case SESS_OPT_ENV:
                 if (!strchr(val, '=') || val[0] == '=')
@@ -691,10 +699,26 @@ int nsr_cmd_exec(int argc, char **argv) {
         if (!state_dir)
                 return NSR_EXIT_FAILURE;
         nsr_error e = { 0 };
-        nsr_session_exec x = { .argv = a.rest, .set = a.set, .unset = a.unset, .cwd = (char *) a.cwd };
+        /* The caller's environment, through the deny list a one-shot run
+         * uses (the agent adds the run's own edits); --clearenv: none. */
+        _cleanup_strv_free_ char **base = a.clearenv ? NULL : nsr_profile_env_filter(environ, nsr_datadir(), &e);
+        if (!a.clearenv && !base) {
+                nsr_error_prefix(&e, "the environment's deny list");
+                err_print(&e);
+                return NSR_EXIT_FAILURE;
+        }
+        nsr_session_exec x = { .argv = a.rest,
+                               .set = a.set,
+                               .unset = a.unset,
+                               .cwd = (char *) a.cwd,
+                               .base = base,
+                               .has_base = true,
+                               .clear = a.clearenv };
         _cleanup_free_ char *payload = NULL;
         size_t len = 0;
-        if (nsr_session_exec_encode(&x, &payload, &len, &e) < 0) {
+        int er = nsr_session_exec_encode(&x, &payload, &len, &e);
+        x.base = NULL; /* base's own cleanup frees it */
+        if (er < 0) {
                 err_print(&e);
                 return NSR_EXIT_FAILURE;
         }

@@ -67,6 +67,7 @@ void nsr_session_exec_done(nsr_session_exec *x) {
         nsr_strv_free(x->argv);
         nsr_strv_free(x->set);
         nsr_strv_free(x->unset);
+        nsr_strv_free(x->base);
         free(x->cwd);
         *x = (nsr_session_exec){ 0 };
 }
@@ -88,6 +89,12 @@ int nsr_session_exec_encode(const nsr_session_exec *x, char **ret, size_t *ret_l
         size_t len = 0;
         for (char **a = x->argv; *a; a++)
                 put(&buf, &len, 'a', *a);
+        if (x->clear)
+                put(&buf, &len, 'C', "-");
+        else if (x->has_base)
+                put(&buf, &len, 'B', "-");
+        for (char **a = x->base; !x->clear && a && *a; a++)
+                put(&buf, &len, 'E', *a);
         for (char **a = x->set; a && *a; a++)
                 put(&buf, &len, 'e', *a);
         for (char **a = x->unset; a && *a; a++)
@@ -96,7 +103,9 @@ int nsr_session_exec_encode(const nsr_session_exec *x, char **ret, size_t *ret_l
                 put(&buf, &len, 'c', x->cwd);
         if (len > NSR_SESSION_PAYLOAD_MAX) {
                 free(buf);
-                return nsr_error_setx(err, E2BIG, "the command, its environment and cwd exceed %u bytes",
+                return nsr_error_setx(err, E2BIG,
+                                      "the command, its environment and cwd exceed %u bytes "
+                                      "(--clearenv with the --env the command needs passes less)",
                                       NSR_SESSION_PAYLOAD_MAX);
         }
         *ret = buf;
@@ -134,6 +143,18 @@ int nsr_session_exec_decode(const char *buf, size_t len, nsr_session_exec *ret, 
                         }
                         nsr_strv_extend(&x.unset, s);
                         break;
+                case 'B':
+                case 'C':
+                        x.has_base = true;
+                        x.clear = x.clear || tag == 'C';
+                        break;
+                case 'E':
+                        if (!strchr(s, '=') || s[0] == '=') {
+                                nsr_session_exec_done(&x);
+                                return nsr_error_setx(err, EINVAL, "malformed environment");
+                        }
+                        nsr_strv_extend(&x.base, s);
+                        break;
                 case 'c':
                         free(x.cwd);
                         x.cwd = nsr_strdup(s);
@@ -167,7 +188,10 @@ static void env_drop(char **v, const char *name, size_t nl) {
 }
 
 char **nsr_session_exec_env(char *const *base, const nsr_session_exec *x, const char *cwd) {
-        char **v = nsr_strv_copy(base);
+        char *const none[] = { NULL };
+        char **v = nsr_strv_copy(x->clear ? none : base);
+        if (x->clear)
+                cwd = NULL;
         for (char **u = x->unset; u && *u; u++)
                 env_drop(v, *u, strlen(*u));
         for (char **s = x->set; s && *s; s++) {
@@ -229,7 +253,13 @@ static pid_t spawn(nsr_session_agent *a, nsr_session_exec *x, const int fds[3], 
         if (x->cwd && access(x->cwd, X_OK) < 0)
                 return nsr_error_set(e, errno, "Can't chdir to %s", x->cwd);
         _cleanup_free_ char *here = x->cwd ? NULL : getcwd(NULL, 0);
-        char **env = nsr_session_exec_env(a->env, x, x->cwd ? x->cwd : here);
+        /* The caller's environment (filtered by the client) gets the
+         * run's own edits, as a one-shot run's does; without it, the
+         * session's. */
+        char *const none[] = { NULL };
+        _cleanup_strv_free_ char **own =
+                x->has_base && !x->clear ? a->step_env(a->data, x->base ? x->base : none) : NULL;
+        char **env = nsr_session_exec_env(own ? own : a->env, x, x->cwd ? x->cwd : here);
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t at;
         posix_spawn_file_actions_init(&fa);

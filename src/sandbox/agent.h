@@ -93,16 +93,20 @@ int nsr_session_recv(int fd, nsr_session_hdr *ret, char *buf, int fds[3]);
 /* An exec request. */
 typedef struct nsr_session_exec {
         char **argv;
-        char **set;   /* NAME=VALUE */
-        char **unset; /* NAME */
-        char *cwd;    /* NULL: the session's */
+        char **set;    /* NAME=VALUE */
+        char **unset;  /* NAME */
+        char *cwd;     /* NULL: the session's */
+        char **base;   /* NAME=VALUE: the caller's environment, filtered */
+        bool has_base; /* base replaces the session's environment */
+        bool clear;    /* --clearenv: no base, no PWD, only set */
 } nsr_session_exec;
 
 void nsr_session_exec_done(nsr_session_exec *x);
 /* To and from the payload: tagged NUL-terminated strings. Pure. */
 int nsr_session_exec_encode(const nsr_session_exec *x, char **ret, size_t *ret_len, nsr_error *err);
 int nsr_session_exec_decode(const char *buf, size_t len, nsr_session_exec *ret, nsr_error *err);
-/* The command's environment: base with the request's edits, and PWD. Pure. */
+/* The command's environment: base (nothing with clear) with the
+ * request's edits, and PWD (not with clear). Pure. */
 char **nsr_session_exec_env(char *const *base, const nsr_session_exec *x, const char *cwd);
 
 /* The agent, inside the sandbox (launch.c starts it). */
@@ -117,6 +121,9 @@ typedef struct nsr_session_agent {
         /* The command's confinement, taken by the agent before its first
          * command: the commands inherit it. */
         int (*confine)(void *data, nsr_error *err);
+        /* A step's environment from the caller's: the run's edits applied
+         * to base, as a one-shot run applies them to its caller's. */
+        char **(*step_env)(void *data, char *const *base);
         void *data;
         sigset_t mask; /* the commands' signal mask (set by the agent) */
 } nsr_session_agent;

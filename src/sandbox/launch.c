@@ -395,6 +395,16 @@ static int agent_confine(void *data, nsr_error *e) {
         return confine_command(c->l, c->bound, e);
 }
 
+/* A step's environment from its caller's: the plan's edits and the
+ * relay's proxy variables, as prepare() gives a one-shot command. */
+static char **agent_step_env(void *data, char *const *base) {
+        agent_ctx *c = data;
+        char **env = nsr_plan_build_env(c->l->plan, base);
+        if (c->l->relay)
+                nsr_relay_env(&env);
+        return env;
+}
+
 /* A session: the process that would run the command becomes the agent,
  * which forks each command on the monitor's request (agent.h). */
 _noreturn_ static void run_agent(launch *l, uint64_t bound) {
@@ -407,6 +417,7 @@ _noreturn_ static void run_agent(launch *l, uint64_t bound) {
                 .confine_fds = { l->notify_sock[1], -1 },
                 .env = l->env,
                 .confine = agent_confine,
+                .step_env = agent_step_env,
                 .data = &c,
         };
         nsr_session_agent_run(&ag);

@@ -3,7 +3,8 @@
 # policy's errno (not ENOSYS) and is recorded in the step's report, step
 # by step; the agent, a step and the daemon end with the fds they should
 # (the refused-call socket belongs to the confinement, the daemon keeps no
-# fd per step).
+# fd per step); the caller's environment passes through the one-shot
+# deny list (--clearenv: none), never cut short.
 . "$NSR_TESTS/lib.sh"
 export NSRUN_DATADIR="$NSR_STAGE"
 command -v python3 >/dev/null 2>&1 || skip_all "python3 is needed"
@@ -89,6 +90,23 @@ else
 fi
 [ -n "$spid" ] && kill "$spid" 2>/dev/null
 wait "$epid" 2>/dev/null
+
+# The caller's environment passes through the deny list a one-shot run
+# uses: a secret-looking name or a URL with credentials stays out, an
+# ordinary variable gets in; --clearenv starts from nothing.
+show='echo "${MY_TOKEN-unset}:${T720_PLAIN-unset}:${T720_URL-unset}:${NSRUN-unset}"'
+run env MY_TOKEN=x T720_PLAIN=plain T720_URL=https://me:pw@example.invalid/ "$NSRUN" -p "$P" $NS --discard -- sh -c "$show"
+oneshot_env=$out
+is "$oneshot_env" "unset:plain:unset:1" "a one-shot run drops the secret-looking variables"
+run env MY_TOKEN=x T720_PLAIN=plain T720_URL=https://me:pw@example.invalid/ "$NSRUN" exec $NS "$ID" -- sh -c "$show"
+is "$rc:$out" "0:$oneshot_env" "a step sees the caller's environment as a one-shot run's command does"
+run env T720_PLAIN=plain "$NSRUN" exec $NS --clearenv --env ONLY=1 "$ID" -- /usr/bin/env
+is "$rc:$out" "0:ONLY=1" "--clearenv: only --env"
+run env T720_PLAIN=plain "$NSRUN" exec $NS --unset-env T720_PLAIN --env T720_SET=2 "$ID" -- sh -c 'echo "${T720_PLAIN-unset}:$T720_SET"'
+is "$out" "unset:2" "--unset-env and --env apply after the caller's environment"
+big=$(python3 -c 'print("x" * 70000)')
+run env T720_BIG="$big" "$NSRUN" exec $NS "$ID" -- true
+like "$rc:$err" "^125:.*exceed 65536 bytes" "an environment too large for the wire is an error, not cut short"
 
 run "$NSRUN" session stop $NS --discard "$ID"
 is "$rc" 0 "session stop"
