@@ -24,6 +24,7 @@
 #include "cli/options.h"
 #include "cli/plan.h"
 #include "cli/profileset.h"
+#include "cli/runctl.h"
 #include "cli/subopts.h"
 #include "cmd/cmd.h"
 #include "project/orphan.h"
@@ -59,6 +60,8 @@ typedef enum sess_opt {
         SESS_OPT_ENV,
         SESS_OPT_UNSET_ENV,
         SESS_OPT_CLEARENV,
+        SESS_OPT_TIMEOUT,
+        SESS_OPT_KILL_AFTER,
         SESS_OPT_REPORT,
 } sess_opt;
 
@@ -90,6 +93,10 @@ static const nsr_subopt exec_opts[] = {
         { "--unset-env", NULL, SESS_OPT_UNSET_ENV, 1, "NAME", "Remove NAME for the command (repeatable)" },
         { "--clearenv", NULL, SESS_OPT_CLEARENV, 0, NULL,
           "Start from an empty environment (only --env), not the caller's" },
+        { "--timeout", NULL, SESS_OPT_TIMEOUT, 1, "DURATION",
+          "SIGTERM to the command's process group after DURATION; exit 124 (the session lives on)" },
+        { "--kill-after", NULL, SESS_OPT_KILL_AFTER, 1, "DURATION",
+          "SIGKILL that long after the timeout (default 5s)" },
         { "--report", NULL, SESS_OPT_REPORT, 1, "FILE", "Write a JSON report of what the command changed to FILE" },
         OPT_END,
 };
@@ -121,6 +128,7 @@ typedef struct sargs {
         const char *cwd;
         const char *report;
         bool clearenv;
+        nsr_runctl rc; /* --timeout, --kill-after */
 } sargs;
 
 static void sargs_done(sargs *a) {
@@ -158,6 +166,20 @@ static int session_option(void *userdata, const nsr_subopt *o, const char *val, 
         case SESS_OPT_CLEARENV:
                 a->clearenv = true;
                 return 0;
+        case SESS_OPT_TIMEOUT:
+        case SESS_OPT_KILL_AFTER: {
+                uint64_t ms;
+                if (nsr_parse_duration(val, &ms) < 0 || (o->key == SESS_OPT_TIMEOUT && ms == 0))
+                        return nsr_error_setx(err, EINVAL, "%s wants a duration (90, 1.5s, 500ms, 5m), not \"%s\"",
+                                              o->name, val);
+                if (o->key == SESS_OPT_TIMEOUT)
+                        a->rc.timeout_ms = ms;
+                else {
+                        a->rc.kill_after_ms = ms;
+                        a->rc.has_kill_after = true;
+                }
+                return 0;
+        }
         case SESS_OPT_ENV:
                 if (!strchr(val, '=') || val[0] == '=')
                         return nsr_error_setx(err, EINVAL, "%s wants NAME=VALUE, not \"%s\"", o->name, val);
@@ -627,12 +649,12 @@ static nsr_refused *mfree_refused(nsr_refused *rf) {
 }
 
 static int write_report(const char *state_dir, const sargs *a, const nsr_session_changes *before, int status,
-                        const nsr_refused *refused, nsr_outfile *rep) {
+                        const nsr_session_step *step, nsr_outfile *rep) {
         nsr_error e = { 0 };
         _cleanup_(nsr_session_changes_free) nsr_session_changes after = { 0 };
         _cleanup_free_ char *json = NULL;
         if (nsr_session_changes_take(state_dir, a->id, &after, &e) < 0 ||
-            nsr_session_report(before, &after, a->id, a->rest, status, refused, &json, &e) < 0 ||
+            nsr_session_report(before, &after, a->id, a->rest, status, step, &json, &e) < 0 ||
             nsr_outfile_write(rep, json, strlen(json), &e) < 0) {
                 nsr_error_prefix(&e, "--report");
                 err_print(&e);
@@ -764,16 +786,37 @@ int nsr_cmd_exec(int argc, char **argv) {
         }
         _cleanup_free_ char *buf = nsr_malloc0(NSR_SESSION_PAYLOAD_MAX + 1);
         unsigned cont_pending = 0; /* SIGCONTs sent, not yet passed on */
+        /* --timeout: SIGTERM to the step's process group, SIGKILL after
+         * --kill-after; the session and what else runs in it go on. */
+        _cleanup_(nsr_deadline_done) nsr_deadline deadline = { .fd = -1 };
+        char dur[32];
+        if (nsr_deadline_start(&deadline, &a.rc, &e) < 0) {
+                (void) nsr_session_send(fd, NSR_SMSG_SIGNAL, 0, SIGKILL, 0, NULL, 0, NULL, 0);
+                nsr_stepio_finish(&io);
+                err_print(&e);
+                return NSR_EXIT_FAILURE;
+        }
         for (;;) {
-                struct pollfd p[2 + NSR_STEPIO_POLL_MAX] = { { .fd = fd, .events = POLLIN },
-                                                             { .fd = sfd, .events = POLLIN } };
-                size_t n = 2 + nsr_stepio_pollfds(&io, p + 2);
+                struct pollfd p[3 + NSR_STEPIO_POLL_MAX] = { { .fd = fd, .events = POLLIN },
+                                                             { .fd = sfd, .events = POLLIN },
+                                                             { .fd = deadline.fd, .events = POLLIN } };
+                size_t n = 3 + nsr_stepio_pollfds(&io, p + 3);
                 if (poll(p, n, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return NSR_EXIT_FAILURE;
                 }
-                nsr_stepio_dispatch(&io, p + 2, n - 2);
+                nsr_stepio_dispatch(&io, p + 3, n - 3);
+                if (p[2].revents) {
+                        nsr_deadline_step ds = nsr_deadline_next(&deadline);
+                        int sig = ds == NSR_DEADLINE_TERM ? SIGTERM : ds == NSR_DEADLINE_KILL ? SIGKILL : 0;
+                        /* A stopped step would not see the SIGTERM. */
+                        if (sig)
+                                (void) nsr_session_send(fd, NSR_SMSG_SIGNAL, 0, sig, 0, NULL, 0, NULL, 0);
+                        if (sig == SIGTERM &&
+                            nsr_session_send(fd, NSR_SMSG_SIGNAL, 0, SIGCONT, 0, NULL, 0, NULL, 0) >= 0)
+                                cont_pending++;
+                }
                 if (io.want_stop) {
                         io.want_stop = false;
                         stop_step(fd, &io, &cont_pending);
@@ -816,14 +859,23 @@ int nsr_cmd_exec(int argc, char **argv) {
                 nsr_stepio_finish(&io);
                 if (h.flags & NSR_SMSG_NOT_RUN)
                         say("nsrun: %s\n", buf);
-                int code = nsr_exit_code_from_status(h.value);
+                /* As a one-shot run: 124 when the timeout ended it. */
+                int code = deadline.fired ? NSR_EXIT_TIMEOUT : nsr_exit_code_from_status(h.value);
+                if (deadline.fired)
+                        say("nsrun: the command timed out after %s%s\n",
+                            nsr_format_duration(a.rc.timeout_ms, dur, sizeof(dur)),
+                            deadline.fired > 1 ? " (SIGKILL after --kill-after)" : "");
                 _cleanup_free_ nsr_refused *refused = NULL;
                 if (a.report && (h.flags & NSR_SMSG_REFUSED)) {
                         refused = nsr_malloc0(sizeof(*refused));
                         if (nsr_session_refused_decode(buf, h.len, refused) < 0)
                                 refused = mfree_refused(refused);
                 }
-                if (a.report && write_report(state_dir, &a, &before, h.value, refused, &rep) < 0)
+                nsr_session_step step = { .refused = refused,
+                                          .timed_out = deadline.fired > 0,
+                                          .killed = deadline.fired > 1,
+                                          .timeout_ms = a.rc.timeout_ms };
+                if (a.report && write_report(state_dir, &a, &before, h.value, &step, &rep) < 0)
                         return NSR_EXIT_FAILURE;
                 return code;
         }

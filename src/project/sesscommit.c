@@ -438,9 +438,10 @@ static int by_count(const void *x, const void *y) {
         return a->count < b->count ? 1 : a->count > b->count ? -1 : strcmp(a->name, b->name);
 }
 
-/* The step's "refused", in a one-shot report's form and order. Its
- * timeout and limits are the exec client's: it has none of its own. */
-static void emit_step_refused(nsr_json *j, const nsr_refused *rf) {
+/* The step's "refused", in a one-shot report's form and order; its
+ * timeout is the exec client's (--timeout). */
+static void emit_step_refused(nsr_json *j, const nsr_session_step *st) {
+        const nsr_refused *rf = st->refused;
         _cleanup_free_ nsr_report_refused_call *calls = nsr_malloc0((rf->n_entries + 1) * sizeof(*calls));
         for (size_t i = 0; i < rf->n_entries; i++)
                 calls[i] = (nsr_report_refused_call){ .name = rf->entries[i].name,
@@ -449,14 +450,18 @@ static void emit_step_refused(nsr_json *j, const nsr_refused *rf) {
                                                       .comm = rf->entries[i].comm };
         if (rf->n_entries > 1)
                 qsort(calls, rf->n_entries, sizeof(*calls), by_count);
-        nsr_report_refused r = {
-                .recorded = rf->active, .calls = calls, .n_calls = rf->n_entries, .more = rf->dropped
-        };
+        nsr_report_refused r = { .recorded = rf->active,
+                                 .calls = calls,
+                                 .n_calls = rf->n_entries,
+                                 .more = rf->dropped,
+                                 .timed_out = st->timed_out,
+                                 .timeout_ms = st->timeout_ms,
+                                 .killed = st->killed };
         nsr_report_emit_refused(j, &r);
 }
 
 int nsr_session_report(const nsr_session_changes *before, const nsr_session_changes *after, const char *session_id,
-                       char *const *argv, int wait_status, const nsr_refused *refused, char **ret, nsr_error *err) {
+                       char *const *argv, int wait_status, const nsr_session_step *step, char **ret, nsr_error *err) {
         _cleanup_(nsr_json_freep) nsr_json *j = nsr_json_new(NULL, 64u << 20, NSR_JSON_PRETTY);
         nsr_json_object_begin(j, NULL);
         nsr_json_int(j, "version", 1);
@@ -473,6 +478,8 @@ int nsr_session_report(const nsr_session_changes *before, const nsr_session_chan
         /* The layer is shared: what a background process (started by this
          * or an earlier command) wrote meanwhile is in it too. */
         nsr_json_bool(j, "includes_background_processes", true);
+        if (step && step->timed_out)
+                nsr_json_bool(j, "timed_out", true);
         nsr_json_array_begin(j, "projects");
         for (size_t i = 0; i < after->n; i++) {
                 const nsr_changeset *b = i < before->n ? before->sets[i] : NULL;
@@ -506,8 +513,8 @@ int nsr_session_report(const nsr_session_changes *before, const nsr_session_chan
                 nsr_json_object_end(j);
         }
         nsr_json_array_end(j);
-        if (refused)
-                emit_step_refused(j, refused);
+        if (step && step->refused)
+                emit_step_refused(j, step);
         nsr_json_object_end(j);
         return nsr_json_finish(j, "report", ret, NULL, err);
 }

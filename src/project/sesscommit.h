@@ -40,10 +40,16 @@ void nsr_session_changes_free(nsr_session_changes *c);
 int nsr_session_changes_take(const char *state_dir, const char *session_id, nsr_session_changes *ret, nsr_error *err);
 /* The JSON report of what differs from before to after: changes, and
  * "reverted" for what an earlier command changed and this one undid. */
-/* With refused (NULL: none): the step's "refused" member, as a one-shot
- * report has it. */
+/* What a step's report has besides its changes, as a one-shot report has
+ * it: "timed_out", and "refused" (the calls, the timeout). */
+typedef struct nsr_session_step {
+        const nsr_refused *refused; /* NULL: no "refused" member */
+        bool timed_out;             /* --timeout stopped the step */
+        bool killed;                /* ... with SIGKILL after --kill-after */
+        uint64_t timeout_ms;
+} nsr_session_step;
 int nsr_session_report(const nsr_session_changes *before, const nsr_session_changes *after, const char *session_id,
-                       char *const *argv, int wait_status, const nsr_refused *refused, char **ret, nsr_error *err);
+                       char *const *argv, int wait_status, const nsr_session_step *step, char **ret, nsr_error *err);
 
 /* A step's refused record on the wire (the monitor's EXIT to the exec
  * client, flag NSR_SMSG_REFUSED): "recorded dropped" then one line per

@@ -108,6 +108,23 @@ big=$(python3 -c 'print("x" * 70000)')
 run env T720_BIG="$big" "$NSRUN" exec $NS "$ID" -- true
 like "$rc:$err" "^125:.*exceed 65536 bytes" "an environment too large for the wire is an error, not cut short"
 
+# --timeout: 124 for the step, quickly; the session lives on.
+t0=$(date +%s)
+run "$NSRUN" exec $NS --timeout 1 --report "$d/rt.json" "$ID" -- sleep 30
+t1=$(date +%s)
+is "$rc" 124 "--timeout 1 on sleep 30: exit 124"
+check "... within a few seconds ($((t1 - t0))s)" [ $((t1 - t0)) -le 5 ]
+like "$err" "timed out after 1s" "... and says so"
+is "$(refused "$d/rt.json" "d.get('timed_out'), r['timeout']")" "(True, {'after_ms': 1000, 'killed': False})" \
+	"the step's report says it timed out, as a one-shot report does"
+run "$NSRUN" exec $NS "$ID" -- echo still here
+is "$rc:$out" "0:still here" "the next exec works"
+run "$NSRUN" exec $NS --timeout 1 --kill-after 1 "$ID" -- sh -c 'trap "" TERM; sleep 30'
+is "$rc" 124 "a step that ignores SIGTERM is killed after --kill-after: 124"
+like "$err" "SIGKILL after --kill-after" "... and says so"
+run "$NSRUN" exec $NS --timeout 0 "$ID" -- true
+like "$rc:$err" "^125:.*--timeout wants a duration" "--timeout 0 is refused"
+
 run "$NSRUN" session stop $NS --discard "$ID"
 is "$rc" 0 "session stop"
 check "the daemon is gone" wait_until 10 gone "$DPID"
