@@ -62,6 +62,7 @@ typedef enum sess_opt {
         SESS_OPT_CLEARENV,
         SESS_OPT_TIMEOUT,
         SESS_OPT_KILL_AFTER,
+        SESS_OPT_RLIMIT,
         SESS_OPT_REPORT,
 } sess_opt;
 
@@ -95,6 +96,8 @@ static const nsr_subopt exec_opts[] = {
           "Start from an empty environment (only --env), not the caller's" },
         { "--timeout", NULL, SESS_OPT_TIMEOUT, 1, "DURATION",
           "SIGTERM to the command's process group after DURATION; exit 124 (the session lives on)" },
+        { "--rlimit", NULL, SESS_OPT_RLIMIT, 1, "NAME=SOFT[:HARD]",
+          "Set a resource limit for the command (repeatable)" },
         { "--kill-after", NULL, SESS_OPT_KILL_AFTER, 1, "DURATION",
           "SIGKILL that long after the timeout (default 5s)" },
         { "--report", NULL, SESS_OPT_REPORT, 1, "FILE", "Write a JSON report of what the command changed to FILE" },
@@ -128,12 +131,14 @@ typedef struct sargs {
         const char *cwd;
         const char *report;
         bool clearenv;
-        nsr_runctl rc; /* --timeout, --kill-after */
+        nsr_runctl rc;  /* --timeout, --kill-after */
+        char **rlimits; /* --rlimit, as given (the agent applies them) */
 } sargs;
 
 static void sargs_done(sargs *a) {
         nsr_strv_free(a->set);
         nsr_strv_free(a->unset);
+        nsr_strv_free(a->rlimits);
         nsr_subargs_done(&a->sa);
 }
 
@@ -166,6 +171,15 @@ static int session_option(void *userdata, const nsr_subopt *o, const char *val, 
         case SESS_OPT_CLEARENV:
                 a->clearenv = true;
                 return 0;
+        case SESS_OPT_RLIMIT: {
+                nsr_rlimit_id id;
+                nsr_rlimit_spec spec;
+                int r = nsr_parse_rlimit(val, &id, &spec, err);
+                if (r < 0)
+                        return nsr_error_prefix(err, "%s", o->name);
+                nsr_strv_extend(&a->rlimits, val);
+                return 0;
+        }
         case SESS_OPT_TIMEOUT:
         case SESS_OPT_KILL_AFTER: {
                 uint64_t ms;
@@ -735,7 +749,8 @@ int nsr_cmd_exec(int argc, char **argv) {
                                .cwd = (char *) a.cwd,
                                .base = base,
                                .has_base = true,
-                               .clear = a.clearenv };
+                               .clear = a.clearenv,
+                               .rlimits = a.rlimits };
         _cleanup_free_ char *payload = NULL;
         size_t len = 0;
         int er = nsr_session_exec_encode(&x, &payload, &len, &e);

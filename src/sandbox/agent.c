@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 #include "base/sockmsg.h"
+#include "cli/runctl.h"
 #include "sandbox/agent.h"
 #include "sandbox/rootfs.h"
 
@@ -68,6 +69,7 @@ void nsr_session_exec_done(nsr_session_exec *x) {
         nsr_strv_free(x->set);
         nsr_strv_free(x->unset);
         nsr_strv_free(x->base);
+        nsr_strv_free(x->rlimits);
         free(x->cwd);
         *x = (nsr_session_exec){ 0 };
 }
@@ -95,6 +97,8 @@ int nsr_session_exec_encode(const nsr_session_exec *x, char **ret, size_t *ret_l
                 put(&buf, &len, 'B', "-");
         for (char **a = x->base; !x->clear && a && *a; a++)
                 put(&buf, &len, 'E', *a);
+        for (char **a = x->rlimits; a && *a; a++)
+                put(&buf, &len, 'r', *a);
         for (char **a = x->set; a && *a; a++)
                 put(&buf, &len, 'e', *a);
         for (char **a = x->unset; a && *a; a++)
@@ -154,6 +158,9 @@ int nsr_session_exec_decode(const char *buf, size_t len, nsr_session_exec *ret, 
                                 return nsr_error_setx(err, EINVAL, "malformed environment");
                         }
                         nsr_strv_extend(&x.base, s);
+                        break;
+                case 'r':
+                        nsr_strv_extend(&x.rlimits, s);
                         break;
                 case 'c':
                         free(x.cwd);
@@ -237,6 +244,85 @@ static int close_all_but(const int *keep, size_t n) {
         return 0;
 }
 
+/* The request's --rlimit words, parsed again (the client parsed them
+ * first). */
+static int step_rlimits(const nsr_session_exec *x, nsr_runctl *rc, nsr_error *e) {
+        *rc = (nsr_runctl){ 0 };
+        for (char **w = x->rlimits; w && *w; w++) {
+                nsr_rlimit_id id;
+                nsr_rlimit_spec spec;
+                int r = nsr_parse_rlimit(*w, &id, &spec, e);
+                if (r < 0)
+                        return r;
+                rc->rlim[id] = spec;
+        }
+        return 0;
+}
+
+/* A step with rlimits of its own: posix_spawn cannot set them in the
+ * child, so the agent forks and takes posix_spawn's steps by hand, the
+ * rlimits last before the exec. The exec's failure comes back through a
+ * close-on-exec pipe. */
+static pid_t spawn_limited(nsr_session_agent *a, nsr_session_exec *x, const nsr_runctl *rc, const int fds[3],
+                           const char *slave, char **env, int *ret_code, nsr_error *e) {
+        int ep[2];
+        if (pipe2(ep, O_CLOEXEC) < 0)
+                return nsr_error_set(e, errno, "pipe");
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(ep[0]);
+                close(ep[1]);
+                return nsr_error_set(e, -r, "fork");
+        }
+        if (pid == 0) {
+                nsr_error ce = { 0 };
+                int step = 0; /* 0: setup failed (125); 1: the exec did */
+                for (int sig = 1; sig < NSIG; sig++)
+                        if (sig != SIGKILL && sig != SIGSTOP)
+                                signal(sig, SIG_DFL);
+                bool ok = setsid() >= 0;
+                int tty = -1;
+                for (int i = 0; ok && i < 3; i++)
+                        if (fds[i] >= 0)
+                                ok = dup2(fds[i], i) >= 0;
+                for (int i = 0; ok && i < 3; i++)
+                        if (fds[i] < 0 && tty < 0)
+                                ok = (tty = open(slave, O_RDWR)) >= 0 && dup2(tty, i) >= 0;
+                        else if (fds[i] < 0)
+                                ok = dup2(tty, i) >= 0;
+                if (tty > 2)
+                        close(tty);
+                if (ok && x->cwd && chdir(x->cwd) < 0)
+                        ok = false;
+                if (!ok)
+                        nsr_error_set(&ce, errno, "cannot set up the command");
+                else if (nsr_runctl_apply_rlimits(rc, &ce) >= 0) {
+                        sigprocmask(SIG_SETMASK, &a->mask, NULL);
+                        environ = env;
+                        execvp(x->argv[0], x->argv);
+                        nsr_error_set(&ce, errno, "execvp %s", x->argv[0]);
+                        step = 1;
+                }
+                (void) nsr_write_all(ep[1], &step, sizeof(step));
+                (void) nsr_write_all(ep[1], &ce, sizeof(ce));
+                _exit(127);
+        }
+        close(ep[1]);
+        int step = -1;
+        nsr_error ce = { 0 };
+        bool failed = nsr_read_full(ep[0], &step, sizeof(step)) == (int) sizeof(step) &&
+                      nsr_read_full(ep[0], &ce, sizeof(ce)) == (int) sizeof(ce);
+        close(ep[0]);
+        if (!failed)
+                return pid;
+        (void) waitpid(pid, NULL, 0);
+        nsr_error_sanitize(&ce);
+        *e = ce;
+        *ret_code = step == 1 ? (ce.code == ENOENT ? 127 : 126) : 125;
+        return -(ce.code ? ce.code : EIO);
+}
+
 /* Starts one command with posix_spawn (a vfork-style clone: the agent's
  * page tables are not copied): its own session and process group, its
  * stdio, its cwd and environment, the commands' signal mask and default
@@ -260,6 +346,13 @@ static pid_t spawn(nsr_session_agent *a, nsr_session_exec *x, const int fds[3], 
         _cleanup_strv_free_ char **own =
                 x->has_base && !x->clear ? a->step_env(a->data, x->base ? x->base : none) : NULL;
         char **env = nsr_session_exec_env(own ? own : a->env, x, x->cwd ? x->cwd : here);
+        if (x->rlimits) {
+                nsr_runctl rc;
+                int r = step_rlimits(x, &rc, e);
+                pid_t pid = r < 0 ? r : spawn_limited(a, x, &rc, fds, slave, env, ret_code, e);
+                nsr_strv_free(env);
+                return pid;
+        }
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t at;
         posix_spawn_file_actions_init(&fa);

@@ -93,12 +93,13 @@ int nsr_session_recv(int fd, nsr_session_hdr *ret, char *buf, int fds[3]);
 /* An exec request. */
 typedef struct nsr_session_exec {
         char **argv;
-        char **set;    /* NAME=VALUE */
-        char **unset;  /* NAME */
-        char *cwd;     /* NULL: the session's */
-        char **base;   /* NAME=VALUE: the caller's environment, filtered */
-        bool has_base; /* base replaces the session's environment */
-        bool clear;    /* --clearenv: no base, no PWD, only set */
+        char **set;     /* NAME=VALUE */
+        char **unset;   /* NAME */
+        char *cwd;      /* NULL: the session's */
+        char **base;    /* NAME=VALUE: the caller's environment, filtered */
+        bool has_base;  /* base replaces the session's environment */
+        bool clear;     /* --clearenv: no base, no PWD, only set */
+        char **rlimits; /* --rlimit NAME=SOFT[:HARD], as given */
 } nsr_session_exec;
 
 void nsr_session_exec_done(nsr_session_exec *x);

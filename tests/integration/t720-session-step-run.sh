@@ -125,6 +125,18 @@ like "$err" "SIGKILL after --kill-after" "... and says so"
 run "$NSRUN" exec $NS --timeout 0 "$ID" -- true
 like "$rc:$err" "^125:.*--timeout wants a duration" "--timeout 0 is refused"
 
+# --rlimit: the step's own limits, soft and hard; the next step has none.
+run "$NSRUN" exec $NS --rlimit nofile=64:128 --rlimit core=0 "$ID" -- sh -c 'ulimit -Sn; ulimit -Hn; ulimit -c'
+is "$rc:$out" "$(printf '0:64\n128\n0')" "--rlimit sets the step's soft and hard limits"
+run "$NSRUN" exec $NS "$ID" -- sh -c 'ulimit -Sn'
+unlike "$out" "^64$" "the next step does not inherit them"
+run "$NSRUN" exec $NS --rlimit nofile=64 --cwd /nonexistent "$ID" -- true
+like "$rc:$err" "^125:" "a step with limits and a missing --cwd fails with 125"
+run "$NSRUN" exec $NS --rlimit nofile=64 "$ID" -- /nonexistent/cmd
+is "$rc" 127 "a step with limits whose command is missing: 127"
+run "$NSRUN" exec $NS --rlimit bogus=1 "$ID" -- true
+like "$rc:$err" "^125:.*--rlimit" "an unknown limit is refused"
+
 run "$NSRUN" session stop $NS --discard "$ID"
 is "$rc" 0 "session stop"
 check "the daemon is gone" wait_until 10 gone "$DPID"
