@@ -63,6 +63,7 @@ typedef enum sess_opt {
         SESS_OPT_TIMEOUT,
         SESS_OPT_KILL_AFTER,
         SESS_OPT_RLIMIT,
+        SESS_OPT_EVENTS_FD,
         SESS_OPT_REPORT,
 } sess_opt;
 
@@ -98,6 +99,8 @@ static const nsr_subopt exec_opts[] = {
           "SIGTERM to the command's process group after DURATION; exit 124 (the session lives on)" },
         { "--rlimit", NULL, SESS_OPT_RLIMIT, 1, "NAME=SOFT[:HARD]",
           "Set a resource limit for the command (repeatable)" },
+        { "--events-fd", NULL, SESS_OPT_EVENTS_FD, 1, "FD",
+          "Write a JSON line per change in the projects to FD while the command runs" },
         { "--kill-after", NULL, SESS_OPT_KILL_AFTER, 1, "DURATION",
           "SIGKILL that long after the timeout (default 5s)" },
         { "--report", NULL, SESS_OPT_REPORT, 1, "FILE", "Write a JSON report of what the command changed to FILE" },
@@ -133,6 +136,7 @@ typedef struct sargs {
         bool clearenv;
         nsr_runctl rc;  /* --timeout, --kill-after */
         char **rlimits; /* --rlimit, as given (the agent applies them) */
+        int events_fd;  /* --events-fd, or -1 */
 } sargs;
 
 static void sargs_done(sargs *a) {
@@ -171,6 +175,15 @@ static int session_option(void *userdata, const nsr_subopt *o, const char *val, 
         case SESS_OPT_CLEARENV:
                 a->clearenv = true;
                 return 0;
+        case SESS_OPT_EVENTS_FD: {
+                char *end;
+                errno = 0;
+                long v = strtol(val, &end, 10);
+                if (errno || end == val || *end || v < 0 || v > INT32_MAX || fcntl((int) v, F_GETFD) < 0)
+                        return nsr_error_setx(err, EBADF, "%s wants an open fd, not \"%s\"", o->name, val);
+                a->events_fd = (int) v;
+                return 0;
+        }
         case SESS_OPT_RLIMIT: {
                 nsr_rlimit_id id;
                 nsr_rlimit_spec spec;
@@ -211,7 +224,7 @@ static int session_option(void *userdata, const nsr_subopt *o, const char *val, 
 /* The first operand is the id; with exec, what follows it (after an
  * optional "--") is the command. Says what is wrong. */
 static int parse(const nsr_subcmd *c, int argc, char **argv, sargs *a) {
-        *a = (sargs){ .idle = NSR_SESSION_IDLE_DEFAULT };
+        *a = (sargs){ .idle = NSR_SESSION_IDLE_DEFAULT, .events_fd = -1 };
         nsr_error e = { 0 };
         int r = nsr_subopts_parse(c, argc, argv, session_option, a, &a->sa, &e);
         a->help = a->sa.help;
@@ -657,6 +670,10 @@ int nsr_cmd_session(int argc, char **argv) {
 
 /* ---- exec ------------------------------------------------------------------------ */
 
+static void nsr_session_events_stop_p(nsr_session_events *ev) {
+        (void) nsr_session_events_stop(ev);
+}
+
 static nsr_refused *mfree_refused(nsr_refused *rf) {
         free(rf);
         return NULL;
@@ -756,6 +773,13 @@ int nsr_cmd_exec(int argc, char **argv) {
         int er = nsr_session_exec_encode(&x, &payload, &len, &e);
         x.base = NULL; /* base's own cleanup frees it */
         if (er < 0) {
+                err_print(&e);
+                return NSR_EXIT_FAILURE;
+        }
+        /* --events-fd: the watcher starts before the control socket and
+         * the step's pipes exist, so it holds none of them. */
+        _cleanup_(nsr_session_events_stop_p) nsr_session_events events = { .pid = -1, .stop_fd = -1, .run_fd = -1 };
+        if (a.events_fd >= 0 && nsr_session_events_start(state_dir, a.id, a.events_fd, &events, &e) < 0) {
                 err_print(&e);
                 return NSR_EXIT_FAILURE;
         }
@@ -886,7 +910,9 @@ int nsr_cmd_exec(int argc, char **argv) {
                         if (nsr_session_refused_decode(buf, h.len, refused) < 0)
                                 refused = mfree_refused(refused);
                 }
+                uint64_t dropped = nsr_session_events_stop(&events);
                 nsr_session_step step = { .refused = refused,
+                                          .events_dropped = dropped,
                                           .timed_out = deadline.fired > 0,
                                           .killed = deadline.fired > 1,
                                           .timeout_ms = a.rc.timeout_ms };

@@ -33,6 +33,7 @@
 #include "base/durable.h"
 #include "base/json.h"
 #include "project/capture.h"
+#include "project/events.h"
 #include "project/project.h"
 #include "project/protect.h"
 #include "project/report.h"
@@ -396,6 +397,39 @@ void nsr_session_changes_free(nsr_session_changes *c) {
         *c = (nsr_session_changes){ 0 };
 }
 
+int nsr_session_events_start(const char *state_dir, const char *session_id, int out_fd, nsr_session_events *ret,
+                             nsr_error *err) {
+        *ret = (nsr_session_events){ .pid = -1, .stop_fd = -1, .run_fd = -1 };
+        _cleanup_close_ int statefd = -1, srun_fd = -1;
+        _cleanup_(nsr_run_meta_done) nsr_run_meta sm = { 0 };
+        int r = open_session_run(state_dir, session_id, &statefd, &srun_fd, &sm, err);
+        if (r < 0)
+                return r;
+        size_t n = nsr_strv_length(sm.projects);
+        /* The upper dirs through the run dir's fd, which the watcher
+         * inherits: nothing renamed into the path meanwhile is followed. */
+        char **uppers = nsr_malloc0((n + 1) * sizeof(char *));
+        nsr_events_project *ev = nsr_malloc0((n + 1) * sizeof(*ev));
+        for (size_t i = 0; i < n; i++) {
+                uppers[i] = nsr_asprintf("/proc/self/fd/%d/p%zu/upper", srun_fd, i);
+                ev[i] = (nsr_events_project){ .path = sm.projects[i], .upper = uppers[i] };
+        }
+        r = nsr_events_start(out_fd, ev, n, &ret->pid, &ret->stop_fd, err);
+        free(ev);
+        nsr_strv_free(uppers);
+        if (r < 0)
+                return r;
+        ret->run_fd = TAKE_FD(srun_fd);
+        return 0;
+}
+
+uint64_t nsr_session_events_stop(nsr_session_events *ev) {
+        uint64_t dropped = ev->pid > 0 ? nsr_events_stop(ev->pid, ev->stop_fd) : 0;
+        ev->run_fd = safe_close(ev->run_fd);
+        *ev = (nsr_session_events){ .pid = -1, .stop_fd = -1, .run_fd = -1 };
+        return dropped;
+}
+
 int nsr_session_changes_take(const char *state_dir, const char *session_id, nsr_session_changes *ret, nsr_error *err) {
         _cleanup_close_ int statefd = -1, srun_fd = -1;
         _cleanup_(nsr_run_meta_done) nsr_run_meta sm = { 0 };
@@ -515,6 +549,8 @@ int nsr_session_report(const nsr_session_changes *before, const nsr_session_chan
         nsr_json_array_end(j);
         if (step && step->refused)
                 emit_step_refused(j, step);
+        if (step && step->events_dropped)
+                nsr_json_uint(j, "events_dropped", step->events_dropped);
         nsr_json_object_end(j);
         return nsr_json_finish(j, "report", ret, NULL, err);
 }

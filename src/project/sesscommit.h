@@ -5,6 +5,8 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "base/error.h"
@@ -40,6 +42,19 @@ void nsr_session_changes_free(nsr_session_changes *c);
 int nsr_session_changes_take(const char *state_dir, const char *session_id, nsr_session_changes *ret, nsr_error *err);
 /* The JSON report of what differs from before to after: changes, and
  * "reverted" for what an earlier command changed and this one undid. */
+/* exec --events-fd: the one-shot watcher (events.h) on the session's
+ * upper dirs while one step runs. */
+typedef struct nsr_session_events {
+        pid_t pid;
+        int stop_fd;
+        int run_fd; /* the session run's dir, which the watcher's paths go through */
+} nsr_session_events;
+int nsr_session_events_start(const char *state_dir, const char *session_id, int out_fd, nsr_session_events *ret,
+                             nsr_error *err);
+/* Drains and ends the watcher; returns how many lines its reader did not
+ * take. */
+uint64_t nsr_session_events_stop(nsr_session_events *ev);
+
 /* What a step's report has besides its changes, as a one-shot report has
  * it: "timed_out", and "refused" (the calls, the timeout). */
 typedef struct nsr_session_step {
@@ -47,6 +62,7 @@ typedef struct nsr_session_step {
         bool timed_out;             /* --timeout stopped the step */
         bool killed;                /* ... with SIGKILL after --kill-after */
         uint64_t timeout_ms;
+        uint64_t events_dropped; /* --events-fd lines its reader did not take */
 } nsr_session_step;
 int nsr_session_report(const nsr_session_changes *before, const nsr_session_changes *after, const char *session_id,
                        char *const *argv, int wait_status, const nsr_session_step *step, char **ret, nsr_error *err);

@@ -137,6 +137,14 @@ is "$rc" 127 "a step with limits whose command is missing: 127"
 run "$NSRUN" exec $NS --rlimit bogus=1 "$ID" -- true
 like "$rc:$err" "^125:.*--rlimit" "an unknown limit is refused"
 
+# --events-fd: the step's changes, live, as a one-shot run's.
+run "$NSRUN" exec $NS --events-fd 3 "$ID" -- sh -c "echo a > $P/ev; sleep 0.3; echo b >> $P/ev" 3>"$d/events"
+is "$rc" 0 "exec --events-fd runs the step"
+like "$(cat "$d/events" 2>/dev/null)" '"event":"create".*"path":"ev"' "--events-fd: the step's new file is a create event"
+like "$(tr '\n' ' ' < "$d/events" 2>/dev/null)" '"path":"ev".*"event":"modify".*"path":"ev"' "... and its later write a modify"
+run "$NSRUN" exec $NS --events-fd 9 "$ID" -- true
+like "$rc:$err" "^125:.*--events-fd wants an open fd" "--events-fd of a closed fd is refused"
+
 run "$NSRUN" session stop $NS --discard "$ID"
 is "$rc" 0 "session stop"
 check "the daemon is gone" wait_until 10 gone "$DPID"
