@@ -817,6 +817,9 @@ int nsr_cmd_exec(int argc, char **argv) {
         sigprocmask(SIG_BLOCK, &set, NULL);
         signal(SIGPIPE, SIG_IGN);
         _cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+        struct timespec started_at, t0, t1;
+        clock_gettime(CLOCK_REALTIME, &started_at);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         int r = nsr_session_send(fd, NSR_SMSG_EXEC, 0, io.winsize, io.tty_flags, payload, len, io.send, io.n_send);
         nsr_stepio_sent(&io);
         if (r < 0) {
@@ -910,9 +913,13 @@ int nsr_cmd_exec(int argc, char **argv) {
                         if (nsr_session_refused_decode(buf, h.len, refused) < 0)
                                 refused = mfree_refused(refused);
                 }
+                clock_gettime(CLOCK_MONOTONIC, &t1);
                 uint64_t dropped = nsr_session_events_stop(&events);
                 nsr_session_step step = { .refused = refused,
                                           .events_dropped = dropped,
+                                          .started_at = started_at,
+                                          .duration_ms = (uint64_t) ((t1.tv_sec - t0.tv_sec) * 1000 +
+                                                                     (t1.tv_nsec - t0.tv_nsec) / 1000000),
                                           .timed_out = deadline.fired > 0,
                                           .killed = deadline.fired > 1,
                                           .timeout_ms = a.rc.timeout_ms };

@@ -511,6 +511,11 @@ int nsr_session_report(const nsr_session_changes *before, const nsr_session_chan
                 nsr_json_null(j, "signal");
         /* The layer is shared: what a background process (started by this
          * or an earlier command) wrote meanwhile is in it too. */
+        char when[32];
+        if (step && step->started_at.tv_sec && nsr_json_format_time(&step->started_at, when, sizeof(when)) >= 0) {
+                nsr_json_string(j, "started_at", when);
+                nsr_json_uint(j, "duration_ms", step->duration_ms);
+        }
         nsr_json_bool(j, "includes_background_processes", true);
         if (step && step->timed_out)
                 nsr_json_bool(j, "timed_out", true);

@@ -62,7 +62,9 @@ typedef struct nsr_session_step {
         bool timed_out;             /* --timeout stopped the step */
         bool killed;                /* ... with SIGKILL after --kill-after */
         uint64_t timeout_ms;
-        uint64_t events_dropped; /* --events-fd lines its reader did not take */
+        uint64_t events_dropped;    /* --events-fd lines its reader did not take */
+        struct timespec started_at; /* CLOCK_REALTIME; 0: not written */
+        uint64_t duration_ms;
 } nsr_session_step;
 int nsr_session_report(const nsr_session_changes *before, const nsr_session_changes *after, const char *session_id,
                        char *const *argv, int wait_status, const nsr_session_step *step, char **ret, nsr_error *err);

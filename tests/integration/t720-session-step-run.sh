@@ -117,6 +117,8 @@ check "... within a few seconds ($((t1 - t0))s)" [ $((t1 - t0)) -le 5 ]
 like "$err" "timed out after 1s" "... and says so"
 is "$(refused "$d/rt.json" "d.get('timed_out'), r['timeout']")" "(True, {'after_ms': 1000, 'killed': False})" \
 	"the step's report says it timed out, as a one-shot report does"
+is "$(refused "$d/rt.json" "900 <= d['duration_ms'] < 6000, d['started_at'][:2]")" "(True, '20')" \
+	"... with its start time and duration"
 run "$NSRUN" exec $NS "$ID" -- echo still here
 is "$rc:$out" "0:still here" "the next exec works"
 run "$NSRUN" exec $NS --timeout 1 --kill-after 1 "$ID" -- sh -c 'trap "" TERM; sleep 30'
