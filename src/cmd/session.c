@@ -24,9 +24,11 @@
 #include "cli/options.h"
 #include "cli/plan.h"
 #include "cli/profileset.h"
+#include "cli/runctl.h"
 #include "cli/subopts.h"
 #include "cmd/cmd.h"
 #include "project/orphan.h"
+#include "project/profile.h"
 #include "project/project.h"
 #include "project/sesscommit.h"
 #include "project/session.h"
@@ -55,6 +57,11 @@ typedef enum sess_opt {
         SESS_OPT_CWD,
         SESS_OPT_ENV,
         SESS_OPT_UNSET_ENV,
+        SESS_OPT_CLEARENV,
+        SESS_OPT_TIMEOUT,
+        SESS_OPT_KILL_AFTER,
+        SESS_OPT_RLIMIT,
+        SESS_OPT_EVENTS_FD,
         SESS_OPT_REPORT,
         SESS_OPT_ON_CONFLICT,
 } sess_opt;
@@ -92,6 +99,16 @@ static const nsr_subopt exec_opts[] = {
         { "--cwd", NULL, SESS_OPT_CWD, 1, "DIR", "The command's working dir, inside the sandbox" },
         { "--env", NULL, SESS_OPT_ENV, 1, "NAME=VALUE", "Set NAME for the command (repeatable)" },
         { "--unset-env", NULL, SESS_OPT_UNSET_ENV, 1, "NAME", "Remove NAME for the command (repeatable)" },
+        { "--clearenv", NULL, SESS_OPT_CLEARENV, 0, NULL,
+          "Start from an empty environment (only --env), not the caller's" },
+        { "--timeout", NULL, SESS_OPT_TIMEOUT, 1, "DURATION",
+          "SIGTERM to the command's process group after DURATION; exit 124 (the session lives on)" },
+        { "--kill-after", NULL, SESS_OPT_KILL_AFTER, 1, "DURATION",
+          "SIGKILL that long after the timeout (default 5s)" },
+        { "--rlimit", NULL, SESS_OPT_RLIMIT, 1, "NAME=SOFT[:HARD]",
+          "Set a resource limit for the command (repeatable)" },
+        { "--events-fd", NULL, SESS_OPT_EVENTS_FD, 1, "FD",
+          "Write a JSON line per change in the projects to FD while the command runs" },
         { "--report", NULL, SESS_OPT_REPORT, 1, "FILE", "Write a JSON report of what the command changed to FILE" },
         OPT_END,
 };
@@ -124,11 +141,16 @@ typedef struct sargs {
         const char *report;
         nsr_conflict_mode on_conflict;
         bool on_conflict_set;
+        bool clearenv;
+        nsr_runctl rc;  /* --timeout, --kill-after */
+        char **rlimits; /* --rlimit, as given (the agent applies them) */
+        int events_fd;  /* --events-fd, or -1 */
 } sargs;
 
 static void sargs_done(sargs *a) {
         nsr_strv_free(a->set);
         nsr_strv_free(a->unset);
+        nsr_strv_free(a->rlimits);
         nsr_subargs_done(&a->sa);
 }
 
@@ -167,6 +189,41 @@ static int session_option(void *userdata, const nsr_subopt *o, const char *val, 
                                               "not \"%s\"",
                                               o->name, val);
                 return 0;
+        case SESS_OPT_CLEARENV:
+                a->clearenv = true;
+                return 0;
+        case SESS_OPT_EVENTS_FD: {
+                char *end;
+                errno = 0;
+                long v = strtol(val, &end, 10);
+                if (errno || end == val || *end || v < 0 || v > INT32_MAX || fcntl((int) v, F_GETFD) < 0)
+                        return nsr_error_setx(err, EBADF, "%s wants an open fd, not \"%s\"", o->name, val);
+                a->events_fd = (int) v;
+                return 0;
+        }
+        case SESS_OPT_RLIMIT: {
+                nsr_rlimit_id id;
+                nsr_rlimit_spec spec;
+                int r = nsr_parse_rlimit(val, &id, &spec, err);
+                if (r < 0)
+                        return nsr_error_prefix(err, "%s", o->name);
+                nsr_strv_extend(&a->rlimits, val);
+                return 0;
+        }
+        case SESS_OPT_TIMEOUT:
+        case SESS_OPT_KILL_AFTER: {
+                uint64_t ms;
+                if (nsr_parse_duration(val, &ms) < 0 || (o->key == SESS_OPT_TIMEOUT && ms == 0))
+                        return nsr_error_setx(err, EINVAL, "%s wants a duration (90, 1.5s, 500ms, 5m), not \"%s\"",
+                                              o->name, val);
+                if (o->key == SESS_OPT_TIMEOUT)
+                        a->rc.timeout_ms = ms;
+                else {
+                        a->rc.kill_after_ms = ms;
+                        a->rc.has_kill_after = true;
+                }
+                return 0;
+        }
         case SESS_OPT_ENV:
                 if (!strchr(val, '=') || val[0] == '=')
                         return nsr_error_setx(err, EINVAL, "%s wants NAME=VALUE, not \"%s\"", o->name, val);
@@ -184,7 +241,7 @@ static int session_option(void *userdata, const nsr_subopt *o, const char *val, 
 /* The first operand is the id; with exec, what follows it (after an
  * optional "--") is the command. Says what is wrong. */
 static int parse(const nsr_subcmd *c, int argc, char **argv, sargs *a) {
-        *a = (sargs){ .idle = NSR_SESSION_IDLE_DEFAULT };
+        *a = (sargs){ .idle = NSR_SESSION_IDLE_DEFAULT, .events_fd = -1 };
         nsr_error e = { 0 };
         int r = nsr_subopts_parse(c, argc, argv, session_option, a, &a->sa, &e);
         a->help = a->sa.help;
@@ -649,13 +706,22 @@ int nsr_cmd_session(int argc, char **argv) {
 
 /* ---- exec ------------------------------------------------------------------------ */
 
+static void nsr_session_events_stop_p(nsr_session_events *ev) {
+        (void) nsr_session_events_stop(ev);
+}
+
+static nsr_refused *mfree_refused(nsr_refused *rf) {
+        free(rf);
+        return NULL;
+}
+
 static int write_report(const char *state_dir, const sargs *a, const nsr_session_changes *before, int status,
-                        nsr_outfile *rep) {
+                        const nsr_session_step *step, nsr_outfile *rep) {
         nsr_error e = { 0 };
         _cleanup_(nsr_session_changes_free) nsr_session_changes after = { 0 };
         _cleanup_free_ char *json = NULL;
         if (nsr_session_changes_take(state_dir, a->id, &after, &e) < 0 ||
-            nsr_session_report(before, &after, a->id, a->rest, status, &json, &e) < 0 ||
+            nsr_session_report(before, &after, a->id, a->rest, status, step, &json, &e) < 0 ||
             nsr_outfile_write(rep, json, strlen(json), &e) < 0) {
                 nsr_error_prefix(&e, "--report");
                 err_print(&e);
@@ -722,10 +788,34 @@ int nsr_cmd_exec(int argc, char **argv) {
         if (!state_dir)
                 return NSR_EXIT_FAILURE;
         nsr_error e = { 0 };
-        nsr_session_exec x = { .argv = a.rest, .set = a.set, .unset = a.unset, .cwd = (char *) a.cwd };
+        /* The caller's environment, through the deny list a one-shot run
+         * uses (the agent adds the run's own edits); --clearenv: none. */
+        _cleanup_strv_free_ char **base = a.clearenv ? NULL : nsr_profile_env_filter(environ, nsr_datadir(), &e);
+        if (!a.clearenv && !base) {
+                nsr_error_prefix(&e, "the environment's deny list");
+                err_print(&e);
+                return NSR_EXIT_FAILURE;
+        }
+        nsr_session_exec x = { .argv = a.rest,
+                               .set = a.set,
+                               .unset = a.unset,
+                               .cwd = (char *) a.cwd,
+                               .base = base,
+                               .has_base = true,
+                               .clear = a.clearenv,
+                               .rlimits = a.rlimits };
         _cleanup_free_ char *payload = NULL;
         size_t len = 0;
-        if (nsr_session_exec_encode(&x, &payload, &len, &e) < 0) {
+        int er = nsr_session_exec_encode(&x, &payload, &len, &e);
+        x.base = NULL; /* base's own cleanup frees it */
+        if (er < 0) {
+                err_print(&e);
+                return NSR_EXIT_FAILURE;
+        }
+        /* --events-fd: the watcher starts before the control socket and
+         * the step's pipes exist, so it holds none of them. */
+        _cleanup_(nsr_session_events_stop_p) nsr_session_events events = { .pid = -1, .stop_fd = -1, .run_fd = -1 };
+        if (a.events_fd >= 0 && nsr_session_events_start(state_dir, a.id, a.events_fd, &events, &e) < 0) {
                 err_print(&e);
                 return NSR_EXIT_FAILURE;
         }
@@ -763,6 +853,9 @@ int nsr_cmd_exec(int argc, char **argv) {
         sigprocmask(SIG_BLOCK, &set, NULL);
         signal(SIGPIPE, SIG_IGN);
         _cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+        struct timespec started_at, t0, t1;
+        clock_gettime(CLOCK_REALTIME, &started_at);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         int r = nsr_session_send(fd, NSR_SMSG_EXEC, 0, io.winsize, io.tty_flags, payload, len, io.send, io.n_send);
         nsr_stepio_sent(&io);
         if (r < 0) {
@@ -771,16 +864,37 @@ int nsr_cmd_exec(int argc, char **argv) {
         }
         _cleanup_free_ char *buf = nsr_malloc0(NSR_SESSION_PAYLOAD_MAX + 1);
         unsigned cont_pending = 0; /* SIGCONTs sent, not yet passed on */
+        /* --timeout: SIGTERM to the step's process group, SIGKILL after
+         * --kill-after; the session and what else runs in it go on. */
+        _cleanup_(nsr_deadline_done) nsr_deadline deadline = { .fd = -1 };
+        char dur[32];
+        if (nsr_deadline_start(&deadline, &a.rc, &e) < 0) {
+                (void) nsr_session_send(fd, NSR_SMSG_SIGNAL, 0, SIGKILL, 0, NULL, 0, NULL, 0);
+                nsr_stepio_finish(&io);
+                err_print(&e);
+                return NSR_EXIT_FAILURE;
+        }
         for (;;) {
-                struct pollfd p[2 + NSR_STEPIO_POLL_MAX] = { { .fd = fd, .events = POLLIN },
-                                                             { .fd = sfd, .events = POLLIN } };
-                size_t n = 2 + nsr_stepio_pollfds(&io, p + 2);
+                struct pollfd p[3 + NSR_STEPIO_POLL_MAX] = { { .fd = fd, .events = POLLIN },
+                                                             { .fd = sfd, .events = POLLIN },
+                                                             { .fd = deadline.fd, .events = POLLIN } };
+                size_t n = 3 + nsr_stepio_pollfds(&io, p + 3);
                 if (poll(p, n, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return NSR_EXIT_FAILURE;
                 }
-                nsr_stepio_dispatch(&io, p + 2, n - 2);
+                nsr_stepio_dispatch(&io, p + 3, n - 3);
+                if (p[2].revents) {
+                        nsr_deadline_step ds = nsr_deadline_next(&deadline);
+                        int sig = ds == NSR_DEADLINE_TERM ? SIGTERM : ds == NSR_DEADLINE_KILL ? SIGKILL : 0;
+                        /* A stopped step would not see the SIGTERM. */
+                        if (sig)
+                                (void) nsr_session_send(fd, NSR_SMSG_SIGNAL, 0, sig, 0, NULL, 0, NULL, 0);
+                        if (sig == SIGTERM &&
+                            nsr_session_send(fd, NSR_SMSG_SIGNAL, 0, SIGCONT, 0, NULL, 0, NULL, 0) >= 0)
+                                cont_pending++;
+                }
                 if (io.want_stop) {
                         io.want_stop = false;
                         stop_step(fd, &io, &cont_pending);
@@ -823,8 +937,29 @@ int nsr_cmd_exec(int argc, char **argv) {
                 nsr_stepio_finish(&io);
                 if (h.flags & NSR_SMSG_NOT_RUN)
                         say("nsrun: %s\n", buf);
-                int code = nsr_exit_code_from_status(h.value);
-                if (a.report && write_report(state_dir, &a, &before, h.value, &rep) < 0)
+                /* As a one-shot run: 124 when the timeout ended it. */
+                int code = deadline.fired ? NSR_EXIT_TIMEOUT : nsr_exit_code_from_status(h.value);
+                if (deadline.fired)
+                        say("nsrun: the command timed out after %s%s\n",
+                            nsr_format_duration(a.rc.timeout_ms, dur, sizeof(dur)),
+                            deadline.fired > 1 ? " (SIGKILL after --kill-after)" : "");
+                _cleanup_free_ nsr_refused *refused = NULL;
+                if (a.report && (h.flags & NSR_SMSG_REFUSED)) {
+                        refused = nsr_malloc0(sizeof(*refused));
+                        if (nsr_session_refused_decode(buf, h.len, refused) < 0)
+                                refused = mfree_refused(refused);
+                }
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                uint64_t dropped = nsr_session_events_stop(&events);
+                nsr_session_step step = { .refused = refused,
+                                          .events_dropped = dropped,
+                                          .started_at = started_at,
+                                          .duration_ms = (uint64_t) ((t1.tv_sec - t0.tv_sec) * 1000 +
+                                                                     (t1.tv_nsec - t0.tv_nsec) / 1000000),
+                                          .timed_out = deadline.fired > 0,
+                                          .killed = deadline.fired > 1,
+                                          .timeout_ms = a.rc.timeout_ms };
+                if (a.report && write_report(state_dir, &a, &before, h.value, &step, &rep) < 0)
                         return NSR_EXIT_FAILURE;
                 return code;
         }

@@ -368,6 +368,23 @@ static const char *runtime_dir(const nsr_profile_ctx *c, char *buf, size_t len) 
         return buf;
 }
 
+char **nsr_profile_env_filter(char *const *env, const char *datadir, nsr_error *err) {
+        _cleanup_free_ char *file = nsr_asprintf("%s/profiles/env-deny.list", datadir);
+        _cleanup_strv_free_ char **deny = NULL;
+        if (nsr_profile_read_list(file, &deny, err) < 0)
+                return NULL;
+        char **kept = nsr_malloc0(sizeof(char *));
+        for (size_t i = 0; env && env[i]; i++) {
+                const char *eq = strchr(env[i], '=');
+                if (!eq || eq == env[i])
+                        continue;
+                _cleanup_free_ char *name = nsr_strndup(env[i], (size_t) (eq - env[i]));
+                if (!nsr_profile_env_denied(name, deny) && !nsr_profile_env_value_secret(eq + 1))
+                        nsr_strv_extend(&kept, env[i]);
+        }
+        return kept;
+}
+
 static void add_env(builder *b, nsr_error *err) {
         const nsr_profile_ctx *c = b->ctx;
         _cleanup_free_ char *file = nsr_asprintf("%s/profiles/env-deny.list", c->datadir);

@@ -66,6 +66,11 @@ bool nsr_profile_env_denied(const char *name, char *const *patterns);
 /* Whether a variable's value carries a URL with credentials in it
  * ("scheme://user:secret@host"), whatever the variable's name. */
 bool nsr_profile_env_value_secret(const char *value);
+/* What a one-shot run passes of env: every variable but those the deny
+ * list (DATADIR/profiles/env-deny.list) names and those whose value is a
+ * URL with credentials. NULL with err set when the list cannot be read:
+ * nothing passes unchecked. */
+char **nsr_profile_env_filter(char *const *env, const char *datadir, nsr_error *err);
 /* Reads a profile list file: one entry per line, '#' comments, blank lines
  * skipped, surrounding blanks trimmed. */
 int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err);

@@ -229,7 +229,7 @@ static void emit_project(nsr_json *j, const nsr_report_project *p) {
         nsr_json_object_end(j);
 }
 
-static void emit_refused(nsr_json *j, const nsr_report_refused *rf) {
+void nsr_report_emit_refused(nsr_json *j, const nsr_report_refused *rf) {
         nsr_json_object_begin(j, "refused");
         nsr_json_bool(j, "recorded", rf->recorded);
         nsr_json_array_begin(j, "syscalls");
@@ -318,7 +318,7 @@ static int emit_report(nsr_json *j, const nsr_report *r, nsr_error *err) {
         if (r->timed_out)
                 nsr_json_bool(j, "timed_out", true);
         if (r->refused)
-                emit_refused(j, r->refused);
+                nsr_report_emit_refused(j, r->refused);
         if (r->error)
                 nsr_report_emit_error(j, r->error, r->error_hint);
         nsr_json_array_begin(j, "projects");

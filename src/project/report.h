@@ -155,6 +155,9 @@ typedef struct nsr_report_refused {
         size_t n_connections;
 } nsr_report_refused;
 
+/* The "refused" member (also a session step's report, sesscommit.h). */
+void nsr_report_emit_refused(nsr_json *j, const nsr_report_refused *rf);
+
 /* Filled in by the caller; the report only borrows these pointers. */
 typedef struct nsr_report {
         const char *run_id;

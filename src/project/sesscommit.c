@@ -21,8 +21,10 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -31,6 +33,7 @@
 #include "base/durable.h"
 #include "base/json.h"
 #include "project/capture.h"
+#include "project/events.h"
 #include "project/project.h"
 #include "project/protect.h"
 #include "project/report.h"
@@ -463,6 +466,39 @@ void nsr_session_changes_free(nsr_session_changes *c) {
         *c = (nsr_session_changes){ 0 };
 }
 
+int nsr_session_events_start(const char *state_dir, const char *session_id, int out_fd, nsr_session_events *ret,
+                             nsr_error *err) {
+        *ret = (nsr_session_events){ .pid = -1, .stop_fd = -1, .run_fd = -1 };
+        _cleanup_close_ int statefd = -1, srun_fd = -1;
+        _cleanup_(nsr_run_meta_done) nsr_run_meta sm = { 0 };
+        int r = open_session_run(state_dir, session_id, &statefd, &srun_fd, &sm, err);
+        if (r < 0)
+                return r;
+        size_t n = nsr_strv_length(sm.projects);
+        /* The upper dirs through the run dir's fd, which the watcher
+         * inherits: nothing renamed into the path meanwhile is followed. */
+        char **uppers = nsr_malloc0((n + 1) * sizeof(char *));
+        nsr_events_project *ev = nsr_malloc0((n + 1) * sizeof(*ev));
+        for (size_t i = 0; i < n; i++) {
+                uppers[i] = nsr_asprintf("/proc/self/fd/%d/p%zu/upper", srun_fd, i);
+                ev[i] = (nsr_events_project){ .path = sm.projects[i], .upper = uppers[i] };
+        }
+        r = nsr_events_start(out_fd, ev, n, &ret->pid, &ret->stop_fd, err);
+        free(ev);
+        nsr_strv_free(uppers);
+        if (r < 0)
+                return r;
+        ret->run_fd = TAKE_FD(srun_fd);
+        return 0;
+}
+
+uint64_t nsr_session_events_stop(nsr_session_events *ev) {
+        uint64_t dropped = ev->pid > 0 ? nsr_events_stop(ev->pid, ev->stop_fd) : 0;
+        ev->run_fd = safe_close(ev->run_fd);
+        *ev = (nsr_session_events){ .pid = -1, .stop_fd = -1, .run_fd = -1 };
+        return dropped;
+}
+
 int nsr_session_changes_take(const char *state_dir, const char *session_id, nsr_session_changes *ret, nsr_error *err) {
         _cleanup_close_ int statefd = -1, srun_fd = -1;
         _cleanup_(nsr_run_meta_done) nsr_run_meta sm = { 0 };
@@ -500,8 +536,35 @@ static bool same_change(const nsr_change *a, const nsr_change *b) {
                streq(a->target ? a->target : "", b->target ? b->target : "");
 }
 
+static int by_count(const void *x, const void *y) {
+        const nsr_report_refused_call *a = x, *b = y;
+        return a->count < b->count ? 1 : a->count > b->count ? -1 : strcmp(a->name, b->name);
+}
+
+/* The step's "refused", in a one-shot report's form and order; its
+ * timeout is the exec client's (--timeout). */
+static void emit_step_refused(nsr_json *j, const nsr_session_step *st) {
+        const nsr_refused *rf = st->refused;
+        _cleanup_free_ nsr_report_refused_call *calls = nsr_malloc0((rf->n_entries + 1) * sizeof(*calls));
+        for (size_t i = 0; i < rf->n_entries; i++)
+                calls[i] = (nsr_report_refused_call){ .name = rf->entries[i].name,
+                                                      .count = rf->entries[i].count,
+                                                      .errnum = rf->entries[i].errnum,
+                                                      .comm = rf->entries[i].comm };
+        if (rf->n_entries > 1)
+                qsort(calls, rf->n_entries, sizeof(*calls), by_count);
+        nsr_report_refused r = { .recorded = rf->active,
+                                 .calls = calls,
+                                 .n_calls = rf->n_entries,
+                                 .more = rf->dropped,
+                                 .timed_out = st->timed_out,
+                                 .timeout_ms = st->timeout_ms,
+                                 .killed = st->killed };
+        nsr_report_emit_refused(j, &r);
+}
+
 int nsr_session_report(const nsr_session_changes *before, const nsr_session_changes *after, const char *session_id,
-                       char *const *argv, int wait_status, char **ret, nsr_error *err) {
+                       char *const *argv, int wait_status, const nsr_session_step *step, char **ret, nsr_error *err) {
         _cleanup_(nsr_json_freep) nsr_json *j = nsr_json_new(NULL, 64u << 20, NSR_JSON_PRETTY);
         nsr_json_object_begin(j, NULL);
         nsr_json_int(j, "version", 1);
@@ -517,7 +580,14 @@ int nsr_session_report(const nsr_session_changes *before, const nsr_session_chan
                 nsr_json_null(j, "signal");
         /* The layer is shared: what a background process (started by this
          * or an earlier command) wrote meanwhile is in it too. */
+        char when[32];
+        if (step && step->started_at.tv_sec && nsr_json_format_time(&step->started_at, when, sizeof(when)) >= 0) {
+                nsr_json_string(j, "started_at", when);
+                nsr_json_uint(j, "duration_ms", step->duration_ms);
+        }
         nsr_json_bool(j, "includes_background_processes", true);
+        if (step && step->timed_out)
+                nsr_json_bool(j, "timed_out", true);
         nsr_json_array_begin(j, "projects");
         for (size_t i = 0; i < after->n; i++) {
                 const nsr_changeset *b = i < before->n ? before->sets[i] : NULL;
@@ -551,6 +621,83 @@ int nsr_session_report(const nsr_session_changes *before, const nsr_session_chan
                 nsr_json_object_end(j);
         }
         nsr_json_array_end(j);
+        if (step && step->refused)
+                emit_step_refused(j, step);
+        if (step && step->events_dropped)
+                nsr_json_uint(j, "events_dropped", step->events_dropped);
         nsr_json_object_end(j);
         return nsr_json_finish(j, "report", ret, NULL, err);
+}
+
+static bool wire_safe(const char *s) {
+        return !strpbrk(s, "\t\n");
+}
+
+char *nsr_session_refused_encode(const nsr_refused *rf, size_t max, size_t *ret_len) {
+        uint64_t dropped = rf->dropped;
+        _cleanup_free_ char *body = NULL;
+        size_t len = 0;
+        for (size_t i = 0; i < rf->n_entries; i++) {
+                const nsr_refused_entry *e = &rf->entries[i];
+                _cleanup_free_ char *line =
+                        nsr_asprintf("%d\t%" PRIu64 "\t%s\t%s\n", e->errnum, e->count,
+                                     wire_safe(e->name) ? e->name : "?", wire_safe(e->comm) ? e->comm : "?");
+                size_t l = strlen(line);
+                if (len + l + 64 > max) {
+                        dropped += e->count;
+                        continue;
+                }
+                nsr_strappendf(&body, "%s", line);
+                len += l;
+        }
+        char *s = nsr_asprintf("%d %" PRIu64 "\n%s", rf->active ? 1 : 0, dropped, body ? body : "");
+        *ret_len = strlen(s);
+        return s;
+}
+
+static bool parse_u64(const char *s, const char *end, uint64_t *ret) {
+        if (s == end || end - s > 19)
+                return false;
+        uint64_t v = 0;
+        for (; s < end; s++) {
+                if (*s < '0' || *s > '9')
+                        return false;
+                v = v * 10 + (uint64_t) (*s - '0');
+        }
+        *ret = v;
+        return true;
+}
+
+int nsr_session_refused_decode(const char *buf, size_t len, nsr_refused *ret) {
+        *ret = (nsr_refused){ .events_fd = -1 };
+        const char *p = buf, *end = buf + len;
+        const char *nl = memchr(p, '\n', (size_t) (end - p));
+        uint64_t recorded, n;
+        if (!nl || nl - p < 3 || p[1] != ' ' || !parse_u64(p, p + 1, &recorded) || recorded > 1 ||
+            !parse_u64(p + 2, nl, &ret->dropped))
+                return -EBADMSG;
+        ret->active = recorded == 1;
+        for (p = nl + 1; p < end; p = nl + 1) {
+                nl = memchr(p, '\n', (size_t) (end - p));
+                const char *f[5] = { p };
+                for (int k = 1; k < 4 && nl; k++) {
+                        f[k] = memchr(f[k - 1], '\t', (size_t) (nl - f[k - 1]));
+                        if (!f[k])
+                                return -EBADMSG;
+                        f[k]++;
+                }
+                if (!nl || ret->n_entries >= NSR_REFUSED_MAX_ENTRIES)
+                        return -EBADMSG;
+                nsr_refused_entry *e = &ret->entries[ret->n_entries];
+                uint64_t errnum;
+                size_t nlen = (size_t) (f[3] - 1 - f[2]), clen = (size_t) (nl - f[3]);
+                if (!parse_u64(f[0], f[1] - 1, &errnum) || errnum > 4095 || !parse_u64(f[1], f[2] - 1, &n) ||
+                    nlen == 0 || nlen >= sizeof(e->name) || clen >= sizeof(e->comm))
+                        return -EBADMSG;
+                *e = (nsr_refused_entry){ .errnum = (int) errnum, .count = n };
+                memcpy(e->name, f[2], nlen);
+                memcpy(e->comm, f[3], clen);
+                ret->n_entries++;
+        }
+        return 0;
 }

@@ -46,7 +46,10 @@ typedef struct session {
         client clients[NSR_SESSION_CLIENTS_MAX];
         uint32_t next_id;
         unsigned running;
-        uint32_t running_ids[NSR_SESSION_CLIENTS_MAX]; /* execs in flight, 0: free */
+        uint32_t running_ids[NSR_SESSION_CLIENTS_MAX];      /* execs in flight, 0: free */
+        pid_t step_pid[NSR_SESSION_CLIENTS_MAX];            /* by slot: its pid in the sandbox, 0: not yet */
+        nsr_refused *step_refused[NSR_SESSION_CLIENTS_MAX]; /* by slot: what the policy refused it */
+        bool refused_recorded;                              /* the run records refused calls */
         bool stopping;
         bool said_hello;
         char *notes; /* the run's notes for stderr, sent with "ok" */
@@ -85,6 +88,9 @@ static bool track(session *s, uint32_t id, bool add) {
         for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++)
                 if (s->running_ids[i] == (add ? 0 : id)) {
                         s->running_ids[i] = add ? id : 0;
+                        s->step_pid[i] = 0;
+                        free(s->step_refused[i]);
+                        s->step_refused[i] = NULL;
                         if (add)
                                 s->running++;
                         else if (s->running > 0)
@@ -92,6 +98,53 @@ static bool track(session *s, uint32_t id, bool add) {
                         return true;
                 }
         return false;
+}
+
+static size_t slot_of(const session *s, uint32_t id) {
+        for (size_t i = 0; id && i < NSR_SESSION_CLIENTS_MAX; i++)
+                if (s->running_ids[i] == id)
+                        return i;
+        return NSR_SESSION_CLIENTS_MAX;
+}
+
+/* A refused call (launch.h): it counts for the step whose session the
+ * caller is in (each step leads its own, with its pid as the id). A call
+ * from a process that left its step's session counts for the run only. */
+static void refused_call(void *data, pid_t sid, uint32_t arch, int nr, int errnum, const char *comm) {
+        session *s = data;
+        for (size_t i = 0; sid > 0 && i < NSR_SESSION_CLIENTS_MAX; i++) {
+                if (!s->running_ids[i] || s->step_pid[i] != sid)
+                        continue;
+                if (!s->step_refused[i]) {
+                        s->step_refused[i] = nsr_malloc0(sizeof(nsr_refused));
+                        s->step_refused[i]->events_fd = -1;
+                }
+                nsr_refused_count(s->step_refused[i], arch, nr, errnum, comm);
+                return;
+        }
+}
+
+/* The agent's EXIT for a step, to its client: the status, the agent's
+ * reason when the command did not run, else the step's refused record. */
+static void send_exit(session *s, int fd, const nsr_session_hdr *h) {
+        uint32_t flags = h->flags & NSR_SMSG_NOT_RUN;
+        if (flags) {
+                (void) nsr_session_send(fd, NSR_SMSG_EXIT, 0, h->value, flags, s->buf, h->len, NULL, 0);
+                return;
+        }
+        size_t slot = slot_of(s, h->id);
+        nsr_refused none = { .events_fd = -1 };
+        const nsr_refused *rf = slot < NSR_SESSION_CLIENTS_MAX && s->step_refused[slot] ? s->step_refused[slot] : &none;
+        none.active = s->refused_recorded;
+        size_t len = 0;
+        _cleanup_free_ char *text = NULL;
+        if (s->refused_recorded || rf != &none) {
+                nsr_refused copy = *rf;
+                copy.active = s->refused_recorded;
+                text = nsr_session_refused_encode(&copy, NSR_SESSION_PAYLOAD_MAX, &len);
+                flags |= NSR_SMSG_REFUSED;
+        }
+        (void) nsr_session_send(fd, NSR_SMSG_EXIT, 0, h->value, flags, text, len, NULL, 0);
 }
 
 static void arm_idle(session *s) {
@@ -287,11 +340,18 @@ static void on_agent(session *s) {
         }
         if ((h.type != NSR_SMSG_STARTED && h.type != NSR_SMSG_EXIT && h.type != NSR_SMSG_SUSPENDED) || h.id == 0)
                 return;
+        size_t slot = slot_of(s, h.id);
+        if (h.type == NSR_SMSG_STARTED && slot < NSR_SESSION_CLIENTS_MAX && h.value > 0 && !s->step_pid[slot])
+                s->step_pid[slot] = (pid_t) h.value;
         for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++) {
                 client *c = &s->clients[i];
                 if (c->fd < 0 || c->id != h.id)
                         continue;
-                (void) nsr_session_send(c->fd, h.type, 0, h.value, h.flags, s->buf, h.len, &master, master >= 0);
+                if (h.type == NSR_SMSG_EXIT)
+                        send_exit(s, c->fd, &h);
+                else
+                        (void) nsr_session_send(c->fd, h.type, 0, h.value, h.flags & ~NSR_SMSG_REFUSED, s->buf, h.len,
+                                                &master, master >= 0);
                 break;
         }
         if (h.type == NSR_SMSG_EXIT && track(s, h.id, false)) {
@@ -343,8 +403,10 @@ static void session_done(session *s) {
         safe_close(s->ready_fd);
         safe_close(s->agent[0]);
         safe_close(s->agent[1]);
-        for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++)
+        for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++) {
                 safe_close(s->clients[i].fd);
+                free(s->step_refused[i]);
+        }
         if (s->dir_fd >= 0) {
                 (void) unlinkat(s->dir_fd, "ctl", 0);
                 close(s->dir_fd);
@@ -398,7 +460,9 @@ int nsr_session_serve(nsr_project *pj, const nsr_session_opts *o, nsr_error *err
                                         .sandbox_close = { s.ready_fd, s.ep, s.timer_fd },
                                         .dispatch = dispatch,
                                         .data = &s,
-                                        .sandbox_pid = &s.pid1 };
+                                        .sandbox_pid = &s.pid1,
+                                        .refused_call = refused_call,
+                                        .refused_recorded = &s.refused_recorded };
         nsr_project_set_session(pj, &s.hooks);
         nsr_project_set_notify(pj, collect_note, &s);
         /* A session's default outcome is a kept run. */

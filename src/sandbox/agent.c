@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 #include "base/sockmsg.h"
+#include "cli/runctl.h"
 #include "sandbox/agent.h"
 #include "sandbox/rootfs.h"
 
@@ -67,6 +68,8 @@ void nsr_session_exec_done(nsr_session_exec *x) {
         nsr_strv_free(x->argv);
         nsr_strv_free(x->set);
         nsr_strv_free(x->unset);
+        nsr_strv_free(x->base);
+        nsr_strv_free(x->rlimits);
         free(x->cwd);
         *x = (nsr_session_exec){ 0 };
 }
@@ -88,6 +91,14 @@ int nsr_session_exec_encode(const nsr_session_exec *x, char **ret, size_t *ret_l
         size_t len = 0;
         for (char **a = x->argv; *a; a++)
                 put(&buf, &len, 'a', *a);
+        if (x->clear)
+                put(&buf, &len, 'C', "-");
+        else if (x->has_base)
+                put(&buf, &len, 'B', "-");
+        for (char **a = x->base; !x->clear && a && *a; a++)
+                put(&buf, &len, 'E', *a);
+        for (char **a = x->rlimits; a && *a; a++)
+                put(&buf, &len, 'r', *a);
         for (char **a = x->set; a && *a; a++)
                 put(&buf, &len, 'e', *a);
         for (char **a = x->unset; a && *a; a++)
@@ -96,7 +107,9 @@ int nsr_session_exec_encode(const nsr_session_exec *x, char **ret, size_t *ret_l
                 put(&buf, &len, 'c', x->cwd);
         if (len > NSR_SESSION_PAYLOAD_MAX) {
                 free(buf);
-                return nsr_error_setx(err, E2BIG, "the command, its environment and cwd exceed %u bytes",
+                return nsr_error_setx(err, E2BIG,
+                                      "the command, its environment and cwd exceed %u bytes "
+                                      "(--clearenv with the --env the command needs passes less)",
                                       NSR_SESSION_PAYLOAD_MAX);
         }
         *ret = buf;
@@ -134,6 +147,21 @@ int nsr_session_exec_decode(const char *buf, size_t len, nsr_session_exec *ret, 
                         }
                         nsr_strv_extend(&x.unset, s);
                         break;
+                case 'B':
+                case 'C':
+                        x.has_base = true;
+                        x.clear = x.clear || tag == 'C';
+                        break;
+                case 'E':
+                        if (!strchr(s, '=') || s[0] == '=') {
+                                nsr_session_exec_done(&x);
+                                return nsr_error_setx(err, EINVAL, "malformed environment");
+                        }
+                        nsr_strv_extend(&x.base, s);
+                        break;
+                case 'r':
+                        nsr_strv_extend(&x.rlimits, s);
+                        break;
                 case 'c':
                         free(x.cwd);
                         x.cwd = nsr_strdup(s);
@@ -167,7 +195,10 @@ static void env_drop(char **v, const char *name, size_t nl) {
 }
 
 char **nsr_session_exec_env(char *const *base, const nsr_session_exec *x, const char *cwd) {
-        char **v = nsr_strv_copy(base);
+        char *const none[] = { NULL };
+        char **v = nsr_strv_copy(x->clear ? none : base);
+        if (x->clear)
+                cwd = NULL;
         for (char **u = x->unset; u && *u; u++)
                 env_drop(v, *u, strlen(*u));
         for (char **s = x->set; s && *s; s++) {
@@ -188,15 +219,108 @@ typedef struct agent_cmd {
         uint32_t id;
 } agent_cmd;
 
-static int close_all_but(int a, int b) {
-        int lo = a < b ? a : b, hi = a < b ? b : a;
-        if (lo > 3 && syscall(SYS_close_range, 3u, (unsigned) lo - 1, 0u) < 0)
-                return -errno;
-        if (hi > lo + 1 && syscall(SYS_close_range, (unsigned) lo + 1, (unsigned) hi - 1, 0u) < 0)
-                return -errno;
-        if (syscall(SYS_close_range, (unsigned) hi + 1, ~0U, 0u) < 0)
+/* Closes every fd from 3 up but the n in keep (-1s are skipped). */
+static int close_all_but(const int *keep, size_t n) {
+        int v[8];
+        size_t k = 0;
+        for (size_t i = 0; i < n && k < ELEMENTSOF(v); i++)
+                if (keep[i] > 2)
+                        v[k++] = keep[i];
+        /* A handful: insertion sort. */
+        for (size_t i = 1; i < k; i++)
+                for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+                        int t = v[j];
+                        v[j] = v[j - 1];
+                        v[j - 1] = t;
+                }
+        unsigned lo = 3;
+        for (size_t i = 0; i < k; i++) {
+                if ((unsigned) v[i] > lo && syscall(SYS_close_range, lo, (unsigned) v[i] - 1, 0u) < 0)
+                        return -errno;
+                lo = (unsigned) v[i] + 1;
+        }
+        if (syscall(SYS_close_range, lo, ~0U, 0u) < 0)
                 return -errno;
         return 0;
+}
+
+/* The request's --rlimit words, parsed again (the client parsed them
+ * first). */
+static int step_rlimits(const nsr_session_exec *x, nsr_runctl *rc, nsr_error *e) {
+        *rc = (nsr_runctl){ 0 };
+        for (char **w = x->rlimits; w && *w; w++) {
+                nsr_rlimit_id id;
+                nsr_rlimit_spec spec;
+                int r = nsr_parse_rlimit(*w, &id, &spec, e);
+                if (r < 0)
+                        return r;
+                rc->rlim[id] = spec;
+        }
+        return 0;
+}
+
+/* A step with rlimits of its own: posix_spawn cannot set them in the
+ * child, so the agent forks and takes posix_spawn's steps by hand, the
+ * rlimits last before the exec. The exec's failure comes back through a
+ * close-on-exec pipe. */
+static pid_t spawn_limited(nsr_session_agent *a, nsr_session_exec *x, const nsr_runctl *rc, const int fds[3],
+                           const char *slave, char **env, int *ret_code, nsr_error *e) {
+        int ep[2];
+        if (pipe2(ep, O_CLOEXEC) < 0)
+                return nsr_error_set(e, errno, "pipe");
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(ep[0]);
+                close(ep[1]);
+                return nsr_error_set(e, -r, "fork");
+        }
+        if (pid == 0) {
+                nsr_error ce = { 0 };
+                int step = 0; /* 0: setup failed (125); 1: the exec did */
+                for (int sig = 1; sig < NSIG; sig++)
+                        if (sig != SIGKILL && sig != SIGSTOP)
+                                signal(sig, SIG_DFL);
+                bool ok = setsid() >= 0;
+                int tty = -1;
+                for (int i = 0; ok && i < 3; i++)
+                        if (fds[i] >= 0)
+                                ok = dup2(fds[i], i) >= 0;
+                for (int i = 0; ok && i < 3; i++)
+                        if (fds[i] < 0 && tty < 0)
+                                ok = (tty = open(slave, O_RDWR)) >= 0 && dup2(tty, i) >= 0;
+                        else if (fds[i] < 0)
+                                ok = dup2(tty, i) >= 0;
+                if (tty > 2)
+                        close(tty);
+                if (ok && x->cwd && chdir(x->cwd) < 0)
+                        ok = false;
+                if (!ok)
+                        nsr_error_set(&ce, errno, "cannot set up the command");
+                else if (nsr_runctl_apply_rlimits(rc, &ce) >= 0) {
+                        sigprocmask(SIG_SETMASK, &a->mask, NULL);
+                        environ = env;
+                        execvp(x->argv[0], x->argv);
+                        nsr_error_set(&ce, errno, "execvp %s", x->argv[0]);
+                        step = 1;
+                }
+                (void) nsr_write_all(ep[1], &step, sizeof(step));
+                (void) nsr_write_all(ep[1], &ce, sizeof(ce));
+                _exit(127);
+        }
+        close(ep[1]);
+        int step = -1;
+        nsr_error ce = { 0 };
+        bool failed = nsr_read_full(ep[0], &step, sizeof(step)) == (int) sizeof(step) &&
+                      nsr_read_full(ep[0], &ce, sizeof(ce)) == (int) sizeof(ce);
+        close(ep[0]);
+        if (!failed)
+                return pid;
+        (void) waitpid(pid, NULL, 0);
+        nsr_error_sanitize(&ce);
+        *e = ce;
+        *ret_code = step == 1 ? (ce.code == ENOENT ? 127 : 126) : 125;
+        return -(ce.code ? ce.code : EIO);
 }
 
 /* Starts one command with posix_spawn (a vfork-style clone: the agent's
@@ -215,7 +339,20 @@ static pid_t spawn(nsr_session_agent *a, nsr_session_exec *x, const int fds[3], 
         if (x->cwd && access(x->cwd, X_OK) < 0)
                 return nsr_error_set(e, errno, "Can't chdir to %s", x->cwd);
         _cleanup_free_ char *here = x->cwd ? NULL : getcwd(NULL, 0);
-        char **env = nsr_session_exec_env(a->env, x, x->cwd ? x->cwd : here);
+        /* The caller's environment (filtered by the client) gets the
+         * run's own edits, as a one-shot run's does; without it, the
+         * session's. */
+        char *const none[] = { NULL };
+        _cleanup_strv_free_ char **own =
+                x->has_base && !x->clear ? a->step_env(a->data, x->base ? x->base : none) : NULL;
+        char **env = nsr_session_exec_env(own ? own : a->env, x, x->cwd ? x->cwd : here);
+        if (x->rlimits) {
+                nsr_runctl rc;
+                int r = step_rlimits(x, &rc, e);
+                pid_t pid = r < 0 ? r : spawn_limited(a, x, &rc, fds, slave, env, ret_code, e);
+                nsr_strv_free(env);
+                return pid;
+        }
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t at;
         posix_spawn_file_actions_init(&fa);
@@ -378,7 +515,7 @@ _noreturn_ static void outer_wait(pid_t inner) {
  * waits; the one that returns is the init, and returns true. When the
  * namespaces cannot be had (no fresh procfs inside some containers), the
  * agent stays as it was, and says so by returning false. */
-static bool nest(int sock, int setup_fd) {
+static bool nest(const nsr_session_agent *a) {
         _cleanup_close_ int own = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
         if (own < 0 || unshare(CLONE_NEWPID) < 0)
                 return false;
@@ -409,15 +546,22 @@ static bool nest(int sock, int setup_fd) {
                         _exit(125);
                 return false;
         }
-        close(sock);
-        close(setup_fd);
+        close(a->sock);
+        close(a->setup_fd);
+        for (size_t i = 0; i < NSR_SESSION_CONFINE_FDS; i++)
+                if (a->confine_fds[i] >= 0)
+                        close(a->confine_fds[i]);
         outer_wait(inner);
 }
 
 _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
-        /* Only the socket and the setup pipe are ours: the monitor's other
-         * fds (the start pipe, the epoll set) must not be in the sandbox. */
-        if (close_all_but(a->sock, a->setup_fd) < 0)
+        /* Only the socket, the setup pipe and the fds the confinement
+         * owns are ours: the monitor's other fds (the start pipe, the
+         * epoll set) must not be in the sandbox. */
+        int keep[2 + NSR_SESSION_CONFINE_FDS] = { a->sock, a->setup_fd };
+        for (size_t i = 0; i < NSR_SESSION_CONFINE_FDS; i++)
+                keep[2 + i] = a->confine_fds[i];
+        if (close_all_but(keep, ELEMENTSOF(keep)) < 0)
                 _exit(125);
         /* The daemon ignores SIGPIPE and SIGHUP; an ignored signal stays
          * ignored across execve, and no command may start that way. */
@@ -428,7 +572,7 @@ _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
         if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
                 _exit(125);
         /* Before the confinement drops the capabilities it needs. */
-        bool nested = nest(a->sock, a->setup_fd);
+        bool nested = nest(a);
         /* The agent takes the command's confinement itself, once: every
          * command it forks inherits it (capabilities, no_new_privs, the
          * Landlock scopes, the seccomp filters), which spares each command
@@ -439,6 +583,9 @@ _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
                 (void) nsr_write_all(a->setup_fd, &ce, sizeof(ce));
                 _exit(125);
         }
+        /* confine closed what it owned: no command inherits those. */
+        for (size_t i = 0; i < NSR_SESSION_CONFINE_FDS; i++)
+                a->confine_fds[i] = -1;
         sigprocmask(SIG_SETMASK, NULL, &a->mask);
         /* The commands run as the agent's uid, in its Landlock domain:
          * they may send it signals. Every signal is blocked, so none ends

@@ -30,6 +30,7 @@
 #define NSR_SESSION_IDLE_DEFAULT (30u * 60u)
 #define NSR_SESSION_CLIENTS_MAX  128
 #define NSR_SESSION_EXEC_MAX     64 /* commands running at once */
+#define NSR_SESSION_CONFINE_FDS  2  /* fds the agent's confinement owns */
 
 typedef enum nsr_session_msg_type {
         NSR_SMSG_HELLO,   /* agent -> monitor: the sandbox is up */
@@ -58,6 +59,9 @@ typedef enum nsr_session_msg_type {
 /* SUSPENDED with this flag: the agent passed a SIGCONT on. A stop the
  * client hears of before that is stale (the SIGCONT ended it). */
 #define NSR_SMSG_CONTINUED (1u << 4)
+/* EXIT from the monitor with this flag: the payload is the step's refused
+ * record (project/sesscommit.h). The agent's own flags never pass on. */
+#define NSR_SMSG_REFUSED (1u << 5)
 
 typedef enum nsr_session_outcome {
         NSR_SESSION_KEEP,
@@ -89,26 +93,38 @@ int nsr_session_recv(int fd, nsr_session_hdr *ret, char *buf, int fds[3]);
 /* An exec request. */
 typedef struct nsr_session_exec {
         char **argv;
-        char **set;   /* NAME=VALUE */
-        char **unset; /* NAME */
-        char *cwd;    /* NULL: the session's */
+        char **set;     /* NAME=VALUE */
+        char **unset;   /* NAME */
+        char *cwd;      /* NULL: the session's */
+        char **base;    /* NAME=VALUE: the caller's environment, filtered */
+        bool has_base;  /* base replaces the session's environment */
+        bool clear;     /* --clearenv: no base, no PWD, only set */
+        char **rlimits; /* --rlimit NAME=SOFT[:HARD], as given */
 } nsr_session_exec;
 
 void nsr_session_exec_done(nsr_session_exec *x);
 /* To and from the payload: tagged NUL-terminated strings. Pure. */
 int nsr_session_exec_encode(const nsr_session_exec *x, char **ret, size_t *ret_len, nsr_error *err);
 int nsr_session_exec_decode(const char *buf, size_t len, nsr_session_exec *ret, nsr_error *err);
-/* The command's environment: base with the request's edits, and PWD. Pure. */
+/* The command's environment: base (nothing with clear) with the
+ * request's edits, and PWD (not with clear). Pure. */
 char **nsr_session_exec_env(char *const *base, const nsr_session_exec *x, const char *cwd);
 
 /* The agent, inside the sandbox (launch.c starts it). */
 typedef struct nsr_session_agent {
         int sock;     /* to the monitor */
         int setup_fd; /* the launch's error pipe: closed once the agent runs */
-        char **env;   /* the command environment a one-shot run would give */
+        /* The fds the confinement owns (the refused-call socket, up to the
+         * monitor): the agent keeps them through its close of every other
+         * fd, and confine closes them once it used them; -1: none. */
+        int confine_fds[NSR_SESSION_CONFINE_FDS];
+        char **env; /* the command environment a one-shot run would give */
         /* The command's confinement, taken by the agent before its first
          * command: the commands inherit it. */
         int (*confine)(void *data, nsr_error *err);
+        /* A step's environment from the caller's: the run's edits applied
+         * to base, as a one-shot run applies them to its caller's. */
+        char **(*step_env)(void *data, char *const *base);
         void *data;
         sigset_t mask; /* the commands' signal mask (set by the agent) */
 } nsr_session_agent;

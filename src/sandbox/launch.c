@@ -193,9 +193,12 @@ static bool load_listener(const launch *l) {
         int fd = nsr_refused_install(l->notify_prog, l->notify_len);
         if (fd < 0)
                 return false;
-        (void) nsr_refused_send_fd(l->notify_sock[1], fd);
+        int r = nsr_refused_send_fd(l->notify_sock[1], fd);
         close(fd);
-        return true;
+        /* A listener no one holds would answer every refused call with
+         * ENOSYS: the plain program goes in on top, and its errno wins
+         * (SECCOMP_RET_ERRNO takes precedence over USER_NOTIF). */
+        return r >= 0;
 }
 
 static int load_seccomp(const launch *l, bool listener, nsr_error *err) {
@@ -350,9 +353,11 @@ static bool need_reaper(const nsr_plan *p) {
 /* The command's own confinement, the last steps before its exec: the
  * bounding set, the capabilities it keeps, no_new_privs, the Landlock
  * scopes, the caller's rlimit back, no inherited fd, the seccomp filters
- * and the signal mask. A one-shot run takes them once; a session's agent
- * takes them in each command it forks (sandbox/agent.h), so both are confined
- * by this one function. */
+ * and the signal mask. A one-shot run takes them once before its exec; a
+ * session's agent takes them once on itself, and every command it forks
+ * inherits them (sandbox/agent.h), so both are confined by this one
+ * function. The fds it needs (the refused-call socket) are its own: the
+ * agent keeps them (nsr_session_agent.confine_fds) and this closes them. */
 static int confine_command(launch *l, uint64_t bound, nsr_error *e) {
         const nsr_plan *p = l->plan;
         int r;
@@ -395,6 +400,16 @@ static int agent_confine(void *data, nsr_error *e) {
         return confine_command(c->l, c->bound, e);
 }
 
+/* A step's environment from its caller's: the plan's edits and the
+ * relay's proxy variables, as prepare() gives a one-shot command. */
+static char **agent_step_env(void *data, char *const *base) {
+        agent_ctx *c = data;
+        char **env = nsr_plan_build_env(c->l->plan, base);
+        if (c->l->relay)
+                nsr_relay_env(&env);
+        return env;
+}
+
 /* A session: the process that would run the command becomes the agent,
  * which forks each command on the monitor's request (agent.h). */
 _noreturn_ static void run_agent(launch *l, uint64_t bound) {
@@ -402,8 +417,12 @@ _noreturn_ static void run_agent(launch *l, uint64_t bound) {
         nsr_session_agent ag = {
                 .sock = l->extra->session->agent_fd,
                 .setup_fd = l->err_pipe[1],
+                /* The refused-call socket belongs to the confinement: the
+                 * agent's close of every other fd must leave it. */
+                .confine_fds = { l->notify_sock[1], -1 },
                 .env = l->env,
                 .confine = agent_confine,
+                .step_env = agent_step_env,
                 .data = &c,
         };
         nsr_session_agent_run(&ag);
@@ -872,6 +891,8 @@ static void refused_hook(launch *l, short sock_ev, short listener_ev) {
                 if (fd >= 0 && l->listener < 0) {
                         l->listener = fd;
                         l->extra->refused->active = true;
+                        if (l->extra->session && l->extra->session->refused_recorded)
+                                *l->extra->session->refused_recorded = true;
                 } else if (fd >= 0)
                         close(fd);
                 /* One fd, once; EOF too means nothing more comes. */
@@ -974,6 +995,10 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
         nsr_outq_init(&l->events_q, p->proj.events_fd, 0, NSR_OUTQ_EVENTS_NOTE);
         if (l->extra && l->extra->refused)
                 l->extra->refused->events = &l->events_q;
+        if (l->extra && l->extra->refused && l->extra->session && l->extra->session->refused_call) {
+                l->extra->refused->on_call = l->extra->session->refused_call;
+                l->extra->refused->on_call_data = l->extra->session->data;
+        }
 
         for (;;) {
                 const nsr_launch_session *ses = l->extra ? l->extra->session : NULL;
@@ -1074,6 +1099,8 @@ static int read_seccomp_fd(const nsr_seccomp_prog *sp, nsr_bpf *ret, nsr_error *
 static void launch_done(launch *l) {
         if (l->extra && l->extra->refused && l->extra->refused->events == &l->events_q)
                 l->extra->refused->events = NULL;
+        if (l->extra && l->extra->refused)
+                l->extra->refused->on_call = NULL;
         nsr_outq_done(&l->events_q);
         l->cgroup = nsr_cgroup_destroy(l->cgroup);
         free(l->notify_prog);

@@ -53,6 +53,10 @@ typedef struct nsr_launch_session {
         /* Set to the sandbox's pid 1 (as the monitor sees it) before the
          * monitor loop: killing it ends everything inside. */
         pid_t *sandbox_pid;
+        /* With the refused record: each refused call (refused.h's
+         * on_call, with data), and set to true once the listener is in. */
+        void (*refused_call)(void *data, pid_t sid, uint32_t arch, int nr, int errnum, const char *comm);
+        bool *refused_recorded;
 } nsr_launch_session;
 
 typedef struct nsr_launch_extra {

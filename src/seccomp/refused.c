@@ -315,6 +315,35 @@ static void read_comm(pid_t pid, char *buf, size_t len) {
                 buf[n - 1] = '\0';
 }
 
+/* The caller's session id in its innermost pid namespace (the last field
+ * of NSsid), or 0. */
+static pid_t read_inner_sid(pid_t pid) {
+        char path[64], buf[4096];
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int n = fd < 0 ? -1 : nsr_read_full(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        const char *line = strstr(buf, "\nNSsid:");
+        if (!line)
+                return 0;
+        line += strlen("\nNSsid:");
+        const char *end = strchr(line, '\n');
+        if (!end)
+                return 0;
+        const char *last = end;
+        while (last > line && last[-1] != '\t' && last[-1] != ' ')
+                last--;
+        long v = 0;
+        for (const char *c = last; c < end; c++) {
+                if (*c < '0' || *c > '9' || v > (long) INT32_MAX / 10)
+                        return 0;
+                v = v * 10 + (*c - '0');
+        }
+        return (pid_t) v;
+}
+
 int nsr_refused_handle(nsr_refused *rf, int listener) {
         struct seccomp_notif *req = NULL;
         struct seccomp_notif_resp *resp = NULL;
@@ -332,8 +361,13 @@ int nsr_refused_handle(nsr_refused *rf, int listener) {
         int errnum = (act & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ERRNO ? (int) (act & SECCOMP_RET_DATA) : EPERM;
         char comm[32];
         read_comm((pid_t) req->pid, comm, sizeof(comm));
-        if (seccomp_notify_id_valid(listener, req->id) < 0)
+        pid_t sid = rf->on_call ? read_inner_sid((pid_t) req->pid) : 0;
+        /* The task may have gone and its pid been reused meanwhile: what
+         * was read of it is then not the caller's. */
+        if (seccomp_notify_id_valid(listener, req->id) < 0) {
                 snprintf(comm, sizeof(comm), "?");
+                sid = 0;
+        }
         resp->id = req->id;
         resp->error = -errnum;
         resp->val = 0;
@@ -341,6 +375,8 @@ int nsr_refused_handle(nsr_refused *rf, int listener) {
         r = seccomp_notify_respond(listener, resp);
         /* ENOENT: the task was killed meanwhile; the call still counts. */
         nsr_refused_count(rf, req->data.arch, req->data.nr, errnum, comm);
+        if (rf->on_call)
+                rf->on_call(rf->on_call_data, sid, req->data.arch, req->data.nr, errnum, comm);
         seccomp_notify_free(req, resp);
         return r < 0 && r != -ENOENT ? r : 0;
 }

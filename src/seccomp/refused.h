@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/error.h"
 #include "base/outq.h"
@@ -65,6 +66,11 @@ struct nsr_refused {
         int events_fd;    /* --events-fd, or -1: a JSON line per new entry... */
         nsr_outq *events; /* ...through the monitor's queue for it, once set */
         bool active;      /* a listener was installed */
+        /* Each refused call once more, for a session's per-step record:
+         * sid is the caller's session id in its innermost pid namespace
+         * (a session step leads its own), 0 when unknown. */
+        void (*on_call)(void *data, pid_t sid, uint32_t arch, int nr, int errnum, const char *comm);
+        void *on_call_data;
 };
 typedef struct nsr_refused nsr_refused;
 

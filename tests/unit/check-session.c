@@ -12,6 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <linux/audit.h>
+
+#include "project/sesscommit.h"
 #include "project/session.h"
 #include "project/settle.h"
 #include "txn/state.h"
@@ -79,6 +82,80 @@ START_TEST(test_env) {
         ck_assert_str_eq(env[2], "NEW=v");
         ck_assert_str_eq(env[3], "PWD=/w");
         nsr_strv_free(env);
+}
+END_TEST
+
+START_TEST(test_exec_base_env) {
+        char *argv[] = { (char *) "env", NULL };
+        char *base[] = { (char *) "A=1", (char *) "PWD=/caller", NULL };
+        char *lim[] = { (char *) "nofile=64:128", NULL };
+        nsr_session_exec x = { .argv = argv, .base = base, .has_base = true, .rlimits = lim };
+        nsr_error e = { 0 };
+        char *buf = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(nsr_session_exec_encode(&x, &buf, &len, &e), 0);
+        nsr_session_exec y = { 0 };
+        ck_assert_int_eq(nsr_session_exec_decode(buf, len, &y, &e), 0);
+        ck_assert(y.has_base && !y.clear);
+        ck_assert_uint_eq(nsr_strv_length(y.base), 2);
+        ck_assert_str_eq(y.rlimits[0], "nofile=64:128");
+        /* The base replaces the session's; PWD is the step's. */
+        char **env = nsr_session_exec_env(y.base, &y, "/w");
+        ck_assert_uint_eq(nsr_strv_length(env), 2);
+        ck_assert_str_eq(env[0], "A=1");
+        ck_assert_str_eq(env[1], "PWD=/w");
+        nsr_strv_free(env);
+        nsr_session_exec_done(&y);
+        free(buf);
+        /* --clearenv: no base, no PWD, only --env. */
+        char *set[] = { (char *) "ONLY=1", NULL };
+        nsr_session_exec c = { .argv = argv, .base = base, .has_base = true, .clear = true, .set = set };
+        ck_assert_int_eq(nsr_session_exec_encode(&c, &buf, &len, &e), 0);
+        ck_assert_int_eq(nsr_session_exec_decode(buf, len, &y, &e), 0);
+        ck_assert(y.clear && !y.base);
+        env = nsr_session_exec_env(base, &y, "/w");
+        ck_assert_uint_eq(nsr_strv_length(env), 1);
+        ck_assert_str_eq(env[0], "ONLY=1");
+        nsr_strv_free(env);
+        nsr_session_exec_done(&y);
+        free(buf);
+        /* A base entry that is not NAME=VALUE is refused. */
+        ck_assert_int_lt(nsr_session_exec_decode("ash\0B-\0Ebad\0", 12, &y, &e), 0);
+}
+END_TEST
+
+START_TEST(test_refused_wire) {
+        nsr_refused rf = { .events_fd = -1, .active = true };
+        nsr_refused_count(&rf, AUDIT_ARCH_X86_64, 165, EPERM, "python3");
+        nsr_refused_count(&rf, AUDIT_ARCH_X86_64, 165, EPERM, "python3");
+        nsr_refused_count(&rf, AUDIT_ARCH_X86_64, 250, ENOSYS, "a\tb\nc");
+        size_t len = 0;
+        char *buf = nsr_session_refused_encode(&rf, NSR_SESSION_PAYLOAD_MAX, &len);
+        nsr_refused *back = nsr_malloc0(sizeof(*back));
+        ck_assert_int_eq(nsr_session_refused_decode(buf, len, back), 0);
+        ck_assert(back->active);
+        ck_assert_uint_eq(back->n_entries, 2);
+        ck_assert_uint_eq(back->entries[0].count, 2);
+        ck_assert_int_eq(back->entries[0].errnum, EPERM);
+        ck_assert_str_eq(back->entries[0].name, rf.entries[0].name);
+        ck_assert_str_eq(back->entries[0].comm, "python3");
+        ck_assert(!strpbrk(back->entries[1].comm, "\t\n"));
+        free(buf);
+        /* Too small a budget: what does not fit is counted, not cut. */
+        buf = nsr_session_refused_encode(&rf, 80, &len);
+        ck_assert_int_eq(nsr_session_refused_decode(buf, len, back), 0);
+        ck_assert_uint_eq(back->n_entries + back->dropped, 3);
+        free(buf);
+        static const char *const bad[] = { "",
+                                           "2 0\n",
+                                           "1 0",
+                                           "1 0\n1\t1\tx\n",
+                                           "1 0\nx\t1\tmount\tc\n",
+                                           "1 0\n1\t1\t\tc\n",
+                                           "1 0\n99999\t1\tmount\tc\n" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                ck_assert_int_lt(nsr_session_refused_decode(bad[i], strlen(bad[i]), back), 0);
+        free(back);
 }
 END_TEST
 
@@ -327,6 +404,8 @@ static Suite *session_suite(void) {
         tcase_add_test(tc, test_exec_roundtrip);
         tcase_add_test(tc, test_exec_malformed);
         tcase_add_test(tc, test_env);
+        tcase_add_test(tc, test_exec_base_env);
+        tcase_add_test(tc, test_refused_wire);
         tcase_add_test(tc, test_duration);
         tcase_add_test(tc, test_framing);
         tcase_add_test(tc, test_meta_owner);
