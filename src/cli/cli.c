@@ -556,12 +556,9 @@ static int handle_project_mode(parser *ps, const nsr_option *o, const char *type
                                               vals[0]);
                 p->proj.sandbox = m;
         } else if (id == NSR_OPT_ON_CONFLICT) {
-                nsr_conflict_mode m = nsr_conflict_mode_from_string(vals[0]);
-                if (m < 0)
-                        return nsr_error_setx(
-                                err, EINVAL,
-                                "%s takes apply-rest, keep-all, fail, prefer-host or prefer-sandbox, not \"%s\"",
-                                o->name, vals[0]);
+                nsr_conflict_mode m;
+                if (nsr_conflict_mode_parse(o->name, vals[0], &m, err) < 0)
+                        return -EINVAL;
                 p->proj.on_conflict = m;
         } else if (id == NSR_OPT_KEEP_DAYS) {
                 unsigned v = 0;

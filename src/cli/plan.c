@@ -463,3 +463,13 @@ unsigned nsr_plan_unshared(const nsr_plan *p) {
                 ns |= NSR_NS_CGROUP;
         return ns;
 }
+
+int nsr_conflict_mode_parse(const char *opt, const char *val, nsr_conflict_mode *ret, nsr_error *err) {
+        nsr_conflict_mode m = nsr_conflict_mode_from_string(val);
+        if (m < 0)
+                return nsr_error_setx(err, EINVAL,
+                                      "%s takes apply-rest, keep-all, fail, prefer-host or prefer-sandbox, not \"%s\"",
+                                      opt, val);
+        *ret = m;
+        return 0;
+}

@@ -286,6 +286,9 @@ nsr_sandbox_mode nsr_sandbox_mode_from_string(const char *s);
 
 const char *nsr_conflict_mode_to_string(nsr_conflict_mode m);
 nsr_conflict_mode nsr_conflict_mode_from_string(const char *s);
+/* --on-conflict's value, or -EINVAL with a message that lists the modes
+ * (opt names the option as the caller spells it). */
+int nsr_conflict_mode_parse(const char *opt, const char *val, nsr_conflict_mode *ret, nsr_error *err);
 /* keep-all and fail: a conflict anywhere holds every change back. */
 static inline bool nsr_conflict_mode_withholds(nsr_conflict_mode m) {
         return m == NSR_CONFLICT_KEEP_ALL || m == NSR_CONFLICT_FAIL;

@@ -236,13 +236,7 @@ static int run_option(void *userdata, const nsr_subopt *o, const char *val, nsr_
                         return nsr_error_setx(err, EINVAL, "%s takes a number of runs, not \"%s\"", o->name, val);
                 return 0;
         case RUN_OPT_ON_CONFLICT:
-                a->on_conflict = nsr_conflict_mode_from_string(val);
-                if (a->on_conflict < 0)
-                        return nsr_error_setx(err, EINVAL,
-                                              "%s takes apply-rest, keep-all, fail, prefer-host or prefer-sandbox, "
-                                              "not \"%s\"",
-                                              o->name, val);
-                return 0;
+                return nsr_conflict_mode_parse(o->name, val, &a->on_conflict, err);
         case RUN_OPT_BACKUP_LIMIT:
                 if (nsr_parse_size_suffix(val, &a->backup_limit) < 0)
                         return nsr_error_setx(err, EINVAL, "%s takes a size such as 2G, not \"%s\"", o->name, val);

@@ -181,14 +181,8 @@ static int session_option(void *userdata, const nsr_subopt *o, const char *val, 
                 a->report = val;
                 return 0;
         case SESS_OPT_ON_CONFLICT:
-                a->on_conflict = nsr_conflict_mode_from_string(val);
                 a->on_conflict_set = true;
-                if (a->on_conflict < 0)
-                        return nsr_error_setx(err, EINVAL,
-                                              "%s takes apply-rest, keep-all, fail, prefer-host or prefer-sandbox, "
-                                              "not \"%s\"",
-                                              o->name, val);
-                return 0;
+                return nsr_conflict_mode_parse(o->name, val, &a->on_conflict, err);
         case SESS_OPT_CLEARENV:
                 a->clearenv = true;
                 return 0;

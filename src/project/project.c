@@ -1255,11 +1255,6 @@ static int apply_one(nsr_project *pj, size_t i, int run_fd, int statefd, const s
         return nsr_commit_apply(e->changes, &co, &e->commit, err);
 }
 
-static int by_count(const void *x, const void *y) {
-        const nsr_report_refused_call *a = x, *b = y;
-        return a->count < b->count ? 1 : a->count > b->count ? -1 : strcmp(a->name, b->name);
-}
-
 /* The refused record for the report, and its stderr line
  * ("nsrun: refused: ptrace x3, mount x1; timeout 90s"), NULL when nothing
  * was refused. */
@@ -1287,13 +1282,7 @@ static size_t refused_connections(const nsr_egress_log *net, nsr_report_refused_
 static char *refused_record(const nsr_refused *rf, const nsr_launch_result *lr, const nsr_runctl *rc,
                             nsr_report_refused_call *calls, nsr_report_refused_conn *conns, size_t max_conns,
                             nsr_report_refused *ret) {
-        for (size_t i = 0; i < rf->n_entries; i++)
-                calls[i] = (nsr_report_refused_call){ .name = rf->entries[i].name,
-                                                      .count = rf->entries[i].count,
-                                                      .errnum = rf->entries[i].errnum,
-                                                      .comm = rf->entries[i].comm };
-        if (rf->n_entries > 1)
-                qsort(calls, rf->n_entries, sizeof(*calls), by_count);
+        nsr_report_refused_calls(rf, calls);
         *ret = (nsr_report_refused){ .recorded = rf->active,
                                      .calls = calls,
                                      .n_calls = rf->n_entries,

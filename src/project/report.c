@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -10,6 +11,7 @@
 #include "base/utf8.h"
 #include "project/report.h"
 #include "seccomp/policy.h"
+#include "seccomp/refused.h"
 
 static const char *const signal_names[] = {
         [SIGHUP] = "SIGHUP",   [SIGINT] = "SIGINT",       [SIGQUIT] = "SIGQUIT", [SIGILL] = "SIGILL",
@@ -372,4 +374,19 @@ char *nsr_report_error_json(const nsr_error *e, const char *hint) {
         if (nsr_json_finish(j, "report", &text, NULL, &ignored) < 0)
                 return NULL;
         return text;
+}
+
+static int by_count(const void *x, const void *y) {
+        const nsr_report_refused_call *a = x, *b = y;
+        return a->count < b->count ? 1 : a->count > b->count ? -1 : strcmp(a->name, b->name);
+}
+
+void nsr_report_refused_calls(const nsr_refused *rf, nsr_report_refused_call *calls) {
+        for (size_t i = 0; i < rf->n_entries; i++)
+                calls[i] = (nsr_report_refused_call){ .name = rf->entries[i].name,
+                                                      .count = rf->entries[i].count,
+                                                      .errnum = rf->entries[i].errnum,
+                                                      .comm = rf->entries[i].comm };
+        if (rf->n_entries > 1)
+                qsort(calls, rf->n_entries, sizeof(*calls), by_count);
 }

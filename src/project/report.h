@@ -185,6 +185,11 @@ typedef struct nsr_report {
  * on failure; a partial document may have been written to f. */
 int nsr_report_write_json(const nsr_report *r, FILE *f, unsigned flags, nsr_error *err);
 int nsr_report_to_json(const nsr_report *r, unsigned flags, char **ret, size_t *ret_len, nsr_error *err);
+/* The calls of a refused-call record as the report lists them (calls has
+ * room for rf->n_entries): most refused first, then by name. */
+struct nsr_refused;
+void nsr_report_refused_calls(const struct nsr_refused *rf, nsr_report_refused_call *calls);
+
 /* A failure as the "error" member of a JSON object: {"kind", "message",
  * "hint"}, kind from nsr_error_kind_report_name(); hint NULL takes the
  * kind's own (nsr_error_kind_hint()), which may be null. */

@@ -536,23 +536,12 @@ static bool same_change(const nsr_change *a, const nsr_change *b) {
                streq(a->target ? a->target : "", b->target ? b->target : "");
 }
 
-static int by_count(const void *x, const void *y) {
-        const nsr_report_refused_call *a = x, *b = y;
-        return a->count < b->count ? 1 : a->count > b->count ? -1 : strcmp(a->name, b->name);
-}
-
 /* The step's "refused", in a one-shot report's form and order; its
  * timeout is the exec client's (--timeout). */
 static void emit_step_refused(nsr_json *j, const nsr_session_step *st) {
         const nsr_refused *rf = st->refused;
         _cleanup_free_ nsr_report_refused_call *calls = nsr_malloc0((rf->n_entries + 1) * sizeof(*calls));
-        for (size_t i = 0; i < rf->n_entries; i++)
-                calls[i] = (nsr_report_refused_call){ .name = rf->entries[i].name,
-                                                      .count = rf->entries[i].count,
-                                                      .errnum = rf->entries[i].errnum,
-                                                      .comm = rf->entries[i].comm };
-        if (rf->n_entries > 1)
-                qsort(calls, rf->n_entries, sizeof(*calls), by_count);
+        nsr_report_refused_calls(rf, calls);
         nsr_report_refused r = { .recorded = rf->active,
                                  .calls = calls,
                                  .n_calls = rf->n_entries,
