@@ -11,9 +11,9 @@
  * that connects early waits in the listen backlog. No unix socket and no
  * helper enters the sandbox.
  *
- * The monitor polls nsr_relay_fd() (an epoll fd) in its own loop and
- * calls nsr_relay_dispatch() when it is readable; nothing in the relay
- * blocks: names are resolved by a small pool of threads that answer
+ * The monitor attaches the relay to its event loop (base/evloop.h), where
+ * every socket, pipe and timer of the relay is a source of its own;
+ * nothing in the relay blocks: names are resolved by a small pool of threads that answer
  * through an eventfd. Every limit is fixed: 256 connections at once (the
  * oldest that has not yet named a target makes room for a new one),
  * 64 KiB buffered and a 256 KiB pipe each way, 16 KiB of request header,
@@ -22,6 +22,7 @@
 #pragma once
 
 #include "base/error.h"
+#include "base/evloop.h"
 #include "egress/rules.h"
 
 typedef struct nsr_relay nsr_relay;
@@ -39,9 +40,11 @@ int nsr_relay_child_setup(nsr_relay *r, nsr_error *err);
 /* In the monitor, after the clone: drops the child's end. */
 void nsr_relay_parent_started(nsr_relay *r);
 
-/* The fd to poll for POLLIN, and the work to do when it is readable. */
-int nsr_relay_fd(const nsr_relay *r);
-void nsr_relay_dispatch(nsr_relay *r);
+/* In the monitor, after the clone: registers the relay's fds with loop,
+ * which must outlive it or nsr_relay_detach(). -errno. */
+int nsr_relay_attach(nsr_relay *r, nsr_evloop *loop);
+/* Takes every fd of the relay out of the loop (nsr_relay_free does). */
+void nsr_relay_detach(nsr_relay *r);
 
 /* Closes every connection (recording it) and moves the log to *ret. */
 void nsr_relay_finish(nsr_relay *r, nsr_egress_log *ret);
