@@ -19,6 +19,7 @@ struct nsr_evsrc {
         int fd;                 /* the caller's */
         int own_fd;             /* the duplicate registered instead, or -1 */
         bool polled;            /* false: epoll refused it, always ready */
+        bool in_set;            /* in the epoll set: only while events != 0 */
         bool dead;
         uint32_t events;
         nsr_evloop_cb cb;
@@ -88,7 +89,12 @@ static int ctl(nsr_evsrc *s, int op, uint32_t events) {
         return epoll_ctl(s->loop->ep, op, reg_fd(s), &ev) < 0 ? -errno : 0;
 }
 
+/* Into the epoll set, with s->events. A source that asks for nothing
+ * stays out of it: epoll would report a hangup or an error on it all the
+ * same, over and over. */
 static int src_register(nsr_evsrc *s) {
+        if (!s->polled)
+                return 0;
         int r = ctl(s, EPOLL_CTL_ADD, s->events);
         if (r == -EEXIST) {
                 /* The same fd number twice: epoll keys on the pair of fd
@@ -102,7 +108,7 @@ static int src_register(nsr_evsrc *s) {
                 s->polled = false; /* a regular file: always ready */
                 return 0;
         }
-        s->polled = r >= 0;
+        s->in_set = r >= 0;
         return r;
 }
 
@@ -110,8 +116,8 @@ int nsr_evloop_add(nsr_evloop *l, int fd, uint32_t events, nsr_evloop_cb cb, voi
         if (fd < 0 || !cb)
                 return -EBADF;
         nsr_evsrc *s = nsr_malloc0(sizeof(*s));
-        *s = (nsr_evsrc){ .loop = l, .fd = fd, .own_fd = -1, .events = events, .cb = cb, .data = data };
-        int r = src_register(s);
+        *s = (nsr_evsrc){ .loop = l, .fd = fd, .own_fd = -1, .polled = true, .events = events, .cb = cb, .data = data };
+        int r = events ? src_register(s) : fcntl(fd, F_GETFD) < 0 ? -errno : 0;
         if (r < 0) {
                 src_free(s);
                 return r;
@@ -133,10 +139,19 @@ int nsr_evloop_mod(nsr_evsrc *s, uint32_t events) {
         if (s->events == events)
                 return 0;
         if (s->polled) {
-                int r = ctl(s, EPOLL_CTL_MOD, events);
-                if (r < 0)
+                uint32_t old = s->events;
+                s->events = events;
+                int r = !events ? ctl(s, EPOLL_CTL_DEL, 0) : !old ? src_register(s) : ctl(s, EPOLL_CTL_MOD, events);
+                if (r < 0) {
+                        s->events = old;
                         return r;
-        } else if (!s->events != !events) {
+                }
+                s->in_set = s->polled && events;
+                if (!s->polled && events)
+                        s->loop->n_ready++; /* epoll refused it only now */
+                return 0;
+        }
+        if (!s->events != !events) {
                 if (events)
                         s->loop->n_ready++;
                 else
@@ -154,9 +169,9 @@ nsr_evsrc *nsr_evloop_del(nsr_evsrc *s) {
         if (!s || s->dead)
                 return NULL;
         nsr_evloop *l = s->loop;
-        if (s->polled)
+        if (s->in_set)
                 (void) ctl(s, EPOLL_CTL_DEL, 0);
-        else if (s->events)
+        else if (!s->polled && s->events)
                 l->n_ready--;
         s->dead = true;
         s->events = 0;

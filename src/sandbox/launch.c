@@ -1027,14 +1027,6 @@ static void on_status_pipe(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
         }
 }
 
-static void on_session(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
-        const nsr_launch_session *ses = data;
-        (void) s;
-        (void) fd;
-        (void) ev;
-        ses->dispatch(ses->data);
-}
-
 static void on_events_fd(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
         (void) s;
         (void) fd;
@@ -1065,8 +1057,8 @@ static int monitor_sources(mon *m, nsr_error *err) {
                 r = nsr_evloop_add(m->loop, l->notify_sock[0], EPOLLIN, on_notify_sock, m, &m->s_notify);
         if (r >= 0 && l->relay)
                 r = nsr_relay_attach(l->relay, m->loop);
-        if (r >= 0 && ses && ses->poll_fd >= 0)
-                r = nsr_evloop_add(m->loop, ses->poll_fd, EPOLLIN, on_session, (void *) ses, NULL);
+        if (r >= 0 && ses && ses->attach)
+                r = ses->attach(m->loop, ses->data);
         if (r >= 0)
                 r = nsr_evloop_add_post(m->loop, events_arm, m);
         if (r < 0)
@@ -1150,6 +1142,8 @@ static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *er
         r = monitor_run(&m, err);
         /* The relay outlives the loop (its log is read later): out of it. */
         nsr_relay_detach(l->relay);
+        if (l->extra && l->extra->session && l->extra->session->attach)
+                (void) l->extra->session->attach(NULL, l->extra->session->data);
         m.loop = nsr_evloop_free(m.loop);
         nsr_deadline_done(&m.deadline);
         return r;

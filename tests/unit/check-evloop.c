@@ -206,6 +206,31 @@ START_TEST(test_file_and_twice) {
 }
 END_TEST
 
+/* A source that asks for nothing is not called, not even for a hangup or
+ * an error epoll reports whatever is asked (a reader of --events-fd gone:
+ * the loop would spin). */
+START_TEST(test_silent) {
+        _cleanup_(nsr_evloop_freep) nsr_evloop *l = NULL;
+        ck_assert_int_eq(nsr_evloop_new(&l), 0);
+        int p[2];
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        counter c = { 0 };
+        nsr_evsrc *s = NULL;
+        ck_assert_int_eq(nsr_evloop_add(l, p[1], 0, count_cb, &c, &s), 0);
+        close(p[0]);
+        ck_assert_int_eq(nsr_evloop_run_once(l, 10), 0);
+        ck_assert_int_eq(nsr_evloop_mod(s, EPOLLOUT), 0);
+        ck_assert_int_eq(nsr_evloop_run_once(l, -1), 1);
+        ck_assert(c.last & EPOLLERR);
+        ck_assert_int_eq(nsr_evloop_mod(s, 0), 0);
+        ck_assert_int_eq(nsr_evloop_run_once(l, 10), 0);
+        ck_assert_int_eq(c.calls, 1);
+        close(p[1]);
+        /* A closed fd is refused at once, silent or not. */
+        ck_assert_int_eq(nsr_evloop_add(l, p[1], 0, count_cb, &c, NULL), -EBADF);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("evloop");
         TCase *tc = tcase_create("core");
@@ -214,6 +239,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_post_and_stop);
         tcase_add_test(tc, test_many);
         tcase_add_test(tc, test_file_and_twice);
+        tcase_add_test(tc, test_silent);
         suite_add_tcase(s, tc);
         return s;
 }
