@@ -1222,11 +1222,12 @@ static void after_batch(void *data) {
                 r->h_log.fd = -1;
 }
 
-static void attach_handle(nsr_relay *r, handle *h) {
+/* A handle that cannot wait in the loop fails the attach: a relay deaf
+ * to its listeners or its timer would fail the run's network silently. */
+static int attach_handle(nsr_relay *r, handle *h) {
         uint32_t want = h->events;
         h->events = 0;
-        if (want && ep_set(r, h, want) < 0 && h == &r->h_log)
-                h->fd = -1;
+        return want ? ep_set(r, h, want) : 0;
 }
 
 int nsr_relay_attach(nsr_relay *r, nsr_evloop *loop) {
@@ -1236,16 +1237,15 @@ int nsr_relay_attach(nsr_relay *r, nsr_evloop *loop) {
         int k = nsr_evloop_add_post(loop, after_batch, r);
         if (k < 0)
                 return k;
-        attach_handle(r, &r->h_control);
-        attach_handle(r, &r->h_timer);
-        attach_handle(r, &r->h_resolved);
-        for (size_t i = 0; i < r->n_listeners; i++)
-                attach_handle(r, &r->listeners[i]);
-        for (conn *c = r->head; c; c = c->next) {
-                attach_handle(r, &c->hc);
-                attach_handle(r, &c->hu);
-        }
-        return 0;
+        k = attach_handle(r, &r->h_control);
+        if (k >= 0)
+                k = attach_handle(r, &r->h_timer);
+        if (k >= 0)
+                k = attach_handle(r, &r->h_resolved);
+        for (size_t i = 0; k >= 0 && i < r->n_listeners; i++)
+                k = attach_handle(r, &r->listeners[i]);
+        /* Connections come only through the loop: none yet. */
+        return k;
 }
 
 static void detach_handle(handle *h) {
