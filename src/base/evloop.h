@@ -35,8 +35,9 @@ nsr_evloop *nsr_evloop_free(nsr_evloop *l);
 DEFINE_CLEANUP_FUNC(nsr_evloop *, nsr_evloop_free)
 
 /* Registers fd (borrowed: the caller closes it, after deleting the
- * source). events may be 0: registered, silent until modified. Returns
- * -errno. */
+ * source). events may be 0: silent until modified, not even a hangup or
+ * an error is reported (the source stays out of the epoll set, which
+ * would report those whatever is asked). Returns -errno. */
 int nsr_evloop_add(nsr_evloop *l, int fd, uint32_t events, nsr_evloop_cb cb, void *data, nsr_evsrc **ret);
 int nsr_evloop_mod(nsr_evsrc *s, uint32_t events);
 /* NULL is a no-op. Returns NULL, for s = nsr_evloop_del(s). */

@@ -48,7 +48,8 @@ void nsr_outq_done(nsr_outq *q);
 void nsr_outq_put(nsr_outq *q, const char *line, size_t len);
 /* Writes what the fd takes now. */
 void nsr_outq_flush(nsr_outq *q);
-/* Whether lines are waiting: poll the fd for POLLOUT then. */
+/* Whether lines are waiting: wait for the fd's POLLOUT then (in the
+ * monitor, a source of its event loop armed after each batch). */
 bool nsr_outq_pending(const nsr_outq *q);
 /* At the end: waits up to timeout_ms in all for the fd to take what is
  * queued, then drops (and counts) the rest. */

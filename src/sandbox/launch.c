@@ -9,7 +9,11 @@
  *
  * The child reports a setup failure as an nsr_error over the close-on-exec
  * "error pipe" and exits; the monitor prints it. A successful exec closes
- * the pipe, which is how the monitor knows the command really started. */
+ * the pipe, which is how the monitor knows the command really started.
+ *
+ * The monitor waits in one event loop (base/evloop.h): signals, the error
+ * and status pipes, the deadline, the refused-call listener, the egress
+ * relay's sockets and the session server's fds are each a source. */
 #include "config.h"
 
 #include <fcntl.h>
