@@ -1230,6 +1230,18 @@ static int attach_handle(nsr_relay *r, handle *h) {
         return want ? ep_set(r, h, want) : 0;
 }
 
+size_t nsr_relay_fds(const nsr_relay *r, int *fds, size_t max) {
+        size_t n = 0;
+        int all[4 + MAX_LISTENERS] = { r->sock[0], r->timerfd, r->logq.fd };
+        size_t k = 3;
+        for (size_t i = 0; i < r->n_listeners; i++)
+                all[k++] = r->listeners[i].fd;
+        for (size_t i = 0; i < k && n < max; i++)
+                if (all[i] >= 0)
+                        fds[n++] = all[i];
+        return n;
+}
+
 int nsr_relay_attach(nsr_relay *r, nsr_evloop *loop) {
         if (r->loop)
                 return -EBUSY;

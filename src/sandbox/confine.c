@@ -24,6 +24,7 @@
 #include "cli/runctl.h"
 #include "egress/relay.h"
 #include "sandbox/confine.h"
+#include "sandbox/egresshelper.h"
 #include "sandbox/killtree.h"
 #include "sandbox/reaper.h"
 #include "seccomp/refused.h"
@@ -291,6 +292,7 @@ typedef struct cmon {
         nsr_outq *evq;
         nsr_launch_result *res;
         nsr_evloop *loop;
+        nsr_egress_helper *helper; /* serves the relay (egresshelper.h) */
         nsr_deadline deadline;
         nsr_evsrc *s_err, *s_notify, *s_listener, *s_events;
         nsr_error child_err;
@@ -395,8 +397,6 @@ static int cmon_sources(cmon *m, int sfd) {
                 r = nsr_evloop_add(m->loop, m->deadline.fd, EPOLLIN, on_deadline, m, NULL);
         if (r >= 0 && m->ls->sock[0] >= 0)
                 r = nsr_evloop_add(m->loop, m->ls->sock[0], EPOLLIN, on_notify_sock, m, &m->s_notify);
-        if (r >= 0 && m->o->relay)
-                r = nsr_relay_attach(m->o->relay, m->loop);
         if (r >= 0)
                 r = nsr_evloop_add_post(m->loop, events_arm, m);
         if (r >= 0 && m->evq->fd >= 0)
@@ -417,8 +417,13 @@ static int monitor_loop(cmon *m, nsr_error *err) {
                 (void) waitpid(m->child, NULL, 0);
                 return -EIO;
         }
-        if (o->relay)
+        if (o->relay) {
                 nsr_relay_parent_started(o->relay);
+                /* The command's network bytes are parsed there, not here. */
+                int k = nsr_egress_helper_start(o->relay, &m->helper, err);
+                if (k < 0)
+                        return give_up(o, m->child, k);
+        }
         int r = nsr_evloop_new(&m->loop);
         if (r >= 0)
                 r = cmon_sources(m, sfd);
@@ -443,6 +448,12 @@ static int monitor_end(cmon *m, nsr_error *err) {
         ssize_t n;
         while (got < sizeof(child_err) && (n = read(errfd, (char *) &child_err + got, sizeof(child_err) - got)) > 0)
                 got += (size_t) n;
+        /* The network's record first: the helper is in nsrun's tree too,
+         * and would go with the command's leftovers. */
+        if (m->helper) {
+                nsr_egress_helper_finish(m->helper, &res->net);
+                res->net_on = true;
+        }
         /* Whatever the command left goes before anything is captured,
          * however deep or fast it forks (killtree.h). */
         (void) nsr_killtree(o->spare, o->n_spare);
@@ -450,10 +461,6 @@ static int monitor_end(cmon *m, nsr_error *err) {
                 nsr_error_sanitize(&child_err);
                 *err = child_err;
                 return -(child_err.code ? child_err.code : EIO);
-        }
-        if (o->relay) {
-                nsr_relay_finish(o->relay, &res->net);
-                res->net_on = true;
         }
         nsr_outq_finish(m->evq, NSR_OUTQ_FINISH_MS);
         res->events_dropped = m->evq->dropped;
@@ -480,6 +487,7 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, listener *
         /* The relay outlives the loop (its log is read later): out of it. */
         nsr_relay_detach(o->relay);
         m.loop = nsr_evloop_free(m.loop);
+        m.helper = nsr_egress_helper_free(m.helper);
         nsr_deadline_done(&m.deadline);
         if (o->refused)
                 o->refused->events = NULL;

@@ -12,8 +12,10 @@
  * the pipe, which is how the monitor knows the command really started.
  *
  * The monitor waits in one event loop (base/evloop.h): signals, the error
- * and status pipes, the deadline, the refused-call listener, the egress
- * relay's sockets and the session server's fds are each a source. */
+ * and status pipes, the deadline, the refused-call listener and the
+ * session server's fds are each a source. With --allow-host the relay is
+ * served by the egress helper (egresshelper.h), a confined process of its
+ * own, never here. */
 #include "config.h"
 
 #include <fcntl.h>
@@ -44,6 +46,7 @@
 #include "sandbox/agent.h"
 #include "sandbox/caps.h"
 #include "sandbox/cgroup.h"
+#include "sandbox/egresshelper.h"
 #include "sandbox/landlock.h"
 #include "sandbox/launch.h"
 #include "sandbox/netns.h"
@@ -68,11 +71,12 @@ typedef struct launch {
         char *old_cwd;
         uid_t real_uid;
         gid_t real_gid;
-        int err_pipe[2];    /* child -> monitor: nsr_error, CLOEXEC */
-        int status_pipe[2]; /* reaper -> monitor: the command's wait status */
-        int go_pipe[2];     /* monitor -> child: release; HUP = monitor died */
-        int pid_pipe[2];    /* --pidns: the sandbox's real pid, child -> monitor */
-        nsr_relay *relay;   /* --allow-host: the egress relay, or NULL */
+        int err_pipe[2];           /* child -> monitor: nsr_error, CLOEXEC */
+        int status_pipe[2];        /* reaper -> monitor: the command's wait status */
+        int go_pipe[2];            /* monitor -> child: release; HUP = monitor died */
+        int pid_pipe[2];           /* --pidns: the sandbox's real pid, child -> monitor */
+        nsr_relay *relay;          /* --allow-host: the egress relay, or NULL */
+        nsr_egress_helper *helper; /* the process that serves it */
         sigset_t old_mask;
         struct rlimit old_nofile;
         bool raised_nofile;
@@ -958,8 +962,8 @@ static void command_done(launch *l, pid_t child, bool child_gone, int status, ns
          * signal stops it now (--die-with-parent is about the sandbox). */
         (void) prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
 
-        if (l->relay) {
-                nsr_relay_finish(l->relay, &ret->net);
+        if (l->helper) {
+                nsr_egress_helper_finish(l->helper, &ret->net);
                 ret->net_on = true;
         }
         ret->exec_done = true;
@@ -1059,8 +1063,6 @@ static int monitor_sources(mon *m, nsr_error *err) {
                 r = nsr_evloop_add(m->loop, m->deadline.fd, EPOLLIN, on_deadline, m, &m->s_deadline);
         if (r >= 0 && l->notify_sock[0] >= 0)
                 r = nsr_evloop_add(m->loop, l->notify_sock[0], EPOLLIN, on_notify_sock, m, &m->s_notify);
-        if (r >= 0 && l->relay)
-                r = nsr_relay_attach(l->relay, m->loop);
         if (r >= 0 && ses && ses->attach)
                 r = ses->attach(m->loop, ses->data);
         if (r >= 0)
@@ -1181,6 +1183,7 @@ static void launch_done(launch *l) {
                 free(l->progs[i].data);
         free(l->progs);
         nsr_strv_free(l->env);
+        l->helper = nsr_egress_helper_free(l->helper);
         nsr_relay_free(l->relay);
         free(l->host_tty);
         free(l->old_cwd);
@@ -1419,8 +1422,13 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         l->status_pipe[1] = safe_close(l->status_pipe[1]);
         l->go_pipe[0] = safe_close(l->go_pipe[0]);
         l->pid_pipe[1] = safe_close(l->pid_pipe[1]);
-        if (l->relay)
+        if (l->relay) {
                 nsr_relay_parent_started(l->relay);
+                /* The sandbox's network bytes are parsed there, not here. */
+                r = nsr_egress_helper_start(l->relay, &l->helper, err);
+                if (r < 0)
+                        return r;
+        }
         l->notify_sock[1] = safe_close(l->notify_sock[1]);
 
         if (p->pidns_fd != -1) {
