@@ -42,7 +42,7 @@ int nsr_relay_child_setup(nsr_relay *r, nsr_error *err);
 /* In the monitor, after the clone: drops the child's end. */
 void nsr_relay_parent_started(nsr_relay *r);
 
-/* In the monitor, after the clone: registers the relay's fds with loop,
+/* In the egress helper (sandbox/egresshelper.h): registers the relay's fds with loop,
  * which must outlive it or nsr_relay_detach(). -errno. */
 int nsr_relay_attach(nsr_relay *r, nsr_evloop *loop);
 /* The fds the relay serves with (its control socket, timer, listeners,
