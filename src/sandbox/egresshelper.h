@@ -15,7 +15,8 @@
  * closes every connection and sends the records and counts, and exits.
  *
  * The monitor reads those messages as untrusted input: fixed sizes, every
- * string checked, at most NSR_EGRESS_RECORDS_MAX records, within a
+ * field checked (strings cut at their end; their bytes are escaped by
+ * every printer), at most NSR_EGRESS_RECORDS_MAX records, within a
  * deadline. A helper that died, lied or went silent costs the run its
  * network and its network records, never the project: the log then says
  * the helper died. */
