@@ -294,7 +294,7 @@ typedef struct cmon {
         nsr_evloop *loop;
         nsr_egress_helper *helper; /* serves the relay (egresshelper.h) */
         nsr_deadline deadline;
-        nsr_evsrc *s_err, *s_notify, *s_listener, *s_events;
+        nsr_evsrc *s_err, *s_notify, *s_listener;
         nsr_error child_err;
         size_t got;
         bool gone;
@@ -374,21 +374,6 @@ static void on_sfd(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
                 (void) raise(SIGSTOP); /* ^Z: the command, then nsrun */
 }
 
-static void on_events_fd(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
-        (void) s;
-        (void) fd;
-        (void) ev;
-        nsr_outq_flush(data);
-}
-
-/* After each batch: a slow --events-fd reader wakes the loop when it
- * takes more. */
-static void events_arm(void *data) {
-        cmon *m = data;
-        if (m->s_events)
-                (void) nsr_evloop_mod(m->s_events, nsr_outq_pending(m->evq) ? EPOLLOUT : 0);
-}
-
 static int cmon_sources(cmon *m, int sfd) {
         int r = nsr_evloop_add(m->loop, sfd, EPOLLIN, on_sfd, m, NULL);
         if (r >= 0)
@@ -398,9 +383,7 @@ static int cmon_sources(cmon *m, int sfd) {
         if (r >= 0 && m->ls->sock[0] >= 0)
                 r = nsr_evloop_add(m->loop, m->ls->sock[0], EPOLLIN, on_notify_sock, m, &m->s_notify);
         if (r >= 0)
-                r = nsr_evloop_add_post(m->loop, events_arm, m);
-        if (r >= 0 && m->evq->fd >= 0)
-                (void) nsr_evloop_add(m->loop, m->evq->fd, 0, on_events_fd, m->evq, &m->s_events);
+                (void) nsr_outq_watch(m->evq, m->loop); /* failing, it writes on each line */
         return r;
 }
 

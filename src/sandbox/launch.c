@@ -877,7 +877,7 @@ typedef struct mon {
         nsr_evloop *loop;
         int sfd;
         nsr_deadline deadline;
-        nsr_evsrc *s_err, *s_status, *s_deadline, *s_notify, *s_listener, *s_events;
+        nsr_evsrc *s_err, *s_status, *s_deadline, *s_notify, *s_listener;
         nsr_error child_err;
         size_t err_got;
         bool err_eof, have_status, child_gone, pid1_exiting;
@@ -1035,21 +1035,6 @@ static void on_status_pipe(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
         }
 }
 
-static void on_events_fd(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
-        (void) s;
-        (void) fd;
-        (void) ev;
-        nsr_outq_flush(data);
-}
-
-/* After each batch: lines waiting for a slow --events-fd reader wake the
- * loop when it takes more. */
-static void events_arm(void *data) {
-        mon *m = data;
-        if (m->s_events)
-                (void) nsr_evloop_mod(m->s_events, nsr_outq_pending(&m->l->events_q) ? EPOLLOUT : 0);
-}
-
 /* Every fd the monitor waits on, into the loop. */
 static int monitor_sources(mon *m, nsr_error *err) {
         launch *l = m->l;
@@ -1065,14 +1050,11 @@ static int monitor_sources(mon *m, nsr_error *err) {
                 r = nsr_evloop_add(m->loop, l->notify_sock[0], EPOLLIN, on_notify_sock, m, &m->s_notify);
         if (r >= 0 && ses && ses->attach)
                 r = ses->attach(m->loop, ses->data);
-        if (r >= 0)
-                r = nsr_evloop_add_post(m->loop, events_arm, m);
         if (r < 0)
                 return nsr_error_set(err, -r, "monitor: event loop");
-        /* A caller's fd epoll refuses beyond what the loop handles: the
-         * queue still writes on each line, never blocking. */
-        if (l->events_q.fd >= 0)
-                (void) nsr_evloop_add(m->loop, l->events_q.fd, 0, on_events_fd, &l->events_q, &m->s_events);
+        /* A caller's fd the loop cannot watch: the queue still writes on
+         * each line, never blocking. */
+        (void) nsr_outq_watch(&l->events_q, m->loop);
         return 0;
 }
 
