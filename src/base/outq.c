@@ -10,11 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "base/evloop.h"
 #include "base/outq.h"
 #include "base/util.h"
 
@@ -181,4 +183,26 @@ void nsr_outq_finish(nsr_outq *q, int timeout_ms) {
                 q->len = q->off = q->n_ends = 0;
         }
         q->dead = true;
+}
+
+static void outq_ready(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        (void) s;
+        (void) fd;
+        (void) ev;
+        nsr_outq_flush(data);
+}
+
+static void outq_arm(void *data) {
+        nsr_outq *q = data;
+        if (q->src)
+                (void) nsr_evloop_mod(q->src, nsr_outq_pending(q) ? EPOLLOUT : 0);
+}
+
+int nsr_outq_watch(nsr_outq *q, nsr_evloop *loop) {
+        if (q->fd < 0)
+                return 0;
+        int r = nsr_evloop_add(loop, q->fd, 0, outq_ready, q, &q->src);
+        if (r < 0)
+                return r;
+        return nsr_evloop_add_post(loop, outq_arm, q);
 }

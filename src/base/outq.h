@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/evloop.h"
+
 #define NSR_OUTQ_DEFAULT_CAP (256 * 1024)
 /* The note of the --events-fd stream. */
 #define NSR_OUTQ_EVENTS_NOTE "{\"event\":\"dropped\",\"count\":"
@@ -37,6 +39,7 @@ typedef struct nsr_outq {
         const char *note_fmt;
         uint64_t unnoted; /* dropped, not yet noted in the stream */
         uint64_t dropped; /* dropped, in all */
+        nsr_evsrc *src;   /* nsr_outq_watch's source, or NULL */
 } nsr_outq;
 
 /* fd is borrowed. cap 0: NSR_OUTQ_DEFAULT_CAP. note_fmt, the note line
@@ -48,8 +51,13 @@ void nsr_outq_done(nsr_outq *q);
 void nsr_outq_put(nsr_outq *q, const char *line, size_t len);
 /* Writes what the fd takes now. */
 void nsr_outq_flush(nsr_outq *q);
-/* Whether lines are waiting: poll the fd for POLLOUT then. */
+/* Whether lines are waiting: wait for the fd's POLLOUT then (in the
+ * monitor, a source of its event loop armed after each batch). */
 bool nsr_outq_pending(const nsr_outq *q);
+/* Writes as the fd takes lines, from loop: the fd is a source that asks
+ * for POLLOUT only while lines wait (armed after each batch). The queue
+ * must outlive the loop. -errno: the queue still writes on each put. */
+int nsr_outq_watch(nsr_outq *q, nsr_evloop *loop);
 /* At the end: waits up to timeout_ms in all for the fd to take what is
  * queued, then drops (and counts) the rest. */
 void nsr_outq_finish(nsr_outq *q, int timeout_ms);

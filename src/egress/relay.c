@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/evloop.h"
 #include "base/outq.h"
 #include "base/sockmsg.h"
 #include "base/util.h"
@@ -200,7 +201,9 @@ typedef struct handle {
         handle_kind kind;
         int fd;
         void *conn;
-        uint32_t events; /* registered, or 0 */
+        uint32_t events;     /* wanted (registered once attached), or 0 */
+        struct nsr_relay *r; /* set by ep_set */
+        nsr_evsrc *src;      /* in the loop, or NULL */
 } handle;
 
 typedef enum conn_state {
@@ -251,8 +254,8 @@ struct nsr_relay {
         const nsr_egress_rules *rules;
         nsr_outq logq; /* --net-log-fd */
         handle h_log;
-        int epfd;
-        int sock[2]; /* [0] monitor, [1] child */
+        nsr_evloop *loop; /* the monitor's, once attached */
+        int sock[2];      /* [0] monitor, [1] child */
         int timerfd;
         handle h_control, h_timer, h_resolved;
         handle listeners[MAX_LISTENERS];
@@ -277,13 +280,28 @@ static time_t now_s(void) {
         return ts.tv_sec;
 }
 
+static void on_handle(nsr_evsrc *s, int fd, uint32_t ev, void *data);
+
+/* What h waits for; registered in the loop once the relay is attached
+ * (before, only remembered: nsr_relay_attach registers it). A handle
+ * with 0 is out of the loop, so its fd may close. Sets errno too. */
 static int ep_set(nsr_relay *r, handle *h, uint32_t events) {
         if (h->fd < 0 || h->events == events)
                 return 0;
-        struct epoll_event ev = { .events = events, .data.ptr = h };
-        int op = h->events == 0 ? EPOLL_CTL_ADD : events == 0 ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
-        if (epoll_ctl(r->epfd, op, h->fd, &ev) < 0)
-                return -errno;
+        h->r = r;
+        int k = 0;
+        if (!r->loop)
+                k = 0;
+        else if (!events)
+                h->src = nsr_evloop_del(h->src);
+        else if (h->src)
+                k = nsr_evloop_mod(h->src, events);
+        else
+                k = nsr_evloop_add(r->loop, h->fd, events, on_handle, h, &h->src);
+        if (k < 0) {
+                errno = -k;
+                return k;
+        }
         h->events = events;
         return 0;
 }
@@ -1166,46 +1184,110 @@ static void bury(nsr_relay *r) {
         r->dead = NULL;
 }
 
-void nsr_relay_dispatch(nsr_relay *r) {
-        struct epoll_event evs[64];
-        int n = epoll_wait(r->epfd, evs, ELEMENTSOF(evs), 0);
-        for (int i = 0; i < n; i++) {
-                handle *h = evs[i].data.ptr;
-                /* A connection closed earlier in this batch: its events were
-                 * deleted, but this array still names it. Skip handles no
-                 * longer registered; see conn_close's deferral below. */
-                if (!h || h->events == 0 || h->fd < 0)
-                        continue;
-                switch (h->kind) {
-                case H_CONTROL:
-                        receive_listeners(r);
-                        break;
-                case H_LISTEN_HTTP:
-                case H_LISTEN_SOCKS:
-                        accept_all(r, h);
-                        break;
-                case H_RESOLVED:
-                        resolved(r);
-                        break;
-                case H_TIMER:
-                        sweep(r);
-                        break;
-                case H_LOG:
-                        nsr_outq_flush(&r->logq);
-                        break;
-                case H_CLIENT:
-                        client_event(r, h->conn, evs[i].events);
-                        break;
-                case H_UPSTREAM:
-                        upstream_event(r, h->conn, evs[i].events);
-                        break;
-                }
+static void on_handle(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        (void) s;
+        (void) fd;
+        handle *h = data;
+        nsr_relay *r = h->r;
+        /* A handle taken out earlier in this batch is never called (the
+         * loop's promise); one whose fd closed is not either. */
+        if (h->events == 0 || h->fd < 0)
+                return;
+        switch (h->kind) {
+        case H_CONTROL:
+                receive_listeners(r);
+                break;
+        case H_LISTEN_HTTP:
+        case H_LISTEN_SOCKS:
+                accept_all(r, h);
+                break;
+        case H_RESOLVED:
+                resolved(r);
+                break;
+        case H_TIMER:
+                sweep(r);
+                break;
+        case H_LOG:
+                nsr_outq_flush(&r->logq);
+                break;
+        case H_CLIENT:
+                client_event(r, h->conn, ev);
+                break;
+        case H_UPSTREAM:
+                upstream_event(r, h->conn, ev);
+                break;
         }
+}
+
+/* After each batch of the loop: the connections closed in it go, and
+ * lines waiting for a slow reader wake the loop when it takes more. */
+static void after_batch(void *data) {
+        nsr_relay *r = data;
         bury(r);
-        /* Lines waiting for a slow reader: wake when it takes more. A
-         * regular file cannot be polled, and never has to be. */
         if (r->h_log.fd >= 0 && ep_set(r, &r->h_log, nsr_outq_pending(&r->logq) ? EPOLLOUT : 0) < 0)
                 r->h_log.fd = -1;
+}
+
+/* A handle that cannot wait in the loop fails the attach: a relay deaf
+ * to its listeners or its timer would fail the run's network silently. */
+static int attach_handle(nsr_relay *r, handle *h) {
+        uint32_t want = h->events;
+        h->events = 0;
+        return want ? ep_set(r, h, want) : 0;
+}
+
+size_t nsr_relay_fds(const nsr_relay *r, int *fds, size_t max) {
+        size_t n = 0;
+        /* nl_fd too: the helper closes every fd not named here, and a
+         * closed nl_fd's number, reused by a client's socket, would be
+         * drained as if it were the address watch. */
+        int all[4 + MAX_LISTENERS] = { r->sock[0], r->timerfd, r->logq.fd, r->nl_fd };
+        size_t k = 4;
+        for (size_t i = 0; i < r->n_listeners; i++)
+                all[k++] = r->listeners[i].fd;
+        for (size_t i = 0; i < k && n < max; i++)
+                if (all[i] >= 0)
+                        fds[n++] = all[i];
+        return n;
+}
+
+int nsr_relay_attach(nsr_relay *r, nsr_evloop *loop) {
+        if (r->loop)
+                return -EBUSY;
+        r->loop = loop;
+        int k = nsr_evloop_add_post(loop, after_batch, r);
+        if (k < 0)
+                return k;
+        k = attach_handle(r, &r->h_control);
+        if (k >= 0)
+                k = attach_handle(r, &r->h_timer);
+        if (k >= 0)
+                k = attach_handle(r, &r->h_resolved);
+        for (size_t i = 0; k >= 0 && i < r->n_listeners; i++)
+                k = attach_handle(r, &r->listeners[i]);
+        /* Connections come only through the loop: none yet. */
+        return k;
+}
+
+static void detach_handle(handle *h) {
+        h->src = nsr_evloop_del(h->src);
+}
+
+void nsr_relay_detach(nsr_relay *r) {
+        if (!r || !r->loop)
+                return;
+        detach_handle(&r->h_control);
+        detach_handle(&r->h_timer);
+        detach_handle(&r->h_resolved);
+        detach_handle(&r->h_log);
+        for (size_t i = 0; i < r->n_listeners; i++)
+                detach_handle(&r->listeners[i]);
+        for (conn *c = r->head; c; c = c->next) {
+                detach_handle(&c->hc);
+                detach_handle(&c->hu);
+        }
+        nsr_evloop_del_post(r->loop, after_batch, r);
+        r->loop = NULL;
 }
 
 /* ---- setup ------------------------------------------------------------- */
@@ -1281,14 +1363,10 @@ int nsr_relay_new(const nsr_egress_rules *rules, int log_fd, nsr_relay **ret, ns
 #endif
         r->sock[0] = r->sock[1] = r->timerfd = -1;
         r->h_resolved.fd = -1;
-        r->epfd = -1;
         r->nl_fd = own_watch(); /* before the first read: no change is missed */
         int k = read_own_addresses(&r->own, err);
         if (k < 0)
                 return k;
-        r->epfd = epoll_create1(EPOLL_CLOEXEC);
-        if (r->epfd < 0)
-                return nsr_error_set(err, errno, "egress relay: epoll_create1");
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, r->sock) < 0)
                 return nsr_error_set(err, errno, "egress relay: socketpair");
         r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -1323,6 +1401,7 @@ nsr_relay *nsr_relay_free(nsr_relay *r) {
         while (r->head)
                 conn_close(r, r->head);
         bury(r);
+        nsr_relay_detach(r);
         nsr_egress_log_free(&r->log);
         nsr_egress_own_done(&r->own);
         safe_close(r->nl_fd);
@@ -1332,7 +1411,6 @@ nsr_relay *nsr_relay_free(nsr_relay *r) {
         safe_close(r->sock[0]);
         safe_close(r->sock[1]);
         safe_close(r->timerfd);
-        safe_close(r->epfd);
         pool_release(r->pool);
         free(r);
         return NULL;
@@ -1349,10 +1427,6 @@ void nsr_relay_parent_started(nsr_relay *r) {
                 rl.rlim_cur = rl.rlim_max;
                 (void) setrlimit(RLIMIT_NOFILE, &rl);
         }
-}
-
-int nsr_relay_fd(const nsr_relay *r) {
-        return r->epfd;
 }
 
 static int listen_on(int family, const char *addr, int port, int *ret) {
@@ -1386,7 +1460,6 @@ static int listen_on(int family, const char *addr, int port, int *ret) {
 
 int nsr_relay_child_setup(nsr_relay *r, nsr_error *err) {
         r->sock[0] = safe_close(r->sock[0]);
-        r->epfd = safe_close(r->epfd);
         r->timerfd = safe_close(r->timerfd);
         r->nl_fd = safe_close(r->nl_fd);
         int fds[MAX_LISTENERS];

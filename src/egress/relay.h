@@ -1,19 +1,21 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The egress relay: an HTTP proxy (CONNECT and absolute-URI requests) and
  * a SOCKS5 proxy (no authentication, CONNECT, names and addresses) that
- * the monitor serves in the host's network namespace on sockets that
- * listen inside the sandbox's.
+ * nsrun serves in the host's network namespace on sockets that listen
+ * inside the sandbox's. The relay object is made in the monitor; the
+ * egress helper (sandbox/egresshelper.h), a confined process forked
+ * before the command starts, serves it.
  *
  * The sandbox child, right after it brought up loopback in the new
  * network namespace, creates the listening sockets (127.0.0.1:3128 and
- * :1080, and [::1] when loopback has IPv6) and sends them to the monitor
- * over a socketpair with SCM_RIGHTS, before the command starts: a client
+ * :1080, and [::1] when loopback has IPv6) and sends them up (to the
+ * helper, which holds the other end) over a socketpair with SCM_RIGHTS, before the command starts: a client
  * that connects early waits in the listen backlog. No unix socket and no
  * helper enters the sandbox.
  *
- * The monitor polls nsr_relay_fd() (an epoll fd) in its own loop and
- * calls nsr_relay_dispatch() when it is readable; nothing in the relay
- * blocks: names are resolved by a small pool of threads that answer
+ * The helper attaches the relay to its event loop (base/evloop.h), where
+ * every socket, pipe and timer of the relay is a source of its own;
+ * nothing in the relay blocks: names are resolved by a small pool of threads that answer
  * through an eventfd. Every limit is fixed: 256 connections at once (the
  * oldest that has not yet named a target makes room for a new one),
  * 64 KiB buffered and a 256 KiB pipe each way, 16 KiB of request header,
@@ -22,6 +24,7 @@
 #pragma once
 
 #include "base/error.h"
+#include "base/evloop.h"
 #include "egress/rules.h"
 
 typedef struct nsr_relay nsr_relay;
@@ -39,9 +42,14 @@ int nsr_relay_child_setup(nsr_relay *r, nsr_error *err);
 /* In the monitor, after the clone: drops the child's end. */
 void nsr_relay_parent_started(nsr_relay *r);
 
-/* The fd to poll for POLLIN, and the work to do when it is readable. */
-int nsr_relay_fd(const nsr_relay *r);
-void nsr_relay_dispatch(nsr_relay *r);
+/* In the egress helper (sandbox/egresshelper.h): registers the relay's fds with loop,
+ * which must outlive it or nsr_relay_detach(). -errno. */
+int nsr_relay_attach(nsr_relay *r, nsr_evloop *loop);
+/* The fds the relay serves with (its control socket, timer, listeners,
+ * the --net-log-fd): what a process that runs it must keep. */
+size_t nsr_relay_fds(const nsr_relay *r, int *fds, size_t max);
+/* Takes every fd of the relay out of the loop (nsr_relay_free does). */
+void nsr_relay_detach(nsr_relay *r);
 
 /* Closes every connection (recording it) and moves the log to *ret. */
 void nsr_relay_finish(nsr_relay *r, nsr_egress_log *ret);

@@ -473,6 +473,8 @@ static void host_port(const nsr_egress_record *r, char *buf, size_t len) {
 }
 
 char *nsr_egress_summary(const nsr_egress_log *log) {
+        if (log->helper_died)
+                return nsr_strdup("nsrun: network: the network helper died; the run lost its network and its record");
         if (log->n_total == 0)
                 return nsr_strdup("nsrun: network: no connections");
         size_t hosts = 0;

@@ -158,6 +158,7 @@ typedef struct nsr_egress_log {
         size_t n_total, n_refused;
         size_t n_malformed;   /* clients that never named a target */
         size_t n_log_dropped; /* lines --net-log-fd's reader did not take in time */
+        bool helper_died;     /* the egress helper died (or lied): no records, no network */
 } nsr_egress_log;
 
 void nsr_egress_log_add(nsr_egress_log *log, const nsr_egress_record *rec);

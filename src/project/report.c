@@ -314,6 +314,8 @@ static int emit_report(nsr_json *j, const nsr_report *r, nsr_error *err) {
                         nsr_json_uint(j, "network_dropped", r->network->n_dropped);
                 if (r->network->n_log_dropped)
                         nsr_json_uint(j, "net_log_dropped", r->network->n_log_dropped);
+                if (r->network->helper_died)
+                        nsr_json_bool(j, "network_helper_died", true);
         }
         if (r->events_dropped)
                 nsr_json_uint(j, "events_dropped", r->events_dropped);

@@ -36,10 +36,20 @@ typedef struct client {
         bool running; /* its command was sent to the agent and has not ended */
 } client;
 
+/* One fd of the server in the monitor's event loop, by tag. */
+typedef struct reg {
+        struct session *s; /* NULL: not wanted */
+        unsigned tag;
+        int fd;
+        nsr_evsrc *src; /* NULL until the loop is there */
+} reg;
+
 typedef struct session {
         nsr_project *pj;
         const nsr_session_opts *o;
-        int ep, listen_fd, timer_fd, ready_fd;
+        nsr_evloop *loop; /* the monitor's, while the command runs */
+        reg regs[TAG_CLIENT + NSR_SESSION_CLIENTS_MAX];
+        int listen_fd, timer_fd, ready_fd;
         int agent[2];
         int dir_fd;
         char *dir;
@@ -67,9 +77,19 @@ char *nsr_session_dir(const char *state_dir, const char *id) {
         return nsr_asprintf("%s/sessions/%s", state_dir, id);
 }
 
-static void ep_add(session *s, int fd, uint64_t tag) {
-        struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
-        (void) epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ev);
+static void on_event(nsr_evsrc *src, int fd, uint32_t ev, void *data);
+
+static void ep_add(session *s, int fd, unsigned tag) {
+        reg *g = &s->regs[tag];
+        *g = (reg){ .s = s, .tag = tag, .fd = fd };
+        if (s->loop)
+                (void) nsr_evloop_add(s->loop, fd, EPOLLIN, on_event, g, &g->src);
+}
+
+static void ep_del(session *s, unsigned tag) {
+        reg *g = &s->regs[tag];
+        g->src = nsr_evloop_del(g->src);
+        g->s = NULL;
 }
 
 static void ready(session *s, const char *text) {
@@ -164,11 +184,11 @@ static void stop(session *s, nsr_session_outcome how) {
         p->proj.discard = how == NSR_SESSION_DISCARD;
         s->stopping = true;
         if (s->agent[0] >= 0) {
-                (void) epoll_ctl(s->ep, EPOLL_CTL_DEL, s->agent[0], NULL);
+                ep_del(s, TAG_AGENT);
                 s->agent[0] = safe_close(s->agent[0]);
         }
         if (s->listen_fd >= 0) {
-                (void) epoll_ctl(s->ep, EPOLL_CTL_DEL, s->listen_fd, NULL);
+                ep_del(s, TAG_LISTEN);
                 s->listen_fd = safe_close(s->listen_fd);
         }
         /* Whatever runs inside, the stop is bounded: the agent ends the
@@ -185,7 +205,7 @@ static void drop_client(session *s, size_t i) {
          * terminal's would be. */
         if (c->running && s->agent[0] >= 0)
                 (void) nsr_session_send(s->agent[0], NSR_SMSG_SIGNAL, c->id, SIGHUP, 0, NULL, 0, NULL, 0);
-        (void) epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
+        ep_del(s, (unsigned) (TAG_CLIENT + i));
         if (c->fd == s->stop_fd)
                 return; /* answered once the run is finished */
         c->fd = safe_close(c->fd);
@@ -225,7 +245,7 @@ static void on_accept(session *s) {
         for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++)
                 if (s->clients[i].fd < 0) {
                         s->clients[i] = (client){ .fd = fd };
-                        ep_add(s, fd, TAG_CLIENT + i);
+                        ep_add(s, fd, (unsigned) (TAG_CLIENT + i));
                         return;
                 }
         close(fd);
@@ -312,7 +332,7 @@ static void on_agent(session *s) {
                 return;
         if (r < 0) {
                 /* The agent died: pid 1 reports it and the loop ends. */
-                (void) epoll_ctl(s->ep, EPOLL_CTL_DEL, s->agent[0], NULL);
+                ep_del(s, TAG_AGENT);
                 s->agent[0] = safe_close(s->agent[0]);
                 return;
         }
@@ -373,31 +393,48 @@ static void collect_note(const char *line, void *userdata) {
         s->notes = n;
 }
 
-static void dispatch(void *data) {
+static void on_event(nsr_evsrc *src, int fd, uint32_t ev, void *data) {
+        const reg *g = data;
+        session *s = g->s;
+        unsigned tag = g->tag;
+        (void) src;
+        (void) fd;
+        (void) ev;
+        if (!s)
+                return;
+        if (tag == TAG_LISTEN && s->listen_fd >= 0)
+                on_accept(s);
+        else if (tag == TAG_AGENT && s->agent[0] >= 0)
+                on_agent(s);
+        else if (tag == TAG_TIMER) {
+                uint64_t x;
+                (void) read(s->timer_fd, &x, sizeof(x));
+                if (s->running == 0 && !s->stopping)
+                        stop(s, NSR_SESSION_KEEP);
+                else if (s->stopping && s->pid1 > 0)
+                        (void) kill(s->pid1, SIGKILL); /* still our child: not reaped yet */
+        } else if (tag >= TAG_CLIENT && tag < TAG_CLIENT + NSR_SESSION_CLIENTS_MAX &&
+                   s->clients[tag - TAG_CLIENT].fd >= 0)
+                on_client(s, (size_t) (tag - TAG_CLIENT));
+}
+
+/* The monitor's loop: every fd registered so far goes in; NULL, at its
+ * end: out again (the loop is freed, the server lives on a little). */
+static int attach(nsr_evloop *loop, void *data) {
         session *s = data;
-        struct epoll_event ev[16];
-        int n = epoll_wait(s->ep, ev, 16, 0);
-        for (int k = 0; k < n; k++) {
-                uint64_t tag = ev[k].data.u64;
-                if (tag == TAG_LISTEN && s->listen_fd >= 0)
-                        on_accept(s);
-                else if (tag == TAG_AGENT && s->agent[0] >= 0)
-                        on_agent(s);
-                else if (tag == TAG_TIMER) {
-                        uint64_t x;
-                        (void) read(s->timer_fd, &x, sizeof(x));
-                        if (s->running == 0 && !s->stopping)
-                                stop(s, NSR_SESSION_KEEP);
-                        else if (s->stopping && s->pid1 > 0)
-                                (void) kill(s->pid1, SIGKILL); /* still our child: not reaped yet */
-                } else if (tag >= TAG_CLIENT && tag < TAG_CLIENT + NSR_SESSION_CLIENTS_MAX &&
-                           s->clients[tag - TAG_CLIENT].fd >= 0)
-                        on_client(s, (size_t) (tag - TAG_CLIENT));
+        int r = 0;
+        for (size_t i = 0; i < ELEMENTSOF(s->regs); i++) {
+                reg *g = &s->regs[i];
+                if (!loop)
+                        g->src = nsr_evloop_del(g->src);
+                else if (g->s && !g->src && r >= 0)
+                        r = nsr_evloop_add(loop, g->fd, EPOLLIN, on_event, g, &g->src);
         }
+        s->loop = loop;
+        return r;
 }
 
 static void session_done(session *s) {
-        safe_close(s->ep);
         safe_close(s->listen_fd);
         safe_close(s->timer_fd);
         safe_close(s->ready_fd);
@@ -433,7 +470,6 @@ static int make_dir(session *s, nsr_error *err) {
 int nsr_session_serve(nsr_project *pj, const nsr_session_opts *o, nsr_error *err) {
         session s = { .pj = pj,
                       .o = o,
-                      .ep = -1,
                       .listen_fd = -1,
                       .timer_fd = -1,
                       .ready_fd = o->ready_fd,
@@ -444,8 +480,7 @@ int nsr_session_serve(nsr_project *pj, const nsr_session_opts *o, nsr_error *err
                 s.clients[i].fd = -1;
         s.buf = nsr_malloc0(NSR_SESSION_PAYLOAD_MAX + 1);
         int r = make_dir(&s, err);
-        if (r >= 0 && ((s.ep = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
-                       (s.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0 ||
+        if (r >= 0 && ((s.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0 ||
                        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s.agent) < 0))
                 r = nsr_error_set(err, errno, "cannot set up the session");
         if (r < 0) {
@@ -456,9 +491,8 @@ int nsr_session_serve(nsr_project *pj, const nsr_session_opts *o, nsr_error *err
         ep_add(&s, s.timer_fd, TAG_TIMER);
         s.hooks = (nsr_launch_session){ .agent_fd = s.agent[1],
                                         .monitor_fd = s.agent[0],
-                                        .poll_fd = s.ep,
-                                        .sandbox_close = { s.ready_fd, s.ep, s.timer_fd },
-                                        .dispatch = dispatch,
+                                        .sandbox_close = { s.ready_fd, s.timer_fd, -1 },
+                                        .attach = attach,
                                         .data = &s,
                                         .sandbox_pid = &s.pid1,
                                         .refused_call = refused_call,

@@ -7,11 +7,11 @@
 #include <limits.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -19,10 +19,12 @@
 #include <sys/wait.h>
 
 #include "base/dirent.h"
+#include "base/evloop.h"
 #include "base/outq.h"
 #include "cli/runctl.h"
 #include "egress/relay.h"
 #include "sandbox/confine.h"
+#include "sandbox/egresshelper.h"
 #include "sandbox/killtree.h"
 #include "sandbox/reaper.h"
 #include "seccomp/refused.h"
@@ -280,97 +282,161 @@ static void deadline_hook(nsr_deadline *d, nsr_outq *events, pid_t child, nsr_la
         (void) kill(child, sig);
 }
 
-static void listener_hook(const nsr_confine_opts *o, listener *ls, short sock_ev, short fd_ev) {
-        if (sock_ev) {
-                int fd = nsr_refused_recv_fd(ls->sock[0]);
-                if (fd >= 0 && ls->fd < 0) {
-                        ls->fd = fd;
-                        o->refused->active = true;
-                } else if (fd >= 0)
-                        close(fd);
-                if (fd != -EAGAIN && fd != -EINTR)
-                        ls->sock[0] = safe_close(ls->sock[0]);
+/* The monitor's state while the command runs: each fd it waits on is a
+ * source of one event loop (base/evloop.h), with the relay's. */
+typedef struct cmon {
+        const nsr_confine_opts *o;
+        pid_t child;
+        int errfd;
+        listener *ls;
+        nsr_outq *evq;
+        nsr_launch_result *res;
+        nsr_evloop *loop;
+        nsr_egress_helper *helper; /* serves the relay (egresshelper.h) */
+        nsr_deadline deadline;
+        nsr_evsrc *s_err, *s_notify, *s_listener;
+        nsr_error child_err;
+        size_t got;
+        bool gone;
+        int status;
+} cmon;
+
+static void on_listener(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        cmon *m = data;
+        (void) s;
+        if (ev & EPOLLIN)
+                (void) nsr_refused_handle(m->o->refused, fd);
+        else if (ev & (EPOLLHUP | EPOLLERR)) {
+                m->s_listener = nsr_evloop_del(m->s_listener);
+                m->ls->fd = safe_close(m->ls->fd);
         }
-        if (fd_ev & POLLIN)
-                (void) nsr_refused_handle(o->refused, ls->fd);
-        else if (fd_ev & (POLLHUP | POLLERR | POLLNVAL))
-                ls->fd = safe_close(ls->fd);
 }
 
-static int monitor_loop(const nsr_confine_opts *o, pid_t child, int errfd, listener *ls, nsr_outq *evq,
-                        nsr_launch_result *res, nsr_error *err) {
+static void on_notify_sock(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        cmon *m = data;
+        listener *ls = m->ls;
+        (void) s;
+        (void) ev;
+        int got = nsr_refused_recv_fd(fd);
+        if (got >= 0 && ls->fd < 0) {
+                ls->fd = got;
+                m->o->refused->active = true;
+                if (nsr_evloop_add(m->loop, got, EPOLLIN, on_listener, m, &m->s_listener) < 0)
+                        ls->fd = safe_close(ls->fd);
+        } else if (got >= 0)
+                close(got);
+        if (got != -EAGAIN && got != -EINTR) {
+                m->s_notify = nsr_evloop_del(m->s_notify);
+                ls->sock[0] = safe_close(ls->sock[0]);
+        }
+}
+
+static void on_deadline(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        cmon *m = data;
+        (void) s;
+        (void) fd;
+        (void) ev;
+        deadline_hook(&m->deadline, m->evq, m->child, m->res);
+}
+
+static void on_err_pipe(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        cmon *m = data;
+        (void) s;
+        (void) ev;
+        ssize_t n = read(fd, (char *) &m->child_err + m->got, sizeof(m->child_err) - m->got);
+        if (n > 0)
+                m->got += (size_t) n;
+        else if (n == 0 || errno != EINTR)
+                m->s_err = nsr_evloop_del(m->s_err);
+}
+
+static void on_sfd(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        cmon *m = data;
+        (void) s;
+        (void) ev;
+        struct signalfd_siginfo si;
+        if (read(fd, &si, sizeof(si)) != (ssize_t) sizeof(si))
+                return;
+        if (si.ssi_signo == SIGCHLD) {
+                int st;
+                while (waitpid(m->child, &st, WNOHANG) == m->child) {
+                        m->status = st;
+                        m->gone = true;
+                }
+                return;
+        }
+        if (!m->res->forwarded_signal && nsr_signal_interrupts((int) si.ssi_signo))
+                m->res->forwarded_signal = (int) si.ssi_signo;
+        /* The child leads its session: its group is the tree
+         * (kill_leftovers gets the rest). */
+        nsr_signal_forward(m->child, (int) si.ssi_signo, m->o->plan->new_session ? NSR_REAPER_GROUP : 0);
+        if (si.ssi_signo == SIGTSTP)
+                (void) raise(SIGSTOP); /* ^Z: the command, then nsrun */
+}
+
+static int cmon_sources(cmon *m, int sfd) {
+        int r = nsr_evloop_add(m->loop, sfd, EPOLLIN, on_sfd, m, NULL);
+        if (r >= 0)
+                r = nsr_evloop_add(m->loop, m->errfd, EPOLLIN, on_err_pipe, m, &m->s_err);
+        if (r >= 0 && m->deadline.fd >= 0)
+                r = nsr_evloop_add(m->loop, m->deadline.fd, EPOLLIN, on_deadline, m, NULL);
+        if (r >= 0 && m->ls->sock[0] >= 0)
+                r = nsr_evloop_add(m->loop, m->ls->sock[0], EPOLLIN, on_notify_sock, m, &m->s_notify);
+        if (r >= 0)
+                (void) nsr_outq_watch(m->evq, m->loop); /* failing, it writes on each line */
+        return r;
+}
+
+static int monitor_loop(cmon *m, nsr_error *err) {
+        const nsr_confine_opts *o = m->o;
         sigset_t set;
         nsr_forwarded_sigset(&set);
         sigaddset(&set, SIGCHLD);
         _cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
         if (sfd < 0)
-                return give_up(o, child, nsr_error_set(err, errno, "Can't create signalfd"));
-        nsr_error child_err = { 0 };
-        size_t got = 0;
-        bool eof = false, gone = false;
-        int status = 0;
-        _cleanup_(nsr_deadline_done) nsr_deadline deadline = { .fd = -1 };
-        if (nsr_deadline_start(&deadline, &o->plan->run, err) < 0) {
-                (void) kill(child, SIGKILL);
-                (void) waitpid(child, NULL, 0);
+                return give_up(o, m->child, nsr_error_set(err, errno, "Can't create signalfd"));
+        if (nsr_deadline_start(&m->deadline, &o->plan->run, err) < 0) {
+                (void) kill(m->child, SIGKILL);
+                (void) waitpid(m->child, NULL, 0);
                 return -EIO;
         }
-        if (o->relay)
+        if (o->relay) {
                 nsr_relay_parent_started(o->relay);
-        while (!gone) {
-                struct pollfd fds[7] = { { .fd = sfd, .events = POLLIN },
-                                         { .fd = eof ? -1 : errfd, .events = POLLIN },
-                                         { .fd = deadline.fd, .events = POLLIN },
-                                         { .fd = ls->sock[0], .events = POLLIN },
-                                         { .fd = ls->fd, .events = POLLIN },
-                                         { .fd = o->relay ? nsr_relay_fd(o->relay) : -1, .events = POLLIN },
-                                         { .fd = nsr_outq_pending(evq) ? evq->fd : -1, .events = POLLOUT } };
-                if (poll(fds, 7, -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return give_up(o, child, nsr_error_set(err, errno, "poll"));
-                }
-                if (fds[2].revents)
-                        deadline_hook(&deadline, evq, child, res);
-                if (fds[3].revents || fds[4].revents)
-                        listener_hook(o, ls, fds[3].revents, fds[4].revents);
-                if (fds[5].revents)
-                        nsr_relay_dispatch(o->relay);
-                if (fds[6].revents)
-                        nsr_outq_flush(evq);
-                if (fds[1].revents) {
-                        ssize_t n = read(errfd, (char *) &child_err + got, sizeof(child_err) - got);
-                        if (n > 0)
-                                got += (size_t) n;
-                        else if (n == 0 || errno != EINTR)
-                                eof = true;
-                }
-                if (fds[0].revents) {
-                        struct signalfd_siginfo si;
-                        if (read(sfd, &si, sizeof(si)) != (ssize_t) sizeof(si))
-                                continue;
-                        if (si.ssi_signo == SIGCHLD) {
-                                int st;
-                                while (waitpid(child, &st, WNOHANG) == child) {
-                                        status = st;
-                                        gone = true;
-                                }
-                        } else {
-                                if (!res->forwarded_signal && nsr_signal_interrupts((int) si.ssi_signo))
-                                        res->forwarded_signal = (int) si.ssi_signo;
-                                /* The child leads its session: its group is
-                                 * the tree (kill_leftovers gets the rest). */
-                                nsr_signal_forward(child, (int) si.ssi_signo,
-                                                   o->plan->new_session ? NSR_REAPER_GROUP : 0);
-                                if (si.ssi_signo == SIGTSTP)
-                                        (void) raise(SIGSTOP); /* ^Z: the command, then nsrun */
-                        }
-                }
+                /* The command's network bytes are parsed there, not here. */
+                int k = nsr_egress_helper_start(o->relay, &m->helper, err);
+                if (k < 0)
+                        return give_up(o, m->child, k);
         }
+        int r = nsr_evloop_new(&m->loop);
+        if (r >= 0)
+                r = cmon_sources(m, sfd);
+        if (r < 0)
+                return give_up(o, m->child, nsr_error_set(err, -r, "monitor: event loop"));
+        while (!m->gone) {
+                r = nsr_evloop_run_once(m->loop, -1);
+                if (r < 0)
+                        return give_up(o, m->child, nsr_error_set(err, -r, "epoll_wait"));
+        }
+        return 0;
+}
+
+/* After the loop: what the child reported, the leftovers, the result. */
+static int monitor_end(cmon *m, nsr_error *err) {
+        const nsr_confine_opts *o = m->o;
+        nsr_launch_result *res = m->res;
+        int errfd = m->errfd, status = m->status;
+        size_t got = m->got;
+        nsr_error child_err = m->child_err;
         /* The error pipe's write end died with the child (or the exec). */
         ssize_t n;
         while (got < sizeof(child_err) && (n = read(errfd, (char *) &child_err + got, sizeof(child_err) - got)) > 0)
                 got += (size_t) n;
+        /* The network's record first: the helper is in nsrun's tree too,
+         * and would go with the command's leftovers. */
+        if (m->helper) {
+                nsr_egress_helper_finish(m->helper, &res->net);
+                res->net_on = true;
+        }
         /* Whatever the command left goes before anything is captured,
          * however deep or fast it forks (killtree.h). */
         (void) nsr_killtree(o->spare, o->n_spare);
@@ -379,12 +445,8 @@ static int monitor_loop(const nsr_confine_opts *o, pid_t child, int errfd, liste
                 *err = child_err;
                 return -(child_err.code ? child_err.code : EIO);
         }
-        if (o->relay) {
-                nsr_relay_finish(o->relay, &res->net);
-                res->net_on = true;
-        }
-        nsr_outq_finish(evq, NSR_OUTQ_FINISH_MS);
-        res->events_dropped = evq->dropped;
+        nsr_outq_finish(m->evq, NSR_OUTQ_FINISH_MS);
+        res->events_dropped = m->evq->dropped;
         res->exec_done = true;
         res->wait_status = status;
         res->exit_code = res->timed_out ? NSR_EXIT_TIMEOUT : nsr_exit_code_from_status(status);
@@ -399,7 +461,17 @@ static int monitor(const nsr_confine_opts *o, pid_t child, int errfd, listener *
         nsr_outq_init(&evq, o->plan->proj.events_fd, 0, NSR_OUTQ_EVENTS_NOTE);
         if (o->refused)
                 o->refused->events = &evq;
-        int r = monitor_loop(o, child, errfd, ls, &evq, res, err);
+        cmon m = {
+                .o = o, .child = child, .errfd = errfd, .ls = ls, .evq = &evq, .res = res, .deadline = { .fd = -1 }
+        };
+        int r = monitor_loop(&m, err);
+        if (r >= 0)
+                r = monitor_end(&m, err);
+        /* The relay outlives the loop (its log is read later): out of it. */
+        nsr_relay_detach(o->relay);
+        m.loop = nsr_evloop_free(m.loop);
+        m.helper = nsr_egress_helper_free(m.helper);
+        nsr_deadline_done(&m.deadline);
         if (o->refused)
                 o->refused->events = NULL;
         nsr_outq_done(&evq);

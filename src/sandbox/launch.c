@@ -9,7 +9,13 @@
  *
  * The child reports a setup failure as an nsr_error over the close-on-exec
  * "error pipe" and exits; the monitor prints it. A successful exec closes
- * the pipe, which is how the monitor knows the command really started. */
+ * the pipe, which is how the monitor knows the command really started.
+ *
+ * The monitor waits in one event loop (base/evloop.h): signals, the error
+ * and status pipes, the deadline, the refused-call listener and the
+ * session server's fds are each a source. With --allow-host the relay is
+ * served by the egress helper (egresshelper.h), a confined process of its
+ * own, never here. */
 #include "config.h"
 
 #include <fcntl.h>
@@ -20,6 +26,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -29,6 +36,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "base/evloop.h"
 #include "base/outq.h"
 #include "base/sockmsg.h"
 #include "base/syscalls.h"
@@ -38,6 +46,7 @@
 #include "sandbox/agent.h"
 #include "sandbox/caps.h"
 #include "sandbox/cgroup.h"
+#include "sandbox/egresshelper.h"
 #include "sandbox/landlock.h"
 #include "sandbox/launch.h"
 #include "sandbox/netns.h"
@@ -62,11 +71,12 @@ typedef struct launch {
         char *old_cwd;
         uid_t real_uid;
         gid_t real_gid;
-        int err_pipe[2];    /* child -> monitor: nsr_error, CLOEXEC */
-        int status_pipe[2]; /* reaper -> monitor: the command's wait status */
-        int go_pipe[2];     /* monitor -> child: release; HUP = monitor died */
-        int pid_pipe[2];    /* --pidns: the sandbox's real pid, child -> monitor */
-        nsr_relay *relay;   /* --allow-host: the egress relay, or NULL */
+        int err_pipe[2];           /* child -> monitor: nsr_error, CLOEXEC */
+        int status_pipe[2];        /* reaper -> monitor: the command's wait status */
+        int go_pipe[2];            /* monitor -> child: release; HUP = monitor died */
+        int pid_pipe[2];           /* --pidns: the sandbox's real pid, child -> monitor */
+        nsr_relay *relay;          /* --allow-host: the egress relay, or NULL */
+        nsr_egress_helper *helper; /* the process that serves it */
         sigset_t old_mask;
         struct rlimit old_nofile;
         bool raised_nofile;
@@ -883,26 +893,58 @@ static void deadline_hook(launch *l, nsr_deadline *d, pid_t child, bool child_go
         }
 }
 
+/* The monitor's state while the command runs: every fd it waits on is a
+ * source of one event loop (base/evloop.h), with the relay's and the
+ * session server's. */
+typedef struct mon {
+        launch *l;
+        pid_t child;
+        nsr_launch_result *res;
+        nsr_evloop *loop;
+        int sfd;
+        nsr_deadline deadline;
+        nsr_evsrc *s_err, *s_status, *s_deadline, *s_notify, *s_listener;
+        nsr_error child_err;
+        size_t err_got;
+        bool err_eof, have_status, child_gone, pid1_exiting;
+        int status;
+} mon;
+
+static void on_listener(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        mon *m = data;
+        launch *l = m->l;
+        (void) s;
+        if (ev & EPOLLIN)
+                (void) nsr_refused_handle(l->extra->refused, fd);
+        else if (ev & (EPOLLHUP | EPOLLERR)) {
+                /* every task of the filter is gone */
+                m->s_listener = nsr_evloop_del(m->s_listener);
+                l->listener = safe_close(l->listener);
+        }
+}
+
 /* The refused-call listener: its fd arrives once from the command, then
  * each refused call is answered (with the policy's errno) and counted. */
-static void refused_hook(launch *l, short sock_ev, short listener_ev) {
-        if (sock_ev) {
-                int fd = nsr_refused_recv_fd(l->notify_sock[0]);
-                if (fd >= 0 && l->listener < 0) {
-                        l->listener = fd;
-                        l->extra->refused->active = true;
-                        if (l->extra->session && l->extra->session->refused_recorded)
-                                *l->extra->session->refused_recorded = true;
-                } else if (fd >= 0)
-                        close(fd);
-                /* One fd, once; EOF too means nothing more comes. */
-                if (fd >= 0 || fd == -ENODATA || (fd != -EAGAIN && fd != -EINTR))
-                        l->notify_sock[0] = safe_close(l->notify_sock[0]);
+static void on_notify_sock(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        mon *m = data;
+        launch *l = m->l;
+        (void) s;
+        (void) ev;
+        int got = nsr_refused_recv_fd(fd);
+        if (got >= 0 && l->listener < 0) {
+                l->listener = got;
+                l->extra->refused->active = true;
+                if (l->extra->session && l->extra->session->refused_recorded)
+                        *l->extra->session->refused_recorded = true;
+                if (nsr_evloop_add(m->loop, got, EPOLLIN, on_listener, m, &m->s_listener) < 0)
+                        l->listener = safe_close(l->listener); /* calls get ENOSYS, as with no listener */
+        } else if (got >= 0)
+                close(got);
+        /* One fd, once; EOF too means nothing more comes. */
+        if (got >= 0 || got == -ENODATA || (got != -EAGAIN && got != -EINTR)) {
+                m->s_notify = nsr_evloop_del(m->s_notify);
+                l->notify_sock[0] = safe_close(l->notify_sock[0]);
         }
-        if (listener_ev & POLLIN)
-                (void) nsr_refused_handle(l->extra->refused, l->listener);
-        else if (listener_ev & (POLLHUP | POLLERR | POLLNVAL))
-                l->listener = safe_close(l->listener); /* every task of the filter is gone */
 }
 
 /* A signal to the monitor: SIGCHLD reaps (the child's status, unless pid 1
@@ -948,8 +990,8 @@ static void command_done(launch *l, pid_t child, bool child_gone, int status, ns
          * signal stops it now (--die-with-parent is about the sandbox). */
         (void) prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
 
-        if (l->relay) {
-                nsr_relay_finish(l->relay, &ret->net);
+        if (l->helper) {
+                nsr_egress_helper_finish(l->helper, &ret->net);
                 ret->net_on = true;
         }
         ret->exec_done = true;
@@ -969,116 +1011,163 @@ static void command_done(launch *l, pid_t child, bool child_gone, int status, ns
         }
 }
 
-static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *err) {
-        nsr_launch_result *res = ret;
+static void on_sfd(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        mon *m = data;
+        (void) s;
+        (void) ev;
+        on_signal(fd, m->child, &m->child_gone, &m->have_status, &m->status, m->res);
+}
+
+static void on_deadline(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        mon *m = data;
+        (void) s;
+        (void) fd;
+        (void) ev;
+        deadline_hook(m->l, &m->deadline, m->child, m->child_gone, m->res);
+}
+
+static void on_err_pipe(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        mon *m = data;
+        (void) s;
+        (void) ev;
+        ssize_t n = read(fd, (char *) &m->child_err + m->err_got, sizeof(m->child_err) - m->err_got);
+        if (n > 0)
+                m->err_got += (size_t) n;
+        else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+                m->err_eof = true;
+                m->s_err = nsr_evloop_del(m->s_err);
+                nsr_timing_mark_now(m->l->plan->timing, "monitor: command started");
+        }
+}
+
+static void on_status_pipe(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        mon *m = data;
+        (void) s;
+        (void) ev;
+        nsr_reaper_status msg;
+        int n = nsr_read_full(fd, &msg, sizeof(msg));
+        if (n == (int) sizeof(msg)) {
+                m->status = msg.wait_status;
+                m->have_status = true;
+                /* pid 1 exits now. Waiting for it would charge the caller
+                 * for the namespaces' teardown; bwrap returns here too. */
+                if (msg.last)
+                        m->pid1_exiting = true;
+        } else {
+                m->s_status = nsr_evloop_del(m->s_status);
+                m->l->status_pipe[0] = safe_close(m->l->status_pipe[0]);
+        }
+        if (m->have_status) {
+                m->s_status = nsr_evloop_del(m->s_status);
+                m->s_deadline = nsr_evloop_del(m->s_deadline);
+        }
+}
+
+/* Every fd the monitor waits on, into the loop. */
+static int monitor_sources(mon *m, nsr_error *err) {
+        launch *l = m->l;
+        const nsr_launch_session *ses = l->extra ? l->extra->session : NULL;
+        int r = nsr_evloop_add(m->loop, m->sfd, EPOLLIN, on_sfd, m, NULL);
+        if (r >= 0)
+                r = nsr_evloop_add(m->loop, l->err_pipe[0], EPOLLIN, on_err_pipe, m, &m->s_err);
+        if (r >= 0 && l->status_pipe[0] >= 0)
+                r = nsr_evloop_add(m->loop, l->status_pipe[0], EPOLLIN, on_status_pipe, m, &m->s_status);
+        if (r >= 0 && m->deadline.fd >= 0)
+                r = nsr_evloop_add(m->loop, m->deadline.fd, EPOLLIN, on_deadline, m, &m->s_deadline);
+        if (r >= 0 && l->notify_sock[0] >= 0)
+                r = nsr_evloop_add(m->loop, l->notify_sock[0], EPOLLIN, on_notify_sock, m, &m->s_notify);
+        if (r >= 0 && ses && ses->attach)
+                r = ses->attach(m->loop, ses->data);
+        if (r < 0)
+                return nsr_error_set(err, -r, "monitor: event loop");
+        /* A caller's fd the loop cannot watch: the queue still writes on
+         * each line, never blocking. */
+        (void) nsr_outq_watch(&l->events_q, m->loop);
+        return 0;
+}
+
+/* An error report is complete, or the command ran and we know its
+ * status: done. With a reaper the status arrives before pid 1 exits
+ * (bwrap returns at that point too). */
+static bool monitor_done(mon *m) {
+        launch *l = m->l;
+        if (m->err_got == sizeof(m->child_err))
+                return true;
+        if (!m->have_status || !(m->err_eof || m->child_gone || m->pid1_exiting))
+                return false;
+        if (!m->err_eof) {
+                /* Drain whatever the child left in the pipe. */
+                ssize_t n;
+                while ((n = read(l->err_pipe[0], (char *) &m->child_err + m->err_got,
+                                 sizeof(m->child_err) - m->err_got)) > 0)
+                        m->err_got += (size_t) n;
+        }
+        return true;
+}
+
+static int monitor_run(mon *m, nsr_error *err) {
+        launch *l = m->l;
         const nsr_plan *p = l->plan;
+        if (nsr_deadline_start(&m->deadline, &p->run, err) < 0) {
+                (void) kill(m->child, SIGKILL);
+                (void) waitpid(m->child, NULL, 0);
+                return -EIO;
+        }
+        /* Every line the monitor writes to --events-fd goes through one
+         * bounded queue, written as the fd takes it: a reader that stops
+         * reading must not stop the deadline or the signals. */
+        nsr_outq_init(&l->events_q, p->proj.events_fd, 0, NSR_OUTQ_EVENTS_NOTE);
+        if (l->extra && l->extra->refused)
+                l->extra->refused->events = &l->events_q;
+        /* A session counts each refused call for the step it came from. */
+        if (l->extra && l->extra->refused && l->extra->session && l->extra->session->refused_call) {
+                l->extra->refused->on_call = l->extra->session->refused_call;
+                l->extra->refused->on_call_data = l->extra->session->data;
+        }
+        int r = monitor_sources(m, err);
+        if (r < 0) {
+                (void) kill(m->child, SIGKILL);
+                (void) waitpid(m->child, NULL, 0);
+                return r;
+        }
+        while (!monitor_done(m)) {
+                r = nsr_evloop_run_once(m->loop, -1);
+                if (r < 0)
+                        return nsr_error_set(err, -r, "epoll_wait");
+        }
+        if (m->err_got == sizeof(m->child_err)) {
+                if (!m->child_gone)
+                        (void) waitpid(m->child, NULL, 0);
+                nsr_error_sanitize(&m->child_err);
+                *err = m->child_err;
+                return -(m->child_err.code ? m->child_err.code : EIO);
+        }
+        command_done(l, m->child, m->child_gone, m->status, m->res);
+        return 0;
+}
+
+static int monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *err) {
         sigset_t set;
         nsr_forwarded_sigset(&set);
         sigaddset(&set, SIGCHLD);
         _cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
         if (sfd < 0)
                 return nsr_error_set(err, errno, "Can't create signalfd");
-
-        nsr_error child_err = { 0 };
-        size_t err_got = 0;
-        bool err_eof = false, have_status = false, child_gone = false, pid1_exiting = false;
-        int status = 0;
-        _cleanup_(nsr_deadline_done) nsr_deadline deadline = { .fd = -1 };
-        if (nsr_deadline_start(&deadline, &p->run, err) < 0) {
+        mon m = { .l = l, .child = child, .res = ret, .sfd = sfd, .deadline = { .fd = -1 } };
+        int r = nsr_evloop_new(&m.loop);
+        if (r < 0) {
                 (void) kill(child, SIGKILL);
                 (void) waitpid(child, NULL, 0);
-                return -EIO;
+                return nsr_error_set(err, -r, "epoll_create1");
         }
-        /* Every line the monitor writes to --events-fd goes through one
-         * bounded queue, polled below: a reader that stops reading must
-         * not stop the deadline or the signals. */
-        nsr_outq_init(&l->events_q, p->proj.events_fd, 0, NSR_OUTQ_EVENTS_NOTE);
-        if (l->extra && l->extra->refused)
-                l->extra->refused->events = &l->events_q;
-        if (l->extra && l->extra->refused && l->extra->session && l->extra->session->refused_call) {
-                l->extra->refused->on_call = l->extra->session->refused_call;
-                l->extra->refused->on_call_data = l->extra->session->data;
-        }
-
-        for (;;) {
-                const nsr_launch_session *ses = l->extra ? l->extra->session : NULL;
-                struct pollfd fds[9] = {
-                        { .fd = sfd, .events = POLLIN },
-                        { .fd = err_eof ? -1 : l->err_pipe[0], .events = POLLIN },
-                        { .fd = have_status ? -1 : l->status_pipe[0], .events = POLLIN },
-                        { .fd = have_status ? -1 : deadline.fd, .events = POLLIN },
-                        { .fd = l->notify_sock[0], .events = POLLIN },
-                        { .fd = l->listener, .events = POLLIN },
-                        { .fd = l->relay ? nsr_relay_fd(l->relay) : -1, .events = POLLIN },
-                        { .fd = ses ? ses->poll_fd : -1, .events = POLLIN },
-                        { .fd = nsr_outq_pending(&l->events_q) ? l->events_q.fd : -1, .events = POLLOUT },
-                };
-                if (poll(fds, 9, -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return nsr_error_set(err, errno, "poll");
-                }
-                if (fds[3].revents)
-                        deadline_hook(l, &deadline, child, child_gone, res);
-                if (fds[4].revents || fds[5].revents)
-                        refused_hook(l, fds[4].revents, fds[5].revents);
-                if (fds[6].revents)
-                        nsr_relay_dispatch(l->relay);
-                if (fds[7].revents)
-                        ses->dispatch(ses->data);
-                if (fds[8].revents)
-                        nsr_outq_flush(&l->events_q);
-                if (fds[1].revents) {
-                        ssize_t n = read(l->err_pipe[0], (char *) &child_err + err_got, sizeof(child_err) - err_got);
-                        if (n > 0)
-                                err_got += (size_t) n;
-                        else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-                                err_eof = true;
-                                nsr_timing_mark_now(p->timing, "monitor: command started");
-                        }
-                }
-                if (fds[2].revents) {
-                        nsr_reaper_status msg;
-                        int n = nsr_read_full(l->status_pipe[0], &msg, sizeof(msg));
-                        if (n == (int) sizeof(msg)) {
-                                status = msg.wait_status;
-                                have_status = true;
-                                /* pid 1 exits now. Waiting for it would
-                                 * charge the caller for the namespaces'
-                                 * teardown; bwrap returns here too. */
-                                if (msg.last)
-                                        pid1_exiting = true;
-                        } else
-                                l->status_pipe[0] = safe_close(l->status_pipe[0]);
-                }
-                if (fds[0].revents)
-                        on_signal(sfd, child, &child_gone, &have_status, &status, res);
-                /* An error report is complete, or the command ran and we
-                 * know its status: done. With a reaper the status arrives
-                 * before pid 1 exits (bwrap returns at that point too). */
-                if (err_got == sizeof(child_err))
-                        break;
-                if (have_status && (err_eof || child_gone || pid1_exiting)) {
-                        if (!err_eof) {
-                                /* Drain whatever the child left in the pipe. */
-                                ssize_t n;
-                                while ((n = read(l->err_pipe[0], (char *) &child_err + err_got,
-                                                 sizeof(child_err) - err_got)) > 0)
-                                        err_got += (size_t) n;
-                        }
-                        break;
-                }
-        }
-
-        if (err_got == sizeof(child_err)) {
-                if (!child_gone)
-                        (void) waitpid(child, NULL, 0);
-                nsr_error_sanitize(&child_err);
-                *err = child_err;
-                return -(child_err.code ? child_err.code : EIO);
-        }
-        command_done(l, child, child_gone, status, ret);
-        return 0;
+        r = monitor_run(&m, err);
+        /* The relay outlives the loop (its log is read later): out of it. */
+        nsr_relay_detach(l->relay);
+        if (l->extra && l->extra->session && l->extra->session->attach)
+                (void) l->extra->session->attach(NULL, l->extra->session->data);
+        m.loop = nsr_evloop_free(m.loop);
+        nsr_deadline_done(&m.deadline);
+        return r;
 }
 
 static int read_seccomp_fd(const nsr_seccomp_prog *sp, nsr_bpf *ret, nsr_error *err) {
@@ -1111,6 +1200,7 @@ static void launch_done(launch *l) {
                 free(l->progs[i].data);
         free(l->progs);
         nsr_strv_free(l->env);
+        l->helper = nsr_egress_helper_free(l->helper);
         nsr_relay_free(l->relay);
         free(l->host_tty);
         free(l->old_cwd);
@@ -1360,8 +1450,13 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         l->status_pipe[1] = safe_close(l->status_pipe[1]);
         l->go_pipe[0] = safe_close(l->go_pipe[0]);
         l->pid_pipe[1] = safe_close(l->pid_pipe[1]);
-        if (l->relay)
+        if (l->relay) {
                 nsr_relay_parent_started(l->relay);
+                /* The sandbox's network bytes are parsed there, not here. */
+                r = nsr_egress_helper_start(l->relay, &l->helper, err);
+                if (r < 0)
+                        return r;
+        }
         l->notify_sock[1] = safe_close(l->notify_sock[1]);
 
         if (p->pidns_fd != -1) {

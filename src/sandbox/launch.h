@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include "base/error.h"
+#include "base/evloop.h"
 #include "cli/plan.h"
 #include "egress/rules.h"
 
@@ -40,15 +41,17 @@ typedef struct nsr_launch_result {
 /* A session (sandbox/agent.h, project/session.h): the command is replaced by the session agent,
  * which forks commands on request. agent_fd and monitor_fd are the two
  * ends of a SOCK_SEQPACKET socketpair (the sandbox keeps agent_fd only);
- * the monitor loop polls poll_fd and calls dispatch when it is readable. */
+ * the session server's fds are sources of the monitor's event loop
+ * (base/evloop.h), registered through attach. */
 typedef struct nsr_launch_session {
         int agent_fd;
         int monitor_fd;
-        int poll_fd;
         /* The monitor's own fds that the sandbox's pid 1 must not keep
          * (the agent closes every fd but its own). */
         int sandbox_close[3];
-        void (*dispatch)(void *data);
+        /* Registers the server's fds with the monitor's event loop; with
+         * NULL, at the loop's end, takes them out again. -errno. */
+        int (*attach)(nsr_evloop *loop, void *data);
         void *data;
         /* Set to the sandbox's pid 1 (as the monitor sees it) before the
          * monitor loop: killing it ends everything inside. */

@@ -1,0 +1,112 @@
+#!/bin/sh
+# The relay that parses the sandbox's network bytes runs in a helper
+# process, not in the monitor that commits (issue 25 item 3): the helper
+# is named nsrun-egress, has no_new_privs and a seccomp filter of its own,
+# keeps no fd of the run's dirs, and a kill -9 of it costs the run its
+# network, never the project: the run ends normally, commits, and the
+# report and the summary say the network helper died.
+. "$NSR_TESTS/lib.sh"
+command -v python3 >/dev/null 2>&1 || skip_all "python3 is needed for the upstream server"
+command -v curl >/dev/null 2>&1 || skip_all "curl is needed as the client"
+export NSRUN_DATADIR="$NSR_STAGE"
+d=$(scratch)
+cd "$d" || exit 1
+mkdir -p proj state sync
+
+cat >upstream.py <<'EOF'
+import http.server, socketserver, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open(sys.argv[2], "a") as f:
+            f.write(self.path + "\n")
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+    def log_message(self, *a):
+        pass
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+s = S(("127.0.0.1", 0), H)
+open(sys.argv[1] + ".tmp", "w").write(str(s.server_address[1]))
+import os
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+s.serve_forever()
+EOF
+python3 upstream.py "$d/port" "$d/requests" &
+srv=$!
+trap 'kill $srv 2>/dev/null' EXIT
+wait_until 20 test -s "$d/port" || { not_ok "the upstream server started"; done_testing; }
+PORT=$(cat "$d/port")
+C="curl -sS --max-time 5 --noproxy ''"
+
+# The helper of the nsrun whose pid is $1: a child named nsrun-egress.
+helper_of() {
+	for p in /proc/[0-9]*; do
+		[ "$(cat "$p/comm" 2>/dev/null)" = nsrun-egress ] || continue
+		[ "$(awk '/^PPid:/ { print $2 }' "$p/status" 2>/dev/null)" = "$1" ] && echo "${p#/proc/}" && return 0
+	done
+	return 1
+}
+has_helper() { helper_of "$1" >/dev/null; }
+seen() { grep -q "^$1\$" "$d/requests" 2>/dev/null; }
+
+# ---- one-shot: the helper's confinement, then its death -----------------
+$NSRUN $BASE --dev /dev --proc /proc --bind "$d/sync" /tmp --allow-host "127.0.0.1:$PORT" -- sh -c "
+	$C http://127.0.0.1:$PORT/first >/tmp/first 2>&1
+	touch /tmp/ready
+	i=0; while [ ! -e /tmp/go ] && [ \$i -lt 3000 ]; do sleep 0.01; i=\$((i + 1)); done
+	$C http://127.0.0.1:$PORT/second >/tmp/second 2>&1
+	exit 7" >"$d/out1" 2>"$d/err1" &
+nsr=$!
+if wait_until 30 test -e "$d/sync/ready" && wait_until 10 has_helper "$nsr"; then
+	h=$(helper_of "$nsr")
+	st=$(cat "/proc/$h/status")
+	is "$(printf '%s\n' "$st" | awk '/^Seccomp:/ { print $2 }')" 2 "the helper runs under a seccomp filter of its own (Seccomp: 2)"
+	is "$(printf '%s\n' "$st" | awk '/^NoNewPrivs:/ { print $2 }')" 1 "the helper has no_new_privs"
+	# Its fds: sockets, pipes, an epoll and timers; none of the run's files.
+	files=$(ls -l "/proc/$h/fd" 2>/dev/null | awk '/->/ { print $NF }' | grep '^/' | grep -v '^/dev/null$')
+	is "$files" "" "the helper holds no file or directory, only sockets, pipes and event fds"
+	is "$(cat "$d/sync/first")" "ok" "through the helper, the relay served the command"
+	kill -9 "$h"
+	wait_until 10 sh -c "! kill -0 $h 2>/dev/null || grep -q '^State:.*Z' /proc/$h/status"
+	touch "$d/sync/go"
+	wait "$nsr"
+	rc=$?
+	is "$rc" 7 "the helper killed: the run still ends with the command's status"
+	like "$(cat "$d/sync/second")" "curl: " "the network is gone with the helper"
+	like "$(cat "$d/err1")" "the network helper died" "the summary says the network helper died"
+else
+	not_ok "the run started and has its helper"
+	kill "$nsr" 2>/dev/null
+fi
+
+# ---- project mode: the run commits after the helper died -----------------
+$NSRUN -p "$d/proj" --state-dir "$d/state" --report "$d/report.json" --allow-host "127.0.0.1:$PORT" -- sh -c "
+	echo before >before.txt
+	i=0; while $C http://127.0.0.1:$PORT/alive >/dev/null 2>&1 && [ \$i -lt 600 ]; do sleep 0.05; i=\$((i + 1)); done
+	echo after >after.txt" >"$d/out2" 2>"$d/err2" &
+nsr=$!
+if wait_until 60 seen /alive && wait_until 10 has_helper "$nsr"; then
+	h=$(helper_of "$nsr")
+	kill -9 "$h"
+	wait "$nsr"
+	rc=$?
+	is "$rc" 0 "project mode, helper killed: the run ends normally"
+	is "$(cat "$d/proj/before.txt" 2>/dev/null) $(cat "$d/proj/after.txt" 2>/dev/null)" "before after" \
+		"the run's changes were committed"
+	is "$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(r.get("network_helper_died"), r.get("network"))' "$d/report.json" 2>&1)" \
+		"True []" "the report says the network helper died, and keeps none of its records"
+	like "$(cat "$d/err2")" "the network helper died" "and so does the summary"
+else
+	not_ok "the project run started and has its helper"
+	kill "$nsr" 2>/dev/null
+fi
+
+# ---- the helper answers normally: the record arrives whole ---------------
+run $NSRUN -p "$d/proj" --state-dir "$d/state" --report "$d/report2.json" --allow-host "127.0.0.1:$PORT" -- \
+	sh -c "$C http://127.0.0.1:$PORT/once"
+is "$out" "ok" "project mode: the request went through the helper"
+is "$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); n = r["network"]; print(len(n), n[0]["host"], "network_helper_died" in r)' "$d/report2.json" 2>&1)" \
+	"1 127.0.0.1 False" "the report has the helper's record of it"
+done_testing
