@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sched.h>
@@ -173,7 +174,8 @@ static const int allowed_calls[] = {
 };
 
 /* Allowed: the list above; clone for threads only; sockets of IPv4, IPv6
- * (the relay, the resolver) and netlink (getaddrinfo's AI_ADDRCONFIG).
+ * (the relay, the resolver) and netlink (getaddrinfo's AI_ADDRCONFIG,
+ * getifaddrs), and bind for netlink only.
  * clone3 says ENOSYS, so glibc falls back to clone, whose flags a filter
  * can see. Anything else: EPERM. */
 static int confine_seccomp(nsr_error *err) {
@@ -198,6 +200,16 @@ static int confine_seccomp(nsr_error *err) {
                 };
                 k = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, &dom);
         }
+        /* getifaddrs (the host's own addresses, re-read when the rtnetlink
+         * watch says they changed) binds its netlink socket. bind is let
+         * through only with a netlink address's length: one of IPv4 or
+         * IPv6 is longer, so the kernel refuses it (EINVAL), and no other
+         * family's socket can be made here. */
+        const struct scmp_arg_cmp nl_len = {
+                .arg = 2, .op = SCMP_CMP_EQ, .datum_a = sizeof(struct sockaddr_nl), .datum_b = 0
+        };
+        if (k >= 0)
+                k = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(bind), 1, &nl_len);
         if (k >= 0)
                 k = seccomp_load(ctx);
         seccomp_release(ctx);
