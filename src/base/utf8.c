@@ -224,13 +224,24 @@ char *nsr_utf8_escape_flags(const char *s, unsigned flags) {
         return out;
 }
 
+/* The formatted text, or NULL; *ret_len its length. */
+static char *format_text(const char *fmt, va_list ap, int *ret_len) _printf_(1, 0);
+static char *format_text(const char *fmt, va_list ap, int *ret_len) {
+        char *text = NULL;
+        int n = vasprintf(&text, fmt, ap);
+        if (n < 0)
+                return NULL;
+        *ret_len = n;
+        return text;
+}
+
 void nsr_utf8_fprintf(FILE *f, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
-        char *line = NULL;
-        int n = vasprintf(&line, fmt, ap);
+        int n = 0;
+        char *line = format_text(fmt, ap, &n);
         va_end(ap);
-        if (n < 0)
+        if (!line)
                 return;
         char *shown = nsr_utf8_escape_flags(line, NSR_ESCAPE_MESSAGE);
         free(line);
@@ -241,10 +252,10 @@ void nsr_utf8_fprintf(FILE *f, const char *fmt, ...) {
 void nsr_utf8_fprintf_line(FILE *f, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
-        char *line = NULL;
-        int n = vasprintf(&line, fmt, ap);
+        int n = 0;
+        char *line = format_text(fmt, ap, &n);
         va_end(ap);
-        if (n < 0)
+        if (!line)
                 return;
         bool ended = n > 0 && line[n - 1] == '\n';
         if (ended)
