@@ -16,11 +16,13 @@
 /* main.c is the only caller of begin/end; the subcommands only print. */
 static struct {
         bool json;
+        bool taken; /* first holds the first error said */
         nsr_error first;
 } errs;
 
 void nsr_cmd_errors_begin(bool json) {
         errs.json = json;
+        errs.taken = false;
         errs.first = (nsr_error){ 0 };
 }
 
@@ -28,10 +30,9 @@ void nsr_cmd_print_error(const nsr_error *e) {
         char buf[NSR_ERROR_MSG_MAX + 256];
         nsr_error_format(e, buf, sizeof(buf));
         nsr_utf8_fprintf_line(stderr, "nsrun: %s\n", buf);
-        if (errs.first.code == 0 && errs.first.msg[0] == '\0') {
+        if (!errs.taken) {
                 errs.first = *e;
-                if (errs.first.code == 0)
-                        errs.first.code = EINVAL; /* marks it taken */
+                errs.taken = true;
         }
 }
 
@@ -52,18 +53,20 @@ void nsr_cmd_note_text(nsr_error_kind kind, const char *text) {
                 len -= 7;
         }
         (void) nsr_error_setxk(&e, kind, EIO, "%.*s", (int) len, text);
-        if (errs.first.code == 0 && errs.first.msg[0] == '\0')
+        if (!errs.taken) {
                 errs.first = e;
+                errs.taken = true;
+        }
 }
 
 int nsr_cmd_errors_end(int rc) {
         if (!errs.json || rc == 0)
                 return rc;
-        nsr_error e = errs.first;
         /* A status that is an answer, not a failure (doctor's verdict, undo's
          * 3), said nothing through the error printer: no object then. */
-        if (e.code == 0 && e.msg[0] == '\0')
+        if (!errs.taken)
                 return rc;
+        nsr_error e = errs.first;
         if (rc == NSR_EXIT_USAGE && (e.kind == NSR_ERR_NONE || e.kind == NSR_ERR_SETUP))
                 e.kind = NSR_ERR_USAGE;
         _cleanup_(nsr_json_freep) nsr_json *j = nsr_json_new(stdout, 0, 0);
