@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <string.h>
 
+#include "egress/dnsmap.h"
 #include "egress/relay.h"
 #include "egress/rules.h"
 #include "unit.h"
@@ -395,6 +396,64 @@ START_TEST(test_names) {
 }
 END_TEST
 
+static struct sockaddr_storage addr_of_text(const char *text) {
+        struct sockaddr_storage ss = { 0 };
+        struct sockaddr_in *in = (struct sockaddr_in *) &ss;
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) &ss;
+        if (inet_pton(AF_INET, text, &in->sin_addr) == 1)
+                in->sin_family = AF_INET;
+        else {
+                ck_assert_int_eq(inet_pton(AF_INET6, text, &in6->sin6_addr), 1);
+                in6->sin6_family = AF_INET6;
+        }
+        return ss;
+}
+
+START_TEST(test_dnsmap) {
+        nsr_dnsmap *m = nsr_dnsmap_new();
+        ck_assert_ptr_nonnull(m);
+        struct sockaddr_storage a = addr_of_text("203.0.113.5"), b = addr_of_text("2001:db8::5"),
+                                c = addr_of_text("203.0.113.6");
+        const char *names[3];
+        ck_assert_uint_eq(nsr_dnsmap_names(m, (struct sockaddr *) &a, names, 3), 0);
+        ck_assert_int_eq(nsr_dnsmap_add(m, "one.example", (struct sockaddr *) &a), 0);
+        ck_assert_int_eq(nsr_dnsmap_add(m, "two.example", (struct sockaddr *) &a), 0);
+        ck_assert_int_eq(nsr_dnsmap_add(m, "one.example", (struct sockaddr *) &b), 0);
+        /* newest first; the other family and address are apart */
+        ck_assert_uint_eq(nsr_dnsmap_names(m, (struct sockaddr *) &a, names, 3), 2);
+        ck_assert_str_eq(names[0], "two.example");
+        ck_assert_str_eq(names[1], "one.example");
+        ck_assert_uint_eq(nsr_dnsmap_names(m, (struct sockaddr *) &a, names, 1), 1);
+        ck_assert_str_eq(names[0], "two.example");
+        ck_assert_uint_eq(nsr_dnsmap_names(m, (struct sockaddr *) &c, names, 3), 0);
+        ck_assert_uint_eq(nsr_dnsmap_names(m, (struct sockaddr *) &b, names, 3), 1);
+        /* adding again refreshes, without a second entry */
+        ck_assert_int_eq(nsr_dnsmap_add(m, "one.example", (struct sockaddr *) &a), 0);
+        ck_assert_uint_eq(nsr_dnsmap_size(m), 3);
+        ck_assert_uint_eq(nsr_dnsmap_names(m, (struct sockaddr *) &a, names, 3), 2);
+        ck_assert_str_eq(names[0], "one.example");
+        /* other families and overlong names are refused */
+        struct sockaddr un = { .sa_family = AF_UNIX };
+        ck_assert_int_eq(nsr_dnsmap_add(m, "x", &un), -EINVAL);
+        char longname[NSR_EGRESS_HOST_MAX + 2];
+        memset(longname, 'a', sizeof(longname) - 1);
+        longname[sizeof(longname) - 1] = 0;
+        ck_assert_int_eq(nsr_dnsmap_add(m, longname, (struct sockaddr *) &c), -EINVAL);
+        /* full: the oldest goes first */
+        char name[32];
+        for (int i = 0; i < NSR_DNSMAP_MAX; i++) {
+                snprintf(name, sizeof(name), "n%d.example", i);
+                ck_assert_int_eq(nsr_dnsmap_add(m, name, (struct sockaddr *) &c), 0);
+        }
+        ck_assert_uint_eq(nsr_dnsmap_size(m), NSR_DNSMAP_MAX);
+        ck_assert_uint_eq(nsr_dnsmap_names(m, (struct sockaddr *) &b, names, 3), 0);
+        ck_assert_uint_eq(nsr_dnsmap_names(m, (struct sockaddr *) &c, names, 3), 3);
+        ck_assert_str_eq(names[0], "n4095.example");
+        m = nsr_dnsmap_free(m);
+        ck_assert_ptr_null(m);
+}
+END_TEST
+
 static Suite *egress_suite(void) {
         Suite *s = suite_create("egress");
         TCase *tc = tcase_create("core");
@@ -409,6 +468,7 @@ static Suite *egress_suite(void) {
         tcase_add_test(tc, test_env);
         tcase_add_test(tc, test_limits);
         tcase_add_test(tc, test_names);
+        tcase_add_test(tc, test_dnsmap);
         suite_add_tcase(s, tc);
         return s;
 }
