@@ -383,7 +383,7 @@ char *nsr_commit_unit_of(const char *path) {
         for (const char *s = path; s; s = strchr(s, '/')) {
                 if (*s == '/')
                         s++;
-                if (strncmp(s, ".git", 4) == 0 && (s[4] == '/' || s[4] == '\0'))
+                if (nsr_path_under(s, ".git"))
                         return nsr_strndup(path, (size_t) (s + 4 - path));
         }
         return NULL;
