@@ -353,19 +353,26 @@ void relay_http_head(nsr_relay *r, conn *c) {
         target(r, c, h.host, h.host_len, h.port, NSR_EGRESS_PROTO_HTTP);
 }
 
+/* k, what a SOCKS step's parser said: a bad step closes the connection,
+ * a short one waits for more bytes; true then. */
+static bool socks_unfinished(nsr_relay *r, conn *c, int k) {
+        if (k > 0)
+                return false;
+        if (k < 0)
+                relay_conn_close(r, c);
+        else
+                relay_conn_arm(r, c);
+        return true;
+}
+
 void relay_socks_step(nsr_relay *r, conn *c) {
         buffer *b = &c->c2u;
         nsr_socks_step st;
         int k;
         if (c->state == ST_SOCKS_GREETING) {
                 k = nsr_socks_greeting((const uint8_t *) b->data + b->off, b->len, &st);
-                if (k <= 0) {
-                        if (k < 0)
-                                relay_conn_close(r, c);
-                        else
-                                relay_conn_arm(r, c);
+                if (socks_unfinished(r, c, k))
                         return;
-                }
                 consume(b, st.used);
                 static const uint8_t yes[2] = { 5, 0 }, no[2] = { 5, 0xff };
                 buf_put(&c->u2c, st.noauth ? yes : no, 2);
@@ -377,13 +384,8 @@ void relay_socks_step(nsr_relay *r, conn *c) {
                 c->state = ST_SOCKS_REQUEST;
         }
         k = nsr_socks_request((const uint8_t *) b->data + b->off, b->len, &st);
-        if (k <= 0) {
-                if (k < 0)
-                        relay_conn_close(r, c);
-                else
-                        relay_conn_arm(r, c);
+        if (socks_unfinished(r, c, k))
                 return;
-        }
         if (st.reply) {
                 socks_reply(c, st.reply);
                 c->state = ST_CLOSING;
