@@ -322,6 +322,17 @@ char *nsr_path_join(const char *a, const char *b) {
         return nsr_asprintf("%.*s/%s", (int) la, a, b);
 }
 
+bool nsr_path_under(const char *path, const char *dir) {
+        size_t l = strlen(dir);
+        while (l > 1 && dir[l - 1] == '/')
+                l--;
+        if (l == 0)
+                return path[0] != '/';
+        if (l == 1 && dir[0] == '/')
+                return path[0] == '/';
+        return strncmp(path, dir, l) == 0 && (path[l] == '/' || path[l] == '\0');
+}
+
 char *nsr_path_normalize(const char *p) {
         size_t n = strlen(p);
         char *out = nsr_malloc0(n + 2);

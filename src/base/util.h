@@ -182,3 +182,9 @@ char *nsr_path_join(const char *a, const char *b);
 /* Strips duplicate and trailing slashes and "." components (no symlink
  * resolution). Returns a new string. */
 char *nsr_path_normalize(const char *p);
+/* Whether path is dir or lies below it, by whole components: "/a/b" and
+ * "/a/b/c" are under "/a/b", "/a/bc" is not. Slashes at the end of dir do
+ * not count; dir "/" holds every absolute path, and "" (the root of
+ * relative paths) every relative one. Nothing else is normalised: compare
+ * paths of one form (real, or relative to one root). Pure. */
+bool nsr_path_under(const char *path, const char *dir);

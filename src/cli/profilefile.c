@@ -548,13 +548,6 @@ static int load_file(loader *L, int dfd, const char *path, nsr_pf_kind kind, boo
         return r;
 }
 
-static bool under_dir(const char *path, const char *dir) {
-        size_t l = strlen(dir);
-        if (l == 1 && dir[0] == '/')
-                return path[0] == '/';
-        return strncmp(path, dir, l) == 0 && (path[l] == '/' || path[l] == '\0');
-}
-
 bool nsr_pf_in_project(const nsr_pf_ctx *ctx, const char *path) {
         char real[PATH_MAX];
         if (!ctx->projects || !ctx->projects[0])
@@ -563,7 +556,7 @@ bool nsr_pf_in_project(const nsr_pf_ctx *ctx, const char *path) {
         if (!realpath(path, real))
                 return false;
         for (size_t i = 0; ctx->projects[i]; i++)
-                if (under_dir(real, ctx->projects[i]))
+                if (nsr_path_under(real, ctx->projects[i]))
                         return true;
         return false;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The egress relay's I/O (relay.h): its connections, from a client's
- * request (parsed by proxyparse.c) through the rules and the resolver
- * (resolver.c) to a connected target, the bytes spliced both ways, the
- * connection record; and its sockets set up. */
+/* The egress relay's I/O (relay.h): its connections and their events,
+ * the bytes spliced both ways, the connection record; and the relay's
+ * sockets set up. From a client's request to a connected target is
+ * relayconnect.c's; names are resolved by resolver.c. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -30,139 +30,13 @@
 #include "base/sockmsg.h"
 #include "base/util.h"
 #include "egress/proxyparse.h"
+#include "egress/relay-internal.h"
 #include "egress/relay.h"
 #include "egress/resolver.h"
 #include "seccomp/compile.h"
 #include "seccomp/policy.h"
 
-#define MAX_CONNS        256
-#define BUF_SIZE         (64 * 1024)
-#define HEADER_MAX       NSR_HTTP_HEAD_MAX
-#define TARGET_TIMEOUT_S 30 /* to name a target, and to connect */
-#define IDLE_TIMEOUT_S   600
-#define MAX_LISTENERS    4
-
 /* ---- connections ------------------------------------------------------- */
-
-typedef enum handle_kind {
-        H_CONTROL,
-        H_LISTEN_HTTP,
-        H_LISTEN_SOCKS,
-        H_RESOLVED,
-        H_TIMER,
-        H_LOG,
-        H_CLIENT,
-        H_UPSTREAM,
-} handle_kind;
-
-typedef struct handle {
-        handle_kind kind;
-        int fd;
-        void *conn;
-        uint32_t events;     /* wanted (registered once attached), or 0 */
-        struct nsr_relay *r; /* set by ep_set */
-        nsr_evsrc *src;      /* in the loop, or NULL */
-} handle;
-
-typedef enum conn_state {
-        ST_HTTP_HEAD,
-        ST_SOCKS_GREETING,
-        ST_SOCKS_REQUEST,
-        ST_RESOLVING,
-        ST_CONNECTING,
-        ST_RELAY,
-        ST_CLOSING, /* flushing an answer to the client, then close */
-} conn_state;
-
-typedef struct buffer {
-        char *data;
-        size_t off, len;
-} buffer;
-
-/* Once a connection relays, bytes move socket -> pipe -> socket with
- * splice(2) and never enter user space; the buffer above only carries
- * what came before (a rewritten request head, a proxy's answer) and is
- * always sent first. Without pipes (out of fds) the buffer does it all. */
-typedef struct spl {
-        int fd[2];
-        size_t pending, cap;
-} spl;
-
-#define PIPE_SIZE (256 * 1024)
-
-typedef struct conn {
-        struct conn *prev, *next;
-        handle hc, hu;
-        conn_state state;
-        bool socks, has_target, c_eof, u_eof, u_shut, dead;
-        bool track_body; /* HTTP: only the request's body goes up */
-        nsr_http_body body;
-        nsr_egress_record rec;
-        nsr_egress_pattern matched;
-        struct timespec mono_start;
-        time_t deadline; /* CLOCK_MONOTONIC seconds */
-        buffer c2u, u2c;
-        spl p_c2u, p_u2c; /* fd[0] == -1: not spliced */
-        nsr_resolve_req *req;
-        size_t n_addrs, next_addr; /* cand: the allowed addresses to try */
-        struct sockaddr_storage *cand;
-} conn;
-
-struct nsr_relay {
-        const nsr_egress_rules *rules;
-        nsr_outq logq; /* --net-log-fd */
-        handle h_log;
-        nsr_evloop *loop; /* the monitor's, once attached */
-        int sock[2];      /* [0] monitor, [1] child */
-        int timerfd;
-        handle h_control, h_timer, h_resolved;
-        handle listeners[MAX_LISTENERS];
-        size_t n_listeners;
-        bool listen_paused;
-        nsr_resolver *pool;
-        conn *head, *tail; /* oldest first */
-        /* Closed during this dispatch: freed at its end, because the batch
-         * of events may still name them. */
-        conn *dead;
-        size_t n_conns;
-        nsr_egress_log log;
-        nsr_egress_own own;    /* the host's own addresses */
-        int nl_fd;             /* rtnetlink: tells when they change, or -1 */
-        time_t target_timeout; /* TARGET_TIMEOUT_S, but for the tests */
-        int resolve_delay_ms;
-};
-
-static time_t now_s(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return ts.tv_sec;
-}
-
-static void on_handle(nsr_evsrc *s, int fd, uint32_t ev, void *data);
-
-/* What h waits for; registered in the loop once the relay is attached
- * (before, only remembered: nsr_relay_attach registers it). A handle
- * with 0 is out of the loop, so its fd may close. Sets errno too. */
-static int ep_set(nsr_relay *r, handle *h, uint32_t events) {
-        if (h->fd < 0 || h->events == events)
-                return 0;
-        h->r = r;
-        int k = 0;
-        if (!r->loop)
-                k = 0;
-        else if (!events)
-                h->src = nsr_evloop_del(h->src);
-        else if (h->src)
-                k = nsr_evloop_mod(h->src, events);
-        else
-                k = nsr_evloop_add(r->loop, h->fd, events, on_handle, h, &h->src);
-        if (k < 0) {
-                errno = -k;
-                return k;
-        }
-        h->events = events;
-        return 0;
-}
 
 static void buf_free(buffer *b) {
         free(b->data);
@@ -171,29 +45,6 @@ static void buf_free(buffer *b) {
 
 static size_t buf_room(const buffer *b) {
         return BUF_SIZE - b->off - b->len;
-}
-
-static void buf_compact(buffer *b) {
-        if (b->off > 0 && b->len > 0)
-                memmove(b->data, b->data + b->off, b->len);
-        b->off = 0;
-}
-
-static void buf_put(buffer *b, const void *data, size_t len) {
-        if (!b->data)
-                b->data = nsr_malloc0(BUF_SIZE);
-        buf_compact(b);
-        if (len > BUF_SIZE - b->len)
-                len = BUF_SIZE - b->len;
-        memcpy(b->data + b->len, data, len);
-        b->len += len;
-}
-
-static void consume(buffer *b, size_t n) {
-        b->off += n;
-        b->len -= n;
-        if (b->len == 0)
-                b->off = 0;
 }
 
 /* Reads what fits; returns bytes read, 0 at EOF, -EAGAIN or -errno. */
@@ -235,7 +86,7 @@ static void emit_log(nsr_relay *r, const nsr_egress_record *rec) {
         nsr_outq_put(&r->logq, nl, strlen(nl));
 }
 
-static void conn_close(nsr_relay *r, conn *c) {
+void relay_conn_close(nsr_relay *r, conn *c) {
         if (c->dead)
                 return;
         c->dead = true;
@@ -288,19 +139,8 @@ static bool can_read(const buffer *b, const spl *p) {
         return buf_room(b) + b->off > 0;
 }
 
-static void spl_open(spl *p) {
-        if (pipe2(p->fd, O_CLOEXEC | O_NONBLOCK) < 0) {
-                p->fd[0] = p->fd[1] = -1;
-                return;
-        }
-        int sz = fcntl(p->fd[1], F_SETPIPE_SZ, PIPE_SIZE);
-        if (sz < 0)
-                sz = fcntl(p->fd[1], F_GETPIPE_SZ);
-        p->cap = sz > 0 ? (size_t) sz : 65536;
-}
-
 /* Recomputes what each side waits for, from the buffers and the state. */
-static void conn_arm(nsr_relay *r, conn *c) {
+void relay_conn_arm(nsr_relay *r, conn *c) {
         uint32_t ce = 0, ue = 0;
         if (c->dead)
                 return;
@@ -333,375 +173,7 @@ static void conn_arm(nsr_relay *r, conn *c) {
                 break;
         }
         if (ep_set(r, &c->hc, ce) < 0 || ep_set(r, &c->hu, ue) < 0)
-                conn_close(r, c);
-}
-
-/* ---- answers ----------------------------------------------------------- */
-
-static void host_port_text(const conn *c, char *buf, size_t len) {
-        if (strchr(c->rec.host, ':'))
-                snprintf(buf, len, "[%s]:%d", c->rec.host, c->rec.port);
-        else
-                snprintf(buf, len, "%s:%d", c->rec.host, c->rec.port);
-}
-
-static void socks_reply(conn *c, uint8_t code) {
-        uint8_t msg[10] = { 5, code, 0, 1 };
-        buf_put(&c->u2c, msg, sizeof(msg));
-}
-
-static void http_reply(conn *c, int status, const char *title, const char *body) {
-        _cleanup_free_ char *msg = nsr_asprintf("HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
-                                                "Connection: close\r\nProxy-Agent: nsrun\r\n\r\n%s",
-                                                status, title, strlen(body), body);
-        buf_put(&c->u2c, msg, strlen(msg));
-}
-
-/* Refuses (refused = by the rules) or fails the request, and closes once
- * the answer is out. */
-static void conn_fail(nsr_relay *r, conn *c, bool refused, const char *reason) {
-        char hp[NSR_EGRESS_HOST_MAX + 16];
-        host_port_text(c, hp, sizeof(hp));
-        if (c->has_target) {
-                c->rec.allowed = !refused;
-                snprintf(c->rec.reason, sizeof(c->rec.reason), "%s", reason);
-        }
-        c->hu.fd = safe_close(c->hu.fd);
-        c->hu.events = 0;
-        c->c2u.len = c->c2u.off = 0;
-        /* A lookup that timed out may still answer: it must find no one. */
-        if (c->req) {
-                c->req->data = NULL;
-                c->req = NULL;
-        }
-        if (c->socks) {
-                uint8_t code = 1;
-                if (refused)
-                        code = 2;
-                else if (strstr(reason, "refused"))
-                        code = 5;
-                else if (strstr(reason, "resolve") || strstr(reason, "unreachable"))
-                        code = 4;
-                socks_reply(c, code);
-        } else if (refused) {
-                _cleanup_free_ char *body = nsr_asprintf("nsrun refused the connection to %s: %s\n", hp, reason);
-                http_reply(c, 403, "Forbidden", body);
-        } else {
-                _cleanup_free_ char *body = nsr_asprintf("nsrun could not connect to %s: %s\n", hp, reason);
-                http_reply(c, c->has_target ? 502 : 400, c->has_target ? "Bad Gateway" : "Bad Request", body);
-        }
-        c->state = ST_CLOSING;
-        c->deadline = now_s() + r->target_timeout;
-        conn_arm(r, c);
-}
-
-/* ---- connecting -------------------------------------------------------- */
-
-static void try_connect(nsr_relay *r, conn *c);
-
-static void set_address_text(conn *c, const struct sockaddr *sa) {
-        const void *src = sa->sa_family == AF_INET ? (const void *) &((const struct sockaddr_in *) sa)->sin_addr
-                                                   : (const void *) &((const struct sockaddr_in6 *) sa)->sin6_addr;
-        if (!inet_ntop(sa->sa_family, src, c->rec.address, sizeof(c->rec.address)))
-                c->rec.address[0] = '\0';
-}
-
-static void own_refresh(nsr_relay *r);
-
-/* Keeps the addresses the rules let this name reach; refuses when none. */
-static void use_addresses(nsr_relay *r, conn *c, const struct addrinfo *ai) {
-        own_refresh(r);
-        size_t n = 0;
-        for (const struct addrinfo *a = ai; a; a = a->ai_next)
-                n++;
-        c->cand = nsr_realloc_array(NULL, n + 1, sizeof(struct sockaddr_storage));
-        c->n_addrs = 0;
-        char first_bad[128] = "";
-        for (const struct addrinfo *a = ai; a; a = a->ai_next) {
-                if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
-                    a->ai_addrlen > sizeof(struct sockaddr_storage))
-                        continue;
-                nsr_addr_class cls;
-                if (nsr_egress_addr_allowed_own(&c->matched, a->ai_addr, &r->own, &cls)) {
-                        bool dup = false;
-                        for (size_t k = 0; k < c->n_addrs && !dup; k++)
-                                dup = memcmp(&c->cand[k], a->ai_addr, a->ai_addrlen) == 0;
-                        if (!dup) {
-                                memset(&c->cand[c->n_addrs], 0, sizeof(struct sockaddr_storage));
-                                memcpy(&c->cand[c->n_addrs++], a->ai_addr, a->ai_addrlen);
-                        }
-                } else if (!first_bad[0]) {
-                        set_address_text(c, a->ai_addr);
-                        if (cls == NSR_ADDR_HOST)
-                                snprintf(first_bad, sizeof(first_bad), "resolves to an address of this host (%s)",
-                                         c->rec.address);
-                        else
-                                snprintf(first_bad, sizeof(first_bad), "resolves to a %s address (%s)",
-                                         nsr_addr_class_to_string(cls), c->rec.address);
-                }
-        }
-        if (c->n_addrs == 0) {
-                conn_fail(r, c, first_bad[0] != '\0', first_bad[0] ? first_bad : "no usable address");
-                return;
-        }
-        c->rec.address[0] = '\0';
-        c->next_addr = 0;
-        try_connect(r, c);
-}
-
-static void try_connect(nsr_relay *r, conn *c) {
-        int last = ECONNREFUSED;
-        while (c->next_addr < c->n_addrs) {
-                struct sockaddr_storage *ss = &c->cand[c->next_addr++];
-                socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
-                ((struct sockaddr_in *) ss)->sin_port = htons((uint16_t) c->rec.port);
-                c->hu.fd = safe_close(c->hu.fd);
-                c->hu.events = 0;
-                int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-                if (fd < 0) {
-                        last = errno;
-                        continue;
-                }
-                int one = 1;
-                (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-                c->hu.fd = fd;
-                set_address_text(c, (struct sockaddr *) ss);
-                if (connect(fd, (struct sockaddr *) ss, len) == 0 || errno == EINPROGRESS) {
-                        c->state = ST_CONNECTING;
-                        c->deadline = now_s() + r->target_timeout;
-                        conn_arm(r, c);
-                        return;
-                }
-                last = errno;
-        }
-        char why[96];
-        snprintf(why, sizeof(why), "connect failed: %s", strerror(last));
-        conn_fail(r, c, false, why);
-}
-
-static void connected(nsr_relay *r, conn *c) {
-        int e = 0;
-        socklen_t l = sizeof(e);
-        if (getsockopt(c->hu.fd, SOL_SOCKET, SO_ERROR, &e, &l) < 0)
-                e = errno;
-        if (e != 0) {
-                if (c->next_addr < c->n_addrs) {
-                        try_connect(r, c);
-                        return;
-                }
-                char why[96];
-                snprintf(why, sizeof(why), "connect failed: %s", strerror(e));
-                conn_fail(r, c, false, why);
-                return;
-        }
-        if (c->rec.proto == NSR_EGRESS_PROTO_CONNECT) {
-                static const char ok[] = "HTTP/1.1 200 Connection established\r\nProxy-Agent: nsrun\r\n\r\n";
-                buf_put(&c->u2c, ok, sizeof(ok) - 1);
-        } else if (c->rec.proto == NSR_EGRESS_PROTO_SOCKS5)
-                socks_reply(c, 0);
-        if (!c->u2c.data)
-                c->u2c.data = nsr_malloc0(BUF_SIZE);
-        if (!c->track_body) /* a body is followed in user space */
-                spl_open(&c->p_c2u);
-        spl_open(&c->p_u2c);
-        c->state = ST_RELAY;
-        c->deadline = now_s() + IDLE_TIMEOUT_S;
-        conn_arm(r, c);
-}
-
-/* The client named host:port: check, then resolve or connect. */
-static void target(nsr_relay *r, conn *c, const char *raw, size_t raw_len, int port, nsr_egress_proto proto) {
-        c->has_target = true;
-        c->rec.proto = proto;
-        c->rec.port = port;
-        char host[NSR_EGRESS_HOST_MAX + 1];
-        char rawz[NSR_EGRESS_HOST_MAX + 3];
-        bool addr = false;
-        if (raw_len >= sizeof(rawz) || memchr(raw, '\0', raw_len)) {
-                nsr_proxy_sanitize(raw, raw_len, c->rec.host, sizeof(c->rec.host));
-                conn_fail(r, c, true, "not a valid host name");
-                return;
-        }
-        memcpy(rawz, raw, raw_len);
-        rawz[raw_len] = '\0';
-        if (nsr_egress_host_normalize(rawz, host, sizeof(host), &addr) < 0) {
-                nsr_proxy_sanitize(raw, raw_len, c->rec.host, sizeof(c->rec.host));
-                conn_fail(r, c, true, "not a valid host name");
-                return;
-        }
-        snprintf(c->rec.host, sizeof(c->rec.host), "%s", host);
-        if (port < 1 || port > 65535) {
-                conn_fail(r, c, true, "not a valid port");
-                return;
-        }
-        nsr_egress_verdict v;
-        nsr_egress_check_name(r->rules, host, port, &v);
-        if (!v.allowed) {
-                if (v.denied)
-                        snprintf(c->rec.reason, sizeof(c->rec.reason), "%s %s", v.reason, v.denied->text);
-                else
-                        snprintf(c->rec.reason, sizeof(c->rec.reason), "%s", v.reason);
-                char why[sizeof(c->rec.reason)];
-                memcpy(why, c->rec.reason, sizeof(why));
-                conn_fail(r, c, true, why);
-                return;
-        }
-        c->matched = *v.matched;
-        c->rec.allowed = true;
-        if (addr) {
-                struct addrinfo hints = { .ai_flags = AI_NUMERICHOST, .ai_socktype = SOCK_STREAM };
-                struct addrinfo *ai = NULL;
-                if (getaddrinfo(host, NULL, &hints, &ai) != 0) {
-                        conn_fail(r, c, true, "not a valid address");
-                        return;
-                }
-                use_addresses(r, c, ai);
-                freeaddrinfo(ai);
-                return;
-        }
-        if (!r->pool)
-                r->pool = nsr_resolver_new(r->resolve_delay_ms);
-        if (!r->pool) {
-                conn_fail(r, c, false, "cannot resolve: no resolver");
-                return;
-        }
-        if (r->h_resolved.fd < 0) {
-                r->h_resolved = (handle){ .kind = H_RESOLVED, .fd = nsr_resolver_fd(r->pool) };
-                (void) ep_set(r, &r->h_resolved, EPOLLIN);
-        }
-        nsr_resolve_req *q = nsr_malloc0(sizeof(*q));
-        memcpy(q->host, host, strlen(host) + 1);
-        q->data = c;
-        c->req = q;
-        c->state = ST_RESOLVING;
-        c->deadline = now_s() + r->target_timeout;
-        if (nsr_resolver_submit(r->pool, q) < 0) {
-                /* No thread could start; the queued request is freed with
-                 * the pool. */
-                q->data = NULL;
-                c->req = NULL;
-                conn_fail(r, c, false, "cannot resolve: no resolver thread");
-                return;
-        }
-        conn_arm(r, c);
-}
-
-static void resolved(nsr_relay *r) {
-        for (nsr_resolve_req *q = nsr_resolver_take_done(r->pool), *n; q; q = n) {
-                n = q->next;
-                conn *c = q->data;
-                if (c) {
-                        c->req = NULL;
-                        if (q->gai != 0) {
-                                char why[128];
-                                snprintf(why, sizeof(why), "cannot resolve: %s", gai_strerror(q->gai));
-                                conn_fail(r, c, false, why);
-                        } else
-                                use_addresses(r, c, q->res);
-                }
-                nsr_resolve_req_free(q);
-        }
-}
-
-/* ---- requests (parsed in proxyparse.c) ----------------------------------- */
-
-static void http_refuse(nsr_relay *r, conn *c, int status, const char *why) {
-        _cleanup_free_ char *body = nsr_asprintf("nsrun: %s\n", why);
-        http_reply(c, status, status == 431 ? "Request Header Fields Too Large" : "Bad Request", body);
-        c->state = ST_CLOSING;
-        conn_arm(r, c);
-}
-
-/* Keeps the bytes of b from off on that belong to the request's body and
- * drops the rest: nothing after the one request reaches the server. */
-static int body_filter(conn *c, buffer *b, size_t off) {
-        if (!c->track_body || off >= b->len)
-                return 0;
-        size_t n = b->len - off;
-        ssize_t k = c->body.done ? 0 : nsr_http_body_feed(&c->body, b->data + b->off + off, n);
-        if (k < 0)
-                return -EBADMSG;
-        b->len -= n - (size_t) k;
-        return 0;
-}
-
-static void http_head(nsr_relay *r, conn *c) {
-        buffer *b = &c->c2u;
-        nsr_http_head h;
-        int k = nsr_http_head_parse(b->data + b->off, b->len, &h);
-        if (k == 0) {
-                conn_arm(r, c);
-                return;
-        }
-        if (k < 0) {
-                http_refuse(r, c, h.status, h.why);
-                return;
-        }
-        consume(b, h.head_len);
-        buf_compact(b);
-        if (h.connect) {
-                /* What follows is the tunnel's, for the server. */
-                target(r, c, h.host, h.host_len, h.port, NSR_EGRESS_PROTO_CONNECT);
-                return;
-        }
-        /* The body bytes that came along stay behind the new head, and
-         * only they: a second request behind them goes nowhere. */
-        c->track_body = true;
-        nsr_http_body_init(&c->body, h.framing, h.content_length);
-        if (body_filter(c, b, 0) < 0) {
-                nsr_http_head_done(&h);
-                http_refuse(r, c, 400, "a malformed chunked body");
-                return;
-        }
-        size_t o = h.upstream_len;
-        if (o + b->len > BUF_SIZE)
-                b->len = BUF_SIZE - o; /* cannot happen: o <= HEADER_MAX + 1 KiB */
-        memmove(b->data + o, b->data, b->len);
-        memcpy(b->data, h.upstream, o);
-        b->len += o;
-        nsr_http_head_done(&h);
-        target(r, c, h.host, h.host_len, h.port, NSR_EGRESS_PROTO_HTTP);
-}
-
-static void socks_step(nsr_relay *r, conn *c) {
-        buffer *b = &c->c2u;
-        nsr_socks_step st;
-        int k;
-        if (c->state == ST_SOCKS_GREETING) {
-                k = nsr_socks_greeting((const uint8_t *) b->data + b->off, b->len, &st);
-                if (k <= 0) {
-                        if (k < 0)
-                                conn_close(r, c);
-                        else
-                                conn_arm(r, c);
-                        return;
-                }
-                consume(b, st.used);
-                static const uint8_t yes[2] = { 5, 0 }, no[2] = { 5, 0xff };
-                buf_put(&c->u2c, st.noauth ? yes : no, 2);
-                if (!st.noauth) {
-                        c->state = ST_CLOSING;
-                        conn_arm(r, c);
-                        return;
-                }
-                c->state = ST_SOCKS_REQUEST;
-        }
-        k = nsr_socks_request((const uint8_t *) b->data + b->off, b->len, &st);
-        if (k <= 0) {
-                if (k < 0)
-                        conn_close(r, c);
-                else
-                        conn_arm(r, c);
-                return;
-        }
-        if (st.reply) {
-                socks_reply(c, st.reply);
-                c->state = ST_CLOSING;
-                conn_arm(r, c);
-                return;
-        }
-        consume(b, st.used);
-        target(r, c, st.host, st.host_len, st.port, NSR_EGRESS_PROTO_SOCKS5);
+                relay_conn_close(r, c);
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -760,14 +232,14 @@ static void relay_io(nsr_relay *r, conn *c, bool client_side, uint32_t ev) {
                         else if (errno == EAGAIN || errno == EINTR)
                                 rd_c = false;
                         else {
-                                conn_close(r, c);
+                                relay_conn_close(r, c);
                                 return;
                         }
                 } else if (rd_c && !c->c_eof) {
                         size_t before = c->c2u.len;
                         n = side_read(c->hc.fd, &c->c2u, &c->p_c2u, &full);
-                        if (n > 0 && body_filter(c, &c->c2u, before) < 0) {
-                                conn_close(r, c);
+                        if (n > 0 && relay_body_filter(c, &c->c2u, before) < 0) {
+                                relay_conn_close(r, c);
                                 return;
                         }
                         if (n > 0) {
@@ -778,7 +250,7 @@ static void relay_io(nsr_relay *r, conn *c, bool client_side, uint32_t ev) {
                         else if (n == -EAGAIN || n == -ENOBUFS)
                                 rd_c = false;
                         else {
-                                conn_close(r, c);
+                                relay_conn_close(r, c);
                                 return;
                         }
                 }
@@ -793,7 +265,7 @@ static void relay_io(nsr_relay *r, conn *c, bool client_side, uint32_t ev) {
                         else if (n == -EAGAIN || n == -ENOBUFS)
                                 rd_u = false;
                         else {
-                                conn_close(r, c);
+                                relay_conn_close(r, c);
                                 return;
                         }
                 }
@@ -802,14 +274,14 @@ static void relay_io(nsr_relay *r, conn *c, bool client_side, uint32_t ev) {
                         c->rec.bytes_up += (uint64_t) n;
                         progress = true;
                 } else if (n < 0 && n != -EAGAIN) {
-                        conn_close(r, c);
+                        relay_conn_close(r, c);
                         return;
                 }
                 n = side_write(c->hc.fd, &c->u2c, &c->p_u2c);
                 if (n > 0)
                         progress = true;
                 else if (n < 0 && n != -EAGAIN) {
-                        conn_close(r, c);
+                        relay_conn_close(r, c);
                         return;
                 }
                 if (!progress)
@@ -821,11 +293,11 @@ static void relay_io(nsr_relay *r, conn *c, bool client_side, uint32_t ev) {
         }
         if (c->u_eof && c->u2c.len == 0 && c->p_u2c.pending == 0) {
                 /* The server is done and everything reached the client. */
-                conn_close(r, c);
+                relay_conn_close(r, c);
                 return;
         }
         c->deadline = now_s() + IDLE_TIMEOUT_S;
-        conn_arm(r, c);
+        relay_conn_arm(r, c);
 }
 
 static void client_event(nsr_relay *r, conn *c, uint32_t ev) {
@@ -836,43 +308,43 @@ static void client_event(nsr_relay *r, conn *c, uint32_t ev) {
                 if (c->u2c.len) {
                         ssize_t w = drain(c->hc.fd, &c->u2c);
                         if (w < 0 && w != -EAGAIN) {
-                                conn_close(r, c);
+                                relay_conn_close(r, c);
                                 return;
                         }
                 }
                 if (!(ev & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
-                        conn_arm(r, c);
+                        relay_conn_arm(r, c);
                         return;
                 }
                 size_t limit = c->socks ? 512 : HEADER_MAX;
                 if (c->c2u.len >= limit) {
-                        conn_close(r, c);
+                        relay_conn_close(r, c);
                         return;
                 }
                 /* Never more than a header's worth: the rewritten head
                  * and the body bytes behind it must fit the buffer. */
                 ssize_t n = fill(c->hc.fd, &c->c2u, limit);
                 if (n == 0 || (n < 0 && n != -EAGAIN)) {
-                        conn_close(r, c);
+                        relay_conn_close(r, c);
                         return;
                 }
                 if (c->socks)
-                        socks_step(r, c);
+                        relay_socks_step(r, c);
                 else
-                        http_head(r, c);
+                        relay_http_head(r, c);
                 return;
         }
         case ST_RESOLVING:
         case ST_CONNECTING:
                 if (ev & (EPOLLHUP | EPOLLERR)) {
-                        conn_close(r, c);
+                        relay_conn_close(r, c);
                         return;
                 }
                 if (c->u2c.len && drain(c->hc.fd, &c->u2c) < -EAGAIN) {
-                        conn_close(r, c);
+                        relay_conn_close(r, c);
                         return;
                 }
-                conn_arm(r, c);
+                relay_conn_arm(r, c);
                 return;
         case ST_RELAY:
                 relay_io(r, c, true, ev);
@@ -885,7 +357,7 @@ static void client_event(nsr_relay *r, conn *c, uint32_t ev) {
                 if (c->u2c.len) {
                         ssize_t n = drain(c->hc.fd, &c->u2c);
                         if ((n < 0 && n != -EAGAIN) || (ev & EPOLLERR)) {
-                                conn_close(r, c);
+                                relay_conn_close(r, c);
                                 return;
                         }
                         if (c->u2c.len == 0) {
@@ -896,11 +368,11 @@ static void client_event(nsr_relay *r, conn *c, uint32_t ev) {
                         char sink[4096];
                         ssize_t n = read(c->hc.fd, sink, sizeof(sink));
                         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-                                conn_close(r, c);
+                                relay_conn_close(r, c);
                                 return;
                         }
                 }
-                conn_arm(r, c);
+                relay_conn_arm(r, c);
                 return;
         }
         }
@@ -908,7 +380,7 @@ static void client_event(nsr_relay *r, conn *c, uint32_t ev) {
 
 static void upstream_event(nsr_relay *r, conn *c, uint32_t ev) {
         if (c->state == ST_CONNECTING) {
-                connected(r, c);
+                relay_connected(r, c);
                 return;
         }
         if (c->state == ST_RELAY)
@@ -919,7 +391,7 @@ static void evict_oldest_idle(nsr_relay *r) {
         for (conn *c = r->head; c; c = c->next)
                 if (c->state == ST_HTTP_HEAD || c->state == ST_SOCKS_GREETING || c->state == ST_SOCKS_REQUEST ||
                     c->state == ST_CLOSING) {
-                        conn_close(r, c);
+                        relay_conn_close(r, c);
                         return;
                 }
 }
@@ -980,7 +452,7 @@ static void accept_all(nsr_relay *r, handle *h) {
                         r->head = c;
                 r->tail = c;
                 r->n_conns++;
-                conn_arm(r, c);
+                relay_conn_arm(r, c);
         }
 }
 
@@ -1020,9 +492,9 @@ static void sweep(nsr_relay *r) {
                 if (now < c->deadline)
                         continue;
                 if (c->state == ST_RESOLVING || c->state == ST_CONNECTING)
-                        conn_fail(r, c, false, "timed out");
+                        relay_conn_fail(r, c, false, "timed out");
                 else
-                        conn_close(r, c);
+                        relay_conn_close(r, c);
         }
         if (r->listen_paused && r->n_conns < MAX_CONNS) {
                 r->listen_paused = false;
@@ -1039,7 +511,7 @@ static void bury(nsr_relay *r) {
         r->dead = NULL;
 }
 
-static void on_handle(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+void relay_on_handle(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
         (void) s;
         (void) fd;
         handle *h = data;
@@ -1057,7 +529,7 @@ static void on_handle(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
                 accept_all(r, h);
                 break;
         case H_RESOLVED:
-                resolved(r);
+                relay_resolved(r);
                 break;
         case H_TIMER:
                 sweep(r);
@@ -1181,7 +653,7 @@ static int own_watch(void) {
 /* The kernel queues the notification when the address is added, before
  * anything can connect to it: draining the socket here sees every change
  * made before this decision. A failed re-read keeps the old list. */
-static void own_refresh(nsr_relay *r) {
+void relay_own_refresh(nsr_relay *r) {
         bool changed = r->nl_fd < 0;
         char buf[8192];
         for (;;) {
@@ -1240,7 +712,7 @@ int nsr_relay_new(const nsr_egress_rules *rules, int log_fd, nsr_relay **ret, ns
 
 void nsr_relay_finish(nsr_relay *r, nsr_egress_log *ret) {
         while (r->head)
-                conn_close(r, r->head);
+                relay_conn_close(r, r->head);
         bury(r);
         /* A reader gets a moment to take the last lines, no more. */
         (void) ep_set(r, &r->h_log, 0);
@@ -1254,7 +726,7 @@ nsr_relay *nsr_relay_free(nsr_relay *r) {
         if (!r)
                 return NULL;
         while (r->head)
-                conn_close(r, r->head);
+                relay_conn_close(r, r->head);
         bury(r);
         nsr_relay_detach(r);
         nsr_egress_log_free(&r->log);

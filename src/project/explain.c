@@ -19,6 +19,10 @@
 #include "project/internal.h"
 #include "project/report.h"
 
+static uint64_t duration_ms(struct timespec started, struct timespec ended) {
+        return (uint64_t) ((ended.tv_sec - started.tv_sec) * 1000 + (ended.tv_nsec - started.tv_nsec) / 1000000);
+}
+
 /* Is there, near the top of the project, an entry the caller does not
  * own? Copy-up of those fails with EOVERFLOW inside a user namespace.
  * Bounded: called only to explain a failing command. */
@@ -173,8 +177,7 @@ void project_launch_failed(run_ctx *c, const nsr_error *err) {
                 .exit_code = -1,
                 .outcome = NSR_OUTCOME_FAILED,
                 .started_at = started,
-                .duration_ms = (uint64_t) ((ended.tv_sec - started.tv_sec) * 1000 +
-                                           (ended.tv_nsec - started.tv_nsec) / 1000000),
+                .duration_ms = duration_ms(started, ended),
                 .projects = rp,
                 .n_projects = pj->n,
                 .error = err,
@@ -386,8 +389,7 @@ void project_report(run_ctx *c, nsr_outcome run_outcome) {
                 .signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0,
                 .outcome = run_outcome,
                 .started_at = started,
-                .duration_ms = (uint64_t) ((ended.tv_sec - started.tv_sec) * 1000 +
-                                           (ended.tv_nsec - started.tv_nsec) / 1000000),
+                .duration_ms = duration_ms(started, ended),
                 .layers = layers,
                 .interrupted = c->interrupted,
                 .timed_out = c->timed_out,

@@ -22,13 +22,6 @@
 
 extern char **environ;
 
-static bool under(const char *path, const char *dir) {
-        size_t l = strlen(dir);
-        if (l == 1 && dir[0] == '/')
-                return true;
-        return strncmp(path, dir, l) == 0 && (path[l] == '/' || path[l] == '\0');
-}
-
 /* The real path of a dir that may not exist yet: the nearest existing
  * ancestor, resolved, plus the rest. */
 static char *real_or_planned(const char *path) {
@@ -118,13 +111,13 @@ static int check_writable_binds(const nsr_plan *user, const nsr_project *pj, nsr
                 _cleanup_free_ char *src = realpath(op->source, NULL);
                 for (size_t k = 0; k < pj->n; k++) {
                         const char *pp = pj->p[k].path;
-                        if (src && (under(src, pp) || under(pp, src)))
+                        if (src && (nsr_path_under(src, pp) || nsr_path_under(pp, src)))
                                 return nsr_error_setx(err, EINVAL,
                                                       "%s %s %s would make the project %s writable outside the "
                                                       "transaction (not captured, not undoable); use --ro-bind, or "
                                                       "leave the project out of it",
                                                       op_option(op->type), op->source, op->dest, pp);
-                        if (op->dest[0] == '/' && under(pp, op->dest))
+                        if (op->dest[0] == '/' && nsr_path_under(pp, op->dest))
                                 return nsr_error_setx(err, EINVAL,
                                                       "%s %s %s would cover the project %s, so the command would "
                                                       "not write through the transaction; bind below it or "
@@ -138,12 +131,13 @@ static int check_writable_binds(const nsr_plan *user, const nsr_project *pj, nsr
                 _cleanup_free_ char *real = x ? realpath(x, NULL) : NULL;
                 for (size_t k = 0; real && k < pj->n; k++) {
                         const char *pp = pj->p[k].path;
-                        if (under(real, pp) || under(pp, real))
-                                return nsr_error_setx(err, EINVAL,
-                                                      "--rw %s %s the project %s: writes there would go to the host "
-                                                      "outside the transaction (not captured, not undoable)",
-                                                      user->proj.rw[i],
-                                                      under(real, pp) && !streq(real, pp) ? "is inside" : "covers", pp);
+                        if (nsr_path_under(real, pp) || nsr_path_under(pp, real))
+                                return nsr_error_setx(
+                                        err, EINVAL,
+                                        "--rw %s %s the project %s: writes there would go to the host "
+                                        "outside the transaction (not captured, not undoable)",
+                                        user->proj.rw[i],
+                                        nsr_path_under(real, pp) && !streq(real, pp) ? "is inside" : "covers", pp);
                 }
         }
         return 0;
@@ -164,7 +158,8 @@ static int resolve_projects(nsr_project *pj, const nsr_project_opts *o, nsr_erro
         }
         for (size_t i = 0; i < pj->n; i++)
                 for (size_t k = i + 1; k < pj->n; k++)
-                        if (under(pj->p[i].path, pj->p[k].path) || under(pj->p[k].path, pj->p[i].path))
+                        if (nsr_path_under(pj->p[i].path, pj->p[k].path) ||
+                            nsr_path_under(pj->p[k].path, pj->p[i].path))
                                 return nsr_error_setx(err, EINVAL,
                                                       "projects %s and %s overlap: one is inside the other",
                                                       pj->p[i].path, pj->p[k].path);
@@ -184,7 +179,7 @@ static char *real_parent(const char *path) {
 
 /* One path of config_of_project(), real as far as it exists. */
 static void config_path(project_entry *e, const char *real, bool policy_dir) {
-        if (!under(real, e->path))
+        if (!nsr_path_under(real, e->path))
                 return;
         const char *rel = real + strlen(e->path);
         rel += *rel == '/';
@@ -258,12 +253,12 @@ static int choose_state_dir(nsr_project *pj, const nsr_project_opts *o, bool cre
                 nsr_strv_push(&pj->notes, TAKE_PTR(state_note));
         pj->state_dir = real_or_planned(state);
         for (size_t i = 0; i < pj->n; i++) {
-                if (under(pj->state_dir, pj->p[i].path))
+                if (nsr_path_under(pj->state_dir, pj->p[i].path))
                         return nsr_error_setx(err, EINVAL,
                                               "the state dir %s is inside the project %s, where the sandbox could "
                                               "reach it; choose another with --state-dir",
                                               pj->state_dir, pj->p[i].path);
-                if (under(pj->p[i].path, pj->state_dir))
+                if (nsr_path_under(pj->p[i].path, pj->state_dir))
                         return nsr_error_setx(err, EINVAL, "the project %s is inside the state dir %s", pj->p[i].path,
                                               pj->state_dir);
         }

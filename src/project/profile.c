@@ -130,13 +130,6 @@ bool nsr_profile_env_value_secret(const char *value) {
         return false;
 }
 
-static bool under(const char *path, const char *dir) {
-        size_t l = strlen(dir);
-        if (l == 1 && dir[0] == '/')
-                return true;
-        return strncmp(path, dir, l) == 0 && (path[l] == '/' || path[l] == '\0');
-}
-
 /* ---- what the profile hides, as paths ---------------------------------- */
 
 static const char *runtime_dir(const nsr_profile_ctx *c, char *buf, size_t len);
@@ -247,14 +240,14 @@ static nsr_op *op2(builder *b, nsr_op_type t, const char *src, const char *dest)
  * over a hidden dir, it shows path again. */
 static bool shown_between(builder *b, const char *dir, const char *path) {
         for (size_t i = 0; b->shown && b->shown[i]; i++)
-                if (under(b->shown[i], dir) && under(path, b->shown[i]))
+                if (nsr_path_under(b->shown[i], dir) && nsr_path_under(path, b->shown[i]))
                         return true;
         return false;
 }
 
 static bool covered(builder *b, const char *path) {
         for (size_t i = 0; b->hidden && b->hidden[i]; i++)
-                if (under(path, b->hidden[i]) && !shown_between(b, b->hidden[i], path))
+                if (nsr_path_under(path, b->hidden[i]) && !shown_between(b, b->hidden[i], path))
                         return true;
         return false;
 }
@@ -262,7 +255,7 @@ static bool covered(builder *b, const char *path) {
 /* Whether a project or a --ro/--rw path lies at or below path. */
 static bool holds_shown(builder *b, const char *path) {
         for (size_t i = 0; b->shown && b->shown[i]; i++)
-                if (under(b->shown[i], path))
+                if (nsr_path_under(b->shown[i], path))
                         return true;
         return false;
 }
@@ -311,11 +304,11 @@ static void guard_trusted(builder *b, const char *dir, size_t first_user_op) {
         size_t n = b->p->n_ops;
         for (size_t i = first_user_op; i < n; i++) {
                 const nsr_op *op = &b->p->ops[i];
-                if (op->dest && under(dir, op->dest))
+                if (op->dest && nsr_path_under(dir, op->dest))
                         reached = true;
                 char real[PATH_MAX];
                 if (!is_bind(op->type) || !op->source || !op->dest || !realpath(op->source, real) ||
-                    !under(dir, real) || streq(op->dest, real))
+                    !nsr_path_under(dir, real) || streq(op->dest, real))
                         continue;
                 /* --bind ~/.local /x shows the state dir at /x/state/nsrun. */
                 _cleanup_free_ char *alias = nsr_path_join(op->dest, streq(real, "/") ? dir : dir + strlen(real));
@@ -356,7 +349,7 @@ static void keep_resolv_conf(builder *b) {
         char target[PATH_MAX];
         if (!realpath("/etc/resolv.conf", target))
                 return;
-        if (under(target, "/run") || under(target, "/var/run"))
+        if (nsr_path_under(target, "/run") || nsr_path_under(target, "/var/run"))
                 op2(b, NSR_OP_RO_BIND, target, target)->flags |= NSR_OPF_TRY;
 }
 
@@ -457,7 +450,7 @@ static void protect_config_in_rw(builder *b, size_t n_ro) {
                         continue;
                 for (size_t k = n_ro; b->exposed && b->exposed[k]; k++) {
                         const char *top = b->exposed[k];
-                        if (!under(real, top) || streq(real, top))
+                        if (!nsr_path_under(real, top) || streq(real, top))
                                 continue;
                         size_t l = strlen(top);
                         for (char *s = strchr(real + l + 1, '/'); s; s = strchr(s + 1, '/')) {
@@ -489,7 +482,7 @@ static const char *const workspace_host_dirs[] = { "/usr",   "/etc",    "/lib", 
 
 static bool in_workspace_host_dirs(const char *path) {
         for (size_t i = 0; i < ELEMENTSOF(workspace_host_dirs); i++)
-                if (under(path, workspace_host_dirs[i]))
+                if (nsr_path_under(path, workspace_host_dirs[i]))
                         return true;
         return false;
 }
@@ -557,7 +550,7 @@ static int build_workspace(builder *b, const char *rt, nsr_error *err) {
                                 hide(b, v[i]);
                                 continue;
                         }
-                        if (!under(v[i], pr->path) || streq(v[i], pr->path) || lstat(v[i], &st) < 0)
+                        if (!nsr_path_under(v[i], pr->path) || streq(v[i], pr->path) || lstat(v[i], &st) < 0)
                                 continue;
                         _cleanup_free_ char *dest = relocate(v[i], pr->path);
                         if (S_ISDIR(st.st_mode)) {
@@ -575,7 +568,7 @@ static int build_workspace(builder *b, const char *rt, nsr_error *err) {
         protect_git(b, pr);
         for (size_t i = first; i < p->n_ops; i++) {
                 char *d = p->ops[i].dest;
-                if (d && under(d, pr->path)) {
+                if (d && nsr_path_under(d, pr->path)) {
                         p->ops[i].dest = relocate(d, pr->path);
                         free(d);
                 }
@@ -583,7 +576,7 @@ static int build_workspace(builder *b, const char *rt, nsr_error *err) {
 
         /* No host home inside: a private one. */
         nsr_plan_add_env(p, NSR_ENV_SET, "HOME", "/tmp");
-        const char *cwd = c->cwd && under(c->cwd, pr->path) ? c->cwd : pr->path;
+        const char *cwd = c->cwd && nsr_path_under(c->cwd, pr->path) ? c->cwd : pr->path;
         p->chdir = relocate(cwd, pr->path);
         return 0;
 }
@@ -772,7 +765,7 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
         /* Start where the caller is when that is inside a project. */
         const char *cwd = c->n_projects ? c->projects[0].path : "/";
         for (size_t i = 0; c->cwd && i < c->n_projects; i++)
-                if (under(c->cwd, c->projects[i].path))
+                if (nsr_path_under(c->cwd, c->projects[i].path))
                         cwd = c->cwd;
         p->chdir = nsr_strdup(cwd);
 

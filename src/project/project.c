@@ -250,6 +250,19 @@ static int capture_live(project_entry *e, int run_fd, size_t i, nsr_error *err) 
         return 0;
 }
 
+/* Live writes whose run could not be recorded: the changes stay in place,
+ * and so does the snapshot, which the message names. */
+static void not_recorded(nsr_project *pj, project_entry *e, size_t i, const nsr_error *err, nsr_project_outcome *o) {
+        char buf[NSR_ERROR_MSG_MAX + 256];
+        nsr_error_format(err, buf, sizeof(buf));
+        nsr_strv_extend(&e->errors, buf);
+        msg(o,
+            "nsrun: %s: the changes are in place, but the run could not be recorded for undo: %s; the "
+            "snapshot stays in %s/backup/p%zu",
+            e->path, buf, pj->run_dir, i);
+        o->exit_code = NSR_EXIT_FAILURE;
+}
+
 /* The changes are in place already: protected paths go back, and the run
  * is recorded as an apply that is done (so undo works), or with --discard
  * everything goes back. lock_err: the project's lock could not be taken;
@@ -295,30 +308,15 @@ static void settle_live(nsr_project *pj, project_entry *e, int run_fd, size_t i,
                 r = nsr_protect_enforce(e->changes, &pc, e->protected_changes, &ae);
         }
         if (lock_err) {
-                char buf[NSR_ERROR_MSG_MAX + 256];
-                nsr_error_format(lock_err, buf, sizeof(buf));
-                nsr_strv_extend(&e->errors, buf);
-                msg(o,
-                    "nsrun: %s: the changes are in place, but the run could not be recorded for undo: %s; the "
-                    "snapshot stays in %s/backup/p%zu",
-                    e->path, buf, pj->run_dir, i);
+                not_recorded(pj, e, i, lock_err, o);
                 e->outcome = NSR_OUTCOME_FAILED;
-                o->exit_code = NSR_EXIT_FAILURE;
                 return;
         }
         if (r >= 0)
                 r = nsr_commit_record_live(e->changes, &lo, &e->commit, &ae);
         e->outcome = NSR_OUTCOME_COMMITTED;
-        if (r < 0) {
-                char buf[NSR_ERROR_MSG_MAX + 256];
-                nsr_error_format(&ae, buf, sizeof(buf));
-                nsr_strv_extend(&e->errors, buf);
-                msg(o,
-                    "nsrun: %s: the changes are in place, but the run could not be recorded for undo: %s; the "
-                    "snapshot stays in %s/backup/p%zu",
-                    e->path, buf, pj->run_dir, i);
-                o->exit_code = NSR_EXIT_FAILURE;
-        }
+        if (r < 0)
+                not_recorded(pj, e, i, &ae, o);
 }
 
 /* Less free than this after the command: it filled the state dir. */

@@ -13,13 +13,6 @@
 
 #define CONFIG_MAX ((size_t) 1 << 20)
 
-static inline bool under(const char *path, const char *dir) {
-        if (!*dir)
-                return true;
-        size_t l = strlen(dir);
-        return strncmp(path, dir, l) == 0 && (path[l] == '/' || path[l] == '\0');
-}
-
 /* protectrules.c: the regular file path below fd, at most CONFIG_MAX. */
 int protect_read_at(int fd, const char *path, char **ret, size_t *ret_len);
 /* protectrules.c: the rules a scan classifies with. */

@@ -22,7 +22,7 @@
 /* ---- the pure core ------------------------------------------------------------ */
 
 static bool first_is(const char *rel, const char *name) {
-        return under(rel, name);
+        return nsr_path_under(rel, name);
 }
 
 nsr_protect_verdict nsr_protect_git_entry(const char *rel, bool is_new, nsr_entry_type type, bool deleted,
@@ -283,7 +283,7 @@ nsr_protect_verdict nsr_protect_classify(const nsr_protect_rules *rules, const n
         }
         /* The project-local profile (nsrun-profile(5)) configures the next
          * run on this project: nsrun's own, so not left to protect.list. */
-        if (under(c->path, ".nsrun")) {
+        if (nsr_path_under(c->path, ".nsrun")) {
                 *ret_reason = "the project-local profile configures the next run";
                 return NSR_PROTECT_DROP;
         }
@@ -291,7 +291,7 @@ nsr_protect_verdict nsr_protect_classify(const nsr_protect_rules *rules, const n
         const char *why = NULL;
         for (size_t i = 0; i < rules->n_gitdirs; i++) {
                 const nsr_protect_gitdir *g = &rules->gitdirs[i];
-                if (!under(c->path, g->path) || streq(c->path, g->path))
+                if (!nsr_path_under(c->path, g->path) || streq(c->path, g->path))
                         continue;
                 const char *rel = c->path + strlen(g->path) + (*g->path ? 1 : 0);
                 const char *r = NULL;
@@ -306,7 +306,7 @@ nsr_protect_verdict nsr_protect_classify(const nsr_protect_rules *rules, const n
                 }
         }
         for (size_t i = 0; rules->hooks && rules->hooks[i]; i++)
-                if (*rules->hooks[i] ? under(c->path, rules->hooks[i]) : is_hook_name(c->path)) {
+                if (*rules->hooks[i] ? nsr_path_under(c->path, rules->hooks[i]) : is_hook_name(c->path)) {
                         *ret_reason = "git runs the hooks in core.hooksPath";
                         return NSR_PROTECT_DROP;
                 }

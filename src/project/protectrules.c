@@ -108,7 +108,7 @@ void protect_find_gitdirs(nsr_protect_rules *r, const nsr_changeset *cs, int bef
                 const nsr_change *c = &cs->changes[i];
                 if (nsr_changeset_path_is_root(c->path))
                         continue; /* the root ("") is considered above */
-                while (depth > 0 && !under(c->path, stack[depth - 1])) {
+                while (depth > 0 && !nsr_path_under(c->path, stack[depth - 1])) {
                         free(stack[--depth]);
                         stack[depth] = NULL;
                 }
@@ -159,7 +159,7 @@ static char *project_relative(const char *project, const char *path) {
         }
         out[o] = '\0';
         char *rel = NULL;
-        if (!streq(project, "/") && under(out, project))
+        if (!streq(project, "/") && nsr_path_under(out, project))
                 rel = nsr_strdup(out[strlen(project)] == '/' ? out + strlen(project) + 1 : "");
         free(out);
         return rel;

@@ -43,8 +43,8 @@ static char *decode_path(const char *hex) {
 }
 
 static bool at_or_below(const char *path, const char *top) {
-        size_t l = strlen(top);
-        return strncmp(path, top, l) == 0 && (path[l] == '\0' || path[l] == '/');
+        /* The root's own conflict ("") holds no other path. */
+        return *top ? nsr_path_under(path, top) : !*path;
 }
 
 /* ---- the open conflicts ---------------------------------------------------------- */

@@ -64,13 +64,6 @@ int nsr_confine_list_dir(const char *dir, char ***ret, void *userdata) {
         return 0;
 }
 
-static bool is_under(const char *path, const char *dir) {
-        size_t l = strlen(dir);
-        if (l == 1 && dir[0] == '/')
-                return path[0] == '/';
-        return strncmp(path, dir, l) == 0 && (path[l] == '/' || path[l] == '\0');
-}
-
 static int str_cmp(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
@@ -86,7 +79,8 @@ static int expand_around(const char *root, char *const *excluded, nsr_confine_li
         for (size_t i = 0; excluded[i]; i++) {
                 bool covered = false;
                 for (size_t k = 0; excluded[k] && !covered; k++)
-                        if (k != i && is_under(excluded[i], excluded[k]) && (!streq(excluded[i], excluded[k]) || k < i))
+                        if (k != i && nsr_path_under(excluded[i], excluded[k]) &&
+                            (!streq(excluded[i], excluded[k]) || k < i))
                                 covered = true;
                 if (!covered)
                         nsr_strv_extend(&top, excluded[i]);
@@ -615,7 +609,7 @@ int nsr_confine_rules(const nsr_confine_paths *in, nsr_landlock_rules *ret, nsr_
          * hidden (Landlock only adds): refuse rather than show it. */
         for (char *const *h = in->hidden; h && *h; h++)
                 for (char **w = writable; *w; w++)
-                        if (is_under(*h, *w) && !streq(*w, in->tmpdir))
+                        if (nsr_path_under(*h, *w) && !streq(*w, in->tmpdir))
                                 return nsr_error_setx(err, EINVAL,
                                                       "%s would be writable, but %s inside it must stay hidden, which "
                                                       "Landlock cannot do (it can only grant): best-effort mode "
@@ -665,7 +659,7 @@ int nsr_confine_rules(const nsr_confine_paths *in, nsr_landlock_rules *ret, nsr_
                 _cleanup_free_ char *p = canonical(*p0);
                 _cleanup_strv_free_ char **below = nsr_malloc0(sizeof(char *));
                 for (char **h = hidden; *h; h++)
-                        if (is_under(*h, p) && !streq(*h, p))
+                        if (nsr_path_under(*h, p) && !streq(*h, p))
                                 nsr_strv_extend(&below, *h);
                 if (!below[0]) {
                         nsr_strv_extend(&r.read, p);

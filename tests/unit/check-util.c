@@ -334,6 +334,47 @@ START_TEST(test_path_normalize) {
 }
 END_TEST
 
+START_TEST(test_path_under) {
+        static const struct {
+                const char *path, *dir;
+                bool under;
+        } cases[] = {
+                /* exact, and below */
+                { "/a/b", "/a/b", true },
+                { "/a/b/c", "/a/b", true },
+                { "/a/b/c/d", "/a/b", true },
+                /* a sibling that shares the prefix is not below */
+                { "/a/bc", "/a/b", false },
+                { "/a/b.c", "/a/b", false },
+                { "/a", "/a/b", false },
+                { "/x/a/b", "/a/b", false },
+                /* trailing slashes */
+                { "/a/b/c", "/a/b/", true },
+                { "/a/b", "/a/b//", true },
+                { "/a/b/", "/a/b", true },
+                { "/a/bc", "/a/b/", false },
+                /* the root */
+                { "/", "/", true },
+                { "/a", "/", true },
+                { "/a/b", "//", true },
+                { "a", "/", false },
+                /* relative paths, and their root "" */
+                { "a", "", true },
+                { "", "", true },
+                { "/a", "", false },
+                { ".git", ".git", true },
+                { ".git/hooks/x", ".git", true },
+                { ".github", ".git", false },
+                { "a/b", "a/", true },
+                { "b/a", "a", false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                ck_assert_msg(nsr_path_under(cases[i].path, cases[i].dir) == cases[i].under,
+                              "nsr_path_under(\"%s\", \"%s\") should be %s", cases[i].path, cases[i].dir,
+                              cases[i].under ? "true" : "false");
+}
+END_TEST
+
 /* ---- full reads and writes ------------------------------------------------ */
 
 /* A pipe whose read end holds exactly len bytes of data and then EOF. */
@@ -767,6 +808,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_startswith_endswith);
         tcase_add_test(tc, test_path_join);
         tcase_add_test(tc, test_path_normalize);
+        tcase_add_test(tc, test_path_under);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("io");
