@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The run subcommands: diff, commit, discard, undo, history, gc.
+/* The run subcommands: commit, discard, undo, history, gc (diff.c: diff).
  * Front ends: they print and pick exit codes (0 success, 1 failure, 3 when
  * undo refused some paths). */
 #include "config.h"
@@ -20,6 +20,7 @@
 #include "cli/plan.h"
 #include "cli/subopts.h"
 #include "cmd/cmd.h"
+#include "cmd/runs-internal.h"
 #include "project/orphan.h"
 #include "project/project.h"
 #include "project/report.h"
@@ -28,28 +29,9 @@
 #include "txn/journal.h"
 #include "txn/state.h"
 
-/* Every line these subcommands print: names, link targets, paths and
- * messages may come from a sandboxed command, so the whole line goes
- * through the one escaping function (utf8.h), which is idempotent on the
- * names escaped already. A diff's body goes through textdiff.c instead. */
-#define say nsr_utf8_fprintf_line
-
 extern char **environ;
 
-#define DIFF_MAX_FILE (8u << 20)
-
-typedef struct args {
-        const char *state_dir;
-        const char *project;
-        const char *run;
-        bool json, force, help;
-        long keep_days;        /* -1: default */
-        long limit;            /* history --limit; 0: all */
-        uint64_t backup_limit; /* 0: default */
-        nsr_conflict_mode on_conflict;
-} args;
-
-static void err_print(const nsr_error *e) {
+void runs_err_print(const nsr_error *e) {
         nsr_cmd_print_error(e);
 }
 
@@ -59,7 +41,7 @@ static void err_print(const nsr_error *e) {
  * it would then land somewhere else. So the fd must still be the recorded
  * dir (st_dev, st_ino), and reached by the recorded path itself, with no
  * symlink on the way. Prints why it refuses. */
-static int open_project_dir(const nsr_run_meta *m, size_t i) {
+int runs_open_project_dir(const nsr_run_meta *m, size_t i) {
         const char *path = m->projects[i];
         _cleanup_close_ int fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0 && errno != ENOTDIR && errno != ELOOP) {
@@ -92,7 +74,7 @@ static int check_projects(const nsr_run_meta *m, ssize_t only) {
         for (size_t i = 0; m->projects && m->projects[i]; i++) {
                 if (only >= 0 && (size_t) only != i)
                         continue;
-                int fd = open_project_dir(m, i);
+                int fd = runs_open_project_dir(m, i);
                 if (fd < 0)
                         return -1;
                 close(fd);
@@ -106,7 +88,7 @@ static int check_projects(const nsr_run_meta *m, ssize_t only) {
 static int open_project(int statefd, const nsr_run_meta *m, size_t i, int *ret_fd, int *ret_lock, size_t *ret_n) {
         nsr_error e = { 0 };
         const char *path = m->projects[i];
-        _cleanup_close_ int fd = open_project_dir(m, i);
+        _cleanup_close_ int fd = runs_open_project_dir(m, i);
         if (fd < 0)
                 return -1;
         _cleanup_close_ int lock = nsr_project_lock(statefd, path, &e);
@@ -115,7 +97,7 @@ static int open_project(int statefd, const nsr_run_meta *m, size_t i, int *ret_f
                 return -1;
         }
         if (nsr_commit_recover(statefd, path, fd, ret_n, &e) < 0) {
-                err_print(&e);
+                runs_err_print(&e);
                 return -1;
         }
         *ret_fd = TAKE_FD(fd);
@@ -123,26 +105,6 @@ static int open_project(int statefd, const nsr_run_meta *m, size_t i, int *ret_f
         return 0;
 }
 
-/* The options of these subcommands: one table each, one handler. */
-typedef enum run_opt {
-        RUN_OPT_STATE_DIR,
-        RUN_OPT_PROJECT,
-        RUN_OPT_JSON,
-        RUN_OPT_FORCE,
-        RUN_OPT_KEEP_DAYS,
-        RUN_OPT_LIMIT,
-        RUN_OPT_BACKUP_LIMIT,
-        RUN_OPT_ON_CONFLICT,
-} run_opt;
-
-#define OPT_STATE_DIR                                                                                                  \
-        { "--state-dir", NULL, RUN_OPT_STATE_DIR, 1, "DIR", "The state dir (default: as project mode uses it)" }
-#define OPT_PROJECT                                                                                                    \
-        { "--project", "-p", RUN_OPT_PROJECT, 1, "DIR", "The runs of the project at DIR" }
-#define OPT_END                                                                                                        \
-        { NULL, NULL, 0, 0, NULL, NULL }
-
-static const nsr_subopt diff_opts[] = { OPT_STATE_DIR, OPT_PROJECT, OPT_END };
 static const nsr_subopt run_opts[] = { OPT_STATE_DIR, OPT_END };
 static const nsr_subopt commit_opts[] = {
         OPT_STATE_DIR,
@@ -171,17 +133,6 @@ static const nsr_subopt gc_opts[] = {
         OPT_END,
 };
 
-static const nsr_subcmd diff_cmd = {
-        "diff",
-        "[RUN]",
-        "Show what a kept run changed: a unified diff for text files, one line for the rest.\n"
-        "Without RUN: the latest run of the project at DIR, or at the current dir.\n"
-        "An applied run shows what it applied (its backups against the project now).\n"
-        "On a terminal, control characters in the text are shown as signs, never sent.\n",
-        1,
-        0,
-        diff_opts,
-};
 static const nsr_subcmd commit_cmd = { "commit", "RUN", "Apply a kept run to its projects, as one transaction.\n",
                                        1,        0,     commit_opts };
 static const nsr_subcmd discard_cmd = { "discard", "RUN", "Drop a kept run.\n", 1, 0, run_opts };
@@ -246,7 +197,7 @@ static int run_option(void *userdata, const nsr_subopt *o, const char *val, nsr_
 }
 
 /* Prints what is wrong and returns -EINVAL, or 0 with *a filled. */
-static int parse_args(int argc, char **argv, const nsr_subcmd *c, args *a) {
+int runs_parse_args(int argc, char **argv, const nsr_subcmd *c, args *a) {
         *a = (args){ .keep_days = -1 };
         nsr_error e = { 0 };
         nsr_subargs sa;
@@ -255,17 +206,17 @@ static int parse_args(int argc, char **argv, const nsr_subcmd *c, args *a) {
         a->run = sa.n_operands ? sa.operands[0] : NULL;
         nsr_subargs_done(&sa);
         if (r < 0) {
-                err_print(&e);
+                runs_err_print(&e);
                 return -EINVAL;
         }
         return 0;
 }
 
-static int open_state(const args *a, char **ret_dir) {
+int runs_open_state(const args *a, char **ret_dir) {
         nsr_error e = { 0 };
         _cleanup_free_ char *dir = NULL, *note = NULL;
         if (nsr_state_dir_choose(a->state_dir, environ, false, &dir, &note, &e) < 0) {
-                err_print(&e);
+                runs_err_print(&e);
                 return -1;
         }
         int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -281,23 +232,23 @@ static int open_state(const args *a, char **ret_dir) {
         return fd;
 }
 
-static int open_run(int statefd, const char *run, nsr_run_meta *meta) {
+int runs_open_run(int statefd, const char *run, nsr_run_meta *meta) {
         nsr_error e = { 0 };
         int fd = nsr_run_open(statefd, run, &e);
         if (fd < 0) {
-                err_print(&e);
+                runs_err_print(&e);
                 return -1;
         }
         if (nsr_run_meta_read(fd, meta, &e) < 0) {
                 nsr_error_prefix(&e, "run %s", run);
-                err_print(&e);
+                runs_err_print(&e);
                 close(fd);
                 return -1;
         }
         return fd;
 }
 
-static char *realpath_or_self(const char *p) {
+char *runs_realpath_or_self(const char *p) {
         char *r = realpath(p, NULL);
         return r ? r : nsr_strdup(p);
 }
@@ -320,227 +271,6 @@ static bool run_changed(const nsr_run_meta *m, int i) {
                                 return true;
         }
         return false;
-}
-
-/* ---- diff --------------------------------------------------------------- */
-
-static int read_at(int dirfd, const char *path, char **ret, size_t *ret_len) {
-        /* O_NONBLOCK: the project as it is now may hold a fifo at the
-         * path, whose open would wait for a writer. */
-        int fd = nsr_openat2(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
-                             RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
-        if (fd < 0)
-                return -errno;
-        struct stat st;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t) st.st_size > DIFF_MAX_FILE) {
-                close(fd);
-                return -EFBIG;
-        }
-        int r = nsr_read_all(fd, DIFF_MAX_FILE, ret, ret_len);
-        close(fd);
-        return r;
-}
-
-static void diff_change(int upper, int project, const nsr_change *c) {
-        _cleanup_free_ char *shown = nsr_utf8_escape(c->path);
-        if (c->old.exists && c->kind != NSR_CHANGE_DELETED && c->type != NSR_ENTRY_SYMLINK &&
-            c->old.type != NSR_ENTRY_SYMLINK && (c->old.mode & 07777) != (c->mode & 07777))
-                say(stdout, "mode %s %04o -> %04o\n", shown, (unsigned) (c->old.mode & 07777),
-                    (unsigned) (c->mode & 07777));
-        if (c->type != NSR_ENTRY_FILE || c->kind == NSR_CHANGE_METADATA_CHANGED ||
-            (c->kind == NSR_CHANGE_TYPE_CHANGED && c->old.type != NSR_ENTRY_FILE)) {
-                const char *k = nsr_change_kind_to_string(c->kind);
-                if (c->type == NSR_ENTRY_SYMLINK && c->target) {
-                        _cleanup_free_ char *t = nsr_utf8_escape(c->target);
-                        say(stdout, "%s %s %s -> %s\n", k, nsr_entry_type_to_string(c->type), shown, t);
-                } else if (c->kind == NSR_CHANGE_DELETED && c->type == NSR_ENTRY_DIR)
-                        say(stdout, "%s dir %s (%llu entries below)\n", k, shown, (unsigned long long) c->descendants);
-                else
-                        say(stdout, "%s %s %s (mode %04o)\n", k, nsr_entry_type_to_string(c->type), shown,
-                            (unsigned) c->mode);
-                return;
-        }
-        _cleanup_free_ char *a = NULL, *b = NULL;
-        size_t al = 0, bl = 0;
-        int ra = 0, rb = 0;
-        if (c->old.exists && c->old.type == NSR_ENTRY_FILE)
-                ra = read_at(project, c->path, &a, &al);
-        else
-                a = nsr_strdup("");
-        if (c->kind != NSR_CHANGE_DELETED)
-                rb = read_at(upper, c->path, &b, &bl);
-        else
-                b = nsr_strdup("");
-        if (ra < 0 || rb < 0) {
-                say(stdout, "%s file %s: too large to show (%llu bytes)\n", nsr_change_kind_to_string(c->kind), shown,
-                    (unsigned long long) c->size);
-                return;
-        }
-        _cleanup_free_ char *la = c->old.exists ? nsr_asprintf("a/%s", shown) : nsr_strdup("/dev/null");
-        _cleanup_free_ char *lb = c->kind != NSR_CHANGE_DELETED ? nsr_asprintf("b/%s", shown) : nsr_strdup("/dev/null");
-        /* As git says it: a program that reads diffs knows the line. */
-        if (!nsr_diff_is_text(a, al) || !nsr_diff_is_text(b, bl)) {
-                say(stdout, "Binary files %s and %s differ\n", la, lb);
-                return;
-        }
-        nsr_error e = { 0 };
-        if (nsr_diff_unified(a, al, b, bl, la, lb, stdout, isatty(STDOUT_FILENO) == 1, &e) < 0)
-                say(stdout, "%s file %s: too many differences to show\n", nsr_change_kind_to_string(c->kind), shown);
-}
-
-/* An applied run: what it applied, from its journal, with the originals
- * from its backups and the new side as the project has it now. -1 when
- * there is no journal to read (nothing applied, or pruned). */
-static int diff_applied(int run_fd, size_t i, const nsr_run_meta *m) {
-        char rel[32];
-        snprintf(rel, sizeof(rel), "journal/p%zu", i);
-        _cleanup_close_ int jfd = openat(run_fd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        _cleanup_(nsr_journal_freep) nsr_journal *j = NULL;
-        nsr_error e = { 0 };
-        if (jfd < 0 || nsr_journal_read(jfd, false, &j, &e) < 0)
-                return -1;
-        snprintf(rel, sizeof(rel), "backup/p%zu", i);
-        _cleanup_close_ int backup = openat(run_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        _cleanup_close_ int project = open(m->projects[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (project < 0 || backup < 0)
-                return -1;
-        say(stdout, "# %s (run %s, %s): what it applied; the new side is the project as it is now\n", m->projects[i],
-            m->run_id, nsr_outcome_to_string(m->state));
-        for (size_t k = 0; k < j->n_steps; k++) {
-                const nsr_step *s = &j->steps[k];
-                nsr_change c = { .path = s->path };
-                switch (s->op) {
-                case NSR_STEP_PLACE:
-                        c.kind = NSR_CHANGE_CREATED;
-                        c.type = s->new_id.type;
-                        c.mode = s->new_id.mode;
-                        break;
-                case NSR_STEP_REPLACE:
-                case NSR_STEP_WRITE:
-                        c.kind = s->new_id.type == s->orig.type ? NSR_CHANGE_MODIFIED : NSR_CHANGE_TYPE_CHANGED;
-                        c.type = s->new_id.type;
-                        c.mode = s->new_id.mode;
-                        c.old = (nsr_entry_old){ .exists = true, .type = s->orig.type, .mode = s->orig.mode };
-                        break;
-                case NSR_STEP_REMOVE:
-                        c.kind = NSR_CHANGE_DELETED;
-                        c.type = s->orig.type;
-                        c.mode = s->orig.mode;
-                        c.old = (nsr_entry_old){ .exists = true, .type = s->orig.type, .mode = s->orig.mode };
-                        break;
-                case NSR_STEP_META:
-                        c.kind = NSR_CHANGE_METADATA_CHANGED;
-                        c.type = NSR_ENTRY_DIR;
-                        c.mode = s->new_mode;
-                        break;
-                case _NSR_STEP_OP_MAX:
-                case _NSR_STEP_OP_INVALID:
-                        continue;
-                }
-                diff_change(project, backup, &c);
-        }
-        return 0;
-}
-
-/* The newest run of the project at dir (or the current dir, or the
- * project the current dir is inside), printing why when there is none. */
-static char *latest_run_here(int statefd, const char *dir) {
-        _cleanup_free_ char *here = realpath_or_self(dir ? dir : ".");
-        nsr_error e = { 0 };
-        _cleanup_strv_free_ char **runs = NULL;
-        if (nsr_state_list_runs(statefd, &runs, &e) < 0) {
-                err_print(&e);
-                return NULL;
-        }
-        for (size_t i = 0; runs && runs[i]; i++) {
-                _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
-                _cleanup_close_ int fd = nsr_run_open(statefd, runs[i], &e);
-                if (fd < 0 || nsr_run_meta_read(fd, &m, &e) < 0)
-                        continue;
-                for (size_t k = 0; m.projects && m.projects[k]; k++)
-                        if (nsr_path_is_below(here, m.projects[k]) || streq(here, m.projects[k]))
-                                return nsr_strdup(runs[i]);
-        }
-        say(stderr, "nsrun: diff: no run of a project at %s (give a RUN, or -p DIR)\n", here);
-        return NULL;
-}
-
-int nsr_cmd_diff(int argc, char **argv) {
-        args a;
-        if (parse_args(argc, argv, &diff_cmd, &a) < 0)
-                return NSR_EXIT_USAGE;
-        if (a.help) {
-                nsr_subopts_help(stdout, &diff_cmd);
-                return 0;
-        }
-        _cleanup_close_ int statefd = open_state(&a, NULL);
-        if (statefd < 0)
-                return 1;
-        _cleanup_free_ char *latest = NULL;
-        if (!a.run) {
-                latest = latest_run_here(statefd, a.project);
-                if (!latest)
-                        return 1;
-                a.run = latest;
-        }
-        _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
-        _cleanup_close_ int run_fd = open_run(statefd, a.run, &m);
-        if (run_fd < 0)
-                return 1;
-        for (size_t i = 0; m.projects && m.projects[i]; i++) {
-                char rel[32];
-                snprintf(rel, sizeof(rel), "p%zu/upper", i);
-                _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                if (upper < 0) {
-                        if (diff_applied(run_fd, i, &m) == 0)
-                                continue;
-                        say(stdout,
-                            "# %s: the run is %s; its layers are gone (%lu created, %lu modified, %lu deleted)\n",
-                            m.projects[i], nsr_outcome_to_string(m.state), m.counts[i][0], m.counts[i][1],
-                            m.counts[i][2]);
-                        continue;
-                }
-                _cleanup_close_ int project = open_project_dir(&m, i);
-                if (project < 0)
-                        return 1;
-                _cleanup_(nsr_changeset_freep) nsr_changeset *cs = NULL;
-                _cleanup_(nsr_protect_result_freep) nsr_protect_result *prot = NULL;
-                nsr_error e = { 0 };
-                if (nsr_project_capture(run_fd, i, project, m.projects[i], &cs, &prot, &e) < 0) {
-                        nsr_error_prefix(&e, "%s", m.projects[i]);
-                        err_print(&e);
-                        return 1;
-                }
-                say(stdout, "# %s (run %s, %s)\n", m.projects[i], m.run_id, nsr_outcome_to_string(m.state));
-                _cleanup_close_ int upper_rd = openat(run_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                for (size_t k = 0; k < cs->n_changes; k++)
-                        diff_change(upper_rd >= 0 ? upper_rd : upper, project, &cs->changes[k]);
-                for (size_t k = 0; k < prot->n_notes; k++) {
-                        const nsr_protect_note *n = &prot->notes[k];
-                        _cleanup_free_ char *s = nsr_utf8_escape(n->path);
-                        switch (n->action) {
-                        case NSR_PROTECT_DROPPED:
-                                say(stdout, "protected %s (will not be applied: %s)\n", s, n->reason);
-                                break;
-                        case NSR_PROTECT_CONFIG_REDUCED:
-                                say(stdout, "protected %s (will be reduced to git config keys that run nothing)\n", s);
-                                break;
-                        case NSR_PROTECT_MODE_REDUCED:
-                                say(stdout, "protected %s (mode %04o requested, %04o will be applied)\n", s,
-                                    (unsigned) n->requested, (unsigned) n->mode);
-                                break;
-                        case NSR_PROTECT_XATTR_DROPPED: {
-                                _cleanup_free_ char *x = nsr_utf8_escape(n->detail ? n->detail : "");
-                                say(stdout, "protected %s (xattr %s will be stripped)\n", s, x);
-                                break;
-                        }
-                        case _NSR_PROTECT_ACTION_MAX:
-                        case _NSR_PROTECT_ACTION_INVALID:
-                                break;
-                        }
-                }
-        }
-        return 0;
 }
 
 /* ---- commit and discard --------------------------------------------------- */
@@ -578,18 +308,18 @@ static void print_settled(const char *project, const nsr_commit_result *res, nsr
 
 int nsr_cmd_commit(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, &commit_cmd, &a) < 0)
+        if (runs_parse_args(argc, argv, &commit_cmd, &a) < 0)
                 return NSR_EXIT_USAGE;
         if (a.help || !a.run) {
                 nsr_subopts_help(a.help ? stdout : stderr, &commit_cmd);
                 return a.help ? 0 : NSR_EXIT_USAGE;
         }
         _cleanup_free_ char *state_dir = NULL;
-        _cleanup_close_ int statefd = open_state(&a, &state_dir);
+        _cleanup_close_ int statefd = runs_open_state(&a, &state_dir);
         if (statefd < 0)
                 return 1;
         _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
-        _cleanup_close_ int run_fd = open_run(statefd, a.run, &m);
+        _cleanup_close_ int run_fd = runs_open_run(statefd, a.run, &m);
         if (run_fd < 0)
                 return 1;
         if (m.state != NSR_OUTCOME_KEPT) {
@@ -629,7 +359,7 @@ int nsr_cmd_commit(int argc, char **argv) {
                         nsr_project_inherit_groups(run_fd, i, project, cs);
                 if (!cs || nsr_project_protect(run_fd, i, project, m.projects[i], cs, prot, &e) < 0) {
                         nsr_error_prefix(&e, "%s", m.projects[i]);
-                        err_print(&e);
+                        runs_err_print(&e);
                         rc = 1;
                         continue;
                 }
@@ -637,7 +367,7 @@ int nsr_cmd_commit(int argc, char **argv) {
                 _cleanup_close_ int upper = openat(run_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
                 if (upper < 0) {
                         nsr_error_set(&e, errno, "%s: cannot open the upper layer %s", m.projects[i], rel);
-                        err_print(&e);
+                        runs_err_print(&e);
                         rc = 1;
                         continue;
                 }
@@ -658,7 +388,7 @@ int nsr_cmd_commit(int argc, char **argv) {
                 };
                 if (nsr_commit_apply(cs, &co, &res, &e) < 0) {
                         nsr_error_prefix(&e, "%s: the apply failed and was rolled back", m.projects[i]);
-                        err_print(&e);
+                        runs_err_print(&e);
                         rc = 1;
                         nsr_commit_result_done(&res);
                         continue;
@@ -722,7 +452,7 @@ int nsr_cmd_commit(int argc, char **argv) {
         if (nsr_run_meta_write(run_fd, &m, &e) < 0) {
                 nsr_error_prefix(&e, "run %s is %s, but its state could not be recorded", m.run_id,
                                  nsr_outcome_to_string(m.state));
-                err_print(&e);
+                runs_err_print(&e);
                 return 1;
         }
         return rc;
@@ -730,17 +460,17 @@ int nsr_cmd_commit(int argc, char **argv) {
 
 int nsr_cmd_discard(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, &discard_cmd, &a) < 0)
+        if (runs_parse_args(argc, argv, &discard_cmd, &a) < 0)
                 return NSR_EXIT_USAGE;
         if (a.help || !a.run) {
                 nsr_subopts_help(a.help ? stdout : stderr, &discard_cmd);
                 return a.help ? 0 : NSR_EXIT_USAGE;
         }
-        _cleanup_close_ int statefd = open_state(&a, NULL);
+        _cleanup_close_ int statefd = runs_open_state(&a, NULL);
         if (statefd < 0)
                 return 1;
         _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
-        _cleanup_close_ int run_fd = open_run(statefd, a.run, &m);
+        _cleanup_close_ int run_fd = runs_open_run(statefd, a.run, &m);
         if (run_fd < 0)
                 return 1;
         /* A run still marked running whose nsrun is gone (killed, or it
@@ -759,14 +489,14 @@ int nsr_cmd_discard(int argc, char **argv) {
                 nsr_error e = { 0 };
                 snprintf(rel, sizeof(rel), "p%zu", i);
                 if (nsr_rm_rf_at(run_fd, rel, &e) < 0) {
-                        err_print(&e);
+                        runs_err_print(&e);
                         return 1;
                 }
         }
         m.state = NSR_OUTCOME_DISCARDED;
         nsr_error e = { 0 };
         if (nsr_run_meta_write(run_fd, &m, &e) < 0) {
-                err_print(&e);
+                runs_err_print(&e);
                 return 1;
         }
         say(stderr, "nsrun: run %s discarded\n", m.run_id);
@@ -785,7 +515,7 @@ static char *last_undoable_run(int statefd, const char *project) {
         nsr_error e = { 0 };
         _cleanup_strv_free_ char **runs = NULL;
         if (nsr_state_list_runs(statefd, &runs, &e) < 0) {
-                err_print(&e);
+                runs_err_print(&e);
                 return NULL;
         }
         for (size_t i = 0; runs[i]; i++) {
@@ -830,7 +560,7 @@ static int undo_projects(int statefd, int run_fd, const nsr_run_meta *m, const c
                                      .undo_run_id = undo_id };
                 if (nsr_commit_undo(&uo, &ur, &e) < 0) {
                         nsr_error_prefix(&e, "%s: the undo failed and was rolled back", m->projects[i]);
-                        err_print(&e);
+                        runs_err_print(&e);
                         rc = 1;
                         nsr_undo_result_done(&ur);
                         continue;
@@ -850,23 +580,23 @@ static int undo_projects(int statefd, int run_fd, const nsr_run_meta *m, const c
 
 int nsr_cmd_undo(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, &undo_cmd, &a) < 0)
+        if (runs_parse_args(argc, argv, &undo_cmd, &a) < 0)
                 return NSR_EXIT_USAGE;
         if (a.help || (!a.run && !a.project)) {
                 nsr_subopts_help(a.help ? stdout : stderr, &undo_cmd);
                 return a.help ? 0 : NSR_EXIT_USAGE;
         }
         _cleanup_free_ char *state_dir = NULL;
-        _cleanup_close_ int statefd = open_state(&a, &state_dir);
+        _cleanup_close_ int statefd = runs_open_state(&a, &state_dir);
         if (statefd < 0)
                 return 1;
-        _cleanup_free_ char *project = a.project ? realpath_or_self(a.project) : NULL;
+        _cleanup_free_ char *project = a.project ? runs_realpath_or_self(a.project) : NULL;
         _cleanup_free_ char *run = a.run ? nsr_strdup(a.run) : last_undoable_run(statefd, project);
         nsr_error e = { 0 };
         if (!run)
                 return 1;
         _cleanup_(nsr_run_meta_done) nsr_run_meta m = { 0 };
-        _cleanup_close_ int run_fd = open_run(statefd, run, &m);
+        _cleanup_close_ int run_fd = runs_open_run(statefd, run, &m);
         if (run_fd < 0)
                 return 1;
         if (!applied_state(m.state)) {
@@ -886,7 +616,7 @@ int nsr_cmd_undo(int argc, char **argv) {
         nsr_run_id_new(undo_id);
         _cleanup_close_ int undo_fd = nsr_run_create(statefd, undo_id, 0, &e);
         if (undo_fd < 0) {
-                err_print(&e);
+                runs_err_print(&e);
                 return 1;
         }
         struct timespec now;
@@ -904,7 +634,7 @@ int nsr_cmd_undo(int argc, char **argv) {
         /* An undo that could not be recorded could not be undone itself. */
         if (nsr_run_meta_write(undo_fd, &um, &e) < 0) {
                 free(um.counts);
-                err_print(&e);
+                runs_err_print(&e);
                 _cleanup_free_ char *rel = nsr_asprintf("runs/%s", undo_id);
                 nsr_error re = { 0 };
                 (void) nsr_rm_rf_at(statefd, rel, &re);
@@ -916,7 +646,7 @@ int nsr_cmd_undo(int argc, char **argv) {
         um.state = rc ? NSR_OUTCOME_FAILED : NSR_OUTCOME_COMMITTED;
         if (nsr_run_meta_write(undo_fd, &um, &e) < 0) {
                 nsr_error_prefix(&e, "undo run %s: its outcome could not be recorded", undo_id);
-                err_print(&e);
+                runs_err_print(&e);
                 rc = 1;
         }
         free(um.counts);
@@ -926,7 +656,7 @@ int nsr_cmd_undo(int argc, char **argv) {
                 m.state = NSR_OUTCOME_UNDONE;
                 if (nsr_run_meta_write(run_fd, &m, &e) < 0) {
                         nsr_error_prefix(&e, "run %s is undone, but that could not be recorded", m.run_id);
-                        err_print(&e);
+                        runs_err_print(&e);
                         rc = 1;
                 }
         }
@@ -941,20 +671,20 @@ int nsr_cmd_undo(int argc, char **argv) {
 
 int nsr_cmd_history(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, &history_cmd, &a) < 0)
+        if (runs_parse_args(argc, argv, &history_cmd, &a) < 0)
                 return NSR_EXIT_USAGE;
         if (a.help) {
                 nsr_subopts_help(stdout, &history_cmd);
                 return 0;
         }
-        _cleanup_close_ int statefd = open_state(&a, NULL);
+        _cleanup_close_ int statefd = runs_open_state(&a, NULL);
         if (statefd < 0)
                 return a.json ? (puts("[]"), 0) : 0;
-        _cleanup_free_ char *project = a.project ? realpath_or_self(a.project) : NULL;
+        _cleanup_free_ char *project = a.project ? runs_realpath_or_self(a.project) : NULL;
         nsr_error e = { 0 };
         _cleanup_strv_free_ char **runs = NULL;
         if (nsr_state_list_runs(statefd, &runs, &e) < 0) {
-                err_print(&e);
+                runs_err_print(&e);
                 return 1;
         }
         _cleanup_(nsr_json_freep) nsr_json *j = a.json ? nsr_json_new(stdout, 0, 0) : NULL;
@@ -1032,7 +762,7 @@ int nsr_cmd_history(int argc, char **argv) {
         if (j) {
                 nsr_json_array_end(j);
                 if (nsr_json_finish(j, "history", NULL, NULL, &e) < 0) {
-                        err_print(&e);
+                        runs_err_print(&e);
                         return 1;
                 }
         }
@@ -1043,20 +773,20 @@ int nsr_cmd_history(int argc, char **argv) {
 
 int nsr_cmd_gc(int argc, char **argv) {
         args a;
-        if (parse_args(argc, argv, &gc_cmd, &a) < 0)
+        if (runs_parse_args(argc, argv, &gc_cmd, &a) < 0)
                 return NSR_EXIT_USAGE;
         if (a.help) {
                 nsr_subopts_help(stdout, &gc_cmd);
                 return 0;
         }
-        _cleanup_close_ int statefd = open_state(&a, NULL);
+        _cleanup_close_ int statefd = runs_open_state(&a, NULL);
         if (statefd < 0)
                 return 0;
         nsr_error e = { 0 };
         nsr_gc_stats st = { 0 };
         if (nsr_state_gc(statefd, a.keep_days < 0 ? 7 : a.keep_days,
                          a.backup_limit ? a.backup_limit : NSR_BACKUP_LIMIT_DEFAULT, &st, &e) < 0) {
-                err_print(&e);
+                runs_err_print(&e);
                 return 1;
         }
         say(stderr, "nsrun: gc: removed %zu run%s (%llu bytes)\n", st.removed, st.removed == 1 ? "" : "s",
