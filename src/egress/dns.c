@@ -65,6 +65,7 @@ struct nsr_dns {
         int udp, tcp, timerfd;
         nsr_evsrc *s_control, *s_udp, *s_tcp, *s_timer, *s_resolved;
         nsr_resolver *resolver;
+        int resolve_delay_ms; /* test hook: a slow resolver */
         pending *head;
         size_t inflight;
         tcpconn *conns; /* newest first */
@@ -599,6 +600,13 @@ int nsr_dns_new(const nsr_egress_rules *rules, nsr_dns **ret, nsr_error *err) {
         _cleanup_(nsr_dns_freep) nsr_dns *d = nsr_malloc0(sizeof(*d));
         d->rules = rules;
         d->sock[0] = d->sock[1] = d->udp = d->tcp = d->timerfd = -1;
+#ifdef NSR_TEST_HOOKS
+        /* The relay's hook: a slow resolver, so that a test can fill the
+         * answerer's limits. */
+        const char *delay = getenv("NSRUN_TEST_RESOLVE_DELAY_MS");
+        if (delay && atoi(delay) > 0)
+                d->resolve_delay_ms = atoi(delay);
+#endif
         d->map = nsr_dnsmap_new();
         if (!d->map)
                 return nsr_error_set(err, ENOMEM, "DNS answerer");
@@ -694,7 +702,7 @@ int nsr_dns_attach(nsr_dns *d, nsr_evloop *loop, nsr_relay *relay) {
                 return -EBUSY;
         d->loop = loop;
         d->relay = relay;
-        d->resolver = nsr_resolver_new(0);
+        d->resolver = nsr_resolver_new(d->resolve_delay_ms);
         if (!d->resolver)
                 return -ENOMEM;
         int k = nsr_evloop_add_post(loop, after_batch, d);

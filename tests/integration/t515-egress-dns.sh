@@ -79,6 +79,25 @@ try:
         print(show(udp(query(".".join(["a" * 60] * 5), 1))))
     elif mode == "tcpzero":
         print(show(tcp(b"\0\0", frame=False)))
+    elif mode == "flood":
+        # 12 queries at once from one client, the resolver slowed down:
+        # those past the per-client limit get SERVFAIL at once.
+        import time
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        t0 = time.monotonic()
+        for i in range(12):
+            s.sendto(query("localhost", 1, 0x100 + i), SRV)
+        s.settimeout(8)
+        got = []
+        while len(got) < 12:
+            try:
+                r = s.recv(512)
+            except socket.timeout:
+                break
+            got.append((r[3] & 15, time.monotonic() - t0))
+        fast = [c for c, t in got if t < 0.5]
+        print("servfail=%d fast_servfail=%d noerror=%d" % (sum(c == 2 for c, t in got), sum(c == 2 for c in fast),
+                                                           sum(c == 0 for c, t in got)))
 except OSError as e:
     print("error", e.__class__.__name__)
 EOF
@@ -124,6 +143,22 @@ is "$(l 6)" "id=ok rcode=1 an=0 tc=0 addrs=" "a compression loop in the name: FO
 is "$(l 7)" "id=ok rcode=1 an=0 tc=0 addrs=" "a name over 253 bytes: FORMERR"
 is "$(l 8)" "none" "TCP: a zero-length message closes the connection"
 is "$(l 9)" "id=ok rcode=0 an=1 tc=0 addrs=127.0.0.1" "after all that, the answerer still serves"
+
+# The host's resolv.conf may be a symlink (systemd-resolved's stub file
+# under /run): the sandbox reads nsrun's file through it all the same.
+# (The mount goes on the link itself: its target is never made.)
+run $NSRUN $NET --tmpfs /etc --symlink /nsrun-absent/resolve/stub-resolv.conf /etc/resolv.conf -- \
+	sh -c 'grep nameserver /etc/resolv.conf; test -e /nsrun-absent/resolve/stub-resolv.conf || echo no-target'
+is "$out" "nameserver 127.0.0.53
+no-target" "/etc/resolv.conf a dangling symlink in the sandbox's root: the sandbox reads nsrun's file there"
+
+# The limits: 8 queries in flight from one client, the rest SERVFAIL.
+if [ "${NSR_TEST_HOOKS:-}" = 1 ]; then
+	run env NSRUN_TEST_RESOLVE_DELAY_MS=1000 $NSRUN $NET -- python3 "$d/dnsq.py" flood
+	is "$out" "servfail=4 fast_servfail=4 noerror=8" "a client with 12 queries in flight: 8 answered, 4 SERVFAIL at once"
+else
+	skip "a client with 12 queries in flight" "needs a build with --enable-test-hooks (NSRUN_TEST_RESOLVE_DELAY_MS)"
+fi
 
 # An allowed name whose every address is refused (this host's own name,
 # from its /etc/hosts, on loopback or a private address): NXDOMAIN, and
