@@ -144,6 +144,18 @@ is "$(l 7)" "id=ok rcode=1 an=0 tc=0 addrs=" "a name over 253 bytes: FORMERR"
 is "$(l 8)" "none" "TCP: a zero-length message closes the connection"
 is "$(l 9)" "id=ok rcode=0 an=1 tc=0 addrs=127.0.0.1" "after all that, the answerer still serves"
 
+# Allowed for some port is enough; denied for every port is not.
+N2="$BASE --dev /dev --proc /proc"
+run $NSRUN $N2 --allow-host localhost:5432 -- python3 "$d/dnsq.py" udp localhost A
+is "$out" "id=ok rcode=0 an=1 tc=0 addrs=127.0.0.1" "a name allowed for one port only resolves"
+run $NSRUN $N2 --allow-host "localhost:*" --deny-host localhost:443 -- python3 "$d/dnsq.py" udp localhost A
+is "$out" "id=ok rcode=0 an=1 tc=0 addrs=127.0.0.1" "a name denied for one port, allowed for others, resolves"
+exec 3>"$d/netlog3"
+run $NSRUN $N2 --allow-host "localhost:*" --deny-host localhost --net-log-fd 3 -- python3 "$d/dnsq.py" udp localhost A
+exec 3>&-
+is "$out" "id=ok rcode=3 an=0 tc=0 addrs=" "a name denied for every port: NXDOMAIN"
+like "$(cat "$d/netlog3")" '"allowed":false,"reason":"denied by --deny-host localhost"' "... and the record names the deny pattern"
+
 # The host's resolv.conf may be a symlink (systemd-resolved's stub file
 # under /run): the sandbox reads nsrun's file through it all the same.
 # (The mount goes on the link itself: its target is never made.)
