@@ -86,6 +86,20 @@ static void emit_log(nsr_relay *r, const nsr_egress_record *rec) {
         nsr_outq_put(&r->logq, nl, strlen(nl));
 }
 
+void nsr_relay_record(nsr_relay *r, const nsr_egress_record *rec) {
+        nsr_egress_log_add(&r->log, rec);
+        emit_log(r, rec);
+}
+
+void nsr_relay_malformed(nsr_relay *r) {
+        r->log.n_malformed++;
+}
+
+const nsr_egress_own *nsr_relay_own(nsr_relay *r) {
+        relay_own_refresh(r);
+        return &r->own;
+}
+
 void relay_conn_close(nsr_relay *r, conn *c) {
         if (c->dead)
                 return;

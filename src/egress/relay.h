@@ -51,6 +51,16 @@ size_t nsr_relay_fds(const nsr_relay *r, int *fds, size_t max);
 /* Takes every fd of the relay out of the loop (nsr_relay_free does). */
 void nsr_relay_detach(nsr_relay *r);
 
+/* For the other services of the egress helper (the DNS answerer,
+ * egress/dns.h): a record of theirs goes into the relay's log and out on
+ * --net-log-fd like a connection's; a client that was no client at all
+ * is only counted. */
+void nsr_relay_record(nsr_relay *r, const nsr_egress_record *rec);
+void nsr_relay_malformed(nsr_relay *r);
+/* The host's own addresses, re-read first when rtnetlink said they
+ * changed: what nsr_egress_addr_allowed_own() takes. */
+const nsr_egress_own *nsr_relay_own(nsr_relay *r);
+
 /* Closes every connection (recording it) and moves the log to *ret. */
 void nsr_relay_finish(nsr_relay *r, nsr_egress_log *ret);
 

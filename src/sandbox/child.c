@@ -579,10 +579,16 @@ _noreturn_ void launch_child_main(launch *l) {
          * exists, so its first connection waits in the backlog. */
         if (l->relay && nsr_relay_child_setup(l->relay, &e) < 0)
                 child_fail(l, &e);
+        /* So do the DNS answerer's, and the root gets a resolv.conf that
+         * names them. */
+        if (l->dns && (nsr_netns_loopback_add(NSR_DNS_ADDRESS, &e) < 0 || nsr_dns_child_setup(l->dns, &e) < 0))
+                child_fail(l, &e);
         nsr_timing_mark_now(p->timing, "child: network (loopback, relay)");
 
         mode_t old_umask = umask(0);
-        nsr_mount_ctx mctx = { .host_tty = l->host_tty, .fresh_proc = p->unshare_pid || p->pidns_fd != -1 };
+        nsr_mount_ctx mctx = { .host_tty = l->host_tty,
+                               .fresh_proc = p->unshare_pid || p->pidns_fd != -1,
+                               .resolv_conf = l->dns ? NSR_DNS_RESOLV_CONF : NULL };
         if (nsr_mount_build_root(p, &mctx, &e) < 0)
                 child_fail(l, &e);
         nsr_timing_mark_now(p->timing, "child: mounts (root, hidden paths)");

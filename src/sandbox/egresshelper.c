@@ -218,8 +218,13 @@ static int confine_seccomp(nsr_error *err) {
         return 0;
 }
 
+/* What the helper serves. Its services reach each other through here:
+ * the DNS answerer's table of names (nsr_dns_map(dns)) is what a
+ * transparent connect is judged by. */
 typedef struct helper_run {
         nsr_evloop *loop;
+        nsr_relay *relay;
+        nsr_dns *dns; /* or NULL: no network namespace, no answerer */
 } helper_run;
 
 static void on_monitor(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
@@ -252,7 +257,7 @@ static void send_log(int sock, const nsr_egress_log *log) {
         (void) send(sock, &m, offsetof(msg, u) + sizeof(m.u.end), MSG_NOSIGNAL);
 }
 
-static _Noreturn void helper_main(nsr_relay *relay, int sock, pid_t parent) {
+static _Noreturn void helper_main(nsr_relay *relay, nsr_dns *dns, int sock, pid_t parent) {
         nsr_error e = { 0 };
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
                 _exit(1);
@@ -260,6 +265,8 @@ static _Noreturn void helper_main(nsr_relay *relay, int sock, pid_t parent) {
         signal(SIGPIPE, SIG_IGN);
         int keep[KEEP_MAX];
         size_t n = nsr_relay_fds(relay, keep, KEEP_MAX - 1);
+        if (dns)
+                n += nsr_dns_fds(dns, keep + n, KEEP_MAX - 1 - n);
         keep[n++] = sock;
         if (close_all_but(keep, n) < 0)
                 _exit(1);
@@ -269,18 +276,20 @@ static _Noreturn void helper_main(nsr_relay *relay, int sock, pid_t parent) {
                 freeaddrinfo(ai);
         if (confine_fs(&e) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || confine_seccomp(&e) < 0)
                 _exit(1);
-        helper_run h = { 0 };
+        helper_run h = { .relay = relay, .dns = dns };
         if (nsr_evloop_new(&h.loop) < 0 || nsr_relay_attach(relay, h.loop) < 0 ||
+            (dns && nsr_dns_attach(dns, h.loop, relay) < 0) ||
             nsr_evloop_add(h.loop, sock, EPOLLIN, on_monitor, &h, NULL) < 0)
                 _exit(1);
         (void) nsr_evloop_run(h.loop);
+        nsr_dns_detach(dns);
         nsr_egress_log log = { 0 };
         nsr_relay_finish(relay, &log);
         send_log(sock, &log);
         _exit(0);
 }
 
-int nsr_egress_helper_start(nsr_relay *relay, nsr_egress_helper **ret, nsr_error *err) {
+int nsr_egress_helper_start(nsr_relay *relay, nsr_dns *dns, nsr_egress_helper **ret, nsr_error *err) {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return nsr_error_set(err, errno, "egress helper: socketpair");
@@ -294,7 +303,7 @@ int nsr_egress_helper_start(nsr_relay *relay, nsr_egress_helper **ret, nsr_error
         }
         if (pid == 0) {
                 close(sv[0]);
-                helper_main(relay, sv[1], parent);
+                helper_main(relay, dns, sv[1], parent);
         }
         close(sv[1]);
         nsr_egress_helper *h = nsr_malloc0(sizeof(*h));

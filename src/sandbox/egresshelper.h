@@ -3,6 +3,9 @@
  * so that the bytes of the sandbox's network are parsed outside the
  * monitor, the process that later commits to the user's projects.
  *
+ * It serves the DNS answerer (egress/dns.h) too, with a network
+ * namespace: the sandbox's queries are parsed here as well.
+ *
  * The monitor forks it once the sandbox child is cloned, before the
  * command starts. The helper names itself "nsrun-egress", dies with the
  * monitor (PR_SET_PDEATHSIG), keeps only the relay's fds, the caller's
@@ -26,13 +29,16 @@
 #include <sys/types.h>
 
 #include "base/error.h"
+#include "egress/dns.h"
 #include "egress/relay.h"
 
 typedef struct nsr_egress_helper nsr_egress_helper;
 
-/* In the monitor, after nsr_relay_parent_started(). The relay's fds stay
- * open in the monitor too, unused. */
-int nsr_egress_helper_start(nsr_relay *relay, nsr_egress_helper **ret, nsr_error *err);
+/* In the monitor, after nsr_relay_parent_started() (and
+ * nsr_dns_parent_started()). The relay's and the answerer's fds stay open
+ * in the monitor too, unused. dns: the DNS answerer, or NULL (best-effort
+ * mode has none). */
+int nsr_egress_helper_start(nsr_relay *relay, nsr_dns *dns, nsr_egress_helper **ret, nsr_error *err);
 /* Asks the helper to finish, reads its log into *ret (helper_died set
  * when it did not deliver one), and kills it. */
 void nsr_egress_helper_finish(nsr_egress_helper *h, nsr_egress_log *ret);

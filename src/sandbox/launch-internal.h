@@ -14,6 +14,7 @@
 
 #include "base/outq.h"
 #include "base/util.h"
+#include "egress/dns.h"
 #include "egress/relay.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/egresshelper.h"
@@ -39,6 +40,7 @@ typedef struct launch {
         int go_pipe[2];            /* monitor -> child: release; HUP = monitor died */
         int pid_pipe[2];           /* --pidns: the sandbox's real pid, child -> monitor */
         nsr_relay *relay;          /* --allow-host: the egress relay, or NULL */
+        nsr_dns *dns;              /* --allow-host: the DNS answerer, or NULL */
         nsr_egress_helper *helper; /* the process that serves it */
         sigset_t old_mask;
         struct rlimit old_nofile;

@@ -153,6 +153,7 @@ static void launch_done(launch *l) {
         free(l->progs);
         nsr_strv_free(l->env);
         l->helper = nsr_egress_helper_free(l->helper);
+        nsr_dns_free(l->dns);
         nsr_relay_free(l->relay);
         free(l->host_tty);
         free(l->old_cwd);
@@ -200,6 +201,8 @@ static int prepare(launch *l, nsr_error *err) {
                 if (p->net_log_fd != -1 && fcntl(p->net_log_fd, F_SETFD, FD_CLOEXEC) < 0)
                         return nsr_error_set(err, errno, "--net-log-fd %d", p->net_log_fd);
                 int r = nsr_relay_new(&p->egress, p->net_log_fd, &l->relay, err);
+                if (r >= 0)
+                        r = nsr_dns_new(&p->egress, &l->dns, err);
                 if (r < 0)
                         return r;
                 nsr_relay_env(&l->env);
@@ -404,8 +407,9 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         l->pid_pipe[1] = safe_close(l->pid_pipe[1]);
         if (l->relay) {
                 nsr_relay_parent_started(l->relay);
+                nsr_dns_parent_started(l->dns);
                 /* The sandbox's network bytes are parsed there, not here. */
-                r = nsr_egress_helper_start(l->relay, &l->helper, err);
+                r = nsr_egress_helper_start(l->relay, l->dns, &l->helper, err);
                 if (r < 0)
                         return r;
         }

@@ -56,7 +56,7 @@ static int transact(int fd, nl_req *req, unsigned seq) {
         }
 }
 
-int nsr_netns_loopback_up(nsr_error *err) {
+static int open_route(int *ret, unsigned *ret_idx, nsr_error *err) {
         unsigned idx = if_nametoindex("lo");
         if (idx == 0)
                 return nsr_error_set(err, errno, "loopback: Failed to look up lo");
@@ -66,7 +66,12 @@ int nsr_netns_loopback_up(nsr_error *err) {
         struct sockaddr_nl src = { .nl_family = AF_NETLINK };
         if (bind(fd, (struct sockaddr *) &src, sizeof(src)) < 0)
                 return nsr_error_set(err, errno, "loopback: Failed to bind NETLINK_ROUTE socket");
+        *ret = TAKE_FD(fd);
+        *ret_idx = idx;
+        return 0;
+}
 
+static int add_v4(int fd, unsigned idx, struct in_addr addr, unsigned seq) {
         nl_req req;
         memset(&req, 0, sizeof(req));
         req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifaddrmsg));
@@ -77,13 +82,23 @@ int nsr_netns_loopback_up(nsr_error *err) {
         req.ifa.ifa_flags = IFA_F_PERMANENT;
         req.ifa.ifa_scope = RT_SCOPE_HOST;
         req.ifa.ifa_index = idx;
-        struct in_addr addr = { .s_addr = htonl(INADDR_LOOPBACK) };
         add_attr(&req, IFA_LOCAL, &addr, sizeof(addr));
         add_attr(&req, IFA_ADDRESS, &addr, sizeof(addr));
-        int r = transact(fd, &req, 1);
-        if (r < 0 && r != -EEXIST)
+        int r = transact(fd, &req, seq);
+        return r == -EEXIST ? 0 : r;
+}
+
+int nsr_netns_loopback_up(nsr_error *err) {
+        _cleanup_close_ int fd = -1;
+        unsigned idx;
+        int r = open_route(&fd, &idx, err);
+        if (r < 0)
+                return r;
+        r = add_v4(fd, idx, (struct in_addr){ .s_addr = htonl(INADDR_LOOPBACK) }, 1);
+        if (r < 0)
                 return nsr_error_set(err, -r, "loopback: Failed RTM_NEWADDR");
 
+        nl_req req;
         memset(&req, 0, sizeof(req));
         req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg));
         req.nh.nlmsg_type = RTM_NEWLINK;
@@ -94,5 +109,20 @@ int nsr_netns_loopback_up(nsr_error *err) {
         r = transact(fd, &req, 2);
         if (r < 0)
                 return nsr_error_set(err, -r, "loopback: Failed RTM_NEWLINK");
+        return 0;
+}
+
+int nsr_netns_loopback_add(const char *ipv4, nsr_error *err) {
+        struct in_addr addr;
+        if (inet_pton(AF_INET, ipv4, &addr) != 1)
+                return nsr_error_setx(err, EINVAL, "loopback: %s is no IPv4 address", ipv4);
+        _cleanup_close_ int fd = -1;
+        unsigned idx;
+        int r = open_route(&fd, &idx, err);
+        if (r < 0)
+                return r;
+        r = add_v4(fd, idx, addr, 3);
+        if (r < 0)
+                return nsr_error_set(err, -r, "loopback: Failed to add %s", ipv4);
         return 0;
 }

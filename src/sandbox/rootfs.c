@@ -909,8 +909,9 @@ static int new_tmpfs_0755(int *ret, uint64_t size) {
 /* The scratch tmpfs holds the --tmp-overlay upper layers: its size is
  * theirs when each has one (project mode caps the home layer), else the
  * kernel's default. */
-static uint64_t scratch_size(const nsr_plan *plan) {
-        uint64_t total = 0;
+static uint64_t scratch_size(const nsr_plan *plan, const nsr_mount_ctx *ctx) {
+        /* The sandbox's resolv.conf (one page) is made there too. */
+        uint64_t total = ctx->resolv_conf ? 64 * 1024 : 0;
         for (size_t i = 0; i < plan->n_ops; i++) {
                 nsr_op_type t = plan->ops[i].type;
                 if (t == NSR_OP_BIND_DATA || t == NSR_OP_RO_BIND_DATA)
@@ -942,7 +943,9 @@ static uint64_t shared_size(const nsr_plan *plan, bool *ret_any) {
         return unsized ? 0 : size;
 }
 
-static bool plan_needs_scratch(const nsr_plan *plan) {
+static bool plan_needs_scratch(const nsr_plan *plan, const nsr_mount_ctx *ctx) {
+        if (ctx->resolv_conf)
+                return true;
         bool shared;
         (void) shared_size(plan, &shared);
         if (shared)
@@ -1049,6 +1052,49 @@ static int run_op(builder *b, size_t i, nsr_error *err) {
         return nsr_error_setx(err, EINVAL, "Unexpected type %d", (int) op->type);
 }
 
+/* The sandbox's /etc/resolv.conf, after every op: a file of nsrun's,
+ * read-only, mounted on whatever is there. A host whose resolv.conf is a
+ * symlink (systemd-resolved's stub-resolv.conf under /run, often absent
+ * or different inside) must not decide what the sandbox reads, so the
+ * mount goes on the link itself: move_mount onto an O_PATH|O_NOFOLLOW fd
+ * of a symlink mounts there, and a lookup that reaches the link crosses
+ * into the mount before it would follow the link. A missing file is made
+ * (and /etc, in a root that has none). */
+static int place_resolv_conf(builder *b, nsr_error *err) {
+        static const char name[] = "resolv.conf";
+        const char *data = b->ctx->resolv_conf;
+        _cleanup_close_ int fd = openat(b->scratch, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+        int r = fd < 0 ? -errno : nsr_write_all(fd, data, strlen(data));
+        if (r < 0)
+                return nsr_error_set(err, -r, "Can't write the sandbox's /etc/resolv.conf");
+        _cleanup_close_ int etc = open_in_root(b->root, "/etc", O_PATH | O_DIRECTORY);
+        if (etc == -ENOENT)
+                etc = make_parents(b->root, "/etc", 0755);
+        if (etc < 0)
+                return nsr_error_set(err, -etc, "Can't open /etc for resolv.conf");
+        _cleanup_close_ int target = openat(etc, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (target < 0 && errno == ENOENT) {
+                int made = openat(etc, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+                if (made >= 0)
+                        close(made);
+                target = openat(etc, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        }
+        if (target < 0)
+                return nsr_error_set(err, errno, "Can't create /etc/resolv.conf");
+        struct stat st;
+        if (fstat(target, &st) < 0)
+                return nsr_error_set(err, errno, "Can't get type of /etc/resolv.conf");
+        if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+                return nsr_error_setx(err, EINVAL, "/etc/resolv.conf is neither a file nor a symlink");
+        _cleanup_close_ int tree =
+                clone_tree(b->scratch, name, false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_RDONLY);
+        r = tree < 0 ? tree : attach(tree, target);
+        (void) unlinkat(b->scratch, name, 0);
+        if (r < 0)
+                return mount_error(err, -r, "Can't mount the sandbox's /etc/resolv.conf");
+        return 0;
+}
+
 int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_error *err) {
         builder b = { .plan = plan, .ctx = ctx, .scratch = -1, .root = -1, .shared = -1 };
         int r;
@@ -1072,9 +1118,9 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
          * (--bind-data, --tmp-overlay), a scratch tmpfs goes there first and
          * the new root on /tmp/newroot inside it; a launch that needs none
          * saves making (and tearing down) that second superblock. */
-        if (plan_needs_scratch(plan)) {
+        if (plan_needs_scratch(plan, ctx)) {
                 _cleanup_close_ int mnt = -1;
-                r = new_tmpfs_0755(&mnt, scratch_size(plan));
+                r = new_tmpfs_0755(&mnt, scratch_size(plan, ctx));
                 if (r == 0 && move_mount(mnt, "", AT_FDCWD, SCRATCH, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                         r = -errno;
                 if (r < 0) {
@@ -1126,6 +1172,12 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
                                 goto out;
                         }
                 }
+        }
+
+        if (ctx->resolv_conf) {
+                r = place_resolv_conf(&b, err);
+                if (r < 0)
+                        goto out;
         }
 
         /* Into the new root. pivot_root(".", ".") stacks the old root on

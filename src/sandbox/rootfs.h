@@ -12,6 +12,9 @@
 typedef struct nsr_mount_ctx {
         const char *host_tty; /* ttyname(1) when nsrun started, for /dev/console */
         bool fresh_proc;      /* a pid namespace of our own: --proc mounts a new procfs */
+        /* Or NULL: what /etc/resolv.conf says in the sandbox, whatever the
+         * ops put there (egress/dns.h); mounted read-only, last. */
+        const char *resolv_conf;
 } nsr_mount_ctx;
 
 /* Builds the root described by the plan's ops and pivots into it. On
