@@ -25,6 +25,7 @@
 #include "base/evloop.h"
 #include "base/syscalls.h"
 #include "base/util.h"
+#include "sandbox/direct.h"
 #include "sandbox/egresshelper.h"
 #include "sandbox/landlock.h"
 
@@ -252,7 +253,7 @@ static void send_log(int sock, const nsr_egress_log *log) {
         (void) send(sock, &m, offsetof(msg, u) + sizeof(m.u.end), MSG_NOSIGNAL);
 }
 
-static _Noreturn void helper_main(nsr_relay *relay, int sock, pid_t parent) {
+static _Noreturn void helper_main(nsr_relay *relay, nsr_direct *direct, int sock, pid_t parent) {
         nsr_error e = { 0 };
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
                 _exit(1);
@@ -260,6 +261,7 @@ static _Noreturn void helper_main(nsr_relay *relay, int sock, pid_t parent) {
         signal(SIGPIPE, SIG_IGN);
         int keep[KEEP_MAX];
         size_t n = nsr_relay_fds(relay, keep, KEEP_MAX - 1);
+        n += nsr_direct_fds(direct, keep + n, KEEP_MAX - 1 - n);
         keep[n++] = sock;
         if (close_all_but(keep, n) < 0)
                 _exit(1);
@@ -273,14 +275,24 @@ static _Noreturn void helper_main(nsr_relay *relay, int sock, pid_t parent) {
         if (nsr_evloop_new(&h.loop) < 0 || nsr_relay_attach(relay, h.loop) < 0 ||
             nsr_evloop_add(h.loop, sock, EPOLLIN, on_monitor, &h, NULL) < 0)
                 _exit(1);
+        /* Without it connects are refused (the monitor's forwarding fails):
+         * the proxy still serves. */
+        if (direct && nsr_direct_attach(direct, h.loop) < 0)
+                direct = nsr_direct_free(direct);
         (void) nsr_evloop_run(h.loop);
         nsr_egress_log log = { 0 };
         nsr_relay_finish(relay, &log);
+        if (direct)
+                nsr_direct_finish(direct, &log);
         send_log(sock, &log);
         _exit(0);
 }
 
 int nsr_egress_helper_start(nsr_relay *relay, nsr_egress_helper **ret, nsr_error *err) {
+        return nsr_egress_helper_start_direct(relay, NULL, ret, err);
+}
+
+int nsr_egress_helper_start_direct(nsr_relay *relay, nsr_direct *direct, nsr_egress_helper **ret, nsr_error *err) {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return nsr_error_set(err, errno, "egress helper: socketpair");
@@ -294,7 +306,7 @@ int nsr_egress_helper_start(nsr_relay *relay, nsr_egress_helper **ret, nsr_error
         }
         if (pid == 0) {
                 close(sv[0]);
-                helper_main(relay, sv[1], parent);
+                helper_main(relay, direct, sv[1], parent);
         }
         close(sv[1]);
         nsr_egress_helper *h = nsr_malloc0(sizeof(*h));
