@@ -6,7 +6,16 @@
 #include <errno.h>
 #include <string.h>
 
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/net.h>
+#include <seccomp.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+
 #include "egress/direct.h"
+#include "seccomp/connect.h"
+#include "seccomp/refused.h"
 #include "unit.h"
 
 static nsr_egress_rules rules_of(const char *const *allow, const char *const *deny) {
@@ -224,12 +233,70 @@ START_TEST(test_sockets) {
 }
 END_TEST
 
+static uint32_t run_on(const char *prog, size_t len, uint32_t arch, int nr, uint64_t arg0) {
+        struct seccomp_data d = { .nr = nr, .arch = arch, .args = { arg0 } };
+        return nsr_bpf_run((const struct sock_filter *) prog, len / sizeof(struct sock_filter), &d);
+}
+
+#if defined(__x86_64__)
+START_TEST(test_connect_prog) {
+        char *a = NULL;
+        size_t alen = 0;
+        nsr_error e = { 0 };
+        ck_assert_int_eq(nsr_connect_prog(&a, &alen, &e), 0);
+        /* a policy: getpid refused (EPERM), the rest allowed */
+        struct sock_filter b[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getpid, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        char *c = NULL;
+        size_t clen = 0;
+        ck_assert_int_eq(nsr_bpf_chain((const char *) b, sizeof(b), a, alen, &c, &clen), 0);
+        ck_assert_uint_eq(clen, sizeof(b) + alen);
+        const uint32_t X64 = AUDIT_ARCH_X86_64, X86 = AUDIT_ARCH_I386;
+        ck_assert_uint_eq(run_on(c, clen, X64, SYS_connect, 0), SECCOMP_RET_USER_NOTIF);
+        ck_assert_uint_eq(run_on(c, clen, X64, SYS_getpid, 0), SECCOMP_RET_ERRNO | EPERM);
+        ck_assert_uint_eq(run_on(c, clen, X64, SYS_read, 0), SECCOMP_RET_ALLOW);
+        ck_assert_uint_eq(run_on(c, clen, X64, 425 /* io_uring_setup */, 0), SECCOMP_RET_ERRNO | ENOSYS);
+        /* i386: connect (362) and socketcall(SYS_CONNECT) (102) */
+        ck_assert_uint_eq(run_on(c, clen, X86, 362, 0), SECCOMP_RET_USER_NOTIF);
+        ck_assert_uint_eq(run_on(c, clen, X86, 102, SYS_CONNECT), SECCOMP_RET_USER_NOTIF);
+        ck_assert_uint_eq(run_on(c, clen, X86, 102, SYS_SOCKET), SECCOMP_RET_ALLOW);
+        /* x32's connect */
+        ck_assert_uint_eq(run_on(c, clen, X64, 0x40000000 | 42, 0), SECCOMP_RET_USER_NOTIF);
+        /* and the calls are told apart */
+        struct seccomp_data d = { .nr = SYS_connect, .arch = X64 };
+        int where;
+        ck_assert(nsr_connect_is_connect(&d, &where));
+        ck_assert_int_eq(where, 0);
+        d = (struct seccomp_data){ .nr = 102, .arch = X86, .args = { SYS_CONNECT } };
+        ck_assert(nsr_connect_is_connect(&d, &where));
+        ck_assert_int_eq(where, 1);
+        d = (struct seccomp_data){ .nr = 0x40000000 | 42, .arch = X64 };
+        ck_assert(nsr_connect_is_connect(&d, &where));
+        d = (struct seccomp_data){ .nr = SYS_read, .arch = X64 };
+        ck_assert(!nsr_connect_is_connect(&d, &where));
+        /* a return from the accumulator cannot be chained */
+        struct sock_filter acc[] = { BPF_STMT(BPF_RET | BPF_A, 0) };
+        char *bad = NULL;
+        ck_assert_int_eq(nsr_bpf_chain((const char *) acc, sizeof(acc), a, alen, &bad, &clen), -EOPNOTSUPP);
+        free(a);
+        free(c);
+}
+END_TEST
+#endif
+
 static Suite *direct_suite(void) {
         Suite *s = suite_create("direct");
         TCase *tc = tcase_create("core");
         tcase_add_test(tc, test_loopback_ports);
         tcase_add_test(tc, test_by_name);
         tcase_add_test(tc, test_sockets);
+#if defined(__x86_64__)
+        tcase_add_test(tc, test_connect_prog);
+#endif
         suite_add_tcase(s, tc);
         return s;
 }
