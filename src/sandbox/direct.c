@@ -146,7 +146,8 @@ typedef struct pending {
         uint64_t id;
         int fdnum;
         bool cloexec, nonblock;
-        int fd; /* the host's socket, connecting */
+        bool inside; /* the sandbox's own socket, connected here for it: no injection, no record */
+        int fd;      /* the host's socket, connecting (inside: a duplicate of the sandbox's) */
         nsr_evsrc *src;
         nsr_egress_record rec;
         struct timespec t0;
@@ -298,6 +299,11 @@ static void pending_unlink(nsr_direct *d, pending *p) {
 /* The host's connect finished: put the socket in place, answer, record. */
 static void complete(pending *p, int error) {
         nsr_direct *d = p->d;
+        if (p->inside) {
+                respond(d->listener, p->id, -error, 0);
+                pending_unlink(d, p);
+                return pending_free(p);
+        }
         if (error == 0) {
                 /* The file status flags the program's socket had. */
                 int fl = fcntl(p->fd, F_GETFL);
@@ -345,6 +351,37 @@ static void on_connected(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
                         return;
         }
         complete(p, err);
+}
+
+/* The sandbox's own call, made here on the socket nsrun saw and with the
+ * address it read: letting the call go on would let the kernel read the
+ * fd number and the address again, and another thread could have put a
+ * socket nsrun handed in at that number (a disconnect would then leave a
+ * host socket that binds and listens). The socket is of the sandbox's
+ * namespace, so this reaches what the call would have. A blocking one is
+ * made non-blocking for the call alone, and answered once it completes. */
+static void connect_inside(nsr_direct *d, const direct_msg *m, int sfd, const struct sockaddr *sa, socklen_t len) {
+        int fl = fcntl(sfd, F_GETFL);
+        if (fl < 0)
+                return respond(d->listener, m->id, -errno, 0);
+        bool nonblock = fl & O_NONBLOCK;
+        if (!nonblock)
+                (void) fcntl(sfd, F_SETFL, fl | O_NONBLOCK);
+        int r = connect(sfd, sa, len);
+        int e = r < 0 ? errno : 0;
+        if (!nonblock)
+                (void) fcntl(sfd, F_SETFL, fl);
+        if (nonblock || (e != EINPROGRESS && e != EALREADY))
+                return respond(d->listener, m->id, -e, 0);
+        pending *p = nsr_malloc0(sizeof(*p));
+        *p = (pending){ .d = d, .id = m->id, .inside = true, .fd = fcntl(sfd, F_DUPFD_CLOEXEC, 3) };
+        p->next = d->pending;
+        d->pending = p;
+        d->n_pending++;
+        if (p->fd < 0 || d->n_pending > NSR_DIRECT_PENDING_MAX)
+                return complete(p, p->fd < 0 ? errno : ECONNREFUSED);
+        if (nsr_evloop_add(d->loop, p->fd, EPOLLOUT, on_connected, p, &p->src) < 0)
+                return complete(p, ENOMEM);
 }
 
 /* Connects from the host, non-blocking. */
@@ -409,13 +446,8 @@ static void handle(nsr_direct *d, const direct_msg *m, int sfd) {
         nsr_egress_record rec;
         switch (v.action) {
         case NSR_DIRECT_CONTINUE:
-                /* A disconnect is made here, on the socket nsrun saw: the
-                 * call going on could meet another socket by then. */
-                if (q.addr.ss_family == AF_UNSPEC && q.addr_len >= sizeof(sa_family_t)) {
-                        int r = connect(sfd, (const struct sockaddr *) &q.addr, q.addr_len);
-                        return respond(d->listener, m->id, r < 0 ? -errno : 0, 0);
-                }
-                return respond(d->listener, m->id, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
+                /* Never SECCOMP_USER_NOTIF_FLAG_CONTINUE for an IP socket. */
+                return connect_inside(d, m, sfd, (const struct sockaddr *) &q.addr, q.addr_len);
         case NSR_DIRECT_REFUSE:
                 respond(d->listener, m->id, -v.errnum, 0);
                 if (!v.record)

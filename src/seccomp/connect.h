@@ -22,7 +22,9 @@
 
 #include "base/error.h"
 
-/* connect -> USER_NOTIF, io_uring_* -> ENOSYS, the rest ALLOW. */
+/* connect -> USER_NOTIF, io_uring_* -> ENOSYS, clone with CLONE_FILES
+ * but not CLONE_THREAD -> EPERM, clone3 -> ENOSYS (glibc falls back to
+ * clone), the rest ALLOW. */
 int nsr_connect_prog(char **ret, size_t *ret_len, nsr_error *err);
 
 /* first, then second, as one program: every "allow" return of first goes

@@ -9,6 +9,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/net.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -260,6 +261,9 @@ START_TEST(test_connect_prog) {
         ck_assert_uint_eq(run_on(c, clen, X64, SYS_getpid, 0), SECCOMP_RET_ERRNO | EPERM);
         ck_assert_uint_eq(run_on(c, clen, X64, SYS_read, 0), SECCOMP_RET_ALLOW);
         ck_assert_uint_eq(run_on(c, clen, X64, 425 /* io_uring_setup */, 0), SECCOMP_RET_ERRNO | ENOSYS);
+        ck_assert_uint_eq(run_on(c, clen, X64, SYS_clone, CLONE_FILES), SECCOMP_RET_ERRNO | EPERM);
+        ck_assert_uint_eq(run_on(c, clen, X64, SYS_clone, CLONE_FILES | CLONE_THREAD | CLONE_VM), SECCOMP_RET_ALLOW);
+        ck_assert_uint_eq(run_on(c, clen, X64, SYS_clone3, 0), SECCOMP_RET_ERRNO | ENOSYS);
         /* i386: connect (362) and socketcall(SYS_CONNECT) (102) */
         ck_assert_uint_eq(run_on(c, clen, X86, 362, 0), SECCOMP_RET_USER_NOTIF);
         ck_assert_uint_eq(run_on(c, clen, X86, 102, SYS_CONNECT), SECCOMP_RET_USER_NOTIF);
