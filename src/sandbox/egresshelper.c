@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
+#include <linux/seccomp.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sched.h>
@@ -125,7 +126,6 @@ static const int allowed_calls[] = {
         SCMP_SYS(splice),
         SCMP_SYS(pipe2),
         SCMP_SYS(fcntl),
-        SCMP_SYS(ioctl),
         SCMP_SYS(poll),
         SCMP_SYS(ppoll),
         SCMP_SYS(timerfd_settime),
@@ -176,7 +176,9 @@ static const int allowed_calls[] = {
 
 /* Allowed: the list above; clone for threads only; sockets of IPv4, IPv6
  * (the relay, the resolver) and netlink (getaddrinfo's AI_ADDRCONFIG,
- * getifaddrs), and bind for netlink only.
+ * getifaddrs), bind for netlink only, and ioctl for the listener's reply
+ * and fd injection only. Transparent connects need nothing else here:
+ * the monitor reads the call and takes the socket (sandbox/direct.h).
  * clone3 says ENOSYS, so glibc falls back to clone, whose flags a filter
  * can see. Anything else: EPERM. */
 static int confine_seccomp(nsr_error *err) {
@@ -211,6 +213,16 @@ static int confine_seccomp(nsr_error *err) {
         };
         if (k >= 0)
                 k = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(bind), 1, &nl_len);
+        /* ioctl: only the two requests that answer the command's listener
+         * (sandbox/direct.h): a reply, and a socket put in place. The
+         * request is an unsigned int: its low 32 bits. */
+        static const unsigned long requests[] = { SECCOMP_IOCTL_NOTIF_SEND, SECCOMP_IOCTL_NOTIF_ADDFD };
+        for (size_t i = 0; k >= 0 && i < ELEMENTSOF(requests); i++) {
+                const struct scmp_arg_cmp req = {
+                        .arg = 1, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffU, .datum_b = (uint32_t) requests[i]
+                };
+                k = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1, &req);
+        }
         if (k >= 0)
                 k = seccomp_load(ctx);
         seccomp_release(ctx);
