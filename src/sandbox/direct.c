@@ -146,8 +146,9 @@ typedef struct pending {
         uint64_t id;
         int fdnum;
         bool cloexec, nonblock;
-        bool inside; /* the sandbox's own socket, connected here for it: no injection, no record */
-        int fd;      /* the host's socket, connecting (inside: a duplicate of the sandbox's) */
+        bool inside;       /* the sandbox's own socket, connected here for it: no injection */
+        bool note_refused; /* inside: a refusal is recorded (a TCP loopback port nothing inside serves) */
+        int fd;            /* the host's socket, connecting (inside: a duplicate of the sandbox's) */
         nsr_evsrc *src;
         nsr_egress_record rec;
         struct timespec t0;
@@ -301,6 +302,11 @@ static void complete(pending *p, int error) {
         nsr_direct *d = p->d;
         if (p->inside) {
                 respond(d->listener, p->id, -error, 0);
+                if (p->note_refused && error == ECONNREFUSED) {
+                        snprintf(p->rec.reason, sizeof(p->rec.reason), "%s",
+                                 "not in --allow-host; nothing listens on the sandbox's own loopback there");
+                        record(d, &p->rec);
+                }
                 pending_unlink(d, p);
                 return pending_free(p);
         }
@@ -360,24 +366,30 @@ static void on_connected(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
  * host socket that binds and listens). The socket is of the sandbox's
  * namespace, so this reaches what the call would have. A blocking one is
  * made non-blocking for the call alone, and answered once it completes. */
-static void connect_inside(nsr_direct *d, const direct_msg *m, int sfd, const struct sockaddr *sa, socklen_t len) {
+static void connect_inside(nsr_direct *d, const direct_msg *m, int sfd, const nsr_direct_query *q,
+                           const nsr_direct_verdict *v) {
         int fl = fcntl(sfd, F_GETFL);
         if (fl < 0)
                 return respond(d->listener, m->id, -errno, 0);
         bool nonblock = fl & O_NONBLOCK;
         if (!nonblock)
                 (void) fcntl(sfd, F_SETFL, fl | O_NONBLOCK);
-        int r = connect(sfd, sa, len);
+        int r = connect(sfd, (const struct sockaddr *) &q->addr, q->addr_len);
         int e = r < 0 ? errno : 0;
         if (!nonblock)
                 (void) fcntl(sfd, F_SETFL, fl);
-        if (nonblock || (e != EINPROGRESS && e != EALREADY))
-                return respond(d->listener, m->id, -e, 0);
         pending *p = nsr_malloc0(sizeof(*p));
-        *p = (pending){ .d = d, .id = m->id, .inside = true, .fd = fcntl(sfd, F_DUPFD_CLOEXEC, 3) };
+        *p = (pending){ .d = d, .id = m->id, .inside = true, .fd = -1 };
+        /* A host-loopback port the user may have meant, refused: say so
+         * in the record (the sandbox's own servers are not recorded). */
+        p->note_refused = q->type == SOCK_STREAM && v->port > 0 && !q->connected && !q->listening;
+        start_record(v, &p->rec);
         p->next = d->pending;
         d->pending = p;
         d->n_pending++;
+        if (nonblock || (e != EINPROGRESS && e != EALREADY))
+                return complete(p, e);
+        p->fd = fcntl(sfd, F_DUPFD_CLOEXEC, 3);
         if (p->fd < 0 || d->n_pending > NSR_DIRECT_PENDING_MAX)
                 return complete(p, p->fd < 0 ? errno : ECONNREFUSED);
         if (nsr_evloop_add(d->loop, p->fd, EPOLLOUT, on_connected, p, &p->src) < 0)
@@ -447,7 +459,7 @@ static void handle(nsr_direct *d, const direct_msg *m, int sfd) {
         switch (v.action) {
         case NSR_DIRECT_CONTINUE:
                 /* Never SECCOMP_USER_NOTIF_FLAG_CONTINUE for an IP socket. */
-                return connect_inside(d, m, sfd, (const struct sockaddr *) &q.addr, q.addr_len);
+                return connect_inside(d, m, sfd, &q, &v);
         case NSR_DIRECT_REFUSE:
                 respond(d->listener, m->id, -v.errnum, 0);
                 if (!v.record)
