@@ -162,12 +162,13 @@ void nsr_direct_judge(const nsr_direct_ctx *c, const nsr_direct_query *q, nsr_di
         v->target = q->addr;
         v->target_len = q->addr_len;
         bool loopback = nsr_egress_classify((const struct sockaddr *) &sa) == NSR_ADDR_LOOPBACK;
+        /* nsrun's DNS answerer inside, over UDP or TCP. */
+        if ((q->type == SOCK_STREAM || q->type == SOCK_DGRAM) && same_endpoint(&sa, c->dns))
+                return;
         if (q->type == SOCK_STREAM) {
                 judge_stream(c, &sa, v);
                 return;
         }
-        if (q->type == SOCK_DGRAM && same_endpoint(&sa, c->dns))
-                return;
         /* UDP and the rest: nothing leaves. The sandbox's own loopback
          * keeps working, unless a pattern names the address (the user
          * meant the host's service: say it is not carried). */

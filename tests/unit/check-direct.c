@@ -218,6 +218,16 @@ START_TEST(test_sockets) {
         /* UDP: the DNS answerer; loopback inside; a named host port refused; nothing else */
         q = query(AF_INET, SOCK_DGRAM, "127.0.0.53", 53);
         ck_assert_int_eq(judge(&c, &q).action, NSR_DIRECT_CONTINUE);
+        q = query(AF_INET, SOCK_STREAM, "127.0.0.53", 53); /* DNS over TCP */
+        ck_assert_int_eq(judge(&c, &q).action, NSR_DIRECT_CONTINUE);
+        struct sockaddr_in dns10 = v4("10.0.2.3");
+        dns10.sin_port = htons(53);
+        c.dns = (struct sockaddr *) &dns10;
+        q = query(AF_INET, SOCK_STREAM, "10.0.2.3", 53);
+        ck_assert_int_eq(judge(&c, &q).action, NSR_DIRECT_CONTINUE);
+        q = query(AF_INET, SOCK_STREAM, "10.0.2.3", 54);
+        ck_assert_int_eq(judge(&c, &q).action, NSR_DIRECT_REFUSE);
+        c.dns = (struct sockaddr *) &dns;
         q = query(AF_INET, SOCK_DGRAM, "127.0.0.1", 9999);
         ck_assert_int_eq(judge(&c, &q).action, NSR_DIRECT_CONTINUE);
         q = query(AF_INET, SOCK_DGRAM, "127.0.0.1", 5432);
