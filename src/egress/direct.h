@@ -5,12 +5,14 @@
  * the egress helper carries the decision out (sandbox/direct.h).
  *
  * The answers:
- *   CONTINUE  the sandbox's own call goes on. Only for a socket of the
- *             sandbox's network namespace, where nothing but its own
- *             loopback can be reached: a unix or netlink socket, a
- *             loopback address no pattern names, the DNS answerer, a
- *             disconnect (AF_UNSPEC), a socket already connected or
- *             listening (the kernel says why not).
+ *   CONTINUE  the call is made as the sandbox made it, in its own
+ *             network namespace, where nothing but its loopback can be
+ *             reached (for an IP socket the helper makes it, on the socket
+ *             nsrun saw, with the address it read: sandbox/direct.h).
+ *             Only for a socket of that namespace: a unix or netlink
+ *             socket, a loopback address no pattern names, the DNS
+ *             answerer, a disconnect (AF_UNSPEC), a socket already
+ *             connected or listening (the kernel says why not).
  *   HOST      nsrun connects a TCP socket of its own from the host to the
  *             address it read, and puts it in place of the sandbox's once
  *             it is connected. Only for a TCP stream socket of the

@@ -15,8 +15,10 @@
  *     the egress helper as one fixed-size message with the socket
  *     attached. It parses nothing of the sandbox's beyond that.
  *   - the egress helper, which holds the listener too, reads the
- *     socket's kind and state itself, judges, and answers: the
- *     sandbox's own call goes on, or fails at once, or the helper
+ *     socket's kind and state itself, judges, and answers: it makes the
+ *     sandbox's own call on the sandbox's socket (never lets the call go
+ *     on for an IP socket: the kernel would read the fd number and the
+ *     address again), or fails it at once, or the helper
  *     connects a socket of its own from the host, copies the file status
  *     flags and socket options the program set, and once it is connected
  *     puts it in place of the sandbox's (SECCOMP_IOCTL_NOTIF_ADDFD,
