@@ -235,6 +235,11 @@ static void emit_log(nsr_relay *r, const nsr_egress_record *rec) {
         nsr_outq_put(&r->logq, nl, strlen(nl));
 }
 
+void nsr_relay_record(nsr_relay *r, const nsr_egress_record *rec) {
+        nsr_egress_log_add(&r->log, rec);
+        emit_log(r, rec);
+}
+
 static void conn_close(nsr_relay *r, conn *c) {
         if (c->dead)
                 return;

@@ -51,6 +51,11 @@ size_t nsr_relay_fds(const nsr_relay *r, int *fds, size_t max);
 /* Takes every fd of the relay out of the loop (nsr_relay_free does). */
 void nsr_relay_detach(nsr_relay *r);
 
+/* A connection the relay did not carry (a transparent connect,
+ * sandbox/direct.h) into its log and onto --net-log-fd, in order with
+ * its own. */
+void nsr_relay_record(nsr_relay *r, const nsr_egress_record *rec);
+
 /* Closes every connection (recording it) and moves the log to *ret. */
 void nsr_relay_finish(nsr_relay *r, nsr_egress_log *ret);
 

@@ -265,6 +265,10 @@ static void send_log(int sock, const nsr_egress_log *log) {
         (void) send(sock, &m, offsetof(msg, u) + sizeof(m.u.end), MSG_NOSIGNAL);
 }
 
+static void relay_record(void *data, const nsr_egress_record *rec) {
+        nsr_relay_record(data, rec);
+}
+
 static _Noreturn void helper_main(nsr_relay *relay, nsr_direct *direct, int sock, pid_t parent) {
         nsr_error e = { 0 };
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
@@ -291,11 +295,17 @@ static _Noreturn void helper_main(nsr_relay *relay, nsr_direct *direct, int sock
          * the proxy still serves. */
         if (direct && nsr_direct_attach(direct, h.loop) < 0)
                 direct = nsr_direct_free(direct);
-        (void) nsr_evloop_run(h.loop);
-        nsr_egress_log log = { 0 };
-        nsr_relay_finish(relay, &log);
         if (direct)
-                nsr_direct_finish(direct, &log);
+                nsr_direct_on_record(direct, relay_record, relay);
+        (void) nsr_evloop_run(h.loop);
+        /* Connects still waiting are refused first: their records go
+         * into the relay's log before it is taken. */
+        nsr_egress_log direct_log = { 0 }, log = { 0 };
+        if (direct)
+                nsr_direct_finish(direct, &direct_log);
+        nsr_relay_finish(relay, &log);
+        for (size_t i = 0; i < direct_log.n_records; i++)
+                nsr_egress_log_add(&log, &direct_log.records[i]);
         send_log(sock, &log);
         _exit(0);
 }
