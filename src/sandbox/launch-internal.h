@@ -51,6 +51,7 @@ typedef struct launch {
         int notify_sock[2];      /* command -> monitor: the listener fd */
         int listener;            /* the monitor's listener fd, or -1 */
         bool notify_alone;       /* notify_prog is the connect program alone, loaded before progs[0] */
+        bool notify_connect;     /* notify_prog sends connect() to the listener (seccomp/connect.h) */
         nsr_direct *direct;      /* transparent connect: the helper's part, until it forks */
         int direct_sock;         /* the monitor's end of the socket to the helper, or -1 */
         bool direct_unavailable; /* --allow-host, but the kernel cannot inject fds */

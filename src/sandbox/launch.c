@@ -204,6 +204,7 @@ static int prepare_direct(launch *l, nsr_error *err) {
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
                 return nsr_error_set(err, errno, "socketpair()");
         l->direct_sock = sv[0];
+        l->notify_connect = true;
         return nsr_direct_new(&l->plan->egress, sv[1], &l->direct, err);
 }
 

@@ -113,8 +113,8 @@ static void on_listener(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
         launch *l = m->l;
         (void) s;
         nsr_refused *rf = l->extra ? l->extra->refused : NULL;
-        if ((ev & EPOLLIN) && l->direct_sock >= 0)
-                (void) nsr_direct_handle(rf && rf->prog ? rf : NULL, fd, l->direct_sock);
+        if ((ev & EPOLLIN) && l->notify_connect)
+                (void) nsr_direct_handle(rf && rf->prog && !l->notify_alone ? rf : NULL, fd, l->direct_sock);
         else if (ev & EPOLLIN)
                 (void) nsr_refused_handle(rf, fd);
         else if (ev & (EPOLLHUP | EPOLLERR)) {
@@ -137,6 +137,8 @@ static void on_notify_sock(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
                 /* The helper answers connects on it too. */
                 if (l->direct_sock >= 0 && nsr_direct_send_listener(l->direct_sock, got) >= 0)
                         m->res->direct_on = true;
+                else /* a helper without the listener could not answer: connects are refused here */
+                        l->direct_sock = safe_close(l->direct_sock);
                 bool recorded = l->extra && l->extra->refused && l->extra->refused->prog && !l->notify_alone;
                 if (recorded)
                         l->extra->refused->active = true;
