@@ -161,6 +161,7 @@ struct nsr_direct {
         struct sockaddr_storage dns;
         bool have_dns;
         nsr_egress_own own;
+        bool own_read;
         int sock;
         int listener;
         uint64_t host_cookie;
@@ -476,6 +477,16 @@ static void handle(nsr_direct *d, const direct_msg *m, int sfd) {
         respond(d->listener, m->id, -ECONNREFUSED, 0);
 }
 
+static void read_own(nsr_egress_own *own) {
+        struct ifaddrs *ifa = NULL;
+        if (getifaddrs(&ifa) < 0)
+                return;
+        for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
+                if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6))
+                        nsr_egress_own_add(own, i->ifa_addr);
+        freeifaddrs(ifa);
+}
+
 static void on_sock(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
         nsr_direct *d = data;
         (void) ev;
@@ -500,17 +511,13 @@ static void on_sock(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
         }
         if (m.type != MSG_CONNECT || d->listener < 0 || m.addr_len > sizeof(m.addr))
                 return;
+        /* The host's own addresses, at the first connect: a run that
+         * makes none does not pay for the netlink dump. */
+        if (!d->own_read) {
+                read_own(&d->own);
+                d->own_read = true;
+        }
         handle(d, &m, sfd);
-}
-
-static void read_own(nsr_egress_own *own) {
-        struct ifaddrs *ifa = NULL;
-        if (getifaddrs(&ifa) < 0)
-                return;
-        for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
-                if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6))
-                        nsr_egress_own_add(own, i->ifa_addr);
-        freeifaddrs(ifa);
 }
 
 int nsr_direct_attach(nsr_direct *d, nsr_evloop *loop) {
@@ -519,7 +526,6 @@ int nsr_direct_attach(nsr_direct *d, nsr_evloop *loop) {
         d->host_cookie = probe < 0 ? 0 : netns_cookie(probe);
         if (d->host_cookie == 0)
                 return -EOPNOTSUPP; /* then no socket could be told apart */
-        read_own(&d->own);
         return nsr_evloop_add(loop, d->sock, EPOLLIN, on_sock, d, &d->s_sock);
 }
 

@@ -35,6 +35,9 @@ class A(socketserver.StreamRequestHandler):
         if line.startswith(b"PING"):
             self.wfile.write(b"PONG\n")
             return
+        if line.startswith(b"PEER"):
+            self.wfile.write(b"%s:%d\n" % (self.client_address[0].encode(), self.client_address[1]))
+            return
         self.wfile.write(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
 class B(socketserver.BaseRequestHandler):
     def handle(self):
@@ -156,6 +159,15 @@ EOF
 run $NSRUN $NET -- python3 -c "$(cat "$d/nb.py")" "$PA"
 is "$out" "EINPROGRESS writable so_error=0 nodelay=1 keepalive=1 keepidle=77 nonblock=1 cloexec=1 PONG blocking=0 cloexec=0 nonblock=0 EISCONN" \
 	"non-blocking connect: EINPROGRESS, then writable with SO_ERROR 0; TCP_NODELAY, keepalive, O_NONBLOCK and close-on-exec kept; a blocking one gets 0"
+
+# ---- what the sandbox learns: the host socket's own address --------------------
+run $NSRUN $NET -- python3 -c "
+import socket
+s = socket.create_connection(('127.0.0.1', $PA))
+s.sendall(b'PEER\r\n\r\n')
+seen = s.recv(100).decode().strip()
+print(seen == '%s:%d' % s.getsockname(), s.getpeername() == ('127.0.0.1', $PA))"
+is "$out" "True True" "getsockname inside is the host socket's address and port, as the host server saw them (documented)"
 
 # ---- UDP: only the DNS answerer; a host UDP port is refused and recorded ---
 run $NSRUN -p "$d/proj" --state-dir "$d/state" --report "$d/r-udp.json" --allow-host "127.0.0.1:$PU" -- python3 -c "
