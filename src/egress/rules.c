@@ -490,17 +490,23 @@ static void host_port(const nsr_egress_record *r, char *buf, size_t len) {
 }
 
 const char *nsr_egress_log_mode(const nsr_egress_log *log) {
-        return log->direct_on ? "transparent" : log->direct_unavailable ? "proxy-only" : NULL;
+        return log->direct_on                                       ? "transparent"
+               : log->direct_unavailable || log->direct_no_listener ? "proxy-only"
+                                                                    : NULL;
 }
 
 static char *summary(const nsr_egress_log *log);
 
 char *nsr_egress_summary(const nsr_egress_log *log) {
         char *s = summary(log);
-        if (!log->direct_unavailable)
+        const char *why = log->direct_on            ? NULL
+                          : log->direct_unavailable ? NSR_EGRESS_DIRECT_UNAVAILABLE
+                          : log->direct_no_listener ? NSR_EGRESS_DIRECT_NO_LISTENER
+                                                    : NULL;
+        if (!why)
                 return s;
         const char *prefix = "nsrun: network: ";
-        char *n = nsr_asprintf("nsrun: network (%s): %s", NSR_EGRESS_DIRECT_UNAVAILABLE,
+        char *n = nsr_asprintf("nsrun: network (%s): %s", why,
                                strncmp(s, prefix, strlen(prefix)) == 0 ? s + strlen(prefix) : s);
         free(s);
         return n;

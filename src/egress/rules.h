@@ -169,12 +169,16 @@ typedef struct nsr_egress_log {
          * above the sandbox's). Set by the monitor, never by the helper. */
         bool direct_on;
         bool direct_unavailable;
+        bool direct_no_listener; /* asked for, but a listener above the sandbox's took the one place */
 } nsr_egress_log;
 
 /* What the summary says when the kernel lacks what transparent egress needs. */
 #define NSR_EGRESS_DIRECT_UNAVAILABLE                                                                                  \
         "proxy only: this kernel cannot put a host socket in place of the sandbox's (seccomp fd injection, "           \
         "Linux 5.14), so clients that ignore HTTP_PROXY get no network"
+#define NSR_EGRESS_DIRECT_NO_LISTENER                                                                                  \
+        "proxy only: a seccomp listener above the sandbox (an enclosing sandbox's) leaves connect() inside, so "       \
+        "clients that ignore HTTP_PROXY get no network"
 /* "transparent", "proxy-only" or NULL (not asked for). */
 const char *nsr_egress_log_mode(const nsr_egress_log *log);
 

@@ -203,6 +203,8 @@ static void command_done(launch *l, pid_t child, bool child_gone, int status, ns
                 ret->net_on = true;
                 ret->net.direct_on = ret->direct_on;
                 ret->net.direct_unavailable = l->direct_unavailable;
+                /* The listener never came (EBUSY: one above took the place). */
+                ret->net.direct_no_listener = l->notify_connect && l->listener < 0 && !ret->direct_on;
         }
         ret->exec_done = true;
         ret->wait_status = status;
