@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <linux/audit.h>
@@ -244,6 +245,38 @@ START_TEST(test_sockets) {
 }
 END_TEST
 
+START_TEST(test_record_and_summary) {
+        nsr_egress_record r = { .port = 5432, .proto = NSR_EGRESS_PROTO_DIRECT, .allowed = true };
+        snprintf(r.host, sizeof(r.host), "127.0.0.1");
+        snprintf(r.address, sizeof(r.address), "127.0.0.1");
+        char *j = nsr_egress_record_json(&r);
+        /* a direct connection's bytes never pass through nsrun: null */
+        ck_assert_ptr_nonnull(strstr(j, "\"protocol\":\"direct\",\"via\":\"direct\""));
+        ck_assert_ptr_nonnull(strstr(j, "\"bytes_up\":null,\"bytes_down\":null"));
+        free(j);
+        nsr_egress_log log = { 0 };
+        nsr_egress_log_add(&log, &r);
+        ck_assert_ptr_null(nsr_egress_log_mode(&log));
+        char *s = nsr_egress_summary(&log);
+        ck_assert_str_eq(s, "nsrun: network: 1 connection to 1 host, none refused");
+        free(s);
+        log.direct_on = true;
+        ck_assert_str_eq(nsr_egress_log_mode(&log), "transparent");
+        log.direct_on = false;
+        log.direct_unavailable = true;
+        ck_assert_str_eq(nsr_egress_log_mode(&log), "proxy-only");
+        s = nsr_egress_summary(&log);
+        ck_assert_str_eq(s, "nsrun: network (" NSR_EGRESS_DIRECT_UNAVAILABLE "): 1 connection to 1 host, none refused");
+        free(s);
+        log.direct_unavailable = false;
+        log.direct_no_listener = true;
+        s = nsr_egress_summary(&log);
+        ck_assert_str_eq(s, "nsrun: network (" NSR_EGRESS_DIRECT_NO_LISTENER "): 1 connection to 1 host, none refused");
+        free(s);
+        nsr_egress_log_free(&log);
+}
+END_TEST
+
 static uint32_t run_on(const char *prog, size_t len, uint32_t arch, int nr, uint64_t arg0) {
         struct seccomp_data d = { .nr = nr, .arch = arch, .args = { arg0 } };
         return nsr_bpf_run((const struct sock_filter *) prog, len / sizeof(struct sock_filter), &d);
@@ -308,6 +341,7 @@ static Suite *direct_suite(void) {
         tcase_add_test(tc, test_loopback_ports);
         tcase_add_test(tc, test_by_name);
         tcase_add_test(tc, test_sockets);
+        tcase_add_test(tc, test_record_and_summary);
 #if defined(__x86_64__)
         tcase_add_test(tc, test_connect_prog);
 #endif
