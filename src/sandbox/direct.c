@@ -7,9 +7,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <linux/netlink.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <netinet/tcp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +19,12 @@
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/sockmsg.h"
+#include "base/syscalls.h"
 #include "base/util.h"
 #include "sandbox/direct.h"
 #include "seccomp/connect.h"
@@ -76,6 +80,65 @@ static bool fd_cloexec(pid_t pid, int fdnum) {
         return (flags & O_CLOEXEC) != 0;
 }
 
+/* Is pid's thread group one thread? "Threads:" in its status. */
+static bool single_threaded(pid_t pid) {
+        char path[64], buf[2048];
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int n = fd < 0 ? -1 : nsr_read_full(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return false;
+        buf[n] = '\0';
+        const char *t = strstr(buf, "\nThreads:");
+        return t && strtol(t + strlen("\nThreads:"), NULL, 10) == 1;
+}
+
+/* connect(fd, sa), made here for the sandbox, never blocking the loop: a
+ * unix stream connect that would wait (the server's backlog is full)
+ * says EAGAIN. A named unix socket is found in the caller's own view of
+ * the file system (its root; a relative name beneath its working dir),
+ * and reached through /proc/self/fd. A netlink connect to multicast
+ * groups is refused (EPERM): here it would have the monitor's rights.
+ * Returns 0 or a positive errno. */
+static int local_connect(pid_t pid, int fd, int domain, const struct sockaddr_storage *ss, socklen_t len) {
+        struct sockaddr_storage a = *ss;
+        if (domain == AF_NETLINK && a.ss_family == AF_NETLINK && len >= sizeof(struct sockaddr_nl) &&
+            ((const struct sockaddr_nl *) &a)->nl_groups)
+                return EPERM;
+        _cleanup_close_ int target = -1;
+        struct sockaddr_un *un = (struct sockaddr_un *) &a;
+        size_t off = offsetof(struct sockaddr_un, sun_path);
+        if (domain == AF_UNIX && a.ss_family == AF_UNIX && len > off && un->sun_path[0] != '\0') {
+                size_t n = strnlen(un->sun_path, len - off);
+                if (n >= sizeof(un->sun_path))
+                        return EINVAL;
+                un->sun_path[n] = '\0';
+                char dir[64];
+                bool abs = un->sun_path[0] == '/';
+                snprintf(dir, sizeof(dir), "/proc/%d/%s", (int) pid, abs ? "root" : "cwd");
+                _cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (dfd < 0)
+                        return errno;
+                target = nsr_openat2(dfd, abs ? un->sun_path + 1 : un->sun_path, O_PATH | O_CLOEXEC,
+                                     (abs ? RESOLVE_IN_ROOT : RESOLVE_BENEATH) | RESOLVE_NO_MAGICLINKS);
+                if (target < 0)
+                        return errno == EXDEV ? EACCES : errno;
+                memset(un->sun_path, 0, sizeof(un->sun_path));
+                snprintf(un->sun_path, sizeof(un->sun_path), "/proc/self/fd/%d", target);
+                len = (socklen_t) (off + strlen(un->sun_path) + 1);
+        }
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0)
+                return errno;
+        if (!(fl & O_NONBLOCK))
+                (void) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+        int r = connect(fd, (const struct sockaddr *) &a, len);
+        int e = r < 0 ? errno : 0;
+        if (!(fl & O_NONBLOCK))
+                (void) fcntl(fd, F_SETFL, fl);
+        return e;
+}
+
 void nsr_direct_forward(int listener, int sock, const struct seccomp_notif *req, int where) {
         pid_t pid = (pid_t) req->pid;
         uint64_t args[3] = { req->data.args[0], req->data.args[1], req->data.args[2] };
@@ -103,6 +166,7 @@ void nsr_direct_forward(int listener, int sock, const struct seccomp_notif *req,
                 return respond(listener, req->id, pidfd < 0 || e == ESRCH ? -ECONNREFUSED : -EBADF, 0);
         }
         m.cloexec = fd_cloexec(pid, fdnum);
+        bool alone = single_threaded(pid);
         /* pid may have been reused meanwhile: then what was read is not
          * the caller's, and there is no one to answer. */
         if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)
@@ -112,9 +176,17 @@ void nsr_direct_forward(int listener, int sock, const struct seccomp_notif *req,
         if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l) < 0)
                 return respond(listener, req->id, -(errno == ENOTSOCK ? ENOTSOCK : EBADF), 0);
         /* Unix and netlink sockets: the sandbox's own namespace and file
-         * system. They are never sockets nsrun put in place. */
-        if (domain == AF_UNIX || domain == AF_NETLINK)
-                return respond(listener, req->id, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
+         * system. They are never sockets nsrun put in place, but a call
+         * that goes on reads its fd number again: a caller with another
+         * thread could have swapped in one that is (and the address for a
+         * disconnect). A single thread cannot (connect.h refuses a shared
+         * fd table outside a thread group); for the others the call is
+         * made here, on the socket nsrun saw. */
+        if (domain == AF_UNIX || domain == AF_NETLINK) {
+                if (alone)
+                        return respond(listener, req->id, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
+                return respond(listener, req->id, -local_connect(pid, fd, domain, &m.addr, m.addr_len), 0);
+        }
         struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
         int r = nsr_sockmsg_send(sock, &iov, 1, &fd, 1);
         if (r < 0) /* the helper is gone: no network */

@@ -124,6 +124,32 @@ $C http://127.0.0.1:$PB/; wait"
 is "$out" "inside" "a server inside the sandbox on loopback (the same port number as a host one) still answers"
 check "...and the host's server on that port was not reached" test ! -e "$d/b-seen"
 
+# ---- unix sockets keep working, from a process with threads too -------------
+# (nsrun then makes the call itself on the socket it saw, in the caller's
+# view of the file system.)
+run $NSRUN $NET --tmpfs /tmp -- python3 -c "
+import os, socket, threading, time
+srv = socket.socket(socket.AF_UNIX); srv.bind('/tmp/s'); srv.listen(8)
+ab = socket.socket(socket.AF_UNIX); ab.bind('\0nsrt-abs'); ab.listen(8)
+out = []
+def tries():
+    for addr in ('/tmp/s', '\0nsrt-abs'):
+        c = socket.socket(socket.AF_UNIX); c.connect(addr); out.append(repr(c.getpeername()))
+    os.chdir('/tmp')
+    c = socket.socket(socket.AF_UNIX); c.connect('s'); out.append(repr(c.getpeername()))
+    c = socket.socket(socket.AF_UNIX)
+    try:
+        c.connect('/tmp/missing')
+    except OSError as e:
+        out.append(os.strerror(e.errno))
+tries()
+threading.Thread(target=time.sleep, args=(5,), daemon=True).start()
+os.chdir('/')
+tries()
+print(' '.join(out))"
+is "$out" "'/tmp/s' b'\\x00nsrt-abs' '/tmp/s' No such file or directory '/tmp/s' b'\\x00nsrt-abs' '/tmp/s' No such file or directory" \
+	"unix connects (path, abstract, relative, missing) work alike from one thread and from a process with two"
+
 # ---- non-blocking connect, flags and options kept --------------------------
 cat >nb.py <<'EOF'
 import errno, fcntl, os, select, socket, sys
