@@ -11,7 +11,10 @@
  *     for the refused-call record), reads the call's arguments and the
  *     address (process_vm_readv, at most 128 bytes), takes a duplicate of
  *     the socket (pidfd_getfd), checks the notification is still live,
- *     lets a unix or netlink socket's call go on, and passes the rest to
+ *     lets a unix or netlink socket's call go on when the caller is one
+ *     thread (else makes it itself on the socket it saw: another thread
+ *     could swap the fd number under a call that goes on), and passes
+ *     the rest to
  *     the egress helper as one fixed-size message with the socket
  *     attached. It parses nothing of the sandbox's beyond that.
  *   - the egress helper, which holds the listener too, reads the
