@@ -22,9 +22,11 @@
 
 #include "base/syscalls.h"
 #include "doctor/internal.h"
+#include "egress/rules.h"
 #include "sandbox/landlock.h"
 #include "sandbox/libmount.h"
 #include "sandbox/netns.h"
+#include "seccomp/connect.h"
 
 typedef struct probe_ctx {
         char cwd[PATH_MAX];       /* "" when unknown */
@@ -844,6 +846,20 @@ static const struct probe {
         { probe_proc_hidepid, { NSR_CHECK_PROC_HIDEPID }, 1 },
 };
 
+/* With the namespace sandbox: is connect() decided by nsrun (transparent
+ * egress), or does only the proxy serve? */
+static void egress_direct(nsr_check *c) {
+        static const char ns[] = "--allow-host works: ";
+        if (strncmp(c->detail, ns, strlen(ns)) != 0)
+                return;
+        size_t n = strlen(c->detail);
+        if (nsr_connect_inject_available())
+                snprintf(c->detail + n, sizeof(c->detail) - n,
+                         "; connect() is decided by nsrun too, so clients need no proxy settings");
+        else
+                snprintf(c->detail + n, sizeof(c->detail) - n, "; %s", NSR_EGRESS_DIRECT_UNAVAILABLE);
+}
+
 int nsr_hostcheck_run(const nsr_hostcheck_opts *o, nsr_check ret[_NSR_CHECK_ID_MAX], nsr_error *err) {
         probe_ctx pc = { .uid = getuid(), .gid = getgid(), .parent = getppid() };
         if (o->cwd)
@@ -879,6 +895,7 @@ int nsr_hostcheck_run(const nsr_hostcheck_opts *o, nsr_check ret[_NSR_CHECK_ID_M
         if (!any)
                 return nsr_error_set(err, -first, "cannot start the doctor's probes");
         nsr_hostcheck_egress_describe(ret, nsr_landlock_abi(), &ret[NSR_CHECK_EGRESS]);
+        egress_direct(&ret[NSR_CHECK_EGRESS]);
         return 0;
 }
 

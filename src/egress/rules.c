@@ -455,8 +455,14 @@ void nsr_egress_record_emit(nsr_json *j, const nsr_egress_record *rec) {
         nsr_json_bool(j, "allowed", rec->allowed);
         nsr_json_string(j, "reason", rec->reason[0] ? rec->reason : NULL);
         nsr_json_string(j, "address", rec->address[0] ? rec->address : NULL);
-        nsr_json_uint(j, "bytes_up", rec->bytes_up);
-        nsr_json_uint(j, "bytes_down", rec->bytes_down);
+        /* A direct connection's bytes never pass through nsrun. */
+        if (rec->proto == NSR_EGRESS_PROTO_DIRECT) {
+                nsr_json_null(j, "bytes_up");
+                nsr_json_null(j, "bytes_down");
+        } else {
+                nsr_json_uint(j, "bytes_up", rec->bytes_up);
+                nsr_json_uint(j, "bytes_down", rec->bytes_down);
+        }
         nsr_json_string(j, "started_at", when);
         nsr_json_uint(j, "duration_ms", rec->duration_ms);
         nsr_json_object_end(j);
@@ -483,7 +489,30 @@ static void host_port(const nsr_egress_record *r, char *buf, size_t len) {
                 snprintf(buf, len, "%s:%d", r->host, r->port);
 }
 
+const char *nsr_egress_log_mode(const nsr_egress_log *log) {
+        return log->direct_on                                       ? "transparent"
+               : log->direct_unavailable || log->direct_no_listener ? "proxy-only"
+                                                                    : NULL;
+}
+
+static char *summary(const nsr_egress_log *log);
+
 char *nsr_egress_summary(const nsr_egress_log *log) {
+        char *s = summary(log);
+        const char *why = log->direct_on            ? NULL
+                          : log->direct_unavailable ? NSR_EGRESS_DIRECT_UNAVAILABLE
+                          : log->direct_no_listener ? NSR_EGRESS_DIRECT_NO_LISTENER
+                                                    : NULL;
+        if (!why)
+                return s;
+        const char *prefix = "nsrun: network: ";
+        char *n = nsr_asprintf("nsrun: network (%s): %s", why,
+                               strncmp(s, prefix, strlen(prefix)) == 0 ? s + strlen(prefix) : s);
+        free(s);
+        return n;
+}
+
+static char *summary(const nsr_egress_log *log) {
         if (log->helper_died)
                 return nsr_strdup("nsrun: network: the network helper died; the run lost its network and its record");
         if (log->n_total == 0)

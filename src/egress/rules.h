@@ -163,14 +163,32 @@ typedef struct nsr_egress_log {
         size_t n_malformed;   /* clients that never named a target */
         size_t n_log_dropped; /* lines --net-log-fd's reader did not take in time */
         bool helper_died;     /* the egress helper died (or lied): no records, no network */
+        /* connect() decided by nsrun (transparent egress) was on, or the
+         * kernel could not put a socket in place and only the proxy served;
+         * neither: it was not asked for (best-effort mode, or a listener
+         * above the sandbox's). Set by the monitor, never by the helper. */
+        bool direct_on;
+        bool direct_unavailable;
+        bool direct_no_listener; /* asked for, but a listener above the sandbox's took the one place */
 } nsr_egress_log;
+
+/* What the summary says when the kernel lacks what transparent egress needs. */
+#define NSR_EGRESS_DIRECT_UNAVAILABLE                                                                                  \
+        "proxy only: this kernel cannot put a host socket in place of the sandbox's (seccomp fd injection, "           \
+        "Linux 5.14), so clients that ignore HTTP_PROXY get no network"
+#define NSR_EGRESS_DIRECT_NO_LISTENER                                                                                  \
+        "proxy only: a seccomp listener above the sandbox (an enclosing sandbox's) leaves connect() inside, so "       \
+        "clients that ignore HTTP_PROXY get no network"
+/* "transparent", "proxy-only" or NULL (not asked for). */
+const char *nsr_egress_log_mode(const nsr_egress_log *log);
 
 void nsr_egress_log_add(nsr_egress_log *log, const nsr_egress_record *rec);
 void nsr_egress_log_free(nsr_egress_log *log);
 
 /* One record as a JSON object, on one line, no newline (malloc'd). */
 char *nsr_egress_record_json(const nsr_egress_record *rec);
-/* "nsrun: network: 14 connections to 3 hosts, 2 refused: example.net:443"
+/* With direct_unavailable, "nsrun: network (NSR_EGRESS_DIRECT_UNAVAILABLE): 14 ...".
+ * "nsrun: network: 14 connections to 3 hosts, 2 refused: example.net:443"
  * (at most 5 refused host:port named, then ", ..."), "..., none refused",
  * or "nsrun: network: no connections". */
 char *nsr_egress_summary(const nsr_egress_log *log);

@@ -316,6 +316,8 @@ static int emit_report(nsr_json *j, const nsr_report *r, nsr_error *err) {
                         nsr_json_uint(j, "net_log_dropped", r->network->n_log_dropped);
                 if (r->network->helper_died)
                         nsr_json_bool(j, "network_helper_died", true);
+                if (nsr_egress_log_mode(r->network))
+                        nsr_json_string(j, "network_mode", nsr_egress_log_mode(r->network));
         }
         if (r->events_dropped)
                 nsr_json_uint(j, "events_dropped", r->events_dropped);

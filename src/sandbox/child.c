@@ -118,8 +118,13 @@ static bool load_listener(const launch *l) {
 }
 
 static int load_seccomp(const launch *l, bool listener, nsr_error *err) {
+        /* The connect program alone (no refused record): the listener,
+         * and every program after it. Without it (a listener already
+         * above), connects stay in the sandbox's namespace: proxy only. */
+        if (listener && l->notify_alone)
+                (void) load_listener(l);
         for (size_t i = 0; i < l->n_progs; i++) {
-                if (i == 0 && listener && load_listener(l))
+                if (i == 0 && listener && !l->notify_alone && load_listener(l))
                         continue;
                 struct sock_fprog prog = {
                         .len = (unsigned short) (l->progs[i].len / 8),
@@ -348,6 +353,9 @@ static void close_monitor_ends(launch *l) {
         l->go_pipe[1] = safe_close(l->go_pipe[1]);
         l->pid_pipe[0] = safe_close(l->pid_pipe[0]);
         l->notify_sock[0] = safe_close(l->notify_sock[0]);
+        /* Both ends of the monitor's socket to the egress helper. */
+        l->direct_sock = safe_close(l->direct_sock);
+        l->direct = nsr_direct_free(l->direct);
         if (l->extra && l->extra->session)
                 close(l->extra->session->monitor_fd);
         if (p->info_fd >= 0)

@@ -397,7 +397,7 @@ static int monitor_loop(cmon *m, nsr_error *err) {
         if (o->relay) {
                 nsr_relay_parent_started(o->relay);
                 /* The command's network bytes are parsed there, not here. */
-                int k = nsr_egress_helper_start(o->relay, NULL, &m->helper, err);
+                int k = nsr_egress_helper_start(o->relay, NULL, NULL, &m->helper, err);
                 if (k < 0)
                         return give_up(o, m->child, k);
         }

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
+#include <linux/seccomp.h>
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sched.h>
@@ -25,6 +27,7 @@
 #include "base/evloop.h"
 #include "base/syscalls.h"
 #include "base/util.h"
+#include "sandbox/direct.h"
 #include "sandbox/egresshelper.h"
 #include "sandbox/landlock.h"
 
@@ -124,7 +127,6 @@ static const int allowed_calls[] = {
         SCMP_SYS(splice),
         SCMP_SYS(pipe2),
         SCMP_SYS(fcntl),
-        SCMP_SYS(ioctl),
         SCMP_SYS(poll),
         SCMP_SYS(ppoll),
         SCMP_SYS(timerfd_settime),
@@ -175,7 +177,9 @@ static const int allowed_calls[] = {
 
 /* Allowed: the list above; clone for threads only; sockets of IPv4, IPv6
  * (the relay, the resolver) and netlink (getaddrinfo's AI_ADDRCONFIG,
- * getifaddrs), and bind for netlink only.
+ * getifaddrs), bind for netlink only, and ioctl for the listener's reply
+ * and fd injection only. Transparent connects need nothing else here:
+ * the monitor reads the call and takes the socket (sandbox/direct.h).
  * clone3 says ENOSYS, so glibc falls back to clone, whose flags a filter
  * can see. Anything else: EPERM. */
 static int confine_seccomp(nsr_error *err) {
@@ -210,6 +214,16 @@ static int confine_seccomp(nsr_error *err) {
         };
         if (k >= 0)
                 k = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(bind), 1, &nl_len);
+        /* ioctl: only the two requests that answer the command's listener
+         * (sandbox/direct.h): a reply, and a socket put in place. The
+         * request is an unsigned int: its low 32 bits. */
+        static const unsigned long requests[] = { SECCOMP_IOCTL_NOTIF_SEND, SECCOMP_IOCTL_NOTIF_ADDFD };
+        for (size_t i = 0; k >= 0 && i < ELEMENTSOF(requests); i++) {
+                const struct scmp_arg_cmp req = {
+                        .arg = 1, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffU, .datum_b = (uint32_t) requests[i]
+                };
+                k = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1, &req);
+        }
         if (k >= 0)
                 k = seccomp_load(ctx);
         seccomp_release(ctx);
@@ -257,7 +271,11 @@ static void send_log(int sock, const nsr_egress_log *log) {
         (void) send(sock, &m, offsetof(msg, u) + sizeof(m.u.end), MSG_NOSIGNAL);
 }
 
-static _Noreturn void helper_main(nsr_relay *relay, nsr_dns *dns, int sock, pid_t parent) {
+static void relay_record(void *data, const nsr_egress_record *rec) {
+        nsr_relay_record(data, rec);
+}
+
+static _Noreturn void helper_main(nsr_relay *relay, nsr_dns *dns, nsr_direct *direct, int sock, pid_t parent) {
         nsr_error e = { 0 };
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
                 _exit(1);
@@ -267,6 +285,7 @@ static _Noreturn void helper_main(nsr_relay *relay, nsr_dns *dns, int sock, pid_
         size_t n = nsr_relay_fds(relay, keep, KEEP_MAX - 1);
         if (dns)
                 n += nsr_dns_fds(dns, keep + n, KEEP_MAX - 1 - n);
+        n += nsr_direct_fds(direct, keep + n, KEEP_MAX - 1 - n);
         keep[n++] = sock;
         if (close_all_but(keep, n) < 0)
                 _exit(1);
@@ -281,15 +300,36 @@ static _Noreturn void helper_main(nsr_relay *relay, nsr_dns *dns, int sock, pid_
             (dns && nsr_dns_attach(dns, h.loop, relay) < 0) ||
             nsr_evloop_add(h.loop, sock, EPOLLIN, on_monitor, &h, NULL) < 0)
                 _exit(1);
+        /* Without it connects are refused (the monitor's forwarding fails):
+         * the proxy still serves. */
+        if (direct && nsr_direct_attach(direct, h.loop) < 0)
+                direct = nsr_direct_free(direct);
+        if (direct)
+                nsr_direct_on_record(direct, relay_record, relay);
+        /* A connect is judged by the names the sandbox resolved through
+         * the answerer, and a UDP or TCP query to the answerer stays
+         * inside. */
+        if (direct && dns) {
+                struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(53) };
+                (void) inet_pton(AF_INET, NSR_DNS_ADDRESS, &a.sin_addr);
+                nsr_direct_set_names(direct, nsr_dns_map(dns), (const struct sockaddr *) &a);
+        }
         (void) nsr_evloop_run(h.loop);
         nsr_dns_detach(dns);
-        nsr_egress_log log = { 0 };
+        /* Connects still waiting are refused first: their records go
+         * into the relay's log before it is taken. */
+        nsr_egress_log direct_log = { 0 }, log = { 0 };
+        if (direct)
+                nsr_direct_finish(direct, &direct_log);
         nsr_relay_finish(relay, &log);
+        for (size_t i = 0; i < direct_log.n_records; i++)
+                nsr_egress_log_add(&log, &direct_log.records[i]);
         send_log(sock, &log);
         _exit(0);
 }
 
-int nsr_egress_helper_start(nsr_relay *relay, nsr_dns *dns, nsr_egress_helper **ret, nsr_error *err) {
+int nsr_egress_helper_start(nsr_relay *relay, nsr_dns *dns, nsr_direct *direct, nsr_egress_helper **ret,
+                            nsr_error *err) {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return nsr_error_set(err, errno, "egress helper: socketpair");
@@ -303,7 +343,7 @@ int nsr_egress_helper_start(nsr_relay *relay, nsr_dns *dns, nsr_egress_helper **
         }
         if (pid == 0) {
                 close(sv[0]);
-                helper_main(relay, dns, sv[1], parent);
+                helper_main(relay, dns, direct, sv[1], parent);
         }
         close(sv[1]);
         nsr_egress_helper *h = nsr_malloc0(sizeof(*h));

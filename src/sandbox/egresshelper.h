@@ -37,8 +37,11 @@ typedef struct nsr_egress_helper nsr_egress_helper;
 /* In the monitor, after nsr_relay_parent_started() (and
  * nsr_dns_parent_started()). The relay's and the answerer's fds stay open
  * in the monitor too, unused. dns: the DNS answerer, or NULL (best-effort
- * mode has none). */
-int nsr_egress_helper_start(nsr_relay *relay, nsr_dns *dns, nsr_egress_helper **ret, nsr_error *err);
+ * mode has none). direct: transparent connects (direct.h), or NULL; the
+ * monitor's copy, which the caller frees after the fork. */
+typedef struct nsr_direct nsr_direct;
+int nsr_egress_helper_start(nsr_relay *relay, nsr_dns *dns, nsr_direct *direct, nsr_egress_helper **ret,
+                            nsr_error *err);
 /* Asks the helper to finish, reads its log into *ret (helper_died set
  * when it did not deliver one), and kills it. */
 void nsr_egress_helper_finish(nsr_egress_helper *h, nsr_egress_log *ret);

@@ -17,6 +17,7 @@
 #include "egress/dns.h"
 #include "egress/relay.h"
 #include "sandbox/cgroup.h"
+#include "sandbox/direct.h"
 #include "sandbox/egresshelper.h"
 #include "sandbox/launch.h"
 
@@ -49,9 +50,14 @@ typedef struct launch {
         nsr_cgroup *cgroup;    /* --memory, --cpu, --pids: the run's cgroup */
         char *notify_prog;     /* the listener form of progs[0] (refused.h), or NULL */
         size_t notify_len;
-        int notify_sock[2]; /* command -> monitor: the listener fd */
-        int listener;       /* the monitor's listener fd, or -1 */
-        nsr_outq events_q;  /* --events-fd: the monitor's lines (timeout, refused calls) */
+        int notify_sock[2];      /* command -> monitor: the listener fd */
+        int listener;            /* the monitor's listener fd, or -1 */
+        bool notify_alone;       /* notify_prog is the connect program alone, loaded before progs[0] */
+        bool notify_connect;     /* notify_prog sends connect() to the listener (seccomp/connect.h) */
+        nsr_direct *direct;      /* transparent connect: the helper's part, until it forks */
+        int direct_sock;         /* the monitor's end of the socket to the helper, or -1 */
+        bool direct_unavailable; /* --allow-host, but the kernel cannot inject fds */
+        nsr_outq events_q;       /* --events-fd: the monitor's lines (timeout, refused calls) */
 } launch;
 
 /* Real root in project mode maps its whole id range, which only a process

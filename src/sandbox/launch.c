@@ -39,6 +39,7 @@
 #include "sandbox/launch.h"
 #include "sandbox/reaper.h"
 #include "sandbox/rootfs.h"
+#include "seccomp/connect.h"
 #include "seccomp/refused.h"
 
 extern char **environ;
@@ -154,6 +155,8 @@ static void launch_done(launch *l) {
         nsr_strv_free(l->env);
         l->helper = nsr_egress_helper_free(l->helper);
         nsr_dns_free(l->dns);
+        l->direct = nsr_direct_free(l->direct);
+        l->direct_sock = safe_close(l->direct_sock);
         nsr_relay_free(l->relay);
         free(l->host_tty);
         free(l->old_cwd);
@@ -165,6 +168,45 @@ static void launch_done(launch *l) {
         }
         safe_close(l->snmp_fd);
         safe_close(l->snmp6_fd);
+}
+
+/* Transparent egress (sandbox/direct.h): the connect program, chained
+ * after the refused record's listener form or alone, and the socket to
+ * the helper. A kernel that cannot put a socket in place: proxy only. */
+static int prepare_direct(launch *l, nsr_error *err) {
+        if (!nsr_connect_inject_available()) {
+                l->direct_unavailable = true;
+                return 0;
+        }
+        _cleanup_free_ char *prog = NULL;
+        size_t len = 0;
+        int r = nsr_connect_prog(&prog, &len, err);
+        if (r < 0)
+                return r;
+        if (l->notify_prog) {
+                char *chained = NULL;
+                size_t clen = 0;
+                r = nsr_bpf_chain(l->notify_prog, l->notify_len, prog, len, &chained, &clen);
+                if (r < 0)
+                        return nsr_error_set(err, -r, "the connect filter after the policy's");
+                free(l->notify_prog);
+                l->notify_prog = chained;
+                l->notify_len = clen;
+        } else {
+                l->notify_prog = TAKE_PTR(prog);
+                l->notify_len = len;
+                l->notify_alone = true;
+                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, l->notify_sock) < 0)
+                        return nsr_error_set(err, errno, "socketpair()");
+        }
+        /* Non-blocking: a helper that stops reading costs connects
+         * (ECONNREFUSED), never the monitor's loop. */
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
+                return nsr_error_set(err, errno, "socketpair()");
+        l->direct_sock = sv[0];
+        l->notify_connect = true;
+        return nsr_direct_new(&l->plan->egress, sv[1], &l->direct, err);
 }
 
 /* Everything that can be worked out before any process is created. */
@@ -266,6 +308,11 @@ static int prepare(launch *l, nsr_error *err) {
             nsr_refused_notify_prog(l->progs[0].data, l->progs[0].len, &l->notify_prog, &l->notify_len) >= 0 &&
             socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, l->notify_sock) < 0)
                 return nsr_error_set(err, errno, "socketpair()");
+        if (l->relay && p->unshare_net) {
+                int r = prepare_direct(l, err);
+                if (r < 0)
+                        return r;
+        }
 
         /* --memory and --cpu need a cgroup of the run's own, or fail here
          * and say why; --pids takes one where there is one (RLIMIT_NPROC
@@ -409,10 +456,13 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
                 nsr_relay_parent_started(l->relay);
                 nsr_dns_parent_started(l->dns);
                 /* The sandbox's network bytes are parsed there, not here. */
-                r = nsr_egress_helper_start(l->relay, l->dns, &l->helper, err);
+                r = nsr_egress_helper_start(l->relay, l->dns, l->direct, &l->helper, err);
+                /* The helper has its copy; the monitor keeps only its end. */
+                l->direct = nsr_direct_free(l->direct);
                 if (r < 0)
                         return r;
         }
+        res->direct_unavailable = l->direct_unavailable;
         l->notify_sock[1] = safe_close(l->notify_sock[1]);
 
         if (p->pidns_fd != -1) {
@@ -480,6 +530,7 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
                 .pid_pipe = { -1, -1 },
                 .notify_sock = { -1, -1 },
                 .listener = -1,
+                .direct_sock = -1,
                 .events_q = { .fd = -1 },
                 .real_uid = getuid(),
                 .real_gid = getgid(),

@@ -24,6 +24,11 @@ typedef struct nsr_launch_result {
         bool landlock;        /* Landlock scoping was applied */
         bool net_on;          /* --allow-host: the relay ran; net holds its record */
         nsr_egress_log net;   /* the caller frees it with nsr_egress_log_free() */
+        /* --allow-host with a network namespace: connect() is decided by
+         * nsrun (sandbox/direct.h), or the kernel cannot put a socket in
+         * place and only the proxy serves. */
+        bool direct_on;
+        bool direct_unavailable;
         /* With --unshare-net in project mode: how many connections found no
          * route (ENETUNREACH) in the sandbox's network namespace. */
         uint64_t no_route;

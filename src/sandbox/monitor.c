@@ -112,8 +112,11 @@ static void on_listener(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
         mon *m = data;
         launch *l = m->l;
         (void) s;
-        if (ev & EPOLLIN)
-                (void) nsr_refused_handle(l->extra->refused, fd);
+        nsr_refused *rf = l->extra ? l->extra->refused : NULL;
+        if ((ev & EPOLLIN) && l->notify_connect)
+                (void) nsr_direct_handle(rf && rf->prog && !l->notify_alone ? rf : NULL, fd, l->direct_sock);
+        else if (ev & EPOLLIN)
+                (void) nsr_refused_handle(rf, fd);
         else if (ev & (EPOLLHUP | EPOLLERR)) {
                 /* every task of the filter is gone */
                 m->s_listener = nsr_evloop_del(m->s_listener);
@@ -131,8 +134,15 @@ static void on_notify_sock(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
         int got = nsr_refused_recv_fd(fd);
         if (got >= 0 && l->listener < 0) {
                 l->listener = got;
-                l->extra->refused->active = true;
-                if (l->extra->session && l->extra->session->refused_recorded)
+                /* The helper answers connects on it too. */
+                if (l->direct_sock >= 0 && nsr_direct_send_listener(l->direct_sock, got) >= 0)
+                        m->res->direct_on = true;
+                else /* a helper without the listener could not answer: connects are refused here */
+                        l->direct_sock = safe_close(l->direct_sock);
+                bool recorded = l->extra && l->extra->refused && l->extra->refused->prog && !l->notify_alone;
+                if (recorded)
+                        l->extra->refused->active = true;
+                if (recorded && l->extra->session && l->extra->session->refused_recorded)
                         *l->extra->session->refused_recorded = true;
                 if (nsr_evloop_add(m->loop, got, EPOLLIN, on_listener, m, &m->s_listener) < 0)
                         l->listener = safe_close(l->listener); /* calls get ENOSYS, as with no listener */
@@ -191,6 +201,10 @@ static void command_done(launch *l, pid_t child, bool child_gone, int status, ns
         if (l->helper) {
                 nsr_egress_helper_finish(l->helper, &ret->net);
                 ret->net_on = true;
+                ret->net.direct_on = ret->direct_on;
+                ret->net.direct_unavailable = l->direct_unavailable;
+                /* The listener never came (EBUSY: one above took the place). */
+                ret->net.direct_no_listener = l->notify_connect && l->listener < 0 && !ret->direct_on;
         }
         ret->exec_done = true;
         ret->wait_status = status;

@@ -474,7 +474,7 @@ static int new_ctx(compiler *c, scmp_filter_ctx *ret) {
 /* Writes the libseccomp program somewhere readable. memfd first; a pipe if
  * memfd_create is blocked (nsrun inside another sandbox). The pipe is
  * non-blocking so that an oversized program fails instead of hanging. */
-static int export_bpf(scmp_filter_ctx ctx, char **ret, size_t *ret_len, nsr_error *err) {
+int nsr_seccomp_export(void *ctx, char **ret, size_t *ret_len, nsr_error *err) {
         _cleanup_close_ int fd = memfd_create("nsrun-seccomp", MFD_CLOEXEC);
         int k;
         if (fd >= 0) {
@@ -609,7 +609,7 @@ int nsr_seccomp_compile(const nsr_policy *p, char **ret_data, size_t *ret_len, n
                 }
                 ctx = NULL; /* seccomp_merge consumed it */
         }
-        r = export_bpf(main_ctx, &prog, &prog_len, err);
+        r = nsr_seccomp_export(main_ctx, &prog, &prog_len, err);
         if (r < 0)
                 goto out;
         if (prog_len == 0 || prog_len % sizeof(struct sock_filter) != 0) {

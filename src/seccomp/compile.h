@@ -37,6 +37,9 @@ size_t nsr_seccomp_arches(uint32_t *ret, size_t max);
  * native byte order) for every arch nsr_seccomp_arches() names. No cache. */
 int nsr_seccomp_compile(const nsr_policy *p, char **ret_data, size_t *ret_len, nsr_error *err);
 
+/* Exports a libseccomp filter (a scmp_filter_ctx) as a BPF program. */
+int nsr_seccomp_export(void *ctx, char **ret_data, size_t *ret_len, nsr_error *err);
+
 /* The compile cache: $XDG_CACHE_HOME/nsrun/seccomp, else
  * $HOME/.cache/nsrun/seccomp. Both functions are best effort and never
  * fail the caller: a lookup that finds nothing usable returns -ENOENT, a

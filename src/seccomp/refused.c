@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -344,16 +345,7 @@ static pid_t read_inner_sid(pid_t pid) {
         return (pid_t) v;
 }
 
-int nsr_refused_handle(nsr_refused *rf, int listener) {
-        struct seccomp_notif *req = NULL;
-        struct seccomp_notif_resp *resp = NULL;
-        if (seccomp_notify_alloc(&req, &resp) < 0)
-                return -ENOMEM;
-        int r = seccomp_notify_receive(listener, req);
-        if (r < 0) {
-                seccomp_notify_free(req, resp);
-                return r == -EINTR ? 0 : r;
-        }
+int nsr_refused_answer(nsr_refused *rf, int listener, const struct seccomp_notif *req) {
         uint32_t act = nsr_bpf_run((const struct sock_filter *) rf->prog, rf->prog_len / sizeof(struct sock_filter),
                                    &req->data);
         /* Only ERRNO returns were turned into notifications; anything
@@ -368,17 +360,28 @@ int nsr_refused_handle(nsr_refused *rf, int listener) {
                 snprintf(comm, sizeof(comm), "?");
                 sid = 0;
         }
-        resp->id = req->id;
-        resp->error = -errnum;
-        resp->val = 0;
-        resp->flags = 0;
-        r = seccomp_notify_respond(listener, resp);
+        struct seccomp_notif_resp resp = { .id = req->id, .error = -errnum };
+        int r = seccomp_notify_respond(listener, &resp);
         /* ENOENT: the task was killed meanwhile; the call still counts. */
         nsr_refused_count(rf, req->data.arch, req->data.nr, errnum, comm);
         if (rf->on_call)
                 rf->on_call(rf->on_call_data, sid, req->data.arch, req->data.nr, errnum, comm);
-        seccomp_notify_free(req, resp);
         return r < 0 && r != -ENOENT ? r : 0;
+}
+
+bool nsr_refused_is_refusal(const nsr_refused *rf, const struct seccomp_data *d) {
+        if (!rf || !rf->prog)
+                return false;
+        uint32_t act = nsr_bpf_run((const struct sock_filter *) rf->prog, rf->prog_len / sizeof(struct sock_filter), d);
+        return (act & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ERRNO;
+}
+
+int nsr_refused_handle(nsr_refused *rf, int listener) {
+        struct seccomp_notif req;
+        memset(&req, 0, sizeof(req));
+        if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0)
+                return errno == EINTR || errno == ENOENT ? 0 : -errno;
+        return nsr_refused_answer(rf, listener, &req);
 }
 
 static int cmp_count(const void *a, const void *b) {

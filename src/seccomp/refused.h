@@ -80,6 +80,11 @@ void nsr_refused_done(nsr_refused *rf);
 /* Takes and answers one notification from the listener fd. -errno when
  * the listener is gone (every task of the filter exited). */
 int nsr_refused_handle(nsr_refused *rf, int listener);
+/* Answers one notification already received (req), as above. */
+int nsr_refused_answer(nsr_refused *rf, int listener, const struct seccomp_notif *req);
+/* Is d a call the original program refuses (SECCOMP_RET_ERRNO)? false
+ * without a program. */
+bool nsr_refused_is_refusal(const nsr_refused *rf, const struct seccomp_data *d);
 /* Adds one refused call to the record (used by nsr_refused_handle). */
 void nsr_refused_count(nsr_refused *rf, uint32_t arch, int nr, int errnum, const char *comm);
 /* "ptrace x3, mount x1, 2 more" in count order (largest first, then by

@@ -67,6 +67,11 @@ if wait_until 30 test -e "$d/sync/ready" && wait_until 10 has_helper "$nsr"; the
 	# Its fds: sockets, pipes, an epoll and timers; none of the run's files.
 	files=$(ls -l "/proc/$h/fd" 2>/dev/null | awk '/->/ { print $NF }' | grep '^/' | grep -v '^/dev/null$')
 	is "$files" "" "the helper holds no file or directory, only sockets, pipes and event fds"
+	# Transparent egress: it also holds the command's listener, once.
+	kinds=$(ls -l "/proc/$h/fd" 2>/dev/null | awk -F' -> ' '/->/ { print $2 }' | sed -E 's/:\[[0-9]+\]$/:/' | sort -u |
+		grep -vxE 'socket:|pipe:|anon_inode:\[(eventfd|eventpoll|timerfd)\]|anon_inode:seccomp notify' | tr '\n' ' ')
+	is "$kinds" "" "the helper's fds: sockets, pipes, event fds and the command's seccomp listener, nothing else"
+	is "$(ls -l "/proc/$h/fd" 2>/dev/null | grep -c 'seccomp notify')" 1 "...one listener, to answer connects"
 	is "$(cat "$d/sync/first")" "ok" "through the helper, the relay served the command"
 	kill -9 "$h"
 	wait_until 10 sh -c "! kill -0 $h 2>/dev/null || grep -q '^State:.*Z' /proc/$h/status"
