@@ -80,17 +80,25 @@ static bool fd_cloexec(pid_t pid, int fdnum) {
         return (flags & O_CLOEXEC) != 0;
 }
 
-/* Is pid's thread group one thread? "Threads:" in its status. */
-static bool single_threaded(pid_t pid) {
+/* The caller's thread group from its status (a notification names the
+ * thread that called, and pidfd_open(2) takes only a group's leader):
+ * *tgid, and whether the group is one thread ("Threads:"). -1 when the
+ * task is gone. */
+static int thread_group(pid_t tid, pid_t *tgid, bool *alone) {
         char path[64], buf[2048];
-        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) tid);
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         int n = fd < 0 ? -1 : nsr_read_full(fd, buf, sizeof(buf) - 1);
         if (n <= 0)
-                return false;
+                return -1;
         buf[n] = '\0';
-        const char *t = strstr(buf, "\nThreads:");
-        return t && strtol(t + strlen("\nThreads:"), NULL, 10) == 1;
+        const char *g = strstr(buf, "\nTgid:"), *t = strstr(buf, "\nThreads:");
+        long v = g ? strtol(g + strlen("\nTgid:"), NULL, 10) : 0;
+        if (v <= 0)
+                return -1;
+        *tgid = (pid_t) v;
+        *alone = t && strtol(t + strlen("\nThreads:"), NULL, 10) == 1;
+        return 0;
 }
 
 /* connect(fd, sa), made here for the sandbox, never blocking the loop: a
@@ -157,7 +165,11 @@ void nsr_direct_forward(int listener, int sock, const struct seccomp_notif *req,
         direct_msg m = { .type = MSG_CONNECT, .fdnum = fdnum, .id = req->id, .addr_len = (uint32_t) args[2] };
         if (m.addr_len && read_mem(pid, args[1], &m.addr, m.addr_len) < 0)
                 return respond(listener, req->id, -EFAULT, 0);
-        _cleanup_close_ int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        pid_t tgid = pid;
+        bool alone = false;
+        if (thread_group(pid, &tgid, &alone) < 0)
+                return respond(listener, req->id, -ECONNREFUSED, 0);
+        _cleanup_close_ int pidfd = (int) syscall(SYS_pidfd_open, tgid, 0);
         _cleanup_close_ int fd = pidfd < 0 ? -1 : (int) syscall(SYS_pidfd_getfd, pidfd, fdnum, 0);
         if (fd < 0) {
                 int e = errno;
@@ -166,7 +178,6 @@ void nsr_direct_forward(int listener, int sock, const struct seccomp_notif *req,
                 return respond(listener, req->id, pidfd < 0 || e == ESRCH ? -ECONNREFUSED : -EBADF, 0);
         }
         m.cloexec = fd_cloexec(pid, fdnum);
-        bool alone = single_threaded(pid);
         /* pid may have been reused meanwhile: then what was read is not
          * the caller's, and there is no one to answer. */
         if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)

@@ -3,11 +3,11 @@
  * monitor's checked reading of what it sends (egresshelper.h). */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
-#include <arpa/inet.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sched.h>

@@ -75,6 +75,21 @@ run $NSRUN $NET -- sh -c "$C http://127.0.0.1:$PA/"
 is "$out" "hello-A" "curl with no proxy settings reaches the allowed host-loopback port at its own address"
 is "$err" "nsrun: network: 1 connection to 1 host, none refused" "the summary counts the direct connection"
 
+# ---- a thread's connect (the notification names the thread, not its group) --
+run $NSRUN $NET -- $NOPROXY python3 -c "
+import socket, threading
+out = []
+def f():
+    s = socket.create_connection(('127.0.0.1', $PA), 10)
+    s.sendall(b'PING\\r\\n\\r\\n')
+    out.append(s.makefile().readline().strip())
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.connect(('127.0.0.53', 53))
+    out.append('dns-endpoint')
+t = threading.Thread(target=f); t.start(); t.join()
+print(' '.join(out))"
+is "$out" "PONG dns-endpoint" "a connect from a second thread: to the allowed host port, and to the DNS answerer"
+
 # ---- another host port: refused at once, recorded, never reached ----------
 run $NSRUN $NET --allow-host "127.0.0.2:$PB" -- python3 -c "
 import socket, time, errno
