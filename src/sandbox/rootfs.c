@@ -32,36 +32,14 @@
 
 #include "base/syscalls.h"
 #include "sandbox/overlay.h"
+#include "sandbox/rootfs-internal.h"
 #include "sandbox/rootfs.h"
 
 #define SCRATCH      "/tmp"
 #define NEWROOT_NAME "newroot"
 #define SHARED_NAME  "shared"
 
-typedef struct prepared {
-        int tree;     /* detached bind tree, or -1 (skipped or not a bind) */
-        bool skipped; /* a -try source that does not exist */
-        bool is_dir;
-        int *lower_fds; /* overlay sources, command-line order */
-        size_t n_lower;
-        int upper_fd, work_fd;
-        char *src_real; /* realpath of the source, for messages */
-        char **lower_real, *upper_real, *work_real;
-} prepared;
-
-typedef struct builder {
-        const nsr_plan *plan;
-        const nsr_mount_ctx *ctx;
-        prepared *prep;
-        int scratch; /* O_PATH fd of the scratch tmpfs root */
-        int root;    /* O_PATH fd of the new root */
-        int shared;  /* O_PATH fd of the shared tmpfs root, or -1 */
-        unsigned n_shared;
-        unsigned n_tmp_overlay;
-        unsigned n_bindfile;
-} builder;
-
-static const char *mount_strerror(int e) {
+const char *rootfs_mount_strerror(int e) {
         if (e == ENOSPC)
                 return "Limit exceeded (ENOSPC). (Hint: Check that /proc/sys/fs/mount-max is sufficient, typically "
                        "100000)";
@@ -69,14 +47,13 @@ static const char *mount_strerror(int e) {
 }
 
 /* "message: strerror", where ENOSPC gets bwrap's hint about mount-max. */
-static int mount_error(nsr_error *err, int e, const char *fmt, ...) _printf_(3, 4);
-static int mount_error(nsr_error *err, int e, const char *fmt, ...) {
+int rootfs_mount_error(nsr_error *err, int e, const char *fmt, ...) {
         char msg[NSR_ERROR_MSG_MAX];
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        return nsr_error_setx(err, e, "%s: %s", msg, mount_strerror(e));
+        return nsr_error_setx(err, e, "%s: %s", msg, rootfs_mount_strerror(e));
 }
 
 /* "/newroot/" + dest without its leading slashes: the spelling bwrap uses in
@@ -89,7 +66,7 @@ static char *newroot_path(const char *dest) {
 
 /* Mode for missing parents of an op, from the op's perms (0 for ops that
  * take none): 0755 minus the group and other bits the op's own mode lacks. */
-static mode_t parent_mode(const nsr_op *op) {
+mode_t rootfs_parent_mode(const nsr_op *op) {
         mode_t perms = nsr_op_perms(op);
         mode_t m = 0755;
         if ((perms & 0070) == 0)
@@ -99,7 +76,7 @@ static mode_t parent_mode(const nsr_op *op) {
         return m;
 }
 
-static int open_in_root(int root, const char *path, int flags) {
+int rootfs_open_in_root(int root, const char *path, int flags) {
         const char *p = path;
         while (*p == '/')
                 p++;
@@ -116,7 +93,7 @@ static int open_in_root(int root, const char *path, int flags) {
  * prefix is resolved from the root again, so symlinks inside resolve as the
  * sandbox would see them. */
 static int make_parents(int root, const char *parent, mode_t mode) {
-        _cleanup_close_ int cur = open_in_root(root, "/", O_PATH | O_DIRECTORY);
+        _cleanup_close_ int cur = rootfs_open_in_root(root, "/", O_PATH | O_DIRECTORY);
         if (cur < 0)
                 return cur;
         size_t plen = strlen(parent);
@@ -124,13 +101,13 @@ static int make_parents(int root, const char *parent, mode_t mode) {
                 if (i < plen && parent[i] != '/')
                         continue;
                 _cleanup_free_ char *prefix = nsr_strndup(parent, i);
-                int next = open_in_root(root, prefix, O_PATH | O_DIRECTORY);
+                int next = rootfs_open_in_root(root, prefix, O_PATH | O_DIRECTORY);
                 if (next == -ENOENT) {
                         const char *comp = strrchr(prefix, '/');
                         comp = comp ? comp + 1 : prefix;
                         if (mkdirat(cur, comp, mode) < 0 && errno != EEXIST)
                                 return -errno;
-                        next = open_in_root(root, prefix, O_PATH | O_DIRECTORY);
+                        next = rootfs_open_in_root(root, prefix, O_PATH | O_DIRECTORY);
                 }
                 if (next < 0)
                         return next;
@@ -143,7 +120,7 @@ static int make_parents(int root, const char *parent, mode_t mode) {
 /* Opens the parent of dest as an O_PATH dir, creating missing components
  * with mode. *ret_name points into the normalised copy returned in
  * *ret_norm. */
-static int open_parent(int root, const char *dest, mode_t mode, char **ret_norm, const char **ret_name) {
+int rootfs_open_parent(int root, const char *dest, mode_t mode, char **ret_norm, const char **ret_name) {
         _cleanup_free_ char *norm = nsr_path_normalize(dest);
         char *slash = strrchr(norm, '/');
         const char *name;
@@ -160,7 +137,7 @@ static int open_parent(int root, const char *dest, mode_t mode, char **ret_norm,
                 name = slash + 1;
         }
 
-        int fd = open_in_root(root, parent, O_PATH | O_DIRECTORY);
+        int fd = rootfs_open_in_root(root, parent, O_PATH | O_DIRECTORY);
         if (fd == -ENOENT)
                 fd = make_parents(root, parent, mode);
         if (fd < 0)
@@ -170,12 +147,6 @@ static int open_parent(int root, const char *dest, mode_t mode, char **ret_norm,
         return fd;
 }
 
-typedef enum dest_kind {
-        DEST_DIR,      /* made with mkdirat when missing */
-        DEST_FILE,     /* an empty file made when missing */
-        DEST_EXISTING, /* must exist: --remount-ro */
-} dest_kind;
-
 /* Opens the destination of op the way bwrap 0.12 does (its fix for
  * GHSA-pxhw-h44j-8pfx): the parents are resolved inside the new root, so
  * an absolute symlink among them leads to the same place inside, never
@@ -184,11 +155,11 @@ typedef enum dest_kind {
  * when perms < 0) and opened O_NOFOLLOW. A mount onto a symlink is
  * refused, because the mount would follow it. writable: a DEST_FILE is
  * truncated and returned open for writing (--file). */
-static int open_dest(builder *b, const nsr_op *op, dest_kind kind, int perms, bool writable, bool is_mount,
+int rootfs_open_dest(builder *b, const nsr_op *op, dest_kind kind, int perms, bool writable, bool is_mount,
                      nsr_error *err) {
         _cleanup_free_ char *norm = NULL;
         const char *name = NULL;
-        _cleanup_close_ int parent = open_parent(b->root, op->dest, parent_mode(op), &norm, &name);
+        _cleanup_close_ int parent = rootfs_open_parent(b->root, op->dest, rootfs_parent_mode(op), &norm, &name);
         if (parent < 0)
                 return nsr_error_set(err, -parent, "Can't mkdir parents for %s", op->dest);
         if (!*name)
@@ -228,14 +199,14 @@ static int open_dest(builder *b, const nsr_op *op, dest_kind kind, int perms, bo
         return fd;
 }
 
-static int attach(int tree, int target) {
+int rootfs_attach(int tree, int target) {
         if (move_mount(tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
                 return -errno;
         return 0;
 }
 
 /* fsopen + options + fsmount: a new detached superblock mount. */
-static int new_fs(const char *type, const char *const *opts, unsigned attrs) {
+int rootfs_new_fs(const char *type, const char *const *opts, unsigned attrs) {
         _cleanup_close_ int fs = fsopen(type, FSOPEN_CLOEXEC);
         if (fs < 0)
                 return -errno;
@@ -254,7 +225,7 @@ static int new_fs(const char *type, const char *const *opts, unsigned attrs) {
         return mnt < 0 ? -errno : mnt;
 }
 
-static int clone_tree(int dirfd, const char *path, bool recursive, unsigned attrs) {
+int rootfs_clone_tree(int dirfd, const char *path, bool recursive, unsigned attrs) {
         unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0);
         if (!*path)
                 flags |= AT_EMPTY_PATH;
@@ -367,9 +338,10 @@ static int prepare_sources(builder *b, nsr_error *err) {
                                                       op->dest);
                         pr->is_dir = S_ISDIR(st.st_mode);
                         pr->src_real = fd_real_path(src);
-                        int tree = clone_tree(src, "", true, attrs);
+                        int tree = rootfs_clone_tree(src, "", true, attrs);
                         if (tree < 0) {
-                                return mount_error(err, -tree, "Can't bind mount %s on %s", pr->src_real, op->dest);
+                                return rootfs_mount_error(err, -tree, "Can't bind mount %s on %s", pr->src_real,
+                                                          op->dest);
                         }
                         pr->tree = tree;
                 } else if (op_is_overlay(op->type)) {
@@ -430,15 +402,15 @@ static void prepared_free(prepared *pr, size_t n) {
 static int do_bind(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
         if (pr->skipped)
                 return 0;
-        _cleanup_close_ int target = open_dest(b, op, pr->is_dir ? DEST_DIR : DEST_FILE, -1, false, true, err);
+        _cleanup_close_ int target = rootfs_open_dest(b, op, pr->is_dir ? DEST_DIR : DEST_FILE, -1, false, true, err);
         if (target < 0)
                 return target;
-        int r = attach(pr->tree, target);
+        int r = rootfs_attach(pr->tree, target);
         if (r < 0) {
                 char msg[NSR_ERROR_MSG_MAX];
                 snprintf(msg, sizeof(msg), "Can't bind mount %s on %s: Unable to mount source on destination",
                          pr->src_real, op->dest);
-                return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
+                return nsr_error_setx(err, -r, "%s: %s", msg, rootfs_mount_strerror(-r));
         }
         pr->tree = safe_close(pr->tree);
         return 0;
@@ -448,7 +420,7 @@ static int do_remount_ro(builder *b, const nsr_op *op, nsr_error *err) {
         _cleanup_free_ char *n = newroot_path(op->dest);
         /* The destination must exist; its parents are made all the same,
          * as bwrap does. */
-        _cleanup_close_ int fd = open_dest(b, op, DEST_EXISTING, -1, false, true, err);
+        _cleanup_close_ int fd = rootfs_open_dest(b, op, DEST_EXISTING, -1, false, true, err);
         if (fd < 0)
                 return fd;
         struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
@@ -461,7 +433,7 @@ static int do_remount_ro(builder *b, const nsr_op *op, nsr_error *err) {
                 return nsr_error_setx(err, errno,
                                       "Can't remount readonly on %s: Unable to remount destination \"%s\" with correct "
                                       "flags: %s",
-                                      op->dest, n, mount_strerror(errno));
+                                      op->dest, n, rootfs_mount_strerror(errno));
         }
         return 0;
 }
@@ -498,299 +470,36 @@ static int shared_tree(builder *b, mode_t mode) {
         _cleanup_close_ int fd = openat(b->shared, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0 || fchmod_path(fd, mode) < 0)
                 return -errno;
-        return clone_tree(fd, "", false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        return rootfs_clone_tree(fd, "", false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 }
 
 /* A tmpfs for op: a dir of the shared one, or a superblock of its own. */
-static int op_tmpfs(builder *b, const nsr_op *op, mode_t mode) {
+int rootfs_op_tmpfs(builder *b, const nsr_op *op, mode_t mode) {
         if (op_is_shared(op) && b->shared >= 0)
                 return shared_tree(b, mode);
         char m[32], size[32];
         snprintf(m, sizeof(m), "%#o", (unsigned) mode);
         snprintf(size, sizeof(size), "%" PRIu64, op->size);
         const char *opts[] = { "mode", m, op->size ? "size" : NULL, size, NULL };
-        return new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        return rootfs_new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 }
 
 static int do_tmpfs(builder *b, const nsr_op *op, nsr_error *err) {
-        _cleanup_close_ int target = open_dest(b, op, DEST_DIR, -1, false, true, err);
+        _cleanup_close_ int target = rootfs_open_dest(b, op, DEST_DIR, -1, false, true, err);
         if (target < 0)
                 return target;
         const char *n = op->dest;
-        _cleanup_close_ int mnt = op_tmpfs(b, op, nsr_op_perms(op));
+        _cleanup_close_ int mnt = rootfs_op_tmpfs(b, op, nsr_op_perms(op));
         if (mnt < 0)
-                return mount_error(err, -mnt, "Can't mount tmpfs on %s", n);
-        int r = attach(mnt, target);
+                return rootfs_mount_error(err, -mnt, "Can't mount tmpfs on %s", n);
+        int r = rootfs_attach(mnt, target);
         if (r < 0)
-                return mount_error(err, -r, "Can't mount tmpfs on %s", n);
-        return 0;
-}
-
-static int do_mqueue(builder *b, const nsr_op *op, nsr_error *err) {
-        _cleanup_close_ int target = open_dest(b, op, DEST_DIR, -1, false, true, err);
-        if (target < 0)
-                return target;
-        const char *n = op->dest;
-        _cleanup_close_ int mnt = new_fs("mqueue", NULL, 0);
-        int r = mnt < 0 ? mnt : attach(mnt, target);
-        if (r < 0)
-                return mount_error(err, -r, "Can't mount mqueue on %s", n);
-        return 0;
-}
-
-/* Writable corners of procfs that would let the sandbox reach the host
- * kernel are made read-only, as bwrap does. n: how messages name proc. */
-static int cover_proc(int proc, const char *n, nsr_error *err) {
-        static const char *const covered[] = { "sys", "sysrq-trigger", "irq", "bus" };
-        int r;
-        for (size_t i = 0; i < ELEMENTSOF(covered); i++) {
-                _cleanup_free_ char *full = nsr_asprintf("%s/%s", n, covered[i]);
-                if (faccessat(proc, covered[i], W_OK, 0) < 0) {
-                        if (errno == EACCES || errno == ENOENT || errno == EROFS)
-                                continue;
-                        return nsr_error_set(err, errno, "Can't access %s", full);
-                }
-                _cleanup_close_ int tree =
-                        clone_tree(proc, covered[i], true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-                _cleanup_close_ int sub = -1;
-                if (tree >= 0)
-                        sub = openat(proc, covered[i], O_PATH | O_CLOEXEC | O_NOFOLLOW);
-                r = tree < 0 ? tree : sub < 0 ? -errno : attach(tree, sub);
-                if (r < 0) {
-                        char msg[NSR_ERROR_MSG_MAX];
-                        snprintf(msg, sizeof(msg), "Can't bind mount %s on %s: Unable to mount source on destination",
-                                 covered[i], covered[i]);
-                        return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
-                }
-        }
-        return 0;
-}
-
-static int do_proc(builder *b, const nsr_op *op, nsr_error *err) {
-        _cleanup_close_ int target = open_dest(b, op, DEST_DIR, -1, false, true, err);
-        if (target < 0)
-                return target;
-        const char *n = op->dest;
-        int r;
-        bool fresh = b->ctx->fresh_proc;
-        if (fresh) {
-                _cleanup_close_ int mnt =
-                        new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NODEV);
-                r = mnt < 0 ? mnt : attach(mnt, target);
-                /* The kernel refuses a new procfs that would show more than
-                 * the visible one, which has locked overmounts inside a
-                 * container or a root-run bwrap: nested, take that one. */
-                if (r == -EPERM && (op->flags & NSR_OPF_PROC_FALLBACK))
-                        fresh = false;
-                else if (r < 0)
-                        return mount_error(err, -r, "Can't mount proc on %s", n);
-        }
-        if (!fresh) {
-                _cleanup_close_ int tree = clone_tree(AT_FDCWD, "/proc", true, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-                r = tree < 0 ? tree : attach(tree, target);
-                if (r < 0) {
-                        char msg[NSR_ERROR_MSG_MAX];
-                        snprintf(msg, sizeof(msg),
-                                 "Can't bind mount /proc on %s: Unable to mount source on destination", n);
-                        return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
-                }
-        }
-        _cleanup_close_ int proc = open_in_root(b->root, op->dest, O_PATH | O_DIRECTORY);
-        if (proc < 0)
-                return nsr_error_set(err, -proc, "Can't access %s", n);
-        return cover_proc(proc, n, err);
-}
-
-int nsr_rootfs_proc_renew(nsr_error *err) {
-        _cleanup_close_ int target = open("/proc", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (target < 0)
-                return nsr_error_set(err, errno, "Can't access /proc");
-        _cleanup_close_ int mnt = new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NODEV);
-        int r = mnt < 0 ? mnt : attach(mnt, target);
-        if (r < 0)
-                return mount_error(err, -r, "Can't mount proc on /proc");
-        _cleanup_close_ int proc = open("/proc", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (proc < 0)
-                return nsr_error_set(err, errno, "Can't access /proc");
-        return cover_proc(proc, "/proc", err);
-}
-
-static int do_dev(builder *b, const nsr_op *op, nsr_error *err) {
-        _cleanup_close_ int target = open_dest(b, op, DEST_DIR, -1, false, true, err);
-        if (target < 0)
-                return target;
-        const char *n = op->dest;
-        /* /dev/shm lives in this tmpfs: project mode caps its size. */
-        _cleanup_close_ int mnt = op_tmpfs(b, op, 0755);
-        int r = mnt < 0 ? mnt : attach(mnt, target);
-        if (r < 0)
-                return mount_error(err, -r, "Can't mount tmpfs on %s", n);
-        _cleanup_close_ int dev = open_in_root(b->root, op->dest, O_PATH | O_DIRECTORY);
-        if (dev < 0)
-                return nsr_error_set(err, -dev, "Can't mkdir %s", op->dest);
-
-        static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
-        for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
-                _cleanup_close_ int f =
-                        openat(dev, nodes[i], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
-                if (f < 0)
-                        return nsr_error_set(err, errno, "Can't create file %s/%s", op->dest, nodes[i]);
-                _cleanup_free_ char *host = nsr_asprintf("/dev/%s", nodes[i]);
-                _cleanup_close_ int tree = clone_tree(AT_FDCWD, host, true, MOUNT_ATTR_NOSUID);
-                _cleanup_close_ int t = openat(dev, nodes[i], O_PATH | O_CLOEXEC | O_NOFOLLOW);
-                r = tree < 0 ? tree : t < 0 ? -errno : attach(tree, t);
-                if (r < 0) {
-                        char msg[NSR_ERROR_MSG_MAX];
-                        snprintf(msg, sizeof(msg),
-                                 "Can't bind mount /dev/%s on %s: Unable to mount source on destination", nodes[i],
-                                 nodes[i]);
-                        return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
-                }
-        }
-        static const char *const stdio[][2] = { { "stdin", "/proc/self/fd/0" },
-                                                { "stdout", "/proc/self/fd/1" },
-                                                { "stderr", "/proc/self/fd/2" } };
-        for (size_t i = 0; i < ELEMENTSOF(stdio); i++)
-                if (symlinkat(stdio[i][1], dev, stdio[i][0]) < 0)
-                        return nsr_error_set(err, errno, "Can't create symlink %s/%s", op->dest, stdio[i][0]);
-        if (symlinkat("/proc/self/fd", dev, "fd") < 0)
-                return nsr_error_set(err, errno, "Can't create symlink %s/fd", n);
-        if (symlinkat("/proc/kcore", dev, "core") < 0)
-                return nsr_error_set(err, errno, "Can't create symlink %s/core", n);
-        if (mkdirat(dev, "shm", 0755) < 0)
-                return nsr_error_set(err, errno, "Can't create %s/shm", op->dest);
-        if (mkdirat(dev, "pts", 0755) < 0)
-                return nsr_error_set(err, errno, "Can't create %s/pts", op->dest);
-        static const char *const pts_opts[] = { "newinstance", NULL, "ptmxmode", "0666", "mode", "620", NULL };
-        _cleanup_close_ int pts = new_fs("devpts", pts_opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
-        _cleanup_close_ int ptsdir = openat(dev, "pts", O_PATH | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
-        r = pts < 0 ? pts : ptsdir < 0 ? -errno : attach(pts, ptsdir);
-        if (r < 0) {
-                _cleanup_free_ char *p = nsr_asprintf("%s/pts", n);
-                return mount_error(err, -r, "Can't mount devpts on %s", p);
-        }
-        if (symlinkat("pts/ptmx", dev, "ptmx") < 0)
-                return nsr_error_set(err, errno, "Can't make symlink at %s/ptmx", op->dest);
-
-        /* The caller's terminal becomes /dev/console, so programs that open
-         * it still reach the terminal they were started from. */
-        if (b->ctx->host_tty && *b->ctx->host_tty) {
-                _cleanup_close_ int f =
-                        openat(dev, "console", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
-                if (f < 0)
-                        return nsr_error_set(err, errno, "creating %s/console", op->dest);
-                _cleanup_close_ int tree = clone_tree(AT_FDCWD, b->ctx->host_tty, true, MOUNT_ATTR_NOSUID);
-                _cleanup_close_ int t = openat(dev, "console", O_PATH | O_CLOEXEC | O_NOFOLLOW);
-                r = tree < 0 ? tree : t < 0 ? -errno : attach(tree, t);
-                if (r < 0) {
-                        char msg[NSR_ERROR_MSG_MAX];
-                        snprintf(msg, sizeof(msg),
-                                 "Can't bind mount %s on console: Unable to mount source on destination",
-                                 b->ctx->host_tty);
-                        return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
-                }
-        }
-        return 0;
-}
-
-static int do_dir(builder *b, const nsr_op *op, nsr_error *err) {
-        _cleanup_close_ int fd = open_dest(b, op, DEST_DIR, (int) nsr_op_perms(op), false, false, err);
-        return fd < 0 ? fd : 0;
-}
-
-static int read_op_data(const nsr_op *op, char **ret, size_t *ret_len) {
-        /* The data comes from the caller; 1 GiB is a sanity bound. */
-        int r = nsr_read_all(op->fd, (size_t) 1 << 30, ret, ret_len);
-        close(op->fd);
-        return r;
-}
-
-static int do_file(builder *b, const nsr_op *op, nsr_error *err) {
-        _cleanup_close_ int fd = open_dest(b, op, DEST_FILE, (int) nsr_op_perms(op), true, false, err);
-        if (fd < 0)
-                return fd;
-        _cleanup_free_ char *data = NULL;
-        size_t len = 0;
-        int r = read_op_data(op, &data, &len);
-        if (r < 0 || (r = nsr_write_all(fd, data, len)) < 0)
-                return nsr_error_set(err, -r, "Can't write data to file %s", op->dest);
-        return 0;
-}
-
-static int do_bind_data(builder *b, const nsr_op *op, nsr_error *err) {
-        char name[64];
-        snprintf(name, sizeof(name), "bindfile%u", b->n_bindfile++);
-        mode_t perms = nsr_op_perms(op);
-        _cleanup_close_ int fd = openat(b->scratch, name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, perms);
-        if (fd < 0)
-                return nsr_error_set(err, errno, "Can't create tmpfile for %s", op->dest);
-        if (fchmod(fd, perms) < 0)
-                return nsr_error_set(err, errno, "Can't set mode %#o on file to be used for %s", (unsigned) perms,
-                                     op->dest);
-        _cleanup_free_ char *data = NULL;
-        size_t len = 0;
-        int r = read_op_data(op, &data, &len);
-        if (r < 0 || (r = nsr_write_all(fd, data, len)) < 0)
-                return nsr_error_set(err, -r, "Can't write data to file %s", op->dest);
-        _cleanup_close_ int target = open_dest(b, op, DEST_FILE, -1, false, true, err);
-        if (target < 0)
-                return target;
-        unsigned attrs =
-                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (op->type == NSR_OP_RO_BIND_DATA ? MOUNT_ATTR_RDONLY : 0);
-        _cleanup_close_ int tree = clone_tree(b->scratch, name, false, attrs);
-        r = tree < 0 ? tree : attach(tree, target);
-        (void) unlinkat(b->scratch, name, 0);
-        if (r < 0) {
-                char msg[NSR_ERROR_MSG_MAX];
-                snprintf(msg, sizeof(msg), "Can't bind mount tmpfile on %s: Unable to mount source on destination",
-                         op->dest);
-                return nsr_error_setx(err, -r, "%s: %s", msg, mount_strerror(-r));
-        }
-        return 0;
-}
-
-static int do_symlink(builder *b, const nsr_op *op, nsr_error *err) {
-        _cleanup_free_ char *norm = NULL;
-        const char *name;
-        _cleanup_close_ int parent = open_parent(b->root, op->dest, parent_mode(op), &norm, &name);
-        if (parent < 0)
-                return nsr_error_set(err, -parent, "Can't mkdir parents for %s", op->dest);
-        if (symlinkat(op->source, parent, name) == 0)
-                return 0;
-        if (errno != EEXIST)
-                return nsr_error_set(err, errno, "Can't make symlink at %s", op->dest);
-        /* Since bwrap 0.9 an identical existing symlink is fine. */
-        struct stat st;
-        if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode))
-                return nsr_error_setx(err, EEXIST, "Can't make symlink at %s: destination exists and is not a symlink",
-                                      op->dest);
-        char buf[PATH_MAX];
-        ssize_t k = readlinkat(parent, name, buf, sizeof(buf) - 1);
-        if (k < 0)
-                return nsr_error_set(err, errno,
-                                     "Can't make symlink at %s: destination exists, and cannot read symlink target",
-                                     op->dest);
-        buf[k] = '\0';
-        if (streq(buf, op->source))
-                return 0;
-        return nsr_error_setx(err, EEXIST, "Can't make symlink at %s: existing destination is %s", op->dest, buf);
-}
-
-static int do_chmod(builder *b, const nsr_op *op, nsr_error *err) {
-        /* Resolved in the new root; a symlink as the last component is
-         * not followed (bwrap 0.12). */
-        _cleanup_close_ int fd = open_in_root(b->root, op->dest, O_PATH | O_NOFOLLOW);
-        if (fd < 0)
-                return nsr_error_set(err, -fd, "Can't open %s", op->dest);
-        char p[64];
-        snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-        if (chmod(p, op->perms) < 0)
-                return nsr_error_set(err, errno, "Can't chmod %#o %s", (unsigned) op->perms, op->dest);
+                return rootfs_mount_error(err, -r, "Can't mount tmpfs on %s", n);
         return 0;
 }
 
 static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
-        _cleanup_close_ int target = open_dest(b, op, DEST_DIR, -1, false, true, err);
+        _cleanup_close_ int target = rootfs_open_dest(b, op, DEST_DIR, -1, false, true, err);
         if (target < 0)
                 return target;
 
@@ -873,7 +582,7 @@ static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
                         r = -errno;
         }
         if (r == 0)
-                r = attach(mnt, target);
+                r = rootfs_attach(mnt, target);
         if (r == -ELOOP)
                 return nsr_error_setxk(
                         err, NSR_ERR_OVERLAY_MOUNT, ELOOP,
@@ -882,7 +591,7 @@ static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
         if (r < 0) {
                 char msg[NSR_ERROR_MSG_MAX];
                 snprintf(msg, sizeof(msg), "Can't make overlay mount on %s with options %s", n, shown);
-                return nsr_error_setxk(err, NSR_ERR_OVERLAY_MOUNT, -r, "%s: %s", msg, mount_strerror(-r));
+                return nsr_error_setxk(err, NSR_ERR_OVERLAY_MOUNT, -r, "%s: %s", msg, rootfs_mount_strerror(-r));
         }
         return 0;
 }
@@ -894,7 +603,7 @@ static int new_tmpfs_0755(int *ret, uint64_t size) {
         char sz[32];
         snprintf(sz, sizeof(sz), "%" PRIu64, size);
         const char *opts[] = { size ? "size" : NULL, sz, NULL };
-        int mnt = new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        int mnt = rootfs_new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
         if (mnt < 0)
                 return mnt;
         if (fchmod_path(mnt, 0755) < 0) {
@@ -976,7 +685,7 @@ static int mount_shared(builder *b, nsr_error *err) {
         if (!size)
                 opts[2] = NULL; /* unsized: the kernel's defaults for both */
         int r = mkdirat(b->scratch, SHARED_NAME, 0755) < 0 ? -errno : 0;
-        _cleanup_close_ int mnt = r < 0 ? -1 : new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        _cleanup_close_ int mnt = r < 0 ? -1 : rootfs_new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
         if (r == 0 && mnt < 0)
                 r = mnt;
         if (r == 0 && move_mount(mnt, "", b->scratch, SHARED_NAME, MOVE_MOUNT_F_EMPTY_PATH) < 0)
@@ -985,7 +694,7 @@ static int mount_shared(builder *b, nsr_error *err) {
                 r = -errno;
         if (r < 0)
                 return nsr_error_setxk(err, NSR_ERR_USERNS_SETUP, -r, "Failed to mount the shared tmpfs: %s",
-                                       mount_strerror(-r));
+                                       rootfs_mount_strerror(-r));
         return 0;
 }
 
@@ -1025,24 +734,24 @@ static int run_op(builder *b, size_t i, nsr_error *err) {
         case NSR_OP_RO_OVERLAY:
                 return do_overlay(b, op, pr, err);
         case NSR_OP_PROC:
-                return do_proc(b, op, err);
+                return rootfs_do_proc(b, op, err);
         case NSR_OP_DEV:
-                return do_dev(b, op, err);
+                return rootfs_do_dev(b, op, err);
         case NSR_OP_TMPFS:
                 return do_tmpfs(b, op, err);
         case NSR_OP_MQUEUE:
-                return do_mqueue(b, op, err);
+                return rootfs_do_mqueue(b, op, err);
         case NSR_OP_DIR:
-                return do_dir(b, op, err);
+                return rootfs_do_dir(b, op, err);
         case NSR_OP_FILE:
-                return do_file(b, op, err);
+                return rootfs_do_file(b, op, err);
         case NSR_OP_BIND_DATA:
         case NSR_OP_RO_BIND_DATA:
-                return do_bind_data(b, op, err);
+                return rootfs_do_bind_data(b, op, err);
         case NSR_OP_SYMLINK:
-                return do_symlink(b, op, err);
+                return rootfs_do_symlink(b, op, err);
         case NSR_OP_CHMOD:
-                return do_chmod(b, op, err);
+                return rootfs_do_chmod(b, op, err);
         case NSR_OP_HOSTNAME:
                 return do_hostname(op, err);
         case _NSR_OP_TYPE_MAX:
@@ -1067,7 +776,7 @@ static int place_resolv_conf(builder *b, nsr_error *err) {
         int r = fd < 0 ? -errno : nsr_write_all(fd, data, strlen(data));
         if (r < 0)
                 return nsr_error_set(err, -r, "Can't write the sandbox's /etc/resolv.conf");
-        _cleanup_close_ int etc = open_in_root(b->root, "/etc", O_PATH | O_DIRECTORY);
+        _cleanup_close_ int etc = rootfs_open_in_root(b->root, "/etc", O_PATH | O_DIRECTORY);
         if (etc == -ENOENT)
                 etc = make_parents(b->root, "/etc", 0755);
         if (etc < 0)
@@ -1087,11 +796,11 @@ static int place_resolv_conf(builder *b, nsr_error *err) {
         if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
                 return nsr_error_setx(err, EINVAL, "/etc/resolv.conf is neither a file nor a symlink");
         _cleanup_close_ int tree =
-                clone_tree(b->scratch, name, false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_RDONLY);
-        r = tree < 0 ? tree : attach(tree, target);
+                rootfs_clone_tree(b->scratch, name, false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_RDONLY);
+        r = tree < 0 ? tree : rootfs_attach(tree, target);
         (void) unlinkat(b->scratch, name, 0);
         if (r < 0)
-                return mount_error(err, -r, "Can't mount the sandbox's /etc/resolv.conf");
+                return rootfs_mount_error(err, -r, "Can't mount the sandbox's /etc/resolv.conf");
         return 0;
 }
 
@@ -1105,7 +814,7 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
 
         if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC | MS_SILENT, NULL) < 0) {
                 r = nsr_error_setxk(err, NSR_ERR_USERNS_SETUP, errno, "Failed to make / slave: %s",
-                                    mount_strerror(errno));
+                                    rootfs_mount_strerror(errno));
                 goto out;
         }
 
@@ -1125,7 +834,7 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
                         r = -errno;
                 if (r < 0) {
                         r = nsr_error_setxk(err, NSR_ERR_USERNS_SETUP, -r, "Failed to mount tmpfs: %s",
-                                            mount_strerror(-r));
+                                            rootfs_mount_strerror(-r));
                         goto out;
                 }
                 b.scratch = open(SCRATCH, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -1144,7 +853,7 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
                                          b.scratch >= 0 ? NEWROOT_NAME : SCRATCH, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                         r = -errno;
                 if (r < 0) {
-                        r = nsr_error_setx(err, -r, "setting up newroot bind: %s", mount_strerror(-r));
+                        r = nsr_error_setx(err, -r, "setting up newroot bind: %s", rootfs_mount_strerror(-r));
                         goto out;
                 }
         }

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What rootfs.c shares with rootfs-kernfs.c and rootfs-files.c, and nothing else. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "base/error.h"
+#include "cli/plan.h"
+#include "sandbox/rootfs.h"
+
+typedef struct prepared {
+        int tree;     /* detached bind tree, or -1 (skipped or not a bind) */
+        bool skipped; /* a -try source that does not exist */
+        bool is_dir;
+        int *lower_fds; /* overlay sources, command-line order */
+        size_t n_lower;
+        int upper_fd, work_fd;
+        char *src_real; /* realpath of the source, for messages */
+        char **lower_real, *upper_real, *work_real;
+} prepared;
+
+typedef struct builder {
+        const nsr_plan *plan;
+        const nsr_mount_ctx *ctx;
+        prepared *prep;
+        int scratch; /* O_PATH fd of the scratch tmpfs root */
+        int root;    /* O_PATH fd of the new root */
+        int shared;  /* O_PATH fd of the shared tmpfs root, or -1 */
+        unsigned n_shared;
+        unsigned n_tmp_overlay;
+        unsigned n_bindfile;
+} builder;
+
+typedef enum dest_kind {
+        DEST_DIR,      /* made with mkdirat when missing */
+        DEST_FILE,     /* an empty file made when missing */
+        DEST_EXISTING, /* must exist: --remount-ro */
+} dest_kind;
+
+/* Helpers of rootfs.c, each described there. */
+int rootfs_open_parent(int root, const char *dest, mode_t mode, char **ret_norm, const char **ret_name);
+mode_t rootfs_parent_mode(const nsr_op *op);
+int rootfs_attach(int tree, int target);
+int rootfs_new_fs(const char *type, const char *const *opts, unsigned attrs);
+int rootfs_clone_tree(int dirfd, const char *path, bool recursive, unsigned attrs);
+/* "message: strerror", where ENOSPC gets bwrap's hint about mount-max. */
+int rootfs_mount_error(nsr_error *err, int e, const char *fmt, ...) _printf_(3, 4);
+const char *rootfs_mount_strerror(int e);
+int rootfs_open_dest(builder *b, const nsr_op *op, dest_kind kind, int perms, bool writable, bool is_mount,
+                     nsr_error *err);
+int rootfs_open_in_root(int root, const char *path, int flags);
+int rootfs_op_tmpfs(builder *b, const nsr_op *op, mode_t mode);
+
+/* The kernel's file systems (rootfs-kernfs.c): --mqueue, --proc, --dev. */
+int rootfs_do_mqueue(builder *b, const nsr_op *op, nsr_error *err);
+int rootfs_do_proc(builder *b, const nsr_op *op, nsr_error *err);
+int rootfs_do_dev(builder *b, const nsr_op *op, nsr_error *err);
+
+/* Entries made in the new root (rootfs-files.c): --dir, --file,
+ * --bind-data and --ro-bind-data, --symlink, --chmod. */
+int rootfs_do_dir(builder *b, const nsr_op *op, nsr_error *err);
+int rootfs_do_file(builder *b, const nsr_op *op, nsr_error *err);
+int rootfs_do_bind_data(builder *b, const nsr_op *op, nsr_error *err);
+int rootfs_do_symlink(builder *b, const nsr_op *op, nsr_error *err);
+int rootfs_do_chmod(builder *b, const nsr_op *op, nsr_error *err);

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The kernel's file systems in the new root: --mqueue, --proc (a fresh
+ * procfs with its sensitive files covered, or the old one renewed) and
+ * --dev (a tmpfs with the usual nodes bound from the host, a devpts of
+ * its own, the standard links). */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/syscalls.h"
+#include "sandbox/rootfs-internal.h"
+
+int rootfs_do_mqueue(builder *b, const nsr_op *op, nsr_error *err) {
+        _cleanup_close_ int target = rootfs_open_dest(b, op, DEST_DIR, -1, false, true, err);
+        if (target < 0)
+                return target;
+        const char *n = op->dest;
+        _cleanup_close_ int mnt = rootfs_new_fs("mqueue", NULL, 0);
+        int r = mnt < 0 ? mnt : rootfs_attach(mnt, target);
+        if (r < 0)
+                return rootfs_mount_error(err, -r, "Can't mount mqueue on %s", n);
+        return 0;
+}
+
+/* Writable corners of procfs that would let the sandbox reach the host
+ * kernel are made read-only, as bwrap does. n: how messages name proc. */
+static int cover_proc(int proc, const char *n, nsr_error *err) {
+        static const char *const covered[] = { "sys", "sysrq-trigger", "irq", "bus" };
+        int r;
+        for (size_t i = 0; i < ELEMENTSOF(covered); i++) {
+                _cleanup_free_ char *full = nsr_asprintf("%s/%s", n, covered[i]);
+                if (faccessat(proc, covered[i], W_OK, 0) < 0) {
+                        if (errno == EACCES || errno == ENOENT || errno == EROFS)
+                                continue;
+                        return nsr_error_set(err, errno, "Can't access %s", full);
+                }
+                _cleanup_close_ int tree = rootfs_clone_tree(proc, covered[i], true,
+                                                             MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+                _cleanup_close_ int sub = -1;
+                if (tree >= 0)
+                        sub = openat(proc, covered[i], O_PATH | O_CLOEXEC | O_NOFOLLOW);
+                r = tree < 0 ? tree : sub < 0 ? -errno : rootfs_attach(tree, sub);
+                if (r < 0) {
+                        char msg[NSR_ERROR_MSG_MAX];
+                        snprintf(msg, sizeof(msg), "Can't bind mount %s on %s: Unable to mount source on destination",
+                                 covered[i], covered[i]);
+                        return nsr_error_setx(err, -r, "%s: %s", msg, rootfs_mount_strerror(-r));
+                }
+        }
+        return 0;
+}
+
+int rootfs_do_proc(builder *b, const nsr_op *op, nsr_error *err) {
+        _cleanup_close_ int target = rootfs_open_dest(b, op, DEST_DIR, -1, false, true, err);
+        if (target < 0)
+                return target;
+        const char *n = op->dest;
+        int r;
+        bool fresh = b->ctx->fresh_proc;
+        if (fresh) {
+                _cleanup_close_ int mnt =
+                        rootfs_new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NODEV);
+                r = mnt < 0 ? mnt : rootfs_attach(mnt, target);
+                /* The kernel refuses a new procfs that would show more than
+                 * the visible one, which has locked overmounts inside a
+                 * container or a root-run bwrap: nested, take that one. */
+                if (r == -EPERM && (op->flags & NSR_OPF_PROC_FALLBACK))
+                        fresh = false;
+                else if (r < 0)
+                        return rootfs_mount_error(err, -r, "Can't mount proc on %s", n);
+        }
+        if (!fresh) {
+                _cleanup_close_ int tree =
+                        rootfs_clone_tree(AT_FDCWD, "/proc", true, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+                r = tree < 0 ? tree : rootfs_attach(tree, target);
+                if (r < 0) {
+                        char msg[NSR_ERROR_MSG_MAX];
+                        snprintf(msg, sizeof(msg),
+                                 "Can't bind mount /proc on %s: Unable to mount source on destination", n);
+                        return nsr_error_setx(err, -r, "%s: %s", msg, rootfs_mount_strerror(-r));
+                }
+        }
+        _cleanup_close_ int proc = rootfs_open_in_root(b->root, op->dest, O_PATH | O_DIRECTORY);
+        if (proc < 0)
+                return nsr_error_set(err, -proc, "Can't access %s", n);
+        return cover_proc(proc, n, err);
+}
+
+int nsr_rootfs_proc_renew(nsr_error *err) {
+        _cleanup_close_ int target = open("/proc", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (target < 0)
+                return nsr_error_set(err, errno, "Can't access /proc");
+        _cleanup_close_ int mnt = rootfs_new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NODEV);
+        int r = mnt < 0 ? mnt : rootfs_attach(mnt, target);
+        if (r < 0)
+                return rootfs_mount_error(err, -r, "Can't mount proc on /proc");
+        _cleanup_close_ int proc = open("/proc", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (proc < 0)
+                return nsr_error_set(err, errno, "Can't access /proc");
+        return cover_proc(proc, "/proc", err);
+}
+
+int rootfs_do_dev(builder *b, const nsr_op *op, nsr_error *err) {
+        _cleanup_close_ int target = rootfs_open_dest(b, op, DEST_DIR, -1, false, true, err);
+        if (target < 0)
+                return target;
+        const char *n = op->dest;
+        /* /dev/shm lives in this tmpfs: project mode caps its size. */
+        _cleanup_close_ int mnt = rootfs_op_tmpfs(b, op, 0755);
+        int r = mnt < 0 ? mnt : rootfs_attach(mnt, target);
+        if (r < 0)
+                return rootfs_mount_error(err, -r, "Can't mount tmpfs on %s", n);
+        _cleanup_close_ int dev = rootfs_open_in_root(b->root, op->dest, O_PATH | O_DIRECTORY);
+        if (dev < 0)
+                return nsr_error_set(err, -dev, "Can't mkdir %s", op->dest);
+
+        static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+        for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
+                _cleanup_close_ int f =
+                        openat(dev, nodes[i], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+                if (f < 0)
+                        return nsr_error_set(err, errno, "Can't create file %s/%s", op->dest, nodes[i]);
+                _cleanup_free_ char *host = nsr_asprintf("/dev/%s", nodes[i]);
+                _cleanup_close_ int tree = rootfs_clone_tree(AT_FDCWD, host, true, MOUNT_ATTR_NOSUID);
+                _cleanup_close_ int t = openat(dev, nodes[i], O_PATH | O_CLOEXEC | O_NOFOLLOW);
+                r = tree < 0 ? tree : t < 0 ? -errno : rootfs_attach(tree, t);
+                if (r < 0) {
+                        char msg[NSR_ERROR_MSG_MAX];
+                        snprintf(msg, sizeof(msg),
+                                 "Can't bind mount /dev/%s on %s: Unable to mount source on destination", nodes[i],
+                                 nodes[i]);
+                        return nsr_error_setx(err, -r, "%s: %s", msg, rootfs_mount_strerror(-r));
+                }
+        }
+        static const char *const stdio[][2] = { { "stdin", "/proc/self/fd/0" },
+                                                { "stdout", "/proc/self/fd/1" },
+                                                { "stderr", "/proc/self/fd/2" } };
+        for (size_t i = 0; i < ELEMENTSOF(stdio); i++)
+                if (symlinkat(stdio[i][1], dev, stdio[i][0]) < 0)
+                        return nsr_error_set(err, errno, "Can't create symlink %s/%s", op->dest, stdio[i][0]);
+        if (symlinkat("/proc/self/fd", dev, "fd") < 0)
+                return nsr_error_set(err, errno, "Can't create symlink %s/fd", n);
+        if (symlinkat("/proc/kcore", dev, "core") < 0)
+                return nsr_error_set(err, errno, "Can't create symlink %s/core", n);
+        if (mkdirat(dev, "shm", 0755) < 0)
+                return nsr_error_set(err, errno, "Can't create %s/shm", op->dest);
+        if (mkdirat(dev, "pts", 0755) < 0)
+                return nsr_error_set(err, errno, "Can't create %s/pts", op->dest);
+        static const char *const pts_opts[] = { "newinstance", NULL, "ptmxmode", "0666", "mode", "620", NULL };
+        _cleanup_close_ int pts = rootfs_new_fs("devpts", pts_opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
+        _cleanup_close_ int ptsdir = openat(dev, "pts", O_PATH | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
+        r = pts < 0 ? pts : ptsdir < 0 ? -errno : rootfs_attach(pts, ptsdir);
+        if (r < 0) {
+                _cleanup_free_ char *p = nsr_asprintf("%s/pts", n);
+                return rootfs_mount_error(err, -r, "Can't mount devpts on %s", p);
+        }
+        if (symlinkat("pts/ptmx", dev, "ptmx") < 0)
+                return nsr_error_set(err, errno, "Can't make symlink at %s/ptmx", op->dest);
+
+        /* The caller's terminal becomes /dev/console, so programs that open
+         * it still reach the terminal they were started from. */
+        if (b->ctx->host_tty && *b->ctx->host_tty) {
+                _cleanup_close_ int f =
+                        openat(dev, "console", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+                if (f < 0)
+                        return nsr_error_set(err, errno, "creating %s/console", op->dest);
+                _cleanup_close_ int tree = rootfs_clone_tree(AT_FDCWD, b->ctx->host_tty, true, MOUNT_ATTR_NOSUID);
+                _cleanup_close_ int t = openat(dev, "console", O_PATH | O_CLOEXEC | O_NOFOLLOW);
+                r = tree < 0 ? tree : t < 0 ? -errno : rootfs_attach(tree, t);
+                if (r < 0) {
+                        char msg[NSR_ERROR_MSG_MAX];
+                        snprintf(msg, sizeof(msg),
+                                 "Can't bind mount %s on console: Unable to mount source on destination",
+                                 b->ctx->host_tty);
+                        return nsr_error_setx(err, -r, "%s: %s", msg, rootfs_mount_strerror(-r));
+                }
+        }
+        return 0;
+}
