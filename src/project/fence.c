@@ -2,6 +2,7 @@
 /* The start fence by the multigrain ctime floor (fence.h). */
 #include "config.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
@@ -39,6 +40,12 @@ bool nsr_fence_raise_floor(int dirfd, const struct timespec *t) {
                 return false;
         _cleanup_close_ int fd = openat(dirfd, FLOOR_FILE, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
         struct stat st;
+        if (fd < 0 && (errno == ELOOP || errno == EISDIR)) {
+                /* Not the file this makes (a symlink is never followed):
+                 * this run waits, and the next makes its own. */
+                (void) unlinkat(dirfd, FLOOR_FILE, errno == EISDIR ? AT_REMOVEDIR : 0);
+                return false;
+        }
         if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
                 return false;
         /* The fstat above asked for its ctime: a change in the same tick
