@@ -8,6 +8,10 @@
 #include "base/sockmsg.h"
 
 int nsr_sockmsg_send(int sock, const struct iovec *iov, size_t n_iov, const int *fds, size_t n_fds) {
+        return nsr_sockmsg_send_flags(sock, iov, n_iov, fds, n_fds, 0);
+}
+
+int nsr_sockmsg_send_flags(int sock, const struct iovec *iov, size_t n_iov, const int *fds, size_t n_fds, int flags) {
         if (n_fds > NSR_SOCKMSG_FDS_MAX)
                 return -EMSGSIZE;
         char cbuf[CMSG_SPACE(NSR_SOCKMSG_FDS_MAX * sizeof(int))];
@@ -24,7 +28,7 @@ int nsr_sockmsg_send(int sock, const struct iovec *iov, size_t n_iov, const int 
         }
         ssize_t n;
         do
-                n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+                n = sendmsg(sock, &msg, MSG_NOSIGNAL | flags);
         while (n < 0 && errno == EINTR);
         return n < 0 ? -errno : 0;
 }

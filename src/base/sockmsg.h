@@ -14,6 +14,9 @@
 
 /* Sends iov[0..n_iov) as one message with fds[0..n_fds) attached. */
 int nsr_sockmsg_send(int sock, const struct iovec *iov, size_t n_iov, const int *fds, size_t n_fds);
+/* The same with sendmsg(2)'s flags (MSG_DONTWAIT: -EAGAIN when the socket
+ * has no room; a SOCK_SEQPACKET message goes whole or not at all). */
+int nsr_sockmsg_send_flags(int sock, const struct iovec *iov, size_t n_iov, const int *fds, size_t n_fds, int flags);
 
 /* Sends the one byte tag with this process's pid, uid and gid; the kernel
  * translates them into the receiver's namespaces. */

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The egress relay's I/O (relay.h): its connections, from a client's
+ * request (parsed by proxyparse.c) through the rules and the resolver
+ * (resolver.c) to a connected target, the bytes spliced both ways, the
+ * connection record; and its sockets set up. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -10,13 +14,11 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -29,6 +31,7 @@
 #include "base/util.h"
 #include "egress/proxyparse.h"
 #include "egress/relay.h"
+#include "egress/resolver.h"
 #include "seccomp/compile.h"
 #include "seccomp/policy.h"
 
@@ -37,152 +40,7 @@
 #define HEADER_MAX       NSR_HTTP_HEAD_MAX
 #define TARGET_TIMEOUT_S 30 /* to name a target, and to connect */
 #define IDLE_TIMEOUT_S   600
-#define RESOLVE_THREADS  4
 #define MAX_LISTENERS    4
-
-/* ---- the resolver pool --------------------------------------------------
- *
- * getaddrinfo() blocks, so it runs on a few detached threads. The pool is
- * reference counted: the relay holds one reference and every thread one,
- * so a thread still stuck in a slow lookup when the run ends frees what
- * is left when it returns, and the relay never waits for DNS. */
-
-typedef struct resolve_req {
-        struct resolve_req *next;
-        char host[NSR_EGRESS_HOST_MAX + 1];
-        int gai;
-        struct addrinfo *res;
-        void *conn; /* NULL once the connection is gone (main thread only) */
-} resolve_req;
-
-typedef struct pool {
-        pthread_mutex_t mu;
-        pthread_cond_t cv;
-        resolve_req *queue, **queue_tail;
-        resolve_req *done;
-        int efd;
-        unsigned threads, idle, refs;
-        bool stop;
-        int delay_ms; /* test hook: a slow resolver */
-} pool;
-
-static void req_free(resolve_req *q) {
-        if (q->res)
-                freeaddrinfo(q->res);
-        free(q);
-}
-
-static void pool_unref_locked(pool *p) {
-        /* Called with p->mu held; drops it. */
-        bool last = --p->refs == 0;
-        pthread_mutex_unlock(&p->mu);
-        if (!last)
-                return;
-        for (resolve_req *q = p->queue, *n; q; q = n) {
-                n = q->next;
-                req_free(q);
-        }
-        for (resolve_req *q = p->done, *n; q; q = n) {
-                n = q->next;
-                req_free(q);
-        }
-        safe_close(p->efd);
-        pthread_cond_destroy(&p->cv);
-        pthread_mutex_destroy(&p->mu);
-        free(p);
-}
-
-static void *pool_thread(void *arg) {
-        pool *p = arg;
-        pthread_mutex_lock(&p->mu);
-        for (;;) {
-                while (!p->stop && !p->queue) {
-                        p->idle++;
-                        pthread_cond_wait(&p->cv, &p->mu);
-                        p->idle--;
-                }
-                if (p->stop)
-                        break;
-                resolve_req *q = p->queue;
-                p->queue = q->next;
-                if (!p->queue)
-                        p->queue_tail = &p->queue;
-                pthread_mutex_unlock(&p->mu);
-
-                struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-                if (p->delay_ms > 0)
-                        (void) usleep((useconds_t) p->delay_ms * 1000);
-                q->gai = getaddrinfo(q->host, NULL, &hints, &q->res);
-
-                pthread_mutex_lock(&p->mu);
-                if (p->stop) {
-                        req_free(q);
-                        break;
-                }
-                q->next = p->done;
-                p->done = q;
-                uint64_t one = 1;
-                (void) !write(p->efd, &one, sizeof(one));
-        }
-        pool_unref_locked(p);
-        return NULL;
-}
-
-static pool *pool_new(void) {
-        pool *p = nsr_malloc0(sizeof(*p));
-        p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (p->efd < 0) {
-                free(p);
-                return NULL;
-        }
-        pthread_mutex_init(&p->mu, NULL);
-        pthread_cond_init(&p->cv, NULL);
-        p->queue_tail = &p->queue;
-        p->refs = 1;
-        return p;
-}
-
-static int pool_submit(pool *p, resolve_req *q) {
-        pthread_mutex_lock(&p->mu);
-        q->next = NULL;
-        *p->queue_tail = q;
-        p->queue_tail = &q->next;
-        if (p->idle == 0 && p->threads < RESOLVE_THREADS) {
-                pthread_attr_t attr;
-                pthread_t t;
-                pthread_attr_init(&attr);
-                pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-                pthread_attr_setstacksize(&attr, 512 * 1024);
-                if (pthread_create(&t, &attr, pool_thread, p) == 0) {
-                        p->threads++;
-                        p->refs++;
-                }
-                pthread_attr_destroy(&attr);
-        }
-        bool stuck = p->threads == 0;
-        pthread_cond_signal(&p->cv);
-        pthread_mutex_unlock(&p->mu);
-        return stuck ? -EAGAIN : 0;
-}
-
-static resolve_req *pool_take_done(pool *p) {
-        uint64_t v;
-        (void) !read(p->efd, &v, sizeof(v));
-        pthread_mutex_lock(&p->mu);
-        resolve_req *d = p->done;
-        p->done = NULL;
-        pthread_mutex_unlock(&p->mu);
-        return d;
-}
-
-static void pool_release(pool *p) {
-        if (!p)
-                return;
-        pthread_mutex_lock(&p->mu);
-        p->stop = true;
-        pthread_cond_broadcast(&p->cv);
-        pool_unref_locked(p);
-}
 
 /* ---- connections ------------------------------------------------------- */
 
@@ -245,7 +103,7 @@ typedef struct conn {
         time_t deadline; /* CLOCK_MONOTONIC seconds */
         buffer c2u, u2c;
         spl p_c2u, p_u2c; /* fd[0] == -1: not spliced */
-        resolve_req *req;
+        nsr_resolve_req *req;
         size_t n_addrs, next_addr; /* cand: the allowed addresses to try */
         struct sockaddr_storage *cand;
 } conn;
@@ -261,7 +119,7 @@ struct nsr_relay {
         handle listeners[MAX_LISTENERS];
         size_t n_listeners;
         bool listen_paused;
-        pool *pool;
+        nsr_resolver *pool;
         conn *head, *tail; /* oldest first */
         /* Closed during this dispatch: freed at its end, because the batch
          * of events may still name them. */
@@ -399,7 +257,7 @@ static void conn_close(nsr_relay *r, conn *c) {
                 c->p_u2c.fd[i] = safe_close(c->p_u2c.fd[i]);
         }
         if (c->req)
-                c->req->conn = NULL; /* the pool's answer is dropped when it comes */
+                c->req->data = NULL; /* the pool's answer is dropped when it comes */
         c->req = NULL;
         free(c->cand);
         c->cand = NULL;
@@ -513,7 +371,7 @@ static void conn_fail(nsr_relay *r, conn *c, bool refused, const char *reason) {
         c->c2u.len = c->c2u.off = 0;
         /* A lookup that timed out may still answer: it must find no one. */
         if (c->req) {
-                c->req->conn = NULL;
+                c->req->data = NULL;
                 c->req = NULL;
         }
         if (c->socks) {
@@ -701,29 +559,26 @@ static void target(nsr_relay *r, conn *c, const char *raw, size_t raw_len, int p
                 freeaddrinfo(ai);
                 return;
         }
-        if (!r->pool) {
-                r->pool = pool_new();
-                if (r->pool)
-                        r->pool->delay_ms = r->resolve_delay_ms;
-        }
+        if (!r->pool)
+                r->pool = nsr_resolver_new(r->resolve_delay_ms);
         if (!r->pool) {
                 conn_fail(r, c, false, "cannot resolve: no resolver");
                 return;
         }
         if (r->h_resolved.fd < 0) {
-                r->h_resolved = (handle){ .kind = H_RESOLVED, .fd = r->pool->efd };
+                r->h_resolved = (handle){ .kind = H_RESOLVED, .fd = nsr_resolver_fd(r->pool) };
                 (void) ep_set(r, &r->h_resolved, EPOLLIN);
         }
-        resolve_req *q = nsr_malloc0(sizeof(*q));
+        nsr_resolve_req *q = nsr_malloc0(sizeof(*q));
         memcpy(q->host, host, strlen(host) + 1);
-        q->conn = c;
+        q->data = c;
         c->req = q;
         c->state = ST_RESOLVING;
         c->deadline = now_s() + r->target_timeout;
-        if (pool_submit(r->pool, q) < 0) {
+        if (nsr_resolver_submit(r->pool, q) < 0) {
                 /* No thread could start; the queued request is freed with
                  * the pool. */
-                q->conn = NULL;
+                q->data = NULL;
                 c->req = NULL;
                 conn_fail(r, c, false, "cannot resolve: no resolver thread");
                 return;
@@ -732,9 +587,9 @@ static void target(nsr_relay *r, conn *c, const char *raw, size_t raw_len, int p
 }
 
 static void resolved(nsr_relay *r) {
-        for (resolve_req *q = pool_take_done(r->pool), *n; q; q = n) {
+        for (nsr_resolve_req *q = nsr_resolver_take_done(r->pool), *n; q; q = n) {
                 n = q->next;
-                conn *c = q->conn;
+                conn *c = q->data;
                 if (c) {
                         c->req = NULL;
                         if (q->gai != 0) {
@@ -744,7 +599,7 @@ static void resolved(nsr_relay *r) {
                         } else
                                 use_addresses(r, c, q->res);
                 }
-                req_free(q);
+                nsr_resolve_req_free(q);
         }
 }
 
@@ -1411,7 +1266,7 @@ nsr_relay *nsr_relay_free(nsr_relay *r) {
         safe_close(r->sock[0]);
         safe_close(r->sock[1]);
         safe_close(r->timerfd);
-        pool_release(r->pool);
+        nsr_resolver_release(r->pool);
         free(r);
         return NULL;
 }

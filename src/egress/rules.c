@@ -405,14 +405,24 @@ bool nsr_egress_addr_allowed_own(const nsr_egress_pattern *m, const struct socka
 /* ---- the record -------------------------------------------------------- */
 
 static const char *const proto_names[_NSR_EGRESS_PROTO_MAX] = {
-        [NSR_EGRESS_PROTO_HTTP] = "http",
-        [NSR_EGRESS_PROTO_CONNECT] = "connect",
-        [NSR_EGRESS_PROTO_SOCKS5] = "socks5",
+        [NSR_EGRESS_PROTO_HTTP] = "http",     [NSR_EGRESS_PROTO_CONNECT] = "connect",
+        [NSR_EGRESS_PROTO_SOCKS5] = "socks5", [NSR_EGRESS_PROTO_DIRECT] = "direct",
+        [NSR_EGRESS_PROTO_DNS] = "dns",
 };
 DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(proto, nsr_egress_proto, proto_names)
 
 const char *nsr_egress_proto_to_string(nsr_egress_proto p) {
         return proto_to_string(p) ?: "?";
+}
+
+static const char *const via_names[_NSR_EGRESS_PROTO_MAX] = {
+        [NSR_EGRESS_PROTO_HTTP] = "proxy",    [NSR_EGRESS_PROTO_CONNECT] = "proxy", [NSR_EGRESS_PROTO_SOCKS5] = "socks",
+        [NSR_EGRESS_PROTO_DIRECT] = "direct", [NSR_EGRESS_PROTO_DNS] = "dns",
+};
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP_TO_STRING(via, nsr_egress_proto, via_names)
+
+const char *nsr_egress_proto_via(nsr_egress_proto p) {
+        return via_to_string(p) ?: "?";
 }
 
 void nsr_egress_log_add(nsr_egress_log *log, const nsr_egress_record *rec) {
@@ -441,6 +451,7 @@ void nsr_egress_record_emit(nsr_json *j, const nsr_egress_record *rec) {
         nsr_json_string(j, "host", rec->host);
         nsr_json_int(j, "port", rec->port);
         nsr_json_string(j, "protocol", nsr_egress_proto_to_string(rec->proto));
+        nsr_json_string(j, "via", nsr_egress_proto_via(rec->proto));
         nsr_json_bool(j, "allowed", rec->allowed);
         nsr_json_string(j, "reason", rec->reason[0] ? rec->reason : NULL);
         nsr_json_string(j, "address", rec->address[0] ? rec->address : NULL);

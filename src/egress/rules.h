@@ -132,11 +132,15 @@ typedef enum nsr_egress_proto {
         NSR_EGRESS_PROTO_HTTP,    /* absolute-URI request through the HTTP proxy */
         NSR_EGRESS_PROTO_CONNECT, /* HTTP CONNECT */
         NSR_EGRESS_PROTO_SOCKS5,
+        NSR_EGRESS_PROTO_DIRECT, /* a transparent connect(), put in place by nsrun */
+        NSR_EGRESS_PROTO_DNS,    /* a query to nsrun's DNS answerer */
         _NSR_EGRESS_PROTO_MAX,
         _NSR_EGRESS_PROTO_INVALID = -EINVAL,
 } nsr_egress_proto;
 
 const char *nsr_egress_proto_to_string(nsr_egress_proto p);
+/* How the connection went: "proxy" (http, connect), "socks", "direct", "dns". */
+const char *nsr_egress_proto_via(nsr_egress_proto p);
 
 typedef struct nsr_egress_record {
         char host[NSR_EGRESS_HOST_MAX + 1];

@@ -28,13 +28,29 @@
 
 /* ---- the monitor side ---------------------------------------------------- */
 
-enum { TAG_LISTEN = 0, TAG_AGENT = 1, TAG_TIMER = 2, TAG_CLIENT = 3 };
+enum { TAG_LISTEN = 0, TAG_AGENT = 1, TAG_TIMER = 2, _TAG_MAX };
 
+/* A connection on the control socket: as many as the process has fds.
+ * What goes to it waits in its own bounded queue, so a caller that stops
+ * reading costs only its own connection, never the server. */
 typedef struct client {
+        struct session *s;
         int fd;
+        nsr_evsrc *src;
+        nsr_msgq out;
         uint32_t id;  /* of its exec; 0: none */
         bool running; /* its command was sent to the agent and has not ended */
+        struct client *next;
 } client;
+
+/* An exec in flight, by id: only the agent's EXIT for it ends it (what
+ * comes from the sandbox is checked), also when its client has gone. */
+typedef struct step {
+        uint32_t id;
+        pid_t pid;            /* in the sandbox, 0: not yet */
+        nsr_refused *refused; /* what the policy refused it, or NULL */
+        struct step *next;
+} step;
 
 /* One fd of the server in the monitor's event loop, by tag. */
 typedef struct reg {
@@ -48,18 +64,18 @@ typedef struct session {
         nsr_project *pj;
         const nsr_session_opts *o;
         nsr_evloop *loop; /* the monitor's, while the command runs */
-        reg regs[TAG_CLIENT + NSR_SESSION_CLIENTS_MAX];
+        reg regs[_TAG_MAX];
         int listen_fd, timer_fd, ready_fd;
+        int spare_fd; /* given up when accept(2) runs out of fds */
         int agent[2];
+        nsr_msgq agent_q; /* to the agent: it may stop reading, too */
         int dir_fd;
         char *dir;
-        client clients[NSR_SESSION_CLIENTS_MAX];
+        client *clients;
+        step *steps;
         uint32_t next_id;
         unsigned running;
-        uint32_t running_ids[NSR_SESSION_CLIENTS_MAX];      /* execs in flight, 0: free */
-        pid_t step_pid[NSR_SESSION_CLIENTS_MAX];            /* by slot: its pid in the sandbox, 0: not yet */
-        nsr_refused *step_refused[NSR_SESSION_CLIENTS_MAX]; /* by slot: what the policy refused it */
-        bool refused_recorded;                              /* the run records refused calls */
+        bool refused_recorded; /* the run records refused calls */
         bool stopping;
         bool said_hello;
         char *notes; /* the run's notes for stderr, sent with "ok" */
@@ -78,6 +94,8 @@ char *nsr_session_dir(const char *state_dir, const char *id) {
 }
 
 static void on_event(nsr_evsrc *src, int fd, uint32_t ev, void *data);
+static void on_client_event(nsr_evsrc *src, int fd, uint32_t ev, void *data);
+static void stop(session *s, nsr_session_outcome how);
 
 static void ep_add(session *s, int fd, unsigned tag) {
         reg *g = &s->regs[tag];
@@ -92,6 +110,12 @@ static void ep_del(session *s, unsigned tag) {
         g->s = NULL;
 }
 
+/* POLLOUT is asked for while a queue holds messages. */
+static void arm_out(nsr_evsrc *src, const nsr_msgq *q) {
+        if (src)
+                (void) nsr_evloop_mod(src, EPOLLIN | (nsr_msgq_pending(q) ? EPOLLOUT : 0));
+}
+
 static void ready(session *s, const char *text) {
         if (s->ready_fd < 0)
                 return;
@@ -99,32 +123,58 @@ static void ready(session *s, const char *text) {
         s->ready_fd = safe_close(s->ready_fd);
 }
 
-/* The execs in flight, by id: only the agent's EXIT for one of them ends
- * one (what comes from the sandbox is checked), also when its client has
- * gone away meanwhile. */
-static bool track(session *s, uint32_t id, bool add) {
-        if (id == 0)
-                return false;
-        for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++)
-                if (s->running_ids[i] == (add ? 0 : id)) {
-                        s->running_ids[i] = add ? id : 0;
-                        s->step_pid[i] = 0;
-                        free(s->step_refused[i]);
-                        s->step_refused[i] = NULL;
-                        if (add)
-                                s->running++;
-                        else if (s->running > 0)
-                                s->running--;
-                        return true;
-                }
-        return false;
+/* To the agent. A queue that ended (the agent stopped reading, or died)
+ * ends the session: the run is kept. */
+static int to_agent(session *s, uint32_t type, uint32_t id, int32_t value, uint32_t flags, const void *payload,
+                    size_t len, const int *fds, size_t n_fds) {
+        if (s->agent[0] < 0)
+                return -EPIPE;
+        int r = nsr_session_queue(&s->agent_q, type, id, value, flags, payload, len, fds, n_fds);
+        if (r < 0 && !s->stopping)
+                stop(s, NSR_SESSION_KEEP);
+        else
+                arm_out(s->regs[TAG_AGENT].src, &s->agent_q);
+        return r;
 }
 
-static size_t slot_of(const session *s, uint32_t id) {
-        for (size_t i = 0; id && i < NSR_SESSION_CLIENTS_MAX; i++)
-                if (s->running_ids[i] == id)
-                        return i;
-        return NSR_SESSION_CLIENTS_MAX;
+static void drop_client(session *s, client *c);
+
+/* To a client; one that does not take its messages is dropped. */
+static void to_client(session *s, client *c, uint32_t type, int32_t value, uint32_t flags, const void *payload,
+                      size_t len, const int *fds, size_t n_fds) {
+        if (nsr_session_queue(&c->out, type, 0, value, flags, payload, len, fds, n_fds) < 0)
+                drop_client(s, c);
+        else
+                arm_out(c->src, &c->out);
+}
+
+static step *step_of(const session *s, uint32_t id) {
+        for (step *t = s->steps; id && t; t = t->next)
+                if (t->id == id)
+                        return t;
+        return NULL;
+}
+
+static void step_add(session *s, uint32_t id) {
+        step *t = nsr_malloc0(sizeof(*t));
+        *t = (step){ .id = id, .next = s->steps };
+        s->steps = t;
+        s->running++;
+}
+
+static bool step_end(session *s, uint32_t id) {
+        for (step **pp = &s->steps; id && *pp; pp = &(*pp)->next) {
+                step *t = *pp;
+                if (t->id != id)
+                        continue;
+                *pp = t->next;
+                free(t->refused);
+                free(t);
+                if (s->running > 0)
+                        s->running--;
+                return true;
+        }
+        return false;
 }
 
 /* A refused call (launch.h): it counts for the step whose session the
@@ -132,29 +182,29 @@ static size_t slot_of(const session *s, uint32_t id) {
  * from a process that left its step's session counts for the run only. */
 static void refused_call(void *data, pid_t sid, uint32_t arch, int nr, int errnum, const char *comm) {
         session *s = data;
-        for (size_t i = 0; sid > 0 && i < NSR_SESSION_CLIENTS_MAX; i++) {
-                if (!s->running_ids[i] || s->step_pid[i] != sid)
+        for (step *t = s->steps; sid > 0 && t; t = t->next) {
+                if (t->pid != sid)
                         continue;
-                if (!s->step_refused[i]) {
-                        s->step_refused[i] = nsr_malloc0(sizeof(nsr_refused));
-                        s->step_refused[i]->events_fd = -1;
+                if (!t->refused) {
+                        t->refused = nsr_malloc0(sizeof(nsr_refused));
+                        t->refused->events_fd = -1;
                 }
-                nsr_refused_count(s->step_refused[i], arch, nr, errnum, comm);
+                nsr_refused_count(t->refused, arch, nr, errnum, comm);
                 return;
         }
 }
 
 /* The agent's EXIT for a step, to its client: the status, the agent's
  * reason when the command did not run, else the step's refused record. */
-static void send_exit(session *s, int fd, const nsr_session_hdr *h) {
+static void send_exit(session *s, client *c, const nsr_session_hdr *h) {
         uint32_t flags = h->flags & NSR_SMSG_NOT_RUN;
         if (flags) {
-                (void) nsr_session_send(fd, NSR_SMSG_EXIT, 0, h->value, flags, s->buf, h->len, NULL, 0);
+                to_client(s, c, NSR_SMSG_EXIT, h->value, flags, s->buf, h->len, NULL, 0);
                 return;
         }
-        size_t slot = slot_of(s, h->id);
+        const step *t = step_of(s, h->id);
         nsr_refused none = { .events_fd = -1 };
-        const nsr_refused *rf = slot < NSR_SESSION_CLIENTS_MAX && s->step_refused[slot] ? s->step_refused[slot] : &none;
+        const nsr_refused *rf = t && t->refused ? t->refused : &none;
         none.active = s->refused_recorded;
         size_t len = 0;
         _cleanup_free_ char *text = NULL;
@@ -164,7 +214,7 @@ static void send_exit(session *s, int fd, const nsr_session_hdr *h) {
                 text = nsr_session_refused_encode(&copy, NSR_SESSION_PAYLOAD_MAX, &len);
                 flags |= NSR_SMSG_REFUSED;
         }
-        (void) nsr_session_send(fd, NSR_SMSG_EXIT, 0, h->value, flags, text, len, NULL, 0);
+        to_client(s, c, NSR_SMSG_EXIT, h->value, flags, text, len, NULL, 0);
 }
 
 static void arm_idle(session *s) {
@@ -186,6 +236,7 @@ static void stop(session *s, nsr_session_outcome how) {
         if (s->agent[0] >= 0) {
                 ep_del(s, TAG_AGENT);
                 s->agent[0] = safe_close(s->agent[0]);
+                nsr_msgq_done(&s->agent_q);
         }
         if (s->listen_fd >= 0) {
                 ep_del(s, TAG_LISTEN);
@@ -199,18 +250,30 @@ static void stop(session *s, nsr_session_outcome how) {
         (void) timerfd_settime(s->timer_fd, 0, &t, NULL);
 }
 
-static void drop_client(session *s, size_t i) {
-        client *c = &s->clients[i];
+static void client_free(client *c) {
+        c->src = nsr_evloop_del(c->src);
+        nsr_msgq_done(&c->out);
+        safe_close(c->fd);
+        free(c);
+}
+
+static void unlink_client(session *s, client *c) {
+        for (client **pp = &s->clients; *pp; pp = &(*pp)->next)
+                if (*pp == c) {
+                        *pp = c->next;
+                        return;
+                }
+}
+
+/* The loop never calls a deleted source again, so the client can go at
+ * once, also from its own callback. */
+static void drop_client(session *s, client *c) {
         /* A caller that went away is a hangup for its command, as a
          * terminal's would be. */
-        if (c->running && s->agent[0] >= 0)
-                (void) nsr_session_send(s->agent[0], NSR_SMSG_SIGNAL, c->id, SIGHUP, 0, NULL, 0, NULL, 0);
-        ep_del(s, (unsigned) (TAG_CLIENT + i));
-        if (c->fd == s->stop_fd)
-                return; /* answered once the run is finished */
-        c->fd = safe_close(c->fd);
-        c->id = 0;
-        c->running = false;
+        if (c->running)
+                (void) to_agent(s, NSR_SMSG_SIGNAL, c->id, SIGHUP, 0, NULL, 0, NULL, 0);
+        unlink_client(s, c);
+        client_free(c);
 }
 
 static int listen_ctl(session *s, nsr_error *err) {
@@ -230,25 +293,40 @@ static int listen_ctl(session *s, nsr_error *err) {
         return 0;
 }
 
-static void on_accept(session *s) {
+static int accept_one(session *s) {
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd >= 0 || (errno != EMFILE && errno != ENFILE) || s->spare_fd < 0)
+                return fd;
+        /* Out of fds: the pending connection would keep the listener ready
+         * for ever. The spare fd makes room to take it and close it. */
+        s->spare_fd = safe_close(s->spare_fd);
+        fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        safe_close(fd);
+        s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        errno = EMFILE;
+        return -1;
+}
+
+static void on_accept(session *s) {
+        int fd = accept_one(s);
         if (fd < 0)
                 return;
         /* The dir is 0700 already; the peer's uid is checked all the same
          * (a socket passed on by its owner reaches no one else). */
         struct ucred cr;
         socklen_t cl = sizeof(cr);
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || cr.uid != getuid()) {
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || cr.uid != getuid() || !s->loop) {
                 close(fd);
                 return;
         }
-        for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++)
-                if (s->clients[i].fd < 0) {
-                        s->clients[i] = (client){ .fd = fd };
-                        ep_add(s, fd, (unsigned) (TAG_CLIENT + i));
-                        return;
-                }
-        close(fd);
+        client *c = nsr_malloc0(sizeof(*c));
+        *c = (client){ .s = s, .fd = fd, .next = s->clients };
+        nsr_msgq_init(&c->out, fd, 0);
+        if (nsr_evloop_add(s->loop, fd, EPOLLIN, on_client_event, c, &c->src) < 0) {
+                client_free(c);
+                return;
+        }
+        s->clients = c;
 }
 
 /* The fds that came, packed at the front (nsr_session_recv). */
@@ -259,50 +337,59 @@ static size_t count_fds(const int fds[3]) {
         return n;
 }
 
-static void on_client(session *s, size_t i) {
-        client *c = &s->clients[i];
+static void on_exec(session *s, client *c, const nsr_session_hdr *h, const int fds[3]) {
+        if (s->stopping || c->id || s->agent[0] < 0) {
+                const char *why = c->id ? "one exec per connection" : "the session is stopping";
+                to_client(s, c, NSR_SMSG_ERROR, 0, 0, why, strlen(why), NULL, 0);
+                return;
+        }
+        c->id = ++s->next_id;
+        step_add(s, c->id);
+        c->running = true;
+        arm_idle(s);
+        if (to_agent(s, NSR_SMSG_EXEC, c->id, h->value, h->flags & NSR_SMSG_TTY_ALL, s->buf, h->len, fds,
+                     count_fds(fds)) < 0) {
+                const char *why = "the session's sandbox is gone";
+                step_end(s, c->id);
+                c->running = false;
+                arm_idle(s);
+                to_client(s, c, NSR_SMSG_ERROR, 0, 0, why, strlen(why), NULL, 0);
+        }
+}
+
+/* One message from a client. Returns false when the client is gone. */
+static bool on_client(session *s, client *c) {
         nsr_session_hdr h;
         int fds[3];
         int r = nsr_session_recv(c->fd, &h, s->buf, fds);
         if (r == -EAGAIN)
-                return;
+                return true;
         if (r < 0) {
-                drop_client(s, i);
-                return;
+                drop_client(s, c);
+                return false;
         }
+        bool alive = true;
         switch ((nsr_session_msg_type) h.type) {
         case NSR_SMSG_EXEC:
-                if (s->stopping || c->id || s->agent[0] < 0) {
-                        const char *why = c->id ? "one exec per connection" : "the session is stopping";
-                        (void) nsr_session_send(c->fd, NSR_SMSG_ERROR, 0, 0, 0, why, strlen(why), NULL, 0);
-                        break;
-                }
-                c->id = ++s->next_id;
-                c->running = track(s, c->id, true);
-                arm_idle(s);
-                if (!c->running ||
-                    nsr_session_send(s->agent[0], NSR_SMSG_EXEC, c->id, h.value, h.flags & NSR_SMSG_TTY_ALL, s->buf,
-                                     h.len, fds, count_fds(fds)) < 0) {
-                        const char *why = "the session's sandbox is gone";
-                        if (c->running)
-                                track(s, c->id, false);
-                        c->running = false;
-                        arm_idle(s);
-                        (void) nsr_session_send(c->fd, NSR_SMSG_ERROR, 0, 0, 0, why, strlen(why), NULL, 0);
-                }
+                on_exec(s, c, &h, fds);
                 break;
         case NSR_SMSG_SIGNAL:
-                if (c->running && s->agent[0] >= 0)
-                        (void) nsr_session_send(s->agent[0], NSR_SMSG_SIGNAL, c->id, h.value, 0, NULL, 0, NULL, 0);
+                if (c->running)
+                        (void) to_agent(s, NSR_SMSG_SIGNAL, c->id, h.value, 0, NULL, 0, NULL, 0);
                 break;
         case NSR_SMSG_STOP:
                 if (h.value < 0 || h.value >= _NSR_SESSION_OUTCOME_MAX || s->stopping)
                         break;
-                s->stop_fd = c->fd;
+                /* The caller waits for the outcome, after the run: its
+                 * connection leaves the loop and is answered at the end. */
+                s->stop_fd = TAKE_FD(c->fd);
+                unlink_client(s, c);
+                client_free(c);
+                alive = false;
                 stop(s, (nsr_session_outcome) h.value);
                 break;
         case NSR_SMSG_PING:
-                (void) nsr_session_send(c->fd, NSR_SMSG_PONG, 0, (int32_t) s->running, 0, NULL, 0, NULL, 0);
+                to_client(s, c, NSR_SMSG_PONG, (int32_t) s->running, 0, NULL, 0, NULL, 0);
                 break;
         case NSR_SMSG_HELLO:
         case NSR_SMSG_STARTED:
@@ -317,6 +404,42 @@ static void on_client(session *s, size_t i) {
         }
         for (int k = 0; k < 3; k++)
                 safe_close(fds[k]);
+        return alive;
+}
+
+static void on_client_event(nsr_evsrc *src, int fd, uint32_t ev, void *data) {
+        client *c = data;
+        session *s = c->s;
+        (void) src;
+        (void) fd;
+        if (ev & EPOLLOUT) {
+                if (nsr_msgq_flush(&c->out) < 0) {
+                        drop_client(s, c);
+                        return;
+                }
+                arm_out(c->src, &c->out);
+        }
+        /* A hangup reads as the end (nsr_session_recv: -ENODATA). */
+        if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))
+                (void) on_client(s, c);
+}
+
+static void on_hello(session *s) {
+        nsr_error e = { 0 };
+        s->said_hello = true;
+        s->agent[1] = safe_close(s->agent[1]);
+        /* The control socket exists only now, after the clone: nothing in
+         * the sandbox ever held it. */
+        if (listen_ctl(s, &e) < 0) {
+                char msg[NSR_ERROR_MSG_MAX + 64];
+                nsr_error_format(&e, msg, sizeof(msg));
+                ready(s, msg);
+                stop(s, NSR_SESSION_DISCARD);
+                return;
+        }
+        _cleanup_free_ char *text = nsr_asprintf("%sok\n", s->notes ? s->notes : "");
+        ready(s, text);
+        arm_idle(s);
 }
 
 static void on_agent(session *s) {
@@ -338,48 +461,29 @@ static void on_agent(session *s) {
         }
         /* The agent lives in the sandbox: what it says is checked like
          * anything else from there. It says hello once. */
-        if (h.type == NSR_SMSG_HELLO && (s->listen_fd >= 0 || s->stopping || s->said_hello))
-                return;
         if (h.type == NSR_SMSG_HELLO) {
-                nsr_error e = { 0 };
-                s->said_hello = true;
-                s->agent[1] = safe_close(s->agent[1]);
-                /* The control socket exists only now, after the clone:
-                 * nothing in the sandbox ever held it. */
-                if (listen_ctl(s, &e) < 0) {
-                        char msg[NSR_ERROR_MSG_MAX + 64];
-                        nsr_error_format(&e, msg, sizeof(msg));
-                        ready(s, msg);
-                        stop(s, NSR_SESSION_DISCARD);
-                        return;
-                }
-                _cleanup_free_ char *text = nsr_asprintf("%sok\n", s->notes ? s->notes : "");
-                ready(s, text);
-                arm_idle(s);
+                if (s->listen_fd < 0 && !s->stopping && !s->said_hello)
+                        on_hello(s);
                 return;
         }
         if ((h.type != NSR_SMSG_STARTED && h.type != NSR_SMSG_EXIT && h.type != NSR_SMSG_SUSPENDED) || h.id == 0)
                 return;
-        size_t slot = slot_of(s, h.id);
-        if (h.type == NSR_SMSG_STARTED && slot < NSR_SESSION_CLIENTS_MAX && h.value > 0 && !s->step_pid[slot])
-                s->step_pid[slot] = (pid_t) h.value;
-        for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++) {
-                client *c = &s->clients[i];
-                if (c->fd < 0 || c->id != h.id)
+        step *t = step_of(s, h.id);
+        if (h.type == NSR_SMSG_STARTED && t && h.value > 0 && !t->pid)
+                t->pid = (pid_t) h.value;
+        for (client *c = s->clients; c; c = c->next) {
+                if (c->id != h.id)
                         continue;
-                if (h.type == NSR_SMSG_EXIT)
-                        send_exit(s, c->fd, &h);
-                else
-                        (void) nsr_session_send(c->fd, h.type, 0, h.value, h.flags & ~NSR_SMSG_REFUSED, s->buf, h.len,
-                                                &master, master >= 0);
+                if (h.type == NSR_SMSG_EXIT) {
+                        c->running = false;
+                        send_exit(s, c, &h);
+                } else
+                        to_client(s, c, h.type, h.value, h.flags & ~NSR_SMSG_REFUSED, s->buf, h.len, &master,
+                                  master >= 0);
                 break;
         }
-        if (h.type == NSR_SMSG_EXIT && track(s, h.id, false)) {
-                for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++)
-                        if (s->clients[i].id == h.id)
-                                s->clients[i].running = false;
+        if (h.type == NSR_SMSG_EXIT && step_end(s, h.id))
                 arm_idle(s);
-        }
 }
 
 /* Lines a run prints before its command (the state dir chosen, ...): the
@@ -399,12 +503,17 @@ static void on_event(nsr_evsrc *src, int fd, uint32_t ev, void *data) {
         unsigned tag = g->tag;
         (void) src;
         (void) fd;
-        (void) ev;
         if (!s)
                 return;
+        if (tag == TAG_AGENT && (ev & EPOLLOUT) && s->agent[0] >= 0) {
+                if (nsr_msgq_flush(&s->agent_q) < 0 && !s->stopping)
+                        stop(s, NSR_SESSION_KEEP);
+                else
+                        arm_out(s->regs[TAG_AGENT].src, &s->agent_q);
+        }
         if (tag == TAG_LISTEN && s->listen_fd >= 0)
                 on_accept(s);
-        else if (tag == TAG_AGENT && s->agent[0] >= 0)
+        else if (tag == TAG_AGENT && s->agent[0] >= 0 && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR)))
                 on_agent(s);
         else if (tag == TAG_TIMER) {
                 uint64_t x;
@@ -413,9 +522,7 @@ static void on_event(nsr_evsrc *src, int fd, uint32_t ev, void *data) {
                         stop(s, NSR_SESSION_KEEP);
                 else if (s->stopping && s->pid1 > 0)
                         (void) kill(s->pid1, SIGKILL); /* still our child: not reaped yet */
-        } else if (tag >= TAG_CLIENT && tag < TAG_CLIENT + NSR_SESSION_CLIENTS_MAX &&
-                   s->clients[tag - TAG_CLIENT].fd >= 0)
-                on_client(s, (size_t) (tag - TAG_CLIENT));
+        }
 }
 
 /* The monitor's loop: every fd registered so far goes in; NULL, at its
@@ -430,6 +537,9 @@ static int attach(nsr_evloop *loop, void *data) {
                 else if (g->s && !g->src && r >= 0)
                         r = nsr_evloop_add(loop, g->fd, EPOLLIN, on_event, g, &g->src);
         }
+        /* Clients come only while the loop runs; they leave it with it. */
+        for (client *c = s->clients; !loop && c; c = c->next)
+                c->src = nsr_evloop_del(c->src);
         s->loop = loop;
         return r;
 }
@@ -440,10 +550,15 @@ static void session_done(session *s) {
         safe_close(s->ready_fd);
         safe_close(s->agent[0]);
         safe_close(s->agent[1]);
-        for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++) {
-                safe_close(s->clients[i].fd);
-                free(s->step_refused[i]);
+        safe_close(s->spare_fd);
+        nsr_msgq_done(&s->agent_q);
+        while (s->clients) {
+                client *c = s->clients;
+                s->clients = c->next;
+                client_free(c);
         }
+        while (s->steps)
+                (void) step_end(s, s->steps->id);
         if (s->dir_fd >= 0) {
                 (void) unlinkat(s->dir_fd, "ctl", 0);
                 close(s->dir_fd);
@@ -476,13 +591,14 @@ int nsr_session_serve(nsr_project *pj, const nsr_session_opts *o, nsr_error *err
                       .agent = { -1, -1 },
                       .dir_fd = -1,
                       .stop_fd = -1 };
-        for (size_t i = 0; i < NSR_SESSION_CLIENTS_MAX; i++)
-                s.clients[i].fd = -1;
+        s.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         s.buf = nsr_malloc0(NSR_SESSION_PAYLOAD_MAX + 1);
         int r = make_dir(&s, err);
         if (r >= 0 && ((s.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0 ||
-                       socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s.agent) < 0))
+                       socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s.agent) < 0 ||
+                       fcntl(s.agent[0], F_SETFL, O_NONBLOCK) < 0))
                 r = nsr_error_set(err, errno, "cannot set up the session");
+        nsr_msgq_init(&s.agent_q, s.agent[0], 0);
         if (r < 0) {
                 session_done(&s);
                 return r;
@@ -491,7 +607,7 @@ int nsr_session_serve(nsr_project *pj, const nsr_session_opts *o, nsr_error *err
         ep_add(&s, s.timer_fd, TAG_TIMER);
         s.hooks = (nsr_launch_session){ .agent_fd = s.agent[1],
                                         .monitor_fd = s.agent[0],
-                                        .sandbox_close = { s.ready_fd, s.timer_fd, -1 },
+                                        .sandbox_close = { s.ready_fd, s.timer_fd, s.spare_fd },
                                         .attach = attach,
                                         .data = &s,
                                         .sandbox_pid = &s.pid1,

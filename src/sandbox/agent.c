@@ -26,19 +26,36 @@ extern char **environ;
 
 /* ---- messages ---------------------------------------------------------- */
 
-int nsr_session_send(int fd, uint32_t type, uint32_t id, int32_t value, uint32_t flags, const void *payload, size_t len,
-                     const int *fds, size_t n_fds) {
+/* The header and iovecs of one message; -EMSGSIZE when it cannot go. */
+static int message(nsr_session_hdr *h, struct iovec iov[2], uint32_t type, uint32_t id, int32_t value, uint32_t flags,
+                   const void *payload, size_t len, size_t n_fds) {
         if (len > NSR_SESSION_PAYLOAD_MAX || n_fds > 3)
                 return -EMSGSIZE;
-        nsr_session_hdr h = { .magic = NSR_SESSION_MAGIC,
-                              .type = type,
-                              .id = id,
-                              .value = value,
-                              .flags = flags,
-                              .len = (uint32_t) len };
-        struct iovec iov[2] = { { .iov_base = &h, .iov_len = sizeof(h) },
-                                { .iov_base = (void *) payload, .iov_len = len } };
-        return nsr_sockmsg_send(fd, iov, len ? 2 : 1, fds, n_fds);
+        *h = (nsr_session_hdr){ .magic = NSR_SESSION_MAGIC,
+                                .type = type,
+                                .id = id,
+                                .value = value,
+                                .flags = flags,
+                                .len = (uint32_t) len };
+        iov[0] = (struct iovec){ .iov_base = h, .iov_len = sizeof(*h) };
+        iov[1] = (struct iovec){ .iov_base = (void *) payload, .iov_len = len };
+        return len ? 2 : 1;
+}
+
+int nsr_session_send(int fd, uint32_t type, uint32_t id, int32_t value, uint32_t flags, const void *payload, size_t len,
+                     const int *fds, size_t n_fds) {
+        nsr_session_hdr h;
+        struct iovec iov[2];
+        int n = message(&h, iov, type, id, value, flags, payload, len, n_fds);
+        return n < 0 ? n : nsr_sockmsg_send(fd, iov, (size_t) n, fds, n_fds);
+}
+
+int nsr_session_queue(nsr_msgq *q, uint32_t type, uint32_t id, int32_t value, uint32_t flags, const void *payload,
+                      size_t len, const int *fds, size_t n_fds) {
+        nsr_session_hdr h;
+        struct iovec iov[2];
+        int n = message(&h, iov, type, id, value, flags, payload, len, n_fds);
+        return n < 0 ? n : nsr_msgq_send(q, iov, (size_t) n, fds, n_fds);
 }
 
 int nsr_session_recv(int fd, nsr_session_hdr *ret, char *buf, int fds[3]) {

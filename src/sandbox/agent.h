@@ -23,12 +23,12 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "base/msgq.h"
 #include "base/util.h"
 
 #define NSR_SESSION_MAGIC        0x6e737331u /* "nss1" */
 #define NSR_SESSION_PAYLOAD_MAX  (64u * 1024u)
 #define NSR_SESSION_IDLE_DEFAULT (30u * 60u)
-#define NSR_SESSION_CLIENTS_MAX  128
 #define NSR_SESSION_EXEC_MAX     64 /* commands running at once */
 #define NSR_SESSION_CONFINE_FDS  2  /* fds the agent's confinement owns */
 
@@ -83,6 +83,10 @@ typedef struct nsr_session_hdr {
 /* Sends one message with up to 3 fds. */
 int nsr_session_send(int fd, uint32_t type, uint32_t id, int32_t value, uint32_t flags, const void *payload, size_t len,
                      const int *fds, size_t n_fds);
+/* The same through a peer's queue: never blocks; -errno once the queue
+ * has ended (the peer is to be dropped). */
+int nsr_session_queue(nsr_msgq *q, uint32_t type, uint32_t id, int32_t value, uint32_t flags, const void *payload,
+                      size_t len, const int *fds, size_t n_fds);
 
 /* Receives one message. buf holds NSR_SESSION_PAYLOAD_MAX + 1 bytes; the
  * payload is NUL-terminated there. Up to 3 fds land in fds (CLOEXEC; the

@@ -60,9 +60,11 @@ BASE="--ro-bind / /"
 
 is_root() { [ "$(id -u)" -eq 0 ]; }
 
-# A scratch dir the current user owns, removed at exit.
+# A scratch dir the current user owns. Under the harness it lies in the
+# harness's own dir (NSR_SCRATCH), which the harness removes when the test
+# ends, whatever the test left in it.
 scratch() {
-	_s=$(mktemp -d "${TMPDIR:-/tmp}/nsr-t.XXXXXX")
+	_s=$(mktemp -d "${NSR_SCRATCH:-${TMPDIR:-/tmp}}/nsr-t.XXXXXX")
 	chmod 0755 "$_s"
 	echo "$_s"
 }

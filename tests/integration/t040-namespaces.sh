@@ -41,13 +41,13 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
 c = socket.create_connection(s.getsockname(), 2); print("loopback-ok")'
 is "$out" "loopback-ok" "--unshare-net: loopback is up and usable"
 # A listener on the host's loopback is not reachable from the sandbox.
-port_file=$(mktemp)
+port_file=$(scratch)/port
 python3 -c '
 import socket, sys, time
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(5)
 open(sys.argv[1], "w").write(str(s.getsockname()[1])); time.sleep(20)' "$port_file" &
 srv=$!
-for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$port_file" ] && break; sleep 0.2; done
+wait_until 10 test -s "$port_file"
 port=$(cat "$port_file")
 run "$NSRUN" $BASE --unshare-net -- python3 -c "
 import socket

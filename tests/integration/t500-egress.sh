@@ -171,10 +171,10 @@ lines = [json.loads(l) for l in open(sys.argv[1])]
 def strip(x):
     return {k: v for k, v in x.items() if k not in ("started_at", "duration_ms")}
 print(json.dumps([strip(x) for x in lines], sort_keys=True))
-print(all(set(x) == {"host", "port", "protocol", "allowed", "reason", "address", "bytes_up", "bytes_down", "started_at", "duration_ms"} for x in lines))
+print(all(set(x) == {"host", "port", "protocol", "via", "allowed", "reason", "address", "bytes_up", "bytes_down", "started_at", "duration_ms"} for x in lines))
 print(all(x["started_at"].endswith("Z") and len(x["started_at"]) == 24 and isinstance(x["duration_ms"], int) for x in lines))
 EOF
-exp="[{\"address\": \"127.0.0.1\", \"allowed\": true, \"bytes_down\": $resp, \"bytes_up\": $up, \"host\": \"127.0.0.1\", \"port\": $PORT, \"protocol\": \"http\", \"reason\": null}, {\"address\": null, \"allowed\": false, \"bytes_down\": 0, \"bytes_up\": 0, \"host\": \"refused.invalid\", \"port\": 80, \"protocol\": \"http\", \"reason\": \"host not in --allow-host\"}]"
+exp="[{\"address\": \"127.0.0.1\", \"allowed\": true, \"bytes_down\": $resp, \"bytes_up\": $up, \"host\": \"127.0.0.1\", \"port\": $PORT, \"protocol\": \"http\", \"reason\": null, \"via\": \"proxy\"}, {\"address\": null, \"allowed\": false, \"bytes_down\": 0, \"bytes_up\": 0, \"host\": \"refused.invalid\", \"port\": 80, \"protocol\": \"http\", \"reason\": \"host not in --allow-host\", \"via\": \"proxy\"}]"
 got=$(python3 "$d/check.py" "$d/net.log")
 is "$got" "$exp
 True

@@ -130,6 +130,66 @@ else
 	skip "another user that reaches the socket is hung up on" "needs root, setpriv and the harness's test user"
 fi
 
+# ---- no slot limits, no blocking writes (issue 25.2) -------------------------------
+# 200 callers at once (the server once had 128 slots and hung up on the
+# rest), and one caller that sends and never reads: it costs its own
+# connection only; a caller after it is answered at once.
+cat > "$d/many.py" <<'PY'
+import socket, struct, sys, time
+PING = struct.pack("<IIIiII", 0x6e737331, 8, 0, 0, 0, 0)
+def pong(s):
+    r = s.recv(64)
+    return len(r) >= 24 and struct.unpack("<I", r[4:8])[0] == 9
+conns = []
+for _ in range(200):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    c.connect(sys.argv[1])  # blocking: waits while the backlog is full
+    c.settimeout(10)
+    conns.append(c)
+for c in conns:
+    c.send(PING)
+print("many", sum(1 for c in conns if pong(c)))
+for c in conns:
+    c.close()
+# The flood: PINGs until this side's buffer is full, nothing read.
+f = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+f.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+f.connect(sys.argv[1])
+f.setblocking(False)
+sent = 0
+deadline = time.time() + 10
+while time.time() < deadline and sent < 100000:
+    try:
+        f.send(PING)
+        sent += 1
+    except BlockingIOError:
+        time.sleep(0.01)
+    except (BrokenPipeError, ConnectionResetError):
+        break
+o = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+o.connect(sys.argv[1])
+o.settimeout(5)
+t = time.time()
+o.send(PING)
+print("other", pong(o), time.time() - t < 2)
+# The flooder was hung up on: reading its backlog ends at EOF.
+f.setblocking(True)
+f.settimeout(10)
+n = 0
+try:
+    while f.recv(64):
+        n += 1
+    print("flooder", "hung up")
+except (ConnectionResetError, BrokenPipeError):
+    print("flooder", "hung up")
+except socket.timeout:
+    print("flooder", "still served", n)
+PY
+run python3 "$d/many.py" "$ctl"
+is "$out" "many 200
+other True True
+flooder hung up" "200 callers at once are all answered; a caller that never reads is hung up on, and the next is answered at once"
+
 # ---- a background server, reached from the next command -----------------------
 run "$NSRUN" exec $NS "$ID" -- sh -c 'echo served > page; setsid nohup python3 -m http.server --bind 127.0.0.1 --directory "$PWD" 8000 >/dev/null 2>&1 < /dev/null & echo started'
 is "$rc:$out" "0:started" "exec starts a server in the background and returns"

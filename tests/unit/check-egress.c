@@ -277,9 +277,10 @@ START_TEST(test_summary_and_json) {
         ck_assert_str_eq(s, "nsrun: network: 5 connections to 3 hosts, 3 refused: evil.test:80, [::1]:22");
         free(s);
         char *j = nsr_egress_record_json(&b);
-        ck_assert_str_eq(j, "{\"host\":\"evil.test\",\"port\":80,\"protocol\":\"http\",\"allowed\":false,"
-                            "\"reason\":\"host not in --allow-host\",\"address\":null,\"bytes_up\":0,"
-                            "\"bytes_down\":0,\"started_at\":\"1970-01-01T00:00:00.000Z\",\"duration_ms\":0}");
+        ck_assert_str_eq(
+                j, "{\"host\":\"evil.test\",\"port\":80,\"protocol\":\"http\",\"via\":\"proxy\",\"allowed\":false,"
+                   "\"reason\":\"host not in --allow-host\",\"address\":null,\"bytes_up\":0,"
+                   "\"bytes_down\":0,\"started_at\":\"1970-01-01T00:00:00.000Z\",\"duration_ms\":0}");
         free(j);
         nsr_egress_log_free(&log);
         nsr_egress_log none = { 0 };
@@ -382,10 +383,14 @@ START_TEST(test_own_addresses) {
 END_TEST
 
 START_TEST(test_names) {
-        static const char *const protos[] = { "http", "connect", "socks5" };
+        static const char *const protos[] = { "http", "connect", "socks5", "direct", "dns" };
+        static const char *const vias[] = { "proxy", "proxy", "socks", "direct", "dns" };
         ck_assert_int_eq(ELEMENTSOF(protos), _NSR_EGRESS_PROTO_MAX);
-        for (int i = 0; i < _NSR_EGRESS_PROTO_MAX; i++)
+        for (int i = 0; i < _NSR_EGRESS_PROTO_MAX; i++) {
                 ck_assert_str_eq(nsr_egress_proto_to_string((nsr_egress_proto) i), protos[i]);
+                ck_assert_str_eq(nsr_egress_proto_via((nsr_egress_proto) i), vias[i]);
+        }
+        ck_assert_str_eq(nsr_egress_proto_via(_NSR_EGRESS_PROTO_MAX), "?");
         ck_assert_str_eq(nsr_egress_proto_to_string(_NSR_EGRESS_PROTO_MAX), "?");
         ck_assert_str_eq(nsr_egress_proto_to_string(_NSR_EGRESS_PROTO_INVALID), "?");
         for (int i = 0; i < _NSR_ADDR_CLASS_MAX; i++)
