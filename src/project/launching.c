@@ -272,7 +272,8 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
                                                    .kill_leftovers = true,
                                                    .start_fence = *fence,
                                                    .refused = record ? &a->refused : NULL,
-                                                   .session = pj->session };
+                                                   .session = pj->session,
+                                                   .hold_mounts = !pj->session };
                         nsr_timing_mark_now(p->timing, "landlock, events, listeners ready");
                         r = nsr_launch(p, &extra, lr, err);
                         a->landlock = lr->landlock;
@@ -430,14 +431,15 @@ int project_launch(run_ctx *c, nsr_error *err) {
         if (p->proj.events_fd != -1)
                 (void) fcntl(p->proj.events_fd, F_SETFD, FD_CLOEXEC);
 
-        nsr_launch_result lr = { .exit_code = NSR_EXIT_FAILURE };
+        nsr_launch_result lr = { .exit_code = NSR_EXIT_FAILURE, .mnt_ns = -1 };
         for (int tries = 0;; tries++) {
                 /* Live writes: the snapshots first, before anything runs
                  * (a project over --snapshot-limit is refused here). */
                 r = pj->live ? take_snapshots(pj, run_fd, err) : 0;
                 if (r >= 0) {
                         nsr_strv_free(lr.limits_hit);
-                        lr = (nsr_launch_result){ .exit_code = NSR_EXIT_FAILURE };
+                        safe_close(lr.mnt_ns);
+                        lr = (nsr_launch_result){ .exit_code = NSR_EXIT_FAILURE, .mnt_ns = -1 };
                         r = launch_once(pj, run_fd, &c->a, &c->run_start, &lr, err);
                 }
                 if (r >= 0 || tries >= 3 || !retry_after(pj, &c->a, err))

@@ -397,6 +397,11 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         if (child == 0)
                 launch_child_main(l);
         nsr_timing_mark_now(p->timing, "monitor: clone");
+        if (l->extra && l->extra->hold_mounts) {
+                char ns[64];
+                snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int) child);
+                res->mnt_ns = open(ns, O_RDONLY | O_CLOEXEC);
+        }
 
         l->err_pipe[1] = safe_close(l->err_pipe[1]);
         l->status_pipe[1] = safe_close(l->status_pipe[1]);
