@@ -20,7 +20,7 @@
 #include "txn/txnfs.h"
 
 #define MAGIC       "nsrun-foreign 1"
-#define CACHE_MAGIC "nsrun-foreign-clean 1"
+#define CACHE_MAGIC "nsrun-foreign-clean 2"
 #define CACHE_MAX   ((size_t) 64 * 1024 * 1024)
 #define MAX_DEPTH   200
 #define RECORD_MAX  ((size_t) 1024 * 1024 * 1024)
@@ -37,10 +37,12 @@ typedef struct level {
         bool dirty; /* something of another owner or group directly in it */
 } level;
 
-/* A dir as the cache knows it. */
+/* A dir as the cache knows it: its identity and times, and the names of
+ * its subdirs then (hex, space-separated, into the cache's text). */
 typedef struct clean {
         uint64_t dev, ino;
         int64_t msec, mnsec, csec, cnsec;
+        char *subdirs;
 } clean;
 
 typedef struct walk {
@@ -245,14 +247,19 @@ static int clean_cmp(const void *x, const void *y) {
         return a->dev != b->dev ? (a->dev < b->dev ? -1 : 1) : a->ino != b->ino ? (a->ino < b->ino ? -1 : 1) : 0;
 }
 
-/* Whether the last walk found this dir clean, and it is unchanged since. */
-static bool was_clean(const walk *w, const struct stat *st) {
+/* Whether the last walk found this dir clean, and it is unchanged since
+ * (its ctime moves with every entry made, removed or renamed in it, and
+ * cannot be set): then its entries are the same, and only its subdirs,
+ * which that walk listed, need a look. */
+static const clean *was_clean(const walk *w, const struct stat *st) {
         if (w->n_cache == 0)
-                return false;
+                return NULL;
         clean key = { .dev = st->st_dev, .ino = st->st_ino };
         const clean *c = bsearch(&key, w->cache, w->n_cache, sizeof(clean), clean_cmp);
         return c && c->msec == st->st_mtim.tv_sec && c->mnsec == st->st_mtim.tv_nsec && c->csec == st->st_ctim.tv_sec &&
-               c->cnsec == st->st_ctim.tv_nsec;
+                               c->cnsec == st->st_ctim.tv_nsec
+                       ? c
+                       : NULL;
 }
 
 static void load_cache(walk *w, int dirfd, const char *name) {
@@ -268,76 +275,127 @@ static void load_cache(walk *w, int dirfd, const char *name) {
                 unsigned long long dev, ino;
                 long long ms, cs;
                 long mn, cn;
-                if (sscanf(line, "%llu %llu %lld %ld %lld %ld", &dev, &ino, &ms, &mn, &cs, &cn) != 6)
+                int used = -1;
+                if (sscanf(line, "%llu %llu %lld %ld %lld %ld%n", &dev, &ino, &ms, &mn, &cs, &cn, &used) != 6 ||
+                    used < 0 || (line[used] != '\0' && line[used] != ' '))
                         continue;
                 if (w->n_cache == cap) {
                         cap = cap ? cap * 2 : 256;
                         w->cache = nsr_realloc_array(w->cache, cap, sizeof(clean));
                 }
-                w->cache[w->n_cache++] =
-                        (clean){ .dev = dev, .ino = ino, .msec = ms, .mnsec = mn, .csec = cs, .cnsec = cn };
+                w->cache[w->n_cache++] = (clean){ .dev = dev,
+                                                  .ino = ino,
+                                                  .msec = ms,
+                                                  .mnsec = mn,
+                                                  .csec = cs,
+                                                  .cnsec = cn,
+                                                  .subdirs = nsr_strdup(line + used) };
         }
         if (w->n_cache > 1)
                 qsort(w->cache, w->n_cache, sizeof(clean), clean_cmp);
 }
 
-static int walk_dir(walk *w) {
-        _cleanup_closedir_ DIR *d = NULL;
+static int walk_dir(walk *w);
+
+/* One entry of the dir at w->depth; a subdir is walked. A name that is a
+ * dir goes into *subdirs (hex, each after a space) for the cache. */
+static int visit(walk *w, const char *name, unsigned char type, bool skip_files, bool *complete, char **subdirs) {
         level *cur = &w->lv[w->depth];
-        if (nsr_opendir_at(cur->lfd, ".", O_NOFOLLOW, &d) < 0)
-                return 0; /* unreadable: the overlay's business */
+        if (skip_files && type != DT_DIR && type != DT_UNKNOWN)
+                return 0;
+        struct stat st;
+        int lfd = cur->lfd;
+        if (fstatat(lfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                *complete = false;
+                return 0;
+        }
+        if (foreign(w, &st))
+                cur->dirty = true;
+        bool own = st.st_uid == w->uid;
+        int r = 0;
+        if (S_ISREG(st.st_mode) && foreign(w, &st) && (own || (host_access(w, lfd, name, &st) & S_IWUSR)))
+                r = copy_file(w, name, &st);
+        else if (S_ISDIR(st.st_mode) && w->depth < MAX_DEPTH) {
+                _cleanup_free_ char *hex = nsr_hex_encode(name, strlen(name));
+                nsr_strappendf(subdirs, " %s", hex);
+                int sub = openat(lfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sub < 0)
+                        return 0;
+                level *l = &w->lv[++w->depth];
+                *l = (level){ .lfd = sub, .ufd = -1, .name = name, .st = st };
+                /* A dir of another owner the user may write: its upper dir
+                 * exists, so that entries made in it need no copy-up of
+                 * it. */
+                if (foreign(w, &st) &&
+                    (own || (host_access(w, lfd, name, &st) & (S_IWUSR | S_IXUSR)) == (S_IWUSR | S_IXUSR)))
+                        r = make_parents(w);
+                if (r >= 0)
+                        r = walk_dir(w);
+                if (r >= 0)
+                        r = leave_dir(w);
+                safe_close(l->lfd);
+                safe_close(l->ufd);
+                w->depth--;
+        }
+        return r;
+}
+
+/* The subdirs a clean dir had, from the cache: each must still be a dir
+ * (a dir whose ctime did not move cannot have lost or swapped one). False
+ * when the list cannot be used: the entries are read instead. */
+static bool cached_subdirs(const clean *c, char ***ret) {
+        _cleanup_strv_free_ char **names = nsr_malloc0(sizeof(char *));
+        _cleanup_free_ char *list = nsr_strdup(c->subdirs);
+        char *save = NULL;
+        for (char *hex = strtok_r(list, " ", &save); hex; hex = strtok_r(NULL, " ", &save)) {
+                char *name = NULL;
+                size_t len = 0;
+                if (nsr_hex_decode(hex, strlen(hex), &name, &len) < 0)
+                        return false;
+                if (len == 0 || len != strlen(name) || strchr(name, '/') || streq(name, ".") || streq(name, "..")) {
+                        free(name);
+                        return false;
+                }
+                nsr_strv_push(&names, name);
+        }
+        *ret = TAKE_PTR(names);
+        return true;
+}
+
+static int walk_dir(walk *w) {
+        level *cur = &w->lv[w->depth];
         /* Clean last time and unchanged: no entry came or went, so only
-         * the subdirs need a look. */
-        bool skip_files = was_clean(w, &cur->st);
+         * the subdirs need a look, and the last walk named them. */
+        const clean *was = was_clean(w, &cur->st);
+        bool skip_files = was != NULL;
         bool complete = true;
         int r = 0;
-        FOREACH_DIRENT(de, d, complete = false; break) {
-                if (w->st.entries++ >= NSR_FOREIGN_MAX_ENTRIES) {
-                        complete = false;
-                        break;
-                }
-                if (skip_files && de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
-                        continue;
-                struct stat st;
-                int lfd = cur->lfd;
-                if (fstatat(lfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                        complete = false;
-                        continue;
-                }
-                if (foreign(w, &st))
-                        cur->dirty = true;
-                bool own = st.st_uid == w->uid;
-                if (S_ISREG(st.st_mode) && foreign(w, &st) && (own || (host_access(w, lfd, de->d_name, &st) & S_IWUSR)))
-                        r = copy_file(w, de->d_name, &st);
-                else if (S_ISDIR(st.st_mode) && w->depth < MAX_DEPTH) {
-                        int sub = openat(lfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (sub < 0)
-                                continue;
-                        level *l = &w->lv[++w->depth];
-                        *l = (level){ .lfd = sub, .ufd = -1, .name = de->d_name, .st = st };
-                        /* A dir of another owner the user may write: its
-                         * upper dir exists, so that entries made in it need
-                         * no copy-up of it. */
-                        if (foreign(w, &st) && (own || (host_access(w, lfd, de->d_name, &st) & (S_IWUSR | S_IXUSR)) ==
-                                                               (S_IWUSR | S_IXUSR)))
-                                r = make_parents(w);
-                        if (r >= 0)
-                                r = walk_dir(w);
-                        if (r >= 0)
-                                r = leave_dir(w);
-                        safe_close(l->lfd);
-                        safe_close(l->ufd);
-                        w->depth--;
-                }
-                if (r < 0)
-                        break;
-        }
-        if (skip_files)
+        _cleanup_free_ char *subdirs = nsr_strdup("");
+        _cleanup_strv_free_ char **known = NULL;
+        if (was && cached_subdirs(was, &known)) {
+                for (char **n = known; *n && r >= 0; n++)
+                        r = visit(w, *n, DT_DIR, true, &complete, &subdirs);
                 w->st.skipped++;
+        } else {
+                _cleanup_closedir_ DIR *d = NULL;
+                if (nsr_opendir_at(cur->lfd, ".", O_NOFOLLOW, &d) < 0)
+                        return 0; /* unreadable: the overlay's business */
+                FOREACH_DIRENT(de, d, complete = false; break) {
+                        if (w->st.entries++ >= NSR_FOREIGN_MAX_ENTRIES) {
+                                complete = false;
+                                break;
+                        }
+                        r = visit(w, de->d_name, de->d_type, skip_files, &complete, &subdirs);
+                        if (r < 0)
+                                break;
+                }
+                if (skip_files)
+                        w->st.skipped++;
+        }
         if (r >= 0 && complete && !cur->dirty && w->cache_out)
-                fprintf(w->cache_out, "%llu %llu %lld %ld %lld %ld\n", (unsigned long long) cur->st.st_dev,
+                fprintf(w->cache_out, "%llu %llu %lld %ld %lld %ld%s\n", (unsigned long long) cur->st.st_dev,
                         (unsigned long long) cur->st.st_ino, (long long) cur->st.st_mtim.tv_sec,
-                        cur->st.st_mtim.tv_nsec, (long long) cur->st.st_ctim.tv_sec, cur->st.st_ctim.tv_nsec);
+                        cur->st.st_mtim.tv_nsec, (long long) cur->st.st_ctim.tv_sec, cur->st.st_ctim.tv_nsec, subdirs);
         return r;
 }
 
@@ -370,6 +428,8 @@ int nsr_foreign_prepare(int project_fd, int upper_fd, int run_fd, size_t index, 
         safe_close(w->lv[0].ufd);
         nsr_foreign_stats st = w->st;
         free(w->groups);
+        for (size_t i = 0; i < w->n_cache; i++)
+                free(w->cache[i].subdirs);
         free(w->cache);
         free(w);
         bool cache_ok = cf && fclose(cf) == 0;

@@ -24,7 +24,8 @@
  * except in a dir the last walk found clean (nothing of another owner or
  * group in it) and that has not changed since (the same inode, mtime and
  * ctime, kept in a cache file in the state dir): there only its subdirs
- * are looked at, so an unchanged tree costs a stat per dir, not per file.
+ * are looked at, by the names the cache keeps (the dir is not read), so an
+ * unchanged tree costs a stat per dir, not per file or entry.
  * A file given another owner in place (chown), which changes nothing of
  * its dir, is seen once the dir changes. */
 #pragma once

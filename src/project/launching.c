@@ -7,12 +7,14 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "base/timing.h"
 #include "egress/relay.h"
 #include "project/events.h"
+#include "project/fence.h"
 #include "project/internal.h"
 #include "sandbox/confine.h"
 #include "sandbox/landlock.h"
@@ -272,7 +274,8 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
                                                    .kill_leftovers = true,
                                                    .start_fence = *fence,
                                                    .refused = record ? &a->refused : NULL,
-                                                   .session = pj->session };
+                                                   .session = pj->session,
+                                                   .hold_mounts = !pj->session };
                         nsr_timing_mark_now(p->timing, "landlock, events, listeners ready");
                         r = nsr_launch(p, &extra, lr, err);
                         a->landlock = lr->landlock;
@@ -430,15 +433,29 @@ int project_launch(run_ctx *c, nsr_error *err) {
         if (p->proj.events_fd != -1)
                 (void) fcntl(p->proj.events_fd, F_SETFD, FD_CLOEXEC);
 
-        nsr_launch_result lr = { .exit_code = NSR_EXIT_FAILURE };
+        /* The command starts once every later host write gets a ctime
+         * after run_start: at once when the kernel's ctime floor can be
+         * put past it (fence.c), else when the coarse clock passes it. */
+        struct timespec fence = c->run_start;
+        bool floor = true;
+#ifdef NSR_TEST_HOOKS
+        if (getenv("NSRUN_TEST_NO_CTIME_FLOOR"))
+                floor = false;
+#endif
+        if (floor && nsr_fence_raise_floor(c->statefd, &c->run_start)) {
+                fence = (struct timespec){ 0 };
+                nsr_timing_mark_now(p->timing, "start fence: ctime floor past T");
+        }
+        nsr_launch_result lr = { .exit_code = NSR_EXIT_FAILURE, .mnt_ns = -1 };
         for (int tries = 0;; tries++) {
                 /* Live writes: the snapshots first, before anything runs
                  * (a project over --snapshot-limit is refused here). */
                 r = pj->live ? take_snapshots(pj, run_fd, err) : 0;
                 if (r >= 0) {
                         nsr_strv_free(lr.limits_hit);
-                        lr = (nsr_launch_result){ .exit_code = NSR_EXIT_FAILURE };
-                        r = launch_once(pj, run_fd, &c->a, &c->run_start, &lr, err);
+                        safe_close(lr.mnt_ns);
+                        lr = (nsr_launch_result){ .exit_code = NSR_EXIT_FAILURE, .mnt_ns = -1 };
+                        r = launch_once(pj, run_fd, &c->a, &fence, &lr, err);
                 }
                 if (r >= 0 || tries >= 3 || !retry_after(pj, &c->a, err))
                         break;

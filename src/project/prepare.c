@@ -412,7 +412,7 @@ static int create_run_dir(run_ctx *c, nsr_error *err) {
         /* Only a full state dir stops the run here: a reserve refused for
          * another reason (a file size limit) only leaves the run without
          * it. */
-        int r = nsr_run_reserve(run_fd, err);
+        int r = nsr_run_reserve(c->statefd, run_fd, err);
         if (r == -ENOSPC || r == -EDQUOT)
                 return r;
         nsr_error_clear(err);

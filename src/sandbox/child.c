@@ -635,7 +635,7 @@ _noreturn_ void launch_child_main(launch *l) {
                         _exit(1); /* the monitor failed and says why */
         }
         l->go_pipe[0] = safe_close(l->go_pipe[0]);
-        if (l->extra) {
+        if (l->extra && (l->extra->start_fence.tv_sec || l->extra->start_fence.tv_nsec)) {
                 wait_fence(&l->extra->start_fence);
                 nsr_timing_mark_now(p->timing, "child: start fence (coarse clock)");
         }

@@ -464,6 +464,14 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         }
         res->direct_unavailable = l->direct_unavailable;
         l->notify_sock[1] = safe_close(l->notify_sock[1]);
+        /* Opened after the egress helper's fork: no process but the
+         * monitor (and whoever it hands it to) may hold the sandbox's mounts,
+         * or dropping them would not tear them down (and sync) at once. */
+        if (l->extra && l->extra->hold_mounts) {
+                char ns[64];
+                snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int) child);
+                res->mnt_ns = open(ns, O_RDONLY | O_CLOEXEC);
+        }
 
         if (p->pidns_fd != -1) {
                 r = adopt_pidns_child(l, child, &child, err);

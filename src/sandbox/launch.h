@@ -37,6 +37,7 @@ typedef struct nsr_launch_result {
         uint64_t events_dropped; /* --events-fd lines of the monitor its reader did not take */
         char **limits_hit;       /* the run's cgroup limits that struck ("pids.max (3 forks refused)"),
                             * NULL-terminated or NULL; the caller frees it */
+        int mnt_ns;              /* nsr_launch_extra.hold_mounts: the sandbox's mount namespace, or -1 */
 } nsr_launch_result;
 
 /* The exit status of a run that hit --timeout, as timeout(1). */
@@ -85,6 +86,12 @@ typedef struct nsr_launch_extra {
          * the caller with that program. NULL: no record. */
         struct nsr_refused *refused;
         const nsr_launch_session *session; /* NULL: run the plan's command */
+        /* Keep the sandbox's mount namespace once the command is done:
+         * ret->mnt_ns holds it (the caller sets it to -1 first; it stays
+         * -1 when the namespace could not be opened). Its mounts are torn
+         * down, and an overlay's upper file system synced, when the last
+         * holder closes it, not when the sandbox's pid 1 exits. */
+        bool hold_mounts;
 } nsr_launch_extra;
 
 /* Runs the plan and waits for the command. Returns 0 when the command ran

@@ -260,12 +260,33 @@ int nsr_state_full_error(int statefd, const char *dir, nsr_error *err) {
 
 int nsr_state_check_space(int statefd, const char *dir, nsr_error *err) {
         uint64_t free_b = nsr_state_free(statefd);
+        /* The spare reserve is only kept while there is room: it yields
+         * before a run is refused for space. */
+        if (free_b != UINT64_MAX && free_b < NSR_STATE_MIN_FREE && unlinkat(statefd, NSR_RESERVE_SPARE, 0) == 0)
+                free_b = nsr_state_free(statefd);
         if (free_b != UINT64_MAX && free_b < NSR_STATE_MIN_FREE)
                 return nsr_state_full_error(statefd, dir, err);
         return 0;
 }
 
-int nsr_run_reserve(int run_fd, nsr_error *err) {
+/* The spare, moved into the run dir, is taken when it is what a reserve
+ * must be: a regular file of ours, with no other link (its blocks must go
+ * when it is released on a full state dir), holding the whole reserve. */
+static bool take_spare(int statefd, int run_fd) {
+        if (renameat(statefd, NSR_RESERVE_SPARE, run_fd, "reserve") < 0)
+                return false;
+        struct stat st;
+        if (fstatat(run_fd, "reserve", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            st.st_uid == geteuid() && st.st_nlink == 1 && (uint64_t) st.st_blocks * 512 >= NSR_RUN_RESERVE)
+                return true;
+        nsr_error e = { 0 };
+        (void) nsr_rm_rf_at(run_fd, "reserve", &e);
+        return false;
+}
+
+int nsr_run_reserve(int statefd, int run_fd, nsr_error *err) {
+        if (take_spare(statefd, run_fd))
+                return 0;
         _cleanup_close_ int fd = openat(run_fd, "reserve", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return nsr_error_set(err, errno, "cannot create the run's reserve");
@@ -284,7 +305,13 @@ int nsr_run_reserve(int run_fd, nsr_error *err) {
         return 0;
 }
 
-void nsr_run_release(int run_fd) {
+void nsr_run_release(int statefd, int run_fd, bool state_full) {
+        /* Freeing its blocks costs a synchronous discard on a file system
+         * mounted with "discard" (2 to 4 ms each on the VM of
+         * bench/README.md): a run that does not need the space leaves the
+         * reserve to the next run, unless another run left one already. */
+        if (!state_full && renameat2(run_fd, "reserve", statefd, NSR_RESERVE_SPARE, RENAME_NOREPLACE) == 0)
+                return;
         (void) unlinkat(run_fd, "reserve", 0);
 }
 
@@ -713,32 +740,35 @@ int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stat
         return r < 0 ? r : 0;
 }
 
-/* A grandchild in its own session, with no fd of the caller's and a low
- * priority: whoever reads nsrun's output must not wait for it. Returns
- * false in the caller, true in the grandchild. */
-static bool detach(void) {
+/* A child in its own session, with no fd of the caller's once it runs
+ * and a low priority: whoever reads nsrun's output must not wait for its
+ * work. Returns false in the caller, true in the child. The caller goes
+ * on at once: it does not wait for a middle process to
+ * fork and exit, as a fresh process can wait milliseconds for a CPU on a
+ * busy machine (0.01 to 17 ms, 2 ms typical, on the VM of
+ * bench/README.md). Both callers, a run's monitor and a session's, exit
+ * soon after; the child, reparented then, is never a zombie for long. */
+static bool detach(int keep_fd) {
         pid_t pid = fork();
-        if (pid < 0)
+        if (pid != 0)
                 return false;
-        if (pid > 0) {
-                (void) waitpid(pid, NULL, 0);
-                return false;
-        }
-        if (setsid() < 0 || fork() != 0)
+        if (setsid() < 0)
                 _exit(0);
+        /* keep_fd, when given, is held as fd 3 until the child exits. */
+        bool keep = keep_fd >= 0 && (keep_fd == 3 || dup2(keep_fd, 3) == 3);
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null >= 0) {
                 dup2(null, 0);
                 dup2(null, 1);
                 dup2(null, 2);
         }
-        closefrom(3);
+        closefrom(keep ? 4 : 3);
         (void) nice(10);
         return true;
 }
 
-void nsr_state_trash_background(const char *run_dir) {
-        if (!detach())
+void nsr_state_trash_background(const char *run_dir, int hold_fd) {
+        if (!detach(hold_fd))
                 return;
         int fd = open(run_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fd >= 0) {
@@ -757,7 +787,7 @@ void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t bac
                 return;
         /* Only its mtime counts: a new empty file says when gc last ran. */
         nsr_error se = { 0 };
-        if (nsr_durable_write(AT_FDCWD, stamp, "", 0, 0600, 0, &se) < 0 || !detach())
+        if (nsr_durable_write(AT_FDCWD, stamp, "", 0, 0600, 0, &se) < 0 || !detach(-1))
                 return;
         int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (statefd >= 0) {

@@ -126,8 +126,9 @@ typedef struct nsr_gc_stats {
  * recovery. */
 int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stats *ret, nsr_error *err);
 /* Removes RUN/trash (what is left of a snapshot once the backups are out
- * of it) in a detached background process. */
-void nsr_state_trash_background(const char *run_dir);
+ * of it, a run's layers) in a detached background process, which holds
+ * hold_fd (or -1) until it is done. */
+void nsr_state_trash_background(const char *run_dir, int hold_fd);
 /* Runs nsr_state_gc() in a detached background process, at most once an
  * hour, so retention never sits on a run's critical path. */
 void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t backup_limit);
@@ -157,10 +158,16 @@ uint64_t nsr_state_free(int statefd);
 int nsr_state_check_space(int statefd, const char *dir, nsr_error *err);
 /* The message for ENOSPC in the state dir, into err (returns -ENOSPC). */
 int nsr_state_full_error(int statefd, const char *dir, nsr_error *err);
-/* Allocates RUN/reserve; -ENOSPC (the state dir is full) when it cannot. */
-int nsr_run_reserve(int run_fd, nsr_error *err);
-/* Gives the reserve back. */
-void nsr_run_release(int run_fd);
+/* The reserve a run left for the next one (nsr_run_release). It holds
+ * space only while there is room: nsr_state_check_space removes it before
+ * it would refuse a run. */
+#define NSR_RESERVE_SPARE "reserve.spare"
+/* RUN/reserve: the spare moved in, when it is whole and ours, else newly
+ * allocated; -ENOSPC (the state dir is full) when it cannot be. */
+int nsr_run_reserve(int statefd, int run_fd, nsr_error *err);
+/* Gives the reserve back: freed when the state dir is full (state_full),
+ * else kept as the spare unless there is one already. */
+void nsr_run_release(int statefd, int run_fd, bool state_full);
 /* The disk use of a tree below dirfd, in bytes (an estimate: what cannot
  * be read counts as 0). */
 uint64_t nsr_state_tree_size(int dirfd, const char *name);

@@ -479,12 +479,96 @@ START_TEST(test_rm_rf_race) {
 }
 END_TEST
 
+/* The run's reserve: a run that did not need it leaves it to the next run
+ * (no block freed on its path), which takes it only when it is a whole
+ * reserve of its own; a full state dir frees it. */
+static ino_t reserve_ino(int run_fd) {
+        struct stat st;
+        ck_assert_int_eq(fstatat(run_fd, "reserve", &st, AT_SYMLINK_NOFOLLOW), 0);
+        ck_assert(S_ISREG(st.st_mode));
+        ck_assert_uint_eq(st.st_nlink, 1);
+        ck_assert_uint_ge((uint64_t) st.st_blocks * 512, NSR_RUN_RESERVE);
+        return st.st_ino;
+}
+
+static int new_run(int statefd, const char *name) {
+        ck_assert_int_eq(mkdirat(statefd, name, 0700), 0);
+        int fd = openat(statefd, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        return fd;
+}
+
+START_TEST(test_reserve_spare) {
+        char path[64];
+        int statefd = tmpdir(path);
+        nsr_error e = { 0 };
+        int r1 = new_run(statefd, "r1"), r2 = new_run(statefd, "r2"), r3 = new_run(statefd, "r3");
+        ck_assert_int_eq(nsr_run_reserve(statefd, r1, &e), 0);
+        ino_t first = reserve_ino(r1);
+        /* Released with room: it becomes the spare, the next run takes it. */
+        nsr_run_release(statefd, r1, false);
+        ck_assert_int_eq(faccessat(r1, "reserve", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+        ck_assert_int_eq(faccessat(statefd, NSR_RESERVE_SPARE, F_OK, AT_SYMLINK_NOFOLLOW), 0);
+        ck_assert_int_eq(nsr_run_reserve(statefd, r2, &e), 0);
+        ck_assert_uint_eq(reserve_ino(r2), first);
+        ck_assert_int_eq(faccessat(statefd, NSR_RESERVE_SPARE, F_OK, AT_SYMLINK_NOFOLLOW), -1);
+        /* No spare: a new one; a second release finds the spare taken and
+         * frees its own. */
+        ck_assert_int_eq(nsr_run_reserve(statefd, r3, &e), 0);
+        ck_assert_uint_ne(reserve_ino(r3), first);
+        nsr_run_release(statefd, r2, false);
+        nsr_run_release(statefd, r3, false);
+        ck_assert_int_eq(faccessat(r3, "reserve", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+        struct stat st;
+        ck_assert_int_eq(fstatat(statefd, NSR_RESERVE_SPARE, &st, AT_SYMLINK_NOFOLLOW), 0);
+        ck_assert_uint_eq(st.st_ino, first);
+        /* A full state dir: freed, not kept. */
+        ck_assert_int_eq(unlinkat(statefd, NSR_RESERVE_SPARE, 0), 0);
+        ck_assert_int_eq(nsr_run_reserve(statefd, r1, &e), 0);
+        nsr_run_release(statefd, r1, true);
+        ck_assert_int_eq(faccessat(r1, "reserve", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+        ck_assert_int_eq(faccessat(statefd, NSR_RESERVE_SPARE, F_OK, AT_SYMLINK_NOFOLLOW), -1);
+
+        /* What is not a whole reserve of its own is not taken: a symlink
+         * (left as it was by nobody but us: it is removed), a short file,
+         * a file with a second link, a dir. */
+        ck_assert_int_eq(symlinkat("/dev/zero", statefd, NSR_RESERVE_SPARE), 0);
+        ck_assert_int_eq(nsr_run_reserve(statefd, r2, &e), 0);
+        reserve_ino(r2);
+        nsr_run_release(statefd, r2, true);
+        int fd = openat(statefd, NSR_RESERVE_SPARE, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, "x", 1), 1);
+        close(fd);
+        ck_assert_int_eq(nsr_run_reserve(statefd, r2, &e), 0);
+        reserve_ino(r2);
+        nsr_run_release(statefd, r2, true);
+        ck_assert_int_eq(nsr_run_reserve(statefd, r1, &e), 0);
+        nsr_run_release(statefd, r1, false);
+        ck_assert_int_eq(linkat(statefd, NSR_RESERVE_SPARE, statefd, "second-link", 0), 0);
+        ck_assert_int_eq(nsr_run_reserve(statefd, r2, &e), 0);
+        reserve_ino(r2);
+        nsr_run_release(statefd, r2, true);
+        ck_assert_int_eq(mkdirat(statefd, NSR_RESERVE_SPARE, 0700), 0);
+        ck_assert_int_eq(nsr_run_reserve(statefd, r3, &e), 0);
+        reserve_ino(r3);
+        nsr_run_release(statefd, r3, true);
+        close(r1);
+        close(r2);
+        close(r3);
+        close(statefd);
+        nsr_error e2 = { 0 };
+        ck_assert_int_eq(nsr_rm_rf_at(AT_FDCWD, path, &e2), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("state");
         TCase *tc = tcase_create("records");
         tcase_add_test(tc, test_durable_write);
         tcase_add_test(tc, test_meta_round_trip);
         tcase_add_test(tc, test_meta_outcome);
+        tcase_add_test(tc, test_reserve_spare);
         suite_add_tcase(s, tc);
         TCase *rm = tcase_create("rm");
         tcase_set_timeout(rm, 60);
