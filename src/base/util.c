@@ -333,12 +333,11 @@ bool nsr_path_under(const char *path, const char *dir) {
         return strncmp(path, dir, l) == 0 && (path[l] == '/' || path[l] == '\0');
 }
 
-char *nsr_path_normalize(const char *p) {
+static char *normalize(const char *p, bool dotdot) {
         size_t n = strlen(p);
         char *out = nsr_malloc0(n + 2);
-        size_t o = 0;
-        bool abs = p[0] == '/';
-        if (abs)
+        size_t o = 0, root = p[0] == '/' ? 1 : 0;
+        if (root)
                 out[o++] = '/';
         const char *s = p;
         while (*s) {
@@ -348,7 +347,12 @@ char *nsr_path_normalize(const char *p) {
                         break;
                 const char *e = strchrnul(s, '/');
                 size_t l = (size_t) (e - s);
-                if (!(l == 1 && s[0] == '.')) {
+                if (dotdot && l == 2 && s[0] == '.' && s[1] == '.') {
+                        while (o > root && out[o - 1] != '/')
+                                o--;
+                        if (o > root)
+                                o--;
+                } else if (!(l == 1 && s[0] == '.')) {
                         if (o > 0 && out[o - 1] != '/')
                                 out[o++] = '/';
                         memcpy(out + o, s, l);
@@ -360,6 +364,14 @@ char *nsr_path_normalize(const char *p) {
                 out[o++] = '.';
         out[o] = '\0';
         return out;
+}
+
+char *nsr_path_normalize(const char *p) {
+        return normalize(p, false);
+}
+
+char *nsr_path_normalize_dotdot(const char *p) {
+        return normalize(p, true);
 }
 
 const char *nsr_datadir(void) {

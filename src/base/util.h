@@ -182,6 +182,10 @@ char *nsr_path_join(const char *a, const char *b);
 /* Strips duplicate and trailing slashes and "." components (no symlink
  * resolution). Returns a new string. */
 char *nsr_path_normalize(const char *p);
+/* The same, and ".." takes the component before it away (lexically: as
+ * the kernel would only without symlinks); above the root stays at the
+ * root. For an absolute path. */
+char *nsr_path_normalize_dotdot(const char *p);
 /* Whether path is dir or lies below it, by whole components: "/a/b" and
  * "/a/b/c" are under "/a/b", "/a/bc" is not. Slashes at the end of dir do
  * not count; dir "/" holds every absolute path, and "" (the root of

@@ -135,34 +135,12 @@ void protect_find_gitdirs(nsr_protect_rules *r, const nsr_changeset *cs, int bef
 /* path, lexically normalised (".." pops), when it lies in the project:
  * relative to it; else NULL. */
 static char *project_relative(const char *project, const char *path) {
-        char *out = nsr_malloc0(strlen(path) + 2);
-        size_t o = 0;
-        for (const char *s = path; *s;) {
-                while (*s == '/')
-                        s++;
-                if (!*s)
-                        break;
-                const char *e = strchrnul(s, '/');
-                size_t l = (size_t) (e - s);
-                if (l == 2 && s[0] == '.' && s[1] == '.') {
-                        while (o > 0 && out[o - 1] != '/')
-                                o--;
-                        if (o > 0)
-                                o--;
-                } else if (!(l == 1 && s[0] == '.')) {
-                        out[o++] = '/';
-                        memcpy(out + o, s, l);
-                        o += l;
-                }
-                out[o] = '\0';
-                s = e;
-        }
-        out[o] = '\0';
-        char *rel = NULL;
-        if (!streq(project, "/") && nsr_path_under(out, project))
-                rel = nsr_strdup(out[strlen(project)] == '/' ? out + strlen(project) + 1 : "");
-        free(out);
-        return rel;
+        /* A relative value counts from the root, as it always did. */
+        _cleanup_free_ char *a = path[0] == '/' ? nsr_strdup(path) : nsr_asprintf("/%s", path);
+        _cleanup_free_ char *out = nsr_path_normalize_dotdot(a);
+        if (streq(project, "/") || !nsr_path_under(out, project))
+                return NULL;
+        return nsr_strdup(out[strlen(project)] == '/' ? out + strlen(project) + 1 : "");
 }
 
 /* A core.hooksPath value, as git resolves it for a repository whose work

@@ -331,6 +331,18 @@ START_TEST(test_path_normalize) {
                 _cleanup_free_ char *n = nsr_path_normalize(cases[i][0]);
                 ck_assert_msg(streq(n, cases[i][1]), "normalize(%s) = %s, want %s", cases[i][0], n, cases[i][1]);
         }
+        static const char *const dotdot[][2] = {
+                { "/a/../b", "/b" },        { "/a/b/..", "/a" },
+                { "/a/b/../", "/a" },       { "/..", "/" },
+                { "/../../a", "/a" },       { "/a/./../..", "/" },
+                { "/a/..b/c", "/a/..b/c" }, { "//a//b/../c/.", "/a/c" },
+                { "/a/b/../../..", "/" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(dotdot); i++) {
+                _cleanup_free_ char *n = nsr_path_normalize_dotdot(dotdot[i][0]);
+                ck_assert_msg(streq(n, dotdot[i][1]), "normalize_dotdot(%s) = %s, want %s", dotdot[i][0], n,
+                              dotdot[i][1]);
+        }
 }
 END_TEST
 
