@@ -191,7 +191,10 @@ run timeout -k 5 20 "$NSRUN" exec $NS "$ID" -- sh -c 'kill -KILL $PPID; kill -ST
 is "$rc" 0 "a command sends SIGKILL to the agent, to pid 1 and to every process it can"
 run timeout -k 5 20 "$NSRUN" exec $NS "$ID" -- echo alive
 is "$rc:$out" "0:alive" "... and the session lives on"
-run timeout -k 5 30 "$NSRUN" exec $NS "$ID" -- sh -c 'sleep 300 & p=$!; ps -o pid= -C sleep | grep -qw "$p" && echo agree; pkill -x sleep; wait "$p"; echo "gone $?"'
+# ps sees the child as "sleep" only once it has exec'd: wait for that (20 s at most).
+run timeout -k 5 30 "$NSRUN" exec $NS "$ID" -- sh -c 'sleep 300 & p=$!; i=0
+	until ps -o pid= -C sleep | grep -qw "$p" || [ $i -ge 2000 ]; do sleep 0.01; i=$((i + 1)); done
+	ps -o pid= -C sleep | grep -qw "$p" && echo agree; pkill -x sleep; wait "$p"; echo "gone $?"'
 is "$rc:$out" "0:agree
 gone 143" "the commands' pids, ps and pkill agree"
 run timeout -k 5 10 "$NSRUN" exec $NS "$ID" -- sh -c 'cat /proc/$PPID/status >/dev/null && cat /proc/$PPID/environ >/dev/null && echo read'
