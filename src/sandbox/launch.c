@@ -248,6 +248,7 @@ static int prepare(launch *l, nsr_error *err) {
                 if (r < 0)
                         return r;
                 nsr_relay_env(&l->env);
+                nsr_timing_mark_now(p->timing, "egress: relay and DNS answerer made");
         }
 
         /* Capabilities: a caller who is not root keeps only --cap-add; real
@@ -312,6 +313,7 @@ static int prepare(launch *l, nsr_error *err) {
                 int r = prepare_direct(l, err);
                 if (r < 0)
                         return r;
+                nsr_timing_mark_now(p->timing, "egress: connect filter");
         }
 
         /* --memory and --cpu need a cgroup of the run's own, or fail here
@@ -461,6 +463,7 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
                 l->direct = nsr_direct_free(l->direct);
                 if (r < 0)
                         return r;
+                nsr_timing_mark_now(p->timing, "monitor: egress helper started");
         }
         res->direct_unavailable = l->direct_unavailable;
         l->notify_sock[1] = safe_close(l->notify_sock[1]);

@@ -648,6 +648,10 @@ out:
 #define CACHE_FILE_MAX   (CACHE_HEADER + NSR_SECCOMP_MAX_INSNS * sizeof(struct sock_filter))
 
 int nsr_seccomp_cache_key(const nsr_policy *p, uint8_t ret[NSR_SHA256_SIZE]) {
+        return nsr_seccomp_cache_key_of(p->digest, ret);
+}
+
+int nsr_seccomp_cache_key_of(const uint8_t digest[NSR_SHA256_SIZE], uint8_t ret[NSR_SHA256_SIZE]) {
         /* The filter depends on the policy text, on the compiler (nsrun's
          * version and this very binary: a distribution patch may change the
          * output without changing the version), on libseccomp and on the
@@ -670,7 +674,7 @@ int nsr_seccomp_cache_key(const nsr_policy *p, uint8_t ret[NSR_SHA256_SIZE]) {
         nsr_sha256_update(&s, buf, (size_t) l);
         for (size_t i = 0; i < n_arches; i++)
                 nsr_sha256_update(&s, &arches[i], sizeof(arches[i]));
-        nsr_sha256_update(&s, p->digest, sizeof(p->digest));
+        nsr_sha256_update(&s, digest, NSR_SHA256_SIZE);
         nsr_sha256_final(&s, ret);
         return 0;
 }

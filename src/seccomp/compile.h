@@ -45,6 +45,9 @@ int nsr_seccomp_export(void *ctx, char **ret_data, size_t *ret_len, nsr_error *e
  * fail the caller: a lookup that finds nothing usable returns -ENOENT, a
  * store that cannot write returns a negative errno the caller may ignore. */
 int nsr_seccomp_cache_key(const nsr_policy *p, uint8_t ret[NSR_SHA256_SIZE]);
+/* The same for a program that is not a policy file: digest names what it
+ * is (the sha256 of its source's identity, e.g. "connect program 1"). */
+int nsr_seccomp_cache_key_of(const uint8_t digest[NSR_SHA256_SIZE], uint8_t ret[NSR_SHA256_SIZE]);
 int nsr_seccomp_cache_lookup(const uint8_t key[NSR_SHA256_SIZE], char **ret_data, size_t *ret_len);
 int nsr_seccomp_cache_store(const uint8_t key[NSR_SHA256_SIZE], const char *data, size_t len);
 /* The cache's own dir ($XDG_CACHE_HOME/nsrun or $HOME/.cache/nsrun) as a

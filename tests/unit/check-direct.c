@@ -3,7 +3,9 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,6 +16,7 @@
 #include <seccomp.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include "egress/direct.h"
 #include "seccomp/connect.h"
@@ -335,6 +338,56 @@ START_TEST(test_connect_prog) {
 END_TEST
 #endif
 
+/* The connect program comes from the compile cache once it is there: the
+ * same bytes, one entry, and a cache entry that was tampered with is not
+ * used (compiled again). */
+START_TEST(test_connect_prog_cached) {
+        char dir[] = "/tmp/check-direct.XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        setenv("XDG_CACHE_HOME", dir, 1);
+        char *a = NULL, *b = NULL, *c = NULL;
+        size_t alen = 0, blen = 0, clen = 0;
+        nsr_error e = { 0 };
+        ck_assert_int_eq(nsr_connect_prog(&a, &alen, &e), 0);
+        _cleanup_free_ char *sub = nsr_asprintf("%s/nsrun/seccomp", dir);
+        DIR *d = opendir(sub);
+        ck_assert_ptr_nonnull(d);
+        struct dirent *de;
+        char *entry = NULL;
+        size_t n = 0;
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.') {
+                        n++;
+                        free(entry);
+                        entry = nsr_asprintf("%s/%s", sub, de->d_name);
+                }
+        closedir(d);
+        ck_assert_uint_eq(n, 1);
+        ck_assert_int_eq(nsr_connect_prog(&b, &blen, &e), 0);
+        ck_assert_uint_eq(alen, blen);
+        ck_assert_mem_eq(a, b, alen);
+        /* A flipped byte: the entry fails its check, the program is
+         * compiled again and is the same. */
+        int fd = open(entry, O_WRONLY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(pwrite(fd, "\xff", 1, 0), 1);
+        close(fd);
+        ck_assert_int_eq(nsr_connect_prog(&c, &clen, &e), 0);
+        ck_assert_uint_eq(alen, clen);
+        ck_assert_mem_eq(a, c, alen);
+        (void) unlink(entry);
+        (void) rmdir(sub);
+        _cleanup_free_ char *top = nsr_asprintf("%s/nsrun", dir);
+        (void) rmdir(top);
+        (void) rmdir(dir);
+        free(entry);
+        free(a);
+        free(b);
+        free(c);
+        unsetenv("XDG_CACHE_HOME");
+}
+END_TEST
+
 static Suite *direct_suite(void) {
         Suite *s = suite_create("direct");
         TCase *tc = tcase_create("core");
@@ -342,6 +395,7 @@ static Suite *direct_suite(void) {
         tcase_add_test(tc, test_by_name);
         tcase_add_test(tc, test_sockets);
         tcase_add_test(tc, test_record_and_summary);
+        tcase_add_test(tc, test_connect_prog_cached);
 #if defined(__x86_64__)
         tcase_add_test(tc, test_connect_prog);
 #endif
