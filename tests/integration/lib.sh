@@ -83,3 +83,21 @@ wait_until() {
 	done
 	return 0
 }
+
+# host_write_when_ready SYNC FILE stat|nostat: waits (up to 20 s) for
+# SYNC/ready, appends a line to FILE at once (after a stat of it with
+# "stat": the next change then gets a fine-grained ctime), then makes
+# SYNC/go. A host write racing a run's start, for the conflict tests.
+host_write_when_ready() {
+	python3 - "$1" "$2" "$3" <<'PY'
+import os, sys, time
+s, f, query = sys.argv[1], sys.argv[2], sys.argv[3] == "stat"
+end = time.monotonic() + 20
+while not os.path.exists(s + "/ready"):
+	if time.monotonic() > end: sys.exit("no ready")
+	time.sleep(0.0002)
+if query: os.stat(f)
+with open(f, "a") as fh: fh.write("host\n")
+open(s + "/go", "w").close()
+PY
+}

@@ -40,19 +40,7 @@ fi
 # --rw dir) is a conflict, every time, with a fine (stat first: multigrain
 # timestamps) or a coarse ctime.
 P=$d/proj; S=$d/sync; mkdir -p "$P" "$S"
-host_writer() { # waits for $S/ready, writes $P/f at once, then $S/go
-	python3 - "$S" "$P/f" "$1" <<'PY'
-import os, sys, time
-s, f, query = sys.argv[1], sys.argv[2], sys.argv[3] == "stat"
-end = time.monotonic() + 20
-while not os.path.exists(s + "/ready"):
-	if time.monotonic() > end: sys.exit("no ready")
-	time.sleep(0.0002)
-if query: os.stat(f)
-with open(f, "a") as fh: fh.write("host\n")
-open(s + "/go", "w").close()
-PY
-}
+host_writer() { host_write_when_ready "$S" "$P/f" "$1"; }
 missed=0 n=0
 for mode in stat nostat stat nostat stat nostat stat nostat stat nostat; do
 	n=$((n + 1))

@@ -29,19 +29,7 @@ unlike "$err" "child: start fence \\(coarse clock\\)" "... and the command did n
 # 2. A host write right after the command started is a conflict, every
 # time: a file whose ctime was asked for (the next change gets a fine
 # ctime) and one whose was not (coarse, floored).
-host_writer() { # waits for $S/ready, writes $P/f at once, then $S/go
-	python3 - "$S" "$P/f" "$1" <<'PY'
-import os, sys, time
-s, f, query = sys.argv[1], sys.argv[2], sys.argv[3] == "stat"
-end = time.monotonic() + 20
-while not os.path.exists(s + "/ready"):
-	if time.monotonic() > end: sys.exit("no ready")
-	time.sleep(0.0002)
-if query: os.stat(f)
-with open(f, "a") as fh: fh.write("host\n")
-open(s + "/go", "w").close()
-PY
-}
+host_writer() { host_write_when_ready "$S" "$P/f" "$1"; }
 missed=0 n=0 floor=0
 for i in $(seq 15); do
 	for mode in stat nostat; do

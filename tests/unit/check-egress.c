@@ -7,17 +7,8 @@
 #include "egress/dnsmap.h"
 #include "egress/relay.h"
 #include "egress/rules.h"
+#include "unit-egress.h"
 #include "unit.h"
-
-static nsr_egress_rules rules_of(const char *const *allow, const char *const *deny) {
-        nsr_egress_rules r = { 0 };
-        nsr_error e = { 0 };
-        for (size_t i = 0; allow && allow[i]; i++)
-                ck_assert_int_eq(nsr_egress_rules_add(&r, false, allow[i], &e), 0);
-        for (size_t i = 0; deny && deny[i]; i++)
-                ck_assert_int_eq(nsr_egress_rules_add(&r, true, deny[i], &e), 0);
-        return r;
-}
 
 START_TEST(test_parse) {
         static const struct {
