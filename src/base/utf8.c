@@ -224,46 +224,35 @@ char *nsr_utf8_escape_flags(const char *s, unsigned flags) {
         return out;
 }
 
-/* The formatted text, or NULL; *ret_len its length. */
-static char *format_text(const char *fmt, va_list ap, int *ret_len) _printf_(1, 0);
-static char *format_text(const char *fmt, va_list ap, int *ret_len) {
+/* Formats, escapes with flags and writes to f; with line, a newline at
+ * the end is kept out of the escaping and written as it is. */
+static void print_escaped(FILE *f, unsigned flags, bool line, const char *fmt, va_list ap) _printf_(4, 0);
+static void print_escaped(FILE *f, unsigned flags, bool line, const char *fmt, va_list ap) {
         char *text = NULL;
         int n = vasprintf(&text, fmt, ap);
         if (n < 0)
-                return NULL;
-        *ret_len = n;
-        return text;
+                return;
+        bool ended = line && n > 0 && text[n - 1] == '\n';
+        if (ended)
+                text[n - 1] = '\0';
+        char *shown = nsr_utf8_escape_flags(text, flags);
+        free(text);
+        fputs(shown, f);
+        if (ended)
+                fputc('\n', f);
+        free(shown);
 }
 
 void nsr_utf8_fprintf(FILE *f, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
-        int n = 0;
-        char *line = format_text(fmt, ap, &n);
+        print_escaped(f, NSR_ESCAPE_MESSAGE, false, fmt, ap);
         va_end(ap);
-        if (!line)
-                return;
-        char *shown = nsr_utf8_escape_flags(line, NSR_ESCAPE_MESSAGE);
-        free(line);
-        fputs(shown, f);
-        free(shown);
 }
 
 void nsr_utf8_fprintf_line(FILE *f, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
-        int n = 0;
-        char *line = format_text(fmt, ap, &n);
+        print_escaped(f, NSR_ESCAPE_KEEP_BACKSLASH, true, fmt, ap);
         va_end(ap);
-        if (!line)
-                return;
-        bool ended = n > 0 && line[n - 1] == '\n';
-        if (ended)
-                line[n - 1] = '\0';
-        char *shown = nsr_utf8_escape_flags(line, NSR_ESCAPE_KEEP_BACKSLASH);
-        free(line);
-        fputs(shown, f);
-        if (ended)
-                fputc('\n', f);
-        free(shown);
 }

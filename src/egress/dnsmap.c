@@ -17,21 +17,15 @@ typedef struct entry {
 } entry;
 
 struct nsr_dnsmap {
-        entry *e; /* NSR_DNSMAP_MAX slots */
+        entry *e; /* NSR_DNSMAP_MAX slots, from the first add: the monitor
+                   * makes the map before the egress helper forks, and only
+                   * the helper fills it */
         size_t n;
         uint64_t seq;
 };
 
 nsr_dnsmap *nsr_dnsmap_new(void) {
-        nsr_dnsmap *m = calloc(1, sizeof(*m));
-        if (!m)
-                return NULL;
-        m->e = calloc(NSR_DNSMAP_MAX, sizeof(entry));
-        if (!m->e) {
-                free(m);
-                return NULL;
-        }
-        return m;
+        return calloc(1, sizeof(nsr_dnsmap));
 }
 
 nsr_dnsmap *nsr_dnsmap_free(nsr_dnsmap *m) {
@@ -66,6 +60,8 @@ int nsr_dnsmap_add(nsr_dnsmap *m, const char *name, const struct sockaddr *sa) {
         size_t len = addr_of(sa, &family, &b);
         if (!len || strlen(name) > NSR_EGRESS_HOST_MAX)
                 return -EINVAL;
+        if (!m->e && !(m->e = calloc(NSR_DNSMAP_MAX, sizeof(entry))))
+                return -ENOMEM;
         entry *slot = NULL, *oldest = NULL;
         for (size_t i = 0; i < m->n; i++) {
                 entry *e = &m->e[i];

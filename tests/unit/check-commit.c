@@ -706,6 +706,16 @@ START_TEST(test_excluded_entries_set_aside) {
 }
 END_TEST
 
+/* A fresh fixture whose run created nd/ with a file nd/x and a fifo nd/f
+ * in it; nd itself is listed as created. */
+static void fx_new_dir_with_fifo(fixture *f) {
+        fx_init(f);
+        fx_start_run(f);
+        put(f->upper_fd, "nd/x", "x\n", 0644);
+        ck_assert_int_eq(mkfifoat(f->upper_fd, "nd/f", 0644), 0);
+        fx_change(f, "nd", NSR_CHANGE_CREATED);
+}
+
 START_TEST(test_special_fails_closed) {
         /* issue 23.5: the protect stage drops fifos, sockets and device
          * nodes; a change set that still has one fails the apply, which
@@ -727,11 +737,7 @@ START_TEST(test_special_fails_closed) {
 
         /* Inside a new dir that moves whole: listed, it fails; left out
          * (dropped), the dir moves and the fifo is set aside. */
-        fx_init(&f);
-        fx_start_run(&f);
-        put(f.upper_fd, "nd/x", "x\n", 0644);
-        ck_assert_int_eq(mkfifoat(f.upper_fd, "nd/f", 0644), 0);
-        fx_change(&f, "nd", NSR_CHANGE_CREATED);
+        fx_new_dir_with_fifo(&f);
         fx_change(&f, "nd/f", NSR_CHANGE_CREATED);
         fx_change(&f, "nd/x", NSR_CHANGE_CREATED);
         res = (nsr_commit_result){ 0 };
@@ -740,11 +746,7 @@ START_TEST(test_special_fails_closed) {
         nsr_commit_result_done(&res);
         fx_done(&f);
 
-        fx_init(&f);
-        fx_start_run(&f);
-        put(f.upper_fd, "nd/x", "x\n", 0644);
-        ck_assert_int_eq(mkfifoat(f.upper_fd, "nd/f", 0644), 0);
-        fx_change(&f, "nd", NSR_CHANGE_CREATED);
+        fx_new_dir_with_fifo(&f);
         fx_change(&f, "nd/x", NSR_CHANGE_CREATED);
         res = (nsr_commit_result){ 0 };
         fx_apply_ok(&f, &res);

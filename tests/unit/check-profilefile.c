@@ -426,21 +426,13 @@ START_TEST(test_forbid) {
 }
 END_TEST
 
+static int local_cmd(const char *before, const char *text, char **argv, size_t n, nsr_plan **ret, nsr_error *err);
+
 /* Applies a project-local file after the lines of before (a profile). */
 static int local(const char *before, const char *text, nsr_error *err) {
-        _cleanup_(nsr_pf_list_done) nsr_pf_list l = { 0 };
-        if (before && load("before.profile", before, NSR_PF_PROFILE, &l, err) < 0)
-                return -100;
-        free(write_file("proj/.nsrun/profile", text));
-        nsr_pf_ctx cx = ctx();
-        _cleanup_free_ char *proj = nsr_path_join(tmpdir, "proj");
-        int r = nsr_pf_load_project(&cx, proj, &l, err);
-        if (r < 0)
-                return r;
         char *argv[] = { (char *) "true", NULL };
         _cleanup_(nsr_plan_freep) nsr_plan *p = NULL;
-        nsr_cli_result res;
-        return nsr_cli_parse_with(&l, argv, 1, false, &p, &res, err);
+        return local_cmd(before, text, argv, 1, &p, err);
 }
 
 START_TEST(test_tightening_only) {
