@@ -205,6 +205,8 @@ static void exec_command(launch *l) {
                         args[i] = argv[i];
                 args[0] = p->argv0;
                 argv = args;
+                if (l->leftovers)
+                        l->leftovers->args = args;
         }
         environ = l->env;
         nsr_timing_mark_now(p->timing, "command: execve");
@@ -212,6 +214,8 @@ static void exec_command(launch *l) {
                 execv(p->argv[0], argv);
         else
                 execvp(p->argv[0], argv);
+        if (l->leftovers)
+                l->leftovers->args = NULL; /* freed here: the execve failed */
 }
 
 static void choose_cwd(launch *l, nsr_error *err, int *r) {
@@ -611,6 +615,8 @@ _noreturn_ void launch_child_main(launch *l) {
 
         umask(old_umask);
         choose_cwd(l, &e, &r);
+        if (l->leftovers)
+                l->leftovers->env = l->env; /* moved if PWD was added */
         if (r < 0)
                 child_fail(l, &e);
         if (p->new_session && setsid() < 0)
@@ -639,6 +645,12 @@ _noreturn_ void launch_child_main(launch *l) {
                 wait_fence(&l->extra->start_fence);
                 nsr_timing_mark_now(p->timing, "child: start fence (coarse clock)");
         }
+        /* Before the filter, which may refuse it: the command (or the
+         * agent) runs on the caller's CPUs. */
+        /* The monitor wakes as this execve ends: on any CPU, not behind
+         * the command on this one. */
+        (void) nsr_affinity_restore_other(&l->cpus, l->monitor_pid);
+        (void) nsr_affinity_restore(&l->cpus);
         if (l->extra && l->extra->session)
                 run_agent(l, bound);
         if (confine_command(l, bound, &e) < 0)
@@ -650,4 +662,11 @@ _noreturn_ void launch_child_main(launch *l) {
         nsr_error_set(&e, errno, "execvp %s", p->argv[0]);
         e.kind = NSR_ERR_EXEC;
         child_fail(l, &e);
+}
+
+_noreturn_ void launch_child_main_shared(const launch *parent) {
+        launch l = *parent;
+        l.env = nsr_strv_copy(parent->env);
+        l.leftovers->env = l.env;
+        launch_child_main(&l);
 }

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include "base/affinity.h"
 #include "base/outq.h"
 #include "base/util.h"
 #include "egress/dns.h"
@@ -20,6 +21,13 @@
 #include "sandbox/direct.h"
 #include "sandbox/egresshelper.h"
 #include "sandbox/launch.h"
+
+/* What a child that shares the monitor's memory allocates and still holds
+ * at its execve (or its _exit): the monitor frees it afterwards. */
+struct child_leftovers {
+        char **env;  /* the environment built for the command */
+        char **args; /* argv with --argv0 */
+};
 
 typedef struct launch {
         const nsr_plan *plan;
@@ -50,14 +58,17 @@ typedef struct launch {
         nsr_cgroup *cgroup;    /* --memory, --cpu, --pids: the run's cgroup */
         char *notify_prog;     /* the listener form of progs[0] (refused.h), or NULL */
         size_t notify_len;
-        int notify_sock[2];      /* command -> monitor: the listener fd */
-        int listener;            /* the monitor's listener fd, or -1 */
-        bool notify_alone;       /* notify_prog is the connect program alone, loaded before progs[0] */
-        bool notify_connect;     /* notify_prog sends connect() to the listener (seccomp/connect.h) */
-        nsr_direct *direct;      /* transparent connect: the helper's part, until it forks */
-        int direct_sock;         /* the monitor's end of the socket to the helper, or -1 */
-        bool direct_unavailable; /* --allow-host, but the kernel cannot inject fds */
-        nsr_outq events_q;       /* --events-fd: the monitor's lines (timeout, refused calls) */
+        int notify_sock[2];                /* command -> monitor: the listener fd */
+        int listener;                      /* the monitor's listener fd, or -1 */
+        bool notify_alone;                 /* notify_prog is the connect program alone, loaded before progs[0] */
+        bool notify_connect;               /* notify_prog sends connect() to the listener (seccomp/connect.h) */
+        nsr_direct *direct;                /* transparent connect: the helper's part, until it forks */
+        int direct_sock;                   /* the monitor's end of the socket to the helper, or -1 */
+        bool direct_unavailable;           /* --allow-host, but the kernel cannot inject fds */
+        nsr_outq events_q;                 /* --events-fd: the monitor's lines (timeout, refused calls) */
+        nsr_affinity cpus;                 /* the caller's CPU set while the setup runs on one CPU */
+        pid_t monitor_pid;                 /* the monitor as the child names it, or 0 (a new pid namespace) */
+        struct child_leftovers *leftovers; /* shared memory: what the child allocated, for the monitor to free */
 } launch;
 
 /* Real root in project mode maps its whole id range, which only a process
@@ -97,6 +108,16 @@ static inline int write_proc(int procfd, const char *file, const char *data) {
 
 /* child.c: the cloned child; it execs the command or exits. */
 _noreturn_ void launch_child_main(launch *l);
+
+/* The stack of a child that shares the monitor's memory (launch.c). */
+#define SHARED_VM_STACK (512 * 1024)
+
+/* The same, for a child that shares the monitor's memory until its execve:
+ * it works on its own copy of *l and of the environment, so that nothing
+ * it changes (fds it closes, PWD) shows in the monitor's; what it
+ * allocated and holds at its execve is left in *l->leftovers, for the
+ * monitor to free once the child is gone or exec'd. */
+_noreturn_ void launch_child_main_shared(const launch *l);
 
 /* monitor.c: waits for the command, forwarding signals, serving the
  * listener and the session, and fills ret. */

@@ -24,9 +24,11 @@
 
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -435,6 +437,75 @@ static void tell_child_go(launch *l) {
         (void) sigaction(SIGPIPE, &old, NULL);
 }
 
+/* The child may run in the monitor's memory until its execve
+ * (CLONE_VM | CLONE_VFORK, the way posix_spawn starts a program) when it
+ * ends in the command's own execve and never waits for the monitor: no pid
+ * 1 of nsrun's and no middle process (either would outlive the execve),
+ * no --info-fd, --json-status-fd, --block-fd, --userns-block-fd or id maps
+ * the monitor writes (the monitor sleeps until the execve), and none of
+ * project mode's or the listeners' state, which the child would change
+ * under the monitor. The gain is the launch's hand-off: no page tables
+ * copied, no copy-on-write faults in either process, and the child runs
+ * on the CPU the monitor leaves (0.15 to 0.3 ms of a 1.8 ms launch here). */
+static bool child_may_share_vm(const launch *l) {
+        const nsr_plan *p = l->plan;
+        const nsr_launch_extra *x = l->extra;
+        if (need_reaper(p) || p->pidns_fd != -1 || child_waits_early(l) || child_waits_late(l) || p->block_fd != -1 ||
+            p->sync_fd != -1 || p->userns_block_fd != -1)
+                return false;
+        if (l->cgroup || l->relay || l->dns || l->notify_prog || l->listener != -1)
+                return false;
+        if (x && (x->kill_leftovers || x->refused || x->session || x->hold_mounts || x->start_fence.tv_sec ||
+                  x->start_fence.tv_nsec))
+                return false;
+        /* The child's stack is a part of the monitor's own. */
+        struct rlimit st;
+        return getrlimit(RLIMIT_STACK, &st) == 0 && st.rlim_cur >= 4 * SHARED_VM_STACK;
+}
+
+static int shared_vm_child(void *arg) {
+        launch_child_main_shared(arg);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define NSR_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NSR_ASAN 1
+#endif
+#endif
+#ifdef NSR_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+/* The monitor is stopped until the child's execve (or its exit), so the
+ * child's stack can be an array in this frame: the monitor's frames are
+ * above it, and ASan knows it as the main thread's stack. The child's
+ * frames never return (it ends in execve or _exit), so under ASan their
+ * redzones would stay marked in the array's shadow: cleared here. */
+static pid_t clone_shared_vm(launch *l, unsigned long flags) {
+        char stack[SHARED_VM_STACK] __attribute__((aligned(64)));
+        char **env = environ;
+        struct child_leftovers left = { 0 };
+        l->leftovers = &left;
+        /* The child runs on this CPU as the monitor stops (base/affinity.h). */
+        nsr_affinity_pin_here(&l->cpus);
+        l->monitor_pid = (flags & CLONE_NEWPID) ? 0 : getpid();
+        pid_t pid = clone(shared_vm_child, stack + sizeof(stack), (int) (flags | CLONE_VM | CLONE_VFORK), l);
+        int e = errno;
+#ifdef NSR_ASAN
+        __asan_unpoison_memory_region(stack, sizeof(stack));
+#endif
+        /* The command's execve set the environment in the shared memory. */
+        environ = env;
+        l->leftovers = NULL;
+        nsr_strv_free(left.env);
+        free(left.args);
+        (void) nsr_affinity_restore(&l->cpus);
+        errno = e;
+        return pid;
+}
+
 /* Creates the sandbox and monitors it. Signals are blocked around it. */
 static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         const nsr_plan *p = l->plan;
@@ -443,12 +514,18 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         if (p->die_with_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
                 return nsr_error_set(err, errno, "prctl");
 
-        pid_t child = l->cgroup ? nsr_cgroup_clone(l->cgroup, clone_flags(p)) : nsr_raw_clone(clone_flags(p), NULL);
+        pid_t child;
+        bool shared = child_may_share_vm(l);
+        if (shared)
+                child = clone_shared_vm(l, clone_flags(p));
+        else {
+                child = l->cgroup ? nsr_cgroup_clone(l->cgroup, clone_flags(p)) : nsr_raw_clone(clone_flags(p), NULL);
+                if (child == 0)
+                        launch_child_main(l);
+        }
         if (child < 0)
                 return clone_error(p, errno, err);
-        if (child == 0)
-                launch_child_main(l);
-        nsr_timing_mark_now(p->timing, "monitor: clone");
+        nsr_timing_mark_now(p->timing, shared ? "monitor: clone, shared until the execve" : "monitor: clone");
 
         l->err_pipe[1] = safe_close(l->err_pipe[1]);
         l->status_pipe[1] = safe_close(l->status_pipe[1]);

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "base/affinity.h"
+
+void nsr_affinity_pin_here(nsr_affinity *a) {
+        a->pinned = false;
+        CPU_ZERO(&a->saved);
+        if (sched_getaffinity(0, sizeof(a->saved), &a->saved) < 0 || CPU_COUNT(&a->saved) < 2)
+                return;
+        int cpu = sched_getcpu();
+        if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &a->saved))
+                return;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        a->pinned = sched_setaffinity(0, sizeof(one), &one) == 0;
+}
+
+int nsr_affinity_restore(nsr_affinity *a) {
+        if (!a->pinned)
+                return 0;
+        a->pinned = false;
+        if (sched_setaffinity(0, sizeof(a->saved), &a->saved) == 0)
+                return 0;
+        /* The saved CPUs left the cpuset meanwhile: every CPU, which the
+         * kernel cuts down to what the cpuset allows. */
+        cpu_set_t all;
+        memset(&all, 0xff, sizeof(all));
+        return sched_setaffinity(0, sizeof(all), &all) == 0 ? 0 : -errno;
+}
+
+int nsr_affinity_restore_other(const nsr_affinity *a, pid_t pid) {
+        if (!a->pinned || pid <= 0)
+                return 0;
+        return sched_setaffinity(pid, sizeof(a->saved), &a->saved) == 0 ? 0 : -errno;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A hand-off on one CPU: when the monitor stops until its child's execve
+ * (launch.c, the shared-memory clone), the child is best started on the
+ * CPU the monitor leaves; on a virtual machine a wake-up of an idle CPU
+ * costs tens to hundreds of microseconds. So the monitor pins itself to
+ * the CPU it runs on just for the clone, and both processes put the
+ * caller's CPU set back before anything else: the monitor as the clone
+ * returns, the child before the command is confined and exec'd. What the
+ * command and everything it starts get is exactly the caller's set.
+ * (Pinning a launch whose monitor goes on working beside its child made
+ * it slower: the two then take turns on one CPU.)
+ *
+ * A hint only: where reading or setting the set fails (more CPUs than a
+ * cpu_set_t holds, a cpuset that changed), nothing is pinned, or the
+ * restore falls back to every CPU the kernel allows. */
+#pragma once
+
+#include <sched.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+typedef struct nsr_affinity {
+        cpu_set_t saved;
+        bool pinned;
+} nsr_affinity;
+
+/* Pins the caller to the CPU it runs on, saving its set in *a, when the
+ * set holds more than one CPU. */
+void nsr_affinity_pin_here(nsr_affinity *a);
+
+/* Puts the saved set back (once; a no-op when nothing was pinned).
+ * Returns 0, or -errno when neither the saved set nor every CPU could be
+ * set (the process then stays on the one CPU). */
+int nsr_affinity_restore(nsr_affinity *a);
+
+/* Puts the saved set back on another process (one the caller may name and
+ * set), leaving *a as it is. Returns 0 or -errno. */
+int nsr_affinity_restore_other(const nsr_affinity *a, pid_t pid);
