@@ -127,8 +127,18 @@ typedef struct nsr_gc_stats {
 int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stats *ret, nsr_error *err);
 /* Removes RUN/trash (what is left of a snapshot once the backups are out
  * of it, a run's layers) in a detached background process, which holds
- * hold_fd (or -1) until it is done. */
-void nsr_state_trash_background(const char *run_dir, int hold_fd);
+ * hold_fd (or -1) until it is done, then makes the next run's dir ahead
+ * (txn/spare.h) in state_dir (or not, when NULL). */
+void nsr_state_trash_background(const char *state_dir, const char *run_dir, int hold_fd);
+/* The same background process, forked ahead, while the command runs
+ * (fork costs a few hundred microseconds, which a run's end should not
+ * pay): nsr_tidier_start() returns the socket to it, or -errno; it waits
+ * detached, holding nothing of the caller's, and exits at EOF.
+ * nsr_tidier_go() hands it the paths and the fd to hold and closes the
+ * socket (or, when the message cannot go, forks as
+ * nsr_state_trash_background). */
+int nsr_tidier_start(void);
+void nsr_tidier_go(int sock, const char *state_dir, const char *run_dir, int hold_fd);
 /* Runs nsr_state_gc() in a detached background process, at most once an
  * hour, so retention never sits on a run's critical path. */
 void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t backup_limit);
@@ -138,7 +148,8 @@ void nsr_run_id_new(char ret[NSR_RUN_ID_MAX]);
 /* A run id is only ever [0-9A-Za-z.-]; anything else is refused before it
  * becomes a path. */
 bool nsr_run_id_is_valid(const char *id);
-/* Creates runs/RUN with p0..pN-1/{upper,work}; returns the run dir fd. */
+/* Creates runs/RUN with p0..pN-1/{upper,work} (with one project, the spare
+ * made ahead when there is one: txn/spare.h); returns the run dir fd. */
 int nsr_run_create(int statefd, const char *run_id, size_t n_projects, nsr_error *err);
 /* Opens an existing run dir. */
 int nsr_run_open(int statefd, const char *run_id, nsr_error *err);

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/dirent.h"
+#include "base/syscalls.h"
+#include "base/util.h"
+#include "txn/spare.h"
+#include "txn/state.h"
+
+#define SPARE_TMP_PREFIX "run.spare.tmp-"
+
+/* A dir of ours that no one else may write, holding exactly the names in
+ * want (NULL-terminated; none: empty). */
+static bool dir_is(int at, const char *name, const char *const *want) {
+        _cleanup_closedir_ DIR *d = NULL;
+        if (nsr_opendir_at(at, name, O_NOFOLLOW, &d) < 0)
+                return false;
+        struct stat st;
+        if (fstat(dirfd(d), &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+                return false;
+        size_t n_want = 0, seen = 0;
+        while (want && want[n_want])
+                n_want++;
+        FOREACH_DIRENT(de, d, return false) {
+                bool known = false;
+                for (size_t i = 0; i < n_want && !known; i++)
+                        known = streq(de->d_name, want[i]);
+                if (!known)
+                        return false;
+                seen++;
+        }
+        return seen == n_want;
+}
+
+static bool spare_is_whole(int run_fd) {
+        static const char *const top[] = { "p0", "trash", NULL };
+        static const char *const p0[] = { "upper", "work", NULL };
+        return dir_is(run_fd, ".", top) && dir_is(run_fd, "p0", p0) && dir_is(run_fd, "p0/upper", NULL) &&
+               dir_is(run_fd, "p0/work", NULL) && dir_is(run_fd, "trash", NULL);
+}
+
+int nsr_run_take_spare(int statefd, const char *rel, size_t n_projects) {
+        if (n_projects != 1)
+                return -EINVAL;
+        if (renameat2(statefd, NSR_RUN_SPARE, statefd, rel, RENAME_NOREPLACE) < 0)
+                return -errno;
+        int fd = openat(statefd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd >= 0 && spare_is_whole(fd))
+                return fd;
+        /* Not what nsr_run_make_spare makes: it goes, and the run makes
+         * its own dir under the same name. */
+        safe_close(fd);
+        nsr_error e = { 0 };
+        (void) nsr_rm_rf_at(statefd, rel, &e);
+        return -EUCLEAN;
+}
+
+/* What makers killed half-way left (the name holds their pid): gone after
+ * ten minutes, when no maker can still be at work on it. */
+static void drop_stale_temps(int statefd) {
+        _cleanup_closedir_ DIR *d = NULL;
+        if (nsr_opendir_at(statefd, ".", 0, &d) < 0)
+                return;
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        FOREACH_DIRENT(de, d, break) {
+                struct stat st;
+                if (strncmp(de->d_name, SPARE_TMP_PREFIX, strlen(SPARE_TMP_PREFIX)) != 0 ||
+                    fstatat(statefd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || now.tv_sec - st.st_mtime < 600)
+                        continue;
+                nsr_error e = { 0 };
+                (void) nsr_rm_rf_at(statefd, de->d_name, &e);
+        }
+}
+
+void nsr_run_make_spare(int statefd) {
+        struct stat st;
+        if (fstatat(statefd, NSR_RUN_SPARE, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                return;
+        drop_stale_temps(statefd);
+        char tmp[sizeof(SPARE_TMP_PREFIX) + 24];
+        snprintf(tmp, sizeof(tmp), SPARE_TMP_PREFIX "%d", (int) getpid());
+        if (mkdirat(statefd, tmp, 0700) < 0)
+                return;
+        _cleanup_close_ int fd = openat(statefd, tmp, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        bool ok = fd >= 0 && mkdirat(fd, "p0", 0700) == 0 && mkdirat(fd, "p0/upper", 0755) == 0 &&
+                  mkdirat(fd, "p0/work", 0700) == 0 && mkdirat(fd, "trash", 0700) == 0;
+        if (ok && renameat2(statefd, tmp, statefd, NSR_RUN_SPARE, RENAME_NOREPLACE) == 0)
+                return;
+        nsr_error e = { 0 };
+        (void) nsr_rm_rf_at(statefd, tmp, &e);
+}
+
+void nsr_run_drop_spare(int statefd) {
+        nsr_error e = { 0 };
+        (void) nsr_rm_rf_at(statefd, NSR_RUN_SPARE, &e);
+        _cleanup_closedir_ DIR *d = NULL;
+        if (nsr_opendir_at(statefd, ".", 0, &d) < 0)
+                return;
+        FOREACH_DIRENT(de, d, break) {
+                if (strncmp(de->d_name, SPARE_TMP_PREFIX, strlen(SPARE_TMP_PREFIX)) == 0)
+                        (void) nsr_rm_rf_at(statefd, de->d_name, &e);
+        }
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A run dir made ahead of time: the last run's background process leaves
+ * STATE/run.spare (p0 with empty upper and work dirs, and an empty trash),
+ * and the next run with one project takes it by one rename instead of
+ * creating four dirs on its path (on ext4 each new inode costs tens of
+ * microseconds, and more on a file system without a journal; issue 28).
+ *
+ * Trust: the state dir is the user's own (0700) and hidden from every
+ * sandbox, so only the user's own processes can reach the spare, as they
+ * can reach any run. Still, a spare is taken only when it is exactly what
+ * this code makes: dirs of ours, not writable by group or others, holding
+ * the expected names and nothing else; anything else is removed and the
+ * run makes its dirs as before. */
+#pragma once
+
+#include <stddef.h>
+
+#define NSR_RUN_SPARE "run.spare"
+
+/* Moves STATE/run.spare to STATE/rel (runs/ID) when the run has one project
+ * and the spare is whole; returns the run dir's O_PATH fd, or -errno (no
+ * spare, or one that was not taken: the caller creates the dir itself). */
+int nsr_run_take_spare(int statefd, const char *rel, size_t n_projects);
+
+/* Makes STATE/run.spare when there is none: built under a temporary name
+ * and renamed into place, so a spare is whole or absent. Best effort, for
+ * a background process. */
+void nsr_run_make_spare(int statefd);
+
+/* Removes the spare (and what a killed maker left): space for a full
+ * state dir. */
+void nsr_run_drop_spare(int statefd);

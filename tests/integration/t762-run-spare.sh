@@ -1,0 +1,74 @@
+#!/bin/sh
+# The next run's dir is made ahead (issue 28, txn/spare.h): a run's
+# background process leaves STATE/run.spare (p0/upper, p0/work, trash),
+# and the next one-project run takes it by one rename instead of making
+# four dirs on its path. It is taken only when it is exactly that: empty
+# dirs of the user's own that no one else may write; anything else is
+# removed and the run makes its own dir. The state dir is hidden from
+# every sandbox, but what a spare held would be the run's layer: a planted
+# file must never become a change applied to the project.
+. "$NSR_TESTS/lib.sh"
+export NSRUN_DATADIR="$NSR_STAGE"
+d=$(scratch)
+S=$d/s
+mkdir -p "$d/p"
+echo a >"$d/p/f"
+spare=$S/run.spare
+
+run "$NSRUN" -p "$d/p" --state-dir "$S" --quiet -- true
+is "$rc" 0 "a no-op project run"
+wait_until 30 test -d "$spare/p0/work"
+check "its background process made the next run's dir" test -d "$spare/p0/upper" -a -d "$spare/trash" -a ! -L "$spare"
+is "$(stat -c %a "$spare"):$(find "$spare" -mindepth 1 | wc -l)" "700:4" "... mode 0700, holding p0, p0/upper, p0/work and trash only"
+ino=$(stat -c %i "$spare")
+run "$NSRUN" -p "$d/p" --state-dir "$S" --quiet -- sh -c 'echo b > f; echo n > new'
+is "$rc:$(cat "$d/p/f"):$(cat "$d/p/new")" "0:b:n" "the next run takes it and applies its changes"
+newest=$(ls -d "$S"/runs/*/ | sort | tail -n 1)
+is "$(stat -c %i "$newest")" "$ino" "... its run dir is the spare (same inode)"
+wait_background
+
+# What is not taken. Each time the run still works, applies nothing it did
+# not write, and the planted spare is gone.
+plant() { # what to plant, then a run that writes one file
+	rm -rf "$spare"
+	mkdir -p "$spare/p0/upper" "$spare/p0/work" "$spare/trash"
+	chmod 700 "$spare" "$spare/p0" "$spare/p0/work" "$spare/trash"
+	"$@"
+	ino=$(stat -c %i "$spare")
+	# Held open, the planted dir keeps its inode number even once it is
+	# removed: a new dir cannot reuse it.
+	exec 9<"$spare"
+	run "$NSRUN" -p "$d/p" --state-dir "$S" --quiet -- sh -c "echo $1 > mine"
+	exec 9<&-
+	newest=$(ls -d "$S"/runs/*/ | sort | tail -n 1)
+	wait_background
+}
+plant sh -c "echo planted > '$spare/p0/upper/planted'"
+is "$rc:$(cat "$d/p/mine")" "0:sh" "a spare with a file in its upper dir: the run works"
+check "... the planted file is not applied to the project" test ! -e "$d/p/planted"
+check "... nor taken as the run's dir (another inode)" test "$(stat -c %i "$newest")" != "$ino"
+plant sh -c "mkdir '$spare/p0/work/work'"
+check "a spare with something in its work dir is not taken" test "$(stat -c %i "$newest")" != "$ino"
+plant sh -c "echo x > '$spare/extra'"
+check "a spare with an extra entry is not taken" test "$(stat -c %i "$newest")" != "$ino"
+plant chmod 770 "$spare/p0"
+check "a spare that others may write is not taken" test "$(stat -c %i "$newest")" != "$ino"
+plant rmdir "$spare/trash"
+check "a spare that lacks a dir is not taken" test "$(stat -c %i "$newest")" != "$ino"
+
+# Never followed: a symlink planted as the spare.
+mkdir -p "$d/victim/p0/upper" "$d/victim/p0/work" "$d/victim/trash"
+echo keep >"$d/victim/p0/upper/keep"
+rm -rf "$spare"
+ln -s "$d/victim" "$spare"
+run "$NSRUN" -p "$d/p" --state-dir "$S" --quiet -- true
+is "$rc" 0 "a run with a symlink planted as the spare"
+is "$(cat "$d/victim/p0/upper/keep")" "keep" "... the symlink's target is untouched"
+check "... and nothing of it reached the project" test ! -e "$d/p/keep"
+wait_background
+
+# Two projects: the spare holds one; the run makes its own dir.
+mkdir -p "$d/q"
+run "$NSRUN" -p "$d/p" -p "$d/q" --state-dir "$S" --quiet -- sh -c "echo 2 > '$d/q/two'"
+is "$rc:$(cat "$d/q/two")" "0:2" "a run with two projects works beside a spare"
+done_testing
