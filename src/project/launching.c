@@ -196,6 +196,11 @@ static int start_events(nsr_project *pj, pid_t *watcher, int *watcher_stop, nsr_
  * sets up rather than at the run's end. */
 static void start_tidier(void *data) {
         int *tidier = data;
+#ifdef NSR_TEST_HOOKS
+        /* bench: the same run with the tidier forked at the end. */
+        if (getenv("NSRUN_TEST_NO_TIDIER"))
+                return;
+#endif
         if (*tidier < 0)
                 *tidier = nsr_tidier_start();
 }
