@@ -264,7 +264,9 @@ static void check_digest(const uint8_t *d, const char *hex) {
         ck_assert_str_eq(buf, hex);
 }
 
-START_TEST(test_sha256_vectors) {
+/* FIPS 180-4's examples (one, two and four blocks, a million 'a's), with
+ * the CPU's SHA instructions and without, so both block functions run. */
+static void sha256_vectors(void) {
         uint8_t d[NSR_SHA256_SIZE];
         nsr_sha256_buf("", 0, d);
         check_digest(d, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
@@ -273,6 +275,11 @@ START_TEST(test_sha256_vectors) {
         const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
         nsr_sha256_buf(two, strlen(two), d);
         check_digest(d, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+        const char *four =
+                "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrs"
+                "mnopqrstnopqrstu";
+        nsr_sha256_buf(four, strlen(four), d);
+        check_digest(d, "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
         /* A million 'a's, fed in uneven pieces to exercise the buffering. */
         nsr_sha256 s;
         nsr_sha256_init(&s);
@@ -286,6 +293,13 @@ START_TEST(test_sha256_vectors) {
         }
         nsr_sha256_final(&s, d);
         check_digest(d, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+START_TEST(test_sha256_vectors) {
+        sha256_vectors();
+        nsr_sha256_set_accel(false);
+        sha256_vectors();
+        nsr_sha256_set_accel(true);
 }
 END_TEST
 
