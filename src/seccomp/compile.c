@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <seccomp.h>
 #include <stddef.h>
 #include <string.h>
@@ -707,7 +708,7 @@ int nsr_seccomp_cache_key(const nsr_policy *p, uint8_t ret[NSR_SHA256_SIZE]) {
  * and the API level it found the kernel and the filters above us to allow,
  * which decides the actions and flags it generates), the arches, and the
  * cache's generation. */
-static int cache_env(nsr_sha256 *s) {
+static int cache_env_compute(nsr_sha256 *s) {
         struct stat st;
         if (stat("/proc/self/exe", &st) < 0)
                 return -errno;
@@ -725,6 +726,26 @@ static int cache_env(nsr_sha256 *s) {
         nsr_sha256_update(s, buf, (size_t) l);
         for (size_t i = 0; i < n_arches; i++)
                 nsr_sha256_update(s, &arches[i], sizeof(arches[i]));
+        return 0;
+}
+
+/* Computed once per process: none of it changes while the process runs
+ * (/proc/self/exe is the binary that is running, libseccomp probes the API
+ * level once), and a launch with --allow-host asks for it once per program
+ * (its policies, the connect program). */
+static nsr_sha256 env_memo;
+static int env_memo_r;
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+static void env_memo_init(void) {
+        env_memo_r = cache_env_compute(&env_memo);
+}
+
+static int cache_env(nsr_sha256 *s) {
+        pthread_once(&env_once, env_memo_init);
+        if (env_memo_r < 0)
+                return env_memo_r;
+        *s = env_memo;
         return 0;
 }
 
