@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 
 #include "base/dirent.h"
@@ -998,13 +999,28 @@ static void index_file_name(const uint8_t slot[NSR_SHA256_SIZE], char *buf) {
         strcat(buf, ".idx");
 }
 
-/* Checks one stored file against the file system now: 0 when unchanged. */
+/* Checks one stored file against the file system now: 0 when unchanged.
+ * The attributes are asked with AT_STATX_FORCE_SYNC: a network file system
+ * may answer a plain stat from attributes it cached before another client
+ * changed the file, where the open of a full load would have asked the
+ * server. Local file systems ignore the flag. */
 static int index_check_file(const index_rec *stored, const char *path) {
-        struct stat st;
+        const unsigned need = STATX_TYPE | STATX_MODE | STATX_INO | STATX_SIZE | STATX_MTIME | STATX_CTIME;
+        struct statx sx;
         index_rec now;
-        if (stat(path, &st) == 0)
+        if (statx(AT_FDCWD, path, AT_STATX_FORCE_SYNC, need, &sx) == 0) {
+                if ((sx.stx_mask & need) != need)
+                        return -EIO;
+                struct stat st = {
+                        .st_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor),
+                        .st_ino = sx.stx_ino,
+                        .st_size = (off_t) sx.stx_size,
+                        .st_mode = sx.stx_mode,
+                        .st_mtim = { .tv_sec = sx.stx_mtime.tv_sec, .tv_nsec = sx.stx_mtime.tv_nsec },
+                        .st_ctim = { .tv_sec = sx.stx_ctime.tv_sec, .tv_nsec = sx.stx_ctime.tv_nsec },
+                };
                 now = index_rec_of(path, &st);
-        else if (errno == ENOENT)
+        } else if (errno == ENOENT)
                 now = index_rec_of(path, NULL);
         else
                 return -errno;
