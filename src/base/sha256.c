@@ -93,6 +93,9 @@ static void block(nsr_sha256 *s, const uint8_t *p) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #include <immintrin.h>
+#if __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h>
+#endif
 
 #define HAVE_SHA_NI 1
 
@@ -138,10 +141,16 @@ __attribute__((target("sha,sse4.1,ssse3"))) static void block_ni(nsr_sha256 *s, 
 static int accel = -1;
 
 static bool cpu_has_sha_ni(void) {
+#if __has_include(<sys/platform/x86.h>)
+        /* What glibc found at startup: cpuid itself traps to the hypervisor
+         * in a VM, about 3 us a call here. */
+        return CPU_FEATURE_ACTIVE(SHA) && CPU_FEATURE_ACTIVE(SSSE3) && CPU_FEATURE_ACTIVE(SSE4_1);
+#else
         unsigned a, b, c, d;
         if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_SSSE3) || !(c & bit_SSE4_1))
                 return false;
         return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_SHA);
+#endif
 }
 
 static bool use_ni(void) {
