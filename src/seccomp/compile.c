@@ -11,14 +11,17 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <seccomp.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 
 #include "base/dirent.h"
@@ -50,16 +53,61 @@ int nsr_seccomp_policy_path(const char *name_or_path, char **ret, nsr_error *err
         return 0;
 }
 
-/* fopen, but a directory is an error of its own rather than a read error
- * on line 1. */
-static FILE *open_policy_file(const char *path) {
-        FILE *f = fopen(path, "re");
-        struct stat st;
-        if (f && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-                fclose(f);
-                errno = EISDIR;
-                return NULL;
+/* Every file a load tried, in order, for the cache index: the ones it read
+ * (with their identity) and the include candidates it found missing. A
+ * load whose outcome cannot be told from that (a candidate it could not
+ * open for another reason, a file that is not a regular one) is marked so
+ * and never indexed. */
+typedef struct policy_file {
+        char *path;
+        bool present;
+        struct stat st; /* present only */
+} policy_file;
+
+typedef struct policy_files {
+        policy_file *v;
+        size_t n;
+        bool unindexable;
+} policy_files;
+
+static void policy_files_done(policy_files *pf) {
+        for (size_t i = 0; i < pf->n; i++)
+                free(pf->v[i].path);
+        free(pf->v);
+        *pf = (policy_files){ 0 };
+}
+
+static void record_file(policy_files *pf, const char *path, const struct stat *st, int open_errno) {
+        if (!pf || pf->unindexable)
+                return;
+        if (st ? !S_ISREG(st->st_mode) : open_errno != ENOENT) {
+                pf->unindexable = true;
+                return;
         }
+        pf->v = nsr_realloc_array(pf->v, pf->n + 1, sizeof(*pf->v));
+        pf->v[pf->n++] =
+                (policy_file){ .path = nsr_strdup(path), .present = st != NULL, .st = st ? *st : (struct stat){ 0 } };
+}
+
+/* fopen, but a directory is an error of its own rather than a read error
+ * on line 1. The identity recorded is the opened file's own (fstat), taken
+ * before a byte of it is read. */
+static FILE *open_policy_file(const char *path, policy_files *rec) {
+        FILE *f = fopen(path, "re");
+        int e = errno;
+        struct stat st;
+        bool have_st = f && fstat(fileno(f), &st) == 0;
+        if (have_st && S_ISDIR(st.st_mode)) {
+                fclose(f);
+                f = NULL;
+                e = EISDIR;
+        }
+        if (f && !have_st) {
+                if (rec)
+                        rec->unindexable = true;
+        } else
+                record_file(rec, path, f ? &st : NULL, e);
+        errno = e;
         return f;
 }
 
@@ -76,7 +124,7 @@ static char *dir_of(const char *path) {
  * one, so that a policy of one's own can say "include default". */
 static int loader_open(void *userdata, const char *from, const char *name, FILE **ret_f, char **ret_path,
                        nsr_error *err) {
-        (void) userdata;
+        policy_files *rec = userdata;
         _cleanup_free_ char *file = policy_file_name(name);
         _cleanup_free_ char *here = dir_of(from);
         _cleanup_free_ char *shipped = nsr_seccomp_dir();
@@ -85,7 +133,7 @@ static int loader_open(void *userdata, const char *from, const char *name, FILE 
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
                 _cleanup_free_ char *joined = nsr_path_join(dirs[i], file);
                 char *path = nsr_path_normalize(joined);
-                FILE *f = open_policy_file(path);
+                FILE *f = open_policy_file(path, rec);
                 if (f) {
                         *ret_f = f;
                         *ret_path = path;
@@ -99,20 +147,24 @@ static int loader_open(void *userdata, const char *from, const char *name, FILE 
                              shipped);
 }
 
-int nsr_seccomp_policy_load(const char *name_or_path, nsr_policy **ret, nsr_error *err) {
+static int policy_load(const char *name_or_path, nsr_policy **ret, policy_files *rec, nsr_error *err) {
         _cleanup_free_ char *path = NULL;
         int r = nsr_seccomp_policy_path(name_or_path, &path, err);
         if (r < 0)
                 return r;
-        _cleanup_fclose_ FILE *f = open_policy_file(path);
+        _cleanup_fclose_ FILE *f = open_policy_file(path, rec);
         if (!f) {
                 if (errno == ENOENT && !strchr(name_or_path, '/'))
                         return nsr_error_setx(err, ENOENT, "no seccomp policy called '%s' (looked for %s)",
                                               name_or_path, path);
                 return nsr_error_set(err, errno, "cannot open seccomp policy %s", path);
         }
-        static const nsr_policy_loader loader = { .open = loader_open };
+        const nsr_policy_loader loader = { .open = loader_open, .userdata = rec };
         return nsr_policy_parse(f, path, &loader, ret, err);
+}
+
+int nsr_seccomp_policy_load(const char *name_or_path, nsr_policy **ret, nsr_error *err) {
+        return policy_load(name_or_path, ret, NULL, err);
 }
 
 /* ---- arches ----------------------------------------------------------------- */
@@ -651,11 +703,13 @@ int nsr_seccomp_cache_key(const nsr_policy *p, uint8_t ret[NSR_SHA256_SIZE]) {
         return nsr_seccomp_cache_key_of(p->digest, ret);
 }
 
-int nsr_seccomp_cache_key_of(const uint8_t digest[NSR_SHA256_SIZE], uint8_t ret[NSR_SHA256_SIZE]) {
-        /* The filter depends on the policy text, on the compiler (nsrun's
-         * version and this very binary: a distribution patch may change the
-         * output without changing the version), on libseccomp and on the
-         * arches. */
+/* What every cached program depends on besides its source, fed into s: the
+ * compiler (nsrun's version and this very binary: a distribution patch may
+ * change the output without changing the version), libseccomp (its version,
+ * and the API level it found the kernel and the filters above us to allow,
+ * which decides the actions and flags it generates), the arches, and the
+ * cache's generation. */
+static int cache_env_compute(nsr_sha256 *s) {
         struct stat st;
         if (stat("/proc/self/exe", &st) < 0)
                 return -errno;
@@ -669,13 +723,45 @@ int nsr_seccomp_cache_key_of(const uint8_t digest[NSR_SHA256_SIZE], uint8_t ret[
                 CACHE_GENERATION, PACKAGE_VERSION, (unsigned long long) st.st_dev, (unsigned long long) st.st_ino,
                 (long long) st.st_size, (long long) st.st_mtim.tv_sec, st.st_mtim.tv_nsec, v->major, v->minor, v->micro,
                 seccomp_api_get());
-        nsr_sha256 s;
-        nsr_sha256_init(&s);
-        nsr_sha256_update(&s, buf, (size_t) l);
+        nsr_sha256_init(s);
+        nsr_sha256_update(s, buf, (size_t) l);
         for (size_t i = 0; i < n_arches; i++)
-                nsr_sha256_update(&s, &arches[i], sizeof(arches[i]));
+                nsr_sha256_update(s, &arches[i], sizeof(arches[i]));
+        return 0;
+}
+
+/* Computed once per process: none of it changes while the process runs
+ * (/proc/self/exe is the binary that is running, libseccomp probes the API
+ * level once), and a launch with --allow-host asks for it once per program
+ * (its policies, the connect program). */
+static nsr_sha256 env_memo;
+static int env_memo_r;
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+static void env_memo_init(void) {
+        env_memo_r = cache_env_compute(&env_memo);
+}
+
+static int cache_env(nsr_sha256 *s) {
+        pthread_once(&env_once, env_memo_init);
+        if (env_memo_r < 0)
+                return env_memo_r;
+        *s = env_memo;
+        return 0;
+}
+
+static void key_from_env(const nsr_sha256 *env, const uint8_t digest[NSR_SHA256_SIZE], uint8_t ret[NSR_SHA256_SIZE]) {
+        nsr_sha256 s = *env;
         nsr_sha256_update(&s, digest, NSR_SHA256_SIZE);
         nsr_sha256_final(&s, ret);
+}
+
+int nsr_seccomp_cache_key_of(const uint8_t digest[NSR_SHA256_SIZE], uint8_t ret[NSR_SHA256_SIZE]) {
+        nsr_sha256 env;
+        int r = cache_env(&env);
+        if (r < 0)
+                return r;
+        key_from_env(&env, digest, ret);
         return 0;
 }
 
@@ -736,21 +822,27 @@ static void cache_file_name(const uint8_t key[NSR_SHA256_SIZE], char *buf) {
         strcat(buf, ".bpf");
 }
 
-int nsr_seccomp_cache_lookup(const uint8_t key[NSR_SHA256_SIZE], char **ret_data, size_t *ret_len) {
-        _cleanup_close_ int dir = cache_dir_open(false);
-        if (dir < 0)
-                return dir;
-        char name[2 * NSR_SHA256_SIZE + 8];
-        cache_file_name(key, name);
-        _cleanup_close_ int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+/* Opens a cache file for reading if we may trust it: a regular file of our
+ * own that nobody else can write. */
+static int cache_file_open(int dir, const char *name) {
+        int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0)
                 return -errno;
         struct stat st;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        /* Never load a filter someone else could have written. */
-        if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+                close(fd);
                 return -EPERM;
+        }
+        return fd;
+}
+
+static int cache_lookup_at(int dir, const uint8_t key[NSR_SHA256_SIZE], char **ret_data, size_t *ret_len) {
+        char name[2 * NSR_SHA256_SIZE + 8];
+        cache_file_name(key, name);
+        /* Never load a filter someone else could have written. */
+        _cleanup_close_ int fd = cache_file_open(dir, name);
+        if (fd < 0)
+                return fd;
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;
         int r = nsr_read_all(fd, CACHE_FILE_MAX, &buf, &len);
@@ -772,6 +864,18 @@ int nsr_seccomp_cache_lookup(const uint8_t key[NSR_SHA256_SIZE], char **ret_data
         return 0;
 }
 
+int nsr_seccomp_cache_lookup(const uint8_t key[NSR_SHA256_SIZE], char **ret_data, size_t *ret_len) {
+        _cleanup_close_ int dir = cache_dir_open(false);
+        if (dir < 0)
+                return dir;
+        return cache_lookup_at(dir, key, ret_data, ret_len);
+}
+
+/* Programs, and the index's entries (below). */
+static bool is_cache_entry(const char *name) {
+        return nsr_endswith(name, ".bpf") || nsr_endswith(name, ".idx");
+}
+
 /* The cache only grows when nsrun, libseccomp or a policy changes; when it
  * holds too many entries anyway, start over rather than track ages. */
 static void cache_trim(int dir) {
@@ -784,11 +888,11 @@ static void cache_trim(int dir) {
          * only costs a compile. */
         size_t n = 0;
         FOREACH_DIRENT(e, d, return )
-        n += nsr_endswith(e->d_name, ".bpf");
+        n += is_cache_entry(e->d_name);
         if (n >= NSR_SECCOMP_CACHE_MAX) {
                 rewinddir(d);
                 FOREACH_DIRENT(e, d, return )
-                if (nsr_endswith(e->d_name, ".bpf"))
+                if (is_cache_entry(e->d_name))
                         (void) unlinkat(dir, e->d_name, 0);
         }
 }
@@ -816,26 +920,300 @@ int nsr_seccomp_cache_store(const uint8_t key[NSR_SHA256_SIZE], const char *data
         return nsr_durable_write(dir, name, buf, CACHE_HEADER + len, 0600, 0, &e);
 }
 
+/* ---- the index: a policy's files to its digest ------------------------------------ */
+
+/* A cache hit used to read, parse and hash the policy and its includes on
+ * every launch, only to learn the digest the compiled program is filed
+ * under. The index remembers that digest per policy name, with the identity
+ * of every file the load read and of every include candidate it found
+ * missing; when all of them are as they were, the load would read the very
+ * same bytes again, so its digest is the one remembered.
+ *
+ * Why the key is complete:
+ *   - The slot (the index file's name) covers what decides which files a
+ *     load opens: the name or path as given, the shipped policy dir
+ *     (NSRUN_DATADIR), and everything the program key covers (nsrun's
+ *     version and binary, libseccomp and its API level, the arches, the
+ *     cache generation), so a new nsrun never trusts an old one's index.
+ *   - Each file read is known by its device, inode, size, mode, mtime and
+ *     ctime (in ns), taken from the open file before it was read. A file
+ *     replaced by another (rename, a new copy) has another inode; a file
+ *     written in place has a new ctime, which the kernel sets on every
+ *     change and nobody can set back (utimensat sets mtime, never ctime)
+ *     short of setting the system clock back.
+ *   - An include looks next to the including file first: a candidate that
+ *     was missing must still be missing, or a file created there later
+ *     would be ignored. Any other outcome (a candidate that could not be
+ *     opened, a file that is not a regular one) is never indexed.
+ *   - A change made in the same clock tick as the read, after it, would
+ *     get the same ctime (timestamps are coarse, and truncated to the file
+ *     system's granularity): a file is only indexed once its ctime is
+ *     INDEX_SETTLE_NS old, and until then every launch takes the full path.
+ * The index lives with the programs and is trusted the same way (our own
+ * directory and file, writable by nobody else); it is checksummed, and
+ * anything wrong with it (torn, foreign, stale) only costs the full path,
+ * which rewrites it. */
+#define INDEX_MAGIC     "NSRIDX01"
+#define INDEX_FILES_MAX 64
+#define INDEX_FILE_MAX  (64 * 1024)
+#define INDEX_SETTLE_NS (2 * (int64_t) 1000000000)
+#define INDEX_HEADER    (8 + 2 * NSR_SHA256_SIZE + 4)
+
+/* One file's identity as stored; compared whole, so every field counts
+ * (and there is no padding to compare: 8 64-bit fields, 2 32-bit ones). */
+typedef struct index_rec {
+        uint64_t dev, ino, size, mode;
+        int64_t mtime_sec, mtime_nsec, ctime_sec, ctime_nsec;
+        uint32_t present, path_len;
+} index_rec;
+
+static index_rec index_rec_of(const char *path, const struct stat *st) {
+        index_rec r = { .path_len = (uint32_t) strlen(path) };
+        if (st)
+                r = (index_rec){
+                        .dev = st->st_dev,
+                        .ino = st->st_ino,
+                        .size = (uint64_t) st->st_size,
+                        .mode = st->st_mode,
+                        .mtime_sec = st->st_mtim.tv_sec,
+                        .mtime_nsec = st->st_mtim.tv_nsec,
+                        .ctime_sec = st->st_ctim.tv_sec,
+                        .ctime_nsec = st->st_ctim.tv_nsec,
+                        .present = 1,
+                        .path_len = r.path_len,
+                };
+        return r;
+}
+
+static void index_slot(const nsr_sha256 *env, const char *name_or_path, uint8_t ret[NSR_SHA256_SIZE]) {
+        _cleanup_free_ char *shipped = nsr_seccomp_dir();
+        nsr_sha256 s = *env;
+        nsr_sha256_update(&s, "\0index\0", 7);
+        nsr_sha256_update(&s, name_or_path, strlen(name_or_path) + 1);
+        nsr_sha256_update(&s, shipped, strlen(shipped) + 1);
+        nsr_sha256_final(&s, ret);
+}
+
+static void index_file_name(const uint8_t slot[NSR_SHA256_SIZE], char *buf) {
+        nsr_sha256_hex(slot, buf);
+        strcat(buf, ".idx");
+}
+
+/* Checks one stored file against the file system now: 0 when unchanged.
+ * The attributes are asked with AT_STATX_FORCE_SYNC: a network file system
+ * may answer a plain stat from attributes it cached before another client
+ * changed the file, where the open of a full load would have asked the
+ * server. Local file systems ignore the flag. */
+static int index_check_file(const index_rec *stored, const char *path) {
+        const unsigned need = STATX_TYPE | STATX_MODE | STATX_INO | STATX_SIZE | STATX_MTIME | STATX_CTIME;
+        struct statx sx;
+        index_rec now;
+        if (statx(AT_FDCWD, path, AT_STATX_FORCE_SYNC, need, &sx) == 0) {
+                if ((sx.stx_mask & need) != need)
+                        return -EIO;
+                struct stat st = {
+                        .st_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor),
+                        .st_ino = sx.stx_ino,
+                        .st_size = (off_t) sx.stx_size,
+                        .st_mode = sx.stx_mode,
+                        .st_mtim = { .tv_sec = sx.stx_mtime.tv_sec, .tv_nsec = sx.stx_mtime.tv_nsec },
+                        .st_ctim = { .tv_sec = sx.stx_ctime.tv_sec, .tv_nsec = sx.stx_ctime.tv_nsec },
+                };
+                now = index_rec_of(path, &st);
+        } else if (errno == ENOENT)
+                now = index_rec_of(path, NULL);
+        else
+                return -errno;
+        return memcmp(&now, stored, sizeof(now)) == 0 ? 0 : -ESTALE;
+}
+
+/* The digest the slot's entry gives, if every file it names is unchanged
+ * and the first is first_path. */
+static int index_lookup_at(int dir, const uint8_t slot[NSR_SHA256_SIZE], const char *first_path,
+                           uint8_t ret_digest[NSR_SHA256_SIZE]) {
+        char name[2 * NSR_SHA256_SIZE + 8];
+        index_file_name(slot, name);
+        _cleanup_close_ int fd = cache_file_open(dir, name);
+        if (fd < 0)
+                return fd;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        int r = nsr_read_all(fd, INDEX_FILE_MAX, &buf, &len);
+        if (r < 0)
+                return r;
+        if (len < INDEX_HEADER + NSR_SHA256_SIZE)
+                return -EBADMSG;
+        size_t end = len - NSR_SHA256_SIZE;
+        uint8_t sum[NSR_SHA256_SIZE];
+        nsr_sha256_buf(buf, end, sum);
+        if (memcmp(sum, buf + end, NSR_SHA256_SIZE) != 0 || memcmp(buf, INDEX_MAGIC, 8) != 0 ||
+            memcmp(buf + 8, slot, NSR_SHA256_SIZE) != 0)
+                return -EBADMSG;
+        uint32_t n;
+        memcpy(&n, buf + 8 + 2 * NSR_SHA256_SIZE, sizeof(n));
+        if (n == 0 || n > INDEX_FILES_MAX)
+                return -EBADMSG;
+        size_t off = INDEX_HEADER;
+        for (uint32_t i = 0; i < n; i++) {
+                index_rec rec;
+                if (end - off < sizeof(rec))
+                        return -EBADMSG;
+                memcpy(&rec, buf + off, sizeof(rec));
+                off += sizeof(rec);
+                if (rec.path_len == 0 || rec.path_len > PATH_MAX || end - off < rec.path_len)
+                        return -EBADMSG;
+                char path[PATH_MAX + 1];
+                memcpy(path, buf + off, rec.path_len);
+                path[rec.path_len] = '\0';
+                off += rec.path_len;
+                if (strlen(path) != rec.path_len || (i == 0 && !streq(path, first_path)))
+                        return -EBADMSG;
+                r = index_check_file(&rec, path);
+                if (r < 0)
+                        return r;
+        }
+        if (off != end)
+                return -EBADMSG;
+        memcpy(ret_digest, buf + 8 + NSR_SHA256_SIZE, NSR_SHA256_SIZE);
+        return 0;
+}
+
+static int64_t index_settle_ns(void) {
+#ifdef NSR_TEST_HOOKS
+        /* The unit tests cannot make a file's ctime old; they shorten the
+         * wait instead. */
+        const char *v = getenv("NSRUN_TEST_INDEX_SETTLE_MS");
+        if (v)
+                return (int64_t) strtoul(v, NULL, 10) * 1000000;
+#endif
+        return INDEX_SETTLE_NS;
+}
+
+/* Files changed too recently to be known by their ctime (see above). */
+static bool index_settled(const policy_files *pf) {
+        struct timespec now;
+        if (clock_gettime(CLOCK_REALTIME, &now) < 0)
+                return false;
+        int64_t limit = (int64_t) now.tv_sec * 1000000000 + now.tv_nsec - index_settle_ns();
+        for (size_t i = 0; i < pf->n; i++)
+                if (pf->v[i].present &&
+                    (int64_t) pf->v[i].st.st_ctim.tv_sec * 1000000000 + pf->v[i].st.st_ctim.tv_nsec >= limit)
+                        return false;
+        return true;
+}
+
+static int index_store(const uint8_t slot[NSR_SHA256_SIZE], const policy_files *pf,
+                       const uint8_t digest[NSR_SHA256_SIZE]) {
+        if (pf->unindexable || pf->n == 0 || pf->n > INDEX_FILES_MAX)
+                return -EINVAL;
+        if (!index_settled(pf))
+                return -EAGAIN;
+        size_t len = INDEX_HEADER + NSR_SHA256_SIZE;
+        for (size_t i = 0; i < pf->n; i++) {
+                size_t l = strlen(pf->v[i].path);
+                if (l == 0 || l > PATH_MAX)
+                        return -ENAMETOOLONG;
+                len += sizeof(index_rec) + l;
+        }
+        if (len > INDEX_FILE_MAX)
+                return -E2BIG;
+        _cleanup_free_ char *buf = nsr_malloc0(len);
+        memcpy(buf, INDEX_MAGIC, 8);
+        memcpy(buf + 8, slot, NSR_SHA256_SIZE);
+        memcpy(buf + 8 + NSR_SHA256_SIZE, digest, NSR_SHA256_SIZE);
+        uint32_t n = (uint32_t) pf->n;
+        memcpy(buf + 8 + 2 * NSR_SHA256_SIZE, &n, sizeof(n));
+        size_t off = INDEX_HEADER;
+        for (size_t i = 0; i < pf->n; i++) {
+                const policy_file *f = &pf->v[i];
+                index_rec rec = index_rec_of(f->path, f->present ? &f->st : NULL);
+                memcpy(buf + off, &rec, sizeof(rec));
+                off += sizeof(rec);
+                memcpy(buf + off, f->path, rec.path_len);
+                off += rec.path_len;
+        }
+        nsr_sha256_buf(buf, off, (uint8_t *) buf + off);
+        _cleanup_close_ int dir = cache_dir_open(true);
+        if (dir < 0)
+                return dir;
+        char name[2 * NSR_SHA256_SIZE + 8];
+        index_file_name(slot, name);
+        /* No fsync, as for the programs: a torn index fails its checksum. */
+        nsr_error e = { 0 };
+        return nsr_durable_write(dir, name, buf, len, 0600, 0, &e);
+}
+
+/* The fast path: the program, by the index, without reading the policy. */
+static int index_hit(const nsr_sha256 *env, const uint8_t slot[NSR_SHA256_SIZE], const char *name_or_path,
+                     char **ret_data, size_t *ret_len) {
+        _cleanup_free_ char *path = NULL;
+        nsr_error e = { 0 };
+        int r = nsr_seccomp_policy_path(name_or_path, &path, &e);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int dir = cache_dir_open(false);
+        if (dir < 0)
+                return dir;
+        uint8_t digest[NSR_SHA256_SIZE], key[NSR_SHA256_SIZE];
+        r = index_lookup_at(dir, slot, path, digest);
+        if (r < 0)
+                return r;
+        key_from_env(env, digest, key);
+        return cache_lookup_at(dir, key, ret_data, ret_len);
+}
+
+int nsr_seccomp_index_lookup(const char *name_or_path, uint8_t ret_digest[NSR_SHA256_SIZE]) {
+        nsr_sha256 env;
+        int r = cache_env(&env);
+        if (r < 0)
+                return r;
+        uint8_t slot[NSR_SHA256_SIZE];
+        index_slot(&env, name_or_path, slot);
+        _cleanup_free_ char *path = NULL;
+        nsr_error e = { 0 };
+        r = nsr_seccomp_policy_path(name_or_path, &path, &e);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int dir = cache_dir_open(false);
+        if (dir < 0)
+                return dir;
+        return index_lookup_at(dir, slot, path, ret_digest);
+}
+
 /* ---- the entry point for launches ------------------------------------------------ */
 
 int nsr_seccomp_policy_bpf(const char *name_or_path, char **ret_data, size_t *ret_len, nsr_error *err) {
+        nsr_sha256 env;
+        uint8_t slot[NSR_SHA256_SIZE], key[NSR_SHA256_SIZE];
+        bool cache = cache_env(&env) >= 0;
+        if (cache) {
+                index_slot(&env, name_or_path, slot);
+                if (index_hit(&env, slot, name_or_path, ret_data, ret_len) >= 0)
+                        return 0;
+        }
+        /* The full path: read and parse the policy (recording its files
+         * for the index), then the program from the cache, else compiled.
+         * The key covers every file the policy read, so an edited include
+         * is noticed. */
+        _cleanup_(policy_files_done) policy_files rec = { 0 };
         _cleanup_(nsr_policy_freep) nsr_policy *p = NULL;
-        int r = nsr_seccomp_policy_load(name_or_path, &p, err);
+        int r = policy_load(name_or_path, &p, &rec, err);
         if (r < 0)
                 return r;
-        /* Parsing is cheap; compiling three arches is not. The key covers
-         * every file the policy read, so an edited include is noticed. */
-        uint8_t key[NSR_SHA256_SIZE];
-        bool cache = nsr_seccomp_cache_key(p, key) >= 0;
-        if (cache && nsr_seccomp_cache_lookup(key, ret_data, ret_len) >= 0)
-                return 0;
+        if (cache) {
+                key_from_env(&env, p->digest, key);
+                if (nsr_seccomp_cache_lookup(key, ret_data, ret_len) >= 0) {
+                        (void) index_store(slot, &rec, p->digest);
+                        return 0;
+                }
+        }
         _cleanup_free_ char *data = NULL;
         size_t len = 0;
         r = nsr_seccomp_compile(p, &data, &len, err);
         if (r < 0)
                 return r;
-        if (cache)
-                (void) nsr_seccomp_cache_store(key, data, len);
+        if (cache && nsr_seccomp_cache_store(key, data, len) >= 0)
+                (void) index_store(slot, &rec, p->digest);
         *ret_data = TAKE_PTR(data);
         *ret_len = len;
         return 0;

@@ -50,6 +50,13 @@ int nsr_seccomp_cache_key(const nsr_policy *p, uint8_t ret[NSR_SHA256_SIZE]);
 int nsr_seccomp_cache_key_of(const uint8_t digest[NSR_SHA256_SIZE], uint8_t ret[NSR_SHA256_SIZE]);
 int nsr_seccomp_cache_lookup(const uint8_t key[NSR_SHA256_SIZE], char **ret_data, size_t *ret_len);
 int nsr_seccomp_cache_store(const uint8_t key[NSR_SHA256_SIZE], const char *data, size_t len);
+/* The cache's index (compile.c says why its key is complete): the digest of
+ * the policy text a launch of name_or_path would read, without reading it,
+ * when every file the last full load read (and every include candidate it
+ * found missing) is as it was then. 0 on a hit; a negative errno when there
+ * is no usable entry or a file changed (-ESTALE). For the tests; launches
+ * use it through nsr_seccomp_policy_bpf. */
+int nsr_seccomp_index_lookup(const char *name_or_path, uint8_t ret_digest[NSR_SHA256_SIZE]);
 /* The cache's own dir ($XDG_CACHE_HOME/nsrun or $HOME/.cache/nsrun) as a
  * real path, made first (with its seccomp/ subdir) when create is set;
  * NULL when there is none. Project mode hides it from every run: a run
@@ -58,7 +65,8 @@ char *nsr_seccomp_cache_root(bool create);
 
 /* Compiles a policy, given by name ("default") or by path (anything with a
  * '/'), to a BPF program for the native arch and its compat arches. The
- * result may come from a cache keyed by the policy's content. */
+ * result may come from a cache keyed by the policy's content, found through
+ * the index without reading the policy when none of its files changed. */
 int nsr_seccomp_policy_bpf(const char *name_or_path, char **ret_data, size_t *ret_len, nsr_error *err);
 
 /* The shipped policies: names without ".policy", sorted. */

@@ -661,7 +661,9 @@ static int parse_stream(parser *ps, FILE *f) {
                 size_t n = 0;
                 int c = EOF;
                 ps->line++;
-                while ((c = getc(f)) != EOF) {
+                /* Unlocked: the stream is this parser's alone, and a lock
+                 * per byte was a visible part of reading a policy. */
+                while ((c = getc_unlocked(f)) != EOF) {
                         if (c == '\0')
                                 return fail(ps, EINVAL, "NUL byte in the policy text");
                         if (++ps->bytes > NSR_POLICY_FILE_MAX)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The policy parser (every error, with its line), the compiler (checked by
  * running the BPF it produces through a small interpreter, for every arch),
- * the cache, and SHA-256. */
+ * the cache and its index, and SHA-256. */
 #include "config.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -264,7 +265,9 @@ static void check_digest(const uint8_t *d, const char *hex) {
         ck_assert_str_eq(buf, hex);
 }
 
-START_TEST(test_sha256_vectors) {
+/* FIPS 180-4's examples (one, two and four blocks, a million 'a's), with
+ * the CPU's SHA instructions and without, so both block functions run. */
+static void sha256_vectors(void) {
         uint8_t d[NSR_SHA256_SIZE];
         nsr_sha256_buf("", 0, d);
         check_digest(d, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
@@ -273,6 +276,11 @@ START_TEST(test_sha256_vectors) {
         const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
         nsr_sha256_buf(two, strlen(two), d);
         check_digest(d, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+        const char *four =
+                "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrs"
+                "mnopqrstnopqrstu";
+        nsr_sha256_buf(four, strlen(four), d);
+        check_digest(d, "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
         /* A million 'a's, fed in uneven pieces to exercise the buffering. */
         nsr_sha256 s;
         nsr_sha256_init(&s);
@@ -286,6 +294,13 @@ START_TEST(test_sha256_vectors) {
         }
         nsr_sha256_final(&s, d);
         check_digest(d, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+START_TEST(test_sha256_vectors) {
+        sha256_vectors();
+        nsr_sha256_set_accel(false);
+        sha256_vectors();
+        nsr_sha256_set_accel(true);
 }
 END_TEST
 
@@ -1011,6 +1026,198 @@ START_TEST(test_cache_trim) {
 }
 END_TEST
 
+/* ---- the cache index --------------------------------------------------------- */
+
+/* The only .idx file in the cache under dir (the tests use one policy name
+ * per cache). */
+static char *index_file(const char *cache) {
+        _cleanup_free_ char *sub = nsr_path_join(cache, "nsrun/seccomp");
+        DIR *d = opendir(sub);
+        ck_assert_ptr_nonnull(d);
+        char *found = NULL;
+        struct dirent *e;
+        while ((e = readdir(d)))
+                if (nsr_endswith(e->d_name, ".idx")) {
+                        ck_assert_ptr_null(found);
+                        found = nsr_path_join(sub, e->d_name);
+                }
+        closedir(d);
+        ck_assert_ptr_nonnull(found);
+        return found;
+}
+
+/* Rewrites a file in place with text of the same length and puts its mtime
+ * back: only the ctime tells the change. Waits for the ctime to differ (a
+ * coarse clock may give the same value within one tick), never a fixed
+ * time. */
+static void edit_in_place(const char *path, const char *text) {
+        struct stat before, after;
+        ck_assert_int_eq(stat(path, &before), 0);
+        ck_assert_int_eq((size_t) before.st_size, strlen(text));
+        for (unsigned tries = 0;; tries++) {
+                int fd = open(path, O_WRONLY | O_CLOEXEC);
+                ck_assert_int_ge(fd, 0);
+                ck_assert_int_eq(pwrite(fd, text, strlen(text), 0), (ssize_t) strlen(text));
+                struct timespec t[2] = { { .tv_nsec = UTIME_OMIT }, before.st_mtim };
+                ck_assert_int_eq(futimens(fd, t), 0);
+                close(fd);
+                ck_assert_int_eq(stat(path, &after), 0);
+                if (after.st_ctim.tv_sec != before.st_ctim.tv_sec || after.st_ctim.tv_nsec != before.st_ctim.tv_nsec)
+                        break;
+                ck_assert_int_lt(tries, 5000);
+                usleep(1000);
+        }
+        ck_assert_int_eq(after.st_ino, before.st_ino);
+        ck_assert_int_eq(after.st_size, before.st_size);
+        ck_assert_int_eq(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+        ck_assert_int_eq(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+}
+
+/* A launch's program, and the index entry it leaves (settle time 0). */
+static void launch_and_check(const char *policy, const char *expect_text) {
+        nsr_error err = { 0 };
+        char *got = NULL, *want = NULL;
+        size_t got_len = 0, want_len = 0;
+        ck_assert_msg(nsr_seccomp_policy_bpf(policy, &got, &got_len, &err) == 0, "%s", err.msg);
+        _cleanup_(nsr_policy_freep) nsr_policy *p = parse_ok(expect_text, NULL);
+        ck_assert_msg(nsr_seccomp_compile(p, &want, &want_len, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(got_len, want_len);
+        ck_assert_mem_eq(got, want, got_len);
+        free(got);
+        free(want);
+        /* The full load's digest is the one the index gives now. */
+        _cleanup_(nsr_policy_freep) nsr_policy *q = NULL;
+        ck_assert_msg(nsr_seccomp_policy_load(policy, &q, &err) == 0, "%s", err.msg);
+        uint8_t d[NSR_SHA256_SIZE];
+        ck_assert_int_eq(nsr_seccomp_index_lookup(policy, d), 0);
+        ck_assert_mem_eq(d, q->digest, NSR_SHA256_SIZE);
+}
+
+START_TEST(test_index) {
+        _cleanup_free_ char *dir = scratch_dir();
+        _cleanup_free_ char *cache = nsr_path_join(dir, "cache");
+        _cleanup_free_ char *data = nsr_path_join(dir, "data");
+        _cleanup_free_ char *shipped = nsr_path_join(dir, "data/seccomp");
+        _cleanup_free_ char *mine = nsr_path_join(dir, "mine");
+        ck_assert_int_eq(mkdir(data, 0700), 0);
+        ck_assert_int_eq(mkdir(shipped, 0700), 0);
+        ck_assert_int_eq(mkdir(mine, 0700), 0);
+        _cleanup_free_ char *base = nsr_path_join(shipped, "base.policy");
+        _cleanup_free_ char *top = nsr_path_join(mine, "top.policy");
+        _cleanup_free_ char *local = nsr_path_join(mine, "local.policy");
+        _cleanup_free_ char *shadow = nsr_path_join(mine, "base.policy");
+        write_text(base, "deny mount\n");
+        write_text(top, "include local\ninclude base\n");
+        write_text(local, "deny reboot\n");
+        setenv("XDG_CACHE_HOME", cache, 1);
+        setenv("NSRUN_DATADIR", data, 1);
+        setenv("NSRUN_TEST_INDEX_SETTLE_MS", "0", 1);
+        uint8_t d[NSR_SHA256_SIZE];
+
+        ck_assert_int_eq(nsr_seccomp_index_lookup(top, d), -ENOENT);
+        launch_and_check(top, "deny reboot\ndeny mount\n");
+        /* Unchanged files: a hit, again and again. */
+        launch_and_check(top, "deny reboot\ndeny mount\n");
+
+        /* Same size, mtime put back: only the ctime differs. */
+        edit_in_place(local, "deny swapon\n");
+        ck_assert_int_eq(nsr_seccomp_index_lookup(top, d), -ESTALE);
+        launch_and_check(top, "deny swapon\ndeny mount\n");
+        /* The included shipped file, edited the same way. */
+        edit_in_place(base, "deny chown\n");
+        ck_assert_int_eq(nsr_seccomp_index_lookup(top, d), -ESTALE);
+        launch_and_check(top, "deny swapon\ndeny chown\n");
+        /* Size. */
+        write_text(local, "deny swapon\ndeny swapoff\n");
+        ck_assert_int_eq(nsr_seccomp_index_lookup(top, d), -ESTALE);
+        launch_and_check(top, "deny swapon\ndeny swapoff\ndeny chown\n");
+        /* mtime alone (utimensat also moves the ctime; the entry must miss
+         * either way). */
+        struct timespec old[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = 1000000000 } };
+        ck_assert_int_eq(utimensat(AT_FDCWD, local, old, 0), 0);
+        ck_assert_int_eq(nsr_seccomp_index_lookup(top, d), -ESTALE);
+        launch_and_check(top, "deny swapon\ndeny swapoff\ndeny chown\n");
+        /* Another file (another inode) put in place by a rename. */
+        _cleanup_free_ char *tmp = nsr_path_join(mine, "local.tmp");
+        write_text(tmp, "deny swapon\ndeny acct\n");
+        ck_assert_int_eq(rename(tmp, local), 0);
+        ck_assert_int_eq(nsr_seccomp_index_lookup(top, d), -ESTALE);
+        launch_and_check(top, "deny swapon\ndeny acct\ndeny chown\n");
+        /* An include candidate that was missing appears: base.policy next
+         * to top.policy now shadows the shipped one. */
+        write_text(shadow, "deny chroot\n");
+        ck_assert_int_eq(nsr_seccomp_index_lookup(top, d), -ESTALE);
+        launch_and_check(top, "deny swapon\ndeny acct\ndeny chroot\n");
+        /* A file that was read is gone: a miss, and the full path fails. */
+        ck_assert_int_eq(unlink(shadow), 0);
+        ck_assert_int_eq(nsr_seccomp_index_lookup(top, d), -ESTALE);
+        launch_and_check(top, "deny swapon\ndeny acct\ndeny chown\n");
+        _cleanup_free_ char *moved = nsr_path_join(mine, "local.away");
+        ck_assert_int_eq(rename(local, moved), 0);
+        ck_assert_int_lt(nsr_seccomp_index_lookup(top, d), 0);
+        nsr_error err = { 0 };
+        char *bpf = NULL;
+        size_t len = 0;
+        ck_assert_int_lt(nsr_seccomp_policy_bpf(top, &bpf, &len, &err), 0);
+        ck_assert_msg(strstr(err.msg, "cannot include 'local'"), "%s", err.msg);
+        ck_assert_int_eq(rename(moved, local), 0);
+        launch_and_check(top, "deny swapon\ndeny acct\ndeny chown\n");
+
+        /* The name and the shipped dir are part of the slot: a name has an
+         * entry of its own, and another NSRUN_DATADIR (with the same files)
+         * has none yet. */
+        ck_assert_int_eq(nsr_seccomp_index_lookup("base", d), -ENOENT);
+        _cleanup_free_ char *data2 = nsr_path_join(dir, "data2");
+        _cleanup_free_ char *cmd = nsr_asprintf("cp -a '%s' '%s'", data, data2);
+        ck_assert_int_eq(system(cmd), 0);
+        setenv("NSRUN_DATADIR", data2, 1);
+        ck_assert_int_eq(nsr_seccomp_index_lookup(top, d), -ENOENT);
+        setenv("NSRUN_DATADIR", data, 1);
+        ck_assert_int_eq(nsr_seccomp_index_lookup(top, d), 0);
+
+        /* A corrupt entry is ignored; the full path works and rewrites it. */
+        _cleanup_free_ char *idx = index_file(cache);
+        struct stat st;
+        ck_assert_int_eq(stat(idx, &st), 0);
+        int fd = open(idx, O_WRONLY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(pwrite(fd, "X", 1, st.st_size / 2), 1);
+        close(fd);
+        ck_assert_int_eq(nsr_seccomp_index_lookup(top, d), -EBADMSG);
+        launch_and_check(top, "deny swapon\ndeny acct\ndeny chown\n");
+        ck_assert_int_eq(truncate(idx, st.st_size - 1), 0);
+        ck_assert_int_eq(nsr_seccomp_index_lookup(top, d), -EBADMSG);
+        launch_and_check(top, "deny swapon\ndeny acct\ndeny chown\n");
+        /* One others may write, or someone else's, is not trusted. */
+        ck_assert_int_eq(chmod(idx, 0622), 0);
+        ck_assert_int_eq(nsr_seccomp_index_lookup(top, d), -EPERM);
+        launch_and_check(top, "deny swapon\ndeny acct\ndeny chown\n");
+        ck_assert_int_eq(stat(idx, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0600);
+        if (geteuid() == 0) {
+                ck_assert_int_eq(chown(idx, 65534, 65534), 0);
+                ck_assert_int_eq(nsr_seccomp_index_lookup(top, d), -EPERM);
+                launch_and_check(top, "deny swapon\ndeny acct\ndeny chown\n");
+                ck_assert_int_eq(stat(idx, &st), 0);
+                ck_assert_int_eq(st.st_uid, 0);
+        } else
+                fprintf(stderr, "check-seccomp: skipped a foreign-owned index entry: only root can give a file away\n");
+
+        /* A file changed less than the settle time ago is never indexed:
+         * its ctime could repeat within the same clock tick. */
+        setenv("NSRUN_TEST_INDEX_SETTLE_MS", "3600000", 1);
+        edit_in_place(local, "deny swapon\ndeny sync\n");
+        ck_assert_int_eq(nsr_seccomp_policy_bpf(top, &bpf, &len, &err), 0);
+        free(bpf);
+        ck_assert_int_eq(nsr_seccomp_index_lookup(top, d), -ESTALE);
+        unsetenv("NSRUN_TEST_INDEX_SETTLE_MS");
+
+        free(cmd);
+        cmd = nsr_asprintf("rm -rf '%s'", dir);
+        ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("seccomp");
         TCase *tc = tcase_create("sha256");
@@ -1047,6 +1254,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_load_includes_from_disk);
         tcase_add_test(tc, test_cache);
         tcase_add_test(tc, test_cache_trim);
+        tcase_add_test(tc, test_index);
         suite_add_tcase(s, tc);
         return s;
 }
