@@ -813,18 +813,6 @@ int nsr_cmd_exec(int argc, char **argv) {
                 err_print(&e);
                 return NSR_EXIT_FAILURE;
         }
-        _cleanup_close_ int fd = connect_or_say(state_dir, a.id);
-        if (fd < 0)
-                return NSR_EXIT_FAILURE;
-        /* --report: the file is opened first (outfile.h), then the layer's
-         * state is taken before the command and compared after it. */
-        _cleanup_(nsr_outfile_done) nsr_outfile rep = NSR_OUTFILE_INIT;
-        _cleanup_(nsr_session_changes_free) nsr_session_changes before = { 0 };
-        if (a.report && (nsr_outfile_open("--report", a.report, &rep, &e) < 0 ||
-                         nsr_session_changes_take(state_dir, a.id, &before, &e) < 0)) {
-                err_print(&e);
-                return NSR_EXIT_FAILURE;
-        }
         /* The command gets pipes and a pty that this client owns and
          * relays, never the caller's fds: what the step leaves behind
          * loses them when its main process exits (project/stepio.h). */
@@ -847,6 +835,21 @@ int nsr_cmd_exec(int argc, char **argv) {
         sigprocmask(SIG_BLOCK, &set, NULL);
         signal(SIGPIPE, SIG_IGN);
         _cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+        /* Connected last, with everything the request needs made: the
+         * server's wake-up for the connection then finds the request too
+         * (session.c, on_accept), one wake-up instead of two. */
+        _cleanup_close_ int fd = connect_or_say(state_dir, a.id);
+        if (fd < 0)
+                return NSR_EXIT_FAILURE;
+        /* --report: the file is opened first (outfile.h), then the layer's
+         * state is taken before the command and compared after it. */
+        _cleanup_(nsr_outfile_done) nsr_outfile rep = NSR_OUTFILE_INIT;
+        _cleanup_(nsr_session_changes_free) nsr_session_changes before = { 0 };
+        if (a.report && (nsr_outfile_open("--report", a.report, &rep, &e) < 0 ||
+                         nsr_session_changes_take(state_dir, a.id, &before, &e) < 0)) {
+                err_print(&e);
+                return NSR_EXIT_FAILURE;
+        }
         struct timespec started_at, t0, t1;
         clock_gettime(CLOCK_REALTIME, &started_at);
         clock_gettime(CLOCK_MONOTONIC, &t0);
