@@ -6,7 +6,8 @@
 # connect, one sent late, and a connection closed before any request are
 # all served, and the session goes on. The environment an exec sends is
 # the deny list's: a name a pattern matches (in any case) stays out, the
-# list's exceptions and the rest pass.
+# list's exceptions and the rest pass. A step without --cwd gets the
+# session's cwd as PWD.
 . "$NSR_TESTS/lib.sh"
 export NSRUN_DATADIR="$NSR_STAGE"
 command -v python3 >/dev/null || skip_all "needs python3 to speak the control protocol"
@@ -100,6 +101,14 @@ like "$out" "^OLDPWD=/y" "OLDPWD, an exception, passes"
 like "$out" "^KEYBOARD=k" "KEYBOARD passes"
 like "$out" "^AUTHOR=z" "AUTHOR (not *_AUTH, *_AUTH_*) passes"
 like "$out" "^NOTAKEY=1" "NOTAKEY passes"
+
+# PWD: the agent's own cwd (the session's) when the exec gives none, not
+# the caller's (printenv: a shell would set PWD again itself).
+run env PWD=/nowhere "$NSRUN" exec $NS "$ID" -- printenv PWD
+is "$rc" 0 "an exec without --cwd"
+pwd_env=$out
+run "$NSRUN" exec $NS "$ID" -- pwd -P
+is "$pwd_env" "$out" "its PWD is where it runs, not the caller's"
 
 run "$NSRUN" session stop $NS --discard "$ID"
 is "$rc" 0 "session stop"
