@@ -28,10 +28,10 @@
 #include "cli/subopts.h"
 #include "cmd/cmd.h"
 #include "project/orphan.h"
-#include "project/profile.h"
 #include "project/project.h"
 #include "project/sesscommit.h"
 #include "project/session.h"
+#include "project/stepenv.h"
 #include "project/stepio.h"
 #include "sandbox/reaper.h"
 #include "txn/state.h"
@@ -784,7 +784,7 @@ int nsr_cmd_exec(int argc, char **argv) {
         nsr_error e = { 0 };
         /* The caller's environment, through the deny list a one-shot run
          * uses (the agent adds the run's own edits); --clearenv: none. */
-        _cleanup_strv_free_ char **base = a.clearenv ? NULL : nsr_profile_env_filter(environ, nsr_datadir(), &e);
+        _cleanup_strv_free_ char **base = a.clearenv ? NULL : nsr_stepenv_filter(environ, nsr_datadir(), &e);
         if (!a.clearenv && !base) {
                 nsr_error_prefix(&e, "the environment's deny list");
                 err_print(&e);
@@ -813,18 +813,6 @@ int nsr_cmd_exec(int argc, char **argv) {
                 err_print(&e);
                 return NSR_EXIT_FAILURE;
         }
-        _cleanup_close_ int fd = connect_or_say(state_dir, a.id);
-        if (fd < 0)
-                return NSR_EXIT_FAILURE;
-        /* --report: the file is opened first (outfile.h), then the layer's
-         * state is taken before the command and compared after it. */
-        _cleanup_(nsr_outfile_done) nsr_outfile rep = NSR_OUTFILE_INIT;
-        _cleanup_(nsr_session_changes_free) nsr_session_changes before = { 0 };
-        if (a.report && (nsr_outfile_open("--report", a.report, &rep, &e) < 0 ||
-                         nsr_session_changes_take(state_dir, a.id, &before, &e) < 0)) {
-                err_print(&e);
-                return NSR_EXIT_FAILURE;
-        }
         /* The command gets pipes and a pty that this client owns and
          * relays, never the caller's fds: what the step leaves behind
          * loses them when its main process exits (project/stepio.h). */
@@ -847,6 +835,21 @@ int nsr_cmd_exec(int argc, char **argv) {
         sigprocmask(SIG_BLOCK, &set, NULL);
         signal(SIGPIPE, SIG_IGN);
         _cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+        /* Connected last, with everything the request needs made: the
+         * server's wake-up for the connection then finds the request too
+         * (session.c, on_accept), one wake-up instead of two. */
+        _cleanup_close_ int fd = connect_or_say(state_dir, a.id);
+        if (fd < 0)
+                return NSR_EXIT_FAILURE;
+        /* --report: the file is opened first (outfile.h), then the layer's
+         * state is taken before the command and compared after it. */
+        _cleanup_(nsr_outfile_done) nsr_outfile rep = NSR_OUTFILE_INIT;
+        _cleanup_(nsr_session_changes_free) nsr_session_changes before = { 0 };
+        if (a.report && (nsr_outfile_open("--report", a.report, &rep, &e) < 0 ||
+                         nsr_session_changes_take(state_dir, a.id, &before, &e) < 0)) {
+                err_print(&e);
+                return NSR_EXIT_FAILURE;
+        }
         struct timespec started_at, t0, t1;
         clock_gettime(CLOCK_REALTIME, &started_at);
         clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -856,7 +859,10 @@ int nsr_cmd_exec(int argc, char **argv) {
                 say("nsrun: session %s: cannot send the command: %s\n", a.id, strerror(-r));
                 return NSR_EXIT_FAILURE;
         }
-        _cleanup_free_ char *buf = nsr_malloc0(NSR_SESSION_PAYLOAD_MAX + 1);
+        /* Not zeroed: an exec's messages are a few bytes, and 64 KiB of
+         * zeroes were 16 page faults of a client that lives a millisecond
+         * (nsr_session_recv ends each payload with its NUL). */
+        _cleanup_free_ char *buf = nsr_realloc_array(NULL, NSR_SESSION_PAYLOAD_MAX + 1, 1);
         unsigned cont_pending = 0; /* SIGCONTs sent, not yet passed on */
         /* --timeout: SIGTERM to the step's process group, SIGKILL after
          * --kill-after; the session and what else runs in it go on. */

@@ -40,6 +40,7 @@ typedef struct client {
         nsr_msgq out;
         uint32_t id;  /* of its exec; 0: none */
         bool running; /* its command was sent to the agent and has not ended */
+        bool tty;     /* its exec asked for a pty: STARTED brings the master */
         struct client *next;
 } client;
 
@@ -307,6 +308,8 @@ static int accept_one(session *s) {
         return -1;
 }
 
+static bool on_client(session *s, client *c);
+
 static void on_accept(session *s) {
         int fd = accept_one(s);
         if (fd < 0)
@@ -327,6 +330,10 @@ static void on_accept(session *s) {
                 return;
         }
         s->clients = c;
+        /* The exec client sends its request right after its connect, and
+         * this wake-up is usually late enough to find it: taken now, it
+         * costs no second one. Nothing there yet: the loop calls back. */
+        (void) on_client(s, c);
 }
 
 /* The fds that came, packed at the front (nsr_session_recv). */
@@ -346,6 +353,7 @@ static void on_exec(session *s, client *c, const nsr_session_hdr *h, const int f
         c->id = ++s->next_id;
         step_add(s, c->id);
         c->running = true;
+        c->tty = h->flags & NSR_SMSG_TTY_ALL;
         arm_idle(s);
         if (to_agent(s, NSR_SMSG_EXEC, c->id, h->value, h->flags & NSR_SMSG_TTY_ALL, s->buf, h->len, fds,
                      count_fds(fds)) < 0) {
@@ -477,9 +485,14 @@ static void on_agent(session *s) {
                 if (h.type == NSR_SMSG_EXIT) {
                         c->running = false;
                         send_exit(s, c, &h);
-                } else
+                } else if (h.type != NSR_SMSG_STARTED || c->tty)
                         to_client(s, c, h.type, h.value, h.flags & ~NSR_SMSG_REFUSED, s->buf, h.len, &master,
                                   master >= 0);
+                /* A STARTED without a pty stays here: the client has no
+                 * use for it (its signals go by the exec's id), and a
+                 * message less is a wake-up less. The pid is kept above for
+                 * the refused calls; a master the agent sent all the same
+                 * is closed. */
                 break;
         }
         if (h.type == NSR_SMSG_EXIT && step_end(s, h.id))

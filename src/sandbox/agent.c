@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -355,7 +356,15 @@ static pid_t spawn(nsr_session_agent *a, nsr_session_exec *x, const int fds[3], 
         /* A missing cwd is told apart from a missing command. */
         if (x->cwd && access(x->cwd, X_OK) < 0)
                 return nsr_error_set(e, errno, "Can't chdir to %s", x->cwd);
-        _cleanup_free_ char *here = x->cwd ? NULL : getcwd(NULL, 0);
+        /* On the stack: getcwd(NULL, 0) takes a page from malloc, and a
+         * request that large first consolidates every small chunk the
+         * previous step freed, on the way to each command's start. A
+         * longer path goes the old way. */
+        char cwdbuf[PATH_MAX];
+        _cleanup_free_ char *longer = NULL;
+        const char *here = x->cwd ? NULL : getcwd(cwdbuf, sizeof(cwdbuf));
+        if (!x->cwd && !here && errno == ERANGE)
+                here = longer = getcwd(NULL, 0);
         /* The caller's environment (filtered by the client) gets the
          * run's own edits, as a one-shot run's does; without it, the
          * session's. */

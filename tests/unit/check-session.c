@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -14,9 +15,11 @@
 
 #include <linux/audit.h>
 
+#include "project/profile.h"
 #include "project/sesscommit.h"
 #include "project/session.h"
 #include "project/settle.h"
+#include "project/stepenv.h"
 #include "txn/state.h"
 #include "unit.h"
 
@@ -398,6 +401,125 @@ START_TEST(test_settle_settled) {
 }
 END_TEST
 
+/* The exec client's deny-list match is fnmatch(FNM_CASEFOLD)'s answer,
+ * for every pattern: random patterns and names over the bytes that
+ * matter ('*', '?', brackets, escapes, '!', both cases, high bytes). */
+static uint32_t lcg(uint32_t *x) {
+        *x = *x * 1103515245u + 12345u;
+        return *x >> 8;
+}
+
+START_TEST(test_stepenv_match) {
+        static const char pa[] = "aAbBzZ*?[]!\\_-./";
+        static const char na[] = "aAbBzZ*?[]!\\_-./\x80\xe9";
+        uint32_t x = 28;
+        for (int i = 0; i < 300000; i++) {
+                char p[10], n[12];
+                size_t pl = lcg(&x) % 9, nl = lcg(&x) % 11;
+                for (size_t k = 0; k < pl; k++)
+                        p[k] = pa[lcg(&x) % (sizeof(pa) - 1)];
+                for (size_t k = 0; k < nl; k++)
+                        n[k] = na[lcg(&x) % (sizeof(na) - 1)];
+                p[pl] = n[nl] = '\0';
+                bool want = fnmatch(p, n, FNM_CASEFOLD) == 0;
+                if (nsr_stepenv_match(p, n) != want)
+                        ck_abort_msg("pattern \"%s\", name \"%s\": fnmatch says %d", p, n, want);
+        }
+        /* The deny list's shapes, by hand. */
+        ck_assert(nsr_stepenv_match("*TOKEN*", "github_token"));
+        ck_assert(nsr_stepenv_match("OP_SESSION_*", "op_session_me"));
+        ck_assert(nsr_stepenv_match("*_KEY", "A_KEY"));
+        ck_assert(!nsr_stepenv_match("*_KEY", "_KEYS"));
+        ck_assert(!nsr_stepenv_match("*_AUTH_*", "X_AUTH"));
+        ck_assert(nsr_stepenv_match("*A*B*C*D*E*F*G*H*I*J*", "xaxbxcxdxexfxgxhxixjx"));
+        ck_assert(!nsr_stepenv_match("*A*B*C*D*E*F*G*H*I*J*", "xaxbxcxdxexfxgxhxix"));
+        ck_assert(nsr_stepenv_match("AB*BA", "ABA") == (fnmatch("AB*BA", "ABA", FNM_CASEFOLD) == 0));
+}
+END_TEST
+
+static void stepenv_same(const char *datadir, char **env) {
+        nsr_error e1 = { 0 }, e2 = { 0 };
+        _cleanup_strv_free_ char **want = nsr_profile_env_filter(env, datadir, &e1);
+        _cleanup_strv_free_ char **got = nsr_stepenv_filter(env, datadir, &e2);
+        ck_assert_ptr_nonnull(want);
+        ck_assert_ptr_nonnull(got);
+        size_t n = nsr_strv_length(want);
+        ck_assert_uint_eq(nsr_strv_length(got), n);
+        for (size_t i = 0; i < n; i++)
+                ck_assert_str_eq(got[i], want[i]);
+}
+
+/* The exec client's filter passes exactly what nsr_profile_env_filter
+ * passes, in the same order: the shipped list, and one with every kind of
+ * pattern; names a pattern matches in another case, exceptions, values
+ * with credentials, a name longer than the fast path takes. */
+START_TEST(test_stepenv_filter) {
+        _cleanup_strv_free_ char **env = NULL;
+        static const char *const fixed[] = {
+                "PATH=/usr/bin",
+                "github_token=x",
+                "Db_Password=p",
+                "MYSQL_PWD=m",
+                "PWD=/x",
+                "OLDPWD=/y",
+                "KEYBOARD=k",
+                "SSH_AUTH_SOCK=/s",
+                "SSH_AUTH_SOCKET=/s",
+                "OP_SESSION_me=o",
+                "AUTHOR=a",
+                "PIP_INDEX_URL=https://u:secret@host/x",
+                "URL=https://u:@host/",
+                "=novalue",
+                "NOEQUALS",
+                "bracketa=1",
+                "X1Y=2",
+                "*LIT=3",
+                "KEEP_TOKEN=4",
+                "xaxbxcxdxexfxgxhxixjx=5",
+                "caf\xe9_TOKEN=6",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
+                nsr_strv_extend(&env, fixed[i]);
+        char longname[400];
+        memset(longname, 'Q', sizeof(longname));
+        memcpy(longname + 300, "_TOKEN=1", 9);
+        nsr_strv_extend(&env, longname);
+        memcpy(longname + 300, "_TOKEX=1", 9);
+        nsr_strv_extend(&env, longname);
+        uint32_t x = 7;
+        static const char al[] = "AKEYTOKNPSWDabc_";
+        for (int i = 0; i < 300; i++) {
+                char v[16];
+                size_t l = 1 + lcg(&x) % 12;
+                for (size_t k = 0; k < l; k++)
+                        v[k] = al[lcg(&x) % (sizeof(al) - 1)];
+                v[l] = '\0';
+                nsr_strv_push(&env, nsr_asprintf("%s=v", v));
+        }
+        stepenv_same(NSR_TEST_DATADIR "/../..", env);
+
+        char dir[] = "/tmp/nsrun-stepenv.XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        _cleanup_free_ char *pdir = nsr_asprintf("%s/profiles", dir);
+        _cleanup_free_ char *list = nsr_asprintf("%s/env-deny.list", pdir);
+        ck_assert_int_eq(mkdir(pdir, 0700), 0);
+        FILE *f = fopen(list, "we");
+        ck_assert_ptr_nonnull(f);
+        fputs("# every kind\n*TOKEN*\n[ab]racket*\nX?Y\n\\*LIT\n!KEEP*\n*A*B*C*D*E*F*G*H*I*J*\n*_KEY\n"
+              "OP_SESSION_*\n*PWD*\n!PWD\n",
+              f);
+        fclose(f);
+        stepenv_same(dir, env);
+        /* No list: nothing passes unchecked. */
+        ck_assert_int_eq(unlink(list), 0);
+        nsr_error e = { 0 };
+        ck_assert_ptr_null(nsr_stepenv_filter(env, dir, &e));
+        ck_assert_int_ne(e.code, 0);
+        rmdir(pdir);
+        rmdir(dir);
+}
+END_TEST
+
 static Suite *session_suite(void) {
         Suite *s = suite_create("session");
         TCase *tc = tcase_create("core");
@@ -412,6 +534,8 @@ static Suite *session_suite(void) {
         tcase_add_test(tc, test_settle_open_record);
         tcase_add_test(tc, test_settle_refresh);
         tcase_add_test(tc, test_settle_settled);
+        tcase_add_test(tc, test_stepenv_match);
+        tcase_add_test(tc, test_stepenv_filter);
         suite_add_tcase(s, tc);
         return s;
 }
