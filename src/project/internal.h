@@ -101,7 +101,6 @@ typedef struct run_ctx {
         int run_fd;           /* the run's dir, runs/ID */
         attempt a;            /* what confines the command */
         nsr_launch_result lr; /* how the command ended */
-        int tidier;           /* the socket to the run's tidier (txn/state.h), or -1 */
         /* The wall clock when the launch began and when it ended, and the
          * fence conflicts compare host ctimes with (launch). */
         struct timespec started, run_start, ended, mono_start;

@@ -20,7 +20,6 @@
 #include "sandbox/landlock.h"
 #include "sandbox/launch.h"
 #include "seccomp/compile.h"
-#include "txn/state.h"
 
 /* ---- live writes: snapshots, the other launchers ------------------------- */
 
@@ -192,21 +191,8 @@ static int start_events(nsr_project *pj, pid_t *watcher, int *watcher_stop, nsr_
 }
 
 /* One launch: the command runs, or nothing ran (-errno, err set). */
-/* launch.h's after_clone: the run's tidier, forked while the sandbox
- * sets up rather than at the run's end. */
-static void start_tidier(void *data) {
-        int *tidier = data;
-#ifdef NSR_TEST_HOOKS
-        /* bench: the same run with the tidier forked at the end. */
-        if (getenv("NSRUN_TEST_NO_TIDIER"))
-                return;
-#endif
-        if (*tidier < 0)
-                *tidier = nsr_tidier_start();
-}
-
-static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct timespec *fence, int *tidier,
-                       nsr_launch_result *lr, nsr_error *err) {
+static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct timespec *fence, nsr_launch_result *lr,
+                       nsr_error *err) {
         nsr_plan *p = pj->plan;
         bool egress = !nsr_egress_rules_empty(&p->egress);
         /* Without isolation the command would have the host's whole
@@ -289,9 +275,7 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
                                                    .start_fence = *fence,
                                                    .refused = record ? &a->refused : NULL,
                                                    .session = pj->session,
-                                                   .hold_mounts = !pj->session,
-                                                   .after_clone = pj->session ? NULL : start_tidier,
-                                                   .after_clone_data = tidier };
+                                                   .hold_mounts = !pj->session };
                         nsr_timing_mark_now(p->timing, "landlock, events, listeners ready");
                         r = nsr_launch(p, &extra, lr, err);
                         a->landlock = lr->landlock;
@@ -471,7 +455,7 @@ int project_launch(run_ctx *c, nsr_error *err) {
                         nsr_strv_free(lr.limits_hit);
                         safe_close(lr.mnt_ns);
                         lr = (nsr_launch_result){ .exit_code = NSR_EXIT_FAILURE, .mnt_ns = -1 };
-                        r = launch_once(pj, run_fd, &c->a, &fence, &c->tidier, &lr, err);
+                        r = launch_once(pj, run_fd, &c->a, &fence, &lr, err);
                 }
                 if (r >= 0 || tries >= 3 || !retry_after(pj, &c->a, err))
                         break;

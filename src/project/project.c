@@ -367,7 +367,6 @@ static void run_ctx_done(run_ctx *c) {
         nsr_strv_free(c->lr.limits_hit);
         c->lr.mnt_ns = safe_close(c->lr.mnt_ns);
         c->run_fd = safe_close(c->run_fd);
-        c->tidier = safe_close(c->tidier); /* EOF: it exits */
         attempt_done(&c->a);
         c->statefd = safe_close(c->statefd);
 }
@@ -667,9 +666,7 @@ static void record(run_ctx *c, nsr_outcome run_outcome) {
                                     c->lr.wait_status, true, &me);
         /* What is left of the layers and snapshots goes off the run's path,
          * and so do the sandbox's mounts (release_mounts). */
-        if ((pj->live || trashed || c->lr.mnt_ns >= 0) && c->tidier >= 0)
-                nsr_tidier_go(TAKE_FD(c->tidier), pj->state_dir, pj->run_dir, c->lr.mnt_ns);
-        else if (pj->live || trashed || c->lr.mnt_ns >= 0)
+        if (pj->live || trashed || c->lr.mnt_ns >= 0)
                 nsr_state_trash_background(pj->state_dir, pj->run_dir, c->lr.mnt_ns);
         c->lr.mnt_ns = safe_close(c->lr.mnt_ns);
         if (mr < 0) {
@@ -691,7 +688,6 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
                 .pj = pj,
                 .statefd = -1,
                 .run_fd = -1,
-                .tidier = -1,
                 .lr = { .exit_code = NSR_EXIT_FAILURE, .mnt_ns = -1 },
                 .o = { .exit_code = NSR_EXIT_FAILURE },
         };

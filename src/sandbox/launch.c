@@ -544,8 +544,6 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         }
         res->direct_unavailable = l->direct_unavailable;
         l->notify_sock[1] = safe_close(l->notify_sock[1]);
-        if (l->extra && l->extra->after_clone)
-                l->extra->after_clone(l->extra->after_clone_data);
         /* Opened after the egress helper's fork: no process but the
          * monitor (and whoever it hands it to) may hold the sandbox's mounts,
          * or dropping them would not tear them down (and sync) at once. */

@@ -92,11 +92,6 @@ typedef struct nsr_launch_extra {
          * down, and an overlay's upper file system synced, when the last
          * holder closes it, not when the sandbox's pid 1 exits. */
         bool hold_mounts;
-        /* Called in the monitor right after the sandbox child is cloned,
-         * while it sets up: work of the caller's that is best done off the
-         * run's path (project mode forks its tidier, txn/state.h). */
-        void (*after_clone)(void *data);
-        void *after_clone_data;
 } nsr_launch_extra;
 
 /* Runs the plan and waits for the command. Returns 0 when the command ran

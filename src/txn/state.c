@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/socket.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -16,7 +15,6 @@
 
 #include "base/dirent.h"
 #include "base/durable.h"
-#include "base/sockmsg.h"
 #include "base/util.h"
 #include "txn/spare.h"
 #include "txn/state.h"
@@ -779,63 +777,21 @@ static bool detach(int keep_fd) {
         return true;
 }
 
-/* A run's work after it: RUN/trash removed, the held fd (the sandbox's
- * mounts) dropped, the next run's dir made ahead (txn/spare.h). */
-_noreturn_ static void after_run(const char *state_dir, const char *run_dir) {
+void nsr_state_trash_background(const char *state_dir, const char *run_dir, int hold_fd) {
+        if (!detach(hold_fd))
+                return;
         int fd = open(run_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fd >= 0) {
                 nsr_error e = { 0 };
                 (void) nsr_rm_rf_at(fd, "trash", &e);
         }
+        /* The sandbox's mounts go (the overlay syncs), then the next run's
+         * dir is made ahead (txn/spare.h). */
         close(3);
         int statefd = state_dir ? open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
         if (statefd >= 0 && nsr_state_free(statefd) >= 2 * NSR_STATE_MIN_FREE)
                 nsr_run_make_spare(statefd);
         _exit(0);
-}
-
-void nsr_state_trash_background(const char *state_dir, const char *run_dir, int hold_fd) {
-        if (detach(hold_fd))
-                after_run(state_dir, run_dir);
-}
-
-int nsr_tidier_start(void) {
-        int sv[2];
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-                return -errno;
-        if (!detach(sv[1])) {
-                close(sv[1]);
-                return sv[0];
-        }
-        /* The child: its end is fd 3. One message (the two paths) with
-         * the fd to hold, or EOF: the run ended otherwise, nothing to do. */
-        char buf[2 * PATH_MAX + 2];
-        int held = -1;
-        struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) - 1 };
-        ssize_t n = nsr_sockmsg_recv(3, &iov, 1, 0, &held, 1, NULL);
-        if (n <= 0)
-                _exit(0);
-        buf[n] = '\0';
-        const char *state_dir = buf, *run_dir = memchr(buf, '\0', (size_t) n);
-        if (!run_dir || run_dir + 1 >= buf + n)
-                _exit(0);
-        run_dir++;
-        /* The held fd takes fd 3's place: after_run drops it there. */
-        if (held >= 0 ? dup2(held, 3) != 3 : close(3) < 0)
-                _exit(0);
-        if (held >= 0 && held != 3)
-                close(held);
-        after_run(*state_dir ? state_dir : NULL, run_dir);
-}
-
-void nsr_tidier_go(int sock, const char *state_dir, const char *run_dir, int hold_fd) {
-        size_t ls = state_dir ? strlen(state_dir) : 0, lr = strlen(run_dir);
-        struct iovec iov[2] = { { .iov_base = (void *) (state_dir ? state_dir : ""), .iov_len = ls + 1 },
-                                { .iov_base = (void *) run_dir, .iov_len = lr + 1 } };
-        if (ls > PATH_MAX || lr > PATH_MAX ||
-            nsr_sockmsg_send(sock, iov, 2, hold_fd >= 0 ? &hold_fd : NULL, hold_fd >= 0 ? 1 : 0) < 0)
-                nsr_state_trash_background(state_dir, run_dir, hold_fd);
-        close(sock);
 }
 
 void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t backup_limit) {

@@ -130,15 +130,6 @@ int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stat
  * hold_fd (or -1) until it is done, then makes the next run's dir ahead
  * (txn/spare.h) in state_dir (or not, when NULL). */
 void nsr_state_trash_background(const char *state_dir, const char *run_dir, int hold_fd);
-/* The same background process, forked ahead, while the command runs
- * (fork costs a few hundred microseconds, which a run's end should not
- * pay): nsr_tidier_start() returns the socket to it, or -errno; it waits
- * detached, holding nothing of the caller's, and exits at EOF.
- * nsr_tidier_go() hands it the paths and the fd to hold and closes the
- * socket (or, when the message cannot go, forks as
- * nsr_state_trash_background). */
-int nsr_tidier_start(void);
-void nsr_tidier_go(int sock, const char *state_dir, const char *run_dir, int hold_fd);
 /* Runs nsr_state_gc() in a detached background process, at most once an
  * hour, so retention never sits on a run's critical path. */
 void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t backup_limit);
