@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <glob.h>
 #include <limits.h>
@@ -73,32 +74,73 @@ char *nsr_profile_expand(const char *line, const char *home, char *const *env) {
         return TAKE_PTR(buf);
 }
 
+/* A list file is a few KiB (hide.list about 17): read whole, in one call
+ * to read(2) at most a few, with no stdio buffer. */
+#define MAX_LIST_BYTES (4 * 1024 * 1024)
+
+/* One entry of a list: s trimmed of surrounding blanks, NULL for a blank or
+ * comment line. */
+static char *list_entry(char *s) {
+        while (isspace((unsigned char) *s))
+                s++;
+        char *e = s + strlen(s);
+        while (e > s && isspace((unsigned char) e[-1]))
+                *--e = '\0';
+        return !*s || *s == '#' ? NULL : s;
+}
+
 int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        if (!f)
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
                 return nsr_error_set(err, errno,
                                      "cannot read the profile file %s (is nsrun installed? \"make install\", or set "
                                      "NSRUN_DATADIR to the source tree to run it in place)",
                                      path);
-        char **list = nsr_malloc0(sizeof(char *));
-        char line[PATH_MAX + 64];
-        size_t n = 0;
-        while (fgets(line, sizeof(line), f)) {
-                char *s = line;
-                while (isspace((unsigned char) *s))
-                        s++;
-                char *e = s + strlen(s);
-                while (e > s && isspace((unsigned char) e[-1]))
-                        *--e = '\0';
-                if (!*s || *s == '#')
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        int r = nsr_read_all(fd, MAX_LIST_BYTES, &text, &len);
+        if (r < 0)
+                return nsr_error_set(err, -r, "cannot read the profile file %s", path);
+        /* The vector grows by doubling: hide.list has hundreds of lines,
+         * and nsr_strv_extend (a length count and a realloc per entry) made
+         * this quadratic. */
+        size_t n = 0, cap = 64;
+        _cleanup_strv_free_ char **list = nsr_malloc0(cap * sizeof(char *));
+        /* Lines as fgets(3) into a PATH_MAX + 64 buffer cut them, which is
+         * how this was read before: a longer line is several entries, and
+         * a NUL ends the entry where it stands. */
+        const size_t chunk = PATH_MAX + 63;
+        for (size_t at = 0; at < len;) {
+                const char *nl = memchr(text + at, '\n', len - at);
+                size_t end = nl ? (size_t) (nl - text) + 1 : len;
+                if (end - at > chunk)
+                        end = at + chunk;
+                /* A comment or blank line (most of hide.list's bytes) is
+                 * seen where it is, without a copy. */
+                size_t b = at;
+                while (b < end && isspace((unsigned char) text[b]))
+                        b++;
+                if (b == end || text[b] == '#' || text[b] == '\0') {
+                        at = end;
                         continue;
-                if (++n > MAX_LIST_ENTRIES) {
-                        nsr_strv_free(list);
-                        return nsr_error_setx(err, E2BIG, "%s: more than %d entries", path, MAX_LIST_ENTRIES);
                 }
-                nsr_strv_extend(&list, s);
+                char line[PATH_MAX + 64];
+                memcpy(line, text + at, end - at);
+                line[end - at] = '\0';
+                at = end;
+                char *s = list_entry(line);
+                if (!s)
+                        continue;
+                if (n + 1 > MAX_LIST_ENTRIES)
+                        return nsr_error_setx(err, E2BIG, "%s: more than %d entries", path, MAX_LIST_ENTRIES);
+                if (n + 1 == cap) {
+                        cap *= 2;
+                        list = nsr_realloc_array(list, cap, sizeof(char *));
+                }
+                list[n++] = nsr_strdup(s);
+                list[n] = NULL;
         }
-        *ret = list;
+        *ret = TAKE_PTR(list);
         return 0;
 }
 
