@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/pathprobe.h"
 #include "project/profile.h"
 
 #define MAX_LIST_ENTRIES 4096
@@ -187,24 +188,40 @@ static void add_real(char ***v, const char *path) {
                 nsr_strv_extend(v, buf);
 }
 
+/* Whether a pattern means itself: no glob character, escape or trailing
+ * slash. It then exists exactly when lstat (or its EOVERFLOW) says so, as
+ * in glob(3). */
+static bool literal(const char *pattern) {
+        return !strpbrk(pattern, "*?[\\") && !nsr_endswith(pattern, "/");
+}
+
 static void add_glob(char ***v, const char *pattern) {
-        /* Nearly every entry of hide.list names one path, and most do not
-         * exist: for those, glob(3) makes the one lstat this makes, after
-         * splitting and copying the pattern. A pattern with no glob
-         * character, escape or trailing slash means itself, and exists
-         * exactly when lstat (or its EOVERFLOW) says so, as in glob. */
-        if (!strpbrk(pattern, "*?[\\") && !nsr_endswith(pattern, "/")) {
-                struct stat st;
-                if (lstat(pattern, &st) == 0 || errno == EOVERFLOW)
-                        nsr_strv_extend(v, pattern);
-                return;
-        }
         glob_t g;
         if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
                 return;
         for (size_t i = 0; i < g.gl_pathc; i++)
                 nsr_strv_extend(v, g.gl_pathv[i]);
         globfree(&g);
+}
+
+/* The patterns x[0..n) that exist now, in their order: the literal ones
+ * (nearly all of hide.list, most of them missing) looked up together by
+ * nsr_paths_exist, which lists a dir many of them share once instead of
+ * failing one lookup each; the others globbed. */
+static void add_existing(char ***v, char **x, size_t n) {
+        _cleanup_free_ char **lit = nsr_malloc0((n + 1) * sizeof(char *));
+        _cleanup_free_ bool *exists = nsr_malloc0((n + 1) * sizeof(bool));
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+                if (literal(x[i]))
+                        lit[m++] = x[i];
+        nsr_paths_exist(lit, m, exists);
+        for (size_t i = 0, k = 0; i < n; i++) {
+                if (!literal(x[i]))
+                        add_glob(v, x[i]);
+                else if (exists[k++])
+                        nsr_strv_extend(v, x[i]);
+        }
 }
 
 /* The paths to hide that exist now: hide.list's (*ret_listed) and
@@ -217,17 +234,26 @@ static int hide_paths(const nsr_project_opts *o, const nsr_profile_ctx *c, char 
         int r = nsr_profile_read_list(file, &list, err);
         if (r < 0)
                 return r;
-        for (size_t i = 0; list[i]; i++) {
-                _cleanup_free_ char *x = nsr_profile_expand(list[i], c->home, c->env);
-                if (x && x[0] == '/')
-                        add_glob(&listed, x);
+        /* Expanded: NULL for a line that does not expand to an absolute
+         * path (a variable unset), which hides nothing. */
+        size_t n = nsr_strv_length(list);
+        _cleanup_strv_free_ char **x = nsr_malloc0((n + 1) * sizeof(char *));
+        for (size_t i = 0, k = 0; i < n; i++) {
+                char *e = nsr_profile_expand(list[i], c->home, c->env);
+                if (e && e[0] == '/')
+                        x[k++] = e;
+                else
+                        free(e);
         }
-        for (size_t i = 0; o->hide && o->hide[i]; i++) {
-                _cleanup_free_ char *x = nsr_profile_expand(o->hide[i], c->home, c->env);
-                if (!x)
+        add_existing(&listed, x, nsr_strv_length(x));
+        size_t na = nsr_strv_length(o->hide);
+        _cleanup_strv_free_ char **xa = nsr_malloc0((na + 1) * sizeof(char *));
+        for (size_t i = 0; i < na; i++) {
+                xa[i] = nsr_profile_expand(o->hide[i], c->home, c->env);
+                if (!xa[i])
                         return nsr_error_setx(err, EINVAL, "--hide %s: cannot expand it", o->hide[i]);
-                add_glob(&asked, x);
         }
+        add_existing(&asked, xa, na);
         *ret_listed = TAKE_PTR(listed);
         *ret_asked = TAKE_PTR(asked);
         return 0;
