@@ -47,12 +47,21 @@ bool nsr_path_exists(const char *path) {
 
 /* Dirs are found again by a hash of their path, names in a listing by a
  * hash of the name: sorting hundreds of paths cost more than the lookups
- * it saved. */
+ * it saved. Eight bytes a step: this runs over every path of hide.list at
+ * each launch. */
 static uint64_t hash(const char *s, size_t len) {
-        uint64_t h = 1469598103934665603ULL;
-        for (size_t i = 0; i < len; i++)
-                h = (h ^ (unsigned char) s[i]) * 1099511628211ULL;
-        return h;
+        uint64_t h = 0x9e3779b97f4a7c15ULL ^ len;
+        size_t i = 0;
+        for (; i + 8 <= len; i += 8) {
+                uint64_t w;
+                memcpy(&w, s + i, 8);
+                h = (h ^ w) * 0xff51afd7ed558ccdULL;
+                h ^= h >> 32;
+        }
+        uint64_t w = 0;
+        memcpy(&w, s + i, len - i);
+        h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+        return h ^ (h >> 29);
 }
 
 /* A set of names, open addressing; the names point into the listing's own
@@ -99,25 +108,23 @@ typedef struct group {
 } group;
 
 /* An absolute path with no empty, "." or ".." component and no trailing
- * slash (others are looked up one by one), and its dir's length. */
+ * slash (others are looked up one by one), and its dir's length. From
+ * slash to slash, which strchr finds a word at a time. */
 static bool plain(const char *path, size_t *ret_dirlen) {
         if (path[0] != '/')
                 return false;
-        size_t last = 0, start = 1, i = 1;
-        for (;; i++) {
-                char ch = path[i];
-                if (ch != '/' && ch != '\0')
-                        continue;
-                size_t l = i - start;
-                if (l == 0 || (l == 1 && path[start] == '.') ||
-                    (l == 2 && path[start] == '.' && path[start + 1] == '.'))
+        const char *last = path;
+        for (const char *c = path + 1;; c++) {
+                const char *e = strchrnul(c, '/');
+                size_t l = (size_t) (e - c);
+                if (l == 0 || (c[0] == '.' && (l == 1 || (l == 2 && c[1] == '.'))))
                         return false;
-                if (ch == '\0')
+                if (!*e)
                         break;
-                last = i;
-                start = i + 1;
+                last = e;
+                c = e;
         }
-        *ret_dirlen = last;
+        *ret_dirlen = (size_t) (last - path);
         return true;
 }
 

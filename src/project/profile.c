@@ -210,14 +210,15 @@ static void add_glob(char ***v, const char *pattern) {
  * failing one lookup each; the others globbed. */
 static void add_existing(char ***v, char **x, size_t n) {
         _cleanup_free_ char **lit = nsr_malloc0((n + 1) * sizeof(char *));
-        _cleanup_free_ bool *exists = nsr_malloc0((n + 1) * sizeof(bool));
+        _cleanup_free_ bool *exists = nsr_malloc0((n + 1) * sizeof(bool)),
+                            *is_lit = nsr_malloc0((n + 1) * sizeof(bool));
         size_t m = 0;
         for (size_t i = 0; i < n; i++)
-                if (literal(x[i]))
+                if ((is_lit[i] = literal(x[i])))
                         lit[m++] = x[i];
         nsr_paths_exist(lit, m, exists);
         for (size_t i = 0, k = 0; i < n; i++) {
-                if (!literal(x[i]))
+                if (!is_lit[i])
                         add_glob(v, x[i]);
                 else if (exists[k++])
                         nsr_strv_extend(v, x[i]);
