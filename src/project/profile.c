@@ -9,6 +9,7 @@
 #include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "base/pathprobe.h"
@@ -145,14 +146,48 @@ int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err) {
         return 0;
 }
 
+/* A case-insensitive "LIT" is lit at [0, n) of s. */
+static bool same_nocase(const char *s, const char *lit, size_t n) {
+        return strncasecmp(s, lit, n) == 0;
+}
+
+/* fnmatch(pattern, name, FNM_CASEFOLD) == 0, without fnmatch for the forms
+ * every line of env-deny.list has: "*LIT*", "*LIT", "LIT*" and "LIT" with
+ * no other special character in LIT. It runs for each variable against
+ * each line at every launch, and fnmatch was most of that time. nsrun
+ * never calls setlocale, so both fold ASCII letters only. */
+static bool env_match(const char *pattern, const char *name) {
+        bool lead = pattern[0] == '*';
+        const char *lit = pattern + lead;
+        size_t n = strlen(lit);
+        bool trail = n > 0 && lit[n - 1] == '*';
+        n -= trail;
+        if (strcspn(lit, "*?[\\") < n)
+                return fnmatch(pattern, name, FNM_CASEFOLD) == 0;
+        size_t len = strlen(name);
+        if (len < n)
+                return false;
+        if (lead && trail) {
+                for (size_t i = 0; i + n <= len; i++)
+                        if (same_nocase(name + i, lit, n))
+                                return true;
+                return false;
+        }
+        if (lead)
+                return same_nocase(name + len - n, lit, n);
+        if (trail)
+                return same_nocase(name, lit, n);
+        return len == n && same_nocase(name, lit, n);
+}
+
 bool nsr_profile_env_denied(const char *name, char *const *patterns) {
         /* "!PATTERN" lines are exceptions, whatever their place: *PWD*
          * catches MYSQL_PWD but must leave PWD and OLDPWD. */
         for (size_t i = 0; patterns && patterns[i]; i++)
-                if (patterns[i][0] == '!' && fnmatch(patterns[i] + 1, name, FNM_CASEFOLD) == 0)
+                if (patterns[i][0] == '!' && env_match(patterns[i] + 1, name))
                         return false;
         for (size_t i = 0; patterns && patterns[i]; i++)
-                if (patterns[i][0] != '!' && fnmatch(patterns[i], name, FNM_CASEFOLD) == 0)
+                if (patterns[i][0] != '!' && env_match(patterns[i], name))
                         return true;
         return false;
 }

@@ -6,6 +6,7 @@
 #include <linux/capability.h>
 
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -87,6 +88,52 @@ START_TEST(test_read_list) {
         ck_assert_ptr_null(w);
         unlink(path);
         rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_env_denied_as_fnmatch) {
+        /* The deny list's patterns are matched without fnmatch where they
+         * have its simple forms: each answer must be fnmatch's. */
+        static const char *const patterns[] = { "*TOKEN*", "*_KEY", "AWS_*", "DATABASE_URL", "*",     "**",
+                                                "",        "*PWD*", "PWD",   "*a*b*",        "A?C",   "[AB]*",
+                                                "*\\*",    "AB\\*", "*x\\",  "*_AUTH_*",     "OP_*_X" };
+        static const char *const names[] = { "GH_TOKEN",
+                                             "token",
+                                             "MY_TOKEN_X",
+                                             "API_KEY",
+                                             "api_key_x",
+                                             "aws_region",
+                                             "AWS_",
+                                             "AWS",
+                                             "database_url",
+                                             "DATABASE_URLS",
+                                             "",
+                                             "PWD",
+                                             "OLDPWD",
+                                             "MYSQL_PWD",
+                                             "ab",
+                                             "xaxbx",
+                                             "ABC",
+                                             "A/C",
+                                             "*",
+                                             "AB*",
+                                             "ABx",
+                                             "x\\",
+                                             "_AUTH_",
+                                             "OP_SESSION_X",
+                                             "\xc3\x84_TOKEN",
+                                             "T\xc3\xb6KEN" };
+        for (size_t i = 0; i < ELEMENTSOF(patterns); i++)
+                for (size_t k = 0; k < ELEMENTSOF(names); k++) {
+                        char *v[] = { (char *) patterns[i], NULL };
+                        bool want = fnmatch(patterns[i], names[k], FNM_CASEFOLD) == 0;
+                        ck_assert_msg(nsr_profile_env_denied(names[k], v) == want, "%s on %s: fnmatch says %d",
+                                      patterns[i], names[k], want);
+                        char neg[64];
+                        snprintf(neg, sizeof(neg), "!%s", patterns[i]);
+                        char *w[] = { neg, "*", NULL };
+                        ck_assert(nsr_profile_env_denied(names[k], w) == !want);
+                }
 }
 END_TEST
 
@@ -467,6 +514,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_expand);
         tcase_add_test(tc, test_read_list);
         tcase_add_test(tc, test_env_denied);
+        tcase_add_test(tc, test_env_denied_as_fnmatch);
         tcase_add_test(tc, test_env_denied_exceptions);
         tcase_add_test(tc, test_env_value_secret);
         tcase_add_test(tc, test_build);
