@@ -9,7 +9,6 @@
 #include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 
 #include "base/pathprobe.h"
@@ -39,12 +38,15 @@ static void put(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
  * stream, and this runs for each of hide.list's hundreds of lines at every
  * launch (that calloc was 64% of the instructions of the hidden paths). */
 char *nsr_profile_expand(const char *line, const char *home, char *const *env) {
-        size_t len = 0, cap = strlen(line) + 1;
-        _cleanup_free_ char *buf = nsr_malloc0(cap);
         const char *s = line;
-        if (s[0] == '~' && (s[1] == '/' || s[1] == '\0')) {
-                if (!home || home[0] != '/')
-                        return NULL;
+        bool tilde = s[0] == '~' && (s[1] == '/' || s[1] == '\0');
+        if (tilde && (!home || home[0] != '/'))
+                return NULL;
+        /* Room for a line with no variable in one allocation: most of
+         * hide.list is "~/...". */
+        size_t len = 0, cap = strlen(line) + 1 + (tilde ? strlen(home) : 0);
+        _cleanup_free_ char *buf = nsr_malloc0(cap);
+        if (tilde) {
                 put(&buf, &len, &cap, home, strlen(home));
                 s++;
         }
@@ -80,18 +82,20 @@ char *nsr_profile_expand(const char *line, const char *home, char *const *env) {
  * to read(2) at most a few, with no stdio buffer. */
 #define MAX_LIST_BYTES (4 * 1024 * 1024)
 
-/* One entry of a list: s trimmed of surrounding blanks, NULL for a blank or
- * comment line. */
-static char *list_entry(char *s) {
-        while (isspace((unsigned char) *s))
-                s++;
-        char *e = s + strlen(s);
-        while (e > s && isspace((unsigned char) e[-1]))
-                *--e = '\0';
-        return !*s || *s == '#' ? NULL : s;
+/* The entries of a list file: pointers into one arena, not strings of
+ * their own (hide.list's hundreds of entries are only expanded). */
+typedef struct list_text {
+        char *arena;
+        char **v; /* NULL-terminated */
+        size_t n;
+} list_text;
+
+static void list_text_done(list_text *t) {
+        free(t->arena);
+        free(t->v);
 }
 
-int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err) {
+static int read_entries(const char *path, list_text *ret, nsr_error *err) {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return nsr_error_set(err, errno,
@@ -103,93 +107,159 @@ int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err) {
         int r = nsr_read_all(fd, MAX_LIST_BYTES, &text, &len);
         if (r < 0)
                 return nsr_error_set(err, -r, "cannot read the profile file %s", path);
-        /* The vector grows by doubling: hide.list has hundreds of lines,
-         * and nsr_strv_extend (a length count and a realloc per entry) made
-         * this quadratic. */
-        size_t n = 0, cap = 64;
-        _cleanup_strv_free_ char **list = nsr_malloc0(cap * sizeof(char *));
+        /* Each entry is at most its line, plus a NUL: the arena never
+         * grows. The vector doubles. */
+        _cleanup_(list_text_done) list_text t = { .arena = nsr_malloc0(2 * len + 1) };
+        size_t cap = 64, used = 0;
+        t.v = nsr_malloc0(cap * sizeof(char *));
         /* Lines as fgets(3) into a PATH_MAX + 64 buffer cut them, which is
          * how this was read before: a longer line is several entries, and
          * a NUL ends the entry where it stands. */
         const size_t chunk = PATH_MAX + 63;
-        for (size_t at = 0; at < len;) {
+        for (size_t at = 0, end; at < len; at = end) {
                 const char *nl = memchr(text + at, '\n', len - at);
-                size_t end = nl ? (size_t) (nl - text) + 1 : len;
+                end = nl ? (size_t) (nl - text) + 1 : len;
                 if (end - at > chunk)
                         end = at + chunk;
-                /* A comment or blank line (most of hide.list's bytes) is
-                 * seen where it is, without a copy. */
+                /* Trimmed of blanks; a comment or blank line is no entry. */
                 size_t b = at;
                 while (b < end && isspace((unsigned char) text[b]))
                         b++;
-                if (b == end || text[b] == '#' || text[b] == '\0') {
-                        at = end;
+                if (b == end || text[b] == '#' || text[b] == '\0')
                         continue;
-                }
-                char line[PATH_MAX + 64];
-                memcpy(line, text + at, end - at);
-                line[end - at] = '\0';
-                at = end;
-                char *s = list_entry(line);
-                if (!s)
-                        continue;
-                if (n + 1 > MAX_LIST_ENTRIES)
+                size_t e = b + strnlen(text + b, end - b);
+                while (e > b && isspace((unsigned char) text[e - 1]))
+                        e--;
+                if (t.n + 1 > MAX_LIST_ENTRIES)
                         return nsr_error_setx(err, E2BIG, "%s: more than %d entries", path, MAX_LIST_ENTRIES);
-                if (n + 1 == cap) {
+                if (t.n + 1 == cap) {
                         cap *= 2;
-                        list = nsr_realloc_array(list, cap, sizeof(char *));
+                        t.v = nsr_realloc_array(t.v, cap, sizeof(char *));
                 }
-                list[n++] = nsr_strdup(s);
-                list[n] = NULL;
+                memcpy(t.arena + used, text + b, e - b);
+                t.arena[used + e - b] = '\0';
+                t.v[t.n++] = t.arena + used;
+                t.v[t.n] = NULL;
+                used += e - b + 1;
         }
-        *ret = TAKE_PTR(list);
+        *ret = t;
+        t = (list_text){ 0 };
         return 0;
 }
 
-/* A case-insensitive "LIT" is lit at [0, n) of s. */
-static bool same_nocase(const char *s, const char *lit, size_t n) {
-        return strncasecmp(s, lit, n) == 0;
+int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err) {
+        _cleanup_(list_text_done) list_text t = { 0 };
+        int r = read_entries(path, &t, err);
+        if (r < 0)
+                return r;
+        char **v = nsr_malloc0((t.n + 1) * sizeof(char *));
+        for (size_t i = 0; i < t.n; i++)
+                v[i] = nsr_strdup(t.v[i]);
+        *ret = v;
+        return 0;
 }
 
-/* fnmatch(pattern, name, FNM_CASEFOLD) == 0, without fnmatch for the forms
- * every line of env-deny.list has: "*LIT*", "*LIT", "LIT*" and "LIT" with
- * no other special character in LIT. It runs for each variable against
- * each line at every launch, and fnmatch was most of that time. nsrun
- * never calls setlocale, so both fold ASCII letters only. */
-static bool env_match(const char *pattern, const char *name) {
-        bool lead = pattern[0] == '*';
-        const char *lit = pattern + lead;
-        size_t n = strlen(lit);
-        bool trail = n > 0 && lit[n - 1] == '*';
-        n -= trail;
-        if (strcspn(lit, "*?[\\") < n)
-                return fnmatch(pattern, name, FNM_CASEFOLD) == 0;
-        size_t len = strlen(name);
-        if (len < n)
-                return false;
-        if (lead && trail) {
-                for (size_t i = 0; i + n <= len; i++)
-                        if (same_nocase(name + i, lit, n))
+/* One line of env-deny.list, ready to match: the forms every line has,
+ * "*LIT*", "*LIT", "LIT*" and "LIT" with no other special character in
+ * LIT, are a substring, suffix, prefix or equality test on the name and
+ * LIT with ASCII letters folded; anything else goes to fnmatch. It runs for
+ * each variable against each line at every launch, where fnmatch (or a
+ * case-insensitive compare at each offset) cost tens of microseconds.
+ * nsrun never calls setlocale, so fnmatch's FNM_CASEFOLD folds ASCII
+ * letters only too. */
+typedef struct envpat {
+        const char *pattern; /* without its '!' */
+        bool except;         /* a "!PATTERN" line */
+        enum { ENV_SUB, ENV_SUFFIX, ENV_PREFIX, ENV_EXACT, ENV_FNMATCH } kind;
+        char *lit; /* folded */
+        size_t n;
+} envpat;
+
+static void fold(char *s, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (s[i] >= 'a' && s[i] <= 'z')
+                        s[i] = (char) (s[i] - 'a' + 'A');
+}
+
+static envpat *envpats_new(char *const *patterns) {
+        size_t n = nsr_strv_length(patterns);
+        envpat *v = nsr_malloc0((n + 1) * sizeof(envpat));
+        for (size_t i = 0; i < n; i++) {
+                envpat *e = &v[i];
+                e->except = patterns[i][0] == '!';
+                e->pattern = patterns[i] + e->except;
+                bool lead = e->pattern[0] == '*';
+                const char *lit = e->pattern + lead;
+                size_t l = strlen(lit);
+                bool trail = l > 0 && lit[l - 1] == '*';
+                l -= trail;
+                if (strcspn(lit, "*?[\\") < l) {
+                        e->kind = ENV_FNMATCH;
+                        continue;
+                }
+                e->kind = lead && trail ? ENV_SUB : lead ? ENV_SUFFIX : trail ? ENV_PREFIX : ENV_EXACT;
+                e->lit = nsr_strndup(lit, l);
+                fold(e->lit, l);
+                e->n = l;
+        }
+        v[n].pattern = NULL;
+        return v;
+}
+
+static envpat *envpats_free(envpat *v) {
+        for (size_t i = 0; v && v[i].pattern; i++)
+                free(v[i].lit);
+        free(v);
+        return NULL;
+}
+DEFINE_CLEANUP_FUNC(envpat *, envpats_free)
+
+/* name as given, and folded (up, of length len). */
+static bool envpat_match(const envpat *e, const char *name, const char *up, size_t len) {
+        switch (e->kind) {
+        case ENV_SUB:
+                /* Not memmem: its setup per call cost more than these
+                 * short names take to scan. */
+                if (e->n == 0)
+                        return true;
+                for (const char *p = up; len >= e->n && (p = memchr(p, e->lit[0], (size_t) (up + len - e->n + 1 - p)));
+                     p++)
+                        if (memcmp(p, e->lit, e->n) == 0)
                                 return true;
                 return false;
+        case ENV_SUFFIX:
+                return len >= e->n && memcmp(up + len - e->n, e->lit, e->n) == 0;
+        case ENV_PREFIX:
+                return len >= e->n && memcmp(up, e->lit, e->n) == 0;
+        case ENV_EXACT:
+                return len == e->n && memcmp(up, e->lit, e->n) == 0;
+        case ENV_FNMATCH:
+                return fnmatch(e->pattern, name, FNM_CASEFOLD) == 0;
         }
-        if (lead)
-                return same_nocase(name + len - n, lit, n);
-        if (trail)
-                return same_nocase(name, lit, n);
-        return len == n && same_nocase(name, lit, n);
+        return false;
+}
+
+static bool envpats_deny(const envpat *v, const char *name) {
+        size_t len = strlen(name);
+        char buf[256];
+        _cleanup_free_ char *heap = len < sizeof(buf) ? NULL : nsr_strndup(name, len);
+        char *up = heap ?: buf;
+        memcpy(up, name, len + 1);
+        fold(up, len);
+        /* "!PATTERN" lines are exceptions, whatever their place: *PWD*
+         * catches MYSQL_PWD but must leave PWD and OLDPWD. */
+        for (size_t i = 0; v[i].pattern; i++)
+                if (v[i].except && envpat_match(&v[i], name, up, len))
+                        return false;
+        for (size_t i = 0; v[i].pattern; i++)
+                if (!v[i].except && envpat_match(&v[i], name, up, len))
+                        return true;
+        return false;
 }
 
 bool nsr_profile_env_denied(const char *name, char *const *patterns) {
-        /* "!PATTERN" lines are exceptions, whatever their place: *PWD*
-         * catches MYSQL_PWD but must leave PWD and OLDPWD. */
-        for (size_t i = 0; patterns && patterns[i]; i++)
-                if (patterns[i][0] == '!' && env_match(patterns[i] + 1, name))
-                        return false;
-        for (size_t i = 0; patterns && patterns[i]; i++)
-                if (patterns[i][0] != '!' && env_match(patterns[i], name))
-                        return true;
-        return false;
+        _cleanup_(envpats_freep) envpat *v = envpats_new(patterns);
+        return envpats_deny(v, name);
 }
 
 bool nsr_profile_env_value_secret(const char *value) {
@@ -265,17 +335,17 @@ static void add_existing(char ***v, char **x, size_t n) {
 static int hide_paths(const nsr_project_opts *o, const nsr_profile_ctx *c, char ***ret_listed, char ***ret_asked,
                       nsr_error *err) {
         _cleanup_free_ char *file = nsr_asprintf("%s/profiles/hide.list", c->datadir);
-        _cleanup_strv_free_ char **list = NULL, **listed = nsr_malloc0(sizeof(char *)),
-                                 **asked = nsr_malloc0(sizeof(char *));
-        int r = nsr_profile_read_list(file, &list, err);
+        _cleanup_strv_free_ char **listed = nsr_malloc0(sizeof(char *)), **asked = nsr_malloc0(sizeof(char *));
+        _cleanup_(list_text_done) list_text list = { 0 };
+        int r = read_entries(file, &list, err);
         if (r < 0)
                 return r;
         /* Expanded: NULL for a line that does not expand to an absolute
          * path (a variable unset), which hides nothing. */
-        size_t n = nsr_strv_length(list);
+        size_t n = list.n;
         _cleanup_strv_free_ char **x = nsr_malloc0((n + 1) * sizeof(char *));
         for (size_t i = 0, k = 0; i < n; i++) {
-                char *e = nsr_profile_expand(list[i], c->home, c->env);
+                char *e = nsr_profile_expand(list.v[i], c->home, c->env);
                 if (e && e[0] == '/')
                         x[k++] = e;
                 else
@@ -467,16 +537,17 @@ static const char *runtime_dir(const nsr_profile_ctx *c, char *buf, size_t len) 
 
 char **nsr_profile_env_filter(char *const *env, const char *datadir, nsr_error *err) {
         _cleanup_free_ char *file = nsr_asprintf("%s/profiles/env-deny.list", datadir);
-        _cleanup_strv_free_ char **deny = NULL;
-        if (nsr_profile_read_list(file, &deny, err) < 0)
+        _cleanup_(list_text_done) list_text deny = { 0 };
+        if (read_entries(file, &deny, err) < 0)
                 return NULL;
+        _cleanup_(envpats_freep) envpat *pats = envpats_new(deny.v);
         char **kept = nsr_malloc0(sizeof(char *));
         for (size_t i = 0; env && env[i]; i++) {
                 const char *eq = strchr(env[i], '=');
                 if (!eq || eq == env[i])
                         continue;
                 _cleanup_free_ char *name = nsr_strndup(env[i], (size_t) (eq - env[i]));
-                if (!nsr_profile_env_denied(name, deny) && !nsr_profile_env_value_secret(eq + 1))
+                if (!envpats_deny(pats, name) && !nsr_profile_env_value_secret(eq + 1))
                         nsr_strv_extend(&kept, env[i]);
         }
         return kept;
@@ -485,9 +556,11 @@ char **nsr_profile_env_filter(char *const *env, const char *datadir, nsr_error *
 static void add_env(builder *b, nsr_error *err) {
         const nsr_profile_ctx *c = b->ctx;
         _cleanup_free_ char *file = nsr_asprintf("%s/profiles/env-deny.list", c->datadir);
-        _cleanup_strv_free_ char **deny = NULL;
-        if (nsr_profile_read_list(file, &deny, err) < 0)
-                deny = NULL; /* reported by the caller through err */
+        /* A list that cannot be read is reported by the caller through
+         * err; deny.v stays NULL. */
+        _cleanup_(list_text_done) list_text deny = { 0 };
+        (void) read_entries(file, &deny, err);
+        _cleanup_(envpats_freep) envpat *pats = envpats_new(deny.v);
         for (size_t i = 0; c->env && c->env[i]; i++) {
                 const char *eq = strchr(c->env[i], '=');
                 if (!eq)
@@ -495,7 +568,7 @@ static void add_env(builder *b, nsr_error *err) {
                 _cleanup_free_ char *name = nsr_strndup(c->env[i], (size_t) (eq - c->env[i]));
                 if (!*name || nsr_strv_contains(b->p->proj.keep_env, name))
                         continue;
-                if (nsr_profile_env_denied(name, deny) || nsr_profile_env_value_secret(eq + 1))
+                if (envpats_deny(pats, name) || nsr_profile_env_value_secret(eq + 1))
                         nsr_plan_add_env(b->p, NSR_ENV_UNSET, name, NULL);
         }
         nsr_plan_add_env(b->p, NSR_ENV_SET, "NSRUN", "1");
