@@ -187,8 +187,8 @@ int nsr_state_open(const char *dir, nsr_error *err) {
 void nsr_run_id_new(char ret[NSR_RUN_ID_MAX]) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        struct tm tm;
-        gmtime_r(&ts.tv_sec, &tm);
+        struct tm tm = { 0 };
+        (void) nsr_gmtime(ts.tv_sec, &tm);
         uint8_t rnd[3] = { 0 };
         if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t) sizeof(rnd)) {
                 /* Without entropy, the pid and the nanoseconds still make

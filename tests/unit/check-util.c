@@ -5,10 +5,12 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/dirent.h"
@@ -802,6 +804,45 @@ START_TEST(test_foreach_dirent) {
 }
 END_TEST
 
+START_TEST(test_gmtime) {
+        /* Every field gmtime_r gives, over 20000 years of weeks, odd
+         * offsets, the edges of leap years and centuries, and times whose
+         * year does not fit. */
+        struct tm want, got;
+        int64_t edges[] = { 0,
+                            -1,
+                            86399,
+                            86400,
+                            951782399,
+                            951782400,
+                            951868800,
+                            4107542399,
+                            4107542400,
+                            -62167219200,
+                            253402300799,
+                            1LL << 40,
+                            -(1LL << 40),
+                            67767976233316800LL,
+                            -67768040609740800LL,
+                            INT64_MAX,
+                            INT64_MIN };
+        for (size_t i = 0; i < ELEMENTSOF(edges); i++) {
+                time_t t = (time_t) edges[i];
+                bool ok = gmtime_r(&t, &want) != NULL;
+                ck_assert_msg(nsr_gmtime(edges[i], &got) == ok, "%lld: gmtime_r %d", (long long) edges[i], ok);
+                if (ok)
+                        ck_assert_msg(memcmp(&got, &want, offsetof(struct tm, tm_isdst)) == 0, "%lld",
+                                      (long long) edges[i]);
+        }
+        for (int64_t t = -315569520000LL; t < 315569520000LL; t += 7 * 86400 + 3607) {
+                time_t tt = (time_t) t;
+                ck_assert_ptr_nonnull(gmtime_r(&tt, &want));
+                ck_assert(nsr_gmtime(t, &got));
+                ck_assert_msg(memcmp(&got, &want, offsetof(struct tm, tm_isdst)) == 0, "%lld", (long long) t);
+        }
+}
+END_TEST
+
 /* ---- nsr_paths_exist ------------------------------------------------------ */
 
 /* Checks nsr_paths_exist against lstat for every path of v: each answer,
@@ -907,6 +948,7 @@ static Suite *suite(void) {
         Suite *s = suite_create("util");
         TCase *tc = tcase_create("parse");
         tcase_add_test(tc, test_strappendf);
+        tcase_add_test(tc, test_gmtime);
         tcase_add_test(tc, test_edit_distance);
         tcase_add_test(tc, test_timing);
         tcase_add_test(tc, test_parse_int_good);
