@@ -309,23 +309,44 @@ static void add_glob(char ***v, const char *pattern) {
         globfree(&g);
 }
 
+/* The dir a glob pattern lists, when that part of it is literal: no match
+ * can exist where it does not (glob opens it and finds nothing). */
+static char *glob_dir(const char *pattern) {
+        const char *slash = strrchr(pattern, '/');
+        if (!slash || slash == pattern)
+                return NULL;
+        _cleanup_free_ char *dir = nsr_strndup(pattern, (size_t) (slash - pattern));
+        return literal(dir) ? TAKE_PTR(dir) : NULL;
+}
+
 /* The patterns x[0..n) that exist now, in their order: the literal ones
  * (nearly all of hide.list, most of them missing) looked up together by
  * nsr_paths_exist, which lists a dir many of them share once instead of
- * failing one lookup each; the others globbed. */
+ * failing one lookup each; the others globbed, unless the dir they list
+ * is looked up with them and missing (~/.cargo/credentials*). */
 static void add_existing(char ***v, char **x, size_t n) {
-        _cleanup_free_ char **lit = nsr_malloc0((n + 1) * sizeof(char *));
-        _cleanup_free_ bool *exists = nsr_malloc0((n + 1) * sizeof(bool)),
-                            *is_lit = nsr_malloc0((n + 1) * sizeof(bool));
-        size_t m = 0;
-        for (size_t i = 0; i < n; i++)
-                if ((is_lit[i] = literal(x[i])))
-                        lit[m++] = x[i];
+        _cleanup_free_ char **lit = nsr_malloc0((2 * n + 1) * sizeof(char *));
+        _cleanup_free_ bool *exists = nsr_malloc0((2 * n + 1) * sizeof(bool));
+        _cleanup_free_ ssize_t *at = nsr_malloc0((n + 1) * sizeof(ssize_t)); /* in lit, or -1 */
+        _cleanup_strv_free_ char **dirs = nsr_malloc0((n + 1) * sizeof(char *));
+        size_t m = 0, nd = 0;
+        for (size_t i = 0; i < n; i++) {
+                at[i] = -1;
+                char *d = literal(x[i]) ? NULL : glob_dir(x[i]);
+                if (d)
+                        dirs[nd++] = d;
+                if (literal(x[i]) || d) {
+                        at[i] = (ssize_t) m;
+                        lit[m++] = d ?: x[i];
+                }
+        }
         nsr_paths_exist(lit, m, exists);
-        for (size_t i = 0, k = 0; i < n; i++) {
-                if (!is_lit[i])
-                        add_glob(v, x[i]);
-                else if (exists[k++])
+        for (size_t i = 0; i < n; i++) {
+                bool known = at[i] >= 0, there = known && exists[at[i]];
+                if (!literal(x[i])) {
+                        if (!known || there)
+                                add_glob(v, x[i]);
+                } else if (there)
                         nsr_strv_extend(v, x[i]);
         }
 }
@@ -620,6 +641,10 @@ static void protect_git(builder *b, const nsr_profile_project *pr) {
  * planted under the old name, but a mount point cannot (EBUSY). */
 static void protect_config_in_rw(builder *b, size_t n_ro) {
         char *const *cf = b->p->proj.config_files;
+        /* No --rw path, nothing to protect in one: not a realpath of each
+         * config file for nothing (a readlink per component). */
+        if (!b->exposed || !b->exposed[n_ro])
+                return;
         for (size_t i = 0; cf && cf[i]; i++) {
                 char real[PATH_MAX];
                 struct stat st;
