@@ -88,6 +88,7 @@ typedef struct list_text {
         char *arena;
         char **v; /* NULL-terminated */
         size_t n;
+        size_t len; /* of the file */
 } list_text;
 
 static void list_text_done(list_text *t) {
@@ -134,7 +135,7 @@ static int read_entries(const char *path, list_text *ret, nsr_error *err) {
         /* Each entry is at most its line, plus a NUL: the arena never
          * grows, and is not zeroed (that memset of twice the file was
          * half of this function's time). The vector doubles. */
-        _cleanup_(list_text_done) list_text t = { .arena = nsr_realloc_array(NULL, 2 * len + 1, 1) };
+        _cleanup_(list_text_done) list_text t = { .arena = nsr_realloc_array(NULL, 2 * len + 1, 1), .len = len };
         size_t cap = 64, used = 0;
         t.v = nsr_malloc0(cap * sizeof(char *));
         /* Lines as fgets(3) into a PATH_MAX + 64 buffer cut them, which is
@@ -386,18 +387,31 @@ static int hide_paths(const nsr_project_opts *o, const nsr_profile_ctx *c, char 
         int r = read_entries(file, &list, err);
         if (r < 0)
                 return r;
-        /* Expanded: NULL for a line that does not expand to an absolute
-         * path (a variable unset), which hides nothing. */
-        size_t n = list.n;
-        _cleanup_strv_free_ char **x = nsr_malloc0((n + 1) * sizeof(char *));
-        for (size_t i = 0, k = 0; i < n; i++) {
-                char *e = nsr_profile_expand(list.v[i], c->home, c->env);
+        /* Expanded, those that expand to an absolute path (a line with a
+         * variable unset hides nothing). "~/..." with no variable, most of
+         * the list, is the home and the rest, written into one arena; the
+         * others are nsr_profile_expand's (kept in owned). */
+        size_t n = list.n, k = 0, used = 0, home_len = c->home ? strlen(c->home) : 0;
+        bool home_ok = c->home && c->home[0] == '/' && home_len < PATH_MAX;
+        _cleanup_free_ char **x = nsr_malloc0((n + 1) * sizeof(char *));
+        _cleanup_free_ char *arena = nsr_realloc_array(NULL, list.n * (home_len + 1) + 2 * list.len + 1, 1);
+        _cleanup_strv_free_ char **owned = nsr_malloc0((n + 1) * sizeof(char *));
+        for (size_t i = 0, m = 0; i < n; i++) {
+                const char *line = list.v[i];
+                if (home_ok && line[0] == '~' && line[1] == '/' && !strchr(line, '$')) {
+                        size_t l = strlen(line + 1);
+                        x[k++] = memcpy(arena + used, c->home, home_len);
+                        memcpy(arena + used + home_len, line + 1, l + 1);
+                        used += home_len + l + 1;
+                        continue;
+                }
+                char *e = nsr_profile_expand(line, c->home, c->env);
                 if (e && e[0] == '/')
-                        x[k++] = e;
+                        x[k++] = owned[m++] = e;
                 else
                         free(e);
         }
-        add_existing(&listed, x, nsr_strv_length(x));
+        add_existing(&listed, x, k);
         size_t na = nsr_strv_length(o->hide);
         _cleanup_strv_free_ char **xa = nsr_malloc0((na + 1) * sizeof(char *));
         for (size_t i = 0; i < na; i++) {
