@@ -388,8 +388,7 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
         }
         /* The commit's protected paths: a list that cannot be read fails
          * the run now, before anything ran, not the commit after it. */
-        _cleanup_strv_free_ char **protect = NULL;
-        r = nsr_protect_load_list(ctx.datadir, ctx.home, env_get("XDG_CONFIG_HOME"), &protect, err);
+        r = nsr_protect_load_list(ctx.datadir, ctx.home, env_get("XDG_CONFIG_HOME"), NULL, err);
         if (r < 0)
                 return r;
         r = expand_paths(o->ro, "--ro", &pj->ro, err);

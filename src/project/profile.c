@@ -173,6 +173,11 @@ static int read_entries(const char *path, list_text *ret, nsr_error *err) {
         return 0;
 }
 
+int nsr_profile_check_list(const char *path, nsr_error *err) {
+        _cleanup_(list_text_done) list_text t = { 0 };
+        return read_entries(path, &t, err);
+}
+
 int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err) {
         _cleanup_(list_text_done) list_text t = { 0 };
         int r = read_entries(path, &t, err);
@@ -323,7 +328,8 @@ static void add_real(char ***v, const char *path) {
  * slash. It then exists exactly when lstat (or its EOVERFLOW) says so, as
  * in glob(3). */
 static bool literal(const char *pattern) {
-        return !strpbrk(pattern, "*?[\\") && !nsr_endswith(pattern, "/");
+        size_t n = strcspn(pattern, "*?[\\");
+        return !pattern[n] && (n == 0 || pattern[n - 1] != '/');
 }
 
 static void add_glob(char ***v, const char *pattern) {
@@ -355,13 +361,15 @@ static void add_existing(char ***v, char **x, size_t n) {
         _cleanup_free_ bool *exists = nsr_malloc0((2 * n + 1) * sizeof(bool));
         _cleanup_free_ ssize_t *at = nsr_malloc0((n + 1) * sizeof(ssize_t)); /* in lit, or -1 */
         _cleanup_strv_free_ char **dirs = nsr_malloc0((n + 1) * sizeof(char *));
+        _cleanup_free_ bool *is_lit = nsr_malloc0((n + 1) * sizeof(bool));
         size_t m = 0, nd = 0;
         for (size_t i = 0; i < n; i++) {
                 at[i] = -1;
-                char *d = literal(x[i]) ? NULL : glob_dir(x[i]);
+                is_lit[i] = literal(x[i]);
+                char *d = is_lit[i] ? NULL : glob_dir(x[i]);
                 if (d)
                         dirs[nd++] = d;
-                if (literal(x[i]) || d) {
+                if (is_lit[i] || d) {
                         at[i] = (ssize_t) m;
                         lit[m++] = d ?: x[i];
                 }
@@ -369,7 +377,7 @@ static void add_existing(char ***v, char **x, size_t n) {
         nsr_paths_exist(lit, m, exists);
         for (size_t i = 0; i < n; i++) {
                 bool known = at[i] >= 0, there = known && exists[at[i]];
-                if (!literal(x[i])) {
+                if (!is_lit[i]) {
                         if (!known || there)
                                 add_glob(v, x[i]);
                 } else if (there)

@@ -70,6 +70,7 @@ START_TEST(test_read_list) {
         _cleanup_strv_free_ char **v = NULL;
         nsr_error err = { 0 };
         ck_assert_int_eq(nsr_profile_read_list(path, &v, &err), 0);
+        ck_assert_int_eq(nsr_profile_check_list(path, &err), 0);
         ck_assert_uint_eq(nsr_strv_length(v), 6);
         ck_assert_str_eq(v[0], "one");
         ck_assert_str_eq(v[1], "two");
@@ -84,7 +85,9 @@ START_TEST(test_read_list) {
         ck_assert_int_eq(fclose(f), 0);
         _cleanup_strv_free_ char **w = NULL;
         ck_assert_int_eq(nsr_profile_read_list(path, &w, &err), -E2BIG);
+        ck_assert_int_eq(nsr_profile_check_list(path, &err), -E2BIG);
         ck_assert_int_eq(nsr_profile_read_list(dir, &w, &err), -EISDIR);
+        ck_assert_int_eq(nsr_profile_check_list(dir, &err), -EISDIR);
         ck_assert_ptr_null(w);
         unlink(path);
         rmdir(dir);
