@@ -204,7 +204,18 @@ typedef struct envpat {
         enum { ENV_SUB, ENV_SUFFIX, ENV_PREFIX, ENV_EXACT, ENV_FNMATCH } kind;
         char *lit; /* folded */
         size_t n;
+        uint64_t bytes; /* charmask() of lit: a name without one of them cannot match */
 } envpat;
+
+/* Which bytes a string holds, folded into 64 buckets: LIT can be in a name
+ * only if every bucket of LIT is in the name's. One test then rules out
+ * most (variable, line) pairs without a scan. */
+static uint64_t charmask(const char *s, size_t n) {
+        uint64_t m = 0;
+        for (size_t i = 0; i < n; i++)
+                m |= UINT64_C(1) << ((unsigned char) s[i] & 63);
+        return m;
+}
 
 static void fold(char *s, size_t n) {
         for (size_t i = 0; i < n; i++)
@@ -232,6 +243,7 @@ static envpat *envpats_new(char *const *patterns) {
                 e->lit = nsr_strndup(lit, l);
                 fold(e->lit, l);
                 e->n = l;
+                e->bytes = charmask(e->lit, l);
         }
         v[n].pattern = NULL;
         return v;
@@ -245,8 +257,10 @@ static envpat *envpats_free(envpat *v) {
 }
 DEFINE_CLEANUP_FUNC(envpat *, envpats_free)
 
-/* name as given, and folded (up, of length len). */
-static bool envpat_match(const envpat *e, const char *name, const char *up, size_t len) {
+/* name as given, and folded (up, of length len, its bytes charmask()). */
+static bool envpat_match(const envpat *e, const char *name, const char *up, size_t len, uint64_t bytes) {
+        if (e->kind != ENV_FNMATCH && (e->bytes & ~bytes))
+                return false;
         switch (e->kind) {
         case ENV_SUB:
                 /* Not memmem: its setup per call cost more than these
@@ -277,13 +291,14 @@ static bool envpats_deny(const envpat *v, const char *name) {
         char *up = heap ?: buf;
         memcpy(up, name, len + 1);
         fold(up, len);
+        uint64_t bytes = charmask(up, len);
         /* "!PATTERN" lines are exceptions, whatever their place: *PWD*
          * catches MYSQL_PWD but must leave PWD and OLDPWD. */
         for (size_t i = 0; v[i].pattern; i++)
-                if (v[i].except && envpat_match(&v[i], name, up, len))
+                if (v[i].except && envpat_match(&v[i], name, up, len, bytes))
                         return false;
         for (size_t i = 0; v[i].pattern; i++)
-                if (!v[i].except && envpat_match(&v[i], name, up, len))
+                if (!v[i].except && envpat_match(&v[i], name, up, len, bytes))
                         return true;
         return false;
 }
