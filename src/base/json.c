@@ -333,7 +333,7 @@ int nsr_json_format_time(const struct timespec *ts, char *buf, size_t len) {
         long ms = ts->tv_nsec / 1000000;
         if (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L)
                 return -EINVAL;
-        if (!gmtime_r(&t, &tm) || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999)
+        if (!nsr_gmtime(t, &tm) || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999)
                 return -EOVERFLOW;
         int n = snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
                          tm.tm_hour, tm.tm_min, tm.tm_sec, ms);

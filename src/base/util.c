@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/dirent.h"
@@ -393,6 +394,50 @@ const char *nsr_datadir(void) {
         }
 #endif
         return NSR_PKGDATADIR;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date, and back: eras of
+ * 400 years (146097 days) from 0000-03-01, so that leap days end a year. */
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
+        y -= m <= 2;
+        int64_t era = (y >= 0 ? y : y - 399) / 400;
+        int64_t yoe = y - era * 400;
+        int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+        int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        return era * 146097 + doe - 719468;
+}
+
+bool nsr_gmtime(int64_t t, struct tm *ret) {
+        int64_t days = t / 86400, secs = t % 86400;
+        if (secs < 0) {
+                secs += 86400;
+                days--;
+        }
+        /* |days| < 2^47: no overflow below, and a year far past INT_MAX. */
+        if (days > INT64_C(1) << 46 || days < -(INT64_C(1) << 46))
+                return false;
+        int64_t z = days + 719468;
+        int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+        int64_t doe = z - era * 146097;
+        int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+        int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        int64_t mp = (5 * doy + 2) / 153;
+        int64_t d = doy - (153 * mp + 2) / 5 + 1;
+        int64_t m = mp < 10 ? mp + 3 : mp - 9;
+        int64_t y = yoe + era * 400 + (m <= 2);
+        if (y - 1900 > INT_MAX || y - 1900 < INT_MIN)
+                return false;
+        *ret = (struct tm){
+                .tm_year = (int) (y - 1900),
+                .tm_mon = (int) (m - 1),
+                .tm_mday = (int) d,
+                .tm_hour = (int) (secs / 3600),
+                .tm_min = (int) (secs / 60 % 60),
+                .tm_sec = (int) (secs % 60),
+                .tm_wday = (int) (((days % 7) + 11) % 7), /* 1970-01-01 was a Thursday */
+                .tm_yday = (int) (days - days_from_civil(y, 1, 1)),
+        };
+        return true;
 }
 
 char *nsr_hex_encode(const void *data, size_t len) {

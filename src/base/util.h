@@ -173,6 +173,13 @@ const char *nsr_datadir(void);
 /* Lower-case hex of len bytes. Used to store arbitrary bytes (paths, argv,
  * xattrs) in line files. */
 char *nsr_hex_encode(const void *data, size_t len);
+
+struct tm;
+/* gmtime_r without glibc's time zone setup: its first call reads
+ * /etc/localtime (seven system calls) even for UTC, and a run needs UTC
+ * only. The calendar fields, tm_wday and tm_yday; false when the year
+ * does not fit tm_year. */
+bool nsr_gmtime(int64_t t, struct tm *ret);
 /* Decodes len hex digits (an even count); the result is NUL-terminated.
  * -EINVAL for bad input. */
 int nsr_hex_decode(const char *hex, size_t len, char **ret, size_t *ret_len);

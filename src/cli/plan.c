@@ -306,13 +306,33 @@ static bool file_starts_with(const char *path, const char *prefix, bool exact) {
         return exact ? streq(buf, prefix) : nsr_startswith(buf, prefix);
 }
 
-void nsr_caller_detect(nsr_caller *ret) {
+static bool userns_possible(void) {
         struct stat st;
+        return stat("/proc/self/ns/user", &st) == 0 &&
+               !file_starts_with("/sys/module/user_namespace/parameters/enable", "N", false) &&
+               !file_starts_with("/proc/sys/user/max_user_namespaces", "0\n", true);
+}
+
+static bool cgroupns_possible(void) {
+        struct stat st;
+        return stat("/proc/self/ns/cgroup", &st) == 0;
+}
+
+void nsr_caller_detect(nsr_caller *ret) {
         *ret = (nsr_caller){ .uid = getuid(), .gid = getgid() };
-        ret->userns_possible = stat("/proc/self/ns/user", &st) == 0 &&
-                               !file_starts_with("/sys/module/user_namespace/parameters/enable", "N", false) &&
-                               !file_starts_with("/proc/sys/user/max_user_namespaces", "0\n", true);
-        ret->cgroupns_possible = stat("/proc/self/ns/cgroup", &st) == 0;
+        ret->userns_possible = userns_possible();
+        ret->cgroupns_possible = cgroupns_possible();
+}
+
+void nsr_caller_detect_for(const nsr_plan *p, nsr_caller *ret) {
+        *ret = (nsr_caller){ .uid = getuid(), .gid = getgid() };
+        /* What nsr_plan_validate reads: a user namespace for
+         * --unshare-user-try, unless it is one anyway (a caller who is not
+         * root, without --userns); a cgroup one for either cgroup option. */
+        if (p->unshare_user_try && !(ret->uid != 0 && p->userns_fd == -1))
+                ret->userns_possible = userns_possible();
+        if (p->unshare_cgroup || p->unshare_cgroup_try)
+                ret->cgroupns_possible = cgroupns_possible();
 }
 
 /* --allow-host: the command gets a private network namespace, reached only

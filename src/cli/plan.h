@@ -296,6 +296,10 @@ static inline bool nsr_conflict_mode_withholds(nsr_conflict_mode m) {
 
 /* Fills the caller description from the running process. */
 void nsr_caller_detect(nsr_caller *ret);
+/* The same, probing only what nsr_plan_validate reads for p (each probe is
+ * a few lookups in /proc or /sys, 30 us of a project run's validation);
+ * the others are false. For validating p, and nothing else. */
+void nsr_caller_detect_for(const nsr_plan *p, nsr_caller *ret);
 
 /* Post-parse checks, in bwrap's order, and resolution of implicit settings
  * (the implicit user namespace, -try probes, default ids). Run once. */

@@ -235,7 +235,7 @@ static int run_project(ctx *c, nsr_plan *user) {
         nsr_timing_mark_now(c->timing, "prepare (projects, state dir, profile)");
         nsr_plan *plan = nsr_project_plan(pj);
         nsr_caller caller;
-        nsr_caller_detect(&caller);
+        nsr_caller_detect_for(plan, &caller);
         if (nsr_plan_validate(plan, &caller, &err) < 0)
                 return project_failed(c, user, &report, &err);
         nsr_timing_mark_now(c->timing, "plan validated");
@@ -286,7 +286,7 @@ static int run_plan(ctx *c, nsr_plan *plan, const nsr_option *only) {
                 return NSR_EXIT_USAGE;
         }
         nsr_caller caller;
-        nsr_caller_detect(&caller);
+        nsr_caller_detect_for(plan, &caller);
         if (nsr_plan_validate(plan, &caller, &err) < 0) {
                 print_error(c, &err);
                 return 1;

@@ -177,6 +177,19 @@ static char *real_parent(const char *path) {
         return nsr_path_join(rd, slash + 1);
 }
 
+/* real_or_planned(path), given rp = real_parent(path): the same unless the
+ * last component is a symlink (or "." or ".."), so one lstat of rp saves
+ * the second walk of the whole path, a readlink per component (and, for a
+ * config path that does not exist, one walk per missing level). */
+static char *real_or_planned_after(const char *path, const char *rp) {
+        const char *last = strrchr(rp, '/');
+        struct stat st;
+        if (!last || streq(last, "/") || streq(last, "/.") || streq(last, "/..") ||
+            (lstat(rp, &st) == 0 && S_ISLNK(st.st_mode)))
+                return real_or_planned(path);
+        return nsr_strdup(rp);
+}
+
 /* One path of config_of_project(), real as far as it exists. */
 static void config_path(project_entry *e, const char *real, bool policy_dir) {
         if (!nsr_path_under(real, e->path))
@@ -209,7 +222,8 @@ static void config_of_project(project_entry *e, const nsr_project_opts *o) {
                         /* The name (a symlink is what the next run follows)
                          * and what it resolves to (a dir the next run
                          * looks into). */
-                        char *both[2] = { real_parent(norm), real_or_planned(norm) };
+                        char *both[2] = { real_parent(norm), NULL };
+                        both[1] = real_or_planned_after(norm, both[0]);
                         config_path(e, both[0], k == 1);
                         if (!streq(both[0], both[1]))
                                 config_path(e, both[1], k == 1);
@@ -374,8 +388,7 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
         }
         /* The commit's protected paths: a list that cannot be read fails
          * the run now, before anything ran, not the commit after it. */
-        _cleanup_strv_free_ char **protect = NULL;
-        r = nsr_protect_load_list(ctx.datadir, ctx.home, env_get("XDG_CONFIG_HOME"), &protect, err);
+        r = nsr_protect_load_list(ctx.datadir, ctx.home, env_get("XDG_CONFIG_HOME"), NULL, err);
         if (r < 0)
                 return r;
         r = expand_paths(o->ro, "--ro", &pj->ro, err);

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <glob.h>
 #include <limits.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/pathprobe.h"
 #include "project/profile.h"
 
 #define MAX_LIST_ENTRIES 4096
@@ -36,12 +38,15 @@ static void put(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
  * stream, and this runs for each of hide.list's hundreds of lines at every
  * launch (that calloc was 64% of the instructions of the hidden paths). */
 char *nsr_profile_expand(const char *line, const char *home, char *const *env) {
-        size_t len = 0, cap = strlen(line) + 1;
-        _cleanup_free_ char *buf = nsr_malloc0(cap);
         const char *s = line;
-        if (s[0] == '~' && (s[1] == '/' || s[1] == '\0')) {
-                if (!home || home[0] != '/')
-                        return NULL;
+        bool tilde = s[0] == '~' && (s[1] == '/' || s[1] == '\0');
+        if (tilde && (!home || home[0] != '/'))
+                return NULL;
+        /* Room for a line with no variable in one allocation: most of
+         * hide.list is "~/...". */
+        size_t len = 0, cap = strlen(line) + 1 + (tilde ? strlen(home) : 0);
+        _cleanup_free_ char *buf = nsr_malloc0(cap);
+        if (tilde) {
                 put(&buf, &len, &cap, home, strlen(home));
                 s++;
         }
@@ -73,45 +78,234 @@ char *nsr_profile_expand(const char *line, const char *home, char *const *env) {
         return TAKE_PTR(buf);
 }
 
-int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        if (!f)
+/* A list file is a few KiB (hide.list about 17): read whole, in one call
+ * to read(2) at most a few, with no stdio buffer. */
+#define MAX_LIST_BYTES (4 * 1024 * 1024)
+
+/* The entries of a list file: pointers into one arena, not strings of
+ * their own (hide.list's hundreds of entries are only expanded). */
+typedef struct list_text {
+        char *arena;
+        char **v; /* NULL-terminated */
+        size_t n;
+        size_t len; /* of the file */
+} list_text;
+
+static void list_text_done(list_text *t) {
+        free(t->arena);
+        free(t->v);
+}
+
+/* A list file whole, NUL-terminated: in one read of the size fstat gives
+ * (nsr_read_all's growing buffer took five reads and three copies for
+ * hide.list), or, when it is no regular file or grew, as nsr_read_all
+ * reads it. */
+static int read_whole(int fd, char **ret, size_t *ret_len) {
+        struct stat st;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < MAX_LIST_BYTES) {
+                size_t size = (size_t) st.st_size;
+                _cleanup_free_ char *buf = nsr_realloc_array(NULL, size + 2, 1);
+                int n = nsr_read_full(fd, buf, size + 1);
+                if (n < 0)
+                        return n;
+                if ((size_t) n <= size) {
+                        buf[n] = '\0';
+                        *ret = TAKE_PTR(buf);
+                        *ret_len = (size_t) n;
+                        return 0;
+                }
+                if (lseek(fd, 0, SEEK_SET) < 0)
+                        return -errno;
+        }
+        return nsr_read_all(fd, MAX_LIST_BYTES, ret, ret_len);
+}
+
+static int read_entries(const char *path, list_text *ret, nsr_error *err) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
                 return nsr_error_set(err, errno,
                                      "cannot read the profile file %s (is nsrun installed? \"make install\", or set "
                                      "NSRUN_DATADIR to the source tree to run it in place)",
                                      path);
-        char **list = nsr_malloc0(sizeof(char *));
-        char line[PATH_MAX + 64];
-        size_t n = 0;
-        while (fgets(line, sizeof(line), f)) {
-                char *s = line;
-                while (isspace((unsigned char) *s))
-                        s++;
-                char *e = s + strlen(s);
-                while (e > s && isspace((unsigned char) e[-1]))
-                        *--e = '\0';
-                if (!*s || *s == '#')
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        int r = read_whole(fd, &text, &len);
+        if (r < 0)
+                return nsr_error_set(err, -r, "cannot read the profile file %s", path);
+        /* Each entry is at most its line, plus a NUL: the arena never
+         * grows, and is not zeroed (that memset of twice the file was
+         * half of this function's time). The vector doubles. */
+        _cleanup_(list_text_done) list_text t = { .arena = nsr_realloc_array(NULL, 2 * len + 1, 1), .len = len };
+        size_t cap = 64, used = 0;
+        t.v = nsr_malloc0(cap * sizeof(char *));
+        /* Lines as fgets(3) into a PATH_MAX + 64 buffer cut them, which is
+         * how this was read before: a longer line is several entries, and
+         * a NUL ends the entry where it stands. */
+        const size_t chunk = PATH_MAX + 63;
+        for (size_t at = 0, end; at < len; at = end) {
+                const char *nl = memchr(text + at, '\n', len - at);
+                end = nl ? (size_t) (nl - text) + 1 : len;
+                if (end - at > chunk)
+                        end = at + chunk;
+                /* Trimmed of blanks; a comment or blank line is no entry. */
+                size_t b = at;
+                while (b < end && isspace((unsigned char) text[b]))
+                        b++;
+                if (b == end || text[b] == '#' || text[b] == '\0')
                         continue;
-                if (++n > MAX_LIST_ENTRIES) {
-                        nsr_strv_free(list);
+                size_t e = b + strnlen(text + b, end - b);
+                while (e > b && isspace((unsigned char) text[e - 1]))
+                        e--;
+                if (t.n + 1 > MAX_LIST_ENTRIES)
                         return nsr_error_setx(err, E2BIG, "%s: more than %d entries", path, MAX_LIST_ENTRIES);
+                if (t.n + 1 == cap) {
+                        cap *= 2;
+                        t.v = nsr_realloc_array(t.v, cap, sizeof(char *));
                 }
-                nsr_strv_extend(&list, s);
+                memcpy(t.arena + used, text + b, e - b);
+                t.arena[used + e - b] = '\0';
+                t.v[t.n++] = t.arena + used;
+                t.v[t.n] = NULL;
+                used += e - b + 1;
         }
-        *ret = list;
+        *ret = t;
+        t = (list_text){ 0 };
         return 0;
 }
 
-bool nsr_profile_env_denied(const char *name, char *const *patterns) {
+int nsr_profile_check_list(const char *path, nsr_error *err) {
+        _cleanup_(list_text_done) list_text t = { 0 };
+        return read_entries(path, &t, err);
+}
+
+int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err) {
+        _cleanup_(list_text_done) list_text t = { 0 };
+        int r = read_entries(path, &t, err);
+        if (r < 0)
+                return r;
+        char **v = nsr_malloc0((t.n + 1) * sizeof(char *));
+        for (size_t i = 0; i < t.n; i++)
+                v[i] = nsr_strdup(t.v[i]);
+        *ret = v;
+        return 0;
+}
+
+/* One line of env-deny.list, ready to match: the forms every line has,
+ * "*LIT*", "*LIT", "LIT*" and "LIT" with no other special character in
+ * LIT, are a substring, suffix, prefix or equality test on the name and
+ * LIT with ASCII letters folded; anything else goes to fnmatch. It runs for
+ * each variable against each line at every launch, where fnmatch (or a
+ * case-insensitive compare at each offset) cost tens of microseconds.
+ * nsrun never calls setlocale, so fnmatch's FNM_CASEFOLD folds ASCII
+ * letters only too. */
+typedef struct envpat {
+        const char *pattern; /* without its '!' */
+        bool except;         /* a "!PATTERN" line */
+        enum { ENV_SUB, ENV_SUFFIX, ENV_PREFIX, ENV_EXACT, ENV_FNMATCH } kind;
+        char *lit; /* folded */
+        size_t n;
+        uint64_t bytes; /* charmask() of lit: a name without one of them cannot match */
+} envpat;
+
+/* Which bytes a string holds, folded into 64 buckets: LIT can be in a name
+ * only if every bucket of LIT is in the name's. One test then rules out
+ * most (variable, line) pairs without a scan. */
+static uint64_t charmask(const char *s, size_t n) {
+        uint64_t m = 0;
+        for (size_t i = 0; i < n; i++)
+                m |= UINT64_C(1) << ((unsigned char) s[i] & 63);
+        return m;
+}
+
+static void fold(char *s, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (s[i] >= 'a' && s[i] <= 'z')
+                        s[i] = (char) (s[i] - 'a' + 'A');
+}
+
+static envpat *envpats_new(char *const *patterns) {
+        size_t n = nsr_strv_length(patterns);
+        envpat *v = nsr_malloc0((n + 1) * sizeof(envpat));
+        for (size_t i = 0; i < n; i++) {
+                envpat *e = &v[i];
+                e->except = patterns[i][0] == '!';
+                e->pattern = patterns[i] + e->except;
+                bool lead = e->pattern[0] == '*';
+                const char *lit = e->pattern + lead;
+                size_t l = strlen(lit);
+                bool trail = l > 0 && lit[l - 1] == '*';
+                l -= trail;
+                if (strcspn(lit, "*?[\\") < l) {
+                        e->kind = ENV_FNMATCH;
+                        continue;
+                }
+                e->kind = lead && trail ? ENV_SUB : lead ? ENV_SUFFIX : trail ? ENV_PREFIX : ENV_EXACT;
+                e->lit = nsr_strndup(lit, l);
+                fold(e->lit, l);
+                e->n = l;
+                e->bytes = charmask(e->lit, l);
+        }
+        v[n].pattern = NULL;
+        return v;
+}
+
+static envpat *envpats_free(envpat *v) {
+        for (size_t i = 0; v && v[i].pattern; i++)
+                free(v[i].lit);
+        free(v);
+        return NULL;
+}
+DEFINE_CLEANUP_FUNC(envpat *, envpats_free)
+
+/* name as given, and folded (up, of length len, its bytes charmask()). */
+static bool envpat_match(const envpat *e, const char *name, const char *up, size_t len, uint64_t bytes) {
+        if (e->kind != ENV_FNMATCH && (e->bytes & ~bytes))
+                return false;
+        switch (e->kind) {
+        case ENV_SUB:
+                /* Not memmem: its setup per call cost more than these
+                 * short names take to scan. */
+                if (e->n == 0)
+                        return true;
+                for (const char *p = up; len >= e->n && (p = memchr(p, e->lit[0], (size_t) (up + len - e->n + 1 - p)));
+                     p++)
+                        if (memcmp(p, e->lit, e->n) == 0)
+                                return true;
+                return false;
+        case ENV_SUFFIX:
+                return len >= e->n && memcmp(up + len - e->n, e->lit, e->n) == 0;
+        case ENV_PREFIX:
+                return len >= e->n && memcmp(up, e->lit, e->n) == 0;
+        case ENV_EXACT:
+                return len == e->n && memcmp(up, e->lit, e->n) == 0;
+        case ENV_FNMATCH:
+                return fnmatch(e->pattern, name, FNM_CASEFOLD) == 0;
+        }
+        return false;
+}
+
+static bool envpats_deny(const envpat *v, const char *name) {
+        size_t len = strlen(name);
+        char buf[256];
+        _cleanup_free_ char *heap = len < sizeof(buf) ? NULL : nsr_strndup(name, len);
+        char *up = heap ?: buf;
+        memcpy(up, name, len + 1);
+        fold(up, len);
+        uint64_t bytes = charmask(up, len);
         /* "!PATTERN" lines are exceptions, whatever their place: *PWD*
          * catches MYSQL_PWD but must leave PWD and OLDPWD. */
-        for (size_t i = 0; patterns && patterns[i]; i++)
-                if (patterns[i][0] == '!' && fnmatch(patterns[i] + 1, name, FNM_CASEFOLD) == 0)
+        for (size_t i = 0; v[i].pattern; i++)
+                if (v[i].except && envpat_match(&v[i], name, up, len, bytes))
                         return false;
-        for (size_t i = 0; patterns && patterns[i]; i++)
-                if (patterns[i][0] != '!' && fnmatch(patterns[i], name, FNM_CASEFOLD) == 0)
+        for (size_t i = 0; v[i].pattern; i++)
+                if (!v[i].except && envpat_match(&v[i], name, up, len, bytes))
                         return true;
         return false;
+}
+
+bool nsr_profile_env_denied(const char *name, char *const *patterns) {
+        _cleanup_(envpats_freep) envpat *v = envpats_new(patterns);
+        return envpats_deny(v, name);
 }
 
 bool nsr_profile_env_value_secret(const char *value) {
@@ -145,18 +339,15 @@ static void add_real(char ***v, const char *path) {
                 nsr_strv_extend(v, buf);
 }
 
+/* Whether a pattern means itself: no glob character, escape or trailing
+ * slash. It then exists exactly when lstat (or its EOVERFLOW) says so, as
+ * in glob(3). */
+static bool literal(const char *pattern) {
+        size_t n = strcspn(pattern, "*?[\\");
+        return !pattern[n] && (n == 0 || pattern[n - 1] != '/');
+}
+
 static void add_glob(char ***v, const char *pattern) {
-        /* Nearly every entry of hide.list names one path, and most do not
-         * exist: for those, glob(3) makes the one lstat this makes, after
-         * splitting and copying the pattern. A pattern with no glob
-         * character, escape or trailing slash means itself, and exists
-         * exactly when lstat (or its EOVERFLOW) says so, as in glob. */
-        if (!strpbrk(pattern, "*?[\\") && !nsr_endswith(pattern, "/")) {
-                struct stat st;
-                if (lstat(pattern, &st) == 0 || errno == EOVERFLOW)
-                        nsr_strv_extend(v, pattern);
-                return;
-        }
         glob_t g;
         if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
                 return;
@@ -165,27 +356,93 @@ static void add_glob(char ***v, const char *pattern) {
         globfree(&g);
 }
 
+/* The dir a glob pattern lists, when that part of it is literal: no match
+ * can exist where it does not (glob opens it and finds nothing). */
+static char *glob_dir(const char *pattern) {
+        const char *slash = strrchr(pattern, '/');
+        if (!slash || slash == pattern)
+                return NULL;
+        _cleanup_free_ char *dir = nsr_strndup(pattern, (size_t) (slash - pattern));
+        return literal(dir) ? TAKE_PTR(dir) : NULL;
+}
+
+/* The patterns x[0..n) that exist now, in their order: the literal ones
+ * (nearly all of hide.list, most of them missing) looked up together by
+ * nsr_paths_exist, which lists a dir many of them share once instead of
+ * failing one lookup each; the others globbed, unless the dir they list
+ * is looked up with them and missing (~/.cargo/credentials*). */
+static void add_existing(char ***v, char **x, size_t n) {
+        _cleanup_free_ char **lit = nsr_malloc0((2 * n + 1) * sizeof(char *));
+        _cleanup_free_ bool *exists = nsr_malloc0((2 * n + 1) * sizeof(bool));
+        _cleanup_free_ ssize_t *at = nsr_malloc0((n + 1) * sizeof(ssize_t)); /* in lit, or -1 */
+        _cleanup_strv_free_ char **dirs = nsr_malloc0((n + 1) * sizeof(char *));
+        _cleanup_free_ bool *is_lit = nsr_malloc0((n + 1) * sizeof(bool));
+        size_t m = 0, nd = 0;
+        for (size_t i = 0; i < n; i++) {
+                at[i] = -1;
+                is_lit[i] = literal(x[i]);
+                char *d = is_lit[i] ? NULL : glob_dir(x[i]);
+                if (d)
+                        dirs[nd++] = d;
+                if (is_lit[i] || d) {
+                        at[i] = (ssize_t) m;
+                        lit[m++] = d ?: x[i];
+                }
+        }
+        nsr_paths_exist(lit, m, exists);
+        for (size_t i = 0; i < n; i++) {
+                bool known = at[i] >= 0, there = known && exists[at[i]];
+                if (!is_lit[i]) {
+                        if (!known || there)
+                                add_glob(v, x[i]);
+                } else if (there)
+                        nsr_strv_extend(v, x[i]);
+        }
+}
+
 /* The paths to hide that exist now: hide.list's (*ret_listed) and
  * --hide's (*ret_asked), expanded and globbed, read once per launch. */
 static int hide_paths(const nsr_project_opts *o, const nsr_profile_ctx *c, char ***ret_listed, char ***ret_asked,
                       nsr_error *err) {
         _cleanup_free_ char *file = nsr_asprintf("%s/profiles/hide.list", c->datadir);
-        _cleanup_strv_free_ char **list = NULL, **listed = nsr_malloc0(sizeof(char *)),
-                                 **asked = nsr_malloc0(sizeof(char *));
-        int r = nsr_profile_read_list(file, &list, err);
+        _cleanup_strv_free_ char **listed = nsr_malloc0(sizeof(char *)), **asked = nsr_malloc0(sizeof(char *));
+        _cleanup_(list_text_done) list_text list = { 0 };
+        int r = read_entries(file, &list, err);
         if (r < 0)
                 return r;
-        for (size_t i = 0; list[i]; i++) {
-                _cleanup_free_ char *x = nsr_profile_expand(list[i], c->home, c->env);
-                if (x && x[0] == '/')
-                        add_glob(&listed, x);
+        /* Expanded, those that expand to an absolute path (a line with a
+         * variable unset hides nothing). "~/..." with no variable, most of
+         * the list, is the home and the rest, written into one arena; the
+         * others are nsr_profile_expand's (kept in owned). */
+        size_t n = list.n, k = 0, used = 0, home_len = c->home ? strlen(c->home) : 0;
+        bool home_ok = c->home && c->home[0] == '/' && home_len < PATH_MAX;
+        _cleanup_free_ char **x = nsr_malloc0((n + 1) * sizeof(char *));
+        _cleanup_free_ char *arena = nsr_realloc_array(NULL, list.n * (home_len + 1) + 2 * list.len + 1, 1);
+        _cleanup_strv_free_ char **owned = nsr_malloc0((n + 1) * sizeof(char *));
+        for (size_t i = 0, m = 0; i < n; i++) {
+                const char *line = list.v[i];
+                if (home_ok && line[0] == '~' && line[1] == '/' && !strchr(line, '$')) {
+                        size_t l = strlen(line + 1);
+                        x[k++] = memcpy(arena + used, c->home, home_len);
+                        memcpy(arena + used + home_len, line + 1, l + 1);
+                        used += home_len + l + 1;
+                        continue;
+                }
+                char *e = nsr_profile_expand(line, c->home, c->env);
+                if (e && e[0] == '/')
+                        x[k++] = owned[m++] = e;
+                else
+                        free(e);
         }
-        for (size_t i = 0; o->hide && o->hide[i]; i++) {
-                _cleanup_free_ char *x = nsr_profile_expand(o->hide[i], c->home, c->env);
-                if (!x)
+        add_existing(&listed, x, k);
+        size_t na = nsr_strv_length(o->hide);
+        _cleanup_strv_free_ char **xa = nsr_malloc0((na + 1) * sizeof(char *));
+        for (size_t i = 0; i < na; i++) {
+                xa[i] = nsr_profile_expand(o->hide[i], c->home, c->env);
+                if (!xa[i])
                         return nsr_error_setx(err, EINVAL, "--hide %s: cannot expand it", o->hide[i]);
-                add_glob(&asked, x);
         }
+        add_existing(&asked, xa, na);
         *ret_listed = TAKE_PTR(listed);
         *ret_asked = TAKE_PTR(asked);
         return 0;
@@ -363,16 +620,17 @@ static const char *runtime_dir(const nsr_profile_ctx *c, char *buf, size_t len) 
 
 char **nsr_profile_env_filter(char *const *env, const char *datadir, nsr_error *err) {
         _cleanup_free_ char *file = nsr_asprintf("%s/profiles/env-deny.list", datadir);
-        _cleanup_strv_free_ char **deny = NULL;
-        if (nsr_profile_read_list(file, &deny, err) < 0)
+        _cleanup_(list_text_done) list_text deny = { 0 };
+        if (read_entries(file, &deny, err) < 0)
                 return NULL;
+        _cleanup_(envpats_freep) envpat *pats = envpats_new(deny.v);
         char **kept = nsr_malloc0(sizeof(char *));
         for (size_t i = 0; env && env[i]; i++) {
                 const char *eq = strchr(env[i], '=');
                 if (!eq || eq == env[i])
                         continue;
                 _cleanup_free_ char *name = nsr_strndup(env[i], (size_t) (eq - env[i]));
-                if (!nsr_profile_env_denied(name, deny) && !nsr_profile_env_value_secret(eq + 1))
+                if (!envpats_deny(pats, name) && !nsr_profile_env_value_secret(eq + 1))
                         nsr_strv_extend(&kept, env[i]);
         }
         return kept;
@@ -381,9 +639,11 @@ char **nsr_profile_env_filter(char *const *env, const char *datadir, nsr_error *
 static void add_env(builder *b, nsr_error *err) {
         const nsr_profile_ctx *c = b->ctx;
         _cleanup_free_ char *file = nsr_asprintf("%s/profiles/env-deny.list", c->datadir);
-        _cleanup_strv_free_ char **deny = NULL;
-        if (nsr_profile_read_list(file, &deny, err) < 0)
-                deny = NULL; /* reported by the caller through err */
+        /* A list that cannot be read is reported by the caller through
+         * err; deny.v stays NULL. */
+        _cleanup_(list_text_done) list_text deny = { 0 };
+        (void) read_entries(file, &deny, err);
+        _cleanup_(envpats_freep) envpat *pats = envpats_new(deny.v);
         for (size_t i = 0; c->env && c->env[i]; i++) {
                 const char *eq = strchr(c->env[i], '=');
                 if (!eq)
@@ -391,7 +651,7 @@ static void add_env(builder *b, nsr_error *err) {
                 _cleanup_free_ char *name = nsr_strndup(c->env[i], (size_t) (eq - c->env[i]));
                 if (!*name || nsr_strv_contains(b->p->proj.keep_env, name))
                         continue;
-                if (nsr_profile_env_denied(name, deny) || nsr_profile_env_value_secret(eq + 1))
+                if (envpats_deny(pats, name) || nsr_profile_env_value_secret(eq + 1))
                         nsr_plan_add_env(b->p, NSR_ENV_UNSET, name, NULL);
         }
         nsr_plan_add_env(b->p, NSR_ENV_SET, "NSRUN", "1");
@@ -443,6 +703,10 @@ static void protect_git(builder *b, const nsr_profile_project *pr) {
  * planted under the old name, but a mount point cannot (EBUSY). */
 static void protect_config_in_rw(builder *b, size_t n_ro) {
         char *const *cf = b->p->proj.config_files;
+        /* No --rw path, nothing to protect in one: not a realpath of each
+         * config file for nothing (a readlink per component). */
+        if (!b->exposed || !b->exposed[n_ro])
+                return;
         for (size_t i = 0; cf && cf[i]; i++) {
                 char real[PATH_MAX];
                 struct stat st;

@@ -74,3 +74,6 @@ char **nsr_profile_env_filter(char *const *env, const char *datadir, nsr_error *
 /* Reads a profile list file: one entry per line, '#' comments, blank lines
  * skipped, surrounding blanks trimmed. */
 int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err);
+/* Whether nsr_profile_read_list would read the file: the same errors,
+ * without the copy of each entry. */
+int nsr_profile_check_list(const char *path, nsr_error *err);

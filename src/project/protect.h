@@ -131,7 +131,8 @@ char *nsr_protect_git_config_hooks_path(const char *in, size_t len);
 /* DATADIR/profiles/protect.list plus the user's
  * XDG_CONFIG/nsrun/protect.list (or HOME/.config/nsrun/protect.list) when
  * it exists. A missing or unreadable shipped list is an error: project
- * mode checks it before the command runs. */
+ * mode checks it before the command runs (ret NULL: only checked, no
+ * vector built). */
 int nsr_protect_load_list(const char *datadir, const char *home, const char *xdg_config, char ***ret, nsr_error *err);
 
 typedef enum nsr_protect_action {

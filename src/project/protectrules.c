@@ -234,7 +234,7 @@ void protect_find_hooks(nsr_protect_rules *r, const nsr_protect_ctx *ctx) {
 int nsr_protect_load_list(const char *datadir, const char *home, const char *xdg_config, char ***ret, nsr_error *err) {
         _cleanup_free_ char *file = nsr_asprintf("%s/profiles/protect.list", datadir);
         _cleanup_strv_free_ char **v = NULL;
-        int k = nsr_profile_read_list(file, &v, err);
+        int k = ret ? nsr_profile_read_list(file, &v, err) : nsr_profile_check_list(file, err);
         if (k < 0)
                 return k; /* fail closed: no list, no run */
         /* The user's additions. */
@@ -244,12 +244,15 @@ int nsr_protect_load_list(const char *datadir, const char *home, const char *xdg
                                            : NULL;
         if (user && access(user, F_OK) == 0) {
                 _cleanup_strv_free_ char **more = NULL;
-                k = nsr_profile_read_list(user, &more, err);
+                k = ret ? nsr_profile_read_list(user, &more, err) : nsr_profile_check_list(user, err);
                 if (k < 0)
                         return k;
+                if (!ret)
+                        return 0;
                 for (size_t i = 0; more[i]; i++)
                         nsr_strv_extend(&v, more[i]);
         }
-        *ret = TAKE_PTR(v);
+        if (ret)
+                *ret = TAKE_PTR(v);
         return 0;
 }

@@ -163,10 +163,17 @@ static int mkdir_p(const char *path, mode_t mode) {
 }
 
 int nsr_state_open(const char *dir, nsr_error *err) {
-        int r = mkdir_p(dir, 0700);
-        if (r < 0)
-                return nsr_error_set(err, -r, "cannot create the state dir %s (choose another with --state-dir)", dir);
+        /* A state dir that is there (every run but the first) is opened
+         * without a mkdir of each of its ancestors first, each failing
+         * with EEXIST; a run opens it twice. */
         int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+                int r = mkdir_p(dir, 0700);
+                if (r < 0)
+                        return nsr_error_set(err, -r,
+                                             "cannot create the state dir %s (choose another with --state-dir)", dir);
+                fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        }
         if (fd < 0)
                 return nsr_error_set(err, errno, "cannot open the state dir %s", dir);
         struct stat st;
@@ -188,8 +195,8 @@ int nsr_state_open(const char *dir, nsr_error *err) {
 void nsr_run_id_new(char ret[NSR_RUN_ID_MAX]) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        struct tm tm;
-        gmtime_r(&ts.tv_sec, &tm);
+        struct tm tm = { 0 };
+        (void) nsr_gmtime(ts.tv_sec, &tm);
         uint8_t rnd[3] = { 0 };
         if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t) sizeof(rnd)) {
                 /* Without entropy, the pid and the nanoseconds still make

@@ -2188,10 +2188,40 @@ START_TEST(test_op_perms_defaults) {
 }
 END_TEST
 
+START_TEST(test_caller_detect_for) {
+        /* Only what validation reads is probed, and what is probed is what
+         * nsr_caller_detect finds. */
+        nsr_caller all, some;
+        nsr_caller_detect(&all);
+        _cleanup_(nsr_plan_freep) nsr_plan *p = nsr_plan_new();
+        nsr_caller_detect_for(p, &some);
+        ck_assert_uint_eq(some.uid, all.uid);
+        ck_assert_uint_eq(some.gid, all.gid);
+        ck_assert(!some.userns_possible && !some.cgroupns_possible);
+        p->unshare_cgroup_try = true;
+        p->unshare_user_try = true;
+        p->userns_fd = 5; /* then the user namespace is never implied */
+        nsr_caller_detect_for(p, &some);
+        ck_assert(some.userns_possible == all.userns_possible);
+        ck_assert(some.cgroupns_possible == all.cgroupns_possible);
+        p->unshare_cgroup_try = false;
+        p->unshare_cgroup = true;
+        p->userns_fd = -1;
+        nsr_caller_detect_for(p, &some);
+        ck_assert(some.cgroupns_possible == all.cgroupns_possible);
+        /* Not root, no --userns: a user namespace anyway, nothing to probe. */
+        if (all.uid != 0)
+                ck_assert(!some.userns_possible);
+        else
+                ck_assert(some.userns_possible == all.userns_possible);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("cli");
         TCase *tc = tcase_create("table");
         tcase_add_test(tc, test_table_bwrap_options);
+        tcase_add_test(tc, test_caller_detect_for);
         tcase_add_test(tc, test_options_suggest);
         tcase_add_test(tc, test_table_bwrap_order);
         tcase_add_test(tc, test_table_nsrun_options);

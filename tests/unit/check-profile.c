@@ -6,6 +6,8 @@
 #include <linux/capability.h>
 
 #include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -45,6 +47,96 @@ START_TEST(test_expand) {
         ck_assert_ptr_null(nsr_profile_expand("/x/$", "/h", env));
         ck_assert_ptr_null(nsr_profile_expand("/x/${}", "/h", env));
         ck_assert_ptr_null(nsr_profile_expand("/x/$/y", "/h", env));
+}
+END_TEST
+
+START_TEST(test_read_list) {
+        char dir[] = "/tmp/nsr-list.XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        _cleanup_free_ char *path = nsr_path_join(dir, "l");
+        /* Comments, blank lines and blanks around entries go; a line longer
+         * than PATH_MAX + 63 bytes is cut where fgets(3) cut it (the list
+         * was read with it), and a NUL ends the entry; no newline at the
+         * end is an entry all the same. */
+        _cleanup_free_ char *lng = nsr_malloc0(PATH_MAX + 100);
+        memset(lng, 'a', PATH_MAX + 63);
+        memcpy(lng + PATH_MAX + 63, "tail", 4);
+        FILE *f = fopen(path, "we");
+        ck_assert_ptr_nonnull(f);
+        fprintf(f, "# comment\n\n   \n  one  \n\t# indented comment\ntwo\n%s\n", lng);
+        fwrite("nul\0after\n", 1, 10, f);
+        fputs("last", f);
+        ck_assert_int_eq(fclose(f), 0);
+        _cleanup_strv_free_ char **v = NULL;
+        nsr_error err = { 0 };
+        ck_assert_int_eq(nsr_profile_read_list(path, &v, &err), 0);
+        ck_assert_int_eq(nsr_profile_check_list(path, &err), 0);
+        ck_assert_uint_eq(nsr_strv_length(v), 6);
+        ck_assert_str_eq(v[0], "one");
+        ck_assert_str_eq(v[1], "two");
+        ck_assert_uint_eq(strlen(v[2]), PATH_MAX + 63);
+        ck_assert_str_eq(v[3], "tail");
+        ck_assert_str_eq(v[4], "nul");
+        ck_assert_str_eq(v[5], "last");
+        /* The limit on entries, and a list that cannot be read. */
+        f = fopen(path, "we");
+        for (int i = 0; i < 4097; i++)
+                fprintf(f, "/e%d\n", i);
+        ck_assert_int_eq(fclose(f), 0);
+        _cleanup_strv_free_ char **w = NULL;
+        ck_assert_int_eq(nsr_profile_read_list(path, &w, &err), -E2BIG);
+        ck_assert_int_eq(nsr_profile_check_list(path, &err), -E2BIG);
+        ck_assert_int_eq(nsr_profile_read_list(dir, &w, &err), -EISDIR);
+        ck_assert_int_eq(nsr_profile_check_list(dir, &err), -EISDIR);
+        ck_assert_ptr_null(w);
+        unlink(path);
+        rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_env_denied_as_fnmatch) {
+        /* The deny list's patterns are matched without fnmatch where they
+         * have its simple forms: each answer must be fnmatch's. */
+        static const char *const patterns[] = { "*TOKEN*", "*_KEY", "AWS_*", "DATABASE_URL", "*",     "**",
+                                                "",        "*PWD*", "PWD",   "*a*b*",        "A?C",   "[AB]*",
+                                                "*\\*",    "AB\\*", "*x\\",  "*_AUTH_*",     "OP_*_X" };
+        static const char *const names[] = { "GH_TOKEN",
+                                             "token",
+                                             "MY_TOKEN_X",
+                                             "API_KEY",
+                                             "api_key_x",
+                                             "aws_region",
+                                             "AWS_",
+                                             "AWS",
+                                             "database_url",
+                                             "DATABASE_URLS",
+                                             "",
+                                             "PWD",
+                                             "OLDPWD",
+                                             "MYSQL_PWD",
+                                             "ab",
+                                             "xaxbx",
+                                             "ABC",
+                                             "A/C",
+                                             "*",
+                                             "AB*",
+                                             "ABx",
+                                             "x\\",
+                                             "_AUTH_",
+                                             "OP_SESSION_X",
+                                             "\xc3\x84_TOKEN",
+                                             "T\xc3\xb6KEN" };
+        for (size_t i = 0; i < ELEMENTSOF(patterns); i++)
+                for (size_t k = 0; k < ELEMENTSOF(names); k++) {
+                        char *v[] = { (char *) patterns[i], NULL };
+                        bool want = fnmatch(patterns[i], names[k], FNM_CASEFOLD) == 0;
+                        ck_assert_msg(nsr_profile_env_denied(names[k], v) == want, "%s on %s: fnmatch says %d",
+                                      patterns[i], names[k], want);
+                        char neg[64];
+                        snprintf(neg, sizeof(neg), "!%s", patterns[i]);
+                        char *w[] = { neg, "*", NULL };
+                        ck_assert(nsr_profile_env_denied(names[k], w) == !want);
+                }
 }
 END_TEST
 
@@ -423,7 +515,9 @@ static Suite *suite(void) {
         Suite *s = suite_create("profile");
         TCase *tc = tcase_create("core");
         tcase_add_test(tc, test_expand);
+        tcase_add_test(tc, test_read_list);
         tcase_add_test(tc, test_env_denied);
+        tcase_add_test(tc, test_env_denied_as_fnmatch);
         tcase_add_test(tc, test_env_denied_exceptions);
         tcase_add_test(tc, test_env_value_secret);
         tcase_add_test(tc, test_build);

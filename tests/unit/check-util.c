@@ -5,13 +5,17 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/dirent.h"
 #include "base/error.h"
+#include "base/pathprobe.h"
 #include "base/timing.h"
 #include "base/util.h"
 #include "unit.h"
@@ -800,10 +804,151 @@ START_TEST(test_foreach_dirent) {
 }
 END_TEST
 
+START_TEST(test_gmtime) {
+        /* Every field gmtime_r gives, over 20000 years of weeks, odd
+         * offsets, the edges of leap years and centuries, and times whose
+         * year does not fit. */
+        struct tm want, got;
+        int64_t edges[] = { 0,
+                            -1,
+                            86399,
+                            86400,
+                            951782399,
+                            951782400,
+                            951868800,
+                            4107542399,
+                            4107542400,
+                            -62167219200,
+                            253402300799,
+                            1LL << 40,
+                            -(1LL << 40),
+                            67767976233316800LL,
+                            -67768040609740800LL,
+                            INT64_MAX,
+                            INT64_MIN };
+        for (size_t i = 0; i < ELEMENTSOF(edges); i++) {
+                time_t t = (time_t) edges[i];
+                bool ok = gmtime_r(&t, &want) != NULL;
+                ck_assert_msg(nsr_gmtime(edges[i], &got) == ok, "%lld: gmtime_r %d", (long long) edges[i], ok);
+                if (ok)
+                        ck_assert_msg(memcmp(&got, &want, offsetof(struct tm, tm_isdst)) == 0, "%lld",
+                                      (long long) edges[i]);
+        }
+        for (int64_t t = -315569520000LL; t < 315569520000LL; t += 7 * 86400 + 3607) {
+                time_t tt = (time_t) t;
+                ck_assert_ptr_nonnull(gmtime_r(&tt, &want));
+                ck_assert(nsr_gmtime(t, &got));
+                ck_assert_msg(memcmp(&got, &want, offsetof(struct tm, tm_isdst)) == 0, "%lld", (long long) t);
+        }
+}
+END_TEST
+
+/* ---- nsr_paths_exist ------------------------------------------------------ */
+
+/* Checks nsr_paths_exist against lstat for every path of v: each answer,
+ * not only the count. */
+static void probe_matches_lstat(char **v, size_t n) {
+        bool got[256];
+        ck_assert_uint_le(n, ELEMENTSOF(got));
+        nsr_paths_exist(v, n, got);
+        for (size_t i = 0; i < n; i++) {
+                struct stat st;
+                bool want = lstat(v[i], &st) == 0;
+                ck_assert_msg(got[i] == want, "%s: probe says %d, lstat %d", v[i], got[i], want);
+                ck_assert(nsr_path_exists(v[i]) == want);
+        }
+}
+
+START_TEST(test_paths_exist) {
+        char top[] = "/tmp/nsr-probe.XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(top));
+        _cleanup_strv_free_ char **v = nsr_malloc0(sizeof(char *));
+        /* Enough names in top and in top/d to list both, a few of them
+         * there; a dir that is missing (top/gone) with enough names below
+         * it, and names two levels below missing dirs, which the listing of
+         * top answers for; a file taken for a dir; a dangling link and a
+         * link to a dir; paths that are not plain. */
+        _cleanup_free_ char *d = nsr_path_join(top, "d");
+        ck_assert_int_eq(mkdir(d, 0700), 0);
+        for (int i = 0; i < 12; i++) {
+                nsr_strv_push(&v, nsr_asprintf("%s/n%d", top, i));
+                nsr_strv_push(&v, nsr_asprintf("%s/d/n%d", top, i));
+                nsr_strv_push(&v, nsr_asprintf("%s/gone/n%d", top, i));
+                nsr_strv_push(&v, nsr_asprintf("%s/gone%d/x/y", top, i));
+                nsr_strv_push(&v, nsr_asprintf("%s/link/n%d", top, i));
+                nsr_strv_push(&v, nsr_asprintf("%s/n3/n%d", top, i));
+        }
+        for (int i = 0; i < 12; i += 3) {
+                _cleanup_free_ char *a = nsr_asprintf("%s/n%d", top, i), *b = nsr_asprintf("%s/d/n%d", top, i + 1);
+                ck_assert_int_eq(close(open(a, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)), 0);
+                ck_assert_int_eq(mkdir(b, 0700), 0);
+        }
+        _cleanup_free_ char *dangling = nsr_path_join(top, "n5"), *link = nsr_path_join(top, "link");
+        ck_assert_int_eq(symlink("/nonexistent/x", dangling), 0);
+        ck_assert_int_eq(symlink(d, link), 0);
+        nsr_strv_push(&v, nsr_asprintf("%s//d/n1", top));
+        nsr_strv_push(&v, nsr_asprintf("%s/./d/n1", top));
+        nsr_strv_push(&v, nsr_asprintf("%s/d/../d/n1", top));
+        nsr_strv_push(&v, nsr_asprintf("%s/d/n1/", top));
+        nsr_strv_push(&v, nsr_strdup("relative/path"));
+        nsr_strv_push(&v, nsr_strdup("/"));
+        size_t n = nsr_strv_length(v);
+        probe_matches_lstat(v, n);
+        /* Nothing is kept: what is made between two calls is found by the
+         * second, in a listed dir, in a dir that was missing, and below a
+         * dir the first listing did not have. */
+        _cleanup_free_ char *gone = nsr_path_join(top, "gone"), *gone2 = nsr_path_join(top, "gone2"),
+                            *gone2x = nsr_path_join(top, "gone2/x");
+        _cleanup_free_ char *f7 = nsr_path_join(top, "n7"), *g4 = nsr_path_join(top, "gone/n4"),
+                            *y = nsr_path_join(top, "gone2/x/y");
+        ck_assert_int_eq(close(open(f7, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)), 0);
+        ck_assert_int_eq(mkdir(gone, 0700), 0);
+        ck_assert_int_eq(close(open(g4, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)), 0);
+        ck_assert_int_eq(mkdir(gone2, 0700), 0);
+        ck_assert_int_eq(mkdir(gone2x, 0700), 0);
+        ck_assert_int_eq(close(open(y, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)), 0);
+        probe_matches_lstat(v, n);
+        bool got[256];
+        nsr_paths_exist(v, n, got);
+        size_t found = 0;
+        for (size_t i = 0; i < n; i++)
+                found += got[i] && (streq(v[i], f7) || streq(v[i], g4) || streq(v[i], y));
+        ck_assert_uint_eq(found, 3);
+        nsr_paths_exist(v, 0, got);
+        _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", top);
+        ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+START_TEST(test_paths_exist_big_dir) {
+        /* A dir with far more entries than paths asked about is not listed
+         * whole: the answers are lstat's all the same. */
+        char top[] = "/tmp/nsr-probe.XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(top));
+        int fd = open(top, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        for (int i = 0; i < 64 * 2 * NSR_PATHPROBE_LIST_MIN + 10; i++) {
+                char name[16];
+                snprintf(name, sizeof(name), "e%d", i);
+                ck_assert_int_eq(mkdirat(fd, name, 0700), 0);
+        }
+        close(fd);
+        _cleanup_strv_free_ char **v = nsr_malloc0(sizeof(char *));
+        for (int i = 0; i < NSR_PATHPROBE_LIST_MIN; i++) {
+                nsr_strv_push(&v, nsr_asprintf("%s/e%d", top, i * 7));
+                nsr_strv_push(&v, nsr_asprintf("%s/x%d", top, i));
+        }
+        probe_matches_lstat(v, nsr_strv_length(v));
+        _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", top);
+        ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("util");
         TCase *tc = tcase_create("parse");
         tcase_add_test(tc, test_strappendf);
+        tcase_add_test(tc, test_gmtime);
         tcase_add_test(tc, test_edit_distance);
         tcase_add_test(tc, test_timing);
         tcase_add_test(tc, test_parse_int_good);
@@ -830,6 +975,8 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_read_all_bad_fd);
         tcase_add_test(tc, test_read_full_write_all);
         tcase_add_test(tc, test_foreach_dirent);
+        tcase_add_test(tc, test_paths_exist);
+        tcase_add_test(tc, test_paths_exist_big_dir);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("string-table");
