@@ -28,10 +28,10 @@
 #include "cli/subopts.h"
 #include "cmd/cmd.h"
 #include "project/orphan.h"
+#include "project/profile.h"
 #include "project/project.h"
 #include "project/sesscommit.h"
 #include "project/session.h"
-#include "project/stepenv.h"
 #include "project/stepio.h"
 #include "sandbox/reaper.h"
 #include "txn/state.h"
@@ -784,7 +784,7 @@ int nsr_cmd_exec(int argc, char **argv) {
         nsr_error e = { 0 };
         /* The caller's environment, through the deny list a one-shot run
          * uses (the agent adds the run's own edits); --clearenv: none. */
-        _cleanup_strv_free_ char **base = a.clearenv ? NULL : nsr_stepenv_filter(environ, nsr_datadir(), &e);
+        _cleanup_strv_free_ char **base = a.clearenv ? NULL : nsr_profile_env_filter(environ, nsr_datadir(), &e);
         if (!a.clearenv && !base) {
                 nsr_error_prefix(&e, "the environment's deny list");
                 err_print(&e);

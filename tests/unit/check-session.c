@@ -19,7 +19,6 @@
 #include "project/sesscommit.h"
 #include "project/session.h"
 #include "project/settle.h"
-#include "project/stepenv.h"
 #include "txn/state.h"
 #include "unit.h"
 
@@ -409,39 +408,72 @@ static uint32_t lcg(uint32_t *x) {
         return *x >> 8;
 }
 
-START_TEST(test_stepenv_match) {
+/* The deny list's matcher (nsr_profile_env_denied) says what
+ * fnmatch(pattern, name, FNM_CASEFOLD) says, for any one pattern; a "!"
+ * line is an exception and denies nothing by itself. */
+static bool denied_by(const char *pattern, const char *name) {
+        char *const one[] = { (char *) pattern, NULL };
+        return nsr_profile_env_denied(name, one);
+}
+
+START_TEST(test_env_match) {
         static const char pa[] = "aAbBzZ*?[]!\\_-./";
         static const char na[] = "aAbBzZ*?[]!\\_-./\x80\xe9";
         uint32_t x = 28;
         for (int i = 0; i < 300000; i++) {
                 char p[10], n[12];
-                size_t pl = lcg(&x) % 9, nl = lcg(&x) % 11;
+                size_t pl = lcg(&x) % 9, nl = 1 + lcg(&x) % 10;
                 for (size_t k = 0; k < pl; k++)
                         p[k] = pa[lcg(&x) % (sizeof(pa) - 1)];
                 for (size_t k = 0; k < nl; k++)
                         n[k] = na[lcg(&x) % (sizeof(na) - 1)];
                 p[pl] = n[nl] = '\0';
-                bool want = fnmatch(p, n, FNM_CASEFOLD) == 0;
-                if (nsr_stepenv_match(p, n) != want)
+                bool want = p[0] != '!' && fnmatch(p, n, FNM_CASEFOLD) == 0;
+                if (denied_by(p, n) != want)
                         ck_abort_msg("pattern \"%s\", name \"%s\": fnmatch says %d", p, n, want);
         }
         /* The deny list's shapes, by hand. */
-        ck_assert(nsr_stepenv_match("*TOKEN*", "github_token"));
-        ck_assert(nsr_stepenv_match("OP_SESSION_*", "op_session_me"));
-        ck_assert(nsr_stepenv_match("*_KEY", "A_KEY"));
-        ck_assert(!nsr_stepenv_match("*_KEY", "_KEYS"));
-        ck_assert(!nsr_stepenv_match("*_AUTH_*", "X_AUTH"));
-        ck_assert(nsr_stepenv_match("*A*B*C*D*E*F*G*H*I*J*", "xaxbxcxdxexfxgxhxixjx"));
-        ck_assert(!nsr_stepenv_match("*A*B*C*D*E*F*G*H*I*J*", "xaxbxcxdxexfxgxhxix"));
-        ck_assert(nsr_stepenv_match("AB*BA", "ABA") == (fnmatch("AB*BA", "ABA", FNM_CASEFOLD) == 0));
+        ck_assert(denied_by("*TOKEN*", "github_token"));
+        ck_assert(denied_by("OP_SESSION_*", "op_session_me"));
+        ck_assert(denied_by("*_KEY", "A_KEY"));
+        ck_assert(!denied_by("*_KEY", "_KEYS"));
+        ck_assert(!denied_by("*_AUTH_*", "X_AUTH"));
+        ck_assert(denied_by("*A*B*C*D*E*F*G*H*I*J*", "xaxbxcxdxexfxgxhxixjx"));
+        ck_assert(!denied_by("*A*B*C*D*E*F*G*H*I*J*", "xaxbxcxdxexfxgxhxix"));
+        ck_assert(denied_by("AB*BA", "ABA") == (fnmatch("AB*BA", "ABA", FNM_CASEFOLD) == 0));
 }
 END_TEST
 
-static void stepenv_same(const char *datadir, char **env) {
+/* What the filter must pass, by the rule itself: a variable goes when a
+ * line matches its name (fnmatch, case folded) and no "!" line does, or
+ * when its value carries a credential; a line without '=' or with an
+ * empty name goes too. */
+static char **reference_filter(char *const *env, char *const *lines) {
+        char **kept = nsr_malloc0(sizeof(char *));
+        for (size_t i = 0; env[i]; i++) {
+                const char *eq = strchr(env[i], '=');
+                if (!eq || eq == env[i])
+                        continue;
+                _cleanup_free_ char *name = nsr_strndup(env[i], (size_t) (eq - env[i]));
+                bool deny = false, except = false;
+                for (size_t k = 0; lines[k]; k++) {
+                        bool ex = lines[k][0] == '!';
+                        if (fnmatch(lines[k] + ex, name, FNM_CASEFOLD) == 0)
+                                *(ex ? &except : &deny) = true;
+                }
+                if (!(deny && !except) && !nsr_profile_env_value_secret(eq + 1))
+                        nsr_strv_extend(&kept, env[i]);
+        }
+        return kept;
+}
+
+static void filter_as_rule(const char *datadir, char **env) {
         nsr_error e1 = { 0 }, e2 = { 0 };
-        _cleanup_strv_free_ char **want = nsr_profile_env_filter(env, datadir, &e1);
-        _cleanup_strv_free_ char **got = nsr_stepenv_filter(env, datadir, &e2);
-        ck_assert_ptr_nonnull(want);
+        _cleanup_free_ char *file = nsr_asprintf("%s/profiles/env-deny.list", datadir);
+        _cleanup_strv_free_ char **lines = NULL;
+        ck_assert_int_ge(nsr_profile_read_list(file, &lines, &e1), 0);
+        _cleanup_strv_free_ char **want = reference_filter(env, lines);
+        _cleanup_strv_free_ char **got = nsr_profile_env_filter(env, datadir, &e2);
         ck_assert_ptr_nonnull(got);
         size_t n = nsr_strv_length(want);
         ck_assert_uint_eq(nsr_strv_length(got), n);
@@ -449,11 +481,12 @@ static void stepenv_same(const char *datadir, char **env) {
                 ck_assert_str_eq(got[i], want[i]);
 }
 
-/* The exec client's filter passes exactly what nsr_profile_env_filter
- * passes, in the same order: the shipped list, and one with every kind of
- * pattern; names a pattern matches in another case, exceptions, values
- * with credentials, a name longer than the fast path takes. */
-START_TEST(test_stepenv_filter) {
+/* The exec client's filter (nsr_profile_env_filter, the one-shot run's)
+ * passes exactly what the rule passes, in the same order: the shipped
+ * list, and one with every kind of pattern; names a pattern matches in
+ * another case, exceptions, values with credentials, a name longer than
+ * the fast path takes. */
+START_TEST(test_env_filter) {
         _cleanup_strv_free_ char **env = NULL;
         static const char *const fixed[] = {
                 "PATH=/usr/bin",
@@ -496,9 +529,9 @@ START_TEST(test_stepenv_filter) {
                 v[l] = '\0';
                 nsr_strv_push(&env, nsr_asprintf("%s=v", v));
         }
-        stepenv_same(NSR_TEST_DATADIR "/../..", env);
+        filter_as_rule(NSR_TEST_DATADIR "/../..", env);
 
-        char dir[] = "/tmp/nsrun-stepenv.XXXXXX";
+        char dir[] = "/tmp/nsrun-envfilter.XXXXXX";
         ck_assert_ptr_nonnull(mkdtemp(dir));
         _cleanup_free_ char *pdir = nsr_asprintf("%s/profiles", dir);
         _cleanup_free_ char *list = nsr_asprintf("%s/env-deny.list", pdir);
@@ -509,11 +542,11 @@ START_TEST(test_stepenv_filter) {
               "OP_SESSION_*\n*PWD*\n!PWD\n",
               f);
         fclose(f);
-        stepenv_same(dir, env);
+        filter_as_rule(dir, env);
         /* No list: nothing passes unchecked. */
         ck_assert_int_eq(unlink(list), 0);
         nsr_error e = { 0 };
-        ck_assert_ptr_null(nsr_stepenv_filter(env, dir, &e));
+        ck_assert_ptr_null(nsr_profile_env_filter(env, dir, &e));
         ck_assert_int_ne(e.code, 0);
         rmdir(pdir);
         rmdir(dir);
@@ -534,8 +567,8 @@ static Suite *session_suite(void) {
         tcase_add_test(tc, test_settle_open_record);
         tcase_add_test(tc, test_settle_refresh);
         tcase_add_test(tc, test_settle_settled);
-        tcase_add_test(tc, test_stepenv_match);
-        tcase_add_test(tc, test_stepenv_filter);
+        tcase_add_test(tc, test_env_match);
+        tcase_add_test(tc, test_env_filter);
         suite_add_tcase(s, tc);
         return s;
 }
