@@ -805,7 +805,8 @@ START_TEST(test_foreach_dirent) {
 END_TEST
 
 START_TEST(test_gmtime) {
-        /* Every field gmtime_r gives, over 20000 years of weeks, odd
+        /* Every field gmtime_r gives, over 20000 years in steps of a month
+         * and an hour (a quarter of a million times, quick under ASan), odd
          * offsets, the edges of leap years and centuries, and times whose
          * year does not fit. */
         struct tm want, got;
@@ -834,7 +835,7 @@ START_TEST(test_gmtime) {
                         ck_assert_msg(memcmp(&got, &want, offsetof(struct tm, tm_isdst)) == 0, "%lld",
                                       (long long) edges[i]);
         }
-        for (int64_t t = -315569520000LL; t < 315569520000LL; t += 7 * 86400 + 3607) {
+        for (int64_t t = -315569520000LL; t < 315569520000LL; t += 31 * 86400 + 3607) {
                 time_t tt = (time_t) t;
                 ck_assert_ptr_nonnull(gmtime_r(&tt, &want));
                 ck_assert(nsr_gmtime(t, &got));
