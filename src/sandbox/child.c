@@ -502,10 +502,6 @@ static uint64_t start_pid1(launch *l, uint64_t bound) {
         int ready[2];
         if (pipe2(ready, O_CLOEXEC) < 0)
                 child_fail(l, (nsr_error_set(&e, errno, "Can't create a pipe for pid 1"), &e));
-        /* The command waits for pid 1 anyway: it starts on pid 1's CPU,
-         * as pid 1 goes to sleep, instead of waking another one twice
-         * (base/affinity.h). */
-        nsr_affinity_pin_here(&l->cpus);
         pid_t cmd = fork();
         if (cmd < 0)
                 child_fail(l, (nsr_error_set(&e, errno, "Can't fork for pid 1"), &e));
@@ -519,7 +515,6 @@ static uint64_t start_pid1(launch *l, uint64_t bound) {
         if (own_group)
                 (void) setpgid(cmd > 0 ? cmd : 0, cmd > 0 ? cmd : 0);
         if (cmd > 0) {
-                (void) nsr_affinity_restore(&l->cpus);
                 close(ready[0]);
                 /* Before pid 1's own filter, which forbids getpid. */
                 unsigned rflags = own_group ? NSR_REAPER_GROUP : 0;
