@@ -836,16 +836,21 @@ static int cache_file_open(int dir, const char *name) {
         return fd;
 }
 
+/* The whole of such a file, at most max bytes. */
+static int cache_file_read(int dir, const char *name, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = cache_file_open(dir, name);
+        if (fd < 0)
+                return fd;
+        return nsr_read_all(fd, max, ret, ret_len);
+}
+
 static int cache_lookup_at(int dir, const uint8_t key[NSR_SHA256_SIZE], char **ret_data, size_t *ret_len) {
         char name[2 * NSR_SHA256_SIZE + 8];
         cache_file_name(key, name);
         /* Never load a filter someone else could have written. */
-        _cleanup_close_ int fd = cache_file_open(dir, name);
-        if (fd < 0)
-                return fd;
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;
-        int r = nsr_read_all(fd, CACHE_FILE_MAX, &buf, &len);
+        int r = cache_file_read(dir, name, CACHE_FILE_MAX, &buf, &len);
         if (r < 0)
                 return r;
         /* A torn or corrupt entry is ignored (and later overwritten). */
@@ -1033,12 +1038,9 @@ static int index_lookup_at(int dir, const uint8_t slot[NSR_SHA256_SIZE], const c
                            uint8_t ret_digest[NSR_SHA256_SIZE]) {
         char name[2 * NSR_SHA256_SIZE + 8];
         index_file_name(slot, name);
-        _cleanup_close_ int fd = cache_file_open(dir, name);
-        if (fd < 0)
-                return fd;
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;
-        int r = nsr_read_all(fd, INDEX_FILE_MAX, &buf, &len);
+        int r = cache_file_read(dir, name, INDEX_FILE_MAX, &buf, &len);
         if (r < 0)
                 return r;
         if (len < INDEX_HEADER + NSR_SHA256_SIZE)
