@@ -12,6 +12,8 @@ P=$d/p
 data=$d/data
 mkdir -p "$P" "$H/.config" "$H/.cache" "$data"
 cp -r "$NSR_STAGE/profiles" "$NSR_STAGE/seccomp" "$data/"
+# The stage may be read-only (a dist build): the copy is ours to edit.
+chmod -R u+w "$data"
 export NSRUN_DATADIR="$data"
 HOME=$H; export HOME
 unset XDG_CONFIG_HOME XDG_DATA_HOME XDG_CACHE_HOME HF_HOME
