@@ -323,8 +323,10 @@ check "... and keeps the session's changes as a run" grep -q "^state kept" "$S/r
 run "$NSRUN" session start --project "$P" $NS --json
 K=$(printf '%s' "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["id"], d["pid"])' 2>/dev/null)
 set -- $K
-kill -9 "${2:-0}"
-check "a killed daemon dies" poll 10 gone "${2:-0}"
+# Never "kill -9 0" (this script's own process group) when the start failed.
+[ -n "${2:-}" ] || diag "the session did not start (status $rc): $err"
+kill -9 "${2:-999999999}"
+check "a killed daemon dies" poll 10 gone "${2:-999999999}"
 run "$NSRUN" session list $NS
 like "$err" "session ${1:-none} ended without a stop .* kept as run ${1:-none}" "session list says a killed session's changes are a kept run"
 unlike "$out" "${1:-none}" "... and lists it no more"

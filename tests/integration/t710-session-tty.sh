@@ -217,9 +217,13 @@ check "... and what ran inside" wait_until 10 sh -c "! ps -eo args= | grep -q '^
 run "$NSRUN" session start --project "$P" $NS --json
 K=$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])' 2>/dev/null)
 KI=$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' 2>/dev/null)
+# "kill -9 0" would end this script's own process group: a start that
+# failed must say why instead.
+[ -n "$K" ] || diag "the third session did not start (status $rc): $err"
+K=${K:-999999999}
 timeout -k 5 30 "$NSRUN" exec $NS "$KI" -- sh -c "sleep $MARK.3 >/dev/null 2>&1 & kill -STOP \$PPID" > /dev/null 2>&1
 check "a leftover runs in the third session" wait_until 10 sh -c "ps -eo args= | grep -q '^sleep $MARK[.]3'"
-kill -9 "${K:-0}" 2>/dev/null
+kill -9 "$K" 2>/dev/null
 check "the daemon's death ends what ran inside" wait_until 10 sh -c "! ps -eo args= | grep -q '^sleep $MARK[.]3'"
 "$NSRUN" session list $NS > /dev/null 2>&1
 
