@@ -613,6 +613,11 @@ int nsr_session_serve(nsr_project *pj, const nsr_session_opts *o, nsr_error *err
                 r = nsr_error_set(err, errno, "cannot set up the session");
         nsr_msgq_init(&s.agent_q, s.agent[0], 0);
         if (r < 0) {
+                /* The caller waits for a word on the ready pipe: say why. */
+                char msg[NSR_ERROR_MSG_MAX + 64];
+                nsr_error_format(err, msg, sizeof(msg));
+                _cleanup_free_ char *text = nsr_asprintf("!kind=%d\nnsrun: %s\n", (int) NSR_ERR_SETUP, msg);
+                (void) nsr_write_all(s.ready_fd, text, strlen(text));
                 session_done(&s);
                 return r;
         }
