@@ -646,9 +646,9 @@ _noreturn_ void launch_child_main(launch *l) {
                 nsr_timing_mark_now(p->timing, "child: start fence (coarse clock)");
         }
         /* Before the filter, which may refuse it: the command (or the
-         * agent) runs on the caller's CPUs. */
-        /* The monitor wakes as this execve ends: on any CPU, not behind
-         * the command on this one. */
+         * agent) runs on the caller's CPUs, and so does the monitor, which
+         * wakes as this execve ends (on any CPU, not behind the command on
+         * this one). No-ops unless the shared-memory clone pinned them. */
         (void) nsr_affinity_restore_other(&l->cpus, l->monitor_pid);
         (void) nsr_affinity_restore(&l->cpus);
         if (l->extra && l->extra->session)
