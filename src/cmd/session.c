@@ -337,6 +337,17 @@ static int start_plan(char **words, size_t n, nsr_plan **ret) {
         return 0;
 }
 
+#ifdef NSR_TEST_HOOKS
+/* Until the daemon d is ready (its control socket exists) or has ended,
+ * 30 s at most. */
+static void middle_stays(pid_t d, const char *state_dir, const char *id) {
+        _cleanup_free_ char *dir = nsr_session_dir(state_dir, id);
+        _cleanup_free_ char *ctl = nsr_asprintf("%s/ctl", dir);
+        for (int i = 0; i < 3000 && access(ctl, F_OK) < 0 && waitpid(d, NULL, WNOHANG) == 0; i++)
+                (void) poll(NULL, 0, 10);
+}
+#endif
+
 /* Forks the daemon, detached, and returns what it wrote to the start pipe
  * by the time it was ready or gave up: "PID\n", then the run's notes and
  * "ok\n", or why it failed. NULL after saying what failed. */
@@ -363,8 +374,16 @@ static char *spawn_daemon(nsr_project *pj, const char *state_dir, unsigned idle)
                 if (setsid() < 0)
                         _exit(1);
                 pid_t d = fork();
-                if (d != 0)
+                if (d != 0) {
+#ifdef NSR_TEST_HOOKS
+                        /* The order a loaded machine may take: the daemon
+                         * gets far (here: ready) before its parent, this
+                         * process, exits. The daemon must survive that. */
+                        if (d > 0 && getenv("NSRUN_TEST_SESSION_MIDDLE_STAYS"))
+                                middle_stays(d, state_dir, nsr_project_run_id(pj));
+#endif
                         _exit(d < 0 ? 1 : 0);
+                }
                 int null = open("/dev/null", O_RDWR | O_CLOEXEC);
                 if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
                         _exit(1);

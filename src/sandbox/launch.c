@@ -511,7 +511,13 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         const nsr_plan *p = l->plan;
         int r;
 
-        if (p->die_with_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+        /* A session's monitor is its daemon, meant to outlive the caller:
+         * its parent is the middle process of the double fork, which exits
+         * at once. Dying with that parent killed the daemon, silently,
+         * whenever it got here first (a loaded machine). The sandbox still
+         * dies with the monitor (child.c). */
+        bool detached = l->extra && l->extra->session;
+        if (p->die_with_parent && !detached && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
                 return nsr_error_set(err, errno, "prctl");
 
         pid_t child;

@@ -345,4 +345,22 @@ like "$out" "^\+killed$" "... with the changes made before the kill"
 check "... and its session dir is gone" test ! -e "$S/sessions/$KID"
 run "$NSRUN" commit $NS "$KID"
 is "$rc:$(cat "$P/kfile" 2>/dev/null)" "0:killed" "... which commits like any kept run"
+# ---- the daemon's parent exits late --------------------------------------------------
+# On a loaded machine the daemon may get far before the middle process of
+# its double fork exits (a test hook makes that middle wait until the
+# daemon is ready). Nothing ties the daemon's life to that process.
+if [ -n "${NSR_TEST_HOOKS:-}" ]; then
+	run env NSRUN_TEST_SESSION_MIDDLE_STAYS=1 "$NSRUN" session start --project "$P" $NS --json
+	is "$rc" 0 "session start succeeds when the daemon is ready before its parent exits"
+	K=$(printf '%s' "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["id"], d["pid"])' 2>/dev/null)
+	set -- $K
+	[ -n "${2:-}" ] || diag "the session did not start (status $rc): $err"
+	run "$NSRUN" exec $NS "${1:-none}" -- echo alive
+	is "$rc:$out" "0:alive" "... and the daemon outlives that parent"
+	run "$NSRUN" session stop $NS --discard "${1:-none}"
+	is "$rc" 0 "... and stops"
+	check "... its daemon gone" poll 10 gone "${2:-999999999}"
+else
+	for t in "a late parent: start" "... exec" "... stop" "... gone"; do skip "$t" "no test hooks in this build"; done
+fi
 done_testing
