@@ -150,7 +150,17 @@ static bool pid1_test_fail(const char *step) {
         const char *v = getenv("NSRUN_TEST_PID1_FAIL");
         return v && streq(v, step);
 }
+
+/* NSRUN_TEST_PID1_SLOW=1: pid 1 starts its confinement a quarter second
+ * late, as a loaded machine may, to show the command still waits for it. */
+static void pid1_test_slow(void) {
+        if (getenv("NSRUN_TEST_PID1_SLOW"))
+                (void) poll(NULL, 0, 250);
+}
 #else
+static void pid1_test_slow(void) {
+}
+
 static bool pid1_test_fail(const char *step) {
         (void) step;
         return false;
@@ -165,6 +175,7 @@ static bool pid1_test_fail(const char *step) {
  * step that fails must stop the run, not be skipped. */
 static int confine_pid1(const launch *l, uint64_t bound, nsr_error *err) {
         const nsr_plan *p = l->plan;
+        pid1_test_slow();
         int r = nsr_caps_bound_drop(bound, err);
         if (r < 0)
                 return r;
@@ -496,9 +507,11 @@ static uint64_t start_pid1(launch *l, uint64_t bound) {
                         child_fail(l, &e);
                 bound = l->caps_keep;
         }
-        /* The command waits for pid 1 to be confined: pid 1 shares
-         * its namespaces, and the command must never run beside
-         * a pid 1 that kept its capabilities or its filter. */
+        /* The command's program waits for pid 1 to be confined: pid 1
+         * shares its namespaces, and the command must never run beside
+         * a pid 1 that kept its capabilities or its filter. nsrun's own
+         * steps in the command (its confinement, above all the filter's
+         * load) go on meanwhile, on the other CPU: wait_pid1. */
         int ready[2];
         if (pipe2(ready, O_CLOEXEC) < 0)
                 child_fail(l, (nsr_error_set(&e, errno, "Can't create a pipe for pid 1"), &e));
@@ -548,13 +561,30 @@ static uint64_t start_pid1(launch *l, uint64_t bound) {
                 nsr_reaper_run(cmd, l->status_pipe[1], rflags);
         }
         close(ready[1]);
-        char c;
-        if (nsr_read_full(ready[0], &c, 1) != 1)
-                _exit(1); /* pid 1 failed and says why */
-        close(ready[0]);
+        l->pid1_ready = ready[0];
         if (p->sync_fd != -1)
                 close(p->sync_fd);
         return bound;
+}
+
+/* Until pid 1 is confined (it says so, or it failed, said why and kills
+ * this process). The last step before the command's own code (or the
+ * agent's) runs; after the command's filter, which every policy nsrun
+ * ships lets read(2) through. A policy that refuses it ends the launch
+ * here, before the execve. Once only: a second call returns. */
+static void wait_pid1(launch *l) {
+        if (l->pid1_ready < 0)
+                return;
+        char c;
+        ssize_t k = nsr_read_full(l->pid1_ready, &c, 1);
+        if (k < 0) {
+                nsr_error e = { 0 };
+                nsr_error_set(&e, -k, "cannot wait for the sandbox's pid 1 (does the seccomp policy refuse read?)");
+                child_fail(l, &e);
+        }
+        if (k != 1)
+                _exit(1); /* pid 1 failed and says why */
+        l->pid1_ready = safe_close(l->pid1_ready);
 }
 
 _noreturn_ void launch_child_main(launch *l) {
@@ -651,11 +681,20 @@ _noreturn_ void launch_child_main(launch *l) {
          * this one). No-ops unless the shared-memory clone pinned them. */
         (void) nsr_affinity_restore_other(&l->cpus, l->monitor_pid);
         (void) nsr_affinity_restore(&l->cpus);
-        if (l->extra && l->extra->session)
+        if (l->extra && l->extra->session) {
+                wait_pid1(l);
                 run_agent(l, bound);
+        }
+        /* The caller's bwrap programs (--seccomp, --add-seccomp-fd) may
+         * refuse even read(2): with them the command waits first, as
+         * bwrap's would. */
+        if (p->n_seccomp)
+                wait_pid1(l);
         if (confine_command(l, bound, &e) < 0)
                 child_fail(l, &e);
         nsr_timing_mark_now(p->timing, "command: confined (caps, seccomp)");
+        wait_pid1(l);
+        nsr_timing_mark_now(p->timing, "command: pid 1 confined");
 
         exec_command(l);
         e = (nsr_error){ .kind = NSR_ERR_EXEC };
