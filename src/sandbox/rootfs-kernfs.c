@@ -126,8 +126,9 @@ int rootfs_do_dev(builder *b, const nsr_op *op, nsr_error *err) {
                         return nsr_error_set(err, errno, "Can't create file %s/%s", op->dest, nodes[i]);
                 _cleanup_free_ char *host = nsr_asprintf("/dev/%s", nodes[i]);
                 _cleanup_close_ int tree = rootfs_clone_tree(AT_FDCWD, host, true, MOUNT_ATTR_NOSUID);
-                _cleanup_close_ int t = openat(dev, nodes[i], O_PATH | O_CLOEXEC | O_NOFOLLOW);
-                r = tree < 0 ? tree : t < 0 ? -errno : rootfs_attach(tree, t);
+                /* The fd that made the file names it as the target: no
+                 * second open (six devices, twelve system calls less). */
+                r = tree < 0 ? tree : rootfs_attach(tree, f);
                 if (r < 0) {
                         char msg[NSR_ERROR_MSG_MAX];
                         snprintf(msg, sizeof(msg),
@@ -169,8 +170,7 @@ int rootfs_do_dev(builder *b, const nsr_op *op, nsr_error *err) {
                 if (f < 0)
                         return nsr_error_set(err, errno, "creating %s/console", op->dest);
                 _cleanup_close_ int tree = rootfs_clone_tree(AT_FDCWD, b->ctx->host_tty, true, MOUNT_ATTR_NOSUID);
-                _cleanup_close_ int t = openat(dev, "console", O_PATH | O_CLOEXEC | O_NOFOLLOW);
-                r = tree < 0 ? tree : t < 0 ? -errno : rootfs_attach(tree, t);
+                r = tree < 0 ? tree : rootfs_attach(tree, f);
                 if (r < 0) {
                         char msg[NSR_ERROR_MSG_MAX];
                         snprintf(msg, sizeof(msg),
