@@ -166,6 +166,13 @@ int rootfs_open_dest(builder *b, const nsr_op *op, dest_kind kind, int perms, bo
                 name = ".";
         int fd = -1;
         if (kind == DEST_DIR) {
+                /* Most dirs exist already (in the bound tree, or made for
+                 * an op before): an open that only a dir (never a symlink)
+                 * passes spares the mkdir and the fstat. Anything else
+                 * takes the long way, for its error message. */
+                fd = openat(parent, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+                if (fd >= 0)
+                        return fd;
                 if (mkdirat(parent, name, perms >= 0 ? (mode_t) perms : 0755) < 0 && errno != EEXIST)
                         return nsr_error_set(err, errno, "Can't create file %s", op->dest);
         } else if (kind == DEST_FILE) {
