@@ -147,7 +147,37 @@ static int local_connect(pid_t pid, int fd, int domain, const struct sockaddr_st
         return e;
 }
 
-void nsr_direct_forward(int listener, int sock, const struct seccomp_notif *req, int where) {
+static void sent_add(nsr_direct_sent *s, int listener, uint64_t id) {
+        if (!s)
+                return;
+        if (s->n == s->cap && s->n > 0) {
+                size_t k = 0;
+                for (size_t i = 0; i < s->n; i++)
+                        if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &s->ids[i]) == 0)
+                                s->ids[k++] = s->ids[i];
+                s->n = k;
+        }
+        if (s->n == s->cap) {
+                s->cap = s->cap ? 2 * s->cap : 64;
+                s->ids = nsr_realloc_array(s->ids, s->cap, sizeof(*s->ids));
+        }
+        s->ids[s->n++] = id;
+}
+
+void nsr_direct_sent_fail(nsr_direct_sent *s, int listener) {
+        /* One the helper answered is gone: its id gets ENOENT, nothing else
+         * (ids are never reused by a filter). */
+        for (size_t i = 0; i < s->n; i++)
+                respond(listener, s->ids[i], -ECONNREFUSED, 0);
+        s->n = 0;
+}
+
+void nsr_direct_sent_done(nsr_direct_sent *s) {
+        free(s->ids);
+        *s = (nsr_direct_sent){ 0 };
+}
+
+void nsr_direct_forward(int listener, int sock, const struct seccomp_notif *req, int where, nsr_direct_sent *sent) {
         pid_t pid = (pid_t) req->pid;
         uint64_t args[3] = { req->data.args[0], req->data.args[1], req->data.args[2] };
         if (where == 1) {
@@ -202,9 +232,11 @@ void nsr_direct_forward(int listener, int sock, const struct seccomp_notif *req,
         int r = nsr_sockmsg_send(sock, &iov, 1, &fd, 1);
         if (r < 0) /* the helper is gone: no network */
                 respond(listener, req->id, -ECONNREFUSED, 0);
+        else
+                sent_add(sent, listener, req->id);
 }
 
-int nsr_direct_handle(nsr_refused *rf, int listener, int sock) {
+int nsr_direct_handle(nsr_refused *rf, int listener, int sock, nsr_direct_sent *sent) {
         struct seccomp_notif req;
         memset(&req, 0, sizeof(req));
         if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0)
@@ -213,7 +245,7 @@ int nsr_direct_handle(nsr_refused *rf, int listener, int sock) {
         /* A connect the policy refuses is a refused call like any other;
          * the connect program comes after the policy's in the chain. */
         if (nsr_connect_is_connect(&req.data, &where) && !nsr_refused_is_refusal(rf, &req.data)) {
-                nsr_direct_forward(listener, sock, &req, where);
+                nsr_direct_forward(listener, sock, &req, where, sent);
                 return 0;
         }
         if (rf && rf->prog)
@@ -594,6 +626,12 @@ static void on_sock(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
         }
         if (m.type != MSG_CONNECT || d->listener < 0 || m.addr_len > sizeof(m.addr))
                 return;
+#ifdef NSR_TEST_HOOKS
+        /* A helper that dies with a connect in hand, not yet answered:
+         * the monitor must answer it (nsr_direct_sent_fail). */
+        if (getenv("NSRUN_TEST_HELPER_DIES_ON_CONNECT"))
+                _exit(9);
+#endif
         /* The host's own addresses, at the first connect: a run that
          * makes none does not pay for the netlink dump. */
         if (!d->own_read) {

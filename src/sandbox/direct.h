@@ -59,17 +59,32 @@
 
 /* Hands the listener fd to the helper (once). -errno. */
 int nsr_direct_send_listener(int sock, int listener);
+
+/* The connects passed on to the helper, by notification id. The monitor
+ * holds the listener too, so the kernel never fails what the helper
+ * took and did not answer: a helper that dies mid-answer would leave the
+ * command in connect() for ever. nsr_direct_sent_fail answers each one
+ * still pending with ECONNREFUSED (what a dead helper means for any
+ * later connect too). The list drops the answered ones as it grows. */
+typedef struct nsr_direct_sent {
+        uint64_t *ids;
+        size_t n, cap;
+} nsr_direct_sent;
+void nsr_direct_sent_fail(nsr_direct_sent *s, int listener);
+void nsr_direct_sent_done(nsr_direct_sent *s);
+
 /* Answers or passes on one connect notification (where: see
- * nsr_connect_is_connect). Never fails: what cannot be read is answered
- * with its error, a helper that is gone makes it ECONNREFUSED. */
-void nsr_direct_forward(int listener, int sock, const struct seccomp_notif *req, int where);
+ * nsr_connect_is_connect); what it passes on goes into sent (may be
+ * NULL). Never fails: what cannot be read is answered with its error, a
+ * helper that is gone makes it ECONNREFUSED. */
+void nsr_direct_forward(int listener, int sock, const struct seccomp_notif *req, int where, nsr_direct_sent *sent);
 
 typedef struct nsr_refused nsr_refused;
 /* Takes one notification from the listener and answers it: a connect
  * as above, a refused call through rf's record (refused.h; rf may be
  * NULL when the listener serves connects only). -errno when the listener
  * is gone. */
-int nsr_direct_handle(nsr_refused *rf, int listener, int sock);
+int nsr_direct_handle(nsr_refused *rf, int listener, int sock, nsr_direct_sent *sent);
 
 /* ---- the helper's side --------------------------------------------------- */
 

@@ -65,6 +65,7 @@ typedef struct launch {
         bool notify_connect;               /* notify_prog sends connect() to the listener (seccomp/connect.h) */
         nsr_direct *direct;                /* transparent connect: the helper's part, until it forks */
         int direct_sock;                   /* the monitor's end of the socket to the helper, or -1 */
+        nsr_direct_sent direct_sent;       /* the connects passed on to the helper, until it answers */
         bool direct_unavailable;           /* --allow-host, but the kernel cannot inject fds */
         nsr_outq events_q;                 /* --events-fd: the monitor's lines (timeout, refused calls) */
         nsr_affinity cpus;                 /* the caller's CPU set while the setup runs on one CPU */

@@ -159,6 +159,7 @@ static void launch_done(launch *l) {
         nsr_dns_free(l->dns);
         l->direct = nsr_direct_free(l->direct);
         l->direct_sock = safe_close(l->direct_sock);
+        nsr_direct_sent_done(&l->direct_sent);
         nsr_relay_free(l->relay);
         free(l->host_tty);
         free(l->old_cwd);

@@ -5,11 +5,13 @@
  * fills the result: exit status, timeout, network counters. */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include "base/timing.h"
@@ -101,7 +103,7 @@ typedef struct mon {
         nsr_evloop *loop;
         int sfd;
         nsr_deadline deadline;
-        nsr_evsrc *s_err, *s_status, *s_deadline, *s_notify, *s_listener;
+        nsr_evsrc *s_err, *s_status, *s_deadline, *s_notify, *s_listener, *s_direct;
         nsr_error child_err;
         size_t err_got;
         bool err_eof, have_status, child_gone, pid1_exiting;
@@ -114,7 +116,8 @@ static void on_listener(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
         (void) s;
         nsr_refused *rf = l->extra ? l->extra->refused : NULL;
         if ((ev & EPOLLIN) && l->notify_connect)
-                (void) nsr_direct_handle(rf && rf->prog && !l->notify_alone ? rf : NULL, fd, l->direct_sock);
+                (void) nsr_direct_handle(rf && rf->prog && !l->notify_alone ? rf : NULL, fd, l->direct_sock,
+                                         &l->direct_sent);
         else if (ev & EPOLLIN)
                 (void) nsr_refused_handle(rf, fd);
         else if (ev & (EPOLLHUP | EPOLLERR)) {
@@ -122,6 +125,23 @@ static void on_listener(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
                 m->s_listener = nsr_evloop_del(m->s_listener);
                 l->listener = safe_close(l->listener);
         }
+}
+
+/* The helper never writes to the monitor: its end closes when it dies.
+ * The connects passed on to it are then answered here (ECONNREFUSED),
+ * and every later one at once (no socket to pass them on). */
+static void on_direct_sock(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        mon *m = data;
+        launch *l = m->l;
+        (void) s;
+        char c;
+        if (!(ev & (EPOLLHUP | EPOLLERR)) && recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK) != 0 &&
+            (errno == EAGAIN || errno == EINTR))
+                return;
+        m->s_direct = nsr_evloop_del(m->s_direct);
+        l->direct_sock = safe_close(l->direct_sock);
+        if (l->listener >= 0)
+                nsr_direct_sent_fail(&l->direct_sent, l->listener);
 }
 
 /* The refused-call listener: its fd arrives once from the command, then
@@ -137,8 +157,10 @@ static void on_notify_sock(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
                 /* The helper answers connects on it too. */
                 if (l->direct_sock >= 0 && nsr_direct_send_listener(l->direct_sock, got) >= 0)
                         m->res->direct_on = true;
-                else /* a helper without the listener could not answer: connects are refused here */
+                else { /* a helper without the listener could not answer: connects are refused here */
+                        m->s_direct = nsr_evloop_del(m->s_direct);
                         l->direct_sock = safe_close(l->direct_sock);
+                }
                 bool recorded = l->extra && l->extra->refused && l->extra->refused->prog && !l->notify_alone;
                 if (recorded)
                         l->extra->refused->active = true;
@@ -288,6 +310,8 @@ static int monitor_sources(mon *m, nsr_error *err) {
                 r = nsr_evloop_add(m->loop, m->deadline.fd, EPOLLIN, on_deadline, m, &m->s_deadline);
         if (r >= 0 && l->notify_sock[0] >= 0)
                 r = nsr_evloop_add(m->loop, l->notify_sock[0], EPOLLIN, on_notify_sock, m, &m->s_notify);
+        if (r >= 0 && l->direct_sock >= 0)
+                r = nsr_evloop_add(m->loop, l->direct_sock, EPOLLIN, on_direct_sock, m, &m->s_direct);
         if (r >= 0 && ses && ses->attach)
                 r = ses->attach(m->loop, ses->data);
         if (r < 0)

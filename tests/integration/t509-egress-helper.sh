@@ -108,6 +108,21 @@ else
 	kill "$nsr" 2>/dev/null
 fi
 
+# ---- the helper dies with a connect in hand ---------------------------------
+# The monitor passed the connect on and holds the listener too, so the
+# kernel never fails it: the monitor must, or the command waits in
+# connect() for ever (a test hook makes the helper die there; before the
+# fix a kill -9 at that moment hung this test).
+if [ -n "${NSR_TEST_HOOKS:-}" ]; then
+	run timeout -k 5 60 env NSRUN_TEST_HELPER_DIES_ON_CONNECT=1 $NSRUN -p "$d/proj" --state-dir "$d/state" \
+		--allow-host "127.0.0.1:$PORT" -- sh -c "curl -sS --noproxy '' http://127.0.0.1:$PORT/dies; echo curl=\$?"
+	check "a connect the dead helper held is answered: the command does not hang (status $rc)" test "$rc" != 124
+	like "$out" "curl=7" "... it fails to connect (curl: 7)"
+	like "$err" "the network helper died" "... and the summary says the helper died"
+else
+	for t in "a dead helper's connect" "... fails" "... says so"; do skip "$t" "no test hooks in this build"; done
+fi
+
 # ---- the helper answers normally: the record arrives whole ---------------
 run $NSRUN -p "$d/proj" --state-dir "$d/state" --report "$d/report2.json" --allow-host "127.0.0.1:$PORT" -- \
 	sh -c "$C http://127.0.0.1:$PORT/once"
