@@ -134,9 +134,11 @@ static void on_direct_sock(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
         mon *m = data;
         launch *l = m->l;
         (void) s;
+        /* EOF or an error: gone. Bytes would be a broken helper: gone too
+         * (it never writes here), and never a busy loop on them. */
         char c;
-        if (!(ev & (EPOLLHUP | EPOLLERR)) && recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK) != 0 &&
-            (errno == EAGAIN || errno == EINTR))
+        ssize_t n = (ev & (EPOLLHUP | EPOLLERR)) ? 0 : recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return;
         m->s_direct = nsr_evloop_del(m->s_direct);
         l->direct_sock = safe_close(l->direct_sock);
