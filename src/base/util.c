@@ -24,6 +24,13 @@ _noreturn_ static void oom(void) {
         abort();
 }
 
+void *nsr_malloc(size_t n) {
+        void *p = malloc(n ? n : 1);
+        if (!p)
+                oom();
+        return p;
+}
+
 void *nsr_malloc0(size_t n) {
         void *p = calloc(1, n ? n : 1);
         if (!p)

@@ -80,6 +80,10 @@ static inline int safe_close(int fd) {
 
 /* Allocation failure is not recoverable in a launcher; these abort with a
  * message instead of spreading NULL checks over every caller. */
+/* A buffer the caller fills before it reads it: not zeroed, so that its
+ * pages are touched only as far as they are used (a memset of fresh heap
+ * is a page fault for each 4 KiB, after a fork a copy too). */
+void *nsr_malloc(size_t n);
 void *nsr_malloc0(size_t n);
 void *nsr_realloc_array(void *p, size_t n, size_t size);
 char *nsr_strdup(const char *s);

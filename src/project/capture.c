@@ -149,7 +149,7 @@ static int xopenat(int dirfd, const char *name, int flags) {
 #define FILE_FLAGS (O_RDONLY | O_NONBLOCK)
 
 static int read_names(scan *s, int fd, bool upper, names *ret) {
-        _cleanup_free_ char *buf = nsr_malloc0(DENTS_BUF_SIZE);
+        _cleanup_free_ char *buf = nsr_malloc(DENTS_BUF_SIZE);
         names ns = { 0 };
         int r = 0;
         for (;;) {
@@ -314,7 +314,12 @@ static ssize_t xlist(int fd, int dirfd, const char *name, char *buf, size_t len)
         }
         if (k < 0 && (errno == ENOTSUP || errno == EOPNOTSUPP))
                 return 0;
-        return k < 0 ? -errno : k;
+        if (k < 0)
+                return -errno;
+        /* buf holds len + 1: the last name ends in a NUL whatever the
+         * list (split_names reads names with strlen). */
+        buf[k] = '\0';
+        return k;
 }
 
 static ssize_t xget(int fd, int dirfd, const char *name, const char *attr, char *buf, size_t len) {
@@ -883,10 +888,10 @@ int nsr_capture_scan(int upper_dirfd, int lower_dirfd, const nsr_capture_opts *o
                 .prior = opts->prior,
                 .prior_userdata = opts->prior_userdata,
         };
-        _cleanup_free_ _unused_ char *buf_a = s->buf_a = nsr_malloc0(XATTR_BUF_SIZE + 1);
-        _cleanup_free_ _unused_ char *buf_b = s->buf_b = nsr_malloc0(XATTR_BUF_SIZE + 1);
-        _cleanup_free_ _unused_ char *list_a = s->list_a = nsr_malloc0(XATTR_BUF_SIZE);
-        _cleanup_free_ _unused_ char *list_b = s->list_b = nsr_malloc0(XATTR_BUF_SIZE);
+        _cleanup_free_ _unused_ char *buf_a = s->buf_a = nsr_malloc(XATTR_BUF_SIZE + 1);
+        _cleanup_free_ _unused_ char *buf_b = s->buf_b = nsr_malloc(XATTR_BUF_SIZE + 1);
+        _cleanup_free_ _unused_ char *list_a = s->list_a = nsr_malloc(XATTR_BUF_SIZE + 1);
+        _cleanup_free_ _unused_ char *list_b = s->list_b = nsr_malloc(XATTR_BUF_SIZE + 1);
 
         struct stat ust, lst;
         int r = xfstatat(s, upper_dirfd, ".", &ust);
