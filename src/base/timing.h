@@ -20,6 +20,7 @@ typedef struct nsr_timing_mark {
         char phase[40];
         uint64_t ns; /* CLOCK_MONOTONIC */
         int32_t pid; /* the process that marked it, as the host sees it: 0 in a namespace */
+        uint64_t minflt; /* that process's minor page faults so far (getrusage) */
 } nsr_timing_mark;
 
 typedef struct nsr_timing {
@@ -36,6 +37,10 @@ DEFINE_CLEANUP_FUNC(nsr_timing *, nsr_timing_free)
 /* Records that a phase ended now. t NULL: nothing. Async-signal-safe, and
  * safe from a cloned child (no allocation, no lock). */
 void nsr_timing_mark_now(nsr_timing *t, const char *phase);
+
+/* This process is about to load a seccomp filter, which may refuse the
+ * getrusage(2) a mark makes: its later marks go without a fault count. */
+void nsr_timing_no_rusage(void);
 
 /* The table as text: each phase with the time since the one before it and
  * since the start, in ms, in time order. */

@@ -690,6 +690,7 @@ _noreturn_ void launch_child_main(launch *l) {
          * bwrap's would. */
         if (p->n_seccomp)
                 wait_pid1(l);
+        nsr_timing_no_rusage();
         if (confine_command(l, bound, &e) < 0)
                 child_fail(l, &e);
         nsr_timing_mark_now(p->timing, "command: confined (caps, seccomp)");

@@ -254,6 +254,14 @@ START_TEST(test_timing) {
         t->n++;
         _cleanup_free_ char *s = nsr_timing_format(t);
         ck_assert_ptr_nonnull(strstr(s, "  start "));
+        ck_assert_ptr_nonnull(strstr(s, "phase, page faults, its own time"));
+        /* "two" was marked by the process that marked "one": its faults
+         * are a count (no process faults backwards). */
+        unsigned long long flt;
+        double self, total;
+        const char *two = strstr(s, "  two ");
+        ck_assert(two && sscanf(two + 6, " %llu %lf %lf", &flt, &self, &total) == 3);
+        ck_assert(self >= 0 && total >= self);
         ck_assert(strstr(s, "  one ") && strstr(s, "  two ") && strstr(s, "  one ") < strstr(s, "  two "));
         ck_assert_ptr_null(strchr(s, 0x1b));
         ck_assert_ptr_nonnull(strstr(s, "???????"));
