@@ -762,21 +762,32 @@ int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stat
  * busy machine (0.01 to 17 ms, 2 ms typical, on the VM of
  * bench/README.md). Both callers, a run's monitor and a session's, exit
  * soon after; the child, reparented then, is never a zombie for long. */
-static bool detach(int keep_fd) {
+/* In the child: keep_fd (or -1) becomes fd 3 and keep_fd2 (or -1) fd 4,
+ * and every other fd past 2 is closed. */
+static bool detach(int keep_fd, int keep_fd2) {
         pid_t pid = fork();
         if (pid != 0)
                 return false;
         if (setsid() < 0)
                 _exit(0);
-        /* keep_fd, when given, is held as fd 3 until the child exits. */
-        bool keep = keep_fd >= 0 && (keep_fd == 3 || dup2(keep_fd, 3) == 3);
+        int fds[2] = { keep_fd, keep_fd2 }, n = 0;
+        for (int i = 0; i < 2; i++) {
+                if (fds[i] < 0)
+                        continue;
+                /* Out of the way of the dup2 to come first. */
+                int moved = fcntl(fds[i], F_DUPFD_CLOEXEC, 10);
+                fds[i] = moved;
+        }
+        for (int i = 0; i < 2; i++)
+                if (fds[i] >= 0 && dup2(fds[i], 3 + n) == 3 + n)
+                        n++;
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null >= 0) {
                 dup2(null, 0);
                 dup2(null, 1);
                 dup2(null, 2);
         }
-        closefrom(keep ? 4 : 3);
+        closefrom(3 + n);
         (void) nice(10);
         sigset_t none;
         sigemptyset(&none);
@@ -785,8 +796,19 @@ static bool detach(int keep_fd) {
 }
 
 void nsr_state_trash_background(const char *state_dir, const char *run_dir, int hold_fd) {
-        if (!detach(hold_fd))
+        /* The caller's copy of hold_fd must go first: should the child
+         * close its own before, the caller's close would be the last, and
+         * the caller would wait for the mounts' teardown (an overlay's sync,
+         * milliseconds). The child waits for the end of this pipe. */
+        int order[2] = { -1, -1 };
+        if (hold_fd >= 0 && pipe2(order, O_CLOEXEC) < 0)
+                order[0] = order[1] = -1;
+        if (!detach(hold_fd, order[0])) {
+                safe_close(hold_fd);
+                safe_close(order[0]);
+                safe_close(order[1]);
                 return;
+        }
         int fd = open(run_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fd >= 0) {
                 nsr_error e = { 0 };
@@ -794,6 +816,11 @@ void nsr_state_trash_background(const char *state_dir, const char *run_dir, int 
         }
         /* The sandbox's mounts go (the overlay syncs), then the next run's
          * dir is made ahead (txn/spare.h). */
+        if (hold_fd >= 0 && order[0] >= 0) {
+                char c;
+                while (read(4, &c, 1) < 0 && errno == EINTR)
+                        ;
+        }
         close(3);
         int statefd = state_dir ? open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
         if (statefd >= 0 && nsr_state_free(statefd) >= 2 * NSR_STATE_MIN_FREE)
@@ -810,7 +837,7 @@ void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t bac
                 return;
         /* Only its mtime counts: a new empty file says when gc last ran. */
         nsr_error se = { 0 };
-        if (nsr_durable_write(AT_FDCWD, stamp, "", 0, 0600, 0, &se) < 0 || !detach(-1))
+        if (nsr_durable_write(AT_FDCWD, stamp, "", 0, 0600, 0, &se) < 0 || !detach(-1, -1))
                 return;
         int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (statefd >= 0) {

@@ -126,9 +126,10 @@ typedef struct nsr_gc_stats {
  * recovery. */
 int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stats *ret, nsr_error *err);
 /* Removes RUN/trash (what is left of a snapshot once the backups are out
- * of it, a run's layers) in a detached background process, which holds
- * hold_fd (or -1) until it is done, then makes the next run's dir ahead
- * (txn/spare.h) in state_dir (or not, when NULL). */
+ * of it, a run's layers) in a detached background process, which takes
+ * hold_fd (or -1: closed here, the caller's copy) and is the last to hold
+ * it, then makes the next run's dir ahead (txn/spare.h) in state_dir (or
+ * not, when NULL). */
 void nsr_state_trash_background(const char *state_dir, const char *run_dir, int hold_fd);
 /* Runs nsr_state_gc() in a detached background process, at most once an
  * hour, so retention never sits on a run's critical path. */
