@@ -110,12 +110,17 @@ typedef struct run_ctx {
         bool apply_failed;     /* an apply failed and was rolled back (overlay runs) */
         bool state_full;       /* the state dir filled up while the command ran */
         bool kept_failed;      /* kept because the capture or the apply failed (record) */
+        bool create_failed;    /* the run dir could not be made: nothing ran */
         nsr_error failure;     /* the report's "error": the first apply failure, or kind NONE */
         nsr_project_outcome o; /* for the caller */
 } run_ctx;
 
 /* prepare.c: the run's dir and its meta, or nothing (-errno). */
 int project_create_run(run_ctx *c, nsr_error *err);
+
+/* launching.c: does the monitor make the run dir while the sandbox's root
+ * is built (project_launch), rather than before the launch? */
+bool project_run_dir_deferred(const run_ctx *c);
 
 /* project.c: the run's meta file. */
 int project_write_meta(nsr_project *pj, int run_fd, nsr_outcome state, const struct timespec *start, int wait_status,

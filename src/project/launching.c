@@ -190,9 +190,40 @@ static int start_events(nsr_project *pj, pid_t *watcher, int *watcher_stop, nsr_
         return r;
 }
 
+/* The run dir goes through the monitor, after the clone, when the root
+ * needs of it only the overlays' upper and work dirs, which the child opens
+ * last (nsr_launch_extra.after_clone): the namespace sandbox with its
+ * overlay, no workspace skeleton (bound from the run dir), no --events-fd
+ * (its watcher starts on the upper dirs before the launch), and not for a
+ * session, whose daemon makes it once. Live writes snapshot into it before
+ * anything runs; the other sandboxes have no monitor of this kind. */
+bool project_run_dir_deferred(const run_ctx *c) {
+        const nsr_project *pj = c->pj;
+        return c->a.conf == CONF_NAMESPACES && !pj->live && !pj->skel && !pj->session &&
+               pj->plan->proj.events_fd == -1;
+}
+
+static int make_run_dir(void *userdata, nsr_error *err) {
+        run_ctx *c = userdata;
+        if (c->run_fd >= 0)
+                return 0; /* made by an earlier attempt */
+#ifdef NSR_TEST_HOOKS
+        /* A slow state dir: the tests show the root waits for it. */
+        const char *delay = getenv("NSRUN_TEST_RUN_DIR_DELAY_MS");
+        if (delay)
+                (void) usleep((useconds_t) atoi(delay) * 1000);
+#endif
+        int r = project_create_run(c, err);
+        c->create_failed = r < 0;
+        nsr_timing_mark_now(c->pj->plan->timing, "run dir and record, beside the root");
+        return r;
+}
+
 /* One launch: the command runs, or nothing ran (-errno, err set). */
-static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct timespec *fence, nsr_launch_result *lr,
-                       nsr_error *err) {
+static int launch_once(run_ctx *c, const struct timespec *fence, nsr_launch_result *lr, nsr_error *err) {
+        nsr_project *pj = c->pj;
+        attempt *a = &c->a;
+        int run_fd = c->run_fd;
         nsr_plan *p = pj->plan;
         bool egress = !nsr_egress_rules_empty(&p->egress);
         /* Without isolation the command would have the host's whole
@@ -276,6 +307,12 @@ static int launch_once(nsr_project *pj, int run_fd, attempt *a, const struct tim
                                                    .refused = record ? &a->refused : NULL,
                                                    .session = pj->session,
                                                    .hold_mounts = !pj->session };
+                        _cleanup_free_ char *runs = nsr_asprintf("%s/runs", pj->state_dir);
+                        if (run_fd < 0) {
+                                extra.after_clone = make_run_dir;
+                                extra.after_clone_data = c;
+                                extra.after_clone_under = runs;
+                        }
                         nsr_timing_mark_now(p->timing, "landlock, events, listeners ready");
                         r = nsr_launch(p, &extra, lr, err);
                         a->landlock = lr->landlock;
@@ -423,7 +460,6 @@ int project_choose_confinement(run_ctx *c, nsr_error *err) {
 int project_launch(run_ctx *c, nsr_error *err) {
         nsr_project *pj = c->pj;
         nsr_plan *p = pj->plan;
-        int run_fd = c->run_fd;
         int r;
 
         /* nsrun's own fds never reach the sandbox: a command that could
@@ -448,16 +484,24 @@ int project_launch(run_ctx *c, nsr_error *err) {
         }
         nsr_launch_result lr = { .exit_code = NSR_EXIT_FAILURE, .mnt_ns = -1 };
         for (int tries = 0;; tries++) {
+                /* The run dir, unless the monitor makes it (a retry may
+                 * have left the overlay). */
+                r = 0;
+                if (c->run_fd < 0 && !project_run_dir_deferred(c)) {
+                        r = project_create_run(c, err);
+                        c->create_failed = r < 0;
+                }
                 /* Live writes: the snapshots first, before anything runs
                  * (a project over --snapshot-limit is refused here). */
-                r = pj->live ? take_snapshots(pj, run_fd, err) : 0;
+                if (r >= 0 && pj->live)
+                        r = take_snapshots(pj, c->run_fd, err);
                 if (r >= 0) {
                         nsr_strv_free(lr.limits_hit);
                         safe_close(lr.mnt_ns);
                         lr = (nsr_launch_result){ .exit_code = NSR_EXIT_FAILURE, .mnt_ns = -1 };
-                        r = launch_once(pj, run_fd, &c->a, &fence, &lr, err);
+                        r = launch_once(c, &fence, &lr, err);
                 }
-                if (r >= 0 || tries >= 3 || !retry_after(pj, &c->a, err))
+                if (r >= 0 || c->create_failed || tries >= 3 || !retry_after(pj, &c->a, err))
                         break;
                 nsr_error_clear(err);
         }

@@ -708,13 +708,14 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         if (r >= 0)
                 r = project_choose_confinement(&c, err);
         nsr_timing_mark_now(t, "confinement chosen");
-        if (r >= 0)
-                r = project_create_run(&c, err);
-        nsr_timing_mark_now(t, "run dir and record");
         if (r < 0)
                 return r;
         r = project_launch(&c, err);
         nsr_timing_mark_now(t, "monitor: command ended, sandbox gone");
+        /* As before any launch: a run dir that could not be made is the
+         * run's error, and there is no run to report. */
+        if (r < 0 && c.create_failed)
+                return r;
         if (r < 0) {
                 project_launch_failed(&c, err);
                 *out = c.o;

@@ -366,6 +366,7 @@ static void close_monitor_ends(launch *l) {
         l->err_pipe[0] = safe_close(l->err_pipe[0]);
         l->status_pipe[0] = safe_close(l->status_pipe[0]);
         l->go_pipe[1] = safe_close(l->go_pipe[1]);
+        l->gate_pipe[1] = safe_close(l->gate_pipe[1]);
         l->pid_pipe[0] = safe_close(l->pid_pipe[0]);
         l->notify_sock[0] = safe_close(l->notify_sock[0]);
         /* Both ends of the monitor's socket to the egress helper. */
@@ -630,9 +631,12 @@ _noreturn_ void launch_child_main(launch *l) {
         mode_t old_umask = umask(0);
         nsr_mount_ctx mctx = { .host_tty = l->host_tty,
                                .fresh_proc = p->unshare_pid || p->pidns_fd != -1,
-                               .resolv_conf = l->dns ? NSR_DNS_RESOLV_CONF : NULL };
+                               .resolv_conf = l->dns ? NSR_DNS_RESOLV_CONF : NULL,
+                               .gate_fd = l->gate_pipe[0],
+                               .gate_under = l->extra ? l->extra->after_clone_under : NULL };
         if (nsr_mount_build_root(p, &mctx, &e) < 0)
                 child_fail(l, &e);
+        l->gate_pipe[0] = safe_close(l->gate_pipe[0]);
         nsr_timing_mark_now(p->timing, "child: mounts (root, hidden paths)");
 
         nest_userns(l, procfd, ns_uid, ns_gid);

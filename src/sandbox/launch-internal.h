@@ -47,6 +47,7 @@ typedef struct launch {
         int err_pipe[2];           /* child -> monitor: nsr_error, CLOEXEC */
         int status_pipe[2];        /* reaper -> monitor: the command's wait status */
         int go_pipe[2];            /* monitor -> child: release; HUP = monitor died */
+        int gate_pipe[2];          /* monitor -> child: extra->after_clone is done (rootfs.h) */
         int pid_pipe[2];           /* --pidns: the sandbox's real pid, child -> monitor */
         int pid1_ready;            /* pid 1 -> the command: pid 1 is confined; -1: no pid 1 */
         nsr_relay *relay;          /* --allow-host: the egress relay, or NULL */

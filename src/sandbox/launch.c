@@ -167,6 +167,7 @@ static void launch_done(launch *l) {
                 safe_close(l->err_pipe[i]);
                 safe_close(l->status_pipe[i]);
                 safe_close(l->go_pipe[i]);
+                safe_close(l->gate_pipe[i]);
                 safe_close(l->pid_pipe[i]);
         }
         safe_close(l->snmp_fd);
@@ -295,6 +296,8 @@ static int prepare(launch *l, nsr_error *err) {
         if (pipe2(l->err_pipe, O_CLOEXEC) < 0 || pipe2(l->status_pipe, O_CLOEXEC) < 0)
                 return nsr_error_set(err, errno, "pipe2()");
         if ((child_waits_early(l) || child_waits_late(l) || p->die_with_parent) && pipe2(l->go_pipe, O_CLOEXEC) < 0)
+                return nsr_error_set(err, errno, "pipe2()");
+        if (extra && extra->after_clone && pipe2(l->gate_pipe, O_CLOEXEC) < 0)
                 return nsr_error_set(err, errno, "pipe2()");
         if (p->pidns_fd != -1) {
                 int one = 1;
@@ -438,6 +441,7 @@ static void tell_child_go(launch *l) {
         (void) sigaction(SIGPIPE, &old, NULL);
 }
 
+
 /* The child may run in the monitor's memory until its execve
  * (CLONE_VM | CLONE_VFORK, the way posix_spawn starts a program) when it
  * ends in the command's own execve and never waits for the monitor: no pid
@@ -456,8 +460,8 @@ static bool child_may_share_vm(const launch *l) {
                 return false;
         if (l->cgroup || l->relay || l->dns || l->notify_prog || l->listener != -1)
                 return false;
-        if (x && (x->kill_leftovers || x->refused || x->session || x->hold_mounts || x->start_fence.tv_sec ||
-                  x->start_fence.tv_nsec))
+        if (x && (x->kill_leftovers || x->refused || x->session || x->hold_mounts || x->after_clone ||
+                  x->start_fence.tv_sec || x->start_fence.tv_nsec))
                 return false;
         /* The child's stack is a part of the monitor's own. */
         struct rlimit st;
@@ -537,6 +541,7 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         l->err_pipe[1] = safe_close(l->err_pipe[1]);
         l->status_pipe[1] = safe_close(l->status_pipe[1]);
         l->go_pipe[0] = safe_close(l->go_pipe[0]);
+        l->gate_pipe[0] = safe_close(l->gate_pipe[0]);
         l->pid_pipe[1] = safe_close(l->pid_pipe[1]);
         if (l->relay) {
                 nsr_relay_parent_started(l->relay);
@@ -608,6 +613,22 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
                 tell_child_go(l);
         } else if (child_waits_late(l))
                 tell_child_go(l);
+        /* The caller's work the root waits for, done while the child
+         * builds the rest of it. */
+        if (l->extra && l->extra->after_clone) {
+                r = l->extra->after_clone(l->extra->after_clone_data, err);
+                if (r < 0) {
+                        kill(child, SIGKILL);
+                        (void) waitpid(child, NULL, 0);
+                        return r;
+                }
+                /* As with the go byte: a child gone first reports why. */
+                struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+                (void) sigaction(SIGPIPE, &ign, &old);
+                (void) nsr_write_all(l->gate_pipe[1], "x", 1);
+                (void) sigaction(SIGPIPE, &old, NULL);
+                l->gate_pipe[1] = safe_close(l->gate_pipe[1]);
+        }
         if (l->extra && l->extra->session && l->extra->session->sandbox_pid)
                 *l->extra->session->sandbox_pid = child;
         return launch_monitor(l, child, res, err);
@@ -620,6 +641,7 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
                 .err_pipe = { -1, -1 },
                 .status_pipe = { -1, -1 },
                 .go_pipe = { -1, -1 },
+                .gate_pipe = { -1, -1 },
                 .snmp_fd = -1,
                 .snmp6_fd = -1,
                 .pid_pipe = { -1, -1 },

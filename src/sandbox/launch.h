@@ -92,6 +92,16 @@ typedef struct nsr_launch_extra {
          * down, and an overlay's upper file system synced, when the last
          * holder closes it, not when the sandbox's pid 1 exits. */
         bool hold_mounts;
+        /* Or NULL: the caller's work that the sandbox's root waits for
+         * (project mode's run dir, which holds the --overlay ops' upper and
+         * work dirs). The monitor runs it after the clone, while the child
+         * maps its ids and builds the root up to the first of those dirs
+         * (nsr_mount_ctx.gate_fd); a failure kills the child, nothing ran,
+         * and nsr_launch returns it. The dirs it makes are below
+         * after_clone_under, a dir that exists before the launch. */
+        int (*after_clone)(void *userdata, nsr_error *err);
+        void *after_clone_data;
+        const char *after_clone_under;
 } nsr_launch_extra;
 
 /* Runs the plan and waits for the command. Returns 0 when the command ran

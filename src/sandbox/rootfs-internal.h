@@ -17,6 +17,7 @@ typedef struct prepared {
         int *lower_fds; /* overlay sources, command-line order */
         size_t n_lower;
         int upper_fd, work_fd;
+        bool gated; /* an --overlay op whose dirs are below the gate's dir (rootfs.h) */
         char *src_real; /* realpath of the source, for messages */
         char **lower_real, *upper_real, *work_real;
 } prepared;
@@ -31,6 +32,8 @@ typedef struct builder {
         unsigned n_shared;
         unsigned n_tmp_overlay;
         unsigned n_bindfile;
+        int gate_dir;     /* ctx->gate_under, or -1 */
+        bool gate_passed; /* ctx->gate_fd's byte came */
 } builder;
 
 typedef enum dest_kind {

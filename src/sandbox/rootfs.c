@@ -310,6 +310,56 @@ static int reopen_fd_here(int fd, nsr_error *err) {
 }
 
 /* Step 2: resolve and clone every host source, in op order. */
+/* An --overlay op's upper and work dirs, opened and named for messages. */
+static int open_upper_work(const nsr_op *op, prepared *pr, nsr_error *err) {
+        pr->upper_fd = open_source(op->source, err);
+        if (pr->upper_fd < 0)
+                return pr->upper_fd;
+        pr->work_fd = open_source(op->workdir, err);
+        if (pr->work_fd < 0)
+                return pr->work_fd;
+        pr->upper_real = fd_real_path(pr->upper_fd);
+        pr->work_real = fd_real_path(pr->work_fd);
+        return 0;
+}
+
+/* The part of path below the gate's dir, or NULL when it is not below. */
+static const char *below_gate(const builder *b, const char *path) {
+        const char *under = b->ctx->gate_under;
+        size_t n = under ? strlen(under) : 0;
+        if (b->gate_dir < 0 || !path || n == 0 || strncmp(path, under, n) != 0 || path[n] != '/' || !path[n + 1])
+                return NULL;
+        return path + n + 1;
+}
+
+/* The monitor's byte on ctx->gate_fd, once. */
+static int pass_gate(builder *b, nsr_error *err) {
+        char c;
+        if (b->ctx->gate_fd < 0 || b->gate_passed)
+                return 0;
+        if (nsr_read_full(b->ctx->gate_fd, &c, 1) != 1)
+                return nsr_error_setx(err, EIO, "the monitor did not make the sandbox's layers");
+        b->gate_passed = true;
+        return 0;
+}
+
+/* A gated --overlay op's upper and work dirs, from the gate's dir, once the
+ * monitor made them. */
+static int open_gated(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
+        int r = pass_gate(b, err);
+        if (r < 0)
+                return r;
+        pr->upper_fd = openat(b->gate_dir, below_gate(b, op->source), O_PATH | O_CLOEXEC);
+        if (pr->upper_fd < 0)
+                return nsr_error_set(err, errno, "Can't find source path %s", op->source);
+        pr->work_fd = openat(b->gate_dir, below_gate(b, op->workdir), O_PATH | O_CLOEXEC);
+        if (pr->work_fd < 0)
+                return nsr_error_set(err, errno, "Can't find source path %s", op->workdir);
+        pr->upper_real = fd_real_path(pr->upper_fd);
+        pr->work_real = fd_real_path(pr->work_fd);
+        return 0;
+}
+
 static int prepare_sources(builder *b, nsr_error *err) {
         const nsr_plan *plan = b->plan;
         for (size_t i = 0; i < plan->n_ops; i++) {
@@ -375,20 +425,19 @@ static int prepare_sources(builder *b, nsr_error *err) {
                                         return nsr_error_setx(err, ESTALE,
                                                               "%s changed while the sandbox was being built", op->dest);
                         }
-                        if (op->type == NSR_OP_OVERLAY) {
-                                pr->upper_fd = open_source(op->source, err);
-                                if (pr->upper_fd < 0)
-                                        return pr->upper_fd;
-                                pr->work_fd = open_source(op->workdir, err);
-                                if (pr->work_fd < 0)
-                                        return pr->work_fd;
-                                pr->upper_real = fd_real_path(pr->upper_fd);
-                                pr->work_real = fd_real_path(pr->work_fd);
+                        /* Below the gate's dir: opened by do_overlay. */
+                        pr->gated = op->type == NSR_OP_OVERLAY && below_gate(b, op->source) &&
+                                    below_gate(b, op->workdir);
+                        if (op->type == NSR_OP_OVERLAY && !pr->gated) {
+                                int r = open_upper_work(op, pr, err);
+                                if (r < 0)
+                                        return r;
                         }
                 }
         }
         return 0;
 }
+
 
 static void prepared_free(prepared *pr, size_t n) {
         for (size_t i = 0; pr && i < n; i++) {
@@ -523,6 +572,11 @@ static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
         }
         char upper_name[64], work_name[64];
         _cleanup_free_ char *upper = NULL, *work = NULL, *shown_upper = NULL, *shown_work = NULL;
+        if (pr->gated && pr->upper_fd < 0) {
+                int r = open_gated(b, op, pr, err);
+                if (r < 0)
+                        return r;
+        }
         if (op->type == NSR_OP_OVERLAY) {
                 upper = nsr_asprintf("/proc/self/fd/%d", pr->upper_fd);
                 work = nsr_asprintf("/proc/self/fd/%d", pr->work_fd);
@@ -812,7 +866,7 @@ static int place_resolv_conf(builder *b, nsr_error *err) {
 }
 
 int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_error *err) {
-        builder b = { .plan = plan, .ctx = ctx, .scratch = -1, .root = -1, .shared = -1 };
+        builder b = { .plan = plan, .ctx = ctx, .scratch = -1, .root = -1, .shared = -1, .gate_dir = -1 };
         int r;
 
         b.prep = nsr_malloc0((plan->n_ops + 1) * sizeof(prepared));
@@ -825,6 +879,13 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
                 goto out;
         }
 
+        if (ctx->gate_fd >= 0 && ctx->gate_under) {
+                b.gate_dir = open(ctx->gate_under, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (b.gate_dir < 0) {
+                        r = nsr_error_set(err, errno, "Can't find source path %s", ctx->gate_under);
+                        goto out;
+                }
+        }
         r = prepare_sources(&b, err);
         if (r < 0)
                 goto out;
@@ -895,6 +956,11 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
                 if (r < 0)
                         goto out;
         }
+        /* With no --overlay op to wait for, the root is not done before
+         * the monitor is. */
+        r = pass_gate(&b, err);
+        if (r < 0)
+                goto out;
 
         /* Into the new root. pivot_root(".", ".") stacks the old root on
          * top of the new one; detaching "." then removes it, scratch
@@ -918,6 +984,7 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
         r = 0;
 out:
         prepared_free(b.prep, plan->n_ops);
+        safe_close(b.gate_dir);
         safe_close(b.shared);
         safe_close(b.scratch);
         safe_close(b.root);

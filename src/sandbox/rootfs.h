@@ -15,6 +15,17 @@ typedef struct nsr_mount_ctx {
         /* Or NULL: what /etc/resolv.conf says in the sandbox, whatever the
          * ops put there (egress/dns.h); mounted read-only, last. */
         const char *resolv_conf;
+        /* Or -1: a pipe the monitor writes one byte to once the dirs below
+         * gate_under exist (project mode makes its run dir there while the
+         * root is built). gate_under is opened first, while every host
+         * path is reachable (the new root covers /tmp); the upper and work
+         * dirs of an --overlay op below it are opened from it once the byte
+         * came, and never before: until then a path into the run dir may
+         * lead to what the monitor is about to remove (a spare it refused).
+         * The build also waits for the byte before it returns; no byte
+         * (the monitor failed, or died) fails it. */
+        int gate_fd;
+        const char *gate_under;
 } nsr_mount_ctx;
 
 /* Builds the root described by the plan's ops and pivots into it. On
