@@ -786,9 +786,20 @@ char *nsr_seccomp_cache_root(bool create) {
         _cleanup_close_ int fd = cache_root_open(create);
         if (fd < 0)
                 return NULL;
-        char link[64];
+        char link[64], buf[PATH_MAX];
         snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-        return realpath(link, NULL);
+        /* The kernel's name for the open dir is its canonical path; realpath
+         * would look up every component of /proc/self/fd/N and of the
+         * target again (ten readlink calls a launch). It is checked to
+         * name the dir still (not "... (deleted)", not another one). */
+        ssize_t n = readlink(link, buf, sizeof(buf) - 1);
+        struct stat a, b;
+        if (n <= 0 || buf[0] != '/')
+                return NULL;
+        buf[n] = '\0';
+        if (fstat(fd, &a) < 0 || stat(buf, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+                return NULL;
+        return nsr_strdup(buf);
 }
 
 static int cache_dir_open(bool create) {
