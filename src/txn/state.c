@@ -896,9 +896,19 @@ static void boot_id(char ret[40]) {
 }
 
 void nsr_run_meta_set_owner(nsr_run_meta *m) {
-        m->pid = getpid();
-        m->pid_start = proc_start_time(m->pid);
-        boot_id(m->boot);
+        /* A run writes its meta twice, from one process: its start time and
+         * the boot's id are read once (per process: a fork reads its own). */
+        static pid_t pid;
+        static unsigned long long start;
+        static char boot[sizeof(m->boot)];
+        if (pid != getpid()) {
+                pid = getpid();
+                start = proc_start_time(pid);
+                boot_id(boot);
+        }
+        m->pid = pid;
+        m->pid_start = start;
+        memcpy(m->boot, boot, sizeof(boot));
 }
 
 bool nsr_run_meta_is_orphan(const nsr_run_meta *m) {
