@@ -511,6 +511,32 @@ static pid_t clone_shared_vm(launch *l, unsigned long flags) {
         return pid;
 }
 
+/* extra->hold_mounts: the sandbox's mount namespace, held past its pid 1.
+ * Opened after the egress helper's fork: no process but the monitor (and
+ * whoever it hands it to) may hold the sandbox's mounts, or dropping them
+ * would not tear them down (and sync) at once. */
+static void hold_mounts(pid_t child, nsr_launch_result *res) {
+        char ns[64];
+        snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int) child);
+        res->mnt_ns = open(ns, O_RDONLY | O_CLOEXEC);
+}
+
+/* The process that parses the sandbox's network bytes (egresshelper.h),
+ * then the mounts held. */
+static int start_egress_helper(launch *l, pid_t child, nsr_launch_result *res, nsr_error *err) {
+        nsr_relay_parent_started(l->relay);
+        nsr_dns_parent_started(l->dns);
+        int r = nsr_egress_helper_start(l->relay, l->dns, l->direct, &l->helper, err);
+        /* The helper has its copy; the monitor keeps only its end. */
+        l->direct = nsr_direct_free(l->direct);
+        if (r < 0)
+                return r;
+        nsr_timing_mark_now(l->plan->timing, "monitor: egress helper started");
+        if (l->extra && l->extra->hold_mounts)
+                hold_mounts(child, res);
+        return 0;
+}
+
 /* Creates the sandbox and monitors it. Signals are blocked around it. */
 static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         const nsr_plan *p = l->plan;
@@ -543,27 +569,14 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         l->go_pipe[0] = safe_close(l->go_pipe[0]);
         l->gate_pipe[0] = safe_close(l->gate_pipe[0]);
         l->pid_pipe[1] = safe_close(l->pid_pipe[1]);
-        if (l->relay) {
-                nsr_relay_parent_started(l->relay);
-                nsr_dns_parent_started(l->dns);
-                /* The sandbox's network bytes are parsed there, not here. */
-                r = nsr_egress_helper_start(l->relay, l->dns, l->direct, &l->helper, err);
-                /* The helper has its copy; the monitor keeps only its end. */
-                l->direct = nsr_direct_free(l->direct);
-                if (r < 0)
-                        return r;
-                nsr_timing_mark_now(p->timing, "monitor: egress helper started");
-        }
+        /* The egress helper's fork waits until the child has its ids and
+         * goes on (below), unless --userns2 would put it in that namespace. */
+        pid_t cloned = child;
+        bool helper_late = p->userns2_fd == -1;
+        if (l->relay && !helper_late && (r = start_egress_helper(l, cloned, res, err)) < 0)
+                return r;
         res->direct_unavailable = l->direct_unavailable;
         l->notify_sock[1] = safe_close(l->notify_sock[1]);
-        /* Opened after the egress helper's fork: no process but the
-         * monitor (and whoever it hands it to) may hold the sandbox's mounts,
-         * or dropping them would not tear them down (and sync) at once. */
-        if (l->extra && l->extra->hold_mounts) {
-                char ns[64];
-                snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int) child);
-                res->mnt_ns = open(ns, O_RDONLY | O_CLOEXEC);
-        }
 
         if (p->pidns_fd != -1) {
                 r = adopt_pidns_child(l, child, &child, err);
@@ -628,6 +641,16 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
                 (void) nsr_write_all(l->gate_pipe[1], "x", 1);
                 (void) sigaction(SIGPIPE, &old, NULL);
                 l->gate_pipe[1] = safe_close(l->gate_pipe[1]);
+        }
+        if ((!l->relay || !helper_late) && l->extra && l->extra->hold_mounts)
+                hold_mounts(cloned, res);
+        /* After the caller's work: three processes starting at once on
+         * two CPUs slowed the run dir by 0.5 ms. The command comes much
+         * later, and a connection it makes waits in the backlog. */
+        if (l->relay && helper_late && (r = start_egress_helper(l, cloned, res, err)) < 0) {
+                kill(child, SIGKILL);
+                (void) waitpid(child, NULL, 0);
+                return r;
         }
         if (l->extra && l->extra->session && l->extra->session->sandbox_pid)
                 *l->extra->session->sandbox_pid = child;
