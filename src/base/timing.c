@@ -29,10 +29,12 @@ nsr_timing *nsr_timing_free(nsr_timing *t) {
         return NULL;
 }
 
-static bool no_rusage; /* per process: fork copies it, the filter is per process too */
+/* The process that said so: a child sharing the monitor's memory (a
+ * minimal launch's clone) sets this for itself alone. */
+static pid_t no_rusage;
 
 void nsr_timing_no_rusage(void) {
-        no_rusage = true;
+        no_rusage = getpid();
 }
 
 void nsr_timing_mark_now(nsr_timing *t, const char *phase) {
@@ -49,7 +51,7 @@ void nsr_timing_mark_now(nsr_timing *t, const char *phase) {
         m->phase[len] = '\0';
         m->pid = (int32_t) getpid();
         struct rusage ru;
-        m->minflt = !no_rusage && getrusage(RUSAGE_SELF, &ru) == 0 ? (uint64_t) ru.ru_minflt : UINT64_MAX;
+        m->minflt = no_rusage != m->pid && getrusage(RUSAGE_SELF, &ru) == 0 ? (uint64_t) ru.ru_minflt : UINT64_MAX;
         __atomic_store_n(&m->ns, (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec, __ATOMIC_RELEASE);
 }
 
