@@ -441,7 +441,6 @@ static void tell_child_go(launch *l) {
         (void) sigaction(SIGPIPE, &old, NULL);
 }
 
-
 /* The child may run in the monitor's memory until its execve
  * (CLONE_VM | CLONE_VFORK, the way posix_spawn starts a program) when it
  * ends in the command's own execve and never waits for the monitor: no pid

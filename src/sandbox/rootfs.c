@@ -309,7 +309,6 @@ static int reopen_fd_here(int fd, nsr_error *err) {
         return here;
 }
 
-/* Step 2: resolve and clone every host source, in op order. */
 /* An --overlay op's upper and work dirs, opened and named for messages. */
 static int open_upper_work(const nsr_op *op, prepared *pr, nsr_error *err) {
         pr->upper_fd = open_source(op->source, err);
@@ -360,6 +359,7 @@ static int open_gated(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
         return 0;
 }
 
+/* Step 2: resolve and clone every host source, in op order. */
 static int prepare_sources(builder *b, nsr_error *err) {
         const nsr_plan *plan = b->plan;
         for (size_t i = 0; i < plan->n_ops; i++) {
@@ -437,7 +437,6 @@ static int prepare_sources(builder *b, nsr_error *err) {
         }
         return 0;
 }
-
 
 static void prepared_free(prepared *pr, size_t n) {
         for (size_t i = 0; pr && i < n; i++) {
