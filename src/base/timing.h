@@ -18,8 +18,8 @@
 
 typedef struct nsr_timing_mark {
         char phase[40];
-        uint64_t ns; /* CLOCK_MONOTONIC */
-        int32_t pid; /* the process that marked it, as the host sees it: 0 in a namespace */
+        uint64_t ns;     /* CLOCK_MONOTONIC */
+        int32_t pid;     /* the process that marked it, as the host sees it: 0 in a namespace */
         uint64_t minflt; /* that process's minor page faults so far (getrusage) */
 } nsr_timing_mark;
 

@@ -199,8 +199,7 @@ static int start_events(nsr_project *pj, pid_t *watcher, int *watcher_stop, nsr_
  * anything runs; the other sandboxes have no monitor of this kind. */
 bool project_run_dir_deferred(const run_ctx *c) {
         const nsr_project *pj = c->pj;
-        return c->a.conf == CONF_NAMESPACES && !pj->live && !pj->skel && !pj->session &&
-               pj->plan->proj.events_fd == -1;
+        return c->a.conf == CONF_NAMESPACES && !pj->live && !pj->skel && !pj->session && pj->plan->proj.events_fd == -1;
 }
 
 static int make_run_dir(void *userdata, nsr_error *err) {

@@ -17,7 +17,7 @@ typedef struct prepared {
         int *lower_fds; /* overlay sources, command-line order */
         size_t n_lower;
         int upper_fd, work_fd;
-        bool gated; /* an --overlay op whose dirs are below the gate's dir (rootfs.h) */
+        bool gated;     /* an --overlay op whose dirs are below the gate's dir (rootfs.h) */
         char *src_real; /* realpath of the source, for messages */
         char **lower_real, *upper_real, *work_real;
 } prepared;

@@ -426,8 +426,8 @@ static int prepare_sources(builder *b, nsr_error *err) {
                                                               "%s changed while the sandbox was being built", op->dest);
                         }
                         /* Below the gate's dir: opened by do_overlay. */
-                        pr->gated = op->type == NSR_OP_OVERLAY && below_gate(b, op->source) &&
-                                    below_gate(b, op->workdir);
+                        pr->gated =
+                                op->type == NSR_OP_OVERLAY && below_gate(b, op->source) && below_gate(b, op->workdir);
                         if (op->type == NSR_OP_OVERLAY && !pr->gated) {
                                 int r = open_upper_work(op, pr, err);
                                 if (r < 0)
