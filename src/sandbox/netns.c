@@ -56,19 +56,12 @@ static int transact(int fd, nl_req *req, unsigned seq) {
         }
 }
 
-static int open_route(int *ret, unsigned *ret_idx, nsr_error *err) {
-        unsigned idx = if_nametoindex("lo");
-        if (idx == 0)
-                return nsr_error_set(err, errno, "loopback: Failed to look up lo");
-        _cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+/* The kernel binds the socket on its first send: no bind(2) needed. */
+static int open_route(nsr_error *err) {
+        int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
         if (fd < 0)
                 return nsr_error_set(err, errno, "loopback: Failed to create NETLINK_ROUTE socket");
-        struct sockaddr_nl src = { .nl_family = AF_NETLINK };
-        if (bind(fd, (struct sockaddr *) &src, sizeof(src)) < 0)
-                return nsr_error_set(err, errno, "loopback: Failed to bind NETLINK_ROUTE socket");
-        *ret = TAKE_FD(fd);
-        *ret_idx = idx;
-        return 0;
+        return fd;
 }
 
 static int add_v4(int fd, unsigned idx, struct in_addr addr, unsigned seq) {
@@ -95,9 +88,9 @@ static int add_v4(int fd, unsigned idx, struct in_addr addr, unsigned seq) {
  * if_nametoindex): "child: network" 0.124 -> 0.102 ms (bench/README.md,
  * fourth pass). */
 int nsr_netns_loopback_up(nsr_error *err) {
-        _cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+        _cleanup_close_ int fd = open_route(err);
         if (fd < 0)
-                return nsr_error_set(err, errno, "loopback: Failed to create NETLINK_ROUTE socket");
+                return fd;
         nl_req req;
         memset(&req, 0, sizeof(req));
         req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg));
@@ -116,12 +109,13 @@ int nsr_netns_loopback_add(const char *ipv4, nsr_error *err) {
         struct in_addr addr;
         if (inet_pton(AF_INET, ipv4, &addr) != 1)
                 return nsr_error_setx(err, EINVAL, "loopback: %s is no IPv4 address", ipv4);
-        _cleanup_close_ int fd = -1;
-        unsigned idx = 0;
-        int r = open_route(&fd, &idx, err);
-        if (r < 0)
-                return r;
-        r = add_v4(fd, idx, addr, 3);
+        unsigned idx = if_nametoindex("lo");
+        if (idx == 0)
+                return nsr_error_set(err, errno, "loopback: Failed to look up lo");
+        _cleanup_close_ int fd = open_route(err);
+        if (fd < 0)
+                return fd;
+        int r = add_v4(fd, idx, addr, 3);
         if (r < 0)
                 return nsr_error_set(err, -r, "loopback: Failed to add %s", ipv4);
         return 0;
