@@ -115,7 +115,8 @@ typedef struct run_ctx {
         nsr_project_outcome o; /* for the caller */
 } run_ctx;
 
-/* prepare.c: the run's dir and its meta, or nothing (-errno). */
+/* prepare.c: the run's dir and its meta, or nothing (-errno, and
+ * c->create_failed). */
 int project_create_run(run_ctx *c, nsr_error *err);
 
 /* launching.c: does the monitor make the run dir while the sandbox's root

@@ -204,8 +204,6 @@ bool project_run_dir_deferred(const run_ctx *c) {
 
 static int make_run_dir(void *userdata, nsr_error *err) {
         run_ctx *c = userdata;
-        if (c->run_fd >= 0)
-                return 0; /* made by an earlier attempt */
 #ifdef NSR_TEST_HOOKS
         /* A slow state dir: the tests show the root waits for it. */
         const char *delay = getenv("NSRUN_TEST_RUN_DIR_DELAY_MS");
@@ -213,7 +211,6 @@ static int make_run_dir(void *userdata, nsr_error *err) {
                 (void) usleep((useconds_t) atoi(delay) * 1000);
 #endif
         int r = project_create_run(c, err);
-        c->create_failed = r < 0;
         nsr_timing_mark_now(c->pj->plan->timing, "run dir and record, beside the root");
         return r;
 }
@@ -306,8 +303,8 @@ static int launch_once(run_ctx *c, const struct timespec *fence, nsr_launch_resu
                                                    .refused = record ? &a->refused : NULL,
                                                    .session = pj->session,
                                                    .hold_mounts = !pj->session };
-                        _cleanup_free_ char *runs = nsr_asprintf("%s/runs", pj->state_dir);
-                        if (run_fd < 0) {
+                        _cleanup_free_ char *runs = run_fd < 0 ? nsr_asprintf("%s/runs", pj->state_dir) : NULL;
+                        if (runs) {
                                 extra.after_clone = make_run_dir;
                                 extra.after_clone_data = c;
                                 extra.after_clone_under = runs;
@@ -485,11 +482,7 @@ int project_launch(run_ctx *c, nsr_error *err) {
         for (int tries = 0;; tries++) {
                 /* The run dir, unless the monitor makes it (a retry may
                  * have left the overlay). */
-                r = 0;
-                if (c->run_fd < 0 && !project_run_dir_deferred(c)) {
-                        r = project_create_run(c, err);
-                        c->create_failed = r < 0;
-                }
+                r = c->run_fd < 0 && !project_run_dir_deferred(c) ? project_create_run(c, err) : 0;
                 /* Live writes: the snapshots first, before anything runs
                  * (a project over --snapshot-limit is refused here). */
                 if (r >= 0 && pj->live)

@@ -484,6 +484,7 @@ int project_create_run(run_ctx *c, nsr_error *err) {
         int r = create_run_dir(c, err);
         if (r >= 0)
                 return r;
+        c->create_failed = true;
         if (c->run_fd >= 0) {
                 c->run_fd = safe_close(c->run_fd);
                 nsr_error e2 = { 0 };

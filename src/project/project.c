@@ -668,7 +668,6 @@ static void record(run_ctx *c, nsr_outcome run_outcome) {
          * and so do the sandbox's mounts (release_mounts). */
         if (pj->live || trashed || c->lr.mnt_ns >= 0)
                 nsr_state_trash_background(pj->state_dir, pj->run_dir, TAKE_FD(c->lr.mnt_ns));
-        c->lr.mnt_ns = safe_close(c->lr.mnt_ns);
         if (mr < 0) {
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(&me, buf, sizeof(buf));

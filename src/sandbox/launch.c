@@ -430,14 +430,15 @@ static int write_full_maps(pid_t child, nsr_error *err) {
         return 0;
 }
 
-/* Lets the waiting child go on. It may have failed a step before it waits
- * (a --chdir that does not exist) and be gone with its end of the pipe: that
- * is EPIPE here, not a SIGPIPE that kills the monitor before it reports the
- * child's error (an ignored signal is discarded, never left pending). */
-static void tell_child_go(launch *l) {
+/* Lets the waiting child go on (go_pipe, gate_pipe). It may have failed a
+ * step before it waits (a --chdir that does not exist) and be gone with its
+ * end of the pipe: that is EPIPE here, not a SIGPIPE that kills the monitor
+ * before it reports the child's error (an ignored signal is discarded,
+ * never left pending). */
+static void tell_child(int fd) {
         struct sigaction ign = { .sa_handler = SIG_IGN }, old;
         (void) sigaction(SIGPIPE, &ign, &old);
-        (void) nsr_write_all(l->go_pipe[1], "x", 1);
+        (void) nsr_write_all(fd, "x", 1);
         (void) sigaction(SIGPIPE, &old, NULL);
 }
 
@@ -510,30 +511,16 @@ static pid_t clone_shared_vm(launch *l, unsigned long flags) {
         return pid;
 }
 
-/* extra->hold_mounts: the sandbox's mount namespace, held past its pid 1.
- * Opened after the egress helper's fork: no process but the monitor (and
- * whoever it hands it to) may hold the sandbox's mounts, or dropping them
- * would not tear them down (and sync) at once. */
-static void hold_mounts(pid_t child, nsr_launch_result *res) {
-        char ns[64];
-        snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int) child);
-        res->mnt_ns = open(ns, O_RDONLY | O_CLOEXEC);
-}
-
-/* The process that parses the sandbox's network bytes (egresshelper.h),
- * then the mounts held. */
-static int start_egress_helper(launch *l, pid_t child, nsr_launch_result *res, nsr_error *err) {
+/* The process that parses the sandbox's network bytes (egresshelper.h). */
+static int start_egress_helper(launch *l, nsr_error *err) {
         nsr_relay_parent_started(l->relay);
         nsr_dns_parent_started(l->dns);
         int r = nsr_egress_helper_start(l->relay, l->dns, l->direct, &l->helper, err);
         /* The helper has its copy; the monitor keeps only its end. */
         l->direct = nsr_direct_free(l->direct);
-        if (r < 0)
-                return r;
-        nsr_timing_mark_now(l->plan->timing, "monitor: egress helper started");
-        if (l->extra && l->extra->hold_mounts)
-                hold_mounts(child, res);
-        return 0;
+        if (r >= 0)
+                nsr_timing_mark_now(l->plan->timing, "monitor: egress helper started");
+        return r;
 }
 
 /* Creates the sandbox and monitors it. Signals are blocked around it. */
@@ -571,8 +558,8 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         /* The egress helper's fork waits until the child has its ids and
          * goes on (below), unless --userns2 would put it in that namespace. */
         pid_t cloned = child;
-        bool helper_late = p->userns2_fd == -1;
-        if (l->relay && !helper_late && (r = start_egress_helper(l, cloned, res, err)) < 0)
+        bool helper_early = l->relay && p->userns2_fd != -1;
+        if (helper_early && (r = start_egress_helper(l, err)) < 0)
                 return r;
         res->direct_unavailable = l->direct_unavailable;
         l->notify_sock[1] = safe_close(l->notify_sock[1]);
@@ -614,7 +601,7 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
                 char c;
                 (void) nsr_read_full(p->userns_block_fd, &c, 1);
                 close(p->userns_block_fd);
-                tell_child_go(l);
+                tell_child(l->go_pipe[1]);
         } else if (parent_maps_ids(l)) {
                 r = write_full_maps(child, err);
                 if (r < 0) {
@@ -622,9 +609,9 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
                         (void) waitpid(child, NULL, 0);
                         return r;
                 }
-                tell_child_go(l);
+                tell_child(l->go_pipe[1]);
         } else if (child_waits_late(l))
-                tell_child_go(l);
+                tell_child(l->go_pipe[1]);
         /* The caller's work the root waits for, done while the child
          * builds the rest of it. */
         if (l->extra && l->extra->after_clone) {
@@ -634,22 +621,25 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
                         (void) waitpid(child, NULL, 0);
                         return r;
                 }
-                /* As with the go byte: a child gone first reports why. */
-                struct sigaction ign = { .sa_handler = SIG_IGN }, old;
-                (void) sigaction(SIGPIPE, &ign, &old);
-                (void) nsr_write_all(l->gate_pipe[1], "x", 1);
-                (void) sigaction(SIGPIPE, &old, NULL);
+                tell_child(l->gate_pipe[1]);
                 l->gate_pipe[1] = safe_close(l->gate_pipe[1]);
         }
-        if ((!l->relay || !helper_late) && l->extra && l->extra->hold_mounts)
-                hold_mounts(cloned, res);
         /* After the caller's work: three processes starting at once on
          * two CPUs slowed the run dir by 0.5 ms. The command comes much
          * later, and a connection it makes waits in the backlog. */
-        if (l->relay && helper_late && (r = start_egress_helper(l, cloned, res, err)) < 0) {
+        if (l->relay && !helper_early && (r = start_egress_helper(l, err)) < 0) {
                 kill(child, SIGKILL);
                 (void) waitpid(child, NULL, 0);
                 return r;
+        }
+        /* Opened after the egress helper's fork: no process but the
+         * monitor (and whoever it hands it to) may hold the sandbox's
+         * mounts, or dropping them would not tear them down (and sync) at
+         * once. */
+        if (l->extra && l->extra->hold_mounts) {
+                char ns[64];
+                snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int) cloned);
+                res->mnt_ns = open(ns, O_RDONLY | O_CLOEXEC);
         }
         if (l->extra && l->extra->session && l->extra->session->sandbox_pid)
                 *l->extra->session->sandbox_pid = child;

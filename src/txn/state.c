@@ -761,33 +761,30 @@ int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stat
  * fork and exit, as a fresh process can wait milliseconds for a CPU on a
  * busy machine (0.01 to 17 ms, 2 ms typical, on the VM of
  * bench/README.md). Both callers, a run's monitor and a session's, exit
- * soon after; the child, reparented then, is never a zombie for long. */
-/* In the child: keep_fd (or -1) becomes fd 3 and keep_fd2 (or -1) fd 4,
- * and every other fd past 2 is closed. */
-static bool detach(int keep_fd, int keep_fd2) {
+ * soon after; the child, reparented then, is never a zombie for long.
+ * In the child, keep[i] (n at most 2) is fd 3 + i, and no other fd past 2
+ * is open; a child that cannot arrange that does nothing. */
+static bool detach(const int *keep, size_t n) {
         pid_t pid = fork();
         if (pid != 0)
                 return false;
-        if (setsid() < 0)
+        if (setsid() < 0 || n > 2)
                 _exit(0);
-        int fds[2] = { keep_fd, keep_fd2 }, n = 0;
-        for (int i = 0; i < 2; i++) {
-                if (fds[i] < 0)
-                        continue;
-                /* Out of the way of the dup2 to come first. */
-                int moved = fcntl(fds[i], F_DUPFD_CLOEXEC, 10);
-                fds[i] = moved;
-        }
-        for (int i = 0; i < 2; i++)
-                if (fds[i] >= 0 && dup2(fds[i], 3 + n) == 3 + n)
-                        n++;
+        int moved[2];
+        /* Out of the way of the dup2s first. */
+        for (size_t i = 0; i < n; i++)
+                if ((moved[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, 10)) < 0)
+                        _exit(0);
+        for (size_t i = 0; i < n; i++)
+                if (dup2(moved[i], 3 + (int) i) < 0)
+                        _exit(0);
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null >= 0) {
                 dup2(null, 0);
                 dup2(null, 1);
                 dup2(null, 2);
         }
-        closefrom(3 + n);
+        closefrom(3 + (int) n);
         (void) nice(10);
         sigset_t none;
         sigemptyset(&none);
@@ -803,7 +800,9 @@ void nsr_state_trash_background(const char *state_dir, const char *run_dir, int 
         int order[2] = { -1, -1 };
         if (hold_fd >= 0 && pipe2(order, O_CLOEXEC) < 0)
                 order[0] = order[1] = -1;
-        if (!detach(hold_fd, order[0])) {
+        int keep[2] = { hold_fd, order[0] };
+        size_t n_keep = hold_fd < 0 ? 0 : order[0] < 0 ? 1 : 2;
+        if (!detach(keep, n_keep)) {
                 safe_close(hold_fd);
                 safe_close(order[0]);
                 safe_close(order[1]);
@@ -816,7 +815,7 @@ void nsr_state_trash_background(const char *state_dir, const char *run_dir, int 
         }
         /* The sandbox's mounts go (the overlay syncs), then the next run's
          * dir is made ahead (txn/spare.h). */
-        if (hold_fd >= 0 && order[0] >= 0) {
+        if (n_keep == 2) {
                 char c;
                 while (read(4, &c, 1) < 0 && errno == EINTR)
                         ;
@@ -837,7 +836,7 @@ void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t bac
                 return;
         /* Only its mtime counts: a new empty file says when gc last ran. */
         nsr_error se = { 0 };
-        if (nsr_durable_write(AT_FDCWD, stamp, "", 0, 0600, 0, &se) < 0 || !detach(-1, -1))
+        if (nsr_durable_write(AT_FDCWD, stamp, "", 0, 0600, 0, &se) < 0 || !detach(NULL, 0))
                 return;
         int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (statefd >= 0) {
