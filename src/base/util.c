@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -412,6 +413,14 @@ static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
         int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
         int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
         return era * 146097 + doe - 719468;
+}
+
+bool nsr_kernel_at_least(unsigned maj, unsigned min) {
+        struct utsname u;
+        unsigned a = 0, b = 0;
+        if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &a, &b) != 2)
+                return false;
+        return a > maj || (a == maj && b >= min);
 }
 
 bool nsr_gmtime(int64_t t, struct tm *ret) {

@@ -178,6 +178,10 @@ const char *nsr_datadir(void);
  * xattrs) in line files. */
 char *nsr_hex_encode(const void *data, size_t len);
 
+/* Whether the running kernel's release is maj.min or later (false when
+ * uname fails or its release does not parse). */
+bool nsr_kernel_at_least(unsigned maj, unsigned min);
+
 struct tm;
 /* gmtime_r without glibc's time zone setup: its first call reads
  * /etc/localtime (seven system calls) even for UTC, and a run needs UTC

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 
 #include "base/sha256.h"
 #include "base/util.h"
@@ -132,9 +131,5 @@ bool nsr_connect_inject_available(void) {
         if (v && streq(v, "1"))
                 return false;
 #endif
-        struct utsname u;
-        unsigned maj = 0, min = 0;
-        if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &maj, &min) != 2)
-                return false;
-        return maj > 5 || (maj == 5 && min >= 14);
+        return nsr_kernel_at_least(5, 14);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -812,6 +813,23 @@ START_TEST(test_foreach_dirent) {
 }
 END_TEST
 
+START_TEST(test_kernel_at_least) {
+        /* Against this kernel's own release: its major.minor is at least
+         * itself and not at least the next minor or major. */
+        struct utsname u;
+        unsigned maj = 0, min = 0;
+        ck_assert_int_eq(uname(&u), 0);
+        ck_assert_int_eq(sscanf(u.release, "%u.%u", &maj, &min), 2);
+        ck_assert(nsr_kernel_at_least(maj, min));
+        ck_assert(nsr_kernel_at_least(maj, 0));
+        ck_assert(nsr_kernel_at_least(0, 0));
+        ck_assert(!nsr_kernel_at_least(maj, min + 1));
+        ck_assert(!nsr_kernel_at_least(maj + 1, 0));
+        if (maj > 0)
+                ck_assert(nsr_kernel_at_least(maj - 1, 999));
+}
+END_TEST
+
 START_TEST(test_gmtime) {
         /* Every field gmtime_r gives, over 20000 years in steps of a month
          * and an hour (a quarter of a million times, quick under ASan), odd
@@ -958,6 +976,7 @@ static Suite *suite(void) {
         TCase *tc = tcase_create("parse");
         tcase_add_test(tc, test_strappendf);
         tcase_add_test(tc, test_gmtime);
+        tcase_add_test(tc, test_kernel_at_least);
         tcase_add_test(tc, test_edit_distance);
         tcase_add_test(tc, test_timing);
         tcase_add_test(tc, test_parse_int_good);
