@@ -461,6 +461,14 @@ static void map_ids(launch *l, int procfd, uid_t *ret_uid, gid_t *ret_gid) {
         *ret_gid = ns_gid;
 }
 
+/* Whether nest_userns makes a nested user namespace (and so writes its
+ * maps through /proc). */
+static bool nests_userns(const launch *l, uid_t ns_uid, gid_t ns_gid) {
+        const nsr_plan *p = l->plan;
+        return p->unshare_user && p->userns_block_fd == -1 &&
+               (ns_uid != p->uid || ns_gid != p->gid || p->disable_userns);
+}
+
 /* --userns2, the nested user namespace with the requested ids, and
  * --disable-userns. */
 static void nest_userns(launch *l, int procfd, uid_t ns_uid, gid_t ns_gid) {
@@ -471,8 +479,7 @@ static void nest_userns(launch *l, int procfd, uid_t ns_uid, gid_t ns_gid) {
         if (p->userns2_fd != -1 && setns(p->userns2_fd, CLONE_NEWUSER) < 0)
                 child_fail(l, (nsr_error_set(&e, errno, "Setting userns2 failed"), &e));
 
-        if (p->unshare_user && p->userns_block_fd == -1 &&
-            (ns_uid != p->uid || ns_gid != p->gid || p->disable_userns)) {
+        if (nests_userns(l, ns_uid, ns_gid)) {
                 if (p->disable_userns) {
                         r = write_proc(procfd, "sys/user/max_user_namespaces", "1");
                         if (r == -ENOENT || r == -EACCES)
@@ -492,6 +499,13 @@ static void nest_userns(launch *l, int procfd, uid_t ns_uid, gid_t ns_gid) {
                                                       "creation of new user namespaces was not disabled as requested"),
                                        &e));
         }
+}
+
+/* The root's detached mounts go (rootfs.h): each waits for an RCU grace
+ * period, unless another process still holds it. */
+static void close_detached(launch *l) {
+        for (size_t i = 0; i < ELEMENTSOF(l->detached); i++)
+                l->detached[i] = safe_close(l->detached[i]);
 }
 
 /* A pid 1 of nsrun's own (the reaper) forks the command's process and
@@ -528,6 +542,11 @@ static uint64_t start_pid1(launch *l, uint64_t bound) {
         bool own_group = p->new_session && l->extra && l->extra->kill_leftovers;
         if (own_group)
                 (void) setpgid(cmd > 0 ? cmd : 0, cmd > 0 ? cmd : 0);
+        /* The root's detached mounts: the command lets go of its copies at
+         * once, so that pid 1's close, below, is the last one and waits
+         * for the grace periods while the command loads its filter. */
+        if (cmd == 0)
+                close_detached(l);
         if (cmd > 0) {
                 close(ready[0]);
                 /* Before pid 1's own filter, which forbids getpid. */
@@ -547,6 +566,8 @@ static uint64_t start_pid1(launch *l, uint64_t bound) {
                 }
                 l->err_pipe[1] = safe_close(l->err_pipe[1]);
                 l->notify_sock[1] = safe_close(l->notify_sock[1]);
+                /* Before the command may run: they reach host dirs. */
+                close_detached(l);
                 /* The agent's end is the agent's alone: its death
                  * must reach the monitor as a hangup. */
                 if (l->extra && l->extra->session) {
@@ -633,13 +654,17 @@ _noreturn_ void launch_child_main(launch *l) {
                                .fresh_proc = p->unshare_pid || p->pidns_fd != -1,
                                .resolv_conf = l->dns ? NSR_DNS_RESOLV_CONF : NULL,
                                .gate_fd = l->gate_pipe[0],
-                               .gate_under = l->extra ? l->extra->after_clone_under : NULL };
+                               .gate_under = l->extra ? l->extra->after_clone_under : NULL,
+                               .proc_after = nests_userns(l, ns_uid, ns_gid) ? &procfd : NULL,
+                               .detached_out = l->detached };
         if (nsr_mount_build_root(p, &mctx, &e) < 0)
                 child_fail(l, &e);
         l->gate_pipe[0] = safe_close(l->gate_pipe[0]);
         nsr_timing_mark_now(p->timing, "child: mounts (root, hidden paths)");
 
         nest_userns(l, procfd, ns_uid, ns_gid);
+        /* A clone of /proc when the root was built in place (rootfs.h). */
+        l->detached[NSR_MOUNT_DETACHED_MAX] = TAKE_FD(procfd);
 
         if (p->block_fd != -1) {
                 char c;
@@ -663,6 +688,8 @@ _noreturn_ void launch_child_main(launch *l) {
         uint64_t bound = nsr_caps_all();
         if (need_reaper(p))
                 bound = start_pid1(l, bound);
+        else
+                close_detached(l);
         nsr_timing_mark_now(p->timing, "child: pid 1 started");
         l->status_pipe[1] = safe_close(l->status_pipe[1]);
 

@@ -21,6 +21,7 @@
 #include "sandbox/direct.h"
 #include "sandbox/egresshelper.h"
 #include "sandbox/launch.h"
+#include "sandbox/rootfs.h"
 
 /* What a child that shares the monitor's memory allocates and still holds
  * at its execve (or its _exit): the monitor frees it afterwards. */
@@ -44,12 +45,15 @@ typedef struct launch {
         char *old_cwd;
         uid_t real_uid;
         gid_t real_gid;
-        int err_pipe[2];           /* child -> monitor: nsr_error, CLOEXEC */
-        int status_pipe[2];        /* reaper -> monitor: the command's wait status */
-        int go_pipe[2];            /* monitor -> child: release; HUP = monitor died */
-        int gate_pipe[2];          /* monitor -> child: extra->after_clone is done (rootfs.h) */
-        int pid_pipe[2];           /* --pidns: the sandbox's real pid, child -> monitor */
-        int pid1_ready;            /* pid 1 -> the command: pid 1 is confined; -1: no pid 1 */
+        int err_pipe[2];    /* child -> monitor: nsr_error, CLOEXEC */
+        int status_pipe[2]; /* reaper -> monitor: the command's wait status */
+        int go_pipe[2];     /* monitor -> child: release; HUP = monitor died */
+        int gate_pipe[2];   /* monitor -> child: extra->after_clone is done (rootfs.h) */
+        int pid_pipe[2];    /* --pidns: the sandbox's real pid, child -> monitor */
+        int pid1_ready;     /* pid 1 -> the command: pid 1 is confined; -1: no pid 1 */
+        /* The root's detached mounts and a clone of /proc (rootfs.h), -1
+         * where none: closed by pid 1 beside the command's confinement. */
+        int detached[NSR_MOUNT_DETACHED_MAX + 1];
         nsr_relay *relay;          /* --allow-host: the egress relay, or NULL */
         nsr_dns *dns;              /* --allow-host: the DNS answerer, or NULL */
         nsr_egress_helper *helper; /* the process that serves it */

@@ -658,6 +658,7 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
                 .snmp6_fd = -1,
                 .pid_pipe = { -1, -1 },
                 .pid1_ready = -1,
+                .detached = { -1, -1, -1, -1 },
                 .notify_sock = { -1, -1 },
                 .listener = -1,
                 .direct_sock = -1,

@@ -10,6 +10,8 @@
 #include "cli/plan.h"
 #include "sandbox/rootfs.h"
 
+#define ROOTFS_KERN_MAX 7
+
 typedef struct prepared {
         int tree;     /* detached bind tree, or -1 (skipped or not a bind) */
         bool skipped; /* a -try source that does not exist */
@@ -20,6 +22,12 @@ typedef struct prepared {
         bool gated;     /* an --overlay op whose dirs are below the gate's dir (rootfs.h) */
         char *src_real; /* realpath of the source, for messages */
         char **lower_real, *upper_real, *work_real;
+        /* --dev: the host's nodes (rootfs-kernfs.c), then the terminal for
+         * /dev/console; --proc: kern[0], its procfs (fresh or the host's,
+         * see proc_fresh). Made before any op runs, while the host tree
+         * is as it was (see builder.in_place). */
+        int kern[ROOTFS_KERN_MAX];
+        bool proc_fresh;
 } prepared;
 
 typedef struct builder {
@@ -32,8 +40,13 @@ typedef struct builder {
         unsigned n_shared;
         unsigned n_tmp_overlay;
         unsigned n_bindfile;
-        int gate_dir;     /* ctx->gate_under, or -1 */
+        int gate_dir;     /* ctx->gate_under (a detached clone of it in place), or -1 */
         bool gate_passed; /* ctx->gate_fd's byte came */
+        /* The root is the mount namespace's own copy of the host's tree,
+         * with the first op's flags set on it, rather than a tmpfs with a
+         * clone of that tree bound on it, pivoted into (rootfs.c,
+         * root_in_place). scratch and shared are then detached mounts. */
+        bool in_place;
 } builder;
 
 typedef enum dest_kind {
@@ -58,8 +71,10 @@ int rootfs_op_tmpfs(builder *b, const nsr_op *op, mode_t mode);
 
 /* The kernel's file systems (rootfs-kernfs.c): --mqueue, --proc, --dev. */
 int rootfs_do_mqueue(builder *b, const nsr_op *op, nsr_error *err);
-int rootfs_do_proc(builder *b, const nsr_op *op, nsr_error *err);
-int rootfs_do_dev(builder *b, const nsr_op *op, nsr_error *err);
+int rootfs_prepare_proc(builder *b, const nsr_op *op, prepared *pr, nsr_error *err);
+int rootfs_do_proc(builder *b, const nsr_op *op, prepared *pr, nsr_error *err);
+int rootfs_prepare_dev(builder *b, const nsr_op *op, prepared *pr, nsr_error *err);
+int rootfs_do_dev(builder *b, const nsr_op *op, prepared *pr, nsr_error *err);
 
 /* Entries made in the new root (rootfs-files.c): --dir, --file,
  * --bind-data and --ro-bind-data, --symlink, --chmod. */

@@ -54,36 +54,49 @@ static int cover_proc(int proc, const char *n, nsr_error *err) {
         return 0;
 }
 
-int rootfs_do_proc(builder *b, const nsr_op *op, nsr_error *err) {
+/* The procfs of a --proc op, made before any op: a fresh one, or, where
+ * the kernel refuses a fresh one that would show more than the visible one
+ * (locked overmounts inside a container or a root-run bwrap: nested), a
+ * clone of the host's. */
+int rootfs_prepare_proc(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
+        bool fresh = b->ctx->fresh_proc;
+        if (fresh) {
+                int mnt = rootfs_new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NODEV);
+                if (mnt == -EPERM && (op->flags & NSR_OPF_PROC_FALLBACK))
+                        fresh = false;
+                else if (mnt < 0)
+                        return rootfs_mount_error(err, -mnt, "Can't mount proc on %s", op->dest);
+                else
+                        pr->kern[0] = mnt;
+        }
+        if (!fresh) {
+                int tree = rootfs_clone_tree(AT_FDCWD, "/proc", true, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+                if (tree < 0) {
+                        char msg[NSR_ERROR_MSG_MAX];
+                        snprintf(msg, sizeof(msg),
+                                 "Can't bind mount /proc on %s: Unable to mount source on destination", op->dest);
+                        return nsr_error_setx(err, -tree, "%s: %s", msg, rootfs_mount_strerror(-tree));
+                }
+                pr->kern[0] = tree;
+        }
+        pr->proc_fresh = fresh;
+        return 0;
+}
+
+int rootfs_do_proc(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
         _cleanup_close_ int target = rootfs_open_dest(b, op, DEST_DIR, -1, false, true, err);
         if (target < 0)
                 return target;
         const char *n = op->dest;
-        int r;
-        bool fresh = b->ctx->fresh_proc;
-        if (fresh) {
-                _cleanup_close_ int mnt =
-                        rootfs_new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NODEV);
-                r = mnt < 0 ? mnt : rootfs_attach(mnt, target);
-                /* The kernel refuses a new procfs that would show more than
-                 * the visible one, which has locked overmounts inside a
-                 * container or a root-run bwrap: nested, take that one. */
-                if (r == -EPERM && (op->flags & NSR_OPF_PROC_FALLBACK))
-                        fresh = false;
-                else if (r < 0)
-                        return rootfs_mount_error(err, -r, "Can't mount proc on %s", n);
+        int r = rootfs_attach(pr->kern[0], target);
+        if (r < 0 && pr->proc_fresh)
+                return rootfs_mount_error(err, -r, "Can't mount proc on %s", n);
+        if (r < 0) {
+                char msg[NSR_ERROR_MSG_MAX];
+                snprintf(msg, sizeof(msg), "Can't bind mount /proc on %s: Unable to mount source on destination", n);
+                return nsr_error_setx(err, -r, "%s: %s", msg, rootfs_mount_strerror(-r));
         }
-        if (!fresh) {
-                _cleanup_close_ int tree =
-                        rootfs_clone_tree(AT_FDCWD, "/proc", true, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-                r = tree < 0 ? tree : rootfs_attach(tree, target);
-                if (r < 0) {
-                        char msg[NSR_ERROR_MSG_MAX];
-                        snprintf(msg, sizeof(msg),
-                                 "Can't bind mount /proc on %s: Unable to mount source on destination", n);
-                        return nsr_error_setx(err, -r, "%s: %s", msg, rootfs_mount_strerror(-r));
-                }
-        }
+        pr->kern[0] = safe_close(pr->kern[0]);
         _cleanup_close_ int proc = rootfs_open_in_root(b->root, op->dest, O_PATH | O_DIRECTORY);
         if (proc < 0)
                 return nsr_error_set(err, -proc, "Can't access %s", n);
@@ -104,7 +117,36 @@ int nsr_rootfs_proc_renew(nsr_error *err) {
         return cover_proc(proc, "/proc", err);
 }
 
-int rootfs_do_dev(builder *b, const nsr_op *op, nsr_error *err) {
+static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+_Static_assert(ELEMENTSOF(dev_nodes) + 1 <= ROOTFS_KERN_MAX, "prepared.kern holds the nodes and the console");
+
+/* bwrap's message for a node that could not be bound. */
+static int node_error(nsr_error *err, int e, const char *src, const char *name) {
+        char msg[NSR_ERROR_MSG_MAX];
+        snprintf(msg, sizeof(msg), "Can't bind mount %s on %s: Unable to mount source on destination", src, name);
+        return nsr_error_setx(err, e, "%s: %s", msg, rootfs_mount_strerror(e));
+}
+
+/* The host's nodes for a --dev op, and its terminal for /dev/console,
+ * cloned before any op runs (see builder.in_place). */
+int rootfs_prepare_dev(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
+        (void) op;
+        for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
+                _cleanup_free_ char *host = nsr_asprintf("/dev/%s", dev_nodes[i]);
+                pr->kern[i] = rootfs_clone_tree(AT_FDCWD, host, true, MOUNT_ATTR_NOSUID);
+                if (pr->kern[i] < 0)
+                        return node_error(err, -pr->kern[i], host, dev_nodes[i]);
+        }
+        if (b->ctx->host_tty && *b->ctx->host_tty) {
+                int *tty = &pr->kern[ELEMENTSOF(dev_nodes)];
+                *tty = rootfs_clone_tree(AT_FDCWD, b->ctx->host_tty, true, MOUNT_ATTR_NOSUID);
+                if (*tty < 0)
+                        return node_error(err, -*tty, b->ctx->host_tty, "console");
+        }
+        return 0;
+}
+
+int rootfs_do_dev(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
         _cleanup_close_ int target = rootfs_open_dest(b, op, DEST_DIR, -1, false, true, err);
         if (target < 0)
                 return target;
@@ -118,24 +160,19 @@ int rootfs_do_dev(builder *b, const nsr_op *op, nsr_error *err) {
         if (dev < 0)
                 return nsr_error_set(err, -dev, "Can't mkdir %s", op->dest);
 
-        static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
-        for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
                 _cleanup_close_ int f =
-                        openat(dev, nodes[i], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+                        openat(dev, dev_nodes[i], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
                 if (f < 0)
-                        return nsr_error_set(err, errno, "Can't create file %s/%s", op->dest, nodes[i]);
-                _cleanup_free_ char *host = nsr_asprintf("/dev/%s", nodes[i]);
-                _cleanup_close_ int tree = rootfs_clone_tree(AT_FDCWD, host, true, MOUNT_ATTR_NOSUID);
+                        return nsr_error_set(err, errno, "Can't create file %s/%s", op->dest, dev_nodes[i]);
                 /* The fd that made the file names it as the target: no
                  * second open (six devices, twelve system calls less). */
-                r = tree < 0 ? tree : rootfs_attach(tree, f);
+                r = rootfs_attach(pr->kern[i], f);
                 if (r < 0) {
-                        char msg[NSR_ERROR_MSG_MAX];
-                        snprintf(msg, sizeof(msg),
-                                 "Can't bind mount /dev/%s on %s: Unable to mount source on destination", nodes[i],
-                                 nodes[i]);
-                        return nsr_error_setx(err, -r, "%s: %s", msg, rootfs_mount_strerror(-r));
+                        _cleanup_free_ char *host = nsr_asprintf("/dev/%s", dev_nodes[i]);
+                        return node_error(err, -r, host, dev_nodes[i]);
                 }
+                pr->kern[i] = safe_close(pr->kern[i]);
         }
         static const char *const stdio[][2] = { { "stdin", "/proc/self/fd/0" },
                                                 { "stdout", "/proc/self/fd/1" },
@@ -164,20 +201,16 @@ int rootfs_do_dev(builder *b, const nsr_op *op, nsr_error *err) {
 
         /* The caller's terminal becomes /dev/console, so programs that open
          * it still reach the terminal they were started from. */
-        if (b->ctx->host_tty && *b->ctx->host_tty) {
+        int *tty = &pr->kern[ELEMENTSOF(dev_nodes)];
+        if (*tty >= 0) {
                 _cleanup_close_ int f =
                         openat(dev, "console", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
                 if (f < 0)
                         return nsr_error_set(err, errno, "creating %s/console", op->dest);
-                _cleanup_close_ int tree = rootfs_clone_tree(AT_FDCWD, b->ctx->host_tty, true, MOUNT_ATTR_NOSUID);
-                r = tree < 0 ? tree : rootfs_attach(tree, f);
-                if (r < 0) {
-                        char msg[NSR_ERROR_MSG_MAX];
-                        snprintf(msg, sizeof(msg),
-                                 "Can't bind mount %s on console: Unable to mount source on destination",
-                                 b->ctx->host_tty);
-                        return nsr_error_setx(err, -r, "%s: %s", msg, rootfs_mount_strerror(-r));
-                }
+                r = rootfs_attach(*tty, f);
+                if (r < 0)
+                        return node_error(err, -r, b->ctx->host_tty, "console");
+                *tty = safe_close(*tty);
         }
         return 0;
 }
