@@ -289,7 +289,8 @@ static bool envpats_deny(const envpat *v, const char *name) {
         char buf[256];
         _cleanup_free_ char *heap = len < sizeof(buf) ? NULL : nsr_strndup(name, len);
         char *up = heap ?: buf;
-        memcpy(up, name, len + 1);
+        if (len < sizeof(buf)) /* else heap holds the copy */
+                memcpy(buf, name, len + 1);
         fold(up, len);
         uint64_t bytes = charmask(up, len);
         /* "!PATTERN" lines are exceptions, whatever their place: *PWD*
