@@ -47,6 +47,8 @@ typedef struct builder {
          * clone of that tree bound on it, pivoted into (rootfs.c,
          * root_in_place). scratch and shared are then detached mounts. */
         bool in_place;
+        bool fold_ro; /* the op's mount gets the next op's --remount-ro (rootfs.c, remount_follows) */
+        bool folded;  /* ... and got it */
 } builder;
 
 typedef enum dest_kind {

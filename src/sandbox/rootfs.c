@@ -470,13 +470,42 @@ static void prepared_free(prepared *pr, size_t n) {
         free(pr);
 }
 
+/* bwrap's message for a --remount-ro that failed with e. */
+static int remount_error(nsr_error *err, int e, const char *dest) {
+        _cleanup_free_ char *n = newroot_path(dest);
+        if (e == EINVAL)
+                /* Not the root of a mount. */
+                return nsr_error_setx(err, EINVAL, "Can't remount readonly on %s: Unable to find \"%s\" in mount table",
+                                      dest, n);
+        return nsr_error_setx(err, e,
+                              "Can't remount readonly on %s: Unable to remount destination \"%s\" with correct "
+                              "flags: %s",
+                              dest, n, rootfs_mount_strerror(e));
+}
+
+/* The --remount-ro that follows a mount's op on its dest (see
+ * remount_follows), done on the mount before it is attached: the same
+ * flag on the same mount, without resolving the dest once more. */
+static int fold_remount(builder *b, int mnt, const nsr_op *op, nsr_error *err) {
+        if (!b->fold_ro)
+                return 0;
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
+        if (mount_setattr(mnt, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+                return remount_error(err, errno, op->dest);
+        b->folded = true;
+        return 0;
+}
+
 static int do_bind(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
         if (pr->skipped)
                 return 0;
         _cleanup_close_ int target = rootfs_open_dest(b, op, pr->is_dir ? DEST_DIR : DEST_FILE, -1, false, true, err);
         if (target < 0)
                 return target;
-        int r = rootfs_attach(pr->tree, target);
+        int r = fold_remount(b, pr->tree, op, err);
+        if (r < 0)
+                return r;
+        r = rootfs_attach(pr->tree, target);
         if (r < 0) {
                 char msg[NSR_ERROR_MSG_MAX];
                 snprintf(msg, sizeof(msg), "Can't bind mount %s on %s: Unable to mount source on destination",
@@ -488,24 +517,14 @@ static int do_bind(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
 }
 
 static int do_remount_ro(builder *b, const nsr_op *op, nsr_error *err) {
-        _cleanup_free_ char *n = newroot_path(op->dest);
         /* The destination must exist; its parents are made all the same,
          * as bwrap does. */
         _cleanup_close_ int fd = rootfs_open_dest(b, op, DEST_EXISTING, -1, false, true, err);
         if (fd < 0)
                 return fd;
         struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
-        if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
-                if (errno == EINVAL)
-                        /* Not the root of a mount. */
-                        return nsr_error_setx(err, EINVAL,
-                                              "Can't remount readonly on %s: Unable to find \"%s\" in mount table",
-                                              op->dest, n);
-                return nsr_error_setx(err, errno,
-                                      "Can't remount readonly on %s: Unable to remount destination \"%s\" with correct "
-                                      "flags: %s",
-                                      op->dest, n, rootfs_mount_strerror(errno));
-        }
+        if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+                return remount_error(err, errno, op->dest);
         return 0;
 }
 
@@ -563,7 +582,10 @@ static int do_tmpfs(builder *b, const nsr_op *op, nsr_error *err) {
         _cleanup_close_ int mnt = rootfs_op_tmpfs(b, op, nsr_op_perms(op));
         if (mnt < 0)
                 return rootfs_mount_error(err, -mnt, "Can't mount tmpfs on %s", n);
-        int r = rootfs_attach(mnt, target);
+        int r = fold_remount(b, mnt, op, err);
+        if (r < 0)
+                return r;
+        r = rootfs_attach(mnt, target);
         if (r < 0)
                 return rootfs_mount_error(err, -r, "Can't mount tmpfs on %s", n);
         return 0;
@@ -792,6 +814,22 @@ static int open_root(const builder *b) {
 static bool op_targets_root(const char *dest) {
         _cleanup_free_ char *n = nsr_path_normalize(dest);
         return streq(n, "/") || streq(n, ".");
+}
+
+/* Whether ops[i + 1] is a --remount-ro of the dest that ops[i], a bind or
+ * a tmpfs, mounts on: bwrap users and project mode's hidden paths pair
+ * them. The flag then goes on the new mount before it is attached
+ * (fold_remount), unless the op mounts nothing (a -try bind whose source
+ * is missing), when the --remount-ro runs as its own op. */
+static bool remount_follows(const nsr_plan *plan, size_t i) {
+        if (i + 1 >= plan->n_ops || plan->ops[i + 1].type != NSR_OP_REMOUNT_RO)
+                return false;
+        const nsr_op *op = &plan->ops[i];
+        if ((!op_is_bind(op->type) && op->type != NSR_OP_TMPFS) || !op->dest || !plan->ops[i + 1].dest)
+                return false;
+        _cleanup_free_ char *a = nsr_path_normalize(op->dest);
+        _cleanup_free_ char *b = nsr_path_normalize(plan->ops[i + 1].dest);
+        return streq(a, b);
 }
 
 static int do_hostname(const nsr_op *op, nsr_error *err) {
@@ -1101,6 +1139,8 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
         }
 
         for (size_t i = b.in_place ? 1 : 0; i < plan->n_ops; i++) {
+                b.fold_ro = remount_follows(plan, i);
+                b.folded = false;
                 r = run_op(&b, i, err);
                 if (r < 0) {
                         if (err)
@@ -1118,6 +1158,8 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
                                 goto out;
                         }
                 }
+                if (b.folded)
+                        i++; /* its --remount-ro is done */
         }
 
         if (ctx->resolv_conf) {

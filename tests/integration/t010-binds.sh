@@ -68,6 +68,24 @@ rw" "--remount-ro makes the mount read-only but not its submounts"
 run "$NSRUN" $BASE --remount-ro /nonexistent-path -- true
 is "$rc:$err" "1:nsrun: Can't create file /nonexistent-path: No such file or directory" "--remount-ro of a missing path fails (bwrap 0.12's message)"
 
+# A --remount-ro right after the op that mounts its dest is set on the new
+# mount before it is attached (issue 28): the same effect, still only on
+# that mount, and none when the op mounted nothing.
+run "$NSRUN" $BASE --bind "$d/src" /mnt --remount-ro /mnt --tmpfs /media --remount-ro /media -- \
+	sh -c 'touch /mnt/c 2>/dev/null || echo ro; touch /media/c 2>/dev/null || echo ro; cat /mnt/file'
+is "$rc:$out" "0:ro
+ro
+data" "a bind and a tmpfs each followed by --remount-ro of their dest are read-only"
+check "... and the bind's host dir stays writable outside" sh -c ": >'$d/src/c' && rm '$d/src/c'"
+run "$NSRUN" $BASE --bind "$d/src" /mnt --bind "$d/src/sub" /mnt/sub --remount-ro /mnt/sub -- \
+	sh -c 'touch /mnt/sub/d 2>/dev/null || echo ro; touch /mnt/d && echo rw'
+is "$rc:$out" "0:ro
+rw" "... the flag goes on the op's mount only, not the one below it"
+rm -f "$d/src/d"
+run "$NSRUN" $BASE --ro-bind-try /nonexistent-src /mnt --remount-ro /mnt -- true
+is "$rc:$err" "1:nsrun: Can't remount readonly on /mnt: Unable to find \"/newroot/mnt\" in mount table" \
+	"... after a -try bind that mounted nothing, the --remount-ro runs on its own (bwrap's message)"
+
 # Sources are resolved as the caller: a path the caller cannot read fails.
 if ! is_root && ! test -x /root; then
 	run "$NSRUN" $BASE --bind /root/anything /mnt -- true
