@@ -330,12 +330,15 @@ typedef struct extra_rule {
         uint32_t token; /* seccomp_data.arch */
         uint32_t nr;
         uint32_t ret; /* SECCOMP_RET_* (libseccomp's SCMP_ACT_* are the same values) */
+        /* Or NULL: the call's action is ret when the argument is outside
+         * this set (a "not in" line, see nsr_policy_set). */
+        const nsr_policy_set *set;
 } extra_rule;
 
 typedef struct compiler {
         const nsr_policy *policy;
         uint32_t arch;
-        extra_rule *extra;
+        extra_rule *extra; /* the instructions of our own, in front of libseccomp's (build_prefix) */
         size_t n_extra;
         nsr_error *err;
 } compiler;
@@ -360,6 +363,60 @@ static int add_one(compiler *c, scmp_filter_ctx ctx, int nr, const nsr_policy_ac
 
 static unsigned verdict_rank(const nsr_policy_action *a) {
         return (unsigned) a->verdict;
+}
+
+static int push_extra(compiler *c, int nr, const nsr_policy_action *a, const nsr_policy_set *set) {
+        /* The table has a few names and there are at most three arches;
+         * this only bounds the prefix. */
+        if (c->n_extra >= 256)
+                return nsr_error_setx(c->err, E2BIG, "too many rules for nsrun's own filter instructions");
+        c->extra = nsr_realloc_array(c->extra, c->n_extra + 1, sizeof(*c->extra));
+        c->extra[c->n_extra++] = (extra_rule){
+                .token = arch_audit_token(c->arch),
+                .nr = (uint32_t) nr,
+                .ret = scmp_action(a),
+                .set = set,
+        };
+        return 0;
+}
+
+/* A group's rules on a call that is no multiplexer: to libseccomp, except
+ * those of a "not in" set, which go to the prefix once per set. Each set's
+ * complement costs libseccomp up to 32 rules per value (default.policy's
+ * two sets were 414 of its 709 instructions, and the kernel's load time
+ * grows with the program), where the prefix tests the set in about as many
+ * instructions as it has values. The parser made sure no rule with another
+ * action overlaps them, so the order of the two programs does not matter. */
+static int add_group(compiler *c, scmp_filter_ctx ctx, int nr, int nr_arch, const nsr_policy_rule *group, size_t g) {
+        int r = 0;
+        for (size_t j = 0; j < g && r >= 0; j++) {
+                unsigned s = group[j].set;
+                size_t in_set = 0;
+                for (size_t k = 0; s && k < g; k++)
+                        in_set += group[k].set == s;
+                /* A set whose complement is a rule or two (a flag: "arg0 &
+                 * CLONE_NEWUSER") costs libseccomp no more. */
+                if (nr_arch < 0 || s == 0 || s > c->policy->n_sets || in_set <= c->policy->sets[s - 1].n_values + 1) {
+                        r = add_one(c, ctx, nr, &group[j].action, &group[j]);
+                        continue;
+                }
+                bool first = true;
+                for (size_t k = 0; k < j && first; k++)
+                        first = group[k].set != s;
+                if (first)
+                        r = push_extra(c, nr_arch, &group[j].action, &c->policy->sets[s - 1]);
+        }
+        return r;
+}
+
+/* i386's direct socket calls (Linux 4.3), which libseccomp names by their
+ * socketcall pseudo numbers only (-101 for socket, ...): what the prefix
+ * needs to test them itself. */
+static int i386_direct_nr(int pseudo) {
+        static const int direct[] = { 359, 361, 362, 363, -1,  367, 368, 360, 369, -1,
+                                      371, -1,  373, 366, 365, 370, 372, -1,  -1,  -1 };
+        int call = -pseudo - 100; /* SYS_SOCKET (1) .. SYS_SENDMMSG (20) */
+        return call >= 1 && call <= (int) ELEMENTSOF(direct) ? direct[call - 1] : -1;
 }
 
 /* i386 socket and SysV IPC calls exist twice: as direct system calls, and
@@ -389,8 +446,8 @@ static int add_multiplexed(compiler *c, scmp_filter_ctx ctx, int nr, int nr_arch
         blanket.n_cmp = 0;
         if (!all_same)
                 return add_one(c, ctx, nr, strict, &blanket);
-
         bool is_socket = nr_arch <= -100 && nr_arch >= -120;
+
         /* libseccomp numbers its pseudo syscalls so that the call number
          * (SYS_SOCKET etc. from linux/net.h, SEMOP etc. from linux/ipc.h) is
          * the pseudo number's last digits: socket is -101, SYS_SOCKET 1. */
@@ -399,23 +456,12 @@ static int add_multiplexed(compiler *c, scmp_filter_ctx ctx, int nr, int nr_arch
         blanket.n_cmp = 1;
         blanket.cmp[0] = (nsr_policy_cmp){ .arg = 0, .op = NSR_POLICY_OP_EQ, .value = call };
         int r = add_one(c, ctx, mux, strict, &blanket);
-        for (size_t i = 0; i < n && r >= 0; i++)
-                r = add_one(c, ctx, nr, &rules[i].action, &rules[i]);
+        /* The direct call: its sets in the prefix, when its number is
+         * known (i386's socket calls). */
+        int direct = c->arch == SCMP_ARCH_X86 && is_socket ? i386_direct_nr(nr_arch) : -1;
+        if (r >= 0)
+                r = add_group(c, ctx, nr, direct, rules, n);
         return r;
-}
-
-static int push_extra(compiler *c, int nr, const nsr_policy_action *a) {
-        /* The table has a few names and there are at most three arches;
-         * this only keeps build_prefix's 8-bit jumps in range. */
-        if (c->n_extra >= 64)
-                return nsr_error_setx(c->err, E2BIG, "too many rules on system calls libseccomp does not know");
-        c->extra = nsr_realloc_array(c->extra, c->n_extra + 1, sizeof(*c->extra));
-        c->extra[c->n_extra++] = (extra_rule){
-                .token = arch_audit_token(c->arch),
-                .nr = (uint32_t) nr,
-                .ret = scmp_action(a),
-        };
-        return 0;
 }
 
 static int add_arch_rules(compiler *c, scmp_filter_ctx ctx) {
@@ -457,7 +503,7 @@ static int add_arch_rules(compiler *c, scmp_filter_ctx ctx) {
                          * without conditions, and only from our table. */
                         int extra = nsr_policy_extra_syscall(name, c->arch);
                         if (extra >= 0 && blanket) {
-                                int r = push_extra(c, extra, &blanket->action);
+                                int r = push_extra(c, extra, &blanket->action, NULL);
                                 if (r < 0)
                                         return r;
                         }
@@ -476,11 +522,8 @@ static int add_arch_rules(compiler *c, scmp_filter_ctx ctx) {
                         r = add_one(c, ctx, nr, &blanket->action, blanket);
                 else if (muxed)
                         r = add_multiplexed(c, ctx, nr, nr_arch, group, g);
-                else {
-                        r = 0;
-                        for (size_t j = 0; j < g && r >= 0; j++)
-                                r = add_one(c, ctx, nr, &group[j].action, &group[j]);
-                }
+                else
+                        r = add_group(c, ctx, nr, nr_arch, group, g);
                 if (r < 0)
                         return r;
         }
@@ -555,22 +598,67 @@ int nsr_seccomp_export(void *ctx, char **ret, size_t *ret_len, nsr_error *err) {
         return 0;
 }
 
-/* The instructions in front of libseccomp's program for system calls it
- * does not know (see extra_rule):
+/* The instructions in front of libseccomp's program (see extra_rule), a
+ * block per arch:
  *
  *         ld  arch
- *         jeq TOKEN1, 0, <past block 1>
- *         ld  nr                          block 1
- *         jeq NR, <its ret>, 0
+ *         jeq TOKEN, 1, 0
+ *         ja  <next arch's block>
+ *         ld  nr
+ *         jeq NR, 0, 1                    a call libseccomp does not know
+ *         ret ACTION
+ *         ...
+ *         jeq NR, 0, <past the set>       a "not in" set
+ *         ld  the argument's low word
+ *         and MASK                        (unless it is 0xffffffff)
+ *         jeq VALUE1, <in>, 0
+ *         ...
+ *         ret ACTION                      none matched: outside the set
+ *   in:   ja  <end>
  *         ...
  *         ja  <end>
- *         jeq TOKEN2, ...                 (A still holds the arch here)
- *         ...
- *         ja  <end>
- *         ret ACTION                      one per rule
- *         ...
  *   end:  libseccomp's program, which starts over from seccomp_data.arch
- */
+ *
+ * A call that none of them is about passes one test per rule: the kernel
+ * runs the program for every call number as it loads it, to find the ones
+ * it can allow without running it again. */
+typedef struct emitter {
+        struct sock_filter *f;
+        size_t n, cap;
+} emitter;
+
+static size_t emit(emitter *e, struct sock_filter in) {
+        if (e->n == e->cap) {
+                e->cap = e->cap ? 2 * e->cap : 64;
+                e->f = nsr_realloc_array(e->f, e->cap, sizeof(*e->f));
+        }
+        e->f[e->n] = in;
+        return e->n++;
+}
+
+/* Points the "ja" at `at` to the next instruction to be emitted. */
+static void land(emitter *e, size_t at) {
+        e->f[at].k = (uint32_t) (e->n - (at + 1));
+}
+
+static void emit_set(emitter *e, uint32_t token, const extra_rule *x, size_t *ends, size_t *n_ends) {
+        const nsr_policy_set *s = x->set;
+        /* The argument's low 32 bits: the first word on a little-endian arch. */
+        uint32_t lo =
+                (uint32_t) (offsetof(struct seccomp_data, args) + 8 * s->arg) + ((token & __AUDIT_ARCH_LE) ? 0 : 4);
+        bool mask = s->mask != UINT32_MAX;
+        size_t body = 1 + (mask ? 1 : 0) + s->n_values + 1 + 1;
+        emit(e, (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, x->nr, 0, (uint8_t) body));
+        emit(e, (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, lo));
+        if (mask)
+                emit(e, (struct sock_filter) BPF_STMT(BPF_ALU | BPF_AND | BPF_K, s->mask));
+        for (size_t v = 0; v < s->n_values; v++)
+                emit(e, (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, s->values[v],
+                                                      (uint8_t) (s->n_values - v), 0));
+        emit(e, (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, x->ret));
+        ends[(*n_ends)++] = emit(e, (struct sock_filter) BPF_STMT(BPF_JMP | BPF_JA, 0));
+}
+
 static int build_prefix(const extra_rule *extra, size_t n, struct sock_filter **ret, size_t *ret_len, nsr_error *err) {
         uint32_t tokens[8];
         size_t n_tokens = 0;
@@ -581,51 +669,38 @@ static int build_prefix(const extra_rule *extra, size_t n, struct sock_filter **
                 if (!seen && n_tokens < ELEMENTSOF(tokens))
                         tokens[n_tokens++] = extra[i].token;
         }
-        /* Count first, so the jumps can be computed. */
-        size_t len = 1 + 1;
+        /* Every jump to the end: one per arch block and one per set. */
+        _cleanup_free_ size_t *ends = nsr_malloc0((n + n_tokens + 1) * sizeof(size_t));
+        size_t n_ends = 0;
+        emitter e = { 0 };
         for (size_t t = 0; t < n_tokens; t++) {
-                size_t in_block = 0;
-                for (size_t i = 0; i < n; i++)
-                        in_block += extra[i].token == tokens[t];
-                len += 1 + 1 + in_block + 1;
-        }
-        size_t ret_at = len;
-        len += n;
-        struct sock_filter *f = nsr_malloc0(len * sizeof(*f));
-        size_t pc = 0;
-        f[pc++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
-        for (size_t t = 0; t < n_tokens; t++) {
-                size_t in_block = 0;
-                for (size_t i = 0; i < n; i++)
-                        in_block += extra[i].token == tokens[t];
-                if (1 + in_block + 1 > 255) {
-                        free(f);
-                        return nsr_error_setx(err, E2BIG, "too many rules on system calls libseccomp does not know");
-                }
-                f[pc++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, tokens[t], 0,
-                                                        (uint8_t) (1 + in_block + 1));
-                f[pc++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+                emit(&e, (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
+                emit(&e, (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, tokens[t], 1, 0));
+                size_t next = emit(&e, (struct sock_filter) BPF_STMT(BPF_JMP | BPF_JA, 0));
+                /* A keeps the number: a set's body loads its argument only
+                 * when the number matched, and never falls through. */
+                emit(&e, (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
                 for (size_t i = 0; i < n; i++) {
                         if (extra[i].token != tokens[t])
                                 continue;
-                        size_t off = ret_at + i - (pc + 1);
-                        if (off > 255) {
-                                free(f);
-                                return nsr_error_setx(err, E2BIG,
-                                                      "too many rules on system calls libseccomp does not know");
+                        if (extra[i].set) {
+                                emit_set(&e, tokens[t], &extra[i], ends, &n_ends);
+                                continue;
                         }
-                        f[pc++] =
-                                (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, extra[i].nr, (uint8_t) off, 0);
+                        emit(&e, (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, extra[i].nr, 0, 1));
+                        emit(&e, (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, extra[i].ret));
                 }
-                f[pc] = (struct sock_filter) BPF_STMT(BPF_JMP | BPF_JA, (uint32_t) (len - (pc + 1)));
-                pc++;
+                ends[n_ends++] = emit(&e, (struct sock_filter) BPF_STMT(BPF_JMP | BPF_JA, 0));
+                land(&e, next);
         }
-        f[pc] = (struct sock_filter) BPF_STMT(BPF_JMP | BPF_JA, (uint32_t) (len - (pc + 1)));
-        pc++;
-        for (size_t i = 0; i < n; i++)
-                f[pc++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, extra[i].ret);
-        *ret = f;
-        *ret_len = len;
+        for (size_t i = 0; i < n_ends; i++)
+                land(&e, ends[i]);
+        if (e.n > NSR_SECCOMP_MAX_INSNS) {
+                free(e.f);
+                return nsr_error_setx(err, E2BIG, "too many rules for nsrun's own filter instructions");
+        }
+        *ret = e.f;
+        *ret_len = e.n;
         return 0;
 }
 
@@ -694,7 +769,7 @@ out:
 /* ---- the cache --------------------------------------------------------------- */
 
 /* Bumped whenever the compiler's output for the same input changes. */
-#define CACHE_GENERATION 2
+#define CACHE_GENERATION 3
 #define CACHE_MAGIC      "NSRBPF01"
 #define CACHE_HEADER     (8 + 2 * NSR_SHA256_SIZE)
 #define CACHE_FILE_MAX   (CACHE_HEADER + NSR_SECCOMP_MAX_INSNS * sizeof(struct sock_filter))

@@ -476,6 +476,17 @@ static int parse_deny_action(parser *ps, nsr_policy_action *ret) {
         return 0;
 }
 
+/* The set of a "not in" test (see nsr_policy_set); its number, from 1.
+ * Its values are under the mask (the parser checked), so they fit too. */
+static unsigned add_set(nsr_policy *p, const test *t) {
+        p->sets = nsr_realloc_array(p->sets, p->n_sets + 1, sizeof(*p->sets));
+        nsr_policy_set *s = &p->sets[p->n_sets++];
+        *s = (nsr_policy_set){ .arg = t->arg, .mask = (uint32_t) t->mask, .n_values = t->n_values };
+        for (size_t i = 0; i < t->n_values; i++)
+                s->values[i] = (uint32_t) t->values[i];
+        return (unsigned) p->n_sets;
+}
+
 static int cmp_test_arg(const void *a, const void *b) {
         const test *x = a, *y = b;
         return (int) x->arg - (int) y->arg;
@@ -524,6 +535,9 @@ static int parse_rule(parser *ps, bool deny) {
                             name->text);
 
         qsort(tests, n_tests, sizeof(tests[0]), cmp_test_arg);
+        unsigned set = 0;
+        if (n_tests == 1 && tests[0].op == NSR_POLICY_OP_NE && tests[0].has_mask && tests[0].mask <= UINT32_MAX)
+                set = add_set(ps->policy, &tests[0]);
         alts a[NSR_POLICY_ARGS] = { { 0 } };
         size_t total = 1;
         for (size_t i = 0; i < n_tests; i++) {
@@ -544,6 +558,7 @@ static int parse_rule(parser *ps, bool deny) {
                         .n_cmp = (unsigned) n_tests,
                         .file = ps->file,
                         .line = ps->line,
+                        .set = set,
                 };
                 for (size_t i = 0; i < n_tests; i++)
                         rule.cmp[i] = a[i].v[idx[i]];
@@ -832,6 +847,7 @@ nsr_policy *nsr_policy_free(nsr_policy *p) {
         for (size_t i = 0; i < p->n_rules; i++)
                 free(p->rules[i].syscall);
         free(p->rules);
+        free(p->sets);
         nsr_strv_free(p->files);
         free(p);
         return NULL;

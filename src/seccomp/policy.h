@@ -73,12 +73,27 @@ typedef struct nsr_policy_rule {
         nsr_policy_cmp cmp[NSR_POLICY_ARGS]; /* ANDed; sorted by arg, one per arg */
         size_t file;                         /* index into nsr_policy.files */
         unsigned line;
+        unsigned set; /* the nsr_policy_set it expands, counted from 1; 0: none */
 } nsr_policy_rule;
+
+/* A line whose only test is "arg & MASK not in {...}" (or "!="), with a
+ * mask in the low 32 bits. Its rules are the set's complement as masked
+ * equalities, up to 32 per value, which is what libseccomp can take; the
+ * compiler may test the set itself instead, in a few instructions of its
+ * own (compile.c). */
+typedef struct nsr_policy_set {
+        unsigned arg;
+        uint32_t mask;
+        uint32_t values[NSR_POLICY_SET_MAX];
+        size_t n_values;
+} nsr_policy_set;
 
 typedef struct nsr_policy {
         nsr_policy_action default_action; /* allow unless a "default" line says otherwise */
         nsr_policy_rule *rules;           /* in source order, includes expanded in place */
         size_t n_rules;
+        nsr_policy_set *sets; /* see nsr_policy_rule.set */
+        size_t n_sets;
         char **files; /* every file read, in order (names for messages) */
         /* SHA-256 over the text of every file read, in order: the policy's
          * identity for the compile cache. */
