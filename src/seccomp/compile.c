@@ -614,8 +614,8 @@ int nsr_seccomp_export(void *ctx, char **ret, size_t *ret_len, nsr_error *err) {
  *         jeq VALUE1, <in>, 0
  *         ...
  *         ret ACTION                      none matched: outside the set
- *   in:   ja  <end>
- *         ...
+ *   in:   ld  nr                          on to the next rule (another set
+ *         ...                             of the same call may match)
  *         ja  <end>
  *   end:  libseccomp's program, which starts over from seccomp_data.arch
  *
@@ -641,7 +641,7 @@ static void land(emitter *e, size_t at) {
         e->f[at].k = (uint32_t) (e->n - (at + 1));
 }
 
-static void emit_set(emitter *e, uint32_t token, const extra_rule *x, size_t *ends, size_t *n_ends) {
+static void emit_set(emitter *e, uint32_t token, const extra_rule *x) {
         const nsr_policy_set *s = x->set;
         /* The argument's low 32 bits: the first word on a little-endian arch. */
         uint32_t lo =
@@ -656,7 +656,7 @@ static void emit_set(emitter *e, uint32_t token, const extra_rule *x, size_t *en
                 emit(e, (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, s->values[v],
                                                       (uint8_t) (s->n_values - v), 0));
         emit(e, (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, x->ret));
-        ends[(*n_ends)++] = emit(e, (struct sock_filter) BPF_STMT(BPF_JMP | BPF_JA, 0));
+        emit(e, (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
 }
 
 static int build_prefix(const extra_rule *extra, size_t n, struct sock_filter **ret, size_t *ret_len, nsr_error *err) {
@@ -669,8 +669,8 @@ static int build_prefix(const extra_rule *extra, size_t n, struct sock_filter **
                 if (!seen && n_tokens < ELEMENTSOF(tokens))
                         tokens[n_tokens++] = extra[i].token;
         }
-        /* Every jump to the end: one per arch block and one per set. */
-        _cleanup_free_ size_t *ends = nsr_malloc0((n + n_tokens + 1) * sizeof(size_t));
+        /* Every jump to the end: one per arch block. */
+        size_t ends[ELEMENTSOF(tokens)];
         size_t n_ends = 0;
         emitter e = { 0 };
         for (size_t t = 0; t < n_tokens; t++) {
@@ -678,13 +678,14 @@ static int build_prefix(const extra_rule *extra, size_t n, struct sock_filter **
                 emit(&e, (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, tokens[t], 1, 0));
                 size_t next = emit(&e, (struct sock_filter) BPF_STMT(BPF_JMP | BPF_JA, 0));
                 /* A keeps the number: a set's body loads its argument only
-                 * when the number matched, and never falls through. */
+                 * when the number matched, and loads the number again
+                 * before it goes on. */
                 emit(&e, (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
                 for (size_t i = 0; i < n; i++) {
                         if (extra[i].token != tokens[t])
                                 continue;
                         if (extra[i].set) {
-                                emit_set(&e, tokens[t], &extra[i], ends, &n_ends);
+                                emit_set(&e, tokens[t], &extra[i]);
                                 continue;
                         }
                         emit(&e, (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, extra[i].nr, 0, 1));

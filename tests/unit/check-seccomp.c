@@ -858,6 +858,23 @@ START_TEST(test_compile_sets) {
         ck_assert_uint_eq(run_call(&c, SCMP_ARCH_X86_64, "write", 0, 0, 0), ALLOW);
         ck_assert_uint_eq(run_nr(&c, AUDIT_ARCH_AARCH64, 0, 0, 0), SECCOMP_RET_KILL_PROCESS);
         free(c.data);
+
+        /* Sets on several arguments of one call (best-effort mode's
+         * --allow-host filter): a value inside one set goes on to the
+         * others, and any that it is outside of refuses the call. */
+        c = compile_text("deny socket errno EACCES if arg0 & 0xffffffff not in {2, 10}\n"
+                         "deny socket errno EACCES if arg1 & 0xf != 1\n"
+                         "deny socket errno EACCES if arg2 & 0xffffffff not in {0, 6}\n",
+                         NULL);
+        for (size_t a = 0; a < ELEMENTSOF(arches); a++)
+                for (uint64_t fam = 0; fam < 12; fam++)
+                        for (uint64_t type = 0; type < 4; type++)
+                                for (uint64_t proto = 0; proto < 8; proto++) {
+                                        bool ok = (fam == 2 || fam == 10) && type == 1 && (proto == 0 || proto == 6);
+                                        ck_assert_uint_eq(run_call(&c, arches[a], "socket", fam, type | 0x80000, proto),
+                                                          ok ? ALLOW : ERRNO(EACCES));
+                                }
+        free(c.data);
 }
 END_TEST
 
