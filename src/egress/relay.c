@@ -635,14 +635,17 @@ void nsr_relay_detach(nsr_relay *r) {
 
 /* Every address of every interface of the host: a name the rules allow
  * must not lead back to the host's own services through its public
- * address. Read when the relay starts (failing closed: without the list,
- * no relay), and again before a decision whenever rtnetlink said an
- * address came or went since (or always, without the netlink socket). */
-static int read_own_addresses(nsr_egress_own *own, nsr_error *err) {
+ * address. Read before the first decision that needs it (not when the
+ * relay starts: getifaddrs dumps every link and address over rtnetlink,
+ * 0.1 ms a launch that may never connect), and again whenever rtnetlink
+ * said an address came or went since (or always, without the netlink
+ * socket). Until a read succeeds the list is unknown, which refuses every
+ * public address (fails closed). */
+int nsr_egress_own_read(nsr_egress_own *own) {
         struct ifaddrs *ifa = NULL;
         if (getifaddrs(&ifa) < 0)
-                return nsr_error_set(err, errno, "egress relay: cannot list the host's addresses (getifaddrs)");
-        nsr_egress_own fresh = { 0 };
+                return -errno;
+        nsr_egress_own fresh = { .known = true };
         for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
                 if (i->ifa_addr)
                         nsr_egress_own_add(&fresh, i->ifa_addr);
@@ -666,9 +669,10 @@ static int own_watch(void) {
 
 /* The kernel queues the notification when the address is added, before
  * anything can connect to it: draining the socket here sees every change
- * made before this decision. A failed re-read keeps the old list. */
+ * made before this decision. A failed re-read keeps the old list (or none:
+ * unknown). */
 void relay_own_refresh(nsr_relay *r) {
-        bool changed = r->nl_fd < 0;
+        bool changed = r->nl_fd < 0 || !r->own.known;
         char buf[8192];
         for (;;) {
                 ssize_t n = r->nl_fd < 0 ? -1 : recv(r->nl_fd, buf, sizeof(buf), MSG_DONTWAIT);
@@ -680,10 +684,8 @@ void relay_own_refresh(nsr_relay *r) {
                         continue;
                 break;
         }
-        if (changed) {
-                nsr_error e = { 0 };
-                (void) read_own_addresses(&r->own, &e);
-        }
+        if (changed)
+                (void) nsr_egress_own_read(&r->own);
 }
 
 int nsr_relay_new(const nsr_egress_rules *rules, int log_fd, nsr_relay **ret, nsr_error *err) {
@@ -705,9 +707,6 @@ int nsr_relay_new(const nsr_egress_rules *rules, int log_fd, nsr_relay **ret, ns
         r->sock[0] = r->sock[1] = r->timerfd = -1;
         r->h_resolved.fd = -1;
         r->nl_fd = own_watch(); /* before the first read: no change is missed */
-        int k = read_own_addresses(&r->own, err);
-        if (k < 0)
-                return k;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, r->sock) < 0)
                 return nsr_error_set(err, errno, "egress relay: socketpair");
         r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);

@@ -61,6 +61,10 @@ void nsr_relay_malformed(nsr_relay *r);
  * changed: what nsr_egress_addr_allowed_own() takes. */
 const nsr_egress_own *nsr_relay_own(nsr_relay *r);
 
+/* The host's own addresses read afresh into *own (known from then on): 0,
+ * or -errno with *own as it was. */
+int nsr_egress_own_read(nsr_egress_own *own);
+
 /* Closes every connection (recording it) and moves the log to *ret. */
 void nsr_relay_finish(nsr_relay *r, nsr_egress_log *ret);
 

@@ -390,7 +390,7 @@ void nsr_egress_own_done(nsr_egress_own *own) {
 bool nsr_egress_addr_allowed_own(const nsr_egress_pattern *m, const struct sockaddr *sa, const nsr_egress_own *own,
                                  nsr_addr_class *ret_class) {
         bool ok = nsr_egress_addr_allowed(m, sa, ret_class);
-        if (*ret_class != NSR_ADDR_PUBLIC || !nsr_egress_own_has(own, sa))
+        if (*ret_class != NSR_ADDR_PUBLIC || (own && own->known && !nsr_egress_own_has(own, sa)))
                 return ok;
         /* Public, but the host's own: only a pattern that is this very
          * address reaches it. */

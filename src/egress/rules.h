@@ -110,12 +110,16 @@ const char *nsr_addr_class_to_string(nsr_addr_class c);
 bool nsr_egress_addr_allowed(const nsr_egress_pattern *m, const struct sockaddr *sa, nsr_addr_class *ret_class);
 
 /* The addresses of the host's own interfaces, every family the relay
- * connects to (the relay reads them with getifaddrs when it starts). A
- * service bound to 0.0.0.0 or :: answers on each of them, so a name that
- * resolves to one reaches the host itself, as loopback would. */
+ * connects to (read with getifaddrs before the first decision that needs
+ * them: nsr_egress_own_read). A service bound to 0.0.0.0 or :: answers on
+ * each of them, so a name that resolves to one reaches the host itself, as
+ * loopback would. */
 typedef struct nsr_egress_own {
         struct sockaddr_storage *addrs;
         size_t n;
+        /* The list was read. Until it is, any public address may be one of
+         * the host's, and is refused as one (nsr_egress_addr_allowed_own). */
+        bool known;
 } nsr_egress_own;
 
 void nsr_egress_own_add(nsr_egress_own *own, const struct sockaddr *sa);

@@ -6,7 +6,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <linux/netlink.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
@@ -26,6 +25,7 @@
 #include "base/sockmsg.h"
 #include "base/syscalls.h"
 #include "base/util.h"
+#include "egress/relay.h"
 #include "sandbox/direct.h"
 #include "seccomp/connect.h"
 #include "seccomp/refused.h"
@@ -276,7 +276,6 @@ struct nsr_direct {
         struct sockaddr_storage dns;
         bool have_dns;
         nsr_egress_own own;
-        bool own_read;
         int sock;
         int listener;
         uint64_t host_cookie;
@@ -592,16 +591,6 @@ static void handle(nsr_direct *d, const direct_msg *m, int sfd) {
         respond(d->listener, m->id, -ECONNREFUSED, 0);
 }
 
-static void read_own(nsr_egress_own *own) {
-        struct ifaddrs *ifa = NULL;
-        if (getifaddrs(&ifa) < 0)
-                return;
-        for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
-                if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6))
-                        nsr_egress_own_add(own, i->ifa_addr);
-        freeifaddrs(ifa);
-}
-
 static void on_sock(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
         nsr_direct *d = data;
         (void) ev;
@@ -633,11 +622,10 @@ static void on_sock(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
                 _exit(9);
 #endif
         /* The host's own addresses, at the first connect: a run that
-         * makes none does not pay for the netlink dump. */
-        if (!d->own_read) {
-                read_own(&d->own);
-                d->own_read = true;
-        }
+         * makes none does not pay for the netlink dump. Until a read
+         * succeeds, every public address is refused as the host's. */
+        if (!d->own.known)
+                (void) nsr_egress_own_read(&d->own);
         handle(d, &m, sfd);
 }
 

@@ -103,7 +103,9 @@ START_TEST(test_by_name) {
         ck_assert_int_eq(nsr_dnsmap_add(m, "pkg.example", (struct sockaddr *) &priv), 0); /* rebinding */
         ck_assert_int_eq(nsr_dnsmap_add(m, "pkg.example", (struct sockaddr *) &mixed), 0);
         ck_assert_int_eq(nsr_dnsmap_add(m, "other.example", (struct sockaddr *) &mixed), 0);
-        nsr_direct_ctx c = { .rules = &r, .map = m };
+        /* The host's addresses, read: none of these. */
+        nsr_egress_own none = { .known = true };
+        nsr_direct_ctx c = { .rules = &r, .map = m, .own = &none };
 
         nsr_direct_query q = query(AF_INET, SOCK_STREAM, "203.0.113.7", 443);
         nsr_direct_verdict v = judge(&c, &q);
@@ -154,11 +156,17 @@ START_TEST(test_by_name) {
         /* the host's own address: refused unless named */
         nsr_egress_own own = { 0 };
         nsr_egress_own_add(&own, (struct sockaddr *) &pub);
+        own.known = true;
         c.map = m;
         c.own = &own;
         q = query(AF_INET, SOCK_STREAM, "203.0.113.7", 443);
         ck_assert_int_eq(judge(&c, &q).action, NSR_DIRECT_REFUSE);
         nsr_egress_own_done(&own);
+        /* the host's addresses unknown (never read): refused all the same */
+        c.own = &own;
+        ck_assert_int_eq(judge(&c, &q).action, NSR_DIRECT_REFUSE);
+        c.own = &none;
+        ck_assert_int_eq(judge(&c, &q).action, NSR_DIRECT_HOST);
         /* unroutable: multicast */
         q = query(AF_INET, SOCK_STREAM, "224.0.0.1", 443);
         ck_assert_int_eq(judge(&c, &q).errnum, ENETUNREACH);

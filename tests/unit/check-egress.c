@@ -353,6 +353,7 @@ START_TEST(test_own_addresses) {
                 nsr_egress_own_add(&own, (struct sockaddr *) &ss);
         }
         ck_assert_uint_eq(own.n, 3);
+        own.known = true;
         nsr_addr_class c;
         ck_assert(!allowed_own("*.example.org", "203.0.113.5", &own, &c));
         ck_assert_int_eq(c, NSR_ADDR_HOST);
@@ -369,7 +370,19 @@ START_TEST(test_own_addresses) {
         /* A v4 address does not match the same bytes in a v6 one. */
         ck_assert(allowed_own("svc.example.org", "cb00:7105::", &own, &c));
         nsr_egress_own_done(&own);
+        /* A list never read: any public address may be the host's, and is
+         * refused as one (fails closed); other classes are judged as ever. */
+        ck_assert(!allowed_own("svc.example.org", "203.0.113.5", &own, &c));
+        ck_assert_int_eq(c, NSR_ADDR_HOST);
+        ck_assert(!allowed_own("svc.example.org", "203.0.113.5", NULL, &c));
+        ck_assert_int_eq(c, NSR_ADDR_HOST);
+        ck_assert(allowed_own("203.0.113.5", "203.0.113.5", NULL, &c));
+        ck_assert(!allowed_own("svc.example.org", "10.1.1.1", NULL, &c));
+        ck_assert_int_eq(c, NSR_ADDR_PRIVATE);
+        /* An empty list that was read: nothing is the host's. */
+        own.known = true;
         ck_assert(allowed_own("svc.example.org", "203.0.113.5", &own, &c));
+        ck_assert_int_eq(c, NSR_ADDR_PUBLIC);
 }
 END_TEST
 
