@@ -17,15 +17,12 @@ int nsr_caps_current(uint64_t *ret);
 int nsr_caps_permitted(uint64_t *ret);
 /* Makes the effective set exactly caps (must be within permitted). */
 int nsr_caps_raise_effective(uint64_t caps);
-/* Cuts the bounding set down to `keep`. */
+/* Cuts the bounding set down to `keep`; fails if any capability outside it
+ * could not be dropped. */
 int nsr_caps_bound(uint64_t keep, nsr_error *err);
 /* Drops just the capabilities in DROP from the bounding set (one prctl
  * each: a set that was cut before a fork need not be cut again). */
 int nsr_caps_bound_drop(uint64_t drop, nsr_error *err);
-/* Fails unless the bounding set holds nothing outside keep: the drops
- * above skip capabilities the kernel refuses to drop (EPERM), and a
- * sandbox must not start with them. */
-int nsr_caps_bound_verify(uint64_t keep, nsr_error *err);
 /* Leaves exactly `keep` in the permitted, effective, inheritable and
  * ambient sets, so the caps survive execve whatever the uid is. With
  * no_new_privs set, execve can never add to them. */
