@@ -260,7 +260,9 @@ size_t nsr_mount_fds_needed(const nsr_plan *plan) {
         size_t n = 10;
         for (size_t i = 0; i < plan->n_ops; i++) {
                 const nsr_op *op = &plan->ops[i];
-                if (op_is_bind(op->type) || op->type == NSR_OP_PROC)
+                if (op_is_bind(op->type))
+                        n += 2; /* the tree and its source */
+                if (op->type == NSR_OP_PROC)
                         n++;
                 if (op->type == NSR_OP_DEV)
                         n += ROOTFS_KERN_MAX;
@@ -311,7 +313,8 @@ static int reopen_fd_here(int fd, nsr_error *err) {
         return here;
 }
 
-/* An --overlay op's upper and work dirs, opened and named for messages. */
+/* An --overlay op's upper and work dirs, opened (named for messages only
+ * when one is needed: overlay_shown). */
 static int open_upper_work(const nsr_op *op, prepared *pr, nsr_error *err) {
         pr->upper_fd = open_source(op->source, err);
         if (pr->upper_fd < 0)
@@ -319,8 +322,6 @@ static int open_upper_work(const nsr_op *op, prepared *pr, nsr_error *err) {
         pr->work_fd = open_source(op->workdir, err);
         if (pr->work_fd < 0)
                 return pr->work_fd;
-        pr->upper_real = fd_real_path(pr->upper_fd);
-        pr->work_real = fd_real_path(pr->work_fd);
         return 0;
 }
 
@@ -408,17 +409,17 @@ static int prepare_sources(builder *b, nsr_error *err) {
                                 return nsr_error_setx(err, ESTALE, "%s changed while the sandbox was being built",
                                                       op->dest);
                         pr->is_dir = S_ISDIR(st.st_mode);
-                        pr->src_real = fd_real_path(src);
                         int tree = rootfs_clone_tree(src, "", true, attrs);
                         if (tree < 0) {
-                                return rootfs_mount_error(err, -tree, "Can't bind mount %s on %s", pr->src_real,
-                                                          op->dest);
+                                _cleanup_free_ char *real = fd_real_path(src);
+                                return rootfs_mount_error(err, -tree, "Can't bind mount %s on %s", real, op->dest);
                         }
                         pr->tree = tree;
+                        /* Its name only if a message needs it (do_bind). */
+                        pr->src_fd = TAKE_FD(src);
                 } else if (op_is_overlay(op->type)) {
                         size_t n = nsr_strv_length(op->overlay_srcs);
                         pr->lower_fds = nsr_malloc0(n * sizeof(int));
-                        pr->lower_real = nsr_malloc0((n + 1) * sizeof(char *));
                         for (size_t k = 0; k < n; k++)
                                 pr->lower_fds[k] = -1;
                         pr->n_lower = n;
@@ -427,7 +428,6 @@ static int prepare_sources(builder *b, nsr_error *err) {
                                 if (fd < 0)
                                         return fd;
                                 pr->lower_fds[k] = fd;
-                                pr->lower_real[k] = fd_real_path(fd);
                         }
                         if (op->flags & NSR_OPF_VERIFY) {
                                 /* Project mode resolved this dir before it
@@ -462,8 +462,7 @@ static void prepared_free(prepared *pr, size_t n) {
                 safe_close(pr[i].work_fd);
                 for (size_t k = 0; k < ROOTFS_KERN_MAX; k++)
                         safe_close(pr[i].kern[k]);
-                free(pr[i].src_real);
-                nsr_strv_free(pr[i].lower_real);
+                safe_close(pr[i].src_fd);
                 free(pr[i].upper_real);
                 free(pr[i].work_real);
         }
@@ -508,11 +507,13 @@ static int do_bind(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
         r = rootfs_attach(pr->tree, target);
         if (r < 0) {
                 char msg[NSR_ERROR_MSG_MAX];
-                snprintf(msg, sizeof(msg), "Can't bind mount %s on %s: Unable to mount source on destination",
-                         pr->src_real, op->dest);
+                _cleanup_free_ char *real = fd_real_path(pr->src_fd);
+                snprintf(msg, sizeof(msg), "Can't bind mount %s on %s: Unable to mount source on destination", real,
+                         op->dest);
                 return nsr_error_setx(err, -r, "%s: %s", msg, rootfs_mount_strerror(-r));
         }
         pr->tree = safe_close(pr->tree);
+        pr->src_fd = safe_close(pr->src_fd);
         return 0;
 }
 
@@ -591,24 +592,39 @@ static int do_tmpfs(builder *b, const nsr_op *op, nsr_error *err) {
         return 0;
 }
 
+/* The option string a failed overlay's message shows, in bwrap's layout,
+ * each layer named by its host path (bwrap 0.12 shows /proc/self/fd/N
+ * there, which tells the user nothing). Made only for a message: each name
+ * is a readlink. */
+static char *overlay_shown(const nsr_op *op, const prepared *pr, const char *upper_name, const char *work_name) {
+        _cleanup_strv_free_ char **top_first = NULL;
+        for (size_t k = pr->n_lower; k > 0; k--)
+                nsr_strv_push(&top_first, fd_real_path(pr->lower_fds[k - 1]));
+        size_t n = nsr_strv_length(top_first);
+        if (op->type == NSR_OP_TMP_OVERLAY) {
+                _cleanup_free_ char *lower = nsr_overlay_options("", NULL, NULL, top_first, n);
+                return nsr_asprintf("upperdir=/%s,workdir=/%s,%s", upper_name, work_name, lower);
+        }
+        _cleanup_free_ char *upper = NULL, *work = NULL;
+        if (op->type == NSR_OP_OVERLAY) {
+                upper = pr->upper_real ? nsr_strdup(pr->upper_real) : fd_real_path(pr->upper_fd);
+                work = pr->work_real ? nsr_strdup(pr->work_real) : fd_real_path(pr->work_fd);
+        }
+        return nsr_overlay_options("", upper, work, top_first, n);
+}
+
 static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
         _cleanup_close_ int target = rootfs_open_dest(b, op, DEST_DIR, -1, false, true, err);
         if (target < 0)
                 return target;
 
-        /* Messages show the option string in bwrap's layout, naming each
-         * layer by its host path (bwrap 0.12 shows /proc/self/fd/N there,
-         * which tells the user nothing); the mount itself goes through
-         * fsconfig, one layer at a time, naming each layer by its O_PATH
-         * fd. */
-        _cleanup_strv_free_ char **top_first = NULL;
+        /* The mount goes through fsconfig, one layer at a time, naming
+         * each layer by its O_PATH fd. */
         _cleanup_strv_free_ char **fd_paths = NULL;
-        for (size_t k = pr->n_lower; k > 0; k--) {
-                nsr_strv_extend(&top_first, pr->lower_real[k - 1]);
+        for (size_t k = pr->n_lower; k > 0; k--)
                 nsr_strv_push(&fd_paths, nsr_asprintf("/proc/self/fd/%d", pr->lower_fds[k - 1]));
-        }
-        char upper_name[64], work_name[64];
-        _cleanup_free_ char *upper = NULL, *work = NULL, *shown_upper = NULL, *shown_work = NULL;
+        char upper_name[64] = "", work_name[64] = "";
+        _cleanup_free_ char *upper = NULL, *work = NULL;
         if (pr->gated && pr->upper_fd < 0) {
                 int r = open_gated(b, op, pr, err);
                 if (r < 0)
@@ -617,8 +633,6 @@ static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
         if (op->type == NSR_OP_OVERLAY) {
                 upper = nsr_asprintf("/proc/self/fd/%d", pr->upper_fd);
                 work = nsr_asprintf("/proc/self/fd/%d", pr->work_fd);
-                shown_upper = nsr_strdup(pr->upper_real);
-                shown_work = nsr_strdup(pr->work_real);
         } else if (op->type == NSR_OP_TMP_OVERLAY) {
                 unsigned i = b->n_tmp_overlay++;
                 /* A shared one keeps its layer in the shared tmpfs. */
@@ -633,17 +647,6 @@ static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
                 /* By the fd: in place, dir is a detached mount. */
                 upper = nsr_asprintf("/proc/self/fd/%d/%s", dir, upper_name);
                 work = nsr_asprintf("/proc/self/fd/%d/%s", dir, work_name);
-        }
-        _cleanup_free_ char *shown = NULL;
-        {
-                _cleanup_free_ char *opts =
-                        nsr_overlay_options("", shown_upper, shown_work, top_first, nsr_strv_length(top_first));
-                if (op->type == NSR_OP_TMP_OVERLAY) {
-                        _cleanup_free_ char *lower =
-                                nsr_overlay_options("", NULL, NULL, top_first, nsr_strv_length(top_first));
-                        shown = nsr_asprintf("upperdir=/%s,workdir=/%s,%s", upper_name, work_name, lower);
-                } else
-                        shown = TAKE_PTR(opts);
         }
         const char *n = op->dest;
 
@@ -682,6 +685,7 @@ static int do_overlay(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
         }
         if (r == 0)
                 r = rootfs_attach(mnt, target);
+        _cleanup_free_ char *shown = r < 0 ? overlay_shown(op, pr, upper_name, work_name) : NULL;
         if (r == -ELOOP)
                 return nsr_error_setxk(
                         err, NSR_ERR_OVERLAY_MOUNT, ELOOP,
@@ -1057,7 +1061,7 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
 
         b.prep = nsr_malloc0((plan->n_ops + 1) * sizeof(prepared));
         for (size_t i = 0; i < plan->n_ops; i++) {
-                b.prep[i] = (prepared){ .tree = -1, .upper_fd = -1, .work_fd = -1 };
+                b.prep[i] = (prepared){ .tree = -1, .upper_fd = -1, .work_fd = -1, .src_fd = -1 };
                 for (size_t k = 0; k < ROOTFS_KERN_MAX; k++)
                         b.prep[i].kern[k] = -1;
         }
