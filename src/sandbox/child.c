@@ -507,6 +507,13 @@ static void close_detached(launch *l) {
                 l->detached[i] = safe_close(l->detached[i]);
 }
 
+static bool has_detached(const launch *l) {
+        for (size_t i = 0; i < ELEMENTSOF(l->detached); i++)
+                if (l->detached[i] >= 0)
+                        return true;
+        return false;
+}
+
 /* A pid 1 of nsrun's own (the reaper) forks the command's process and
  * stays; what is still in the bounding set returned to the command. */
 static uint64_t start_pid1(launch *l, uint64_t bound) {
@@ -526,8 +533,8 @@ static uint64_t start_pid1(launch *l, uint64_t bound) {
          * a pid 1 that kept its capabilities or its filter. nsrun's own
          * steps in the command (its confinement, above all the filter's
          * load) go on meanwhile, on the other CPU: wait_pid1. */
-        int ready[2];
-        if (pipe2(ready, O_CLOEXEC) < 0)
+        int ready[2], let_go[2] = { -1, -1 };
+        if (pipe2(ready, O_CLOEXEC) < 0 || (has_detached(l) && pipe2(let_go, O_CLOEXEC) < 0))
                 child_fail(l, (nsr_error_set(&e, errno, "Can't create a pipe for pid 1"), &e));
         pid_t cmd = fork();
         if (cmd < 0)
@@ -542,10 +549,16 @@ static uint64_t start_pid1(launch *l, uint64_t bound) {
         if (own_group)
                 (void) setpgid(cmd > 0 ? cmd : 0, cmd > 0 ? cmd : 0);
         /* The root's detached mounts: the command lets go of its copies at
-         * once, so that pid 1's close, below, is the last one and waits
-         * for the grace periods while the command loads its filter. */
-        if (cmd == 0)
+         * once and says so, and pid 1 waits for that before it closes its
+         * own, so that its close is the last one and waits for the grace
+         * periods while the command loads its filter. */
+        if (cmd == 0) {
                 close_detached(l);
+                if (let_go[1] >= 0)
+                        (void) nsr_write_all(let_go[1], "x", 1);
+                safe_close(let_go[0]);
+                safe_close(let_go[1]);
+        }
         if (cmd > 0) {
                 close(ready[0]);
                 /* Before pid 1's own filter, which forbids getpid. */
@@ -565,7 +578,14 @@ static uint64_t start_pid1(launch *l, uint64_t bound) {
                 }
                 l->err_pipe[1] = safe_close(l->err_pipe[1]);
                 l->notify_sock[1] = safe_close(l->notify_sock[1]);
-                /* Before the command may run: they reach host dirs. */
+                /* Before the command may run: they reach host dirs. A
+                 * command that died first ends the wait too (EOF). */
+                if (let_go[0] >= 0) {
+                        char c;
+                        close(let_go[1]);
+                        (void) nsr_read_full(let_go[0], &c, 1);
+                        close(let_go[0]);
+                }
                 close_detached(l);
                 /* The agent's end is the agent's alone: its death
                  * must reach the monitor as a hangup. */
