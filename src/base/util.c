@@ -423,6 +423,16 @@ bool nsr_kernel_at_least(unsigned maj, unsigned min) {
         return a > maj || (a == maj && b >= min);
 }
 
+bool nsr_test_hook_on(const char *name) {
+#ifdef NSR_TEST_HOOKS
+        const char *v = getenv(name);
+        return v && streq(v, "1");
+#else
+        (void) name;
+        return false;
+#endif
+}
+
 bool nsr_gmtime(int64_t t, struct tm *ret) {
         int64_t days = t / 86400, secs = t % 86400;
         if (secs < 0) {

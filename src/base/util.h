@@ -182,6 +182,10 @@ char *nsr_hex_encode(const void *data, size_t len);
  * uname fails or its release does not parse). */
 bool nsr_kernel_at_least(unsigned maj, unsigned min);
 
+/* Whether the test hook `name` (an environment variable) is "1": never in
+ * a build without --enable-test-hooks. */
+bool nsr_test_hook_on(const char *name);
+
 struct tm;
 /* gmtime_r without glibc's time zone setup: its first call reads
  * /etc/localtime (seven system calls) even for UTC, and a run needs UTC

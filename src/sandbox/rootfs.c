@@ -31,6 +31,7 @@
 #include <sys/sysmacros.h>
 
 #include "base/syscalls.h"
+#include "base/timing.h"
 #include "sandbox/overlay.h"
 #include "sandbox/rootfs-internal.h"
 #include "sandbox/rootfs.h"
@@ -959,12 +960,9 @@ static int place_resolv_conf(builder *b, nsr_error *err) {
 static bool root_in_place(const builder *b, bool *ret_gated) {
         const nsr_plan *plan = b->plan;
         *ret_gated = false;
-#ifdef NSR_TEST_HOOKS
-        /* The pivot whatever the plan, to compare the two. */
-        const char *v = getenv("NSRUN_TEST_ROOT_PIVOT");
-        if (v && streq(v, "1"))
+        /* A test hook: the pivot whatever the plan, to compare the two. */
+        if (nsr_test_hook_on("NSRUN_TEST_ROOT_PIVOT"))
                 return false;
-#endif
         if (plan->n_ops == 0)
                 return false;
         const nsr_op *first = &plan->ops[0];
@@ -996,13 +994,8 @@ static bool root_in_place(const builder *b, bool *ret_gated) {
 /* Whether this kernel clones from and layers overlays on detached mounts.
  * The release says: trying would cost a detached tree that goes (above). */
 static bool detached_usable(void) {
-#ifdef NSR_TEST_HOOKS
-        /* As on a kernel before 6.15. */
-        const char *v = getenv("NSRUN_TEST_NO_DETACHED");
-        if (v && streq(v, "1"))
-                return false;
-#endif
-        return nsr_kernel_at_least(6, 15);
+        /* A test hook: as on a kernel before 6.15. */
+        return !nsr_test_hook_on("NSRUN_TEST_NO_DETACHED") && nsr_kernel_at_least(6, 15);
 }
 
 /* A gated --overlay's dirs come from a detached clone of the gate's dir,
@@ -1142,6 +1135,8 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
                 }
         }
 
+        /* NSRUN_TIMING says which build it was (t764 checks). */
+        nsr_timing_mark_now(plan->timing, b.in_place ? "child: root in place" : "child: root on a tmpfs");
         for (size_t i = b.in_place ? 1 : 0; i < plan->n_ops; i++) {
                 b.fold_ro = remount_follows(plan, i);
                 b.folded = false;

@@ -126,10 +126,5 @@ bool nsr_connect_is_connect(const struct seccomp_data *d, int *ret_args) {
 }
 
 bool nsr_connect_inject_available(void) {
-#ifdef NSR_TEST_HOOKS
-        const char *v = getenv("NSRUN_TEST_NO_FD_INJECT");
-        if (v && streq(v, "1"))
-                return false;
-#endif
-        return nsr_kernel_at_least(5, 14);
+        return !nsr_test_hook_on("NSRUN_TEST_NO_FD_INJECT") && nsr_kernel_at_least(5, 14);
 }

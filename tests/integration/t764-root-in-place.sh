@@ -33,15 +33,19 @@ y
 proc" "... / is read-only, /dev/null, a tmpfs on /tmp and a fresh /proc work"
 check "... the host's / was never written" test ! -e /usr/nsrun-t764
 
+run env NSRUN_TIMING=1 "$NSRUN" $full -- true
+like "$err" "^  child: root in place " "... and NSRUN_TIMING shows the root was built in place"
 if hooks; then
 	run "$NSRUN" $full -- sh -c "$MOUNTS"
 	placed=$out
+	run env NSRUN_TEST_ROOT_PIVOT=1 NSRUN_TIMING=1 "$NSRUN" $full -- true
+	like "$err" "^  child: root on a tmpfs " "NSRUN_TEST_ROOT_PIVOT=1 builds it on a tmpfs"
 	run env NSRUN_TEST_ROOT_PIVOT=1 "$NSRUN" $full -- sh -c "$MOUNTS"
 	is "$rc" 0 "the same plan by the pivot works"
 	is "$placed" "$out" "... and shows the same mounts with the same flags as the root in place"
 	like "$placed" "^/ ro,nosuid,nodev" "... where / is read-only, nosuid and nodev"
 else
-	for c in "the pivot works" "the same mounts" "/ read-only"; do
+	for c in "a tmpfs root" "the pivot works" "the same mounts" "/ read-only"; do
 		skip "$c" "NSRUN_TEST_ROOT_PIVOT needs a build with --enable-test-hooks (NSR_TEST_HOOKS=1)"
 	done
 fi
@@ -73,12 +77,18 @@ is "$rc" 0 "--tmp-overlay and --ro-bind-data under a root in place work"
 is "$out" "w
 data" "... the overlay takes writes and the data file is there"
 check "... and the host's /usr is untouched" test ! -e /usr/nsrun-t764
+run env NSRUN_TIMING=1 "$NSRUN" --ro-bind / / --overlay-src /usr --tmp-overlay /usr -- true
+like "$err" "^  child: root in place " "... in place (the scratch a detached mount)"
 if hooks; then
 	detached_case NSRUN_TEST_NO_DETACHED=1
 	is "$rc:$out" "0:w
 data" "... the same by the pivot, as on a kernel before 6.15"
+	run env NSRUN_TEST_NO_DETACHED=1 NSRUN_TIMING=1 "$NSRUN" --ro-bind / / --overlay-src /usr --tmp-overlay /usr -- true
+	like "$err" "^  child: root on a tmpfs " "... which that hook really keeps"
 else
-	skip "... the same by the pivot" "NSRUN_TEST_NO_DETACHED needs a build with --enable-test-hooks (NSR_TEST_HOOKS=1)"
+	for c in "the same by the pivot" "that hook keeps the pivot"; do
+		skip "... $c" "NSRUN_TEST_NO_DETACHED needs a build with --enable-test-hooks (NSR_TEST_HOOKS=1)"
+	done
 fi
 
 # 5. Project mode: its overlay's upper dir is on the host's tree, which the
@@ -91,8 +101,9 @@ project_case() {
 		sh "$2"
 	wait_background
 }
-project_case NSRUN_T764=1 b
+project_case NSRUN_TIMING=1 b
 is "$rc" 0 "project mode under a root in place works"
+like "$err" "^  child: root in place " "... in place (the upper dir from the gate's clone)"
 is "$out" "a
 h
 ro" "... it sees the project, its home takes writes, / is read-only"
@@ -101,6 +112,9 @@ b" "... and its write to the project is applied"
 if hooks; then
 	project_case NSRUN_TEST_NO_DETACHED=1 c
 	is "$rc:$(tail -n1 "$d/p/f")" "0:c" "project mode by the pivot (a kernel before 6.15) works the same"
+	run env NSRUN_TEST_NO_DETACHED=1 NSRUN_TIMING=1 "$NSRUN" -p "$d/p" --state-dir "$S" --quiet -- true
+	wait_background
+	like "$err" "^  child: root on a tmpfs " "... and was built on a tmpfs"
 	run env NSRUN_TEST_ROOT_PIVOT=1 "$NSRUN" -p "$d/p" --state-dir "$S" --quiet -- sh -c "$MOUNTS"
 	wait_background
 	pivot=$out
@@ -108,7 +122,7 @@ if hooks; then
 	wait_background
 	is "$out" "$pivot" "... and project mode shows the same mounts with the same flags either way"
 else
-	for c in "project mode by the pivot" "project mode's mounts"; do
+	for c in "project mode by the pivot" "built on a tmpfs" "project mode's mounts"; do
 		skip "$c" "the hooks need a build with --enable-test-hooks (NSR_TEST_HOOKS=1)"
 	done
 fi
@@ -120,5 +134,7 @@ run "$NSRUN" $MINROOT -- /bin/sh -c 'test ! -e /etc/passwd && echo empty'
 is "$rc:$out" "0:empty" "a plan without a root bind works"
 run "$NSRUN" --ro-bind / / $MINROOT -- /bin/sh -c 'test ! -e /etc/passwd && echo covered'
 is "$rc:$out" "0:covered" "a later op on / covers the root, as by the pivot"
+run env NSRUN_TIMING=1 "$NSRUN" --ro-bind / / $MINROOT -- /bin/true
+like "$err" "^  child: root on a tmpfs " "... which it was built by"
 
 done_testing
