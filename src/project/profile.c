@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/dirent.h"
 #include "base/pathprobe.h"
 #include "project/profile.h"
 
@@ -367,11 +368,42 @@ static char *glob_dir(const char *pattern) {
         return literal(dir) ? TAKE_PTR(dir) : NULL;
 }
 
+/* For every pattern x[i] with todo[i] that is "dir/" and a glob without a
+ * slash: the names in dir it matches, into found[i], as glob(3) would give
+ * them (a leading dot matched only explicitly), from one listing of dir
+ * for all of them: hide.list's two globs in the home dir were two more
+ * listings of it. Each one done is cleared in todo. */
+static void match_in(char ***found, char **x, size_t n, bool *todo, const char *dir) {
+        size_t dirlen = strlen(dir);
+        _cleanup_closedir_ DIR *d = NULL;
+        if (nsr_opendir_at(AT_FDCWD, dir, 0, &d) < 0) {
+                for (size_t i = 0; i < n; i++)
+                        if (todo[i] && strncmp(x[i], dir, dirlen) == 0 && x[i][dirlen] == '/' &&
+                            !strchr(x[i] + dirlen + 1, '/'))
+                                todo[i] = false; /* glob finds nothing in a dir it cannot open */
+                return;
+        }
+        _cleanup_free_ bool *mine = nsr_malloc0(n + 1);
+        for (size_t i = 0; i < n; i++)
+                mine[i] = todo[i] && strncmp(x[i], dir, dirlen) == 0 && x[i][dirlen] == '/' &&
+                          !strchr(x[i] + dirlen + 1, '/');
+        FOREACH_DIRENT(de, d, break) {
+                for (size_t i = 0; i < n; i++)
+                        if (mine[i] && fnmatch(x[i] + dirlen + 1, de->d_name, FNM_PERIOD) == 0)
+                                nsr_strv_push(&found[i], nsr_asprintf("%s/%s", dir, de->d_name));
+        }
+        for (size_t i = 0; i < n; i++)
+                if (mine[i])
+                        todo[i] = false;
+}
+
 /* The patterns x[0..n) that exist now, in their order: the literal ones
  * (nearly all of hide.list, most of them missing) looked up together by
  * nsr_paths_exist, which lists a dir many of them share once instead of
- * failing one lookup each; the others globbed, unless the dir they list
- * is looked up with them and missing (~/.cargo/credentials*). */
+ * failing one lookup each; the others matched against one listing of the
+ * dir they name (or globbed, when more than their last part is a glob),
+ * unless that dir is looked up with them and missing
+ * (~/.cargo/credentials*). */
 static void add_existing(char ***v, char **x, size_t n) {
         _cleanup_free_ char **lit = nsr_malloc0((2 * n + 1) * sizeof(char *));
         _cleanup_free_ bool *exists = nsr_malloc0((2 * n + 1) * sizeof(bool));
@@ -391,9 +423,26 @@ static void add_existing(char ***v, char **x, size_t n) {
                 }
         }
         nsr_paths_exist(lit, m, exists);
+        /* Globs in a dir known to exist, by their last part alone. */
+        _cleanup_free_ bool *todo = nsr_malloc0(n + 1), *matched = nsr_malloc0(n + 1);
+        _cleanup_free_ char ***found = nsr_malloc0((n + 1) * sizeof(char **));
+        for (size_t i = 0; i < n; i++) {
+                bool there = at[i] >= 0 && exists[at[i]];
+                const char *last = strrchr(x[i], '/');
+                matched[i] = todo[i] = !is_lit[i] && there && last && last[1] && !literal(last + 1);
+        }
+        for (size_t i = 0; i < n; i++)
+                if (todo[i]) {
+                        _cleanup_free_ char *dir = nsr_strndup(x[i], (size_t) (strrchr(x[i], '/') - x[i]));
+                        match_in(found, x, n, todo, dir);
+                }
         for (size_t i = 0; i < n; i++) {
                 bool known = at[i] >= 0, there = known && exists[at[i]];
-                if (!is_lit[i]) {
+                if (matched[i]) {
+                        for (size_t k = 0; found[i] && found[i][k]; k++)
+                                nsr_strv_push(v, TAKE_PTR(found[i][k]));
+                        free(found[i]);
+                } else if (!is_lit[i]) {
                         if (!known || there)
                                 add_glob(v, x[i]);
                 } else if (there)
