@@ -682,7 +682,8 @@ _noreturn_ void launch_child_main(launch *l) {
         nsr_timing_mark_now(p->timing, "child: mounts (root, hidden paths)");
 
         nest_userns(l, procfd, ns_uid, ns_gid);
-        /* A clone of /proc when the root was built in place (rootfs.h). */
+        /* /proc's fd (a detached clone when the root was built in place,
+         * rootfs.h) goes with the root's detached mounts. */
         l->detached[NSR_MOUNT_DETACHED_MAX] = TAKE_FD(procfd);
 
         if (p->block_fd != -1) {
