@@ -999,9 +999,10 @@ static bool detached_usable(void) {
 }
 
 /* A gated --overlay's dirs come from a detached clone of the gate's dir,
- * made before the flags are set. */
+ * made before the flags are set: recursive, so that a run dir on a mount
+ * of its own below it is found as by a path. */
 static int gate_detached(builder *b, nsr_error *err) {
-        int tree = rootfs_clone_tree(b->gate_dir, "", false, 0);
+        int tree = rootfs_clone_tree(b->gate_dir, "", true, 0);
         if (tree < 0)
                 return rootfs_mount_error(err, -tree, "Can't bind mount %s", b->ctx->gate_under);
         safe_close(b->gate_dir);
