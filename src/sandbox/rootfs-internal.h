@@ -19,9 +19,8 @@ typedef struct prepared {
         int *lower_fds; /* overlay sources, command-line order */
         size_t n_lower;
         int upper_fd, work_fd;
-        bool gated;                   /* an --overlay op whose dirs are below the gate's dir (rootfs.h) */
-        int src_fd;                   /* a bind's source (O_PATH), named only in a message */
-        char *upper_real, *work_real; /* a gated --overlay's dirs, for messages */
+        bool gated; /* an --overlay op whose dirs are below the gate's dir (rootfs.h) */
+        int src_fd; /* a bind's source (O_PATH), named only in a message */
         /* --dev: the host's nodes (rootfs-kernfs.c), then the terminal for
          * /dev/console; --proc: kern[0], its procfs (fresh or the host's,
          * see proc_fresh). Made before any op runs, while the host tree

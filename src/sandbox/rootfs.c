@@ -358,11 +358,6 @@ static int open_gated(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
         pr->work_fd = openat(b->gate_dir, below_gate(b, op->workdir), O_PATH | O_CLOEXEC);
         if (pr->work_fd < 0)
                 return nsr_error_set(err, errno, "Can't find source path %s", op->workdir);
-        /* In place, the gate's dir is a detached clone, whose paths would
-         * not name the host's dirs: the op's own do (project mode made
-         * them, and they lead nowhere else: below_gate). */
-        pr->upper_real = nsr_strdup(op->source);
-        pr->work_real = nsr_strdup(op->workdir);
         return 0;
 }
 
@@ -464,8 +459,6 @@ static void prepared_free(prepared *pr, size_t n) {
                 for (size_t k = 0; k < ROOTFS_KERN_MAX; k++)
                         safe_close(pr[i].kern[k]);
                 safe_close(pr[i].src_fd);
-                free(pr[i].upper_real);
-                free(pr[i].work_real);
         }
         free(pr);
 }
@@ -607,9 +600,12 @@ static char *overlay_shown(const nsr_op *op, const prepared *pr, const char *upp
                 return nsr_asprintf("upperdir=/%s,workdir=/%s,%s", upper_name, work_name, lower);
         }
         _cleanup_free_ char *upper = NULL, *work = NULL;
+        /* A gated op's dirs are named by the op: in place, the gate's dir
+         * is a detached clone, whose paths would not name the host's dirs
+         * (project mode made them, and they lead nowhere else: below_gate). */
         if (op->type == NSR_OP_OVERLAY) {
-                upper = pr->upper_real ? nsr_strdup(pr->upper_real) : fd_real_path(pr->upper_fd);
-                work = pr->work_real ? nsr_strdup(pr->work_real) : fd_real_path(pr->work_fd);
+                upper = pr->gated ? nsr_strdup(op->source) : fd_real_path(pr->upper_fd);
+                work = pr->gated ? nsr_strdup(op->workdir) : fd_real_path(pr->work_fd);
         }
         return nsr_overlay_options("", upper, work, top_first, n);
 }
@@ -791,17 +787,16 @@ static int mount_shared(builder *b, nsr_error *err) {
         const char *opts[] = { "mode", "0755", "size", sz, "nr_inodes", inodes, NULL };
         if (!size)
                 opts[2] = NULL; /* unsized: the kernel's defaults for both */
-        int r = b->in_place || mkdirat(b->scratch, SHARED_NAME, 0755) == 0 ? 0 : -errno;
-        _cleanup_close_ int mnt = r < 0 ? -1 : rootfs_new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-        if (r == 0 && mnt < 0)
-                r = mnt;
+        _cleanup_close_ int mnt = rootfs_new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        int r = mnt < 0 ? mnt : 0;
         if (r == 0 && b->in_place)
                 b->shared = TAKE_FD(mnt);
-        if (r == 0 && !b->in_place && move_mount(mnt, "", b->scratch, SHARED_NAME, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-                r = -errno;
-        if (r == 0 && !b->in_place &&
-            (b->shared = openat(b->scratch, SHARED_NAME, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-                r = -errno;
+        else if (r == 0) {
+                if (mkdirat(b->scratch, SHARED_NAME, 0755) < 0 ||
+                    move_mount(mnt, "", b->scratch, SHARED_NAME, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+                    (b->shared = openat(b->scratch, SHARED_NAME, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+                        r = -errno;
+        }
         if (r < 0)
                 return nsr_error_setxk(err, NSR_ERR_USERNS_SETUP, -r, "Failed to mount the shared tmpfs: %s",
                                        rootfs_mount_strerror(-r));
@@ -977,11 +972,9 @@ static bool root_in_place(const builder *b, bool *ret_gated) {
                 const nsr_op *op = &plan->ops[i];
                 if (op->type == NSR_OP_HOSTNAME || !op->dest)
                         continue;
-                if (op_targets_root(op->dest))
-                        return false;
                 _cleanup_free_ char *d = nsr_path_normalize(op->dest);
-                if (streq(d, "/proc") && op->type != NSR_OP_PROC)
-                        return false;
+                if (streq(d, "/") || streq(d, ".") || (streq(d, "/proc") && op->type != NSR_OP_PROC))
+                        return false; /* on "/" (op_targets_root), or over /proc */
                 if (op->type == NSR_OP_OVERLAY) {
                         if (!below_gate(b, op->source) || !below_gate(b, op->workdir))
                                 return false;
