@@ -12,9 +12,14 @@ diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
 # nsrun's own detached work (background gc, removing a run's trash) may
 # outlive a run on a loaded machine: it is no leftover of the sandbox, so a
 # test waits for it (bounded) before the harness looks for leftovers.
+# A process in the middle of its exit has no command line any more (ps
+# shows "[nsrun]"), and the last close of a sandbox's mount namespace
+# (the background process's) can take a while there: its name still says
+# nsrun, and it runs or waits on the disk (a sleeping one is not exiting).
 wait_background() {
 	_wb_end=$(($(date +%s) + 60))
-	while pgrep -u "$(id -u)" -f "^$NSRUN( |\$)" >/dev/null 2>&1; do
+	while pgrep -u "$(id -u)" -f "^$NSRUN( |\$)" >/dev/null 2>&1 ||
+		pgrep -u "$(id -u)" -x nsrun -r R,D >/dev/null 2>&1; do
 		[ "$(date +%s)" -ge "$_wb_end" ] && return 1
 		sleep 0.05
 	done
