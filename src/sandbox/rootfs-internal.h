@@ -19,8 +19,11 @@ typedef struct prepared {
         int *lower_fds; /* overlay sources, command-line order */
         size_t n_lower;
         int upper_fd, work_fd;
-        bool gated; /* an --overlay op whose dirs are below the gate's dir (rootfs.h) */
-        int src_fd; /* a bind's source (O_PATH), named only in a message */
+        bool gated;     /* an --overlay op whose dirs are below the gate's dir (rootfs.h) */
+        int src_fd;     /* a bind's source (O_PATH), named only in a message */
+        ssize_t src_of; /* or the op whose src_fd it shares (same_source), or -1 */
+        bool src_kept;  /* src_fd is shared: kept until the end */
+        bool ro_done;   /* the --remount-ro that follows was set with the clone */
         /* --dev: the host's nodes (rootfs-kernfs.c), then the terminal for
          * /dev/console; --proc: kern[0], its procfs (fresh or the host's,
          * see proc_fresh). Made before any op runs, while the host tree

@@ -176,16 +176,24 @@ int rootfs_open_dest(builder *b, const nsr_op *op, dest_kind kind, int perms, bo
                         return fd;
                 if (mkdirat(parent, name, perms >= 0 ? (mode_t) perms : 0755) < 0 && errno != EEXIST)
                         return nsr_error_set(err, errno, "Can't create file %s", op->dest);
+        } else if (kind == DEST_FILE && writable) {
+                fd = openat(parent, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC | O_TRUNC,
+                            perms >= 0 ? (mode_t) perms : 0444);
+                return fd < 0 ? nsr_error_set(err, errno, "Can't create file %s", op->dest) : fd;
         } else if (kind == DEST_FILE) {
-                int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC | (writable ? O_TRUNC : O_EXCL);
-                fd = openat(parent, name, flags, perms >= 0 ? (mode_t) perms : 0444);
-                if (writable)
-                        return fd < 0 ? nsr_error_set(err, errno, "Can't create file %s", op->dest) : fd;
-                if (fd < 0 && errno != EEXIST)
-                        return nsr_error_set(err, errno, "Can't create file %s", op->dest);
-                fd = safe_close(fd);
+                /* Most files to mount on exist (a hidden secret, a bound
+                 * config): opened as they are, made only when missing. */
+                fd = openat(parent, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0 && errno == ENOENT) {
+                        fd = openat(parent, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
+                                    perms >= 0 ? (mode_t) perms : 0444);
+                        if (fd < 0 && errno != EEXIST)
+                                return nsr_error_set(err, errno, "Can't create file %s", op->dest);
+                        fd = safe_close(fd);
+                }
         }
-        fd = openat(parent, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                fd = openat(parent, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return nsr_error_set(err, errno, "Can't create file %s", op->dest);
         struct stat st;
@@ -361,6 +369,40 @@ static int open_gated(builder *b, const nsr_op *op, prepared *pr, nsr_error *err
         return 0;
 }
 
+/* Whether ops[i + 1] is a --remount-ro of the dest that ops[i], a bind or
+ * a tmpfs, mounts on: bwrap users and project mode's hidden paths pair
+ * them. The flag then goes on the new mount before it is attached
+ * (fold_remount), unless the op mounts nothing (a -try bind whose source
+ * is missing), when the --remount-ro runs as its own op. */
+static bool remount_follows(const nsr_plan *plan, size_t i) {
+        if (i + 1 >= plan->n_ops || plan->ops[i + 1].type != NSR_OP_REMOUNT_RO)
+                return false;
+        const nsr_op *op = &plan->ops[i];
+        if ((!op_is_bind(op->type) && op->type != NSR_OP_TMPFS) || !op->dest || !plan->ops[i + 1].dest)
+                return false;
+        _cleanup_free_ char *a = nsr_path_normalize(op->dest);
+        _cleanup_free_ char *b = nsr_path_normalize(plan->ops[i + 1].dest);
+        return streq(a, b);
+}
+
+/* The earlier bind op whose source op i names too, with the same kind of
+ * source (a path, neither checked against a dev and inode nor -try), or
+ * -1. A linear search: the plans with many binds have few sources. */
+static ssize_t same_source(const builder *b, size_t i) {
+        const nsr_op *op = &b->plan->ops[i];
+        if (op->type == NSR_OP_BIND_FD || op->type == NSR_OP_RO_BIND_FD || !op->source ||
+            (op->flags & (NSR_OPF_VERIFY | NSR_OPF_TRY)))
+                return -1;
+        for (size_t j = b->in_place ? 1 : 0; j < i; j++) {
+                const nsr_op *o = &b->plan->ops[j];
+                if (op_is_bind(o->type) && o->type != NSR_OP_BIND_FD && o->type != NSR_OP_RO_BIND_FD && o->source &&
+                    !(o->flags & (NSR_OPF_VERIFY | NSR_OPF_TRY)) && b->prep[j].src_fd >= 0 &&
+                    streq(o->source, op->source))
+                        return (ssize_t) j;
+        }
+        return -1;
+}
+
 /* Step 2: resolve and clone every host source, in op order: the binds'
  * sources, the overlays' layers, the host's nodes for --dev and its procfs
  * where --proc takes that one. */
@@ -382,6 +424,26 @@ static int prepare_sources(builder *b, nsr_error *err) {
                                 attrs |= MOUNT_ATTR_NODEV;
                         if (op->type == NSR_OP_RO_BIND || op->type == NSR_OP_RO_BIND_FD)
                                 attrs |= MOUNT_ATTR_RDONLY;
+                        /* A source an earlier bind named too (project mode
+                         * binds /dev/null over every hidden file): found
+                         * once, cloned once per op. */
+                        ssize_t same = same_source(b, i);
+                        if (same >= 0) {
+                                prepared *first = &b->prep[same];
+                                pr->is_dir = first->is_dir;
+                                pr->ro_done = !pr->is_dir && remount_follows(plan, i);
+                                int tree = rootfs_clone_tree(first->src_fd, "", true,
+                                                             attrs | (pr->ro_done ? MOUNT_ATTR_RDONLY : 0));
+                                if (tree < 0) {
+                                        _cleanup_free_ char *real = fd_real_path(first->src_fd);
+                                        return rootfs_mount_error(err, -tree, "Can't bind mount %s on %s", real,
+                                                                  op->dest);
+                                }
+                                pr->tree = tree;
+                                pr->src_of = same;
+                                first->src_kept = true;
+                                continue;
+                        }
                         _cleanup_close_ int src = -1;
                         if (op->type == NSR_OP_BIND_FD || op->type == NSR_OP_RO_BIND_FD) {
                                 src = reopen_fd_here(op->fd, err);
@@ -405,6 +467,12 @@ static int prepare_sources(builder *b, nsr_error *err) {
                                 return nsr_error_setx(err, ESTALE, "%s changed while the sandbox was being built",
                                                       op->dest);
                         pr->is_dir = S_ISDIR(st.st_mode);
+                        /* The --remount-ro that follows goes on with the
+                         * other flags: a file's mount has none below it,
+                         * so recursive or not is the same there. */
+                        pr->ro_done = !pr->is_dir && remount_follows(plan, i);
+                        if (pr->ro_done)
+                                attrs |= MOUNT_ATTR_RDONLY;
                         int tree = rootfs_clone_tree(src, "", true, attrs);
                         if (tree < 0) {
                                 _cleanup_free_ char *real = fd_real_path(src);
@@ -495,19 +563,24 @@ static int do_bind(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
         _cleanup_close_ int target = rootfs_open_dest(b, op, pr->is_dir ? DEST_DIR : DEST_FILE, -1, false, true, err);
         if (target < 0)
                 return target;
-        int r = fold_remount(b, pr->tree, op, err);
+        int r = 0;
+        if (pr->ro_done)
+                b->folded = b->fold_ro; /* set with the clone (prepare_sources) */
+        else
+                r = fold_remount(b, pr->tree, op, err);
         if (r < 0)
                 return r;
         r = rootfs_attach(pr->tree, target);
         if (r < 0) {
                 char msg[NSR_ERROR_MSG_MAX];
-                _cleanup_free_ char *real = fd_real_path(pr->src_fd);
+                _cleanup_free_ char *real = fd_real_path(pr->src_of >= 0 ? b->prep[pr->src_of].src_fd : pr->src_fd);
                 snprintf(msg, sizeof(msg), "Can't bind mount %s on %s: Unable to mount source on destination", real,
                          op->dest);
                 return nsr_error_setx(err, -r, "%s: %s", msg, rootfs_mount_strerror(-r));
         }
         pr->tree = safe_close(pr->tree);
-        pr->src_fd = safe_close(pr->src_fd);
+        if (!pr->src_kept)
+                pr->src_fd = safe_close(pr->src_fd);
         return 0;
 }
 
@@ -816,22 +889,6 @@ static bool op_targets_root(const char *dest) {
         return streq(n, "/") || streq(n, ".");
 }
 
-/* Whether ops[i + 1] is a --remount-ro of the dest that ops[i], a bind or
- * a tmpfs, mounts on: bwrap users and project mode's hidden paths pair
- * them. The flag then goes on the new mount before it is attached
- * (fold_remount), unless the op mounts nothing (a -try bind whose source
- * is missing), when the --remount-ro runs as its own op. */
-static bool remount_follows(const nsr_plan *plan, size_t i) {
-        if (i + 1 >= plan->n_ops || plan->ops[i + 1].type != NSR_OP_REMOUNT_RO)
-                return false;
-        const nsr_op *op = &plan->ops[i];
-        if ((!op_is_bind(op->type) && op->type != NSR_OP_TMPFS) || !op->dest || !plan->ops[i + 1].dest)
-                return false;
-        _cleanup_free_ char *a = nsr_path_normalize(op->dest);
-        _cleanup_free_ char *b = nsr_path_normalize(plan->ops[i + 1].dest);
-        return streq(a, b);
-}
-
 static int do_hostname(const nsr_op *op, nsr_error *err) {
         if (sethostname(op->dest, strlen(op->dest)) < 0)
                 return nsr_error_set(err, errno, "Can't set hostname to %s", op->dest);
@@ -1048,7 +1105,7 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
 
         b.prep = nsr_malloc0((plan->n_ops + 1) * sizeof(prepared));
         for (size_t i = 0; i < plan->n_ops; i++) {
-                b.prep[i] = (prepared){ .tree = -1, .upper_fd = -1, .work_fd = -1, .src_fd = -1 };
+                b.prep[i] = (prepared){ .tree = -1, .upper_fd = -1, .work_fd = -1, .src_fd = -1, .src_of = -1 };
                 for (size_t k = 0; k < ROOTFS_KERN_MAX; k++)
                         b.prep[i].kern[k] = -1;
         }

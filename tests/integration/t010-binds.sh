@@ -82,6 +82,30 @@ run "$NSRUN" $BASE --bind "$d/src" /mnt --bind "$d/src/sub" /mnt/sub --remount-r
 is "$rc:$out" "0:ro
 rw" "... the flag goes on the op's mount only, not the one below it"
 rm -f "$d/src/d"
+# Binds of one source share its lookup (project mode binds /dev/null over
+# every hidden file), never the flags: each clone has its op's own.
+run "$NSRUN" $BASE --tmpfs /mnt --bind "$d/src/file" /mnt/a --remount-ro /mnt/a --bind "$d/src/file" /mnt/b \
+	--dev-bind /dev/null /mnt/n1 --remount-ro /mnt/n1 --dev-bind /dev/null /mnt/n2 \
+	--bind "$d/src" /mnt/x --remount-ro /mnt/x --bind "$d/src" /mnt/y -- \
+	sh -c 'echo a >> /mnt/a || echo ro-a; echo b >> /mnt/b && echo rw-b; touch /mnt/x/e || echo ro-x;
+		touch /mnt/y/e && echo rw-y; echo n > /mnt/n2 && echo n2-writes;
+		awk "\$5 ~ /^\/mnt\/n[12]\$/ { split(\$6, o, \",\"); print \$5, o[1], (\$6 ~ /nodev/ ? \"nodev\" : \"dev\") }" /proc/self/mountinfo'
+is "$rc:$out" "0:ro-a
+rw-b
+ro-x
+rw-y
+n2-writes
+/mnt/n1 ro dev
+/mnt/n2 rw dev" "binds of one source: read-only where a --remount-ro follows, writable where none does"
+is "$(cat "$d/src/file")" "data
+b" "... and the writable one wrote the host file"
+printf 'data\n' > "$d/src/file"
+rm -f "$d/src/e"
+run "$NSRUN" $BASE --tmpfs /mnt --bind "$d/src/file" /mnt/a --bind "$d/src/file" /mnt/b --remount-ro /mnt/b -- \
+	sh -c 'echo a >> /mnt/a && echo rw-a; echo b >> /mnt/b || echo ro-b'
+is "$rc:$out" "0:rw-a
+ro-b" "... the first one writable and a later one read-only"
+printf 'data\n' > "$d/src/file"
 run "$NSRUN" $BASE --ro-bind-try /nonexistent-src /mnt --remount-ro /mnt -- true
 is "$rc:$err" "1:nsrun: Can't remount readonly on /mnt: Unable to find \"/newroot/mnt\" in mount table" \
 	"... after a -try bind that mounted nothing, the --remount-ro runs on its own (bwrap's message)"
