@@ -45,6 +45,7 @@ struct nsr_project {
         nsr_plan *plan;
         char run_id[NSR_RUN_ID_MAX];
         char *state_dir;
+        int state_fd; /* the state dir as prepare opened it, taken by the run; or -1 */
         char *run_dir;
         project_entry *p;
         size_t n;

@@ -278,12 +278,12 @@ static int choose_state_dir(nsr_project *pj, const nsr_project_opts *o, bool cre
         }
 
         /* The profile hides the state dir, which must exist for that (a
-         * trace creates nothing and shows the hiding it can). */
+         * trace creates nothing and shows the hiding it can). The run
+         * goes on with this fd. */
         if (create_state) {
-                int fd = nsr_state_open(pj->state_dir, err);
-                if (fd < 0)
-                        return fd;
-                close(fd);
+                pj->state_fd = nsr_state_open(pj->state_dir, err);
+                if (pj->state_fd < 0)
+                        return pj->state_fd;
         }
         return 0;
 }
@@ -321,6 +321,7 @@ static int choose_run_dir(nsr_project *pj, const nsr_project_opts *o, nsr_error 
 
 int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, nsr_error *err) {
         _cleanup_(nsr_project_freep) nsr_project *pj = nsr_malloc0(sizeof(*pj));
+        pj->state_fd = -1;
         nsr_project_opts *o = &user->proj;
         int r;
 

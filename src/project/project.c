@@ -39,6 +39,7 @@ nsr_project *nsr_project_free(nsr_project *pj) {
         }
         free(pj->p);
         free(pj->state_dir);
+        safe_close(pj->state_fd);
         free(pj->run_dir);
         free(pj->skel);
         nsr_strv_free(pj->command);
@@ -603,7 +604,11 @@ static nsr_outcome apply(run_ctx *c, nsr_outcome run_outcome) {
  * snapshot no more either. Then the run's outcome goes into its meta. */
 /* Moves RUN/name into RUN/trash/as (made when missing). */
 static bool to_trash(int run_fd, const char *name, const char *as) {
-        return (mkdirat(run_fd, "trash", 0700) == 0 || errno == EEXIST) && renameat(run_fd, name, run_fd, as) == 0;
+        /* RUN/trash is there in a run dir made ahead (txn/spare.h). */
+        if (renameat(run_fd, name, run_fd, as) == 0)
+                return true;
+        return errno == ENOENT && (mkdirat(run_fd, "trash", 0700) == 0 || errno == EEXIST) &&
+               renameat(run_fd, name, run_fd, as) == 0;
 }
 
 static void record(run_ctx *c, nsr_outcome run_outcome) {
@@ -694,7 +699,7 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
 
         for (size_t i = 0; pj->notes && pj->notes[i]; i++)
                 note(pj, "nsrun: %s", pj->notes[i]);
-        c.statefd = nsr_state_open(pj->state_dir, err);
+        c.statefd = pj->state_fd >= 0 ? TAKE_FD(pj->state_fd) : nsr_state_open(pj->state_dir, err);
         if (c.statefd < 0)
                 return c.statefd;
         nsr_timing *t = p->timing;

@@ -843,9 +843,15 @@ int nsr_seccomp_cache_key_of(const uint8_t digest[NSR_SHA256_SIZE], uint8_t ret[
 
 /* Opens a directory we may trust: ours, and writable by nobody else. */
 static int open_trusted_dir(int at, const char *name, bool create, bool strict_mode) {
-        if (create && mkdirat(at, name, 0700) < 0 && errno != EEXIST)
-                return -errno;
-        int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (strict_mode ? O_NOFOLLOW : 0));
+        int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | (strict_mode ? O_NOFOLLOW : 0);
+        /* Made only when missing: a mkdir that fails with EEXIST takes
+         * the parent's lock, and every run but the first would pay it. */
+        int fd = openat(at, name, flags);
+        if (fd < 0 && errno == ENOENT && create) {
+                if (mkdirat(at, name, 0700) < 0 && errno != EEXIST)
+                        return -errno;
+                fd = openat(at, name, flags);
+        }
         if (fd < 0)
                 return -errno;
         struct stat st;
