@@ -609,6 +609,9 @@ int nsr_seccomp_export(void *ctx, char **ret, size_t *ret_len, nsr_error *err) {
  *         ret ACTION
  *         ...
  *         jeq NR, 0, <past the set>       a "not in" set
+ *         ld  the precondition's argument (a set that has one:
+ *         and PRE_MASK                     "argN & PRE_MASK == PRE_VALUE
+ *         jeq PRE_VALUE, 0, <in>           and argM ... not in {...}")
  *         ld  the argument's low word
  *         and MASK                        (unless it is 0xffffffff)
  *         jeq VALUE1, <in>, 0
@@ -641,14 +644,28 @@ static void land(emitter *e, size_t at) {
         e->f[at].k = (uint32_t) (e->n - (at + 1));
 }
 
+/* Where an argument's low 32 bits are: the first word on a little-endian
+ * arch. */
+static uint32_t arg_low_word(uint32_t token, unsigned arg) {
+        return (uint32_t) (offsetof(struct seccomp_data, args) + 8 * arg) + ((token & __AUDIT_ARCH_LE) ? 0 : 4);
+}
+
 static void emit_set(emitter *e, uint32_t token, const extra_rule *x) {
         const nsr_policy_set *s = x->set;
-        /* The argument's low 32 bits: the first word on a little-endian arch. */
-        uint32_t lo =
-                (uint32_t) (offsetof(struct seccomp_data, args) + 8 * s->arg) + ((token & __AUDIT_ARCH_LE) ? 0 : 4);
-        bool mask = s->mask != UINT32_MAX;
-        size_t body = 1 + (mask ? 1 : 0) + s->n_values + 1 + 1;
-        emit(e, (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, x->nr, 0, (uint8_t) body));
+        uint32_t lo = arg_low_word(token, s->arg);
+        bool mask = s->mask != UINT32_MAX, pre_mask = s->has_pre && s->pre_mask != UINT32_MAX;
+        /* The set's test: the load, the mask, a jump per value, the ret. */
+        size_t test = 1 + (mask ? 1 : 0) + s->n_values + 1;
+        size_t pre = s->has_pre ? 1 + (pre_mask ? 1 : 0) + 1 : 0;
+        emit(e, (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, x->nr, 0, (uint8_t) (pre + test + 1)));
+        if (s->has_pre) {
+                /* The precondition does not hold: on, as for a value in
+                 * the set. */
+                emit(e, (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg_low_word(token, s->pre_arg)));
+                if (pre_mask)
+                        emit(e, (struct sock_filter) BPF_STMT(BPF_ALU | BPF_AND | BPF_K, s->pre_mask));
+                emit(e, (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, s->pre_value, 0, (uint8_t) test));
+        }
         emit(e, (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, lo));
         if (mask)
                 emit(e, (struct sock_filter) BPF_STMT(BPF_ALU | BPF_AND | BPF_K, s->mask));
@@ -770,7 +787,7 @@ out:
 /* ---- the cache --------------------------------------------------------------- */
 
 /* Bumped whenever the compiler's output for the same input changes. */
-#define CACHE_GENERATION 3
+#define CACHE_GENERATION 4
 #define CACHE_MAGIC      "NSRBPF01"
 #define CACHE_HEADER     (8 + 2 * NSR_SHA256_SIZE)
 #define CACHE_FILE_MAX   (CACHE_HEADER + NSR_SECCOMP_MAX_INSNS * sizeof(struct sock_filter))

@@ -478,13 +478,32 @@ static int parse_deny_action(parser *ps, nsr_policy_action *ret) {
 
 /* The set of a "not in" test (see nsr_policy_set); its number, from 1.
  * Its values are under the mask (the parser checked), so they fit too. */
-static unsigned add_set(nsr_policy *p, const test *t) {
+static unsigned add_set(nsr_policy *p, const test *t, const test *pre) {
         p->sets = nsr_realloc_array(p->sets, p->n_sets + 1, sizeof(*p->sets));
         nsr_policy_set *s = &p->sets[p->n_sets++];
         *s = (nsr_policy_set){ .arg = t->arg, .mask = (uint32_t) t->mask, .n_values = t->n_values };
         for (size_t i = 0; i < t->n_values; i++)
                 s->values[i] = (uint32_t) t->values[i];
+        if (pre) {
+                s->has_pre = true;
+                s->pre_arg = pre->arg;
+                s->pre_mask = (uint32_t) pre->mask;
+                s->pre_value = (uint32_t) pre->values[0];
+        }
         return (unsigned) p->n_sets;
+}
+
+/* "arg & MASK not in {...}" or "!=", the mask in the low 32 bits: a set. */
+static bool set_test(const test *t) {
+        return t->op == NSR_POLICY_OP_NE && t->has_mask && t->mask <= UINT32_MAX;
+}
+
+/* "arg & MASK == VALUE", the mask in the low 32 bits (so the value too,
+ * or the test never holds): a set's precondition, which the compiler
+ * tests on the low word alone, as exactly as libseccomp does. */
+static bool pre_test(const test *t) {
+        return t->op == NSR_POLICY_OP_EQ && t->has_mask && t->mask <= UINT32_MAX && t->n_values == 1 &&
+               t->values[0] <= UINT32_MAX;
 }
 
 static int cmp_test_arg(const void *a, const void *b) {
@@ -536,8 +555,12 @@ static int parse_rule(parser *ps, bool deny) {
 
         qsort(tests, n_tests, sizeof(tests[0]), cmp_test_arg);
         unsigned set = 0;
-        if (n_tests == 1 && tests[0].op == NSR_POLICY_OP_NE && tests[0].has_mask && tests[0].mask <= UINT32_MAX)
-                set = add_set(ps->policy, &tests[0]);
+        if (n_tests == 1 && set_test(&tests[0]))
+                set = add_set(ps->policy, &tests[0], NULL);
+        else if (n_tests == 2 && set_test(&tests[0]) && pre_test(&tests[1]))
+                set = add_set(ps->policy, &tests[0], &tests[1]);
+        else if (n_tests == 2 && set_test(&tests[1]) && pre_test(&tests[0]))
+                set = add_set(ps->policy, &tests[1], &tests[0]);
         alts a[NSR_POLICY_ARGS] = { { 0 } };
         size_t total = 1;
         for (size_t i = 0; i < n_tests; i++) {

@@ -77,8 +77,10 @@ typedef struct nsr_policy_rule {
 } nsr_policy_rule;
 
 /* A line whose only test is "arg & MASK not in {...}" (or "!="), with a
- * mask in the low 32 bits. Its rules are the set's complement as masked
- * equalities, up to 32 per value, which is what libseccomp can take; the
+ * mask in the low 32 bits, or whose other test is one such equality on
+ * another argument ("argN & MASK == VALUE", the set's precondition). Its
+ * rules are the set's complement as masked equalities, up to 32 per value
+ * (each with the precondition), which is what libseccomp can take; the
  * compiler may test the set itself instead, in a few instructions of its
  * own (compile.c). */
 typedef struct nsr_policy_set {
@@ -86,6 +88,9 @@ typedef struct nsr_policy_set {
         uint32_t mask;
         uint32_t values[NSR_POLICY_SET_MAX];
         size_t n_values;
+        bool has_pre; /* and only where arg pre_arg & pre_mask == pre_value */
+        unsigned pre_arg;
+        uint32_t pre_mask, pre_value;
 } nsr_policy_set;
 
 typedef struct nsr_policy {

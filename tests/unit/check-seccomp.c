@@ -875,6 +875,41 @@ START_TEST(test_compile_sets) {
                                                           ok ? ALLOW : ERRNO(EACCES));
                                 }
         free(c.data);
+
+        /* A set with a precondition on another argument (default.policy's
+         * netlink line), either way round, beside a set on the same call:
+         * the set is tested only where the precondition holds, on the low
+         * words alone, and the program is small (libseccomp's complement
+         * of "!= 0" is 32 rules). */
+        const char *pre_first = "deny socket errno EAFNOSUPPORT if arg0 & 0xffffffff not in {1, 2, 10, 16}\n"
+                                "deny socket errno EAFNOSUPPORT if arg0 & 0xffffffff == 16 and arg2 & 0xffffffff "
+                                "not in {0, 9}\n"
+                                "deny read errno EXDEV if arg2 & 0xf0 != 0x10 and arg0 & 0xff == 7\n";
+        c = compile_text(pre_first, NULL);
+        ck_assert_uint_lt(c.len / sizeof(struct sock_filter), 120);
+        for (size_t a = 0; a < ELEMENTSOF(arches); a++)
+                for (int hi = 0; hi < (arches[a] == SCMP_ARCH_X86 ? 1 : 2); hi++) {
+                        uint64_t junk = hi ? UINT64_C(0xdead) << 32 : 0;
+                        for (uint64_t fam = 0; fam < 20; fam++)
+                                for (uint64_t proto = 0; proto < 12; proto++) {
+                                        bool fam_ok = fam == 1 || fam == 2 || fam == 10 || fam == 16;
+                                        bool ok = fam_ok && (fam != 16 || proto == 0 || proto == 9);
+                                        ck_assert_uint_eq(
+                                                run_call(&c, arches[a], "socket", fam | junk, 3, proto | junk),
+                                                ok ? ALLOW : ERRNO(EAFNOSUPPORT));
+                                }
+                        for (uint64_t fd = 0; fd < 0x300; fd += 0x7f)
+                                for (uint64_t v = 0; v < 0x40; v += 3) {
+                                        bool deny = (fd & 0xff) == 7 && (v & 0xf0) != 0x10;
+                                        ck_assert_uint_eq(run_call(&c, arches[a], "read", fd | junk, 0, v | junk),
+                                                          deny ? ERRNO(EXDEV) : ALLOW);
+                                }
+                        ck_assert_uint_eq(run_call(&c, arches[a], "read", 7 | junk, 0, 0x20 | junk), ERRNO(EXDEV));
+                        ck_assert_uint_eq(run_call(&c, arches[a], "read", 7 | junk, 0, 0x1f | junk), ALLOW);
+                        ck_assert_uint_eq(run_call(&c, arches[a], "read", 8 | junk, 0, 0x20 | junk), ALLOW);
+                }
+        ck_assert_uint_eq(run_call(&c, SCMP_ARCH_X86, "socketcall", 1 /* SYS_SOCKET */, 0, 0), ERRNO(EAFNOSUPPORT));
+        free(c.data);
 }
 END_TEST
 
