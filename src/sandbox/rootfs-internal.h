@@ -36,6 +36,8 @@ typedef struct builder {
         const nsr_plan *plan;
         const nsr_mount_ctx *ctx;
         prepared *prep;
+        ssize_t *src_first; /* the first bind op of each source, hashed (rootfs.c, same_source) */
+        size_t src_cap;
         int scratch; /* O_PATH fd of the scratch tmpfs root */
         int root;    /* O_PATH fd of the new root */
         int shared;  /* O_PATH fd of the shared tmpfs root, or -1 */

@@ -385,21 +385,32 @@ static bool remount_follows(const nsr_plan *plan, size_t i) {
         return streq(a, b);
 }
 
-/* The earlier bind op whose source op i names too, with the same kind of
- * source (a path, neither checked against a dev and inode nor -try), or
- * -1. A linear search: the plans with many binds have few sources. */
-static ssize_t same_source(const builder *b, size_t i) {
+/* A bind whose source is a path, checked against neither a dev and inode
+ * nor allowed to be missing: one that may share its source's lookup. */
+static bool source_shareable(const nsr_op *op) {
+        return op_is_bind(op->type) && op->type != NSR_OP_BIND_FD && op->type != NSR_OP_RO_BIND_FD && op->source &&
+               !(op->flags & (NSR_OPF_VERIFY | NSR_OPF_TRY));
+}
+
+static size_t source_hash(const char *s) {
+        size_t h = 14695981039346656037ULL;
+        for (; *s; s++)
+                h = (h ^ (unsigned char) *s) * 1099511628211ULL;
+        return h;
+}
+
+/* The earlier bind op whose source op i names too (both shareable), or
+ * -1: from a table of the first op of each source, made as prepare_sources
+ * goes (a plan may have hundreds of binds). */
+static ssize_t same_source(builder *b, size_t i) {
         const nsr_op *op = &b->plan->ops[i];
-        if (op->type == NSR_OP_BIND_FD || op->type == NSR_OP_RO_BIND_FD || !op->source ||
-            (op->flags & (NSR_OPF_VERIFY | NSR_OPF_TRY)))
+        if (!source_shareable(op))
                 return -1;
-        for (size_t j = b->in_place ? 1 : 0; j < i; j++) {
-                const nsr_op *o = &b->plan->ops[j];
-                if (op_is_bind(o->type) && o->type != NSR_OP_BIND_FD && o->type != NSR_OP_RO_BIND_FD && o->source &&
-                    !(o->flags & (NSR_OPF_VERIFY | NSR_OPF_TRY)) && b->prep[j].src_fd >= 0 &&
-                    streq(o->source, op->source))
-                        return (ssize_t) j;
-        }
+        size_t cap = b->src_cap, at = source_hash(op->source) & (cap - 1);
+        for (; b->src_first[at] >= 0; at = (at + 1) & (cap - 1))
+                if (streq(b->plan->ops[b->src_first[at]].source, op->source))
+                        return b->src_first[at];
+        b->src_first[at] = (ssize_t) i; /* the first: prepared as usual */
         return -1;
 }
 
@@ -408,6 +419,12 @@ static ssize_t same_source(const builder *b, size_t i) {
  * where --proc takes that one. */
 static int prepare_sources(builder *b, nsr_error *err) {
         const nsr_plan *plan = b->plan;
+        /* Twice as many slots as ops, a power of two (same_source). */
+        for (b->src_cap = 16; b->src_cap < 2 * plan->n_ops; b->src_cap *= 2)
+                ;
+        b->src_first = nsr_realloc_array(NULL, b->src_cap, sizeof(ssize_t));
+        for (size_t k = 0; k < b->src_cap; k++)
+                b->src_first[k] = -1;
         for (size_t i = 0; i < plan->n_ops; i++) {
                 const nsr_op *op = &plan->ops[i];
                 prepared *pr = &b->prep[i];
@@ -1255,6 +1272,7 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
         }
 out:
         prepared_free(b.prep, plan->n_ops);
+        free(b.src_first);
         safe_close(b.gate_dir);
         safe_close(b.shared);
         safe_close(b.scratch);
