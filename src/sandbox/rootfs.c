@@ -848,7 +848,11 @@ static uint64_t shared_size(const nsr_plan *plan, bool *ret_any) {
  * which the pivot mounts in the scratch too. */
 static bool plan_needs_files(const nsr_plan *plan, const nsr_mount_ctx *ctx, bool *ret_shared) {
         (void) shared_size(plan, ret_shared);
-        if (ctx->resolv_conf)
+        /* The sandbox's resolv.conf goes in the shared tmpfs when there is
+         * one (place_resolv_conf): a superblock less to make, and a
+         * detached tree less for pid 1 to let go of before the command
+         * runs (a grace period). */
+        if (ctx->resolv_conf && !*ret_shared)
                 return true;
         for (size_t i = 0; i < plan->n_ops; i++) {
                 const nsr_op *op = &plan->ops[i];
@@ -967,7 +971,10 @@ static int run_op(builder *b, size_t i, nsr_error *err) {
 static int place_resolv_conf(builder *b, nsr_error *err) {
         static const char name[] = "resolv.conf";
         const char *data = b->ctx->resolv_conf;
-        _cleanup_close_ int fd = openat(b->scratch, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+        /* The scratch tmpfs, or the shared one (plan_needs_files): the
+         * root of either is never visible, only this file's bind. */
+        int dir = b->scratch >= 0 ? b->scratch : b->shared;
+        _cleanup_close_ int fd = openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
         int r = fd < 0 ? -errno : nsr_write_all(fd, data, strlen(data));
         if (r < 0)
                 return nsr_error_set(err, -r, "Can't write the sandbox's /etc/resolv.conf");
@@ -991,9 +998,9 @@ static int place_resolv_conf(builder *b, nsr_error *err) {
         if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
                 return nsr_error_setx(err, EINVAL, "/etc/resolv.conf is neither a file nor a symlink");
         _cleanup_close_ int tree =
-                rootfs_clone_tree(b->scratch, name, false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_RDONLY);
+                rootfs_clone_tree(dir, name, false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_RDONLY);
         r = tree < 0 ? tree : rootfs_attach(tree, target);
-        (void) unlinkat(b->scratch, name, 0);
+        (void) unlinkat(dir, name, 0);
         if (r < 0)
                 return rootfs_mount_error(err, -r, "Can't mount the sandbox's /etc/resolv.conf");
         return 0;

@@ -205,6 +205,16 @@ is "$(python3 -c 'import json, sys
 n = [r for r in json.load(open(sys.argv[1]))["network"] if r["protocol"] == "dns"]
 print(len(n) > 0, all(r["host"] == "localhost" and r["port"] == 53 and r["via"] == "dns" for r in n), n[0]["address"] if n else "")' \
 	"$d/report.json" 2>&1)" "True True 127.0.0.1" "the report's network holds the DNS queries"
+# Project mode's resolv.conf lives in its shared tmpfs (no tmpfs of its
+# own for one file): read-only, the only thing of that tmpfs's root the
+# command can reach, and not counted as a change.
+run $NSRUN -p "$d/proj" --state-dir "$d/state" --allow-host "localhost:*" -- \
+	sh -c 'echo x >>/etc/resolv.conf || echo read-only; rm -f /etc/resolv.conf || echo kept;
+		grep -c "^nameserver" /etc/resolv.conf; grep -c " /etc/resolv.conf " /proc/self/mountinfo'
+is "$rc:$out" "0:read-only
+kept
+1
+1" "project mode: resolv.conf read-only, not removable, one nameserver, one mount"
 
 # ---- sessions ----------------------------------------------------------------------
 run $NSRUN session start --project "$d/proj" --state-dir "$d/state" --allow-host "localhost:*"
