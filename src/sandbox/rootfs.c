@@ -826,6 +826,9 @@ static uint64_t scratch_size(const nsr_plan *plan, const nsr_mount_ctx *ctx) {
 
 /* The shared tmpfs's size: the largest of its ops' (0 when one has none:
  * the kernel's default); *ret_any: whether any op draws from it. */
+/* The smallest shared tmpfs that also holds the sandbox's resolv.conf. */
+#define RESOLV_CONF_SHARED_MIN (UINT64_C(1) << 20)
+
 static uint64_t shared_size(const nsr_plan *plan, bool *ret_any) {
         uint64_t size = 0;
         bool any = false, unsized = false;
@@ -847,12 +850,13 @@ static uint64_t shared_size(const nsr_plan *plan, bool *ret_any) {
  * resolv.conf). *ret_shared: whether an op draws from the shared tmpfs,
  * which the pivot mounts in the scratch too. */
 static bool plan_needs_files(const nsr_plan *plan, const nsr_mount_ctx *ctx, bool *ret_shared) {
-        (void) shared_size(plan, ret_shared);
+        uint64_t shared = shared_size(plan, ret_shared);
         /* The sandbox's resolv.conf goes in the shared tmpfs when there is
          * one (place_resolv_conf): a superblock less to make, and a
          * detached tree less for pid 1 to let go of before the command
-         * runs (a grace period). */
-        if (ctx->resolv_conf && !*ret_shared)
+         * runs (a grace period). Not when its page would be a noticeable
+         * part of the command's budget (--tmp-size 4k would leave none). */
+        if (ctx->resolv_conf && (!*ret_shared || (shared && shared < RESOLV_CONF_SHARED_MIN)))
                 return true;
         for (size_t i = 0; i < plan->n_ops; i++) {
                 const nsr_op *op = &plan->ops[i];

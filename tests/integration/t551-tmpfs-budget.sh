@@ -63,6 +63,17 @@ run "$NSRUN" -p "$P" $NS --discard -q -- sh -c 'stat -c %a "$XDG_RUNTIME_DIR"; e
 is "$out" "700
 hi" "/run/user/N keeps mode 0700 and /tmp works"
 
+# A DNS answerer's resolv.conf lives in the shared tmpfs only when that
+# is 1 MiB or more: the smallest budget is still the command's whole.
+run "$NSRUN" -p "$P" $NS --discard -q --tmp-size 4k --allow-host 127.0.0.1:9 -- sh -c \
+	'grep -c "^nameserver" /etc/resolv.conf; head -c 4096 /dev/zero >/tmp/page && stat -c %s /tmp/page'
+is "$rc:$out" "0:1
+4096" "--tmp-size 4k with --allow-host: /tmp still holds its one page"
+run "$NSRUN" -p "$P" $NS --discard -q --tmp-size 2M --allow-host 127.0.0.1:9 -- sh -c \
+	'grep -c "^nameserver" /etc/resolv.conf; df -k /tmp | awk "NR == 2 {print \$3}"'
+is "$rc:$out" "0:1
+$(($(getconf PAGESIZE) / 1024))" "--tmp-size 2M with --allow-host: resolv.conf takes one page of it"
+
 # The trace says so: bwrap has no way to share one size.
 run "$NSRUN" --trace-bwrap -p "$P" $NS --tmp-size 32M -- true
 like "$out$err" "nsrun-only: the tmpfs of --tmpfs, --dev and --tmp-overlay with --size 33554432 are dirs of one tmpfs" \
