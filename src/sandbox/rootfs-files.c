@@ -62,12 +62,8 @@ int rootfs_do_bind_data(builder *b, const nsr_op *op, nsr_error *err) {
         _cleanup_close_ int tree = rootfs_clone_tree(b->scratch, name, false, attrs);
         r = tree < 0 ? tree : rootfs_attach(tree, target);
         (void) unlinkat(b->scratch, name, 0);
-        if (r < 0) {
-                char msg[NSR_ERROR_MSG_MAX];
-                snprintf(msg, sizeof(msg), "Can't bind mount tmpfile on %s: Unable to mount source on destination",
-                         op->dest);
-                return nsr_error_setx(err, -r, "%s: %s", msg, rootfs_mount_strerror(-r));
-        }
+        if (r < 0)
+                return rootfs_bind_error(err, -r, "tmpfile", op->dest);
         return 0;
 }
 

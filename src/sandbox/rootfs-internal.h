@@ -23,7 +23,8 @@ typedef struct prepared {
         int src_fd;     /* a bind's source (O_PATH), named only in a message */
         ssize_t src_of; /* or the op whose src_fd it shares (same_source), or -1 */
         bool src_kept;  /* src_fd is shared: kept until the end */
-        bool ro_done;   /* the --remount-ro that follows was set with the clone */
+        bool fold_ro;   /* the next op is a --remount-ro of this one's dest (rootfs.c, remount_follows) */
+        bool ro_done;   /* ... and it was set with the clone (a file bind) */
         /* --dev: the host's nodes (rootfs-kernfs.c), then the terminal for
          * /dev/console; --proc: kern[0], its procfs (fresh or the host's,
          * see proc_fresh). Made before any op runs, while the host tree
@@ -51,7 +52,7 @@ typedef struct builder {
          * clone of that tree bound on it, pivoted into (rootfs.c,
          * root_in_place). scratch and shared are then detached mounts. */
         bool in_place;
-        bool fold_ro; /* the op's mount gets the next op's --remount-ro (rootfs.c, remount_follows) */
+        bool fold_ro; /* the op being run has prepared.fold_ro: its mount gets the --remount-ro */
         bool folded;  /* ... and got it */
 } builder;
 
@@ -70,6 +71,8 @@ int rootfs_clone_tree(int dirfd, const char *path, bool recursive, unsigned attr
 /* "message: strerror", where ENOSPC gets bwrap's hint about mount-max. */
 int rootfs_mount_error(nsr_error *err, int e, const char *fmt, ...) _printf_(3, 4);
 const char *rootfs_mount_strerror(int e);
+/* bwrap's message for a bind of src on dest that failed with e. */
+int rootfs_bind_error(nsr_error *err, int e, const char *src, const char *dest);
 int rootfs_open_dest(builder *b, const nsr_op *op, dest_kind kind, int perms, bool writable, bool is_mount,
                      nsr_error *err);
 int rootfs_open_in_root(int root, const char *path, int flags);

@@ -44,12 +44,8 @@ static int cover_proc(int proc, const char *n, nsr_error *err) {
                 if (tree >= 0)
                         sub = openat(proc, covered[i], O_PATH | O_CLOEXEC | O_NOFOLLOW);
                 r = tree < 0 ? tree : sub < 0 ? -errno : rootfs_attach(tree, sub);
-                if (r < 0) {
-                        char msg[NSR_ERROR_MSG_MAX];
-                        snprintf(msg, sizeof(msg), "Can't bind mount %s on %s: Unable to mount source on destination",
-                                 covered[i], covered[i]);
-                        return nsr_error_setx(err, -r, "%s: %s", msg, rootfs_mount_strerror(-r));
-                }
+                if (r < 0)
+                        return rootfs_bind_error(err, -r, covered[i], covered[i]);
         }
         return 0;
 }
@@ -71,12 +67,8 @@ int rootfs_prepare_proc(builder *b, const nsr_op *op, prepared *pr, nsr_error *e
         }
         if (!fresh) {
                 int tree = rootfs_clone_tree(AT_FDCWD, "/proc", true, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-                if (tree < 0) {
-                        char msg[NSR_ERROR_MSG_MAX];
-                        snprintf(msg, sizeof(msg),
-                                 "Can't bind mount /proc on %s: Unable to mount source on destination", op->dest);
-                        return nsr_error_setx(err, -tree, "%s: %s", msg, rootfs_mount_strerror(-tree));
-                }
+                if (tree < 0)
+                        return rootfs_bind_error(err, -tree, "/proc", op->dest);
                 pr->kern[0] = tree;
         }
         pr->proc_fresh = fresh;
@@ -91,11 +83,8 @@ int rootfs_do_proc(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
         int r = rootfs_attach(pr->kern[0], target);
         if (r < 0 && pr->proc_fresh)
                 return rootfs_mount_error(err, -r, "Can't mount proc on %s", n);
-        if (r < 0) {
-                char msg[NSR_ERROR_MSG_MAX];
-                snprintf(msg, sizeof(msg), "Can't bind mount /proc on %s: Unable to mount source on destination", n);
-                return nsr_error_setx(err, -r, "%s: %s", msg, rootfs_mount_strerror(-r));
-        }
+        if (r < 0)
+                return rootfs_bind_error(err, -r, "/proc", n);
         pr->kern[0] = safe_close(pr->kern[0]);
         _cleanup_close_ int proc = rootfs_open_in_root(b->root, op->dest, O_PATH | O_DIRECTORY);
         if (proc < 0)
@@ -120,13 +109,6 @@ int nsr_rootfs_proc_renew(nsr_error *err) {
 static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
 _Static_assert(ELEMENTSOF(dev_nodes) + 1 <= ROOTFS_KERN_MAX, "prepared.kern holds the nodes and the console");
 
-/* bwrap's message for a node that could not be bound. */
-static int node_error(nsr_error *err, int e, const char *src, const char *name) {
-        char msg[NSR_ERROR_MSG_MAX];
-        snprintf(msg, sizeof(msg), "Can't bind mount %s on %s: Unable to mount source on destination", src, name);
-        return nsr_error_setx(err, e, "%s: %s", msg, rootfs_mount_strerror(e));
-}
-
 /* The host's nodes for a --dev op, and its terminal for /dev/console,
  * cloned before any op runs (see builder.in_place). */
 int rootfs_prepare_dev(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
@@ -135,13 +117,13 @@ int rootfs_prepare_dev(builder *b, const nsr_op *op, prepared *pr, nsr_error *er
                 _cleanup_free_ char *host = nsr_asprintf("/dev/%s", dev_nodes[i]);
                 pr->kern[i] = rootfs_clone_tree(AT_FDCWD, host, true, MOUNT_ATTR_NOSUID);
                 if (pr->kern[i] < 0)
-                        return node_error(err, -pr->kern[i], host, dev_nodes[i]);
+                        return rootfs_bind_error(err, -pr->kern[i], host, dev_nodes[i]);
         }
         if (b->ctx->host_tty && *b->ctx->host_tty) {
                 int *tty = &pr->kern[ELEMENTSOF(dev_nodes)];
                 *tty = rootfs_clone_tree(AT_FDCWD, b->ctx->host_tty, true, MOUNT_ATTR_NOSUID);
                 if (*tty < 0)
-                        return node_error(err, -*tty, b->ctx->host_tty, "console");
+                        return rootfs_bind_error(err, -*tty, b->ctx->host_tty, "console");
         }
         return 0;
 }
@@ -170,7 +152,7 @@ int rootfs_do_dev(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
                 r = rootfs_attach(pr->kern[i], f);
                 if (r < 0) {
                         _cleanup_free_ char *host = nsr_asprintf("/dev/%s", dev_nodes[i]);
-                        return node_error(err, -r, host, dev_nodes[i]);
+                        return rootfs_bind_error(err, -r, host, dev_nodes[i]);
                 }
                 pr->kern[i] = safe_close(pr->kern[i]);
         }
@@ -209,7 +191,7 @@ int rootfs_do_dev(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
                         return nsr_error_set(err, errno, "creating %s/console", op->dest);
                 r = rootfs_attach(*tty, f);
                 if (r < 0)
-                        return node_error(err, -r, b->ctx->host_tty, "console");
+                        return rootfs_bind_error(err, -r, b->ctx->host_tty, "console");
                 *tty = safe_close(*tty);
         }
         return 0;

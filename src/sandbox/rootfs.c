@@ -57,6 +57,11 @@ int rootfs_mount_error(nsr_error *err, int e, const char *fmt, ...) {
         return nsr_error_setx(err, e, "%s: %s", msg, rootfs_mount_strerror(e));
 }
 
+int rootfs_bind_error(nsr_error *err, int e, const char *src, const char *dest) {
+        return rootfs_mount_error(err, e, "Can't bind mount %s on %s: Unable to mount source on destination", src,
+                                  dest);
+}
+
 /* "/newroot/" + dest without its leading slashes: the spelling bwrap uses in
  * its messages. */
 static char *newroot_path(const char *dest) {
@@ -428,6 +433,7 @@ static int prepare_sources(builder *b, nsr_error *err) {
         for (size_t i = 0; i < plan->n_ops; i++) {
                 const nsr_op *op = &plan->ops[i];
                 prepared *pr = &b->prep[i];
+                pr->fold_ro = remount_follows(plan, i);
                 if (i == 0 && b->in_place)
                         continue; /* the root itself: see root_in_place */
                 if (op->type == NSR_OP_PROC || op->type == NSR_OP_DEV) {
@@ -448,7 +454,7 @@ static int prepare_sources(builder *b, nsr_error *err) {
                         if (same >= 0) {
                                 prepared *first = &b->prep[same];
                                 pr->is_dir = first->is_dir;
-                                pr->ro_done = !pr->is_dir && remount_follows(plan, i);
+                                pr->ro_done = !pr->is_dir && pr->fold_ro;
                                 int tree = rootfs_clone_tree(first->src_fd, "", true,
                                                              attrs | (pr->ro_done ? MOUNT_ATTR_RDONLY : 0));
                                 if (tree < 0) {
@@ -487,7 +493,7 @@ static int prepare_sources(builder *b, nsr_error *err) {
                         /* The --remount-ro that follows goes on with the
                          * other flags: a file's mount has none below it,
                          * so recursive or not is the same there. */
-                        pr->ro_done = !pr->is_dir && remount_follows(plan, i);
+                        pr->ro_done = !pr->is_dir && pr->fold_ro;
                         if (pr->ro_done)
                                 attrs |= MOUNT_ATTR_RDONLY;
                         int tree = rootfs_clone_tree(src, "", true, attrs);
@@ -589,11 +595,8 @@ static int do_bind(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
                 return r;
         r = rootfs_attach(pr->tree, target);
         if (r < 0) {
-                char msg[NSR_ERROR_MSG_MAX];
                 _cleanup_free_ char *real = fd_real_path(pr->src_of >= 0 ? b->prep[pr->src_of].src_fd : pr->src_fd);
-                snprintf(msg, sizeof(msg), "Can't bind mount %s on %s: Unable to mount source on destination", real,
-                         op->dest);
-                return nsr_error_setx(err, -r, "%s: %s", msg, rootfs_mount_strerror(-r));
+                return rootfs_bind_error(err, -r, real, op->dest);
         }
         pr->tree = safe_close(pr->tree);
         if (!pr->src_kept)
@@ -1217,7 +1220,7 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
         /* NSRUN_TIMING says which build it was (t764 checks). */
         nsr_timing_mark_now(plan->timing, b.in_place ? "child: root in place" : "child: root on a tmpfs");
         for (size_t i = b.in_place ? 1 : 0; i < plan->n_ops; i++) {
-                b.fold_ro = remount_follows(plan, i);
+                b.fold_ro = b.prep[i].fold_ro;
                 b.folded = false;
                 r = run_op(&b, i, err);
                 if (r < 0) {
