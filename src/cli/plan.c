@@ -97,6 +97,7 @@ static const char *const op_names[_NSR_OP_TYPE_MAX] = {
         [NSR_OP_SYMLINK] = "symlink",
         [NSR_OP_CHMOD] = "chmod",
         [NSR_OP_HOSTNAME] = "hostname",
+        [NSR_OP_SLOT] = "slot",
 };
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(nsr_op_type, nsr_op_type, op_names)
@@ -124,6 +125,7 @@ bool nsr_op_type_takes_perms(nsr_op_type t) {
         case NSR_OP_SYMLINK:
         case NSR_OP_CHMOD:
         case NSR_OP_HOSTNAME:
+        case NSR_OP_SLOT:
         case _NSR_OP_TYPE_MAX:
         case _NSR_OP_TYPE_INVALID:
                 break;
@@ -158,6 +160,7 @@ mode_t nsr_op_perms(const nsr_op *op) {
         case NSR_OP_SYMLINK:
         case NSR_OP_CHMOD:
         case NSR_OP_HOSTNAME:
+        case NSR_OP_SLOT:
         case _NSR_OP_TYPE_MAX:
         case _NSR_OP_TYPE_INVALID:
                 break;
@@ -292,6 +295,167 @@ void nsr_plan_append(nsr_plan *p, nsr_plan *u) {
                 nsr_strv_free(p->argv);
                 p->argv = TAKE_PTR(u->argv);
         }
+}
+
+bool nsr_plan_has_slots(const nsr_plan *p) {
+        for (size_t i = 0; i < p->n_ops; i++)
+                if (p->ops[i].type == NSR_OP_SLOT)
+                        return true;
+        return false;
+}
+
+int nsr_plan_fill_slots(nsr_plan *p, nsr_plan *const *slots, size_t n) {
+        size_t total = 0;
+        for (size_t i = 0; i < p->n_ops; i++) {
+                if (p->ops[i].type != NSR_OP_SLOT) {
+                        total++;
+                        continue;
+                }
+                if (p->ops[i].slot >= n || !slots[p->ops[i].slot])
+                        return -EINVAL;
+                total += slots[p->ops[i].slot]->n_ops;
+        }
+        nsr_op *ops = nsr_realloc_array(NULL, total + 1, sizeof(nsr_op));
+        size_t k = 0;
+        for (size_t i = 0; i < p->n_ops; i++) {
+                nsr_op *op = &p->ops[i];
+                if (op->type != NSR_OP_SLOT) {
+                        ops[k++] = *op;
+                        continue;
+                }
+                nsr_plan *s = slots[op->slot];
+                for (size_t j = 0; j < s->n_ops; j++)
+                        ops[k++] = s->ops[j];
+                /* Moved: a slot named twice gives its ops once. */
+                s->n_ops = 0;
+        }
+        free(p->ops);
+        p->ops = ops;
+        p->n_ops = k;
+        return 0;
+}
+
+/* The packing: a u32 count of slots, then per slot a u32 count of ops,
+ * then per op four numbers (u32 type, u32 flags, u32 perms, u64 size) and
+ * two strings (a u32 length, UINT32_MAX for none, then the bytes). Native
+ * byte order: it never leaves the machine, nor the process tree. */
+typedef struct packer {
+        char *buf;
+        size_t len, cap;
+} packer;
+
+static void put(packer *k, const void *data, size_t len) {
+        if (k->len + len > k->cap) {
+                k->cap = k->cap * 2 > k->len + len ? k->cap * 2 : k->len + len + 256;
+                k->buf = nsr_realloc_array(k->buf, k->cap, 1);
+        }
+        memcpy(k->buf + k->len, data, len);
+        k->len += len;
+}
+
+static void put_u32(packer *k, uint32_t v) {
+        put(k, &v, sizeof(v));
+}
+
+static void put_str(packer *k, const char *s) {
+        size_t l = s ? strlen(s) : 0;
+        put_u32(k, s ? (uint32_t) l : UINT32_MAX);
+        if (s)
+                put(k, s, l);
+}
+
+char *nsr_plan_slots_pack(nsr_plan *const *slots, size_t n, size_t *ret_len) {
+        packer k = { 0 };
+        put_u32(&k, (uint32_t) n);
+        for (size_t i = 0; i < n; i++) {
+                put_u32(&k, (uint32_t) slots[i]->n_ops);
+                for (size_t j = 0; j < slots[i]->n_ops; j++) {
+                        const nsr_op *op = &slots[i]->ops[j];
+                        if (op->type == NSR_OP_SLOT || op->workdir || op->overlay_srcs || op->fd != -1 ||
+                            (op->flags & NSR_OPF_VERIFY) || (op->source && strlen(op->source) >= UINT32_MAX) ||
+                            (op->dest && strlen(op->dest) >= UINT32_MAX)) {
+                                free(k.buf);
+                                return NULL;
+                        }
+                        put_u32(&k, (uint32_t) op->type);
+                        put_u32(&k, op->flags);
+                        put_u32(&k, (uint32_t) op->perms);
+                        put(&k, &op->size, sizeof(op->size));
+                        put_str(&k, op->source);
+                        put_str(&k, op->dest);
+                }
+        }
+        *ret_len = k.len;
+        return k.buf;
+}
+
+typedef struct unpacker {
+        const char *buf;
+        size_t len, at;
+} unpacker;
+
+static bool get(unpacker *u, void *data, size_t len) {
+        if (u->len - u->at < len)
+                return false;
+        memcpy(data, u->buf + u->at, len);
+        u->at += len;
+        return true;
+}
+
+static bool get_str(unpacker *u, char **ret) {
+        uint32_t l;
+        if (!get(u, &l, sizeof(l)))
+                return false;
+        if (l == UINT32_MAX)
+                return true;
+        if (u->len - u->at < l || memchr(u->buf + u->at, '\0', l))
+                return false;
+        *ret = nsr_strndup(u->buf + u->at, l);
+        u->at += l;
+        return true;
+}
+
+void nsr_plan_slots_free(nsr_plan **slots, size_t n) {
+        for (size_t i = 0; slots && i < n; i++)
+                nsr_plan_free(slots[i]);
+        free(slots);
+}
+
+int nsr_plan_slots_unpack(const char *buf, size_t len, nsr_plan ***ret, size_t *ret_n) {
+        unpacker u = { .buf = buf, .len = len };
+        uint32_t n;
+        /* Each slot takes four bytes at least. */
+        if (!get(&u, &n, sizeof(n)) || n > len / 4)
+                return -EINVAL;
+        nsr_plan **slots = nsr_malloc0(((size_t) n + 1) * sizeof(nsr_plan *));
+        for (size_t i = 0; i < n; i++) {
+                slots[i] = nsr_plan_new();
+                uint32_t n_ops;
+                if (!get(&u, &n_ops, sizeof(n_ops)))
+                        goto bad;
+                for (uint32_t j = 0; j < n_ops; j++) {
+                        uint32_t type, flags, perms;
+                        uint64_t size;
+                        if (!get(&u, &type, sizeof(type)) || !get(&u, &flags, sizeof(flags)) ||
+                            !get(&u, &perms, sizeof(perms)) || !get(&u, &size, sizeof(size)) || type >= NSR_OP_SLOT ||
+                            (flags & NSR_OPF_VERIFY))
+                                goto bad;
+                        nsr_op *op = nsr_plan_add_op(slots[i], (nsr_op_type) type);
+                        op->flags = flags;
+                        op->perms = (mode_t) perms;
+                        op->size = size;
+                        if (!get_str(&u, &op->source) || !get_str(&u, &op->dest))
+                                goto bad;
+                }
+        }
+        if (u.at != len)
+                goto bad;
+        *ret = slots;
+        *ret_n = n;
+        return 0;
+bad:
+        nsr_plan_slots_free(slots, n);
+        return -EINVAL;
 }
 
 static bool file_starts_with(const char *path, const char *prefix, bool exact) {

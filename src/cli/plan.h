@@ -35,6 +35,12 @@ typedef enum nsr_op_type {
         NSR_OP_SYMLINK,
         NSR_OP_CHMOD,
         NSR_OP_HOSTNAME,
+        /* Never parsed nor traced: a place that nsr_plan_fill_slots()
+         * replaces with ops found later (project mode's hidden paths,
+         * looked up while the sandbox child makes its namespaces:
+         * project/profile.h). The mount code refuses a plan that still
+         * holds one. */
+        NSR_OP_SLOT,
         _NSR_OP_TYPE_MAX,
         _NSR_OP_TYPE_INVALID = -EINVAL,
 } nsr_op_type;
@@ -73,6 +79,7 @@ typedef struct nsr_op {
         uint64_t size;       /* --size for TMPFS, 0 = kernel default */
         dev_t verify_dev;    /* NSR_OPF_VERIFY: project mode resolved the */
         ino_t verify_ino;    /* path once; the mount must get that dir */
+        unsigned slot;       /* SLOT: which one */
 } nsr_op;
 
 typedef enum nsr_env_action {
@@ -278,6 +285,23 @@ bool nsr_op_type_takes_perms(nsr_op_type t);
  * written after p's on one command line (used to put the user's own bwrap
  * options after the project-mode profile). u is left empty. */
 void nsr_plan_append(nsr_plan *p, nsr_plan *u);
+
+/* Whether p still holds an NSR_OP_SLOT op. */
+bool nsr_plan_has_slots(const nsr_plan *p);
+/* Replaces each SLOT op of p with the ops of slots[op->slot], moved out of
+ * it in order (n slots; each is a plan of which only the ops count). A
+ * slot past n: -EINVAL, and p is left as it was. */
+int nsr_plan_fill_slots(nsr_plan *p, nsr_plan *const *slots, size_t n);
+/* The ops of n slots as bytes, for a process that holds a copy of the same
+ * plan (the sandbox child, whose copy the monitor fills after the clone):
+ * nsr_plan_slots_unpack() gives them back. Only what a path's hiding uses
+ * travels (type, flags, perms, size, source, dest): NULL for an op with
+ * more (an fd, layers, a work dir, a dir to verify). */
+char *nsr_plan_slots_pack(nsr_plan *const *slots, size_t n, size_t *ret_len);
+/* The slots of nsr_plan_slots_pack(), as n new plans; -EINVAL for bytes
+ * that are not exactly such a packing. */
+int nsr_plan_slots_unpack(const char *buf, size_t len, nsr_plan ***ret, size_t *ret_n);
+void nsr_plan_slots_free(nsr_plan **slots, size_t n);
 const char *nsr_home_mode_to_string(nsr_home_mode m);
 nsr_home_mode nsr_home_mode_from_string(const char *s);
 /* "required", "best-effort", "off". */

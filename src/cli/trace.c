@@ -87,6 +87,7 @@ static const char *op_option(const nsr_op *op) {
                 return OPT(CHMOD);
         case NSR_OP_HOSTNAME:
                 return OPT(HOSTNAME);
+        case NSR_OP_SLOT: /* filled before any trace (project/prepare.c) */
         case _NSR_OP_TYPE_MAX:
         case _NSR_OP_TYPE_INVALID:
                 break;
@@ -147,6 +148,7 @@ static void add_op(char ***v, const nsr_op *op) {
         case NSR_OP_HOSTNAME:
                 add(v, op->dest);
                 break;
+        case NSR_OP_SLOT:
         case _NSR_OP_TYPE_MAX:
         case _NSR_OP_TYPE_INVALID:
                 break;

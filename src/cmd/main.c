@@ -230,7 +230,17 @@ static int run_project(ctx *c, nsr_plan *user) {
                 return NSR_EXIT_FAILURE;
         }
         _cleanup_(nsr_project_freep) nsr_project *pj = NULL;
-        if (nsr_project_prepare(user, !user->trace_bwrap, &pj, &err) < 0)
+        /* The hidden paths are looked up during the launch, unless a trace
+         * shows the plan before it. */
+        unsigned flags = user->trace_bwrap ? 0 : NSR_PREPARE_CREATE_STATE;
+        if (!user->trace_bwrap && user->trace_bwrap_fd == -1)
+                flags |= NSR_PREPARE_DEFER_HIDDEN;
+#ifdef NSR_TEST_HOOKS
+        /* t529: the same run with the hidden paths looked up first. */
+        if (getenv("NSRUN_TEST_HIDDEN_AT_ONCE"))
+                flags &= ~(unsigned) NSR_PREPARE_DEFER_HIDDEN;
+#endif
+        if (nsr_project_prepare(user, flags, &pj, &err) < 0)
                 return project_failed(c, user, &report, &err);
         nsr_timing_mark_now(c->timing, "prepare (projects, state dir, profile)");
         nsr_plan *plan = nsr_project_plan(pj);

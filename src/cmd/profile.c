@@ -197,7 +197,7 @@ static int check_prefix(nsr_pf_list *l, size_t n, const char *dir, nsr_error *er
         if (r < 0)
                 return r;
         _cleanup_(nsr_project_freep) nsr_project *pj = NULL;
-        r = nsr_project_prepare(plan, false, &pj, err);
+        r = nsr_project_prepare(plan, 0, &pj, err);
         if (r < 0)
                 return r;
         nsr_caller caller;

@@ -466,7 +466,7 @@ static int start(int argc, char **argv) {
         _cleanup_free_ char *state_opt = plan->proj.state_dir ? nsr_strdup(plan->proj.state_dir) : NULL;
         _cleanup_(nsr_project_freep) nsr_project *pj = NULL;
         nsr_error e = { 0 };
-        if (nsr_project_prepare(plan, true, &pj, &e) < 0) {
+        if (nsr_project_prepare(plan, NSR_PREPARE_CREATE_STATE, &pj, &e) < 0) {
                 err_print(&e);
                 return NSR_EXIT_FAILURE;
         }

@@ -12,6 +12,7 @@
 
 #include "base/util.h"
 #include "doctor/checks.h"
+#include "project/profile.h"
 #include "project/project.h"
 #include "project/snapshot.h"
 #include "seccomp/refused.h"
@@ -54,8 +55,11 @@ struct nsr_project {
          * mode, --sandbox=off): the projects are written in place and
          * captured against snapshots. All projects of a run alike. */
         bool live;
-        char **notes;    /* for stderr before the run (the state dir chosen, ...) */
-        char **hidden;   /* best-effort mode: what Landlock keeps from the command */
+        char **notes;  /* for stderr before the run (the state dir chosen, ...) */
+        char **hidden; /* best-effort mode: what Landlock keeps from the command */
+        /* NSR_PREPARE_DEFER_HIDDEN: what fills the plan's slots, until
+         * the launch does (launching.c); else NULL. */
+        nsr_profile_later *later;
         char **ro, **rw; /* --ro and --rw, expanded */
         char *skel;      /* --workspace-root: the mount-point layer (workspace.h) */
         void (*notify)(const char *line, void *userdata);

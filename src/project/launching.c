@@ -215,12 +215,39 @@ static int make_run_dir(void *userdata, nsr_error *err) {
         return r;
 }
 
+/* The plan's hidden paths (NSR_PREPARE_DEFER_HIDDEN), looked up now. A
+ * failure leaves no run: the run dir is not made yet, or is not made at
+ * all. */
+static int fill_hidden_now(run_ctx *c, char **ret_packed, size_t *ret_len, nsr_error *err) {
+        nsr_project *pj = c->pj;
+        int r = nsr_profile_fill(TAKE_PTR(pj->later), pj->plan, ret_packed, ret_len, err);
+        if (r < 0)
+                c->create_failed = true;
+        return r;
+}
+
+/* The same in the monitor, while the child makes its namespaces
+ * (nsr_launch_extra.fill_slots), before the run dir (make_run_dir). */
+static int fill_hidden(void *userdata, char **ret_packed, size_t *ret_len, nsr_error *err) {
+        run_ctx *c = userdata;
+        int r = fill_hidden_now(c, ret_packed, ret_len, err);
+        nsr_timing_mark_now(c->pj->plan->timing, "monitor: hidden paths looked up");
+        return r;
+}
+
 /* One launch: the command runs, or nothing ran (-errno, err set). */
 static int launch_once(run_ctx *c, const struct timespec *fence, nsr_launch_result *lr, nsr_error *err) {
         nsr_project *pj = c->pj;
         attempt *a = &c->a;
         int run_fd = c->run_fd;
         nsr_plan *p = pj->plan;
+        /* Only the namespace sandbox whose monitor makes the run dir looks
+         * them up after the clone. */
+        if (pj->later && !(a->conf == CONF_NAMESPACES && run_fd < 0)) {
+                int k = fill_hidden_now(c, NULL, NULL, err);
+                if (k < 0)
+                        return k;
+        }
         bool egress = !nsr_egress_rules_empty(&p->egress);
         /* Without isolation the command would have the host's whole
          * network: refuse rather than pretend to filter it. */
@@ -308,6 +335,10 @@ static int launch_once(run_ctx *c, const struct timespec *fence, nsr_launch_resu
                                 extra.after_clone = make_run_dir;
                                 extra.after_clone_data = c;
                                 extra.after_clone_under = runs;
+                        }
+                        if (pj->later) {
+                                extra.fill_slots = fill_hidden;
+                                extra.fill_slots_data = c;
                         }
                         nsr_timing_mark_now(p->timing, "landlock, events, listeners ready");
                         r = nsr_launch(p, &extra, lr, err);
@@ -479,6 +510,13 @@ int project_launch(run_ctx *c, nsr_error *err) {
                 nsr_timing_mark_now(p->timing, "start fence: ctime floor past T");
         }
         nsr_launch_result lr = { .exit_code = NSR_EXIT_FAILURE, .mnt_ns = -1 };
+        /* The hidden paths before a run dir made here: a failure to look
+         * them up must leave no run behind. */
+        if (pj->later && !project_run_dir_deferred(c)) {
+                r = fill_hidden_now(c, NULL, NULL, err);
+                if (r < 0)
+                        return r;
+        }
         for (int tries = 0;; tries++) {
                 /* The run dir, unless the monitor makes it (a retry may
                  * have left the overlay). */

@@ -319,7 +319,8 @@ static int choose_run_dir(nsr_project *pj, const nsr_project_opts *o, nsr_error 
         return 0;
 }
 
-int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, nsr_error *err) {
+int nsr_project_prepare(nsr_plan *user, unsigned flags, nsr_project **ret, nsr_error *err) {
+        bool create_state = flags & NSR_PREPARE_CREATE_STATE;
         _cleanup_(nsr_project_freep) nsr_project *pj = nsr_malloc0(sizeof(*pj));
         pj->state_fd = -1;
         nsr_project_opts *o = &user->proj;
@@ -397,7 +398,9 @@ int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, ns
                 r = expand_paths(o->rw, "--rw", &pj->rw, err);
         if (r < 0)
                 return r;
-        r = nsr_profile_build(user, &ctx, &pj->plan, err);
+        r = nsr_profile_build(user, &ctx, &pj->plan, &pj->later, err);
+        if (r >= 0 && pj->later && !(flags & NSR_PREPARE_DEFER_HIDDEN))
+                r = nsr_profile_fill(TAKE_PTR(pj->later), pj->plan, NULL, NULL, err);
         if (r < 0)
                 return r;
         pj->plan->timing = user->timing;

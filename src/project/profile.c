@@ -452,7 +452,7 @@ static void add_existing(char ***v, char **x, size_t n) {
 
 /* The paths to hide that exist now: hide.list's (*ret_listed) and
  * --hide's (*ret_asked), expanded and globbed, read once per launch. */
-static int hide_paths(const nsr_project_opts *o, const nsr_profile_ctx *c, char ***ret_listed, char ***ret_asked,
+static int hide_paths(char *const *hide, const nsr_profile_ctx *c, char ***ret_listed, char ***ret_asked,
                       nsr_error *err) {
         _cleanup_free_ char *file = nsr_asprintf("%s/profiles/hide.list", c->datadir);
         _cleanup_strv_free_ char **listed = nsr_malloc0(sizeof(char *)), **asked = nsr_malloc0(sizeof(char *));
@@ -485,12 +485,12 @@ static int hide_paths(const nsr_project_opts *o, const nsr_profile_ctx *c, char 
                         free(e);
         }
         add_existing(&listed, x, k);
-        size_t na = nsr_strv_length(o->hide);
+        size_t na = nsr_strv_length(hide);
         _cleanup_strv_free_ char **xa = nsr_malloc0((na + 1) * sizeof(char *));
         for (size_t i = 0; i < na; i++) {
-                xa[i] = nsr_profile_expand(o->hide[i], c->home, c->env);
+                xa[i] = nsr_profile_expand(hide[i], c->home, c->env);
                 if (!xa[i])
-                        return nsr_error_setx(err, EINVAL, "--hide %s: cannot expand it", o->hide[i]);
+                        return nsr_error_setx(err, EINVAL, "--hide %s: cannot expand it", hide[i]);
         }
         add_existing(&asked, xa, na);
         *ret_listed = TAKE_PTR(listed);
@@ -513,7 +513,7 @@ int nsr_profile_hidden(const nsr_project_opts *o, const nsr_profile_ctx *c, char
         if (o->home == NSR_HOME_HIDE && c->home && c->home[0] == '/' && !streq(c->home, "/"))
                 add_real(&v, c->home);
         _cleanup_strv_free_ char **listed = NULL, **asked = NULL;
-        int r = hide_paths(o, c, &listed, &asked, err);
+        int r = hide_paths(o->hide, c, &listed, &asked, err);
         if (r < 0)
                 return r;
         for (size_t i = 0; listed[i]; i++)
@@ -534,7 +534,57 @@ typedef struct builder {
         char **shown;           /* the projects and the --ro/--rw paths */
         char **late_ro;         /* hidden dirs made read-only only after those */
         char **listed, **asked; /* paths to hide: hide.list's, --hide's */
+        nsr_profile_later *later;
 } builder;
+
+/* The plan's places for what the hidden paths decide (nsr_profile_fill):
+ * the hidden paths that hold a project or a --ro/--rw path (mounted
+ * first), the read-only remounts of those of them that are dirs (after
+ * what they hold), the others (last, over everything), and whether the
+ * state dir and the cache dir still need a mask of their own. */
+enum {
+        SLOT_HOLDERS,
+        SLOT_LATE_RO,
+        SLOT_OTHERS,
+        SLOT_GUARD_STATE,
+        SLOT_GUARD_CACHE,
+        N_SLOTS,
+};
+
+struct nsr_profile_later {
+        char **hide; /* --hide, as given */
+        char *home, *datadir;
+        char **env;
+        /* The builder's, where the first slot is: dirs hidden so far
+         * (/run, the home with --home hide), --ro/--rw paths, and those
+         * with the projects. */
+        char **hidden, **exposed, **shown;
+        uint64_t tmp_size; /* of the one shared tmpfs, which a hidden dir is a dir of */
+        /* guard_trusted's dirs, NULL where it has no mask to decide, and
+         * whether a caller's op reached into one. */
+        char *guard[2];
+        bool reached[2];
+};
+
+nsr_profile_later *nsr_profile_later_free(nsr_profile_later *l) {
+        if (!l)
+                return NULL;
+        nsr_strv_free(l->hide);
+        free(l->home);
+        free(l->datadir);
+        nsr_strv_free(l->env);
+        nsr_strv_free(l->hidden);
+        nsr_strv_free(l->exposed);
+        nsr_strv_free(l->shown);
+        free(l->guard[0]);
+        free(l->guard[1]);
+        free(l);
+        return NULL;
+}
+
+static void slot(builder *b, unsigned k) {
+        nsr_plan_add_op(b->p, NSR_OP_SLOT)->slot = k;
+}
 
 static nsr_op *op2(builder *b, nsr_op_type t, const char *src, const char *dest) {
         nsr_op *op = nsr_plan_add_op(b->p, t);
@@ -603,7 +653,7 @@ static bool is_bind(nsr_op_type t) {
 /* Masks a dir that later runs trust, in the last mount round: at its own
  * path unless a hidden dir already covers it and nothing mounted since
  * shows it again, and at every place a caller's bind maps it to. */
-static void guard_trusted(builder *b, const char *dir, size_t first_user_op) {
+static void guard_trusted(builder *b, const char *dir, size_t first_user_op, unsigned g) {
         struct stat st;
         if (!dir || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
                 return;
@@ -621,8 +671,11 @@ static void guard_trusted(builder *b, const char *dir, size_t first_user_op) {
                 _cleanup_free_ char *alias = nsr_path_join(op->dest, streq(real, "/") ? dir : dir + strlen(real));
                 mask_dir(b, alias);
         }
-        if (reached || !covered(b, dir))
-                mask_dir(b, dir);
+        /* Whether a hidden dir covers it is known once they are looked up
+         * (nsr_profile_fill). */
+        b->later->guard[g] = nsr_strdup(dir);
+        b->later->reached[g] = reached;
+        slot(b, SLOT_GUARD_STATE + g);
 }
 
 /* A path of hide.list that the caller named with --ro or --rw stays: that
@@ -854,7 +907,7 @@ static int build_workspace(builder *b, const char *rt, nsr_error *err) {
 
         /* Hidden paths: those of the lent system dirs where they are, those
          * of the project at their place under /. */
-        int r = hide_paths(&p->proj, c, &b->listed, &b->asked, err);
+        int r = hide_paths(p->proj.hide, c, &b->listed, &b->asked, err);
         if (r < 0)
                 return r;
         for (int round = 0; round < 2; round++) {
@@ -902,9 +955,11 @@ static int build_workspace(builder *b, const char *rt, nsr_error *err) {
  * together they hold at most --tmp-size (default a quarter of the RAM);
  * each with a cap of its own would reach the whole RAM together. The
  * user's own options are merged over these by nsr_plan_append. */
-static void run_defaults(nsr_plan *p, const nsr_plan *user) {
-        nsr_runctl_project_defaults(&p->run);
-        uint64_t size = user->run.tmp_size ? user->run.tmp_size : nsr_tmp_size_default();
+static uint64_t tmp_budget(const nsr_plan *user) {
+        return user->run.tmp_size ? user->run.tmp_size : nsr_tmp_size_default();
+}
+
+static void share_tmp(nsr_plan *p, uint64_t size) {
         for (size_t i = 0; i < p->n_ops; i++) {
                 nsr_op *op = &p->ops[i];
                 if ((op->type == NSR_OP_TMPFS || op->type == NSR_OP_DEV || op->type == NSR_OP_TMP_OVERLAY) &&
@@ -913,6 +968,11 @@ static void run_defaults(nsr_plan *p, const nsr_plan *user) {
                         op->flags |= NSR_OPF_SHARED_TMP;
                 }
         }
+}
+
+static void run_defaults(nsr_plan *p, const nsr_plan *user) {
+        nsr_runctl_project_defaults(&p->run);
+        share_tmp(p, tmp_budget(user));
 }
 
 /* What every project run unshares, drops and filters. */
@@ -1009,9 +1069,11 @@ static void add_projects(builder *b) {
         }
 }
 
-int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, nsr_error *err) {
+int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, nsr_profile_later **ret_later,
+                      nsr_error *err) {
         _cleanup_(nsr_plan_freep) nsr_plan *p = nsr_plan_new();
-        _cleanup_(builder_done) builder b = { .p = p, .ctx = c };
+        _cleanup_(nsr_profile_later_freep) nsr_profile_later *later = nsr_malloc0(sizeof(*later));
+        _cleanup_(builder_done) builder b = { .p = p, .ctx = c, .later = later };
         int r;
 
         /* The project options travel with the plan. */
@@ -1038,6 +1100,7 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
                 run_defaults(p, user);
                 nsr_plan_append(p, user);
                 *ret = TAKE_PTR(p);
+                *ret_later = NULL;
                 return 0;
         }
 
@@ -1058,18 +1121,21 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
         for (size_t i = 0; i < c->n_projects; i++)
                 nsr_strv_extend(&b.shown, c->projects[i].path);
 
-        r = hide_paths(&p->proj, c, &b.listed, &b.asked, err);
-        if (r < 0)
-                return r;
-        add_hidden(&b, true);
+        /* --hide must expand (a variable it names is set): that is the
+         * caller's mistake, told before anything starts. */
+        for (size_t i = 0; p->proj.hide && p->proj.hide[i]; i++) {
+                _cleanup_free_ char *x = nsr_profile_expand(p->proj.hide[i], c->home, c->env);
+                if (!x)
+                        return nsr_error_setx(err, EINVAL, "--hide %s: cannot expand it", p->proj.hide[i]);
+        }
+        slot(&b, SLOT_HOLDERS);
 
         add_projects(&b);
         for (size_t i = 0; b.exposed && b.exposed[i]; i++)
                 op2(&b, i < n_ro ? NSR_OP_RO_BIND : NSR_OP_BIND, b.exposed[i], b.exposed[i]);
         protect_config_in_rw(&b, n_ro);
-        for (size_t i = 0; b.late_ro && b.late_ro[i]; i++)
-                op2(&b, NSR_OP_REMOUNT_RO, NULL, b.late_ro[i]);
-        add_hidden(&b, false);
+        slot(&b, SLOT_LATE_RO);
+        slot(&b, SLOT_OTHERS);
 
         add_env(&b, err);
         nsr_error_clear(err);
@@ -1090,8 +1156,65 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
          * backups, journals, which commit and undo replay) and the cache
          * of compiled filters (which the next run loads as its seccomp
          * filter). No --ro, --rw or bind can show them again. */
-        guard_trusted(&b, c->state_dir, first_user_op);
-        guard_trusted(&b, c->cache_dir, first_user_op);
+        guard_trusted(&b, c->state_dir, first_user_op, 0);
+        guard_trusted(&b, c->cache_dir, first_user_op, 1);
+
+        later->hide = nsr_strv_copy(p->proj.hide);
+        later->home = c->home ? nsr_strdup(c->home) : NULL;
+        later->datadir = nsr_strdup(c->datadir);
+        later->env = nsr_strv_copy(c->env);
+        later->hidden = TAKE_PTR(b.hidden);
+        later->exposed = TAKE_PTR(b.exposed);
+        later->shown = TAKE_PTR(b.shown);
+        later->tmp_size = tmp_budget(user);
         *ret = TAKE_PTR(p);
+        *ret_later = TAKE_PTR(later);
         return 0;
+}
+
+int nsr_profile_fill(nsr_profile_later *later, nsr_plan *p, char **ret_packed, size_t *ret_len, nsr_error *err) {
+        _cleanup_(nsr_profile_later_freep) nsr_profile_later *l = later;
+        if (ret_packed)
+                *ret_packed = NULL;
+        nsr_profile_ctx c = { .home = l->home, .env = l->env, .datadir = l->datadir };
+        nsr_plan *slots[N_SLOTS] = { NULL };
+        for (size_t k = 0; k < N_SLOTS; k++)
+                slots[k] = nsr_plan_new();
+        _cleanup_(builder_done) builder b = {
+                .ctx = &c,
+                .hidden = TAKE_PTR(l->hidden),
+                .exposed = TAKE_PTR(l->exposed),
+                .shown = TAKE_PTR(l->shown),
+        };
+        int r = hide_paths(l->hide, &c, &b.listed, &b.asked, err);
+        if (r >= 0) {
+                /* In the order nsr_profile_build would have gone. */
+                b.p = slots[SLOT_HOLDERS];
+                add_hidden(&b, true);
+                b.p = slots[SLOT_LATE_RO];
+                for (size_t i = 0; b.late_ro && b.late_ro[i]; i++)
+                        op2(&b, NSR_OP_REMOUNT_RO, NULL, b.late_ro[i]);
+                b.p = slots[SLOT_OTHERS];
+                add_hidden(&b, false);
+                /* A hidden dir is a dir of the shared tmpfs, as every
+                 * tmpfs of the profile's own (run_defaults). */
+                share_tmp(slots[SLOT_HOLDERS], l->tmp_size);
+                share_tmp(slots[SLOT_OTHERS], l->tmp_size);
+                for (unsigned g = 0; g < 2; g++) {
+                        b.p = slots[SLOT_GUARD_STATE + g];
+                        if (l->guard[g] && (l->reached[g] || !covered(&b, l->guard[g])))
+                                mask_dir(&b, l->guard[g]);
+                }
+                if (ret_packed && !(*ret_packed = nsr_plan_slots_pack(slots, N_SLOTS, ret_len)))
+                        r = nsr_error_setx(err, EINVAL, "the hidden paths' ops cannot be passed on");
+        }
+        if (r >= 0 && nsr_plan_fill_slots(p, slots, N_SLOTS) < 0)
+                r = nsr_error_setx(err, EINVAL, "the plan's hidden paths have no place");
+        for (size_t k = 0; k < N_SLOTS; k++)
+                nsr_plan_free(slots[k]);
+        if (r < 0 && ret_packed) {
+                free(*ret_packed);
+                *ret_packed = NULL;
+        }
+        return r < 0 ? r : 0;
 }

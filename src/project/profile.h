@@ -43,9 +43,26 @@ typedef struct nsr_profile_ctx {
         size_t n_projects;
 } nsr_profile_ctx;
 
+/* What the plan's hidden paths still need: hide.list and --hide, looked
+ * up on the host by nsr_profile_fill(). */
+typedef struct nsr_profile_later nsr_profile_later;
+nsr_profile_later *nsr_profile_later_free(nsr_profile_later *l);
+DEFINE_CLEANUP_FUNC(nsr_profile_later *, nsr_profile_later_free)
+
 /* Builds the project-mode plan: the profile's ops and settings, then the
- * user's plan appended (user is emptied). */
-int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *ctx, nsr_plan **ret, nsr_error *err);
+ * user's plan appended (user is emptied). The hidden paths of hide.list
+ * and --hide, with what depends on them, are NSR_OP_SLOT ops (plan.h) for
+ * nsr_profile_fill() with *ret_later, which may run later: the launch
+ * looks them up in the monitor while the sandbox child makes its
+ * namespaces (0.2 ms of a run's start, bench/README.md). A
+ * --workspace-root plan is whole at once (*ret_later NULL). */
+int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *ctx, nsr_plan **ret, nsr_profile_later **ret_later,
+                      nsr_error *err);
+/* The hidden paths looked up now, and p's slots filled with their ops
+ * (the same ops, in the same places, as if they had been found while p
+ * was built). With ret_packed, those ops also come packed for a copy of
+ * p (nsr_plan_slots_pack). later is used up, whatever the outcome. */
+int nsr_profile_fill(nsr_profile_later *later, nsr_plan *p, char **ret_packed, size_t *ret_len, nsr_error *err);
 
 /* The host paths the profile keeps from the command, as real paths of
  * those that exist: /run and /var/run (host sockets), the runtime dir, the

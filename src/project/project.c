@@ -45,6 +45,7 @@ nsr_project *nsr_project_free(nsr_project *pj) {
         nsr_strv_free(pj->command);
         nsr_strv_free(pj->notes);
         nsr_strv_free(pj->hidden);
+        nsr_profile_later_free(pj->later);
         nsr_strv_free(pj->ro);
         nsr_strv_free(pj->rw);
         free(pj);

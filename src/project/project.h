@@ -23,10 +23,21 @@ typedef struct nsr_project nsr_project;
 #define NSR_EXIT_NOT_EXECUTABLE 126
 #define NSR_EXIT_NOT_FOUND      127
 
+/* nsr_project_prepare's flags. */
+typedef enum nsr_prepare_flags {
+        /* Create the state dir (not for --trace-bwrap, which creates
+         * nothing). */
+        NSR_PREPARE_CREATE_STATE = 1 << 0,
+        /* Leave the hidden paths to the run (nsr_project_run), which looks
+         * them up while the sandbox child makes its namespaces: the plan
+         * holds NSR_OP_SLOT ops until then, so only a caller that neither
+         * traces nor shows the plan asks for this. */
+        NSR_PREPARE_DEFER_HIDDEN = 1 << 1,
+} nsr_prepare_flags;
+
 /* Resolves the projects (each opened once, O_PATH) and the state dir, and
- * builds the expanded plan. Creates the state dir when create_state (not
- * for --trace-bwrap, which creates nothing). Takes the contents of user. */
-int nsr_project_prepare(nsr_plan *user, bool create_state, nsr_project **ret, nsr_error *err);
+ * builds the expanded plan. Takes the contents of user. */
+int nsr_project_prepare(nsr_plan *user, unsigned flags, nsr_project **ret, nsr_error *err);
 nsr_project *nsr_project_free(nsr_project *pj);
 DEFINE_CLEANUP_FUNC(nsr_project *, nsr_project_free)
 

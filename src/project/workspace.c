@@ -20,6 +20,7 @@ static kind mount_point_kind(const nsr_op *op) {
         case NSR_OP_CHMOD:
         case NSR_OP_REMOUNT_RO:
         case NSR_OP_HOSTNAME:
+        case NSR_OP_SLOT: /* a workspace root's plan has none (profile.c) */
                 return KIND_NONE;
         case NSR_OP_SYMLINK:
                 return KIND_SYMLINK;

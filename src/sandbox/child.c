@@ -24,6 +24,10 @@
 #include "sandbox/rootfs.h"
 #include "seccomp/refused.h"
 
+/* The packed ops of the plan's slots (take_slots): hide.list and --hide
+ * globs come to thousands of paths at most. */
+#define SLOTS_MAX (64U << 20)
+
 extern char **environ;
 
 /* Waits until the coarse realtime clock is past fence. A host write made
@@ -366,6 +370,7 @@ static void close_monitor_ends(launch *l) {
         l->status_pipe[0] = safe_close(l->status_pipe[0]);
         l->go_pipe[1] = safe_close(l->go_pipe[1]);
         l->gate_pipe[1] = safe_close(l->gate_pipe[1]);
+        l->slot_pipe[1] = safe_close(l->slot_pipe[1]);
         l->pid_pipe[0] = safe_close(l->pid_pipe[0]);
         l->notify_sock[0] = safe_close(l->notify_sock[0]);
         /* Both ends of the monitor's socket to the egress helper. */
@@ -628,6 +633,33 @@ static void wait_pid1(launch *l) {
         l->pid1_ready = safe_close(l->pid1_ready);
 }
 
+/* The ops the monitor found for the plan's slots (extra->fill_slots), into
+ * this process's own copy of the plan (never a shared one: such a launch
+ * does not share the monitor's memory). Nothing mounts without them: a
+ * monitor that died or sent bytes that do not unpack ends the child, and
+ * a plan with a slot left builds no root (rootfs.c). */
+static void take_slots(launch *l) {
+        if (l->slot_pipe[0] < 0)
+                return;
+        nsr_error e = { 0 };
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, n = 0;
+        nsr_plan **slots = NULL;
+        int r = nsr_read_all(l->slot_pipe[0], SLOTS_MAX, &buf, &len);
+        l->slot_pipe[0] = safe_close(l->slot_pipe[0]);
+        if (r >= 0)
+                r = len ? nsr_plan_slots_unpack(buf, len, &slots, &n) : -EPROTO;
+        if (r >= 0)
+                r = nsr_plan_fill_slots((nsr_plan *) l->plan, slots, n);
+        nsr_plan_slots_free(slots, n);
+        if (r < 0) {
+                nsr_error_setx(&e, -r, "the hidden paths did not come from the monitor: nothing was mounted");
+                child_fail(l, &e);
+        }
+        /* Their binds count too. */
+        launch_raise_nofile(l);
+}
+
 _noreturn_ void launch_child_main(launch *l) {
         const nsr_plan *p = l->plan;
         nsr_error e = { 0 };
@@ -668,6 +700,8 @@ _noreturn_ void launch_child_main(launch *l) {
                 child_fail(l, &e);
         nsr_timing_mark_now(p->timing, "child: network (loopback, relay)");
 
+        take_slots(l);
+        nsr_timing_mark_now(p->timing, "child: slots taken");
         mode_t old_umask = umask(0);
         nsr_mount_ctx mctx = { .host_tty = l->host_tty,
                                .fresh_proc = p->unshare_pid || p->pidns_fd != -1,

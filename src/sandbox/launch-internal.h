@@ -49,6 +49,7 @@ typedef struct launch {
         int status_pipe[2]; /* reaper -> monitor: the command's wait status */
         int go_pipe[2];     /* monitor -> child: release; HUP = monitor died */
         int gate_pipe[2];   /* monitor -> child: extra->after_clone is done (rootfs.h) */
+        int slot_pipe[2];   /* monitor -> child: extra->fill_slots's ops, then EOF */
         int pid_pipe[2];    /* --pidns: the sandbox's real pid, child -> monitor */
         int pid1_ready;     /* pid 1 -> the command: pid 1 is confined; -1: no pid 1 */
         /* The root's detached mounts and a clone of /proc (rootfs.h), -1
@@ -58,7 +59,7 @@ typedef struct launch {
         nsr_dns *dns;              /* --allow-host: the DNS answerer, or NULL */
         nsr_egress_helper *helper; /* the process that serves it */
         sigset_t old_mask;
-        struct rlimit old_nofile;
+        struct rlimit old_nofile; /* launch_raise_nofile's */
         bool raised_nofile;
         int snmp_fd, snmp6_fd; /* the sandbox's /proc/net/snmp{,6}, -1 when unused */
         nsr_cgroup *cgroup;    /* --memory, --cpu, --pids: the run's cgroup */
@@ -112,6 +113,12 @@ static inline int write_proc(int procfd, const char *file, const char *data) {
                 return -errno;
         return nsr_write_all(fd, data, strlen(data));
 }
+
+/* Many binds need many fds at once: the soft RLIMIT_NOFILE raised to the
+ * hard one for the setup, when the plan's mounts need more (the old one
+ * kept, which the command gets back). The monitor before the clone, and
+ * the child again once its slots are filled. */
+void launch_raise_nofile(launch *l);
 
 /* child.c: the cloned child; it execs the command or exits. */
 _noreturn_ void launch_child_main(launch *l);

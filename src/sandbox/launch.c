@@ -168,6 +168,7 @@ static void launch_done(launch *l) {
                 safe_close(l->status_pipe[i]);
                 safe_close(l->go_pipe[i]);
                 safe_close(l->gate_pipe[i]);
+                safe_close(l->slot_pipe[i]);
                 safe_close(l->pid_pipe[i]);
         }
         safe_close(l->snmp_fd);
@@ -282,22 +283,15 @@ static int prepare(launch *l, nsr_error *err) {
         }
         l->old_cwd = getcwd(NULL, 0);
 
-        /* Many binds need many fds at once; raise the soft limit for the
-         * setup and give the command the original one back. */
-        size_t need = nsr_mount_fds_needed(p) + 64;
-        if (getrlimit(RLIMIT_NOFILE, &l->old_nofile) == 0 && l->old_nofile.rlim_cur != RLIM_INFINITY &&
-            need > l->old_nofile.rlim_cur) {
-                struct rlimit nl = l->old_nofile;
-                nl.rlim_cur = l->old_nofile.rlim_max;
-                if (setrlimit(RLIMIT_NOFILE, &nl) == 0)
-                        l->raised_nofile = true;
-        }
+        launch_raise_nofile(l);
 
         if (pipe2(l->err_pipe, O_CLOEXEC) < 0 || pipe2(l->status_pipe, O_CLOEXEC) < 0)
                 return nsr_error_set(err, errno, "pipe2()");
         if ((child_waits_early(l) || child_waits_late(l) || p->die_with_parent) && pipe2(l->go_pipe, O_CLOEXEC) < 0)
                 return nsr_error_set(err, errno, "pipe2()");
         if (extra && extra->after_clone && pipe2(l->gate_pipe, O_CLOEXEC) < 0)
+                return nsr_error_set(err, errno, "pipe2()");
+        if (extra && extra->fill_slots && pipe2(l->slot_pipe, O_CLOEXEC) < 0)
                 return nsr_error_set(err, errno, "pipe2()");
         if (p->pidns_fd != -1) {
                 int one = 1;
@@ -442,6 +436,38 @@ static void tell_child(int fd) {
         (void) sigaction(SIGPIPE, &old, NULL);
 }
 
+void launch_raise_nofile(launch *l) {
+        size_t need = nsr_mount_fds_needed(l->plan) + 64;
+        if (l->raised_nofile || getrlimit(RLIMIT_NOFILE, &l->old_nofile) < 0 ||
+            l->old_nofile.rlim_cur == RLIM_INFINITY || need <= l->old_nofile.rlim_cur)
+                return;
+        struct rlimit nl = l->old_nofile;
+        nl.rlim_cur = l->old_nofile.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &nl) == 0)
+                l->raised_nofile = true;
+}
+
+/* extra->fill_slots, and its ops down the slot pipe. A child that died
+ * meanwhile (EPIPE) says why through its error pipe. */
+static int send_slots(launch *l, nsr_error *err) {
+        _cleanup_free_ char *packed = NULL;
+        size_t len = 0;
+        int r = l->extra->fill_slots(l->extra->fill_slots_data, &packed, &len, err);
+        if (r < 0)
+                return r;
+#ifdef NSR_TEST_HOOKS
+        /* t529: what the child does with ops that do not unpack. */
+        if (getenv("NSRUN_TEST_SLOTS_TRUNCATED"))
+                len /= 2;
+#endif
+        struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+        (void) sigaction(SIGPIPE, &ign, &old);
+        (void) nsr_write_all(l->slot_pipe[1], packed, len);
+        (void) sigaction(SIGPIPE, &old, NULL);
+        l->slot_pipe[1] = safe_close(l->slot_pipe[1]);
+        return 0;
+}
+
 /* The child may run in the monitor's memory until its execve
  * (CLONE_VM | CLONE_VFORK, the way posix_spawn starts a program) when it
  * ends in the command's own execve and never waits for the monitor: no pid
@@ -460,7 +486,7 @@ static bool child_may_share_vm(const launch *l) {
                 return false;
         if (l->cgroup || l->relay || l->dns || l->notify_prog || l->listener != -1)
                 return false;
-        if (x && (x->kill_leftovers || x->refused || x->session || x->hold_mounts || x->after_clone ||
+        if (x && (x->kill_leftovers || x->refused || x->session || x->hold_mounts || x->after_clone || x->fill_slots ||
                   x->start_fence.tv_sec || x->start_fence.tv_nsec))
                 return false;
         /* The child's stack is a part of the monitor's own. */
@@ -554,6 +580,7 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         l->status_pipe[1] = safe_close(l->status_pipe[1]);
         l->go_pipe[0] = safe_close(l->go_pipe[0]);
         l->gate_pipe[0] = safe_close(l->gate_pipe[0]);
+        l->slot_pipe[0] = safe_close(l->slot_pipe[0]);
         l->pid_pipe[1] = safe_close(l->pid_pipe[1]);
         /* The egress helper's fork waits until the child has its ids and
          * goes on (below), unless --userns2 would put it in that namespace. */
@@ -612,6 +639,15 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
                 tell_child(l->go_pipe[1]);
         } else if (child_waits_late(l))
                 tell_child(l->go_pipe[1]);
+        /* The plan's slots, filled while the child makes its namespaces. */
+        if (l->extra && l->extra->fill_slots) {
+                r = send_slots(l, err);
+                if (r < 0) {
+                        kill(child, SIGKILL);
+                        (void) waitpid(child, NULL, 0);
+                        return r;
+                }
+        }
         /* The caller's work the root waits for, done while the child
          * builds the rest of it. */
         if (l->extra && l->extra->after_clone) {
@@ -654,6 +690,7 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
                 .status_pipe = { -1, -1 },
                 .go_pipe = { -1, -1 },
                 .gate_pipe = { -1, -1 },
+                .slot_pipe = { -1, -1 },
                 .snmp_fd = -1,
                 .snmp6_fd = -1,
                 .pid_pipe = { -1, -1 },

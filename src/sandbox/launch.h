@@ -102,6 +102,16 @@ typedef struct nsr_launch_extra {
         int (*after_clone)(void *userdata, nsr_error *err);
         void *after_clone_data;
         const char *after_clone_under;
+        /* Or NULL: the caller's plan still holds NSR_OP_SLOT ops (project
+         * mode's hidden paths, profile.h), which the monitor fills right
+         * after the clone and the id maps, before after_clone: fill_slots
+         * fills them in the caller's plan (the one given to nsr_launch)
+         * and returns their ops packed (nsr_plan_slots_pack). The child
+         * makes its namespaces meanwhile, then takes them into its copy of
+         * the plan before it mounts anything. A failure kills the child:
+         * nothing ran, and nsr_launch returns it. */
+        int (*fill_slots)(void *userdata, char **ret_packed, size_t *ret_len, nsr_error *err);
+        void *fill_slots_data;
 } nsr_launch_extra;
 
 /* Runs the plan and waits for the command. Returns 0 when the command ran

@@ -960,6 +960,7 @@ static int run_op(builder *b, size_t i, nsr_error *err) {
                 return rootfs_do_chmod(b, op, err);
         case NSR_OP_HOSTNAME:
                 return do_hostname(op, err);
+        case NSR_OP_SLOT: /* nsr_mount_build_root refused the plan */
         case _NSR_OP_TYPE_MAX:
         case _NSR_OP_TYPE_INVALID:
                 break;
@@ -1134,6 +1135,10 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
         bool shared = false, files = plan_needs_files(plan, ctx, &shared), gated = false, needs_scratch;
         int r;
 
+        /* What a slot stands for is unknown (a hidden path, say): no root
+         * without it. */
+        if (nsr_plan_has_slots(plan))
+                return nsr_error_setx(err, EINVAL, "the plan's hidden paths were never looked up: nothing was mounted");
         b.prep = nsr_malloc0((plan->n_ops + 1) * sizeof(prepared));
         for (size_t i = 0; i < plan->n_ops; i++) {
                 b.prep[i] = (prepared){ .tree = -1, .upper_fd = -1, .work_fd = -1, .src_fd = -1, .src_of = -1 };

@@ -208,6 +208,16 @@ static char *trace_of(const nsr_plan *p) {
         return s;
 }
 
+/* nsr_profile_build, then its hidden paths looked up at once, as prepare
+ * does for a trace. */
+static int build_filled(nsr_plan *user, const nsr_profile_ctx *ctx, nsr_plan **p, nsr_error *err) {
+        nsr_profile_later *later = NULL;
+        int r = nsr_profile_build(user, ctx, p, &later, err);
+        if (r >= 0 && later)
+                r = nsr_profile_fill(later, *p, NULL, NULL, err);
+        return r;
+}
+
 START_TEST(test_build) {
         _cleanup_free_ char *d = tmpdir_new();
         _cleanup_free_ char *home = nsr_path_join(d, "home");
@@ -250,7 +260,7 @@ START_TEST(test_build) {
         user->run.tmp_size = 1 << 20;
         nsr_plan *p = NULL;
         nsr_error err = { 0 };
-        ck_assert_int_eq(nsr_profile_build(user, &ctx, &p, &err), 0);
+        ck_assert_int_eq(build_filled(user, &ctx, &p, &err), 0);
         /* every tmpfs is capped (--tmp-size; --dev and --tmp-overlay
          * too, which the trace cannot show) */
         for (size_t i = 0; i < p->n_ops; i++)
@@ -342,7 +352,7 @@ START_TEST(test_hide_order) {
         nsr_strv_extend(&user->proj.ro, hosts);
         nsr_plan *p = NULL;
         nsr_error err = { 0 };
-        ck_assert_int_eq(nsr_profile_build(user, &ctx, &p, &err), 0);
+        ck_assert_int_eq(build_filled(user, &ctx, &p, &err), 0);
         _cleanup_free_ char *t = trace_of(p);
         _cleanup_free_ char *overlay = nsr_asprintf("--overlay /s/u /s/w %s ", proj);
         _cleanup_free_ char *hide_env = nsr_asprintf("--dev-bind /dev/null %s --remount-ro %s ", env_file, env_file);
@@ -393,7 +403,7 @@ START_TEST(test_build_user_wins) {
         user->proj.allow_nested = true;
         nsr_plan *p = NULL;
         nsr_error err = { 0 };
-        ck_assert_int_eq(nsr_profile_build(user, &ctx, &p, &err), 0);
+        ck_assert_int_eq(build_filled(user, &ctx, &p, &err), 0);
         ck_assert(!p->unshare_net);
         ck_assert_str_eq(p->seccomp_policies[0], "strict");
         ck_assert_ptr_null(p->seccomp_policies[1]);
@@ -408,6 +418,221 @@ START_TEST(test_build_user_wins) {
         nsr_plan_free(user);
         _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", d);
         ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* A plan whose hidden paths were looked up in another process (the
+ * monitor, after the clone) and passed packed is the plan whose paths were
+ * looked up at once: the same ops in the same places, holders first with
+ * their read-only remounts after what they hold, a guard that a hidden dir
+ * makes needless left out, one that none covers kept. */
+static nsr_plan *later_user(const char *hide, const char *ro) {
+        nsr_plan *user = nsr_plan_new();
+        nsr_strv_extend(&user->argv, "true");
+        nsr_strv_extend(&user->proj.hide, hide);
+        nsr_strv_extend(&user->proj.ro, ro);
+        return user;
+}
+
+START_TEST(test_fill_later) {
+        _cleanup_free_ char *d = tmpdir_new();
+        const char *dirs[] = { "home",
+                               "profiles",
+                               "proj",
+                               "home/gh",
+                               "home/.local",
+                               "home/.local/state",
+                               "home/.local/state/nsrun",
+                               "home/.cache",
+                               "home/.cache/nsrun" };
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                _cleanup_free_ char *x = nsr_path_join(d, dirs[i]);
+                ck_assert_int_eq(mkdir(x, 0755), 0);
+        }
+        _cleanup_free_ char *home = nsr_path_join(d, "home"), *proj = nsr_path_join(d, "proj");
+        _cleanup_free_ char *gh = nsr_path_join(d, "home/gh"), *profiles = nsr_path_join(d, "profiles");
+        _cleanup_free_ char *hosts = nsr_path_join(d, "home/gh/hosts.yml");
+        _cleanup_free_ char *env_file = nsr_path_join(d, "proj/.env");
+        _cleanup_free_ char *state = nsr_path_join(d, "home/.local/state/nsrun");
+        _cleanup_free_ char *cache = nsr_path_join(d, "home/.cache/nsrun");
+        write_file(home, ".netrc", "machine x\n");
+        write_file(proj, ".env", "SECRET=1\n");
+        write_file(gh, "hosts.yml", "token: x\n");
+        write_file(profiles, "hide.list", "~/.netrc\n~/gh\n~/.local/state\n~/.missing\n");
+        write_file(profiles, "env-deny.list", "");
+        struct stat st;
+        ck_assert_int_eq(stat(proj, &st), 0);
+        nsr_profile_project pp = { .path = proj, .upper = "/s/u", .work = "/s/w", .dev = st.st_dev, .ino = st.st_ino };
+        char *env[] = { "PATH=/bin", NULL };
+        nsr_profile_ctx ctx = { .uid = 1000,
+                                .gid = 1000,
+                                .home = home,
+                                .cwd = proj,
+                                .env = env,
+                                .datadir = d,
+                                .state_dir = state,
+                                .cache_dir = cache,
+                                .projects = &pp,
+                                .n_projects = 1 };
+        nsr_error err = { 0 };
+        nsr_plan *u[3], *p[3];
+        nsr_profile_later *later[3];
+        for (int i = 0; i < 3; i++) {
+                u[i] = later_user(env_file, hosts);
+                ck_assert_int_eq(nsr_profile_build(u[i], &ctx, &p[i], &later[i], &err), 0);
+                ck_assert_ptr_nonnull(later[i]);
+                ck_assert(nsr_plan_has_slots(p[i]));
+        }
+        /* 0: at once; 1: packed too; 2: from 1's packing, as the child. */
+        ck_assert_int_eq(nsr_profile_fill(later[0], p[0], NULL, NULL, &err), 0);
+        char *packed = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(nsr_profile_fill(later[1], p[1], &packed, &len, &err), 0);
+        ck_assert_ptr_nonnull(packed);
+        nsr_profile_later_free(later[2]);
+        nsr_plan **slots = NULL;
+        size_t n = 0;
+        ck_assert_int_eq(nsr_plan_slots_unpack(packed, len, &slots, &n), 0);
+        ck_assert_int_eq(nsr_plan_fill_slots(p[2], slots, n), 0);
+        nsr_plan_slots_free(slots, n);
+        free(packed);
+        _cleanup_free_ char *t0 = trace_of(p[0]), *t1 = trace_of(p[1]), *t2 = trace_of(p[2]);
+        ck_assert_msg(streq(t0, t1) && streq(t0, t2), "at once:\n%s\npacked:\n%s\nunpacked:\n%s", t0, t1, t2);
+        for (int i = 0; i < 3; i++)
+                ck_assert(!nsr_plan_has_slots(p[i]));
+        _cleanup_free_ char *gh_tmpfs = nsr_asprintf("--tmpfs %s ", gh);
+        _cleanup_free_ char *ro_hosts = nsr_asprintf("--ro-bind %s %s ", hosts, hosts);
+        _cleanup_free_ char *gh_ro = nsr_asprintf("--remount-ro %s ", gh);
+        _cleanup_free_ char *overlay = nsr_asprintf("--overlay /s/u /s/w %s ", proj);
+        _cleanup_free_ char *hide_env = nsr_asprintf("--dev-bind /dev/null %s --remount-ro %s ", env_file, env_file);
+        _cleanup_free_ char *netrc = nsr_asprintf("--dev-bind /dev/null %s/.netrc --remount-ro %s/.netrc ", home, home);
+        _cleanup_free_ char *state_mask = nsr_asprintf("--tmpfs %s ", state);
+        _cleanup_free_ char *cache_mask = nsr_asprintf("--perms 0755 --tmpfs %s --remount-ro %s ", cache, cache);
+        ck_assert(at(t0, gh_tmpfs) < at(t0, overlay));
+        ck_assert(at(t0, ro_hosts) < at(t0, gh_ro));
+        ck_assert(at(t0, overlay) < at(t0, hide_env));
+        ck_assert(at(t0, overlay) < at(t0, netrc));
+        /* hide.list's ~/.local/state covers the state dir; nothing covers
+         * the cache. */
+        ck_assert_msg(!strstr(t0, state_mask), "%s", t0);
+        ck_assert(at(t0, hide_env) < at(t0, cache_mask));
+        /* a hidden dir is a dir of the one shared tmpfs */
+        for (size_t i = 0; i < p[2]->n_ops; i++)
+                if (p[2]->ops[i].type == NSR_OP_TMPFS && streq(p[2]->ops[i].dest, gh))
+                        ck_assert(p[2]->ops[i].flags & NSR_OPF_SHARED_TMP);
+        for (int i = 0; i < 3; i++) {
+                nsr_plan_free(p[i]);
+                nsr_plan_free(u[i]);
+        }
+        _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", d);
+        ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* What cannot be looked up fails the fill, and uses its state up; a --hide
+ * that does not expand fails the build itself, before anything runs. */
+START_TEST(test_fill_fails) {
+        _cleanup_free_ char *d = tmpdir_new();
+        struct stat st;
+        ck_assert_int_eq(stat(d, &st), 0);
+        nsr_profile_project pp = { .path = d, .upper = "/s/u", .work = "/s/w", .dev = st.st_dev, .ino = st.st_ino };
+        char *env[] = { NULL };
+        nsr_profile_ctx ctx = { .uid = 1000, .gid = 1000, .env = env, .datadir = d, .projects = &pp, .n_projects = 1 };
+        nsr_error err = { 0 };
+        nsr_plan *user = later_user("$NSRUN_UNSET_VARIABLE/x", "/");
+        nsr_plan *p = NULL;
+        nsr_profile_later *later = NULL;
+        ck_assert_int_eq(nsr_profile_build(user, &ctx, &p, &later, &err), -EINVAL);
+        ck_assert_msg(strstr(err.msg, "cannot expand"), "%s", err.msg);
+        ck_assert_ptr_null(p);
+        nsr_plan_free(user);
+        /* no profiles/hide.list in the data dir */
+        user = later_user("/x", "/");
+        nsr_error_clear(&err);
+        ck_assert_int_eq(nsr_profile_build(user, &ctx, &p, &later, &err), 0);
+        char *packed = (char *) 1;
+        size_t len = 0;
+        ck_assert_int_lt(nsr_profile_fill(later, p, &packed, &len, &err), 0);
+        ck_assert_ptr_null(packed);
+        ck_assert(nsr_plan_has_slots(p));
+        nsr_plan_free(p);
+        nsr_plan_free(user);
+        ck_assert_int_eq(rmdir(d), 0);
+}
+END_TEST
+
+static nsr_plan **some_slots(size_t *n) {
+        nsr_plan **s = nsr_malloc0(4 * sizeof(nsr_plan *));
+        for (size_t i = 0; i < 3; i++)
+                s[i] = nsr_plan_new();
+        nsr_op *op = nsr_plan_add_op(s[0], NSR_OP_TMPFS);
+        op->dest = nsr_strdup("/a");
+        op->perms = 0755;
+        op->size = 1 << 20;
+        op->flags = NSR_OPF_SHARED_TMP;
+        nsr_plan_add_op(s[0], NSR_OP_REMOUNT_RO)->dest = nsr_strdup("/a");
+        op = nsr_plan_add_op(s[2], NSR_OP_DEV_BIND);
+        op->source = nsr_strdup("/dev/null");
+        op->dest = nsr_strdup("/b c");
+        *n = 3;
+        return s;
+}
+
+START_TEST(test_slots_pack) {
+        size_t n, len;
+        nsr_plan **s = some_slots(&n);
+        char *packed = nsr_plan_slots_pack(s, n, &len);
+        ck_assert_ptr_nonnull(packed);
+        /* every cut, a byte more, a type past the last, a NUL in a name */
+        nsr_plan **back = NULL;
+        size_t nb = 0;
+        for (size_t cut = 0; cut < len; cut++)
+                ck_assert_int_eq(nsr_plan_slots_unpack(packed, cut, &back, &nb), -EINVAL);
+        char *more = nsr_malloc0(len + 1);
+        memcpy(more, packed, len);
+        ck_assert_int_eq(nsr_plan_slots_unpack(more, len + 1, &back, &nb), -EINVAL);
+        uint32_t bad = NSR_OP_SLOT;
+        memcpy(more + 8, &bad, sizeof(bad)); /* slot 0's first op's type */
+        ck_assert_int_eq(nsr_plan_slots_unpack(more, len, &back, &nb), -EINVAL);
+        memcpy(more, packed, len);
+        more[len - 2] = '\0'; /* in "/b c" */
+        ck_assert_int_eq(nsr_plan_slots_unpack(more, len, &back, &nb), -EINVAL);
+        free(more);
+        ck_assert_int_eq(nsr_plan_slots_unpack(packed, len, &back, &nb), 0);
+        ck_assert_uint_eq(nb, 3);
+        ck_assert_uint_eq(back[0]->n_ops, 2);
+        ck_assert_uint_eq(back[1]->n_ops, 0);
+        ck_assert_uint_eq(back[2]->n_ops, 1);
+        ck_assert_int_eq(back[0]->ops[0].type, NSR_OP_TMPFS);
+        ck_assert_uint_eq(back[0]->ops[0].perms, 0755);
+        ck_assert_uint_eq(back[0]->ops[0].size, 1 << 20);
+        ck_assert_uint_eq(back[0]->ops[0].flags, NSR_OPF_SHARED_TMP);
+        ck_assert_ptr_null(back[0]->ops[0].source);
+        ck_assert_uint_eq(back[0]->ops[1].perms, NSR_PERMS_UNSET);
+        ck_assert_str_eq(back[2]->ops[0].source, "/dev/null");
+        ck_assert_str_eq(back[2]->ops[0].dest, "/b c");
+        ck_assert_int_eq(back[2]->ops[0].fd, -1);
+        /* spliced where the plan names them, a slot past them refused */
+        nsr_plan *p = nsr_plan_new();
+        nsr_plan_add_op(p, NSR_OP_PROC)->dest = nsr_strdup("/proc");
+        nsr_plan_add_op(p, NSR_OP_SLOT)->slot = 2;
+        nsr_plan_add_op(p, NSR_OP_SLOT)->slot = 3;
+        ck_assert_int_eq(nsr_plan_fill_slots(p, back, nb), -EINVAL);
+        ck_assert_uint_eq(p->n_ops, 3);
+        p->ops[2].slot = 0;
+        ck_assert_int_eq(nsr_plan_fill_slots(p, back, nb), 0);
+        ck_assert_uint_eq(p->n_ops, 4);
+        ck_assert_str_eq(p->ops[1].dest, "/b c");
+        ck_assert_int_eq(p->ops[2].type, NSR_OP_TMPFS);
+        ck_assert_int_eq(p->ops[3].type, NSR_OP_REMOUNT_RO);
+        ck_assert(!nsr_plan_has_slots(p));
+        nsr_plan_free(p);
+        nsr_plan_slots_free(back, nb);
+        free(packed);
+        /* an op with more than a hiding uses does not travel */
+        nsr_plan_add_op(s[1], NSR_OP_BIND_FD)->fd = 3;
+        ck_assert_ptr_null(nsr_plan_slots_pack(s, n, &len));
+        nsr_plan_slots_free(s, n);
 }
 END_TEST
 
@@ -523,6 +748,9 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_build);
         tcase_add_test(tc, test_build_user_wins);
         tcase_add_test(tc, test_hide_order);
+        tcase_add_test(tc, test_fill_later);
+        tcase_add_test(tc, test_fill_fails);
+        tcase_add_test(tc, test_slots_pack);
         tcase_add_test(tc, test_run_ids);
         tcase_add_test(tc, test_meta_roundtrip);
         tcase_add_test(tc, test_textdiff);

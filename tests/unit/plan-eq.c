@@ -11,7 +11,7 @@
  * (then update the size here). */
 /* Not compared: timing (NSRUN_TIMING's table, a debugging aid, not a setting). */
 static_assert(sizeof(nsr_plan) == 968, "nsr_plan changed: update tests/unit/plan-eq.c");
-static_assert(sizeof(nsr_op) == 72, "nsr_op changed: update tests/unit/plan-eq.c");
+static_assert(sizeof(nsr_op) == 80, "nsr_op changed: update tests/unit/plan-eq.c");
 #endif
 
 static const char *show(const char *s) {
@@ -58,6 +58,7 @@ static char *diff_op(const nsr_op *x, const nsr_op *y) {
         DIFF_INT("size", x->size, y->size);
         DIFF_INT("verify_dev", x->verify_dev, y->verify_dev);
         DIFF_INT("verify_ino", x->verify_ino, y->verify_ino);
+        DIFF_INT("slot", x->slot, y->slot);
         return NULL;
 }
 
