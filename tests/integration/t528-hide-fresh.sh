@@ -7,16 +7,11 @@
 # readable.
 . "$NSR_TESTS/lib.sh"
 d=$(scratch)
+own_home_and_data "$d"
 H=$d/home
 P=$d/p
 data=$d/data
-mkdir -p "$P" "$H/.config" "$H/.cache" "$data"
-cp -r "$NSR_STAGE/profiles" "$NSR_STAGE/seccomp" "$data/"
-# The stage may be read-only (a dist build): the copy is ours to edit.
-chmod -R u+w "$data"
-export NSRUN_DATADIR="$data"
-HOME=$H; export HOME
-unset XDG_CONFIG_HOME XDG_DATA_HOME XDG_CACHE_HOME HF_HOME
+mkdir -p "$P" "$H/.config" "$H/.cache"
 echo fine > "$H/.config/unrelated"
 echo fine > "$H/.beside"
 

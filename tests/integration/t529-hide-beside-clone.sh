@@ -9,15 +9,11 @@
 # thousands of hidden files.
 . "$NSR_TESTS/lib.sh"
 d=$(scratch)
+own_home_and_data "$d"
 H=$d/home
 P=$d/p
 data=$d/data
-mkdir -p "$P/many" "$H/.config/gh" "$H/.aws" "$data"
-cp -r "$NSR_STAGE/profiles" "$NSR_STAGE/seccomp" "$data/"
-chmod -R u+w "$data"
-export NSRUN_DATADIR="$data"
-HOME=$H; export HOME
-unset XDG_CONFIG_HOME XDG_DATA_HOME XDG_CACHE_HOME HF_HOME
+mkdir -p "$P/many" "$H/.config/gh" "$H/.aws"
 echo leak > "$H/.netrc"
 echo leak > "$H/.config/gh/hosts.yml"
 echo leak > "$H/.aws/credentials"

@@ -308,6 +308,35 @@ static size_t at(const char *hay, const char *needle) {
         return (size_t) (x - hay);
 }
 
+/* What nsr_profile_build reads for one project at proj, as uid 1000 from
+ * inside it; f must stay where it is (its ctx points into it). */
+typedef struct fixture {
+        nsr_profile_project pp;
+        char *env[2];
+        nsr_profile_ctx ctx;
+} fixture;
+
+static void fixture_init(fixture *f, const char *proj, const char *home, const char *datadir, const char *state,
+                         const char *cache) {
+        struct stat st;
+        ck_assert_int_eq(stat(proj, &st), 0);
+        f->pp = (nsr_profile_project){
+                .path = proj, .upper = "/s/u", .work = "/s/w", .dev = st.st_dev, .ino = st.st_ino
+        };
+        f->env[0] = "PATH=/bin";
+        f->env[1] = NULL;
+        f->ctx = (nsr_profile_ctx){ .uid = 1000,
+                                    .gid = 1000,
+                                    .home = home,
+                                    .cwd = proj,
+                                    .env = f->env,
+                                    .datadir = datadir,
+                                    .state_dir = state,
+                                    .cache_dir = cache,
+                                    .projects = &f->pp,
+                                    .n_projects = 1 };
+}
+
 START_TEST(test_hide_order) {
         /* Hidden paths go over the project and the binds: a --hide inside
          * the project stays hidden, and so does a hide.list path under a
@@ -331,19 +360,8 @@ START_TEST(test_hide_order) {
         write_file(gh, "other", "token: y\n");
         write_file(profiles, "hide.list", "~/.aws\n~/.netrc\n~/gh\n");
         write_file(profiles, "env-deny.list", "");
-        struct stat st;
-        ck_assert_int_eq(stat(proj, &st), 0);
-        nsr_profile_project pp = { .path = proj, .upper = "/s/u", .work = "/s/w", .dev = st.st_dev, .ino = st.st_ino };
-        char *env[] = { "PATH=/bin", NULL };
-        nsr_profile_ctx ctx = { .uid = 1000,
-                                .gid = 1000,
-                                .home = home,
-                                .cwd = proj,
-                                .env = env,
-                                .datadir = d,
-                                .state_dir = "/nonexistent-state",
-                                .projects = &pp,
-                                .n_projects = 1 };
+        fixture f;
+        fixture_init(&f, proj, home, d, "/nonexistent-state", NULL);
         nsr_plan *user = nsr_plan_new();
         nsr_strv_extend(&user->argv, "true");
         nsr_strv_extend(&user->proj.hide, env_file);
@@ -352,7 +370,7 @@ START_TEST(test_hide_order) {
         nsr_strv_extend(&user->proj.ro, hosts);
         nsr_plan *p = NULL;
         nsr_error err = { 0 };
-        ck_assert_int_eq(build_filled(user, &ctx, &p, &err), 0);
+        ck_assert_int_eq(build_filled(user, &f.ctx, &p, &err), 0);
         _cleanup_free_ char *t = trace_of(p);
         _cleanup_free_ char *overlay = nsr_asprintf("--overlay /s/u /s/w %s ", proj);
         _cleanup_free_ char *hide_env = nsr_asprintf("--dev-bind /dev/null %s --remount-ro %s ", env_file, env_file);
@@ -460,26 +478,14 @@ START_TEST(test_fill_later) {
         write_file(gh, "hosts.yml", "token: x\n");
         write_file(profiles, "hide.list", "~/.netrc\n~/gh\n~/.local/state\n~/.missing\n");
         write_file(profiles, "env-deny.list", "");
-        struct stat st;
-        ck_assert_int_eq(stat(proj, &st), 0);
-        nsr_profile_project pp = { .path = proj, .upper = "/s/u", .work = "/s/w", .dev = st.st_dev, .ino = st.st_ino };
-        char *env[] = { "PATH=/bin", NULL };
-        nsr_profile_ctx ctx = { .uid = 1000,
-                                .gid = 1000,
-                                .home = home,
-                                .cwd = proj,
-                                .env = env,
-                                .datadir = d,
-                                .state_dir = state,
-                                .cache_dir = cache,
-                                .projects = &pp,
-                                .n_projects = 1 };
+        fixture f;
+        fixture_init(&f, proj, home, d, state, cache);
         nsr_error err = { 0 };
         nsr_plan *u[3], *p[3];
         nsr_profile_later *later[3];
         for (int i = 0; i < 3; i++) {
                 u[i] = later_user(env_file, hosts);
-                ck_assert_int_eq(nsr_profile_build(u[i], &ctx, &p[i], &later[i], &err), 0);
+                ck_assert_int_eq(nsr_profile_build(u[i], &f.ctx, &p[i], &later[i], &err), 0);
                 ck_assert_ptr_nonnull(later[i]);
                 ck_assert(nsr_plan_has_slots(p[i]));
         }
