@@ -216,12 +216,13 @@ static int make_run_dir(void *userdata, nsr_error *err) {
 }
 
 /* The plan's hidden paths (NSR_PREPARE_DEFER_HIDDEN), looked up now. A
- * failure leaves no run: the run dir is not made yet, or is not made at
- * all. */
+ * failure before the run dir is made leaves no run (as a run dir that
+ * could not be made); after it, the run failed to launch (a retry on
+ * another confinement that made its run dir first). */
 static int fill_hidden_now(run_ctx *c, char **ret_packed, size_t *ret_len, nsr_error *err) {
         nsr_project *pj = c->pj;
         int r = nsr_profile_fill(TAKE_PTR(pj->later), pj->plan, ret_packed, ret_len, err);
-        if (r < 0)
+        if (r < 0 && c->run_fd < 0)
                 c->create_failed = true;
         return r;
 }

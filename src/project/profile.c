@@ -1141,6 +1141,7 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
         nsr_error_clear(err);
         nsr_plan_add_env(p, NSR_ENV_SET, "XDG_RUNTIME_DIR", rt);
         run_defaults(p, user);
+        later->tmp_size = tmp_budget(user); /* the hidden dirs' share, once they are known */
 
         /* Start where the caller is when that is inside a project. */
         const char *cwd = c->n_projects ? c->projects[0].path : "/";
@@ -1166,7 +1167,6 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
         later->hidden = TAKE_PTR(b.hidden);
         later->exposed = TAKE_PTR(b.exposed);
         later->shown = TAKE_PTR(b.shown);
-        later->tmp_size = tmp_budget(user);
         *ret = TAKE_PTR(p);
         *ret_later = TAKE_PTR(later);
         return 0;
