@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -339,54 +340,52 @@ int nsr_plan_fill_slots(nsr_plan *p, nsr_plan *const *slots, size_t n) {
  * then per op four numbers (u32 type, u32 flags, u32 perms, u64 size) and
  * two strings (a u32 length, UINT32_MAX for none, then the bytes). Native
  * byte order: it never leaves the machine, nor the process tree. */
-typedef struct packer {
-        char *buf;
-        size_t len, cap;
-} packer;
-
-static void put(packer *k, const void *data, size_t len) {
-        if (k->len + len > k->cap) {
-                k->cap = k->cap * 2 > k->len + len ? k->cap * 2 : k->len + len + 256;
-                k->buf = nsr_realloc_array(k->buf, k->cap, 1);
-        }
-        memcpy(k->buf + k->len, data, len);
-        k->len += len;
+static void put_u32(FILE *f, uint32_t v) {
+        fwrite(&v, sizeof(v), 1, f);
 }
 
-static void put_u32(packer *k, uint32_t v) {
-        put(k, &v, sizeof(v));
-}
-
-static void put_str(packer *k, const char *s) {
+static void put_str(FILE *f, const char *s) {
         size_t l = s ? strlen(s) : 0;
-        put_u32(k, s ? (uint32_t) l : UINT32_MAX);
-        if (s)
-                put(k, s, l);
+        put_u32(f, s ? (uint32_t) l : UINT32_MAX);
+        fwrite(s ? s : "", 1, l, f);
+}
+
+/* An op that holds more than a hiding uses does not travel. */
+static bool packable(const nsr_op *op) {
+        return op->type != NSR_OP_SLOT && !op->workdir && !op->overlay_srcs && op->fd == -1 &&
+               !(op->flags & NSR_OPF_VERIFY) && (!op->source || strlen(op->source) < UINT32_MAX) &&
+               (!op->dest || strlen(op->dest) < UINT32_MAX);
 }
 
 char *nsr_plan_slots_pack(nsr_plan *const *slots, size_t n, size_t *ret_len) {
-        packer k = { 0 };
-        put_u32(&k, (uint32_t) n);
-        for (size_t i = 0; i < n; i++) {
-                put_u32(&k, (uint32_t) slots[i]->n_ops);
-                for (size_t j = 0; j < slots[i]->n_ops; j++) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f)
+                return NULL;
+        bool ok = true;
+        put_u32(f, (uint32_t) n);
+        for (size_t i = 0; i < n && ok; i++) {
+                put_u32(f, (uint32_t) slots[i]->n_ops);
+                for (size_t j = 0; j < slots[i]->n_ops && ok; j++) {
                         const nsr_op *op = &slots[i]->ops[j];
-                        if (op->type == NSR_OP_SLOT || op->workdir || op->overlay_srcs || op->fd != -1 ||
-                            (op->flags & NSR_OPF_VERIFY) || (op->source && strlen(op->source) >= UINT32_MAX) ||
-                            (op->dest && strlen(op->dest) >= UINT32_MAX)) {
-                                free(k.buf);
-                                return NULL;
-                        }
-                        put_u32(&k, (uint32_t) op->type);
-                        put_u32(&k, op->flags);
-                        put_u32(&k, (uint32_t) op->perms);
-                        put(&k, &op->size, sizeof(op->size));
-                        put_str(&k, op->source);
-                        put_str(&k, op->dest);
+                        if (!(ok = packable(op)))
+                                break;
+                        put_u32(f, (uint32_t) op->type);
+                        put_u32(f, op->flags);
+                        put_u32(f, (uint32_t) op->perms);
+                        fwrite(&op->size, sizeof(op->size), 1, f);
+                        put_str(f, op->source);
+                        put_str(f, op->dest);
                 }
         }
-        *ret_len = k.len;
-        return k.buf;
+        ok = ok && !ferror(f);
+        if (fclose(f) != 0 || !ok) {
+                free(buf);
+                return NULL;
+        }
+        *ret_len = len;
+        return buf;
 }
 
 typedef struct unpacker {

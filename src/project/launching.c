@@ -242,13 +242,6 @@ static int launch_once(run_ctx *c, const struct timespec *fence, nsr_launch_resu
         attempt *a = &c->a;
         int run_fd = c->run_fd;
         nsr_plan *p = pj->plan;
-        /* Only the namespace sandbox whose monitor makes the run dir looks
-         * them up after the clone. */
-        if (pj->later && !(a->conf == CONF_NAMESPACES && run_fd < 0)) {
-                int k = fill_hidden_now(c, NULL, NULL, err);
-                if (k < 0)
-                        return k;
-        }
         bool egress = !nsr_egress_rules_empty(&p->egress);
         /* Without isolation the command would have the host's whole
          * network: refuse rather than pretend to filter it. */
@@ -511,14 +504,15 @@ int project_launch(run_ctx *c, nsr_error *err) {
                 nsr_timing_mark_now(p->timing, "start fence: ctime floor past T");
         }
         nsr_launch_result lr = { .exit_code = NSR_EXIT_FAILURE, .mnt_ns = -1 };
-        /* The hidden paths before a run dir made here: a failure to look
-         * them up must leave no run behind. */
-        if (pj->later && !project_run_dir_deferred(c)) {
-                r = fill_hidden_now(c, NULL, NULL, err);
-                if (r < 0)
-                        return r;
-        }
         for (int tries = 0;; tries++) {
+                /* The hidden paths: looked up by the monitor that makes the
+                 * run dir (launch_once), else now, before a run dir made
+                 * here, so that a failure leaves no run behind. */
+                if (pj->later && !(project_run_dir_deferred(c) && c->run_fd < 0)) {
+                        r = fill_hidden_now(c, NULL, NULL, err);
+                        if (r < 0)
+                                break;
+                }
                 /* The run dir, unless the monitor makes it (a retry may
                  * have left the overlay). */
                 r = c->run_fd < 0 && !project_run_dir_deferred(c) ? project_create_run(c, err) : 0;

@@ -450,10 +450,24 @@ static void add_existing(char ***v, char **x, size_t n) {
         }
 }
 
-/* The paths to hide that exist now: hide.list's (*ret_listed) and
- * --hide's (*ret_asked), expanded and globbed, read once per launch. */
-static int hide_paths(char *const *hide, const nsr_profile_ctx *c, char ***ret_listed, char ***ret_asked,
-                      nsr_error *err) {
+/* --hide's paths, expanded; the first that does not expand (a variable it
+ * names is unset) is the caller's mistake. */
+static int expand_hide(char *const *hide, const nsr_profile_ctx *c, char ***ret, nsr_error *err) {
+        size_t n = nsr_strv_length(hide);
+        char **v = nsr_malloc0((n + 1) * sizeof(char *));
+        for (size_t i = 0; i < n; i++)
+                if (!(v[i] = nsr_profile_expand(hide[i], c->home, c->env))) {
+                        nsr_strv_free(v);
+                        return nsr_error_setx(err, EINVAL, "--hide %s: cannot expand it", hide[i]);
+                }
+        *ret = v;
+        return 0;
+}
+
+/* The paths to hide that exist now: hide.list's (*ret_listed) and those
+ * of hide_x, --hide's expanded (*ret_asked), globbed, read once per
+ * launch. */
+static int hide_paths(char **hide_x, const nsr_profile_ctx *c, char ***ret_listed, char ***ret_asked, nsr_error *err) {
         _cleanup_free_ char *file = nsr_asprintf("%s/profiles/hide.list", c->datadir);
         _cleanup_strv_free_ char **listed = nsr_malloc0(sizeof(char *)), **asked = nsr_malloc0(sizeof(char *));
         _cleanup_(list_text_done) list_text list = { 0 };
@@ -485,14 +499,7 @@ static int hide_paths(char *const *hide, const nsr_profile_ctx *c, char ***ret_l
                         free(e);
         }
         add_existing(&listed, x, k);
-        size_t na = nsr_strv_length(hide);
-        _cleanup_strv_free_ char **xa = nsr_malloc0((na + 1) * sizeof(char *));
-        for (size_t i = 0; i < na; i++) {
-                xa[i] = nsr_profile_expand(hide[i], c->home, c->env);
-                if (!xa[i])
-                        return nsr_error_setx(err, EINVAL, "--hide %s: cannot expand it", hide[i]);
-        }
-        add_existing(&asked, xa, na);
+        add_existing(&asked, hide_x, nsr_strv_length(hide_x));
         *ret_listed = TAKE_PTR(listed);
         *ret_asked = TAKE_PTR(asked);
         return 0;
@@ -513,7 +520,10 @@ int nsr_profile_hidden(const nsr_project_opts *o, const nsr_profile_ctx *c, char
         if (o->home == NSR_HOME_HIDE && c->home && c->home[0] == '/' && !streq(c->home, "/"))
                 add_real(&v, c->home);
         _cleanup_strv_free_ char **listed = NULL, **asked = NULL;
-        int r = hide_paths(o->hide, c, &listed, &asked, err);
+        _cleanup_strv_free_ char **hide_x = NULL;
+        int r = expand_hide(o->hide, c, &hide_x, err);
+        if (r >= 0)
+                r = hide_paths(hide_x, c, &listed, &asked, err);
         if (r < 0)
                 return r;
         for (size_t i = 0; listed[i]; i++)
@@ -552,7 +562,7 @@ enum {
 };
 
 struct nsr_profile_later {
-        char **hide; /* --hide, as given */
+        char **hide; /* --hide, expanded */
         char *home, *datadir;
         char **env;
         /* The builder's, where the first slot is: dirs hidden so far
@@ -907,7 +917,10 @@ static int build_workspace(builder *b, const char *rt, nsr_error *err) {
 
         /* Hidden paths: those of the lent system dirs where they are, those
          * of the project at their place under /. */
-        int r = hide_paths(p->proj.hide, c, &b->listed, &b->asked, err);
+        _cleanup_strv_free_ char **hide_x = NULL;
+        int r = expand_hide(p->proj.hide, c, &hide_x, err);
+        if (r >= 0)
+                r = hide_paths(hide_x, c, &b->listed, &b->asked, err);
         if (r < 0)
                 return r;
         for (int round = 0; round < 2; round++) {
@@ -1121,13 +1134,11 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
         for (size_t i = 0; i < c->n_projects; i++)
                 nsr_strv_extend(&b.shown, c->projects[i].path);
 
-        /* --hide must expand (a variable it names is set): that is the
-         * caller's mistake, told before anything starts. */
-        for (size_t i = 0; p->proj.hide && p->proj.hide[i]; i++) {
-                _cleanup_free_ char *x = nsr_profile_expand(p->proj.hide[i], c->home, c->env);
-                if (!x)
-                        return nsr_error_setx(err, EINVAL, "--hide %s: cannot expand it", p->proj.hide[i]);
-        }
+        /* A --hide that does not expand is told before anything starts. */
+        _cleanup_strv_free_ char **hide_x = NULL;
+        r = expand_hide(p->proj.hide, c, &hide_x, err);
+        if (r < 0)
+                return r;
         slot(&b, SLOT_HOLDERS);
 
         add_projects(&b);
@@ -1160,7 +1171,7 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
         guard_trusted(&b, c->state_dir, first_user_op, 0);
         guard_trusted(&b, c->cache_dir, first_user_op, 1);
 
-        later->hide = nsr_strv_copy(p->proj.hide);
+        later->hide = TAKE_PTR(hide_x);
         later->home = c->home ? nsr_strdup(c->home) : NULL;
         later->datadir = nsr_strdup(c->datadir);
         later->env = nsr_strv_copy(c->env);

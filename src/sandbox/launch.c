@@ -424,16 +424,21 @@ static int write_full_maps(pid_t child, nsr_error *err) {
         return 0;
 }
 
-/* Lets the waiting child go on (go_pipe, gate_pipe). It may have failed a
- * step before it waits (a --chdir that does not exist) and be gone with its
- * end of the pipe: that is EPIPE here, not a SIGPIPE that kills the monitor
- * before it reports the child's error (an ignored signal is discarded,
- * never left pending). */
-static void tell_child(int fd) {
+/* Bytes down a pipe to the child. It may have failed a step before it
+ * reads (a --chdir that does not exist) and be gone with its end of the
+ * pipe: that is EPIPE here, not a SIGPIPE that kills the monitor before
+ * it reports the child's error (an ignored signal is discarded, never left
+ * pending). */
+static void write_to_child(int fd, const void *data, size_t len) {
         struct sigaction ign = { .sa_handler = SIG_IGN }, old;
         (void) sigaction(SIGPIPE, &ign, &old);
-        (void) nsr_write_all(fd, "x", 1);
+        (void) nsr_write_all(fd, data, len);
         (void) sigaction(SIGPIPE, &old, NULL);
+}
+
+/* Lets the waiting child go on (go_pipe, gate_pipe). */
+static void tell_child(int fd) {
+        write_to_child(fd, "x", 1);
 }
 
 void launch_raise_nofile(launch *l) {
@@ -447,8 +452,8 @@ void launch_raise_nofile(launch *l) {
                 l->raised_nofile = true;
 }
 
-/* extra->fill_slots, and its ops down the slot pipe. A child that died
- * meanwhile (EPIPE) says why through its error pipe. */
+/* extra->fill_slots, and its ops down the slot pipe (a child that died
+ * meanwhile says why through its error pipe). */
 static int send_slots(launch *l, nsr_error *err) {
         _cleanup_free_ char *packed = NULL;
         size_t len = 0;
@@ -460,10 +465,7 @@ static int send_slots(launch *l, nsr_error *err) {
         if (getenv("NSRUN_TEST_SLOTS_TRUNCATED"))
                 len /= 2;
 #endif
-        struct sigaction ign = { .sa_handler = SIG_IGN }, old;
-        (void) sigaction(SIGPIPE, &ign, &old);
-        (void) nsr_write_all(l->slot_pipe[1], packed, len);
-        (void) sigaction(SIGPIPE, &old, NULL);
+        write_to_child(l->slot_pipe[1], packed, len);
         l->slot_pipe[1] = safe_close(l->slot_pipe[1]);
         return 0;
 }
