@@ -51,6 +51,12 @@ nsr_egress_helper *nsr_egress_helper_free(nsr_egress_helper *h);
  * helper died. */
 int nsr_egress_helper_read(int sock, int timeout_ms, nsr_egress_log *ret);
 
+/* The helper's own seccomp program (egresshelper.c says what it allows),
+ * from the seccomp cache when it is there (nsr_seccomp_builtin_bpf), else
+ * compiled and stored. The helper takes it before Landlock shuts the file
+ * system, and loads it after no_new_privs. Exposed for the tests. */
+int nsr_egress_helper_prog(char **ret, size_t *ret_len, nsr_error *err);
+
 /* The wire format, for the tests: one message per record, then the end. */
 enum { NSR_EGRESS_MSG_RECORD = 1, NSR_EGRESS_MSG_END = 2 };
 typedef struct nsr_egress_msg_end {

@@ -1035,6 +1035,19 @@ int nsr_seccomp_cache_store(const uint8_t key[NSR_SHA256_SIZE], const char *data
         return nsr_durable_write(dir, name, buf, CACHE_HEADER + len, 0600, 0, &e);
 }
 
+int nsr_seccomp_builtin_bpf(const char *id, nsr_seccomp_build_fn build, char **ret_data, size_t *ret_len,
+                            nsr_error *err) {
+        uint8_t digest[NSR_SHA256_SIZE], key[NSR_SHA256_SIZE];
+        nsr_sha256_buf(id, strlen(id), digest);
+        bool cache = nsr_seccomp_cache_key_of(digest, key) >= 0;
+        if (cache && nsr_seccomp_cache_lookup(key, ret_data, ret_len) >= 0)
+                return 0;
+        int r = build(ret_data, ret_len, err);
+        if (r >= 0 && cache)
+                (void) nsr_seccomp_cache_store(key, *ret_data, *ret_len);
+        return r;
+}
+
 /* ---- the index: a policy's files to its digest ------------------------------------ */
 
 /* A cache hit used to read, parse and hash the policy and its includes on

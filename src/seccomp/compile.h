@@ -50,6 +50,14 @@ int nsr_seccomp_cache_key(const nsr_policy *p, uint8_t ret[NSR_SHA256_SIZE]);
 int nsr_seccomp_cache_key_of(const uint8_t digest[NSR_SHA256_SIZE], uint8_t ret[NSR_SHA256_SIZE]);
 int nsr_seccomp_cache_lookup(const uint8_t key[NSR_SHA256_SIZE], char **ret_data, size_t *ret_len);
 int nsr_seccomp_cache_store(const uint8_t key[NSR_SHA256_SIZE], const char *data, size_t len);
+/* A program nsrun builds itself rather than from a policy file: id names
+ * what it is and its version ("nsrun connect program 1"; a change to what
+ * build makes needs a new one only when nsrun's binary stays the same,
+ * which the key covers). From the cache when it is there, else from
+ * build, stored for the next run. */
+typedef int (*nsr_seccomp_build_fn)(char **ret_data, size_t *ret_len, nsr_error *err);
+int nsr_seccomp_builtin_bpf(const char *id, nsr_seccomp_build_fn build, char **ret_data, size_t *ret_len,
+                            nsr_error *err);
 /* The cache's index (compile.c says why its key is complete): the digest of
  * the policy text a launch of name_or_path would read, without reading it,
  * when every file the last full load read (and every include candidate it

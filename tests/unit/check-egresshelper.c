@@ -3,12 +3,23 @@
  * untrusted input. A whole, well-formed log is taken; anything else (a
  * bad bool, an enum or port out of range, a wrong size,
  * counts that cannot be, silence) leaves an empty log that says the
- * helper died. */
+ * helper died. And the helper's own seccomp program: what it refuses,
+ * whether compiled or taken from the cache. */
 #include "config.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandbox/egresshelper.h"
@@ -181,6 +192,96 @@ START_TEST(test_silent) {
 }
 END_TEST
 
+/* The entries of the seccomp cache under dir: how many, and the last. */
+static size_t cache_entries(const char *dir, char **ret_last) {
+        _cleanup_free_ char *sub = nsr_asprintf("%s/nsrun/seccomp", dir);
+        DIR *d = opendir(sub);
+        ck_assert_ptr_nonnull(d);
+        size_t n = 0;
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.') {
+                        n++;
+                        free(*ret_last);
+                        *ret_last = nsr_asprintf("%s/%s", sub, de->d_name);
+                }
+        closedir(d);
+        return n;
+}
+
+/* In a child: the program loaded as the helper loads it, then each call
+ * that it must refuse, and one it must allow. The exit code says which
+ * check failed (0: none). */
+static int confined_child(const char *data, size_t len) {
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                struct sock_fprog prog = { .len = (unsigned short) (len / sizeof(struct sock_filter)),
+                                           .filter = (struct sock_filter *) data };
+                if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+                        _exit(10);
+                int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (fd < 0)
+                        _exit(11); /* the relay's own sockets */
+                close(fd);
+                if (socket(AF_UNIX, SOCK_STREAM, 0) >= 0 || errno != EPERM)
+                        _exit(12);
+                char *const argv[] = { (char *) "/bin/true", NULL };
+                if (execve("/bin/true", argv, argv + 1) == 0 || errno != EPERM)
+                        _exit(13);
+                /* A process, not a thread: fork's clone has no CLONE_THREAD. */
+                long k = syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
+                if (k == 0)
+                        _exit(0);
+                if (k >= 0 || errno != EPERM)
+                        _exit(14);
+                if (syscall(SYS_ptrace, 0, 0, 0, 0) == 0 || errno != EPERM)
+                        _exit(15);
+                _exit(0);
+        }
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert(WIFEXITED(st));
+        return WEXITSTATUS(st);
+}
+
+/* The program the helper loads: compiled once into the cache, then taken
+ * from it, the same bytes both times; a tampered entry is compiled again.
+ * Each form refuses what the helper must never do (another kind of socket,
+ * execve, a new process, ptrace) and allows its own sockets. */
+START_TEST(test_helper_prog) {
+        char dir[] = "/tmp/check-egresshelper.XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        setenv("XDG_CACHE_HOME", dir, 1);
+        char *a = NULL, *b = NULL, *c = NULL, *entry = NULL;
+        size_t alen = 0, blen = 0, clen = 0;
+        nsr_error e = { 0 };
+        ck_assert_msg(nsr_egress_helper_prog(&a, &alen, &e) == 0, "%s", e.msg);
+        ck_assert_uint_eq(cache_entries(dir, &entry), 1);
+        ck_assert_int_eq(confined_child(a, alen), 0);
+        ck_assert_int_eq(nsr_egress_helper_prog(&b, &blen, &e), 0);
+        ck_assert_uint_eq(alen, blen);
+        ck_assert_mem_eq(a, b, alen);
+        ck_assert_int_eq(confined_child(b, blen), 0);
+        ck_assert_uint_eq(cache_entries(dir, &entry), 1);
+        /* An entry that does not pass its check: compiled again, the same. */
+        int fd = open(entry, O_WRONLY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(pwrite(fd, "\xff", 1, 0), 1);
+        close(fd);
+        ck_assert_int_eq(nsr_egress_helper_prog(&c, &clen, &e), 0);
+        ck_assert_uint_eq(alen, clen);
+        ck_assert_mem_eq(a, c, alen);
+        _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", dir);
+        ck_assert_int_eq(system(cmd), 0);
+        unsetenv("XDG_CACHE_HOME");
+        free(entry);
+        free(a);
+        free(b);
+        free(c);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("egresshelper");
         TCase *tc = tcase_create("core");
@@ -188,6 +289,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_bad);
         tcase_add_test(tc, test_hostile_text);
         tcase_add_test(tc, test_silent);
+        tcase_add_test(tc, test_helper_prog);
         suite_add_tcase(s, tc);
         return s;
 }
