@@ -7,9 +7,7 @@
  * whether compiled or taken from the cache. */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -23,6 +21,7 @@
 #include <unistd.h>
 
 #include "sandbox/egresshelper.h"
+#include "unit-bpfcache.h"
 #include "unit.h"
 
 static nsr_egress_record good_record(void) {
@@ -192,27 +191,10 @@ START_TEST(test_silent) {
 }
 END_TEST
 
-/* The entries of the seccomp cache under dir: how many, and the last. */
-static size_t cache_entries(const char *dir, char **ret_last) {
-        _cleanup_free_ char *sub = nsr_asprintf("%s/nsrun/seccomp", dir);
-        DIR *d = opendir(sub);
-        ck_assert_ptr_nonnull(d);
-        size_t n = 0;
-        struct dirent *de;
-        while ((de = readdir(d)))
-                if (de->d_name[0] != '.') {
-                        n++;
-                        free(*ret_last);
-                        *ret_last = nsr_asprintf("%s/%s", sub, de->d_name);
-                }
-        closedir(d);
-        return n;
-}
-
 /* In a child: the program loaded as the helper loads it, then each call
- * that it must refuse, and one it must allow. The exit code says which
- * check failed (0: none). */
-static int confined_child(const char *data, size_t len) {
+ * that it must refuse, and one it must allow. The child's exit code says
+ * which check failed. */
+static void confined(const char *data, size_t len) {
         pid_t pid = fork();
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
@@ -242,7 +224,7 @@ static int confined_child(const char *data, size_t len) {
         int st;
         ck_assert_int_eq(waitpid(pid, &st, 0), pid);
         ck_assert(WIFEXITED(st));
-        return WEXITSTATUS(st);
+        ck_assert_msg(WEXITSTATUS(st) == 0, "check %d failed under the helper's program", WEXITSTATUS(st));
 }
 
 /* The program the helper loads: compiled once into the cache, then taken
@@ -250,35 +232,8 @@ static int confined_child(const char *data, size_t len) {
  * Each form refuses what the helper must never do (another kind of socket,
  * execve, a new process, ptrace) and allows its own sockets. */
 START_TEST(test_helper_prog) {
-        char dir[] = "/tmp/check-egresshelper.XXXXXX";
-        ck_assert_ptr_nonnull(mkdtemp(dir));
-        setenv("XDG_CACHE_HOME", dir, 1);
-        char *a = NULL, *b = NULL, *c = NULL, *entry = NULL;
-        size_t alen = 0, blen = 0, clen = 0;
-        nsr_error e = { 0 };
-        ck_assert_msg(nsr_egress_helper_prog(&a, &alen, &e) == 0, "%s", e.msg);
-        ck_assert_uint_eq(cache_entries(dir, &entry), 1);
-        ck_assert_int_eq(confined_child(a, alen), 0);
-        ck_assert_int_eq(nsr_egress_helper_prog(&b, &blen, &e), 0);
-        ck_assert_uint_eq(alen, blen);
-        ck_assert_mem_eq(a, b, alen);
-        ck_assert_int_eq(confined_child(b, blen), 0);
-        ck_assert_uint_eq(cache_entries(dir, &entry), 1);
-        /* An entry that does not pass its check: compiled again, the same. */
-        int fd = open(entry, O_WRONLY | O_CLOEXEC);
-        ck_assert_int_ge(fd, 0);
-        ck_assert_int_eq(pwrite(fd, "\xff", 1, 0), 1);
-        close(fd);
-        ck_assert_int_eq(nsr_egress_helper_prog(&c, &clen, &e), 0);
-        ck_assert_uint_eq(alen, clen);
-        ck_assert_mem_eq(a, c, alen);
-        _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", dir);
-        ck_assert_int_eq(system(cmd), 0);
-        unsetenv("XDG_CACHE_HOME");
-        free(entry);
-        free(a);
-        free(b);
-        free(c);
+        size_t len = 0;
+        free(bpfcache_check(nsr_egress_helper_prog, confined, &len));
 }
 END_TEST
 
