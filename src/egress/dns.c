@@ -563,18 +563,19 @@ static void after_batch(void *data) {
         d->dead = NULL;
 }
 
-/* The child's one message: the UDP socket ('u') and the listener ('t'). */
-static void on_control(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
-        nsr_dns *d = data;
-        (void) s;
-        (void) ev;
+/* The child's one message: the UDP socket ('u') and the listener ('t').
+ * Whether it came (or the child's end closed without it): either way the
+ * control socket is done with, and the caller closes it (after taking it
+ * out of a loop: the helper's copy is not the last, so a close alone
+ * would leave it in the epoll set). */
+static bool receive_sockets(nsr_dns *d) {
         char kinds[2];
         int fds[2];
         struct iovec iov = { .iov_base = kinds, .iov_len = sizeof(kinds) };
         nsr_sockmsg_info info = { 0 };
-        ssize_t n = nsr_sockmsg_recv(fd, &iov, 1, MSG_DONTWAIT, fds, 2, &info);
+        ssize_t n = nsr_sockmsg_recv(d->sock[0], &iov, 1, MSG_DONTWAIT, fds, 2, &info);
         if (n == -EAGAIN)
-                return;
+                return false;
         for (size_t i = 0; i < info.n_fds; i++) {
                 int *slot = n > (ssize_t) i && kinds[i] == 'u' && d->udp < 0   ? &d->udp
                             : n > (ssize_t) i && kinds[i] == 't' && d->tcp < 0 ? &d->tcp
@@ -586,10 +587,24 @@ static void on_control(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
                 (void) fcntl(fds[i], F_SETFL, O_NONBLOCK);
                 *slot = fds[i];
         }
-        if (d->udp >= 0)
+        return true;
+}
+
+static void add_sockets(nsr_dns *d) {
+        if (d->udp >= 0 && !d->s_udp)
                 (void) nsr_evloop_add(d->loop, d->udp, EPOLLIN, on_udp, d, &d->s_udp);
-        if (d->tcp >= 0)
+        if (d->tcp >= 0 && !d->s_tcp)
                 (void) nsr_evloop_add(d->loop, d->tcp, EPOLLIN, on_listen, d, &d->s_tcp);
+}
+
+static void on_control(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        nsr_dns *d = data;
+        (void) s;
+        (void) fd;
+        (void) ev;
+        if (!receive_sockets(d))
+                return;
+        add_sockets(d);
         d->s_control = nsr_evloop_del(d->s_control);
         d->sock[0] = safe_close(d->sock[0]);
 }
@@ -712,7 +727,31 @@ int nsr_dns_attach(nsr_dns *d, nsr_evloop *loop, nsr_relay *relay) {
                 k = nsr_evloop_add(loop, d->timerfd, EPOLLIN, on_timer, d, &d->s_timer);
         if (k >= 0 && d->sock[0] >= 0)
                 k = nsr_evloop_add(loop, d->sock[0], EPOLLIN, on_control, d, &d->s_control);
+        if (k >= 0)
+                add_sockets(d); /* taken by the monitor already */
         return k;
+}
+
+int nsr_dns_take_sockets(nsr_dns *d) {
+        if (d->sock[0] < 0)
+                return 1;
+        if (!receive_sockets(d))
+                return 0;
+        d->sock[0] = safe_close(d->sock[0]);
+        return 1;
+}
+
+int nsr_dns_control_fd(const nsr_dns *d) {
+        return d->sock[0];
+}
+
+size_t nsr_dns_wake_fds(const nsr_dns *d, int *fds, size_t max) {
+        size_t n = 0;
+        if (d->udp >= 0 && n < max)
+                fds[n++] = d->udp;
+        if (d->tcp >= 0 && n < max)
+                fds[n++] = d->tcp;
+        return n;
 }
 
 void nsr_dns_detach(nsr_dns *d) {

@@ -72,6 +72,16 @@ int nsr_dns_child_setup(nsr_dns *d, nsr_error *err);
 /* After the clone, in the monitor: drops the child's end. */
 void nsr_dns_parent_started(nsr_dns *d);
 
+/* In the monitor, when the egress helper starts only once the sandbox
+ * uses the network (sandbox/egresshelper.h): the sockets the child sent,
+ * taken now, for the helper forked later to serve. 1: taken, or the
+ * child's end closed without them (nothing more comes); 0: not sent yet.
+ * control_fd: what to wait on for them (-1 once taken). wake_fds: the
+ * sockets, each readable when a query waits. */
+int nsr_dns_take_sockets(nsr_dns *d);
+int nsr_dns_control_fd(const nsr_dns *d);
+size_t nsr_dns_wake_fds(const nsr_dns *d, int *fds, size_t max);
+
 /* The fds the answerer serves with: what the helper must keep. */
 size_t nsr_dns_fds(const nsr_dns *d, int *fds, size_t max);
 /* In the egress helper: serves on loop; records go to relay's log (and

@@ -470,14 +470,14 @@ static void accept_all(nsr_relay *r, handle *h) {
         }
 }
 
-static void receive_listeners(nsr_relay *r) {
+static bool receive_listeners(nsr_relay *r) {
         char data[MAX_LISTENERS];
         int fds[MAX_LISTENERS];
         struct iovec iov = { .iov_base = data, .iov_len = sizeof(data) };
         nsr_sockmsg_info info = { 0 }; /* read below even when recvmsg failed */
         ssize_t n = nsr_sockmsg_recv(r->sock[0], &iov, 1, MSG_DONTWAIT, fds, MAX_LISTENERS, &info);
         if (n == -EAGAIN)
-                return;
+                return false;
         for (size_t i = 0; n > 0 && i < info.n_fds; i++) {
                 if (i >= (size_t) n || r->n_listeners >= MAX_LISTENERS) { /* an fd comes with its kind byte */
                         close(fds[i]);
@@ -495,6 +495,22 @@ static void receive_listeners(nsr_relay *r) {
         (void) ep_set(r, &r->h_control, 0);
         r->sock[0] = safe_close(r->sock[0]);
         r->h_control.fd = -1;
+        return true;
+}
+
+int nsr_relay_take_listeners(nsr_relay *r) {
+        return r->sock[0] < 0 || receive_listeners(r);
+}
+
+int nsr_relay_control_fd(const nsr_relay *r) {
+        return r->sock[0];
+}
+
+size_t nsr_relay_wake_fds(const nsr_relay *r, int *fds, size_t max) {
+        size_t n = 0;
+        for (size_t i = 0; i < r->n_listeners && n < max; i++)
+                fds[n++] = r->listeners[i].fd;
+        return n;
 }
 
 static void sweep(nsr_relay *r) {
@@ -536,7 +552,7 @@ void relay_on_handle(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
                 return;
         switch (h->kind) {
         case H_CONTROL:
-                receive_listeners(r);
+                (void) receive_listeners(r);
                 break;
         case H_LISTEN_HTTP:
         case H_LISTEN_SOCKS:

@@ -42,6 +42,16 @@ int nsr_relay_child_setup(nsr_relay *r, nsr_error *err);
 /* In the monitor, after the clone: drops the child's end. */
 void nsr_relay_parent_started(nsr_relay *r);
 
+/* In the monitor, when the egress helper starts only once the sandbox
+ * uses the network (sandbox/egresshelper.h): the listeners the child
+ * sent, taken now, for the helper forked later to serve. 1: taken, or the
+ * child's end closed without them; 0: not sent yet. control_fd: what to
+ * wait on for them (-1 once taken). wake_fds: the listeners, each
+ * readable when a connection waits. */
+int nsr_relay_take_listeners(nsr_relay *r);
+int nsr_relay_control_fd(const nsr_relay *r);
+size_t nsr_relay_wake_fds(const nsr_relay *r, int *fds, size_t max);
+
 /* In the egress helper (sandbox/egresshelper.h): registers the relay's fds with loop,
  * which must outlive it or nsr_relay_detach(). -errno. */
 int nsr_relay_attach(nsr_relay *r, nsr_evloop *loop);

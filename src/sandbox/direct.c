@@ -246,7 +246,7 @@ int nsr_direct_handle(nsr_refused *rf, int listener, int sock, nsr_direct_sent *
          * the connect program comes after the policy's in the chain. */
         if (nsr_connect_is_connect(&req.data, &where) && !nsr_refused_is_refusal(rf, &req.data)) {
                 nsr_direct_forward(listener, sock, &req, where, sent);
-                return 0;
+                return 1;
         }
         if (rf && rf->prog)
                 return nsr_refused_answer(rf, listener, &req);

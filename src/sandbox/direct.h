@@ -82,7 +82,8 @@ void nsr_direct_forward(int listener, int sock, const struct seccomp_notif *req,
 typedef struct nsr_refused nsr_refused;
 /* Takes one notification from the listener and answers it: a connect
  * as above, a refused call through rf's record (refused.h; rf may be
- * NULL when the listener serves connects only). -errno when the listener
+ * NULL when the listener serves connects only). 1 when it passed a
+ * connect on to the helper, 0 when it answered, -errno when the listener
  * is gone. */
 int nsr_direct_handle(nsr_refused *rf, int listener, int sock, nsr_direct_sent *sent);
 

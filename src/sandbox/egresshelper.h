@@ -6,8 +6,12 @@
  * It serves the DNS answerer (egress/dns.h) too, with a network
  * namespace: the sandbox's queries are parsed here as well.
  *
- * The monitor forks it once the sandbox child is cloned, before the
- * command starts. The helper names itself "nsrun-egress", dies with the
+ * With a network namespace the monitor forks it when the sandbox first
+ * uses the network: a connection to the relay, a query to the answerer,
+ * a connect passed on (sandbox/monitor.c); each waits for it meanwhile,
+ * and a run that never does costs no helper. With --userns2, and in
+ * best-effort mode, it is forked before the command starts. The helper
+ * names itself "nsrun-egress", dies with the
  * monitor (PR_SET_PDEATHSIG), keeps only the relay's fds, the caller's
  * --net-log-fd and one socket to the monitor, warms the resolver up, and
  * confines itself: Landlock grants nothing on the file system but reading

@@ -58,6 +58,8 @@ typedef struct launch {
         nsr_relay *relay;          /* --allow-host: the egress relay, or NULL */
         nsr_dns *dns;              /* --allow-host: the DNS answerer, or NULL */
         nsr_egress_helper *helper; /* the process that serves it */
+        bool helper_lazy;          /* forked on the sandbox's first use of the network (monitor.c) */
+        bool helper_failed;        /* ... and that fork failed: no network, the record says it died */
         sigset_t old_mask;
         struct rlimit old_nofile; /* launch_raise_nofile's */
         bool raised_nofile;
@@ -136,3 +138,5 @@ _noreturn_ void launch_child_main_shared(const launch *l);
 /* monitor.c: waits for the command, forwarding signals, serving the
  * listener and the session, and fills ret. */
 int launch_monitor(launch *l, pid_t child, nsr_launch_result *ret, nsr_error *err);
+/* Forks the egress helper (egresshelper.h). */
+int launch_start_helper(launch *l, nsr_error *err);

@@ -6,7 +6,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
@@ -93,6 +95,9 @@ static void deadline_hook(launch *l, nsr_deadline *d, pid_t child, bool child_go
         }
 }
 
+/* The relay's listeners (four at most) and the answerer's two sockets. */
+#define WAKE_MAX 8
+
 /* The monitor's state while the command runs: every fd it waits on is a
  * source of one event loop (base/evloop.h), with the relay's and the
  * session server's. */
@@ -104,21 +109,158 @@ typedef struct mon {
         int sfd;
         nsr_deadline deadline;
         nsr_evsrc *s_err, *s_status, *s_deadline, *s_notify, *s_listener, *s_direct;
+        /* The egress helper's wake-up (launch.c): the relay's and the
+         * answerer's control sockets until their sockets come, then
+         * those sockets. */
+        nsr_evsrc *s_relay_ctl, *s_dns_ctl, *s_wake[WAKE_MAX];
+        size_t n_wake;
         nsr_error child_err;
         size_t err_got;
         bool err_eof, have_status, child_gone, pid1_exiting;
         int status;
 } mon;
 
+/* ---- the egress helper, forked on the sandbox's first use of the network ----
+ *
+ * The monitor never reads the sandbox's network bytes: it takes the
+ * sockets the child sent before the command existed, watches them for
+ * readiness only, and forks the helper at the first connection, query or
+ * passed-on connect, which waits for it meanwhile. */
+
+static void wake_sources_del(mon *m) {
+        m->s_relay_ctl = nsr_evloop_del(m->s_relay_ctl);
+        m->s_dns_ctl = nsr_evloop_del(m->s_dns_ctl);
+        for (size_t i = 0; i < m->n_wake; i++)
+                m->s_wake[i] = nsr_evloop_del(m->s_wake[i]);
+        m->n_wake = 0;
+}
+
+/* No helper: nobody serves. The monitor's copies of the relay's and the
+ * answerer's sockets are the only ones, so closing them refuses every
+ * later connection and query; passed-on connects are refused too. The
+ * record says the helper died, as when it dies later. */
+static void helper_unavailable(mon *m) {
+        launch *l = m->l;
+        l->helper_failed = true;
+        l->relay = nsr_relay_free(l->relay);
+        l->dns = nsr_dns_free(l->dns);
+        l->direct = nsr_direct_free(l->direct);
+        m->s_direct = nsr_evloop_del(m->s_direct);
+        l->direct_sock = safe_close(l->direct_sock);
+        if (l->listener >= 0)
+                nsr_direct_sent_fail(&l->direct_sent, l->listener);
+}
+
+static bool helper_waits(const launch *l) {
+        return l->helper_lazy && !l->helper && !l->helper_failed;
+}
+
+static void helper_wake(mon *m) {
+        launch *l = m->l;
+        wake_sources_del(m);
+        if (!helper_waits(l))
+                return;
+        nsr_error e = { 0 };
+#ifdef NSR_TEST_HOOKS
+        /* A fork that fails: the tests show nobody waits for ever. */
+        if (getenv("NSRUN_TEST_HELPER_FORK_FAILS")) {
+                helper_unavailable(m);
+                return;
+        }
+#endif
+        if (launch_start_helper(l, &e) < 0)
+                helper_unavailable(m);
+}
+
+static void on_wake(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        (void) s;
+        (void) fd;
+        (void) ev;
+        helper_wake(data);
+}
+
+static void watch_wake_fds(mon *m, const int *fds, size_t n) {
+        for (size_t i = 0; i < n && helper_waits(m->l); i++)
+                if (m->n_wake < WAKE_MAX &&
+                    nsr_evloop_add(m->loop, fds[i], EPOLLIN, on_wake, m, &m->s_wake[m->n_wake]) >= 0)
+                        m->n_wake++;
+                else /* a socket it cannot watch: the helper now, rather than never */
+                        helper_wake(m);
+}
+
+/* Each control socket is taken out of the loop before the take closes it
+ * (a closed fd's registration outlives it while another process holds
+ * the socket), and put back when its message is not there yet. */
+static void on_relay_ctl(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        mon *m = data;
+        int fds[WAKE_MAX];
+        (void) s;
+        (void) ev;
+        m->s_relay_ctl = nsr_evloop_del(m->s_relay_ctl);
+        if (!nsr_relay_take_listeners(m->l->relay)) {
+                if (nsr_evloop_add(m->loop, fd, EPOLLIN, on_relay_ctl, m, &m->s_relay_ctl) < 0)
+                        helper_wake(m);
+                return;
+        }
+        watch_wake_fds(m, fds, nsr_relay_wake_fds(m->l->relay, fds, WAKE_MAX));
+}
+
+static void on_dns_ctl(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        mon *m = data;
+        int fds[2];
+        (void) s;
+        (void) ev;
+        m->s_dns_ctl = nsr_evloop_del(m->s_dns_ctl);
+        if (!nsr_dns_take_sockets(m->l->dns)) {
+                if (nsr_evloop_add(m->loop, fd, EPOLLIN, on_dns_ctl, m, &m->s_dns_ctl) < 0)
+                        helper_wake(m);
+                return;
+        }
+        watch_wake_fds(m, fds, nsr_dns_wake_fds(m->l->dns, fds, 2));
+}
+
+static int wake_sources(mon *m) {
+        launch *l = m->l;
+        if (!l->helper_lazy)
+                return 0;
+        int r = 0;
+        if (nsr_relay_control_fd(l->relay) >= 0)
+                r = nsr_evloop_add(m->loop, nsr_relay_control_fd(l->relay), EPOLLIN, on_relay_ctl, m, &m->s_relay_ctl);
+        if (r >= 0 && l->dns && nsr_dns_control_fd(l->dns) >= 0)
+                r = nsr_evloop_add(m->loop, nsr_dns_control_fd(l->dns), EPOLLIN, on_dns_ctl, m, &m->s_dns_ctl);
+        return r;
+}
+
+/* The command has ended: a connection or query it left waiting still
+ * gets the helper, and so its record. */
+static void helper_wake_pending(mon *m) {
+        launch *l = m->l;
+        wake_sources_del(m); /* before the takes below close the control sockets */
+        if (!helper_waits(l))
+                return;
+        int fds[WAKE_MAX];
+        size_t n = 0;
+        if (nsr_relay_take_listeners(l->relay))
+                n += nsr_relay_wake_fds(l->relay, fds, WAKE_MAX);
+        if (l->dns && nsr_dns_take_sockets(l->dns))
+                n += nsr_dns_wake_fds(l->dns, fds + n, WAKE_MAX - n);
+        struct pollfd p[WAKE_MAX];
+        for (size_t i = 0; i < n; i++)
+                p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+        if (n && poll(p, n, 0) > 0)
+                helper_wake(m);
+}
+
 static void on_listener(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
         mon *m = data;
         launch *l = m->l;
         (void) s;
         nsr_refused *rf = l->extra ? l->extra->refused : NULL;
-        if ((ev & EPOLLIN) && l->notify_connect)
-                (void) nsr_direct_handle(rf && rf->prog && !l->notify_alone ? rf : NULL, fd, l->direct_sock,
-                                         &l->direct_sent);
-        else if (ev & EPOLLIN)
+        if ((ev & EPOLLIN) && l->notify_connect) {
+                if (nsr_direct_handle(rf && rf->prog && !l->notify_alone ? rf : NULL, fd, l->direct_sock,
+                                      &l->direct_sent) > 0)
+                        helper_wake(m); /* the connect waits in its socket for it */
+        } else if (ev & EPOLLIN)
                 (void) nsr_refused_handle(rf, fd);
         else if (ev & (EPOLLHUP | EPOLLERR)) {
                 /* every task of the filter is gone */
@@ -222,9 +364,12 @@ static void command_done(launch *l, pid_t child, bool child_gone, int status, ns
          * signal stops it now (--die-with-parent is about the sandbox). */
         (void) prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
 
-        if (l->helper) {
+        if (l->helper)
                 nsr_egress_helper_finish(l->helper, &ret->net);
+        /* A helper never forked: no connection, no query, nothing to record. */
+        if (l->helper || l->helper_lazy) {
                 ret->net_on = true;
+                ret->net.helper_died |= l->helper_failed;
                 ret->net.direct_on = ret->direct_on;
                 ret->net.direct_unavailable = l->direct_unavailable;
                 /* The listener never came (EBUSY: one above took the place). */
@@ -314,6 +459,8 @@ static int monitor_sources(mon *m, nsr_error *err) {
                 r = nsr_evloop_add(m->loop, l->notify_sock[0], EPOLLIN, on_notify_sock, m, &m->s_notify);
         if (r >= 0 && l->direct_sock >= 0)
                 r = nsr_evloop_add(m->loop, l->direct_sock, EPOLLIN, on_direct_sock, m, &m->s_direct);
+        if (r >= 0)
+                r = wake_sources(m);
         if (r >= 0 && ses && ses->attach)
                 r = ses->attach(m->loop, ses->data);
         if (r < 0)
@@ -380,6 +527,7 @@ static int monitor_run(mon *m, nsr_error *err) {
                 *err = m->child_err;
                 return -(m->child_err.code ? m->child_err.code : EIO);
         }
+        helper_wake_pending(m);
         command_done(l, m->child, m->child_gone, m->status, m->res);
         return 0;
 }
