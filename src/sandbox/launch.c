@@ -541,8 +541,6 @@ static pid_t clone_shared_vm(launch *l, unsigned long flags) {
 
 /* The process that parses the sandbox's network bytes (egresshelper.h). */
 int launch_start_helper(launch *l, nsr_error *err) {
-        nsr_relay_parent_started(l->relay);
-        nsr_dns_parent_started(l->dns);
         int r = nsr_egress_helper_start(l->relay, l->dns, l->direct, &l->helper, err);
         /* The helper has its copy; the monitor keeps only its end. */
         l->direct = nsr_direct_free(l->direct);
@@ -584,10 +582,16 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         l->gate_pipe[0] = safe_close(l->gate_pipe[0]);
         l->slot_pipe[0] = safe_close(l->slot_pipe[0]);
         l->pid_pipe[1] = safe_close(l->pid_pipe[1]);
-        /* The egress helper's fork waits until the child has its ids and
-         * goes on (below), unless --userns2 would put it in that namespace. */
+        /* The egress helper is forked when the sandbox first uses the
+         * network (below), or now, before --userns2 would put it in that
+         * namespace. The child's ends of the relay's and the answerer's
+         * control sockets close first. */
         pid_t cloned = child;
         bool helper_early = l->relay && p->userns2_fd != -1;
+        if (l->relay) {
+                nsr_relay_parent_started(l->relay);
+                nsr_dns_parent_started(l->dns);
+        }
         if (helper_early && (r = launch_start_helper(l, err)) < 0)
                 return r;
         res->direct_unavailable = l->direct_unavailable;
@@ -667,12 +671,9 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
          * for it in the backlog, the socket's queue or the listener. A
          * run that never does costs no helper: forked beside the child it
          * took 0.2 ms of the run (its fork, its set-up on a CPU the child
-         * wanted, its log at the end). The child's ends close now. */
-        if (l->relay && !helper_early) {
-                nsr_relay_parent_started(l->relay);
-                nsr_dns_parent_started(l->dns);
+         * wanted, its log at the end). */
+        if (l->relay && !helper_early)
                 l->helper_lazy = true;
-        }
         /* Opened now, never inherited by the egress helper for longer
          * than its first steps (it closes every fd it does not serve
          * with): no process but the monitor (and whoever it hands it to)

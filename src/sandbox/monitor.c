@@ -188,35 +188,32 @@ static void watch_wake_fds(mon *m, const int *fds, size_t n) {
                         helper_wake(m);
 }
 
-/* Each control socket is taken out of the loop before the take closes it
- * (a closed fd's registration outlives it while another process holds
- * the socket), and put back when its message is not there yet. */
-static void on_relay_ctl(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
-        mon *m = data;
-        int fds[WAKE_MAX];
-        (void) s;
-        (void) ev;
-        m->s_relay_ctl = nsr_evloop_del(m->s_relay_ctl);
-        if (!nsr_relay_take_listeners(m->l->relay)) {
-                if (nsr_evloop_add(m->loop, fd, EPOLLIN, on_relay_ctl, m, &m->s_relay_ctl) < 0)
-                        helper_wake(m);
-                return;
-        }
-        watch_wake_fds(m, fds, nsr_relay_wake_fds(m->l->relay, fds, WAKE_MAX));
+/* The sockets of the relay (relay) or of the answerer, taken from their
+ * control socket if they came: how many went into fds, or -1 when they
+ * have not come yet. */
+static ssize_t take_wake_fds(launch *l, bool relay, int *fds, size_t max) {
+        if (!(relay ? nsr_relay_take_listeners(l->relay) : nsr_dns_take_sockets(l->dns)))
+                return -1;
+        return (ssize_t) (relay ? nsr_relay_wake_fds(l->relay, fds, max) : nsr_dns_wake_fds(l->dns, fds, max));
 }
 
-static void on_dns_ctl(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+/* A control socket is taken out of the loop before the take closes it (a
+ * closed fd's registration outlives it while another process holds the
+ * socket), and put back when its message is not there yet. */
+static void on_ctl(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
         mon *m = data;
-        int fds[2];
+        launch *l = m->l;
         (void) s;
         (void) ev;
-        m->s_dns_ctl = nsr_evloop_del(m->s_dns_ctl);
-        if (!nsr_dns_take_sockets(m->l->dns)) {
-                if (nsr_evloop_add(m->loop, fd, EPOLLIN, on_dns_ctl, m, &m->s_dns_ctl) < 0)
-                        helper_wake(m);
-                return;
-        }
-        watch_wake_fds(m, fds, nsr_dns_wake_fds(m->l->dns, fds, 2));
+        bool relay = fd == nsr_relay_control_fd(l->relay);
+        nsr_evsrc **src = relay ? &m->s_relay_ctl : &m->s_dns_ctl;
+        *src = nsr_evloop_del(*src);
+        int fds[WAKE_MAX];
+        ssize_t n = take_wake_fds(l, relay, fds, WAKE_MAX);
+        if (n >= 0)
+                watch_wake_fds(m, fds, (size_t) n);
+        else if (nsr_evloop_add(m->loop, fd, EPOLLIN, on_ctl, m, src) < 0)
+                helper_wake(m);
 }
 
 static int wake_sources(mon *m) {
@@ -225,9 +222,9 @@ static int wake_sources(mon *m) {
                 return 0;
         int r = 0;
         if (nsr_relay_control_fd(l->relay) >= 0)
-                r = nsr_evloop_add(m->loop, nsr_relay_control_fd(l->relay), EPOLLIN, on_relay_ctl, m, &m->s_relay_ctl);
+                r = nsr_evloop_add(m->loop, nsr_relay_control_fd(l->relay), EPOLLIN, on_ctl, m, &m->s_relay_ctl);
         if (r >= 0 && l->dns && nsr_dns_control_fd(l->dns) >= 0)
-                r = nsr_evloop_add(m->loop, nsr_dns_control_fd(l->dns), EPOLLIN, on_dns_ctl, m, &m->s_dns_ctl);
+                r = nsr_evloop_add(m->loop, nsr_dns_control_fd(l->dns), EPOLLIN, on_ctl, m, &m->s_dns_ctl);
         return r;
 }
 
@@ -240,10 +237,10 @@ static void helper_wake_pending(mon *m) {
                 return;
         int fds[WAKE_MAX];
         size_t n = 0;
-        if (nsr_relay_take_listeners(l->relay))
-                n += nsr_relay_wake_fds(l->relay, fds, WAKE_MAX);
-        if (l->dns && nsr_dns_take_sockets(l->dns))
-                n += nsr_dns_wake_fds(l->dns, fds + n, WAKE_MAX - n);
+        ssize_t k = take_wake_fds(l, true, fds, WAKE_MAX);
+        n += k > 0 ? (size_t) k : 0;
+        k = l->dns ? take_wake_fds(l, false, fds + n, WAKE_MAX - n) : -1;
+        n += k > 0 ? (size_t) k : 0;
         struct pollfd p[WAKE_MAX];
         for (size_t i = 0; i < n; i++)
                 p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };

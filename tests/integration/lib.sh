@@ -77,13 +77,14 @@ scratch() {
 # A home of the test's own at $1/home and a data dir at $1/data that holds
 # a copy of the stage's profiles and policies, ours to edit (the stage may
 # be read-only: a dist build); HOME and NSRUN_DATADIR name them, and no
-# XDG variable leads elsewhere.
+# XDG variable leads elsewhere. H and data name them too.
 own_home_and_data() {
 	mkdir -p "$1/home" "$1/data"
 	cp -r "$NSR_STAGE/profiles" "$NSR_STAGE/seccomp" "$1/data/"
 	chmod -R u+w "$1/data"
 	NSRUN_DATADIR=$1/data; export NSRUN_DATADIR
 	HOME=$1/home; export HOME
+	H=$1/home data=$1/data
 	unset XDG_CONFIG_HOME XDG_DATA_HOME XDG_CACHE_HOME HF_HOME
 }
 

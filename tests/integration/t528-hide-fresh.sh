@@ -8,9 +8,7 @@
 . "$NSR_TESTS/lib.sh"
 d=$(scratch)
 own_home_and_data "$d"
-H=$d/home
 P=$d/p
-data=$d/data
 mkdir -p "$P" "$H/.config" "$H/.cache"
 echo fine > "$H/.config/unrelated"
 echo fine > "$H/.beside"

@@ -10,9 +10,7 @@
 . "$NSR_TESTS/lib.sh"
 d=$(scratch)
 own_home_and_data "$d"
-H=$d/home
 P=$d/p
-data=$d/data
 mkdir -p "$P/many" "$H/.config/gh" "$H/.aws"
 echo leak > "$H/.netrc"
 echo leak > "$H/.config/gh/hosts.yml"
