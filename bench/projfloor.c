@@ -6,6 +6,9 @@
  *
  *   bench-projfloor base DIR                  a full launch's shape
  *   bench-projfloor project DIR BPF HIDE...   the same, plus project mode
+ *   bench-projfloor full DIR                  base, plus what the rest of a
+ *                                             bwrap-compatible full launch
+ *                                             must do (below)
  *
  * base: clone into new user, mount, pid, net, ipc, uts and cgroup
  * namespaces; the id maps; a private tree, "/" bound read-only on a fresh
@@ -33,6 +36,15 @@
  *                     into the run's trash; a detached process that
  *                     removes the trash and makes the next spare.
  *
+ * full adds to base what "--unshare-all --dev /dev --proc /proc
+ * --die-with-parent --new-session" needs beyond it, as bwrap does it: the
+ * loopback brought up (one netlink message); /dev as a tmpfs with the six
+ * host nodes bound onto files in it, the stdio, fd and core symlinks, the
+ * shm and pts dirs, a devpts instance (which needs uid 0 mapped, hence
+ * the map to 0 and then a second user namespace that maps the caller's
+ * ids back) and its ptmx link; the parent-death signal in pid 1 and in the
+ * command. bench/check runs it beside nsrun's full launch, as information.
+ *
  * PROJFLOOR_SHOW="shell code" runs that instead of /bin/true, to check
  * what the sandbox holds (bench/README.md shows such a check).
  *
@@ -47,6 +59,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
@@ -57,6 +72,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -72,9 +88,11 @@ struct ll_ruleset_attr {
 #define ROOT "/tmp/root"
 
 static const char *dir, *bpf_path;
+static uid_t outer_uid;
+static gid_t outer_gid;
 static char **hide;
 static int n_hide;
-static bool project;
+static bool project, full;
 static char run_name[32];
 
 static void die(const char *what) {
@@ -168,6 +186,65 @@ static void project_mounts(const char *run) {
         mnt("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "mode=0755");
 }
 
+/* full: lo up, by one RTM_NEWLINK and its ack. */
+static void loopback_up(void) {
+        struct {
+                struct nlmsghdr nh;
+                struct ifinfomsg ifi;
+        } req = { .nh = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_NEWLINK,
+                          .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK, .nlmsg_seq = 1 },
+                  .ifi = { .ifi_family = AF_UNSPEC, .ifi_index = 1, .ifi_flags = IFF_UP, .ifi_change = IFF_UP } };
+        char ack[256];
+        int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+        if (fd < 0 || send(fd, &req, sizeof(req), 0) != (ssize_t) sizeof(req) || recv(fd, ack, sizeof(ack), 0) <= 0)
+                die("loopback");
+        struct nlmsgerr *e = NLMSG_DATA((struct nlmsghdr *) ack);
+        if (e->error) {
+                errno = -e->error;
+                die("loopback");
+        }
+        close(fd);
+}
+
+/* full: --dev /dev. */
+static void dev_mounts(void) {
+        static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+        char p[128], h[64];
+        mnt("tmpfs", ROOT "/dev", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755");
+        for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+                snprintf(p, sizeof(p), ROOT "/dev/%s", nodes[i]);
+                snprintf(h, sizeof(h), "/dev/%s", nodes[i]);
+                int fd = open(p, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444);
+                if (fd < 0)
+                        die(p);
+                close(fd);
+                mnt(h, p, NULL, MS_BIND, NULL);
+        }
+        static const char *const links[][2] = { { "/proc/self/fd/0", "stdin" }, { "/proc/self/fd/1", "stdout" },
+                                                { "/proc/self/fd/2", "stderr" }, { "/proc/self/fd", "fd" },
+                                                { "/proc/kcore", "core" },       { "pts/ptmx", "ptmx" } };
+        for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+                snprintf(p, sizeof(p), ROOT "/dev/%s", links[i][1]);
+                if (symlink(links[i][0], p) < 0)
+                        die(p);
+        }
+        if (mkdir(ROOT "/dev/shm", 0755) < 0 || mkdir(ROOT "/dev/pts", 0755) < 0)
+                die("/dev dirs");
+        mnt("devpts", ROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620");
+}
+
+/* full: the caller's ids again, in a second user namespace. */
+static void nest_userns(uid_t uid, gid_t gid) {
+        char map[64];
+        if (unshare(CLONE_NEWUSER) < 0)
+                die("unshare user ns");
+        snprintf(map, sizeof(map), "%d 0 1", (int) uid);
+        put("/proc/self/uid_map", map);
+        put("/proc/self/setgroups", "deny");
+        snprintf(map, sizeof(map), "%d 0 1", (int) gid);
+        put("/proc/self/gid_map", map);
+}
+
 static void confine_command(const struct sock_fprog *prog) {
         if (project) {
                 struct ll_ruleset_attr ra = { .scoped = LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL };
@@ -197,6 +274,8 @@ static int sandbox(void *arg) {
         char c;
         if (read(0, &c, 1) != 1) /* the maps are written */
                 _exit(125);
+        if (full)
+                loopback_up();
         mnt(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
         mnt("tmpfs", "/tmp", "tmpfs", 0, "mode=0755");
         if (mkdir(ROOT, 0755) < 0)
@@ -208,12 +287,21 @@ static int sandbox(void *arg) {
         mnt("proc", ROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
         if (project)
                 project_mounts(run);
+        if (full)
+                dev_mounts();
         if (chdir(ROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
                 die("pivot_root");
+        if (full) {
+                nest_userns(outer_uid, outer_gid);
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+                        die("pdeathsig");
+        }
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 die("no_new_privs");
         pid_t cmd = fork();
         if (cmd == 0) {
+                if (full && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+                        die("pdeathsig");
                 setsid();
                 confine_command(prog);
                 /* To see what the sandbox holds: PROJFLOOR_SHOW="sh code". */
@@ -292,12 +380,16 @@ static void background(int dfd, int mnt_fd) {
 }
 
 int main(int argc, char **argv) {
-        if (argc < 3 || (strcmp(argv[1], "base") != 0 && strcmp(argv[1], "project") != 0) ||
+        if (argc < 3 ||
+            (strcmp(argv[1], "base") != 0 && strcmp(argv[1], "project") != 0 && strcmp(argv[1], "full") != 0) ||
             (strcmp(argv[1], "project") == 0 && argc < 4)) {
-                fprintf(stderr, "usage: bench-projfloor base DIR | project DIR BPF [HIDE...]\n");
+                fprintf(stderr, "usage: bench-projfloor base DIR | project DIR BPF [HIDE...] | full DIR\n");
                 return 2;
         }
         project = strcmp(argv[1], "project") == 0;
+        full = strcmp(argv[1], "full") == 0;
+        outer_uid = getuid();
+        outer_gid = getgid();
         dir = argv[2];
         struct sock_fprog prog = { 0 };
         int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
