@@ -116,6 +116,7 @@ typedef struct run_ctx {
         bool state_full;       /* the state dir filled up while the command ran */
         bool kept_failed;      /* kept because the capture or the apply failed (record) */
         bool create_failed;    /* the run dir could not be made: nothing ran */
+        bool trash_pending;    /* record left RUN/trash (or the mounts) for the background */
         nsr_error failure;     /* the report's "error": the first apply failure, or kind NONE */
         nsr_project_outcome o; /* for the caller */
 } run_ctx;

@@ -671,9 +671,9 @@ static void record(run_ctx *c, nsr_outcome run_outcome) {
         int mr = project_write_meta(pj, run_fd, kept_failed ? NSR_OUTCOME_KEPT : run_outcome, &c->run_start,
                                     c->lr.wait_status, true, &me);
         /* What is left of the layers and snapshots goes off the run's path,
-         * and so do the sandbox's mounts (release_mounts). */
-        if (pj->live || trashed || c->lr.mnt_ns >= 0)
-                nsr_state_trash_background(pj->state_dir, pj->run_dir, TAKE_FD(c->lr.mnt_ns));
+         * and so do the sandbox's mounts (release_mounts): in the
+         * background, once the report is written (nsr_project_run). */
+        c->trash_pending = pj->live || trashed || c->lr.mnt_ns >= 0;
         if (mr < 0) {
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(&me, buf, sizeof(buf));
@@ -742,6 +742,13 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
         project_explain(&c, run_outcome);
         project_report(&c, run_outcome);
         nsr_timing_mark_now(t, "report");
+        /* Forked after the run's last write (report.json): begun before
+         * it, the background's removal of RUN/trash ran beside this
+         * process's last steps, in the same run dir, and every page this
+         * process wrote after the fork was copied first (bench/README.md,
+         * "Tenth pass"). */
+        if (c.trash_pending)
+                nsr_state_trash_background(pj->state_dir, pj->run_dir, TAKE_FD(c.lr.mnt_ns));
 
         /* Retention runs in a detached process, never on this run's path. */
         nsr_state_gc_background(pj->state_dir, p->proj.keep_days < 0 ? 7 : p->proj.keep_days,
