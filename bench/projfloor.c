@@ -194,13 +194,14 @@ static void loopback_up(void) {
         } req = { .nh = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_NEWLINK,
                           .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK, .nlmsg_seq = 1 },
                   .ifi = { .ifi_family = AF_UNSPEC, .ifi_index = 1, .ifi_flags = IFF_UP, .ifi_change = IFF_UP } };
-        char ack[256];
+        char ack[256] __attribute__((aligned(NLMSG_ALIGNTO)));
         int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
         if (fd < 0 || send(fd, &req, sizeof(req), 0) != (ssize_t) sizeof(req) || recv(fd, ack, sizeof(ack), 0) <= 0)
                 die("loopback");
-        struct nlmsgerr *e = NLMSG_DATA((struct nlmsghdr *) ack);
-        if (e->error) {
-                errno = -e->error;
+        struct nlmsghdr *h = (struct nlmsghdr *) ack;
+        struct nlmsgerr *e = NLMSG_DATA(h);
+        if (h->nlmsg_type != NLMSG_ERROR || e->error) {
+                errno = h->nlmsg_type == NLMSG_ERROR ? -e->error : EPROTO;
                 die("loopback");
         }
         close(fd);

@@ -22,6 +22,7 @@
 #include "sandbox/netns.h"
 #include "sandbox/reaper.h"
 #include "sandbox/rootfs.h"
+#include "seccomp/compile.h"
 #include "seccomp/refused.h"
 
 /* The packed ops of the plan's slots (take_slots): hide.list and --hide
@@ -130,18 +131,15 @@ static int load_seccomp(const launch *l, bool listener, nsr_error *err) {
         for (size_t i = 0; i < l->n_progs; i++) {
                 if (i == 0 && listener && !l->notify_alone && load_listener(l))
                         continue;
-                struct sock_fprog prog = {
-                        .len = (unsigned short) (l->progs[i].len / 8),
-                        .filter = (struct sock_filter *) l->progs[i].data,
-                };
-                if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
-                        if (errno == EINVAL)
+                int r = nsr_seccomp_load(l->progs[i].data, l->progs[i].len);
+                if (r < 0) {
+                        if (r == -EINVAL)
                                 return nsr_error_setx(
                                         err, EINVAL,
                                         "Unable to set up system call filtering as requested: "
                                         "prctl(PR_SET_SECCOMP) reported EINVAL. (Hint: this requires a kernel "
                                         "configured with CONFIG_SECCOMP and CONFIG_SECCOMP_FILTER.)");
-                        return nsr_error_set(err, errno, "prctl(PR_SET_SECCOMP)");
+                        return nsr_error_set(err, -r, "prctl(PR_SET_SECCOMP)");
                 }
         }
         return 0;

@@ -5,8 +5,6 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +25,7 @@
 #include "sandbox/egresshelper.h"
 #include "sandbox/killtree.h"
 #include "sandbox/reaper.h"
+#include "seccomp/compile.h"
 #include "seccomp/refused.h"
 
 extern char **environ;
@@ -201,12 +200,9 @@ static int load_bpf(const nsr_confine_opts *o, listener *ls, nsr_error *err) {
                                 continue;
                         }
                 }
-                struct sock_fprog prog = {
-                        .len = (unsigned short) (o->bpf[i].len / 8),
-                        .filter = (struct sock_filter *) o->bpf[i].data,
-                };
-                if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-                        return nsr_error_set(err, errno, "prctl(PR_SET_SECCOMP)");
+                int r = nsr_seccomp_load(o->bpf[i].data, o->bpf[i].len);
+                if (r < 0)
+                        return nsr_error_set(err, -r, "prctl(PR_SET_SECCOMP)");
         }
         return 0;
 }

@@ -6,7 +6,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <netdb.h>
@@ -244,11 +243,8 @@ int nsr_egress_helper_prog(char **ret, size_t *ret_len, nsr_error *err) {
 
 /* After no_new_privs. */
 static int confine_seccomp(const char *data, size_t len, nsr_error *err) {
-        struct sock_fprog prog = { .len = (unsigned short) (len / sizeof(struct sock_filter)),
-                                   .filter = (struct sock_filter *) data };
-        if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
-                return nsr_error_set(err, errno, "egress helper: loading its seccomp filter");
-        return 0;
+        int r = nsr_seccomp_load(data, len);
+        return r < 0 ? nsr_error_set(err, -r, "egress helper: loading its seccomp filter") : 0;
 }
 
 /* What the helper serves. Its services reach each other through here:

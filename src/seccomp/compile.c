@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/filter.h>
@@ -19,6 +20,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -569,6 +571,12 @@ static int new_ctx(compiler *c, scmp_filter_ctx *ret) {
 /* Writes the libseccomp program somewhere readable. memfd first; a pipe if
  * memfd_create is blocked (nsrun inside another sandbox). The pipe is
  * non-blocking so that an oversized program fails instead of hanging. */
+int nsr_seccomp_load(const char *data, size_t len) {
+        struct sock_fprog prog = { .len = (unsigned short) (len / sizeof(struct sock_filter)),
+                                   .filter = (struct sock_filter *) data };
+        return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0 ? -errno : 0;
+}
+
 int nsr_seccomp_export(void *ctx, char **ret, size_t *ret_len, nsr_error *err) {
         _cleanup_close_ int fd = memfd_create("nsrun-seccomp", MFD_CLOEXEC);
         int k;

@@ -40,6 +40,10 @@ int nsr_seccomp_compile(const nsr_policy *p, char **ret_data, size_t *ret_len, n
 /* Exports a libseccomp filter (a scmp_filter_ctx) as a BPF program. */
 int nsr_seccomp_export(void *ctx, char **ret_data, size_t *ret_len, nsr_error *err);
 
+/* Loads a BPF program (struct sock_filter array, len in bytes) on the
+ * calling thread, under no_new_privs (or CAP_SYS_ADMIN). -errno. */
+int nsr_seccomp_load(const char *data, size_t len);
+
 /* The compile cache: $XDG_CACHE_HOME/nsrun/seccomp, else
  * $HOME/.cache/nsrun/seccomp. Both functions are best effort and never
  * fail the caller: a lookup that finds nothing usable returns -ENOENT, a

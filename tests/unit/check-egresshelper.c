@@ -8,8 +8,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -198,9 +196,7 @@ static void confined(const char *data, size_t len) {
         pid_t pid = fork();
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
-                struct sock_fprog prog = { .len = (unsigned short) (len / sizeof(struct sock_filter)),
-                                           .filter = (struct sock_filter *) data };
-                if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+                if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || nsr_seccomp_load(data, len) < 0)
                         _exit(10);
                 int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
                 if (fd < 0)
