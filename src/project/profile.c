@@ -749,13 +749,15 @@ char **nsr_profile_env_filter(char *const *env, const char *datadir, nsr_error *
         return kept;
 }
 
-static void add_env(builder *b, nsr_error *err) {
+/* A list that cannot be read stops the run, as hide.list does: without
+ * it every variable it names would reach the command. */
+static int add_env(builder *b, nsr_error *err) {
         const nsr_profile_ctx *c = b->ctx;
         _cleanup_free_ char *file = nsr_asprintf("%s/profiles/env-deny.list", c->datadir);
-        /* A list that cannot be read is reported by the caller through
-         * err; deny.v stays NULL. */
         _cleanup_(list_text_done) list_text deny = { 0 };
-        (void) read_entries(file, &deny, err);
+        int r = read_entries(file, &deny, err);
+        if (r < 0)
+                return r;
         _cleanup_(envpats_freep) envpat *pats = envpats_new(deny.v);
         for (size_t i = 0; c->env && c->env[i]; i++) {
                 const char *eq = strchr(c->env[i], '=');
@@ -768,6 +770,7 @@ static void add_env(builder *b, nsr_error *err) {
                         nsr_plan_add_env(b->p, NSR_ENV_UNSET, name, NULL);
         }
         nsr_plan_add_env(b->p, NSR_ENV_SET, "NSRUN", "1");
+        return 0;
 }
 
 static void protect_git(builder *b, const nsr_profile_project *pr) {
@@ -1107,8 +1110,9 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
                 r = build_workspace(&b, runtime_dir(c, wsbuf, sizeof(wsbuf)), err);
                 if (r < 0)
                         return r;
-                add_env(&b, err);
-                nsr_error_clear(err);
+                r = add_env(&b, err);
+                if (r < 0)
+                        return r;
                 nsr_plan_add_env(p, NSR_ENV_SET, "XDG_RUNTIME_DIR", runtime_dir(c, wsbuf, sizeof(wsbuf)));
                 run_defaults(p, user);
                 nsr_plan_append(p, user);
@@ -1148,8 +1152,9 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
         slot(&b, SLOT_LATE_RO);
         slot(&b, SLOT_OTHERS);
 
-        add_env(&b, err);
-        nsr_error_clear(err);
+        r = add_env(&b, err);
+        if (r < 0)
+                return r;
         nsr_plan_add_env(p, NSR_ENV_SET, "XDG_RUNTIME_DIR", rt);
         run_defaults(p, user);
         later->tmp_size = tmp_budget(user); /* the hidden dirs' share, once they are known */

@@ -108,6 +108,18 @@ big=$(python3 -c 'print("x" * 70000)')
 run env T720_BIG="$big" "$NSRUN" exec $NS "$ID" -- true
 like "$rc:$err" "^125:.*exceed 65536 bytes" "an environment too large for the wire is an error, not cut short"
 
+# A deny list that cannot be read stops a run, one-shot or session,
+# before it starts: nothing it names gets through unchecked.
+dd=$d/data
+mkdir -p "$dd"
+cp -R "$NSR_STAGE/profiles" "$NSR_STAGE/seccomp" "$dd/"
+rm "$dd/profiles/env-deny.list"
+run env MY_TOKEN=x NSRUN_DATADIR="$dd" "$NSRUN" -p "$P" --state-dir "$d/s3" --discard -- sh -c 'echo "ran: ${MY_TOKEN-unset}"'
+like "$rc:$err" "^125:.*env-deny.list" "a one-shot run whose deny list cannot be read does not start"
+is "$out" "" "... and its command never runs"
+run env NSRUN_DATADIR="$dd" "$NSRUN" session start --project "$P" --state-dir "$d/s3"
+like "$rc:$err" "^125:.*env-deny.list" "... nor does a session"
+
 # --timeout: 124 for the step, quickly; the session lives on.
 t0=$(date +%s)
 run "$NSRUN" exec $NS --timeout 1 --report "$d/rt.json" "$ID" -- sleep 30

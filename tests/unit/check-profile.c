@@ -552,8 +552,17 @@ START_TEST(test_fill_fails) {
         ck_assert_msg(strstr(err.msg, "cannot expand"), "%s", err.msg);
         ck_assert_ptr_null(p);
         nsr_plan_free(user);
-        /* no profiles/hide.list in the data dir */
+        /* No profiles/env-deny.list: the build fails, rather than let
+         * every variable it names through. */
         user = later_user("/x", "/");
+        nsr_error_clear(&err);
+        ck_assert_int_eq(nsr_profile_build(user, &ctx, &p, &later, &err), -ENOENT);
+        ck_assert_msg(strstr(err.msg, "env-deny.list"), "%s", err.msg);
+        ck_assert_ptr_null(p);
+        /* no profiles/hide.list in the data dir: the fill fails */
+        _cleanup_free_ char *profiles = nsr_path_join(d, "profiles");
+        ck_assert_int_eq(mkdir(profiles, 0755), 0);
+        write_file(profiles, "env-deny.list", "*TOKEN*\n");
         nsr_error_clear(&err);
         ck_assert_int_eq(nsr_profile_build(user, &ctx, &p, &later, &err), 0);
         char *packed = (char *) 1;
@@ -563,6 +572,9 @@ START_TEST(test_fill_fails) {
         ck_assert(nsr_plan_has_slots(p));
         nsr_plan_free(p);
         nsr_plan_free(user);
+        _cleanup_free_ char *list = nsr_path_join(profiles, "env-deny.list");
+        ck_assert_int_eq(unlink(list), 0);
+        ck_assert_int_eq(rmdir(profiles), 0);
         ck_assert_int_eq(rmdir(d), 0);
 }
 END_TEST
