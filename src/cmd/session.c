@@ -801,26 +801,20 @@ int nsr_cmd_exec(int argc, char **argv) {
         if (!state_dir)
                 return NSR_EXIT_FAILURE;
         nsr_error e = { 0 };
-        /* The caller's environment, through the deny list a one-shot run
-         * uses (the agent adds the run's own edits); --clearenv: none. */
-        _cleanup_strv_free_ char **base = a.clearenv ? NULL : nsr_profile_env_filter(environ, nsr_datadir(), &e);
-        if (!a.clearenv && !base) {
-                nsr_error_prefix(&e, "the environment's deny list");
-                err_print(&e);
-                return NSR_EXIT_FAILURE;
-        }
+        /* The caller's environment as it is (--clearenv: none): the
+         * session's server filters it through the deny list a one-shot
+         * run uses, and the agent adds the run's own edits. */
         nsr_session_exec x = { .argv = a.rest,
                                .set = a.set,
                                .unset = a.unset,
                                .cwd = (char *) a.cwd,
-                               .base = base,
+                               .base = a.clearenv ? NULL : environ,
                                .has_base = true,
                                .clear = a.clearenv,
                                .rlimits = a.rlimits };
         _cleanup_free_ char *payload = NULL;
         size_t len = 0;
         int er = nsr_session_exec_encode(&x, &payload, &len, &e);
-        x.base = NULL; /* base's own cleanup frees it */
         if (er < 0) {
                 err_print(&e);
                 return NSR_EXIT_FAILURE;

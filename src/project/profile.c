@@ -731,21 +731,51 @@ static const char *runtime_dir(const nsr_profile_ctx *c, char *buf, size_t len) 
         return buf;
 }
 
-char **nsr_profile_env_filter(char *const *env, const char *datadir, nsr_error *err) {
+struct nsr_env_filter {
+        list_text deny; /* pats point into its arena */
+        envpat *pats;
+};
+
+nsr_env_filter *nsr_env_filter_new(const char *datadir, nsr_error *err) {
         _cleanup_free_ char *file = nsr_asprintf("%s/profiles/env-deny.list", datadir);
-        _cleanup_(list_text_done) list_text deny = { 0 };
-        if (read_entries(file, &deny, err) < 0)
-                return NULL;
-        _cleanup_(envpats_freep) envpat *pats = envpats_new(deny.v);
-        char **kept = nsr_malloc0(sizeof(char *));
-        for (size_t i = 0; env && env[i]; i++) {
-                const char *eq = strchr(env[i], '=');
-                if (!eq || eq == env[i])
-                        continue;
-                _cleanup_free_ char *name = nsr_strndup(env[i], (size_t) (eq - env[i]));
-                if (!envpats_deny(pats, name) && !nsr_profile_env_value_secret(eq + 1))
-                        nsr_strv_extend(&kept, env[i]);
+        nsr_env_filter *f = nsr_malloc0(sizeof(*f));
+        if (read_entries(file, &f->deny, err) < 0)
+                return nsr_env_filter_free(f);
+        f->pats = envpats_new(f->deny.v);
+        return f;
+}
+
+nsr_env_filter *nsr_env_filter_free(nsr_env_filter *f) {
+        if (f) {
+                f->pats = envpats_free(f->pats);
+                list_text_done(&f->deny);
+                free(f);
         }
+        return NULL;
+}
+
+bool nsr_env_filter_keeps(const nsr_env_filter *f, const char *entry) {
+        const char *eq = strchr(entry, '=');
+        if (!eq || eq == entry)
+                return false;
+        size_t n = (size_t) (eq - entry);
+        char buf[256];
+        _cleanup_free_ char *heap = n < sizeof(buf) ? NULL : nsr_strndup(entry, n);
+        if (!heap) {
+                memcpy(buf, entry, n);
+                buf[n] = '\0';
+        }
+        return !envpats_deny(f->pats, heap ?: buf) && !nsr_profile_env_value_secret(eq + 1);
+}
+
+char **nsr_profile_env_filter(char *const *env, const char *datadir, nsr_error *err) {
+        _cleanup_(nsr_env_filter_freep) nsr_env_filter *f = nsr_env_filter_new(datadir, err);
+        if (!f)
+                return NULL;
+        char **kept = nsr_malloc0(sizeof(char *));
+        for (size_t i = 0; env && env[i]; i++)
+                if (nsr_env_filter_keeps(f, env[i]))
+                        nsr_strv_extend(&kept, env[i]);
         return kept;
 }
 

@@ -88,6 +88,16 @@ bool nsr_profile_env_value_secret(const char *value);
  * URL with credentials. NULL with err set when the list cannot be read:
  * nothing passes unchecked. */
 char **nsr_profile_env_filter(char *const *env, const char *datadir, nsr_error *err);
+/* The same filter, read and compiled once, for a process that filters
+ * many environments (a session's server filters each step's). NULL with
+ * err set when the list cannot be read. */
+typedef struct nsr_env_filter nsr_env_filter;
+nsr_env_filter *nsr_env_filter_new(const char *datadir, nsr_error *err);
+nsr_env_filter *nsr_env_filter_free(nsr_env_filter *f);
+DEFINE_CLEANUP_FUNC(nsr_env_filter *, nsr_env_filter_free)
+/* Whether one NAME=VALUE entry passes; one with no '=' or an empty name
+ * does not. */
+bool nsr_env_filter_keeps(const nsr_env_filter *f, const char *entry);
 /* Reads a profile list file: one entry per line, '#' comments, blank lines
  * skipped, surrounding blanks trimmed. */
 int nsr_profile_read_list(const char *path, char ***ret, nsr_error *err);

@@ -21,6 +21,7 @@
 #include "base/dirent.h"
 #include "cli/plan.h"
 #include "project/orphan.h"
+#include "project/profile.h"
 #include "project/sesscommit.h"
 #include "project/session.h"
 #include "sandbox/launch.h"
@@ -82,6 +83,7 @@ typedef struct session {
         char *notes; /* the run's notes for stderr, sent with "ok" */
         int stop_fd; /* the client that asked to stop, for the outcome */
         char *buf;
+        nsr_env_filter *env_filter; /* the deny list, for each step's environment */
         nsr_launch_session hooks;
         pid_t pid1; /* the sandbox's pid 1 */
 } session;
@@ -344,9 +346,23 @@ static size_t count_fds(const int fds[3]) {
         return n;
 }
 
+static bool keep_env(void *data, const char *entry) {
+        return nsr_env_filter_keeps(data, entry);
+}
+
 static void on_exec(session *s, client *c, const nsr_session_hdr *h, const int fds[3]) {
         if (s->stopping || c->id || s->agent[0] < 0) {
                 const char *why = c->id ? "one exec per connection" : "the session is stopping";
+                to_client(s, c, NSR_SMSG_ERROR, 0, 0, why, strlen(why), NULL, 0);
+                return;
+        }
+        /* The caller's environment through the deny list here, on the
+         * host: the client sends its own as it is (it no longer reads the
+         * list for each step), and nothing the list names reaches the
+         * agent, whatever the client did. */
+        ssize_t len = nsr_session_exec_filter_env(s->buf, h->len, keep_env, s->env_filter);
+        if (len < 0) {
+                const char *why = "malformed exec request";
                 to_client(s, c, NSR_SMSG_ERROR, 0, 0, why, strlen(why), NULL, 0);
                 return;
         }
@@ -355,7 +371,7 @@ static void on_exec(session *s, client *c, const nsr_session_hdr *h, const int f
         c->running = true;
         c->tty = h->flags & NSR_SMSG_TTY_ALL;
         arm_idle(s);
-        if (to_agent(s, NSR_SMSG_EXEC, c->id, h->value, h->flags & NSR_SMSG_TTY_ALL, s->buf, h->len, fds,
+        if (to_agent(s, NSR_SMSG_EXEC, c->id, h->value, h->flags & NSR_SMSG_TTY_ALL, s->buf, (size_t) len, fds,
                      count_fds(fds)) < 0) {
                 const char *why = "the session's sandbox is gone";
                 step_end(s, c->id);
@@ -580,6 +596,7 @@ static void session_done(session *s) {
         free(s->dir);
         free(s->buf);
         free(s->notes);
+        nsr_env_filter_free(s->env_filter);
 }
 
 static int make_dir(session *s, nsr_error *err) {
@@ -606,7 +623,12 @@ int nsr_session_serve(nsr_project *pj, const nsr_session_opts *o, nsr_error *err
                       .stop_fd = -1 };
         s.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         s.buf = nsr_malloc0(NSR_SESSION_PAYLOAD_MAX + 1);
-        int r = make_dir(&s, err);
+        /* Read once: a step's environment is filtered with the list the
+         * session started with. */
+        s.env_filter = nsr_env_filter_new(nsr_datadir(), err);
+        if (!s.env_filter)
+                nsr_error_prefix(err, "the environment's deny list");
+        int r = s.env_filter ? make_dir(&s, err) : -(err->code ? err->code : EIO);
         if (r >= 0 && ((s.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0 ||
                        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s.agent) < 0 ||
                        fcntl(s.agent[0], F_SETFL, O_NONBLOCK) < 0))

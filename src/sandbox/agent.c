@@ -197,6 +197,22 @@ int nsr_session_exec_decode(const char *buf, size_t len, nsr_session_exec *ret, 
         return 0;
 }
 
+ssize_t nsr_session_exec_filter_env(char *buf, size_t len, bool (*keep)(void *data, const char *entry), void *data) {
+        size_t out = 0;
+        for (size_t off = 0; off < len;) {
+                const char *end = memchr(buf + off, '\0', len - off);
+                if (!end || end == buf + off)
+                        return -EBADMSG;
+                size_t n = (size_t) (end - buf) + 1 - off;
+                if (buf[off] != 'E' || keep(data, buf + off + 1)) {
+                        memmove(buf + out, buf + off, n);
+                        out += n;
+                }
+                off += n;
+        }
+        return (ssize_t) out;
+}
+
 static bool env_is(const char *entry, const char *name, size_t nl) {
         return strncmp(entry, name, nl) == 0 && entry[nl] == '=';
 }

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/error.h"
 #include "base/msgq.h"
@@ -110,6 +111,13 @@ void nsr_session_exec_done(nsr_session_exec *x);
 /* To and from the payload: tagged NUL-terminated strings. Pure. */
 int nsr_session_exec_encode(const nsr_session_exec *x, char **ret, size_t *ret_len, nsr_error *err);
 int nsr_session_exec_decode(const char *buf, size_t len, nsr_session_exec *ret, nsr_error *err);
+/* The request's caller environment (its base entries) through keep, in
+ * place: an entry keep refuses is dropped, every other byte stays as it
+ * was. The session's server runs each request through the deny list
+ * this way, so that what the list names never reaches the sandbox, from
+ * any client. The new length, or -EBADMSG for a payload decode would
+ * refuse for its shape. Pure. */
+ssize_t nsr_session_exec_filter_env(char *buf, size_t len, bool (*keep)(void *data, const char *entry), void *data);
 /* The command's environment: base (nothing with clear) with the
  * request's edits, and PWD (not with clear). Pure. */
 char **nsr_session_exec_env(char *const *base, const nsr_session_exec *x, const char *cwd);

@@ -108,11 +108,21 @@ big=$(python3 -c 'print("x" * 70000)')
 run env T720_BIG="$big" "$NSRUN" exec $NS "$ID" -- true
 like "$rc:$err" "^125:.*exceed 65536 bytes" "an environment too large for the wire is an error, not cut short"
 
-# A deny list that cannot be read stops a run, one-shot or session,
+# The session's server filters each step's environment with the list it
+# read when the session started (the exec client sends its own as it
+# is), and a list that cannot be read stops a run, one-shot or session,
 # before it starts: nothing it names gets through unchecked.
 dd=$d/data
 mkdir -p "$dd"
 cp -R "$NSR_STAGE/profiles" "$NSR_STAGE/seccomp" "$dd/"
+echo 'T720_CUSTOM*' >> "$dd/profiles/env-deny.list"
+run env NSRUN_DATADIR="$dd" "$NSRUN" session start --project "$P" --state-dir "$d/s2" --json
+is "$rc" 0 "a session starts with the deny list of its data dir"
+ID2=$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' 2>/dev/null)
+run env T720_CUSTOM_X=1 T720_PLAIN=plain "$NSRUN" exec --state-dir "$d/s2" "$ID2" -- sh -c 'echo "${T720_CUSTOM_X-unset}:${T720_PLAIN-unset}"'
+is "$rc:$out" "0:unset:plain" "a step's environment goes through the session's list, not the exec client's"
+run "$NSRUN" session stop --state-dir "$d/s2" --discard "$ID2"
+is "$rc" 0 "... and that session stops"
 rm "$dd/profiles/env-deny.list"
 run env MY_TOKEN=x NSRUN_DATADIR="$dd" "$NSRUN" -p "$P" --state-dir "$d/s3" --discard -- sh -c 'echo "ran: ${MY_TOKEN-unset}"'
 like "$rc:$err" "^125:.*env-deny.list" "a one-shot run whose deny list cannot be read does not start"

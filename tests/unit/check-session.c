@@ -126,6 +126,50 @@ START_TEST(test_exec_base_env) {
 }
 END_TEST
 
+/* The server's pass over a request: what the deny list names goes, every
+ * other byte stays, the rest of the request included; a request decode
+ * refuses for its shape is refused here too. Then the agent decodes it. */
+static bool keep_no_secret(void *data, const char *entry) {
+        (*(int *) data)++;
+        return strncmp(entry, "SECRET", 6) != 0;
+}
+
+START_TEST(test_exec_filter_env) {
+        char *argv[] = { (char *) "env", (char *) "SECRET=arg", NULL };
+        char *base[] = { (char *) "SECRET_A=1", (char *) "PATH=/bin", (char *) "SECRET_B=2", (char *) "X=", NULL };
+        char *set[] = { (char *) "SECRET_SET=kept", NULL };
+        nsr_session_exec x = { .argv = argv, .base = base, .has_base = true, .set = set, .cwd = (char *) "/w" };
+        nsr_error e = { 0 };
+        char *buf = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(nsr_session_exec_encode(&x, &buf, &len, &e), 0);
+        int asked = 0;
+        ssize_t n = nsr_session_exec_filter_env(buf, len, keep_no_secret, &asked);
+        ck_assert_int_eq(asked, 4); /* the base entries only */
+        ck_assert_int_eq(n, (ssize_t) (len - strlen("ESECRET_A=1") - 1 - strlen("ESECRET_B=2") - 1));
+        nsr_session_exec y = { 0 };
+        ck_assert_int_eq(nsr_session_exec_decode(buf, (size_t) n, &y, &e), 0);
+        ck_assert_uint_eq(nsr_strv_length(y.base), 2);
+        ck_assert_str_eq(y.base[0], "PATH=/bin");
+        ck_assert_str_eq(y.base[1], "X=");
+        /* --env and the command's own words are the caller's to give. */
+        ck_assert_str_eq(y.argv[1], "SECRET=arg");
+        ck_assert_str_eq(y.set[0], "SECRET_SET=kept");
+        ck_assert_str_eq(y.cwd, "/w");
+        ck_assert(y.has_base && !y.clear);
+        nsr_session_exec_done(&y);
+        free(buf);
+        /* Not terminated, or an empty entry: refused, nothing asked. */
+        char bad1[] = "aenv\0ESECRET=1";
+        ck_assert_int_eq(nsr_session_exec_filter_env(bad1, sizeof(bad1) - 1, keep_no_secret, &asked), -EBADMSG);
+        char bad2[] = "aenv\0\0EA=1";
+        ck_assert_int_eq(nsr_session_exec_filter_env(bad2, sizeof(bad2), keep_no_secret, &asked), -EBADMSG);
+        ck_assert_int_eq(asked, 4);
+        /* Nothing to keep: an empty request stays empty. */
+        ck_assert_int_eq(nsr_session_exec_filter_env(bad1, 0, keep_no_secret, &asked), 0);
+}
+END_TEST
+
 START_TEST(test_refused_wire) {
         nsr_refused rf = { .events_fd = -1, .active = true };
         nsr_refused_count(&rf, AUDIT_ARCH_X86_64, 165, EPERM, "python3");
@@ -560,6 +604,7 @@ static Suite *session_suite(void) {
         tcase_add_test(tc, test_exec_malformed);
         tcase_add_test(tc, test_env);
         tcase_add_test(tc, test_exec_base_env);
+        tcase_add_test(tc, test_exec_filter_env);
         tcase_add_test(tc, test_refused_wire);
         tcase_add_test(tc, test_duration);
         tcase_add_test(tc, test_framing);
