@@ -83,115 +83,138 @@ int nsr_session_recv(int fd, nsr_session_hdr *ret, char *buf, int fds[3]) {
 /* ---- exec requests ----------------------------------------------------- */
 
 void nsr_session_exec_done(nsr_session_exec *x) {
-        nsr_strv_free(x->argv);
-        nsr_strv_free(x->set);
-        nsr_strv_free(x->unset);
-        nsr_strv_free(x->base);
-        nsr_strv_free(x->rlimits);
-        free(x->cwd);
+        char **v[] = { x->argv, x->set, x->unset, x->base, x->rlimits };
+        for (size_t i = 0; i < ELEMENTSOF(v); i++)
+                if (x->arena)
+                        free(v[i]); /* its strings are the arena's */
+                else
+                        nsr_strv_free(v[i]);
+        if (!x->arena)
+                free(x->cwd);
+        free(x->arena);
         *x = (nsr_session_exec){ 0 };
 }
 
-static void put(char **buf, size_t *len, char tag, const char *s) {
+/* One tagged string at buf + *len (sized by the caller), or only its
+ * size with buf NULL. */
+static void put(char *buf, size_t *len, char tag, const char *s) {
         size_t l = strlen(s);
-        *buf = realloc(*buf, *len + l + 2);
-        if (!*buf)
-                abort();
-        (*buf)[(*len)++] = tag;
-        memcpy(*buf + *len, s, l + 1);
-        *len += l + 1;
+        if (buf) {
+                buf[*len] = tag;
+                memcpy(buf + *len + 1, s, l + 1);
+        }
+        *len += l + 2;
+}
+
+/* The request's strings, counted (buf NULL) or written: one pass of
+ * each over the same order, so that the buffer is made once. */
+static size_t put_all(const nsr_session_exec *x, char *buf) {
+        size_t len = 0;
+        for (char **a = x->argv; *a; a++)
+                put(buf, &len, 'a', *a);
+        if (x->clear)
+                put(buf, &len, 'C', "-");
+        else if (x->has_base)
+                put(buf, &len, 'B', "-");
+        for (char **a = x->base; !x->clear && a && *a; a++)
+                put(buf, &len, 'E', *a);
+        for (char **a = x->rlimits; a && *a; a++)
+                put(buf, &len, 'r', *a);
+        for (char **a = x->set; a && *a; a++)
+                put(buf, &len, 'e', *a);
+        for (char **a = x->unset; a && *a; a++)
+                put(buf, &len, 'u', *a);
+        if (x->cwd)
+                put(buf, &len, 'c', x->cwd);
+        return len;
 }
 
 int nsr_session_exec_encode(const nsr_session_exec *x, char **ret, size_t *ret_len, nsr_error *err) {
         if (!x->argv || !x->argv[0])
                 return nsr_error_setx(err, EINVAL, "no command");
-        char *buf = NULL;
-        size_t len = 0;
-        for (char **a = x->argv; *a; a++)
-                put(&buf, &len, 'a', *a);
-        if (x->clear)
-                put(&buf, &len, 'C', "-");
-        else if (x->has_base)
-                put(&buf, &len, 'B', "-");
-        for (char **a = x->base; !x->clear && a && *a; a++)
-                put(&buf, &len, 'E', *a);
-        for (char **a = x->rlimits; a && *a; a++)
-                put(&buf, &len, 'r', *a);
-        for (char **a = x->set; a && *a; a++)
-                put(&buf, &len, 'e', *a);
-        for (char **a = x->unset; a && *a; a++)
-                put(&buf, &len, 'u', *a);
-        if (x->cwd)
-                put(&buf, &len, 'c', x->cwd);
-        if (len > NSR_SESSION_PAYLOAD_MAX) {
-                free(buf);
+        size_t len = put_all(x, NULL);
+        if (len > NSR_SESSION_PAYLOAD_MAX)
                 return nsr_error_setx(err, E2BIG,
                                       "the command, its environment and cwd exceed %u bytes "
                                       "(--clearenv with the --env the command needs passes less)",
                                       NSR_SESSION_PAYLOAD_MAX);
-        }
+        char *buf = nsr_malloc(len + 1);
+        *ret_len = put_all(x, buf);
         *ret = buf;
-        *ret_len = len;
         return 0;
 }
 
-int nsr_session_exec_decode(const char *buf, size_t len, nsr_session_exec *ret, nsr_error *err) {
-        nsr_session_exec x = { .argv = nsr_malloc0(sizeof(char *)) };
-        size_t off = 0;
-        while (off < len) {
-                const char *end = memchr(buf + off, '\0', len - off);
-                if (!end || end == buf + off) {
-                        nsr_session_exec_done(&x);
-                        return nsr_error_setx(err, EBADMSG, "malformed exec request");
-                }
-                char tag = buf[off];
-                const char *s = buf + off + 1;
-                off = (size_t) (end - buf) + 1;
-                switch (tag) {
-                case 'a':
-                        nsr_strv_extend(&x.argv, s);
-                        break;
-                case 'e':
-                        if (!strchr(s, '=') || s[0] == '=') {
-                                nsr_session_exec_done(&x);
-                                return nsr_error_setx(err, EINVAL, "--env wants NAME=VALUE");
-                        }
-                        nsr_strv_extend(&x.set, s);
-                        break;
-                case 'u':
-                        if (!*s || strchr(s, '=')) {
-                                nsr_session_exec_done(&x);
-                                return nsr_error_setx(err, EINVAL, "--unset-env wants a NAME");
-                        }
-                        nsr_strv_extend(&x.unset, s);
-                        break;
-                case 'B':
-                case 'C':
-                        x.has_base = true;
-                        x.clear = x.clear || tag == 'C';
-                        break;
-                case 'E':
-                        if (!strchr(s, '=') || s[0] == '=') {
-                                nsr_session_exec_done(&x);
-                                return nsr_error_setx(err, EINVAL, "malformed environment");
-                        }
-                        nsr_strv_extend(&x.base, s);
-                        break;
-                case 'r':
-                        nsr_strv_extend(&x.rlimits, s);
-                        break;
-                case 'c':
-                        free(x.cwd);
-                        x.cwd = nsr_strdup(s);
-                        break;
-                default:
-                        nsr_session_exec_done(&x);
-                        return nsr_error_setx(err, EBADMSG, "malformed exec request");
-                }
+/* The vectors of a request, in the order of their tags in "aeuEr"; -1:
+ * a tag with no vector. */
+static int vec_index(char tag) {
+        const char *p = tag ? strchr("aeuEr", tag) : NULL;
+        return p ? (int) (p - "aeuEr") : -1;
+}
+
+static char ***vec_of(nsr_session_exec *x, int k) {
+        char ***v[] = { &x->argv, &x->set, &x->unset, &x->base, &x->rlimits };
+        return v[k];
+}
+
+/* The checks of one tagged string; NULL when it may stand. */
+static const char *decode_refusal(char tag, const char *s) {
+        switch (tag) {
+        case 'a':
+        case 'r':
+        case 'c':
+        case 'B':
+        case 'C':
+                return NULL;
+        case 'e':
+                return !strchr(s, '=') || s[0] == '=' ? "--env wants NAME=VALUE" : NULL;
+        case 'u':
+                return !*s || strchr(s, '=') ? "--unset-env wants a NAME" : NULL;
+        case 'E':
+                return !strchr(s, '=') || s[0] == '=' ? "malformed environment" : NULL;
+        default:
+                return "malformed exec request";
         }
-        if (!x.argv[0]) {
-                nsr_session_exec_done(&x);
+}
+
+/* Two passes over the payload: the first checks every string and counts
+ * them, the second points the vectors, made once at their size, into
+ * one copy of the payload (the arena). An agent decodes a request for
+ * each step, and a string of its own for each variable was most of its
+ * time before the command's clone. */
+int nsr_session_exec_decode(const char *buf, size_t len, nsr_session_exec *ret, nsr_error *err) {
+        size_t n[5] = { 0 };
+        for (size_t off = 0; off < len;) {
+                const char *end = memchr(buf + off, '\0', len - off);
+                if (!end || end == buf + off)
+                        return nsr_error_setx(err, EBADMSG, "malformed exec request");
+                const char *why = decode_refusal(buf[off], buf + off + 1);
+                if (why)
+                        return nsr_error_setx(err, streq(why, "malformed exec request") ? EBADMSG : EINVAL, "%s", why);
+                int k = vec_index(buf[off]);
+                if (k >= 0)
+                        n[k]++;
+                off = (size_t) (end - buf) + 1;
+        }
+        if (n[0] == 0)
                 return nsr_error_setx(err, EINVAL, "no command");
+        nsr_session_exec x = { .arena = nsr_malloc(len) };
+        memcpy(x.arena, buf, len);
+        for (int k = 0; k < (int) ELEMENTSOF(n); k++)
+                if (n[k])
+                        *vec_of(&x, k) = nsr_malloc0((n[k] + 1) * sizeof(char *));
+        memset(n, 0, sizeof(n));
+        for (size_t off = 0; off < len;) {
+                char tag = x.arena[off], *str = x.arena + off + 1;
+                off += strlen(x.arena + off) + 1;
+                int k = vec_index(tag);
+                if (k >= 0)
+                        (*vec_of(&x, k))[n[k]++] = str;
+                else if (tag == 'c')
+                        x.cwd = str; /* the last one, as before */
+                else {
+                        x.has_base = true; /* 'B' or 'C' */
+                        x.clear = x.clear || tag == 'C';
+                }
         }
         *ret = x;
         return 0;
@@ -230,9 +253,16 @@ static void env_drop(char **v, const char *name, size_t nl) {
 
 char **nsr_session_exec_env(char *const *base, const nsr_session_exec *x, const char *cwd) {
         char *const none[] = { NULL };
-        char **v = nsr_strv_copy(x->clear ? none : base);
-        if (x->clear)
-                cwd = NULL;
+        return nsr_session_exec_env_take(nsr_strv_copy(x->clear ? none : base), x, cwd);
+}
+
+char **nsr_session_exec_env_take(char **v, const nsr_session_exec *x, const char *cwd) {
+        if (x->clear || !v) {
+                nsr_strv_free(v);
+                v = nsr_malloc0(sizeof(char *));
+                if (x->clear)
+                        cwd = NULL;
+        }
         for (char **u = x->unset; u && *u; u++)
                 env_drop(v, *u, strlen(*u));
         for (char **s = x->set; s && *s; s++) {
@@ -385,9 +415,10 @@ static pid_t spawn(nsr_session_agent *a, nsr_session_exec *x, const int fds[3], 
          * run's own edits, as a one-shot run's does; without it, the
          * session's. */
         char *const none[] = { NULL };
-        _cleanup_strv_free_ char **own =
-                x->has_base && !x->clear ? a->step_env(a->data, x->base ? x->base : none) : NULL;
-        char **env = nsr_session_exec_env(own ? own : a->env, x, x->cwd ? x->cwd : here);
+        const char *pwd = x->cwd ? x->cwd : here;
+        char **env = x->has_base && !x->clear
+                             ? nsr_session_exec_env_take(a->step_env(a->data, x->base ? x->base : none), x, pwd)
+                             : nsr_session_exec_env(a->env, x, pwd);
         if (x->rlimits) {
                 nsr_runctl rc;
                 int r = step_rlimits(x, &rc, e);

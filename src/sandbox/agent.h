@@ -105,6 +105,7 @@ typedef struct nsr_session_exec {
         bool has_base;  /* base replaces the session's environment */
         bool clear;     /* --clearenv: no base, no PWD, only set */
         char **rlimits; /* --rlimit NAME=SOFT[:HARD], as given */
+        char *arena;    /* decode's: every string above is in it */
 } nsr_session_exec;
 
 void nsr_session_exec_done(nsr_session_exec *x);
@@ -121,6 +122,9 @@ ssize_t nsr_session_exec_filter_env(char *buf, size_t len, bool (*keep)(void *da
 /* The command's environment: base (nothing with clear) with the
  * request's edits, and PWD (not with clear). Pure. */
 char **nsr_session_exec_env(char *const *base, const nsr_session_exec *x, const char *cwd);
+/* The same on base itself, which it takes (an owned vector, as the
+ * run's edits give it): no copy of each variable on the way. */
+char **nsr_session_exec_env_take(char **base, const nsr_session_exec *x, const char *cwd);
 
 /* The agent, inside the sandbox (launch.c starts it). */
 typedef struct nsr_session_agent {

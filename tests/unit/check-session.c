@@ -170,6 +170,34 @@ START_TEST(test_exec_filter_env) {
 }
 END_TEST
 
+/* One copy of the request holds every string: a later cwd wins, and the
+ * vectors a request does not use stay NULL. */
+START_TEST(test_exec_decode_arena) {
+        static const char req[] = "aecho\0ahi\0c/a\0c/b\0rnofile=8\0";
+        nsr_error e = { 0 };
+        nsr_session_exec y = { 0 };
+        ck_assert_int_eq(nsr_session_exec_decode(req, sizeof(req) - 1, &y, &e), 0);
+        ck_assert_ptr_nonnull(y.arena);
+        ck_assert_uint_eq(nsr_strv_length(y.argv), 2);
+        ck_assert_str_eq(y.argv[1], "hi");
+        ck_assert_str_eq(y.cwd, "/b");
+        ck_assert_str_eq(y.rlimits[0], "nofile=8");
+        ck_assert_ptr_null(y.set);
+        ck_assert_ptr_null(y.unset);
+        ck_assert_ptr_null(y.base);
+        ck_assert(!y.has_base);
+        nsr_session_exec_done(&y);
+        ck_assert_ptr_null(y.arena);
+        /* The first bad string decides the message. */
+        ck_assert_int_eq(nsr_session_exec_decode("ush=1\0ebad\0", 11, &y, &e), -EINVAL);
+        ck_assert_str_eq(e.msg, "--unset-env wants a NAME");
+        ck_assert_int_eq(nsr_session_exec_decode("ebad\0ush=1\0", 11, &y, &e), -EINVAL);
+        ck_assert_str_eq(e.msg, "--env wants NAME=VALUE");
+        ck_assert_int_eq(nsr_session_exec_decode("ea=1\0", 5, &y, &e), -EINVAL);
+        ck_assert_str_eq(e.msg, "no command");
+}
+END_TEST
+
 START_TEST(test_refused_wire) {
         nsr_refused rf = { .events_fd = -1, .active = true };
         nsr_refused_count(&rf, AUDIT_ARCH_X86_64, 165, EPERM, "python3");
@@ -605,6 +633,7 @@ static Suite *session_suite(void) {
         tcase_add_test(tc, test_env);
         tcase_add_test(tc, test_exec_base_env);
         tcase_add_test(tc, test_exec_filter_env);
+        tcase_add_test(tc, test_exec_decode_arena);
         tcase_add_test(tc, test_refused_wire);
         tcase_add_test(tc, test_duration);
         tcase_add_test(tc, test_framing);
