@@ -622,11 +622,11 @@ static bool wire_safe(const char *s) {
         return !strpbrk(s, "\t\n");
 }
 
-char *nsr_session_refused_encode(const nsr_refused *rf, size_t max, size_t *ret_len) {
-        uint64_t dropped = rf->dropped;
+char *nsr_session_refused_encode(const nsr_refused *rf, bool recorded, size_t max, size_t *ret_len) {
+        uint64_t dropped = rf ? rf->dropped : 0;
         _cleanup_free_ char *body = NULL;
         size_t len = 0;
-        for (size_t i = 0; i < rf->n_entries; i++) {
+        for (size_t i = 0; rf && i < rf->n_entries; i++) {
                 const nsr_refused_entry *e = &rf->entries[i];
                 _cleanup_free_ char *line =
                         nsr_asprintf("%d\t%" PRIu64 "\t%s\t%s\n", e->errnum, e->count,
@@ -639,7 +639,7 @@ char *nsr_session_refused_encode(const nsr_refused *rf, size_t max, size_t *ret_
                 nsr_strappendf(&body, "%s", line);
                 len += l;
         }
-        char *s = nsr_asprintf("%d %" PRIu64 "\n%s", rf->active ? 1 : 0, dropped, body ? body : "");
+        char *s = nsr_asprintf("%d %" PRIu64 "\n%s", recorded ? 1 : 0, dropped, body ? body : "");
         *ret_len = strlen(s);
         return s;
 }

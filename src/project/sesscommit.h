@@ -81,6 +81,8 @@ int nsr_session_report(const nsr_session_changes *before, const nsr_session_chan
 /* A step's refused record on the wire (the monitor's EXIT to the exec
  * client, flag NSR_SMSG_REFUSED): "recorded dropped" then one line per
  * entry, "errno TAB count TAB name TAB comm". At most max bytes: entries
- * that do not fit are counted in dropped. Decode is strict. */
-char *nsr_session_refused_encode(const nsr_refused *rf, size_t max, size_t *ret_len);
+ * that do not fit are counted in dropped. rf NULL: nothing refused;
+ * recorded says whether the run records refused calls at all (rf's
+ * own active is not read). Decode is strict. */
+char *nsr_session_refused_encode(const nsr_refused *rf, bool recorded, size_t max, size_t *ret_len);
 int nsr_session_refused_decode(const char *buf, size_t len, nsr_refused *ret);

@@ -206,15 +206,13 @@ static void send_exit(session *s, client *c, const nsr_session_hdr *h) {
                 return;
         }
         const step *t = step_of(s, h->id);
-        nsr_refused none = { .events_fd = -1 };
-        const nsr_refused *rf = t && t->refused ? t->refused : &none;
-        none.active = s->refused_recorded;
+        /* A record is 32 KiB: read where it is, never copied or zeroed
+         * on the way to each step's EXIT. */
+        const nsr_refused *rf = t ? t->refused : NULL;
         size_t len = 0;
         _cleanup_free_ char *text = NULL;
-        if (s->refused_recorded || rf != &none) {
-                nsr_refused copy = *rf;
-                copy.active = s->refused_recorded;
-                text = nsr_session_refused_encode(&copy, NSR_SESSION_PAYLOAD_MAX, &len);
+        if (s->refused_recorded || rf) {
+                text = nsr_session_refused_encode(rf, s->refused_recorded, NSR_SESSION_PAYLOAD_MAX, &len);
                 flags |= NSR_SMSG_REFUSED;
         }
         to_client(s, c, NSR_SMSG_EXIT, h->value, flags, text, len, NULL, 0);

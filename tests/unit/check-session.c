@@ -204,7 +204,7 @@ START_TEST(test_refused_wire) {
         nsr_refused_count(&rf, AUDIT_ARCH_X86_64, 165, EPERM, "python3");
         nsr_refused_count(&rf, AUDIT_ARCH_X86_64, 250, ENOSYS, "a\tb\nc");
         size_t len = 0;
-        char *buf = nsr_session_refused_encode(&rf, NSR_SESSION_PAYLOAD_MAX, &len);
+        char *buf = nsr_session_refused_encode(&rf, true, NSR_SESSION_PAYLOAD_MAX, &len);
         nsr_refused *back = nsr_malloc0(sizeof(*back));
         ck_assert_int_eq(nsr_session_refused_decode(buf, len, back), 0);
         ck_assert(back->active);
@@ -215,8 +215,17 @@ START_TEST(test_refused_wire) {
         ck_assert_str_eq(back->entries[0].comm, "python3");
         ck_assert(!strpbrk(back->entries[1].comm, "\t\n"));
         free(buf);
+        /* Nothing refused, in a run that records: "1 0", no lines; one
+         * that does not record says so. */
+        buf = nsr_session_refused_encode(NULL, true, NSR_SESSION_PAYLOAD_MAX, &len);
+        ck_assert_str_eq(buf, "1 0\n");
+        ck_assert_uint_eq(len, 4);
+        free(buf);
+        buf = nsr_session_refused_encode(NULL, false, NSR_SESSION_PAYLOAD_MAX, &len);
+        ck_assert_str_eq(buf, "0 0\n");
+        free(buf);
         /* Too small a budget: what does not fit is counted, not cut. */
-        buf = nsr_session_refused_encode(&rf, 80, &len);
+        buf = nsr_session_refused_encode(&rf, true, 80, &len);
         ck_assert_int_eq(nsr_session_refused_decode(buf, len, back), 0);
         ck_assert_uint_eq(back->n_entries + back->dropped, 3);
         free(buf);
