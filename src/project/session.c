@@ -717,16 +717,31 @@ int nsr_session_connect(const char *state_dir, const char *id, nsr_error *err) {
         if (!nsr_run_id_is_valid(id))
                 return nsr_error_setx(err, EINVAL, "%s is not a session id", id);
         _cleanup_free_ char *dir = nsr_session_dir(state_dir, id);
-        _cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd < 0)
-                return nsr_error_set(err, errno == ENOENT ? ENOENT : errno, "no session %s", id);
+        _cleanup_free_ char *ctl = nsr_path_join(dir, "ctl");
         _cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return nsr_error_set(err, errno, "socket");
+        /* The socket by its path when that fits in sun_path, else through
+         * an fd of its dir: /proc/self/fd/N of a new process is a lookup
+         * procfs makes inodes for, each time. Whoever serves it must be
+         * us (SO_PEERCRED below), wherever the path leads. */
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/ctl", dfd);
-        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                return nsr_error_set(err, errno == ENOENT ? ECONNREFUSED : errno, "session %s is not running", id);
+        _cleanup_close_ int dfd = -1;
+        if (strlen(ctl) < sizeof(sa.sun_path))
+                memcpy(sa.sun_path, ctl, strlen(ctl) + 1);
+        else {
+                dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (dfd < 0)
+                        return nsr_error_set(err, errno == ENOENT ? ENOENT : errno, "no session %s", id);
+                snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/ctl", dfd);
+        }
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                int e = errno;
+                struct stat st;
+                if (e == ENOENT && stat(dir, &st) < 0)
+                        return nsr_error_set(err, errno == ENOENT ? ENOENT : errno, "no session %s", id);
+                return nsr_error_set(err, e == ENOENT ? ECONNREFUSED : e, "session %s is not running", id);
+        }
         struct ucred cr;
         socklen_t cl = sizeof(cr);
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || cr.uid != getuid())

@@ -345,6 +345,26 @@ like "$out" "^\+killed$" "... with the changes made before the kill"
 check "... and its session dir is gone" test ! -e "$S/sessions/$KID"
 run "$NSRUN" commit $NS "$KID"
 is "$rc:$(cat "$P/kfile" 2>/dev/null)" "0:killed" "... which commits like any kept run"
+# ---- the socket's path ---------------------------------------------------------------
+# A client connects by the socket's path when it fits in sun_path, and
+# through an fd of the session's dir when it does not; either way a
+# session with no dir and one with no daemon are told apart.
+L=$d/$(printf 'l%.0s' $(seq 90))/state
+run "$NSRUN" session start --project "$P" --state-dir "$L" --json
+LID=$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' 2>/dev/null)
+is "$rc" 0 "a session starts in a state dir whose socket path is longer than sun_path"
+check "... (its socket path is longer than 108 bytes)" [ "$(printf '%s' "$L/sessions/$LID/ctl" | wc -c)" -gt 108 ]
+run "$NSRUN" exec --state-dir "$L" "${LID:-none}" -- echo long
+is "$rc:$out" "0:long" "... and exec reaches it"
+run "$NSRUN" session stop --state-dir "$L" --discard "${LID:-none}"
+is "$rc" 0 "... and it stops"
+NOID=20990101T000000.000Z-abcdef
+run "$NSRUN" exec $NS "$NOID" -- true
+like "$rc:$err" "^125:.*no session $NOID" "exec of an id with no session dir: no session"
+mkdir "$S/sessions/$NOID"
+run "$NSRUN" exec $NS "$NOID" -- true
+like "$rc:$err" "^125:.*session $NOID is not running" "exec of a session dir with no daemon: not running"
+rmdir "$S/sessions/$NOID"
 # ---- the daemon's parent exits late --------------------------------------------------
 # On a loaded machine the daemon may get far before the middle process of
 # its double fork exits (a test hook makes that middle wait until the
