@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -221,7 +222,9 @@ static size_t take_suspend(nsr_stepio *io, size_t n) {
 /* The caller's stdin, to the pipe or the pty. */
 static void pass_in(nsr_stepio *io, const struct pollfd *q) {
         if (q->fd == 0) {
-                ssize_t n = read(0, io->inbuf, sizeof(io->inbuf));
+                if (!io->inbuf)
+                        io->inbuf = nsr_malloc(NSR_STEPIO_BUF);
+                ssize_t n = read(0, io->inbuf, NSR_STEPIO_BUF);
                 if (n > 0 && (io->tty_flags & NSR_SMSG_TTY_IN))
                         n = (ssize_t) take_suspend(io, (size_t) n);
                 if (n > 0) {
@@ -290,6 +293,8 @@ void nsr_stepio_finish(nsr_stepio *io) {
         for (int k = 0; k < 2; k++)
                 io->out_r[k] = safe_close(io->out_r[k]);
         stdin_done(io);
+        free(io->inbuf);
+        io->inbuf = NULL;
         nsr_stepio_sent(io);
         restore(io);
 }

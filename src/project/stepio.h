@@ -37,7 +37,10 @@ typedef struct nsr_stepio {
         bool raw;             /* the caller's terminal (fd 0) is in raw mode */
         bool have_saved;      /* saved holds its mode */
         struct termios saved; /* its mode before */
-        char inbuf[NSR_STEPIO_BUF];
+        /* Made at the first read of fd 0: a step with no stdin to relay
+         * (most of them) never touches its pages, and the struct stays
+         * small enough to be set up without a 16 KiB memset. */
+        char *inbuf;           /* NSR_STEPIO_BUF bytes */
         size_t in_len, in_off; /* read from fd 0, not yet passed on */
 } nsr_stepio;
 
