@@ -84,6 +84,7 @@ typedef struct session {
         int stop_fd; /* the client that asked to stop, for the outcome */
         char *buf;
         nsr_env_filter *env_filter; /* the deny list, for each step's environment */
+        nsr_env_memo env_memo;      /* the last step's, through it */
         nsr_launch_session hooks;
         pid_t pid1; /* the sandbox's pid 1 */
 } session;
@@ -358,7 +359,7 @@ static void on_exec(session *s, client *c, const nsr_session_hdr *h, const int f
          * host: the client sends its own as it is (it no longer reads the
          * list for each step), and nothing the list names reaches the
          * agent, whatever the client did. */
-        ssize_t len = nsr_session_exec_filter_env(s->buf, h->len, keep_env, s->env_filter);
+        ssize_t len = nsr_session_exec_filter_env(s->buf, h->len, keep_env, s->env_filter, &s->env_memo);
         if (len < 0) {
                 const char *why = "malformed exec request";
                 to_client(s, c, NSR_SMSG_ERROR, 0, 0, why, strlen(why), NULL, 0);
@@ -595,6 +596,7 @@ static void session_done(session *s) {
         free(s->buf);
         free(s->notes);
         nsr_env_filter_free(s->env_filter);
+        nsr_env_memo_done(&s->env_memo);
 }
 
 static int make_dir(session *s, nsr_error *err) {

@@ -220,20 +220,77 @@ int nsr_session_exec_decode(const char *buf, size_t len, nsr_session_exec *ret, 
         return 0;
 }
 
-ssize_t nsr_session_exec_filter_env(char *buf, size_t len, bool (*keep)(void *data, const char *entry), void *data) {
+static char *memdup(const char *p, size_t n) {
+        char *c = nsr_malloc(n + 1);
+        memcpy(c, p, n);
+        return c;
+}
+
+/* Where a request's base entries are (encode writes them in one run):
+ * [*ret_start, *ret_end), empty when there are none, and *ret_one_run
+ * false when they come in more than one run. false for a payload decode
+ * would refuse for its shape. */
+static bool base_span(const char *buf, size_t len, size_t *ret_start, size_t *ret_end, bool *ret_one_run) {
+        size_t start = len, end = len;
+        bool one_run = true;
+        for (size_t off = 0; off < len;) {
+                const char *z = memchr(buf + off, '\0', len - off);
+                if (!z || z == buf + off)
+                        return false;
+                size_t next = (size_t) (z - buf) + 1;
+                if (buf[off] == 'E') {
+                        if (start == len)
+                                start = off;
+                        else if (end != off)
+                                one_run = false;
+                        end = next;
+                }
+                off = next;
+        }
+        *ret_start = start == len ? 0 : start;
+        *ret_end = start == len ? 0 : end;
+        *ret_one_run = one_run;
+        return true;
+}
+
+ssize_t nsr_session_exec_filter_env(char *buf, size_t len, bool (*keep)(void *data, const char *entry), void *data,
+                                    nsr_env_memo *memo) {
+        size_t start, end;
+        bool one_run;
+        if (!base_span(buf, len, &start, &end, &one_run))
+                return -EBADMSG;
+        size_t span = end - start;
+        /* The same caller's environment as the last request's: the same
+         * entries go (keep depends on nothing else). */
+        if (memo && one_run && span && memo->in && memo->in_len == span && memcmp(memo->in, buf + start, span) == 0) {
+                memmove(buf + start + memo->out_len, buf + end, len - end);
+                memcpy(buf + start, memo->out, memo->out_len);
+                return (ssize_t) (len - span + memo->out_len);
+        }
+        _cleanup_free_ char *in = memo && one_run && span ? memdup(buf + start, span) : NULL;
         size_t out = 0;
         for (size_t off = 0; off < len;) {
-                const char *end = memchr(buf + off, '\0', len - off);
-                if (!end || end == buf + off)
-                        return -EBADMSG;
-                size_t n = (size_t) (end - buf) + 1 - off;
+                size_t n = strlen(buf + off) + 1;
                 if (buf[off] != 'E' || keep(data, buf + off + 1)) {
                         memmove(buf + out, buf + off, n);
                         out += n;
                 }
                 off += n;
         }
+        if (in) {
+                size_t kept = span - (len - out);
+                nsr_env_memo_done(memo);
+                *memo = (nsr_env_memo){
+                        .in = TAKE_PTR(in), .in_len = span, .out = memdup(buf + start, kept), .out_len = kept
+                };
+        }
         return (ssize_t) out;
+}
+
+void nsr_env_memo_done(nsr_env_memo *memo) {
+        free(memo->in);
+        free(memo->out);
+        *memo = (nsr_env_memo){ 0 };
 }
 
 static bool env_is(const char *entry, const char *name, size_t nl) {

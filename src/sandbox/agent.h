@@ -112,13 +112,25 @@ void nsr_session_exec_done(nsr_session_exec *x);
 /* To and from the payload: tagged NUL-terminated strings. Pure. */
 int nsr_session_exec_encode(const nsr_session_exec *x, char **ret, size_t *ret_len, nsr_error *err);
 int nsr_session_exec_decode(const char *buf, size_t len, nsr_session_exec *ret, nsr_error *err);
+/* What the last request's base entries were, and what was left of them
+ * (nsr_session_exec_filter_env): a client's environment is the same from
+ * one step to the next, and is then not filtered again. */
+typedef struct nsr_env_memo {
+        char *in, *out;
+        size_t in_len, out_len;
+} nsr_env_memo;
+void nsr_env_memo_done(nsr_env_memo *memo);
+
 /* The request's caller environment (its base entries) through keep, in
  * place: an entry keep refuses is dropped, every other byte stays as it
  * was. The session's server runs each request through the deny list
  * this way, so that what the list names never reaches the sandbox, from
- * any client. The new length, or -EBADMSG for a payload decode would
- * refuse for its shape. Pure. */
-ssize_t nsr_session_exec_filter_env(char *buf, size_t len, bool (*keep)(void *data, const char *entry), void *data);
+ * any client. With memo (NULL: none), base entries byte for byte the
+ * same as the last request's get the last result without a call of keep,
+ * which must then answer the same for the same entry. The new length, or
+ * -EBADMSG for a payload decode would refuse for its shape. Pure. */
+ssize_t nsr_session_exec_filter_env(char *buf, size_t len, bool (*keep)(void *data, const char *entry), void *data,
+                                    nsr_env_memo *memo);
 /* The command's environment: base (nothing with clear) with the
  * request's edits, and PWD (not with clear). Pure. */
 char **nsr_session_exec_env(char *const *base, const nsr_session_exec *x, const char *cwd);

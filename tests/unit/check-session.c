@@ -144,7 +144,7 @@ START_TEST(test_exec_filter_env) {
         size_t len = 0;
         ck_assert_int_eq(nsr_session_exec_encode(&x, &buf, &len, &e), 0);
         int asked = 0;
-        ssize_t n = nsr_session_exec_filter_env(buf, len, keep_no_secret, &asked);
+        ssize_t n = nsr_session_exec_filter_env(buf, len, keep_no_secret, &asked, NULL);
         ck_assert_int_eq(asked, 4); /* the base entries only */
         ck_assert_int_eq(n, (ssize_t) (len - strlen("ESECRET_A=1") - 1 - strlen("ESECRET_B=2") - 1));
         nsr_session_exec y = { 0 };
@@ -161,12 +161,79 @@ START_TEST(test_exec_filter_env) {
         free(buf);
         /* Not terminated, or an empty entry: refused, nothing asked. */
         char bad1[] = "aenv\0ESECRET=1";
-        ck_assert_int_eq(nsr_session_exec_filter_env(bad1, sizeof(bad1) - 1, keep_no_secret, &asked), -EBADMSG);
+        ck_assert_int_eq(nsr_session_exec_filter_env(bad1, sizeof(bad1) - 1, keep_no_secret, &asked, NULL), -EBADMSG);
         char bad2[] = "aenv\0\0EA=1";
-        ck_assert_int_eq(nsr_session_exec_filter_env(bad2, sizeof(bad2), keep_no_secret, &asked), -EBADMSG);
+        ck_assert_int_eq(nsr_session_exec_filter_env(bad2, sizeof(bad2), keep_no_secret, &asked, NULL), -EBADMSG);
         ck_assert_int_eq(asked, 4);
         /* Nothing to keep: an empty request stays empty. */
-        ck_assert_int_eq(nsr_session_exec_filter_env(bad1, 0, keep_no_secret, &asked), 0);
+        ck_assert_int_eq(nsr_session_exec_filter_env(bad1, 0, keep_no_secret, &asked, NULL), 0);
+}
+END_TEST
+
+/* The server's memo: a request whose base entries are the last one's
+ * byte for byte gets the last result without asking keep again, whatever
+ * else it carries; other entries are asked about; base entries in two
+ * runs (no encode makes that) are filtered, never memoized. */
+static ssize_t filter_req(char **argv, char **base, int *asked, nsr_env_memo *memo, nsr_session_exec *ret) {
+        nsr_session_exec x = { .argv = argv, .base = base, .has_base = true };
+        nsr_error e = { 0 };
+        char *buf = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(nsr_session_exec_encode(&x, &buf, &len, &e), 0);
+        ssize_t n = nsr_session_exec_filter_env(buf, len, keep_no_secret, asked, memo);
+        ck_assert_int_ge(n, 0);
+        ck_assert_int_eq(nsr_session_exec_decode(buf, (size_t) n, ret, &e), 0);
+        free(buf);
+        return n;
+}
+
+START_TEST(test_exec_filter_memo) {
+        char *a1[] = { (char *) "true", NULL };
+        char *a2[] = { (char *) "sh", (char *) "-c", (char *) "echo a longer command", NULL };
+        char *b1[] = { (char *) "A=1", (char *) "SECRET=x", (char *) "B=2", NULL };
+        char *b2[] = { (char *) "A=1", (char *) "SECRET=x", (char *) "B=3", NULL };
+        char *b3[] = { (char *) "SECRET=1", (char *) "SECRET=2", NULL };
+        nsr_env_memo memo = { 0 };
+        nsr_session_exec y = { 0 };
+        int asked = 0;
+        filter_req(a1, b1, &asked, &memo, &y);
+        ck_assert_int_eq(asked, 3);
+        ck_assert_uint_eq(nsr_strv_length(y.base), 2);
+        nsr_session_exec_done(&y);
+        /* The same environment, another command: nothing asked, the
+         * same entries kept, the command whole. */
+        filter_req(a2, b1, &asked, &memo, &y);
+        ck_assert_int_eq(asked, 3);
+        ck_assert_uint_eq(nsr_strv_length(y.base), 2);
+        ck_assert_str_eq(y.base[0], "A=1");
+        ck_assert_str_eq(y.base[1], "B=2");
+        ck_assert_str_eq(y.argv[2], "echo a longer command");
+        nsr_session_exec_done(&y);
+        /* One byte different: asked again, and the memo follows. */
+        filter_req(a1, b2, &asked, &memo, &y);
+        ck_assert_int_eq(asked, 6);
+        ck_assert_str_eq(y.base[1], "B=3");
+        nsr_session_exec_done(&y);
+        filter_req(a1, b2, &asked, &memo, &y);
+        ck_assert_int_eq(asked, 6);
+        ck_assert_str_eq(y.base[1], "B=3");
+        nsr_session_exec_done(&y);
+        /* Everything dropped: remembered as nothing. */
+        filter_req(a1, b3, &asked, &memo, &y);
+        filter_req(a2, b3, &asked, &memo, &y);
+        ck_assert_int_eq(asked, 8);
+        ck_assert_ptr_null(y.base);
+        ck_assert_str_eq(y.argv[0], "sh");
+        nsr_session_exec_done(&y);
+        /* Two runs of base entries: each asked about, every time. */
+        char two[] = "atrue\0EA=1\0aarg\0ESECRET=2\0";
+        int n0 = asked;
+        ssize_t n = nsr_session_exec_filter_env(two, sizeof(two) - 1, keep_no_secret, &asked, &memo);
+        ck_assert_int_eq(n, (ssize_t) (sizeof(two) - 1 - strlen("ESECRET=2") - 1));
+        ck_assert_int_eq(asked, n0 + 2);
+        ck_assert_int_eq(memcmp(two, "atrue\0EA=1\0aarg\0", (size_t) n), 0);
+        nsr_env_memo_done(&memo);
+        ck_assert_ptr_null(memo.in);
 }
 END_TEST
 
@@ -642,6 +709,7 @@ static Suite *session_suite(void) {
         tcase_add_test(tc, test_env);
         tcase_add_test(tc, test_exec_base_env);
         tcase_add_test(tc, test_exec_filter_env);
+        tcase_add_test(tc, test_exec_filter_memo);
         tcase_add_test(tc, test_exec_decode_arena);
         tcase_add_test(tc, test_refused_wire);
         tcase_add_test(tc, test_duration);
