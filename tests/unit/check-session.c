@@ -220,6 +220,7 @@ START_TEST(test_exec_filter_memo) {
         nsr_session_exec_done(&y);
         /* Everything dropped: remembered as nothing. */
         filter_req(a1, b3, &asked, &memo, &y);
+        nsr_session_exec_done(&y);
         filter_req(a2, b3, &asked, &memo, &y);
         ck_assert_int_eq(asked, 8);
         ck_assert_ptr_null(y.base);
