@@ -115,6 +115,7 @@ like "$rc:$err" "^125:.*exceed 65536 bytes" "an environment too large for the wi
 dd=$d/data
 mkdir -p "$dd"
 cp -R "$NSR_STAGE/profiles" "$NSR_STAGE/seccomp" "$dd/"
+chmod -R u+w "$dd" # the stage may be read-only (a distcheck tree)
 echo 'T720_CUSTOM*' >> "$dd/profiles/env-deny.list"
 run env NSRUN_DATADIR="$dd" "$NSRUN" session start --project "$P" --state-dir "$d/s2" --json
 is "$rc" 0 "a session starts with the deny list of its data dir"
