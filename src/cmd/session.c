@@ -28,7 +28,6 @@
 #include "cli/subopts.h"
 #include "cmd/cmd.h"
 #include "project/orphan.h"
-#include "project/profile.h"
 #include "project/project.h"
 #include "project/sesscommit.h"
 #include "project/session.h"

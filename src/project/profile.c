@@ -736,13 +736,15 @@ struct nsr_env_filter {
         envpat *pats;
 };
 
-nsr_env_filter *nsr_env_filter_new(const char *datadir, nsr_error *err) {
+int nsr_env_filter_new(const char *datadir, nsr_env_filter **ret, nsr_error *err) {
         _cleanup_free_ char *file = nsr_asprintf("%s/profiles/env-deny.list", datadir);
-        nsr_env_filter *f = nsr_malloc0(sizeof(*f));
-        if (read_entries(file, &f->deny, err) < 0)
-                return nsr_env_filter_free(f);
+        _cleanup_(nsr_env_filter_freep) nsr_env_filter *f = nsr_malloc0(sizeof(*f));
+        int r = read_entries(file, &f->deny, err);
+        if (r < 0)
+                return r;
         f->pats = envpats_new(f->deny.v);
-        return f;
+        *ret = TAKE_PTR(f);
+        return 0;
 }
 
 nsr_env_filter *nsr_env_filter_free(nsr_env_filter *f) {
@@ -768,35 +770,20 @@ bool nsr_env_filter_keeps(const nsr_env_filter *f, const char *entry) {
         return !envpats_deny(f->pats, heap ?: buf) && !nsr_profile_env_value_secret(eq + 1);
 }
 
-char **nsr_profile_env_filter(char *const *env, const char *datadir, nsr_error *err) {
-        _cleanup_(nsr_env_filter_freep) nsr_env_filter *f = nsr_env_filter_new(datadir, err);
-        if (!f)
-                return NULL;
-        char **kept = nsr_malloc0(sizeof(char *));
-        for (size_t i = 0; env && env[i]; i++)
-                if (nsr_env_filter_keeps(f, env[i]))
-                        nsr_strv_extend(&kept, env[i]);
-        return kept;
-}
-
 /* A list that cannot be read stops the run, as hide.list does: without
  * it every variable it names would reach the command. */
 static int add_env(builder *b, nsr_error *err) {
         const nsr_profile_ctx *c = b->ctx;
-        _cleanup_free_ char *file = nsr_asprintf("%s/profiles/env-deny.list", c->datadir);
-        _cleanup_(list_text_done) list_text deny = { 0 };
-        int r = read_entries(file, &deny, err);
+        _cleanup_(nsr_env_filter_freep) nsr_env_filter *f = NULL;
+        int r = nsr_env_filter_new(c->datadir, &f, err);
         if (r < 0)
                 return r;
-        _cleanup_(envpats_freep) envpat *pats = envpats_new(deny.v);
         for (size_t i = 0; c->env && c->env[i]; i++) {
                 const char *eq = strchr(c->env[i], '=');
-                if (!eq)
+                if (!eq || eq == c->env[i])
                         continue;
                 _cleanup_free_ char *name = nsr_strndup(c->env[i], (size_t) (eq - c->env[i]));
-                if (!*name || nsr_strv_contains(b->p->proj.keep_env, name))
-                        continue;
-                if (envpats_deny(pats, name) || nsr_profile_env_value_secret(eq + 1))
+                if (!nsr_strv_contains(b->p->proj.keep_env, name) && !nsr_env_filter_keeps(f, c->env[i]))
                         nsr_plan_add_env(b->p, NSR_ENV_UNSET, name, NULL);
         }
         nsr_plan_add_env(b->p, NSR_ENV_SET, "NSRUN", "1");

@@ -83,16 +83,14 @@ bool nsr_profile_env_denied(const char *name, char *const *patterns);
 /* Whether a variable's value carries a URL with credentials in it
  * ("scheme://user:secret@host"), whatever the variable's name. */
 bool nsr_profile_env_value_secret(const char *value);
-/* What a one-shot run passes of env: every variable but those the deny
- * list (DATADIR/profiles/env-deny.list) names and those whose value is a
- * URL with credentials. NULL with err set when the list cannot be read:
+/* What a one-shot run passes of an environment: every variable but those
+ * the deny list (DATADIR/profiles/env-deny.list) names and those whose
+ * value is a URL with credentials. The list read and compiled once, for
+ * each run's plan and for a session's server, which filters each step's
+ * environment with it. -errno with err set when the list cannot be read:
  * nothing passes unchecked. */
-char **nsr_profile_env_filter(char *const *env, const char *datadir, nsr_error *err);
-/* The same filter, read and compiled once, for a process that filters
- * many environments (a session's server filters each step's). NULL with
- * err set when the list cannot be read. */
 typedef struct nsr_env_filter nsr_env_filter;
-nsr_env_filter *nsr_env_filter_new(const char *datadir, nsr_error *err);
+int nsr_env_filter_new(const char *datadir, nsr_env_filter **ret, nsr_error *err);
 nsr_env_filter *nsr_env_filter_free(nsr_env_filter *f);
 DEFINE_CLEANUP_FUNC(nsr_env_filter *, nsr_env_filter_free)
 /* Whether one NAME=VALUE entry passes; one with no '=' or an empty name

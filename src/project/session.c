@@ -625,10 +625,11 @@ int nsr_session_serve(nsr_project *pj, const nsr_session_opts *o, nsr_error *err
         s.buf = nsr_malloc0(NSR_SESSION_PAYLOAD_MAX + 1);
         /* Read once: a step's environment is filtered with the list the
          * session started with. */
-        s.env_filter = nsr_env_filter_new(nsr_datadir(), err);
-        if (!s.env_filter)
+        int r = nsr_env_filter_new(nsr_datadir(), &s.env_filter, err);
+        if (r < 0)
                 nsr_error_prefix(err, "the environment's deny list");
-        int r = s.env_filter ? make_dir(&s, err) : -(err->code ? err->code : EIO);
+        else
+                r = make_dir(&s, err);
         if (r >= 0 && ((s.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0 ||
                        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s.agent) < 0 ||
                        fcntl(s.agent[0], F_SETFL, O_NONBLOCK) < 0))

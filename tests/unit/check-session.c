@@ -134,21 +134,35 @@ static bool keep_no_secret(void *data, const char *entry) {
         return strncmp(entry, "SECRET", 6) != 0;
 }
 
+/* A request encoded, through the server's pass (keep_no_secret), then
+ * decoded by the agent: the filtered length, the encoded one in
+ * *ret_len. */
+static ssize_t filter_req(const nsr_session_exec *x, int *asked, nsr_env_memo *memo, size_t *ret_len,
+                          nsr_session_exec *ret) {
+        nsr_error e = { 0 };
+        char *buf = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(nsr_session_exec_encode(x, &buf, &len, &e), 0);
+        ssize_t n = nsr_session_exec_filter_env(buf, len, keep_no_secret, asked, memo);
+        ck_assert_int_ge(n, 0);
+        ck_assert_int_eq(nsr_session_exec_decode(buf, (size_t) n, ret, &e), 0);
+        free(buf);
+        if (ret_len)
+                *ret_len = len;
+        return n;
+}
+
 START_TEST(test_exec_filter_env) {
         char *argv[] = { (char *) "env", (char *) "SECRET=arg", NULL };
         char *base[] = { (char *) "SECRET_A=1", (char *) "PATH=/bin", (char *) "SECRET_B=2", (char *) "X=", NULL };
         char *set[] = { (char *) "SECRET_SET=kept", NULL };
         nsr_session_exec x = { .argv = argv, .base = base, .has_base = true, .set = set, .cwd = (char *) "/w" };
-        nsr_error e = { 0 };
-        char *buf = NULL;
         size_t len = 0;
-        ck_assert_int_eq(nsr_session_exec_encode(&x, &buf, &len, &e), 0);
         int asked = 0;
-        ssize_t n = nsr_session_exec_filter_env(buf, len, keep_no_secret, &asked, NULL);
+        nsr_session_exec y = { 0 };
+        ssize_t n = filter_req(&x, &asked, NULL, &len, &y);
         ck_assert_int_eq(asked, 4); /* the base entries only */
         ck_assert_int_eq(n, (ssize_t) (len - strlen("ESECRET_A=1") - 1 - strlen("ESECRET_B=2") - 1));
-        nsr_session_exec y = { 0 };
-        ck_assert_int_eq(nsr_session_exec_decode(buf, (size_t) n, &y, &e), 0);
         ck_assert_uint_eq(nsr_strv_length(y.base), 2);
         ck_assert_str_eq(y.base[0], "PATH=/bin");
         ck_assert_str_eq(y.base[1], "X=");
@@ -158,7 +172,6 @@ START_TEST(test_exec_filter_env) {
         ck_assert_str_eq(y.cwd, "/w");
         ck_assert(y.has_base && !y.clear);
         nsr_session_exec_done(&y);
-        free(buf);
         /* Not terminated, or an empty entry: refused, nothing asked. */
         char bad1[] = "aenv\0ESECRET=1";
         ck_assert_int_eq(nsr_session_exec_filter_env(bad1, sizeof(bad1) - 1, keep_no_secret, &asked, NULL), -EBADMSG);
@@ -174,17 +187,9 @@ END_TEST
  * byte for byte gets the last result without asking keep again, whatever
  * else it carries; other entries are asked about; base entries in two
  * runs (no encode makes that) are filtered, never memoized. */
-static ssize_t filter_req(char **argv, char **base, int *asked, nsr_env_memo *memo, nsr_session_exec *ret) {
+static void filter_memo(char **argv, char **base, int *asked, nsr_env_memo *memo, nsr_session_exec *ret) {
         nsr_session_exec x = { .argv = argv, .base = base, .has_base = true };
-        nsr_error e = { 0 };
-        char *buf = NULL;
-        size_t len = 0;
-        ck_assert_int_eq(nsr_session_exec_encode(&x, &buf, &len, &e), 0);
-        ssize_t n = nsr_session_exec_filter_env(buf, len, keep_no_secret, asked, memo);
-        ck_assert_int_ge(n, 0);
-        ck_assert_int_eq(nsr_session_exec_decode(buf, (size_t) n, ret, &e), 0);
-        free(buf);
-        return n;
+        (void) filter_req(&x, asked, memo, NULL, ret);
 }
 
 START_TEST(test_exec_filter_memo) {
@@ -196,13 +201,13 @@ START_TEST(test_exec_filter_memo) {
         nsr_env_memo memo = { 0 };
         nsr_session_exec y = { 0 };
         int asked = 0;
-        filter_req(a1, b1, &asked, &memo, &y);
+        filter_memo(a1, b1, &asked, &memo, &y);
         ck_assert_int_eq(asked, 3);
         ck_assert_uint_eq(nsr_strv_length(y.base), 2);
         nsr_session_exec_done(&y);
         /* The same environment, another command: nothing asked, the
          * same entries kept, the command whole. */
-        filter_req(a2, b1, &asked, &memo, &y);
+        filter_memo(a2, b1, &asked, &memo, &y);
         ck_assert_int_eq(asked, 3);
         ck_assert_uint_eq(nsr_strv_length(y.base), 2);
         ck_assert_str_eq(y.base[0], "A=1");
@@ -210,18 +215,18 @@ START_TEST(test_exec_filter_memo) {
         ck_assert_str_eq(y.argv[2], "echo a longer command");
         nsr_session_exec_done(&y);
         /* One byte different: asked again, and the memo follows. */
-        filter_req(a1, b2, &asked, &memo, &y);
+        filter_memo(a1, b2, &asked, &memo, &y);
         ck_assert_int_eq(asked, 6);
         ck_assert_str_eq(y.base[1], "B=3");
         nsr_session_exec_done(&y);
-        filter_req(a1, b2, &asked, &memo, &y);
+        filter_memo(a1, b2, &asked, &memo, &y);
         ck_assert_int_eq(asked, 6);
         ck_assert_str_eq(y.base[1], "B=3");
         nsr_session_exec_done(&y);
         /* Everything dropped: remembered as nothing. */
-        filter_req(a1, b3, &asked, &memo, &y);
+        filter_memo(a1, b3, &asked, &memo, &y);
         nsr_session_exec_done(&y);
-        filter_req(a2, b3, &asked, &memo, &y);
+        filter_memo(a2, b3, &asked, &memo, &y);
         ck_assert_int_eq(asked, 8);
         ck_assert_ptr_null(y.base);
         ck_assert_str_eq(y.argv[0], "sh");
@@ -616,13 +621,27 @@ static char **reference_filter(char *const *env, char *const *lines) {
         return kept;
 }
 
+/* What passes the deny list of datadir, as the one-shot run and the
+ * session's server pass it (nsr_env_filter); NULL when the list cannot
+ * be read. */
+static char **env_filter(char *const *env, const char *datadir, nsr_error *err) {
+        _cleanup_(nsr_env_filter_freep) nsr_env_filter *f = NULL;
+        if (nsr_env_filter_new(datadir, &f, err) < 0)
+                return NULL;
+        char **kept = nsr_malloc0(sizeof(char *));
+        for (size_t i = 0; env && env[i]; i++)
+                if (nsr_env_filter_keeps(f, env[i]))
+                        nsr_strv_extend(&kept, env[i]);
+        return kept;
+}
+
 static void filter_as_rule(const char *datadir, char **env) {
         nsr_error e1 = { 0 }, e2 = { 0 };
         _cleanup_free_ char *file = nsr_asprintf("%s/profiles/env-deny.list", datadir);
         _cleanup_strv_free_ char **lines = NULL;
         ck_assert_int_ge(nsr_profile_read_list(file, &lines, &e1), 0);
         _cleanup_strv_free_ char **want = reference_filter(env, lines);
-        _cleanup_strv_free_ char **got = nsr_profile_env_filter(env, datadir, &e2);
+        _cleanup_strv_free_ char **got = env_filter(env, datadir, &e2);
         ck_assert_ptr_nonnull(got);
         size_t n = nsr_strv_length(want);
         ck_assert_uint_eq(nsr_strv_length(got), n);
@@ -630,7 +649,7 @@ static void filter_as_rule(const char *datadir, char **env) {
                 ck_assert_str_eq(got[i], want[i]);
 }
 
-/* The exec client's filter (nsr_profile_env_filter, the one-shot run's)
+/* The deny list's filter (nsr_env_filter: the one-shot run's, the session's)
  * passes exactly what the rule passes, in the same order: the shipped
  * list, and one with every kind of pattern; names a pattern matches in
  * another case, exceptions, values with credentials, a name longer than
@@ -695,7 +714,7 @@ START_TEST(test_env_filter) {
         /* No list: nothing passes unchecked. */
         ck_assert_int_eq(unlink(list), 0);
         nsr_error e = { 0 };
-        ck_assert_ptr_null(nsr_profile_env_filter(env, dir, &e));
+        ck_assert_ptr_null(env_filter(env, dir, &e));
         ck_assert_int_ne(e.code, 0);
         rmdir(pdir);
         rmdir(dir);
