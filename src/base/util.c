@@ -415,6 +415,20 @@ static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
         return era * 146097 + doe - 719468;
 }
 
+void nsr_boot_id(char ret[40]) {
+        ret[0] = '\0';
+        _cleanup_close_ int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        int n = nsr_read_full(fd, ret, 39);
+        if (n < 0)
+                n = 0;
+        ret[n] = '\0';
+        char *nl = strchr(ret, '\n');
+        if (nl)
+                *nl = '\0';
+}
+
 bool nsr_kernel_at_least(unsigned maj, unsigned min) {
         struct utsname u;
         unsigned a = 0, b = 0;

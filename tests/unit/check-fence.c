@@ -95,6 +95,41 @@ START_TEST(test_floor_tmpfs) {
 }
 END_TEST
 
+/* The proof's new inode is made once per boot and file system: the floor
+ * file then says so, and a later raise skips it. A file that says anything
+ * else (another boot, other bytes) is proved again and rewritten. */
+START_TEST(test_floor_proof_kept) {
+        if (!kernel_has_floor())
+                return; /* before 6.13 a raise may fail; test_floor_* cover it */
+        char path[64];
+        int dirfd = tmpdir(path, getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        ck_assert(nsr_fence_raise_floor(dirfd, &t));
+        char boot[40], want[96];
+        nsr_boot_id(boot);
+        ck_assert(boot[0]);
+        snprintf(want, sizeof(want), "proved %s ", boot);
+        int fd = openat(dirfd, "ctime-floor", O_RDWR | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        char buf[128] = { 0 };
+        ck_assert_int_gt(pread(fd, buf, sizeof(buf) - 1, 0), 0);
+        ck_assert_msg(strncmp(buf, want, strlen(want)) == 0, "the floor file holds \"%s\"", buf);
+        const char *forged = "proved 00000000-0000-0000-0000-000000000000 1 ef53\n";
+        ck_assert_int_eq(ftruncate(fd, 0), 0);
+        ck_assert_int_eq(pwrite(fd, forged, strlen(forged), 0), (ssize_t) strlen(forged));
+        clock_gettime(CLOCK_REALTIME, &t);
+        ck_assert(nsr_fence_raise_floor(dirfd, &t));
+        memset(buf, 0, sizeof(buf));
+        ck_assert_int_gt(pread(fd, buf, sizeof(buf) - 1, 0), 0);
+        ck_assert_msg(strncmp(buf, want, strlen(want)) == 0, "another boot's proof was kept: \"%s\"", buf);
+        close(fd);
+        close(dirfd);
+        nsr_error e = { 0 };
+        ck_assert_int_eq(nsr_rm_rf_at(AT_FDCWD, path, &e), 0);
+}
+END_TEST
+
 /* The floor never goes past the present: a T ahead of now is refused (the
  * caller waits for the coarse clock), as are a floor file that is not a
  * regular file and a file system that does not stamp from the kernel. */
@@ -133,6 +168,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_floor_ext4_or_tmp);
         tcase_add_test(tc, test_floor_tmpfs);
         tcase_add_test(tc, test_floor_refused);
+        tcase_add_test(tc, test_floor_proof_kept);
         suite_add_tcase(s, tc);
         return s;
 }
