@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -41,10 +42,68 @@ void nsr_durable_done(nsr_durable *d) {
         *d = (nsr_durable) NSR_DURABLE_INIT;
 }
 
+static bool spare_stat_ok(const struct stat *st) {
+        return S_ISREG(st->st_mode) && st->st_uid == geteuid() && st->st_nlink == 1 && st->st_size == 0 &&
+               !(st->st_mode & 022);
+}
+
+bool nsr_durable_spare_is(int dirfd, const char *name) {
+        struct stat st;
+        return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && spare_stat_ok(&st);
+}
+
+bool nsr_durable_spares_make(int dirfd) {
+        bool all = true;
+        for (unsigned k = 0; k < NSR_DURABLE_SPARES; k++) {
+                char name[sizeof(NSR_DURABLE_SPARE_PREFIX) + 8];
+                snprintf(name, sizeof(name), NSR_DURABLE_SPARE_PREFIX "%u", k);
+                int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+                if (fd < 0)
+                        all = false;
+                safe_close(fd);
+        }
+        return all;
+}
+
+void nsr_durable_spares_drop(int dirfd) {
+        for (unsigned k = 0; k < NSR_DURABLE_SPARES; k++) {
+                char name[sizeof(NSR_DURABLE_SPARE_PREFIX) + 8];
+                snprintf(name, sizeof(name), NSR_DURABLE_SPARE_PREFIX "%u", k);
+                if (nsr_durable_spare_is(dirfd, name))
+                        (void) unlinkat(dirfd, name, 0);
+        }
+}
+
+/* The first spare in dirfd still there, moved to tmp first (one rename:
+ * of two writers, only one gets it), then opened and checked to be what
+ * nsr_durable_spares_make made (O_NONBLOCK: a fifo is not waited on;
+ * O_NOFOLLOW: a link is not followed; the fstat: a file anything else
+ * still holds, or one with content, is not taken, and goes). */
+static int take_spare(int dirfd, const char *tmp) {
+        for (unsigned k = 0; k < NSR_DURABLE_SPARES; k++) {
+                char name[sizeof(NSR_DURABLE_SPARE_PREFIX) + 8];
+                snprintf(name, sizeof(name), NSR_DURABLE_SPARE_PREFIX "%u", k);
+                if (renameat2(dirfd, name, dirfd, tmp, RENAME_NOREPLACE) < 0)
+                        continue;
+                int fd = openat(dirfd, tmp, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+                struct stat st;
+                if (fd >= 0 && fstat(fd, &st) == 0 && spare_stat_ok(&st))
+                        return fd;
+                safe_close(fd);
+                (void) unlinkat(dirfd, tmp, 0);
+                return -1;
+        }
+        return -1;
+}
+
 int nsr_durable_begin(nsr_durable *d, int dirfd, const char *name, mode_t mode, unsigned flags, nsr_error *err) {
         *d = (nsr_durable) NSR_DURABLE_INIT;
         _cleanup_free_ char *tmp = NULL;
         int fd = -1;
+        if (flags & NSR_DURABLE_SPARE) {
+                temp_name(name, 0, &tmp);
+                fd = take_spare(dirfd, tmp);
+        }
         for (unsigned attempt = 0; fd < 0 && attempt < 16; attempt++) {
                 free(tmp);
                 temp_name(name, attempt, &tmp);

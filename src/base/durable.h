@@ -20,6 +20,7 @@
  *   outfile.h, which also refuses what a sandbox may have planted. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -37,6 +38,33 @@
  * rename replaces another, auto_da_alloc). Not with NSR_DURABLE_SYNC: an
  * equal file may not be on disk yet, so a synced write always writes. */
 #define NSR_DURABLE_IF_CHANGED (1u << 1)
+
+/* Take a temporary made ahead of time when dirfd holds one: the first of
+ * NSR_DURABLE_SPARE_PREFIX "0" .. "N-1" (NSR_DURABLE_SPARES) still there is
+ * renamed to the temporary's name (so two writers never share one) and
+ * used if it is an empty regular file of ours with one link (else it goes,
+ * and a new temporary is made as without the flag). Each new inode costs an allocation on the run's path;
+ * on ext4 without a journal that allocation first walks past every inode
+ * freed in the last minutes (ext4's recently_deleted(), about 0.5 ms when
+ * runs come back to back; bench/README.md, "Twelfth pass"). A run dir made
+ * ahead (txn/spare.h) carries these, made by the last run's background
+ * process; a writer whose dir has none, or none left, creates its own. A
+ * spare's name is fixed, not random: the spare lives in the user's own
+ * state dir, which no sandbox can reach (as txn/spare.h says), and one
+ * that is not what nsr_durable_spares_make makes is left alone. */
+#define NSR_DURABLE_SPARE        (1u << 2)
+#define NSR_DURABLE_SPARE_PREFIX ".spare-"
+#define NSR_DURABLE_SPARES       4
+
+/* Makes the NSR_DURABLE_SPARES empty files in dirfd; true when all exist. */
+bool nsr_durable_spares_make(int dirfd);
+
+/* Whether dirfd/name is such a spare (an empty regular file of ours, with
+ * one link, that group and others cannot write). */
+bool nsr_durable_spare_is(int dirfd, const char *name);
+
+/* Removes the spares a writer did not take. */
+void nsr_durable_spares_drop(int dirfd);
 
 /* Writes len bytes of data to dirfd/name (dirfd may be O_PATH): a new
  * temporary in the same dir (O_EXCL, O_NOFOLLOW, so nothing that lies in

@@ -11,6 +11,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "base/durable.h"
 #include "base/utf8.h"
 #include "project/capture.h"
 
@@ -969,19 +970,8 @@ int nsr_capture_root_save(int dirfd, const char *name, const struct stat *st, ns
                              (unsigned long long) st->st_dev, (unsigned long long) st->st_ino,
                              (unsigned long long) st->st_ctim.tv_sec, (unsigned long long) st->st_ctim.tv_nsec);
         /* A new name renamed over the old: a reader sees one whole record. */
-        _cleanup_free_ char *tmp = nsr_asprintf("%s.tmp", name);
-        (void) unlinkat(dirfd, tmp, 0);
-        _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return nsr_error_set(err, errno, "cannot record the project dir's mode");
-        int r = nsr_write_all(fd, text, strlen(text));
-        if (r >= 0 && renameat(dirfd, tmp, dirfd, name) < 0)
-                r = -errno;
-        if (r < 0) {
-                (void) unlinkat(dirfd, tmp, 0);
-                return nsr_error_set(err, -r, "cannot record the project dir's mode");
-        }
-        return 0;
+        int r = nsr_durable_write(dirfd, name, text, strlen(text), 0600, NSR_DURABLE_SPARE, err);
+        return r < 0 ? nsr_error_prefix(err, "cannot record the project dir's mode") : 0;
 }
 
 int nsr_capture_root_load(int dirfd, const char *name, nsr_capture_prior *ret) {

@@ -407,8 +407,8 @@ void project_report(run_ctx *c, nsr_outcome run_outcome) {
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(&je, buf, sizeof(buf));
                 msg(o, "nsrun: cannot build the report: %s", buf);
-        } else if (nsr_durable_write(c->run_fd, "report.json", o->report_json, strlen(o->report_json), 0600, 0, &je) <
-                   0) {
+        } else if (nsr_durable_write(c->run_fd, "report.json", o->report_json, strlen(o->report_json), 0600,
+                                     NSR_DURABLE_SPARE, &je) < 0) {
                 char buf[NSR_ERROR_MSG_MAX + 256];
                 nsr_error_format(&je, buf, sizeof(buf));
                 msg(o, "nsrun: the run's report was not kept: %s", buf);

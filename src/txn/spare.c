@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/dirent.h"
+#include "base/durable.h"
 #include "base/syscalls.h"
 #include "base/util.h"
 #include "txn/spare.h"
@@ -17,8 +18,9 @@
 #define SPARE_TMP_PREFIX "run.spare.tmp-"
 
 /* A dir of ours that no one else may write, holding exactly the names in
- * want (NULL-terminated; none: empty). */
-static bool dir_is(int at, const char *name, const char *const *want) {
+ * want (NULL-terminated; none: empty), and besides them only the durable
+ * writers' spares (base/durable.h) when spares is set. */
+static bool dir_is(int at, const char *name, const char *const *want, bool spares) {
         _cleanup_closedir_ DIR *d = NULL;
         if (nsr_opendir_at(at, name, O_NOFOLLOW, &d) < 0)
                 return false;
@@ -32,9 +34,13 @@ static bool dir_is(int at, const char *name, const char *const *want) {
                 bool known = false;
                 for (size_t i = 0; i < n_want && !known; i++)
                         known = streq(de->d_name, want[i]);
-                if (!known)
+                if (known) {
+                        seen++;
+                        continue;
+                }
+                if (!spares || !nsr_startswith(de->d_name, NSR_DURABLE_SPARE_PREFIX) ||
+                    !nsr_durable_spare_is(dirfd(d), de->d_name))
                         return false;
-                seen++;
         }
         return seen == n_want;
 }
@@ -42,8 +48,9 @@ static bool dir_is(int at, const char *name, const char *const *want) {
 static bool spare_is_whole(int run_fd) {
         static const char *const top[] = { "p0", "trash", NULL };
         static const char *const p0[] = { "upper", "work", NULL };
-        return dir_is(run_fd, ".", top) && dir_is(run_fd, "p0", p0) && dir_is(run_fd, "p0/upper", NULL) &&
-               dir_is(run_fd, "p0/work", NULL) && dir_is(run_fd, "trash", NULL);
+        return dir_is(run_fd, ".", top, true) && dir_is(run_fd, "p0", p0, false) &&
+               dir_is(run_fd, "p0/upper", NULL, false) && dir_is(run_fd, "p0/work", NULL, false) &&
+               dir_is(run_fd, "trash", NULL, false);
 }
 
 int nsr_run_take_spare(int statefd, const char *rel, size_t n_projects) {
@@ -92,6 +99,9 @@ void nsr_run_make_spare(int statefd) {
         _cleanup_close_ int fd = openat(statefd, tmp, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         bool ok = fd >= 0 && mkdirat(fd, "p0", 0700) == 0 && mkdirat(fd, "p0/upper", 0755) == 0 &&
                   mkdirat(fd, "p0/work", 0700) == 0 && mkdirat(fd, "trash", 0700) == 0;
+        /* The files the run writes first go in as renames of these. */
+        if (ok)
+                (void) nsr_durable_spares_make(fd);
         if (ok && renameat2(statefd, tmp, statefd, NSR_RUN_SPARE, RENAME_NOREPLACE) == 0)
                 return;
         nsr_error e = { 0 };

@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A run dir made ahead of time: the last run's background process leaves
- * STATE/run.spare (p0 with empty upper and work dirs, and an empty trash),
- * and the next run with one project takes it by one rename instead of
- * creating four dirs on its path (on ext4 each new inode costs tens of
- * microseconds, and more on a file system without a journal; issue 28).
+ * STATE/run.spare (p0 with empty upper and work dirs, an empty trash, and
+ * the durable writers' empty spares, base/durable.h), and the next run with
+ * one project takes it by one rename instead of creating four dirs on its
+ * path, and writes its first files (p0/root, meta twice, report.json) as
+ * renames of the spares (on ext4 each new inode costs tens of microseconds,
+ * and on a file system without a journal up to 0.5 ms; issue 28).
  *
  * Trust: the state dir is the user's own (0700) and hidden from every
  * sandbox, so only the user's own processes can reach the spare, as they
  * can reach any run. Still, a spare is taken only when it is exactly what
  * this code makes: dirs of ours, not writable by group or others, holding
- * the expected names and nothing else; anything else is removed and the
- * run makes its dirs as before. */
+ * the expected names and nothing else (the spares are optional, each an
+ * empty regular file of ours with one link); anything else is removed and
+ * the run makes its dirs as before. The spares a run does not take are
+ * removed by its background process. */
 #pragma once
 
 #include <stddef.h>

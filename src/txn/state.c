@@ -429,7 +429,7 @@ int nsr_run_meta_write(int run_fd, const nsr_run_meta *m, nsr_error *err) {
         }
         /* No fsync: the journals carry what a recovery needs; a meta lost
          * in a crash leaves the older state, which gc and undo handle. */
-        int r = nsr_durable_write(run_fd, "meta", buf, len, 0600, 0, err);
+        int r = nsr_durable_write(run_fd, "meta", buf, len, 0600, NSR_DURABLE_SPARE, err);
         free(buf);
         if (r < 0)
                 return nsr_error_prefix(err, "cannot write the run's meta file");
@@ -812,6 +812,7 @@ void nsr_state_trash_background(const char *state_dir, const char *run_dir, int 
         if (fd >= 0) {
                 nsr_error e = { 0 };
                 (void) nsr_rm_rf_at(fd, "trash", &e);
+                nsr_durable_spares_drop(fd);
         }
         /* The sandbox's mounts go (the overlay syncs), then the next run's
          * dir is made ahead (txn/spare.h). */
@@ -880,20 +881,6 @@ static unsigned long long proc_start_time(pid_t pid) {
         return proc_start_time_state(pid, NULL);
 }
 
-static void boot_id(char ret[40]) {
-        ret[0] = '\0';
-        _cleanup_close_ int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return;
-        int n = nsr_read_full(fd, ret, 39);
-        if (n < 0)
-                n = 0;
-        ret[n] = '\0';
-        char *nl = strchr(ret, '\n');
-        if (nl)
-                *nl = '\0';
-}
-
 void nsr_run_meta_set_owner(nsr_run_meta *m) {
         /* A run writes its meta twice, from one process: its start time and
          * the boot's id are read once (per process: a fork reads its own). */
@@ -903,7 +890,7 @@ void nsr_run_meta_set_owner(nsr_run_meta *m) {
         if (pid != getpid()) {
                 pid = getpid();
                 start = proc_start_time(pid);
-                boot_id(boot);
+                nsr_boot_id(boot);
         }
         m->pid = pid;
         m->pid_start = start;
@@ -916,7 +903,7 @@ bool nsr_run_meta_is_orphan(const nsr_run_meta *m) {
         if (m->pid <= 0)
                 return true; /* no owner recorded: older than owner records */
         char now[40];
-        boot_id(now);
+        nsr_boot_id(now);
         if (m->boot[0] && now[0] && !streq(now, m->boot))
                 return true;
         if (kill(m->pid, 0) < 0 && errno == ESRCH)

@@ -19,13 +19,26 @@ run "$NSRUN" -p "$d/p" --state-dir "$S" --quiet -- true
 is "$rc" 0 "a no-op project run"
 wait_until 30 test -d "$spare/p0/work"
 check "its background process made the next run's dir" test -d "$spare/p0/upper" -a -d "$spare/trash" -a ! -L "$spare"
-is "$(stat -c %a "$spare"):$(find "$spare" -mindepth 1 | wc -l)" "700:4" "... mode 0700, holding p0, p0/upper, p0/work and trash only"
+is "$(stat -c %a "$spare"):$(find "$spare" -mindepth 1 | wc -l)" "700:8" "... mode 0700, holding p0, p0/upper, p0/work, trash and four spare files only"
+is "$(cd "$spare" && stat -c '%n %F %s %a %h' .spare-* | tr '\n' ' ')" \
+	".spare-0 regular empty file 0 600 1 .spare-1 regular empty file 0 600 1 .spare-2 regular empty file 0 600 1 .spare-3 regular empty file 0 600 1 " \
+	"... the spare files are empty regular files of mode 0600 with one link"
 ino=$(stat -c %i "$spare")
+spare_inos=$(stat -c %i "$spare"/.spare-* | sort | tr '\n' ' ')
 run "$NSRUN" -p "$d/p" --state-dir "$S" --quiet -- sh -c 'echo b > f; echo n > new'
 is "$rc:$(cat "$d/p/f"):$(cat "$d/p/new")" "0:b:n" "the next run takes it and applies its changes"
 newest=$(ls -d "$S"/runs/*/ | sort | tail -n 1)
 is "$(stat -c %i "$newest")" "$ino" "... its run dir is the spare (same inode)"
 wait_background
+# Its first files are the spare files renamed (no new inode on the run's
+# path): p0/root and report.json, and the meta of its second write.
+taken=0
+for i in $(stat -c %i "$newest/p0/root" "$newest/meta" "$newest/report.json" | sort -u); do
+	case " $spare_inos" in *" $i "*) taken=$((taken + 1)) ;; esac
+done
+is "$taken" "3" "... p0/root, meta and report.json are three of the four spare files"
+is "$(find "$newest" -maxdepth 1 -name '.spare-*' | wc -l)" "0" "... and the one it did not take is gone"
+is "$(head -c 10 "$newest/p0/root")" "nsrun-root" "... p0/root holds the record"
 
 # What is not taken. Each time the run still works, applies nothing it did
 # not write, and the planted spare is gone.
@@ -55,6 +68,12 @@ plant chmod 770 "$spare/p0"
 check "a spare that others may write is not taken" test "$(stat -c %i "$newest")" != "$ino"
 plant rmdir "$spare/trash"
 check "a spare that lacks a dir is not taken" test "$(stat -c %i "$newest")" != "$ino"
+plant sh -c "echo planted > '$spare/.spare-1'"
+check "a spare whose spare file holds bytes is not taken" test "$(stat -c %i "$newest")" != "$ino"
+check "... the bytes reached no record of the run" sh -c "! grep -rq planted '$newest'"
+plant ln -s "$d/victim-file" "$spare/.spare-0"
+check "a spare whose spare file is a symlink is not taken" test "$(stat -c %i "$newest")" != "$ino"
+check "... nothing was made at the link's target" test ! -e "$d/victim-file"
 
 # Never followed: a symlink planted as the spare.
 mkdir -p "$d/victim/p0/upper" "$d/victim/p0/work" "$d/victim/trash"

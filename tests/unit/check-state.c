@@ -153,6 +153,81 @@ START_TEST(test_durable_write) {
 }
 END_TEST
 
+static ino_t ino_at(int dirfd, const char *name) {
+        struct stat st;
+        ck_assert_int_eq(fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW), 0);
+        return st.st_ino;
+}
+
+/* NSR_DURABLE_SPARE: each write takes the first spare left (its inode
+ * becomes the file), in a subdir too; a spare that is not an empty regular
+ * file of ours is never written through (a link is not followed, a fifo
+ * not waited on, content not kept) and goes; with none left a write makes
+ * its own temporary; the spares not taken are dropped. */
+START_TEST(test_durable_spares) {
+        char path[64];
+        int dir = tmpdir(path);
+        nsr_error err = { 0 };
+        ck_assert(nsr_durable_spares_make(dir));
+        ck_assert(!nsr_durable_spares_make(dir)); /* O_EXCL: none made over one there */
+        ck_assert_uint_eq(count_entries(dir), NSR_DURABLE_SPARES);
+        ck_assert(nsr_durable_spare_is(dir, ".spare-0"));
+        ino_t s0 = ino_at(dir, ".spare-0"), s1 = ino_at(dir, ".spare-1"), s3 = ino_at(dir, ".spare-3");
+        ck_assert_int_eq(mkdirat(dir, "sub", 0700), 0);
+        ck_assert_int_eq(nsr_durable_write(dir, "sub/a", "a\n", 2, 0640, NSR_DURABLE_SPARE, &err), 0);
+        ck_assert_uint_eq(ino_at(dir, "sub/a"), s0);
+        struct stat st;
+        ck_assert_int_eq(fstatat(dir, "sub/a", &st, 0), 0);
+        ck_assert_uint_eq(st.st_mode & 07777, 0640);
+        _cleanup_free_ char *a = slurp(dir, "sub/a");
+        ck_assert_str_eq(a, "a\n");
+        ck_assert_int_eq(nsr_durable_write(dir, "b", "b", 1, 0600, NSR_DURABLE_SPARE, &err), 0);
+        ck_assert_uint_eq(ino_at(dir, "b"), s1);
+        /* .spare-2 holds content: not written through (its bytes would
+         * show after the "c"), and gone. */
+        int fd = openat(dir, ".spare-2", O_WRONLY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(nsr_write_all(fd, "planted", 7), 0);
+        close(fd);
+        ck_assert_int_eq(nsr_durable_write(dir, "c", "c", 1, 0600, NSR_DURABLE_SPARE, &err), 0);
+        ck_assert_int_eq(faccessat(dir, ".spare-2", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+        _cleanup_free_ char *c = slurp(dir, "c");
+        ck_assert_str_eq(c, "c");
+        ck_assert_int_eq(nsr_durable_write(dir, "d", "d", 1, 0600, NSR_DURABLE_SPARE, &err), 0);
+        ck_assert_uint_eq(ino_at(dir, "d"), s3);
+        /* None left: a temporary of its own, and nothing left behind. */
+        size_t before = count_entries(dir);
+        ck_assert_int_eq(nsr_durable_write(dir, "e", "e", 1, 0600, NSR_DURABLE_SPARE, &err), 0);
+        ck_assert_uint_eq(count_entries(dir), before + 1);
+
+        /* A symlink and a fifo planted as spares: neither followed nor
+         * waited on; the write still lands. */
+        ck_assert_int_eq(openat(dir, "victim", O_WRONLY | O_CREAT | O_CLOEXEC, 0600) >= 0, 1);
+        ck_assert_int_eq(symlinkat("victim", dir, ".spare-0"), 0);
+        ck_assert_int_eq(mkfifoat(dir, ".spare-1", 0600), 0);
+        ck_assert_int_eq(nsr_durable_write(dir, "f", "f", 1, 0600, NSR_DURABLE_SPARE, &err), 0);
+        ck_assert_int_eq(nsr_durable_write(dir, "g", "g", 1, 0600, NSR_DURABLE_SPARE, &err), 0);
+        ck_assert_int_eq(fstatat(dir, "victim", &st, 0), 0);
+        ck_assert_int_eq(st.st_size, 0);
+        ck_assert_int_eq(fstatat(dir, "f", &st, AT_SYMLINK_NOFOLLOW), 0);
+        ck_assert(S_ISREG(st.st_mode));
+        ck_assert_int_eq(fstatat(dir, "g", &st, AT_SYMLINK_NOFOLLOW), 0);
+        ck_assert(S_ISREG(st.st_mode));
+
+        /* Dropped: the spares only, never another file. */
+        ck_assert(nsr_durable_spares_make(dir));
+        ck_assert_int_eq(fd = openat(dir, ".spare-3", O_WRONLY | O_CLOEXEC), fd);
+        ck_assert_int_eq(nsr_write_all(fd, "x", 1), 0);
+        close(fd);
+        nsr_durable_spares_drop(dir);
+        ck_assert_int_eq(faccessat(dir, ".spare-0", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+        ck_assert_int_eq(faccessat(dir, ".spare-3", F_OK, AT_SYMLINK_NOFOLLOW), 0);
+        nsr_error e2 = { 0 };
+        ck_assert_int_eq(nsr_rm_rf_at(AT_FDCWD, path, &e2), 0);
+        close(dir);
+}
+END_TEST
+
 /* The owner line was written but never read back: every running run
  * looked orphaned (pid 0), and gc would prune a live one. */
 START_TEST(test_meta_round_trip) {
@@ -377,8 +452,15 @@ static void rm_race(const char *base) {
                         _exit(0);
                 }
                 nsr_error err = { 0 };
-                for (int k = 0; k < 100 && access(tree, F_OK) == 0; k++)
+                /* Bounded by time, not by tries: a hundred tries could all
+                 * fall while the swapper still ran (1 run in 12 on a slow
+                 * file system). */
+                struct timespec r0, rn;
+                clock_gettime(CLOCK_MONOTONIC, &r0);
+                do {
                         (void) nsr_rm_rf_at(AT_FDCWD, tree, &err);
+                        clock_gettime(CLOCK_MONOTONIC, &rn);
+                } while (access(tree, F_OK) == 0 && rn.tv_sec - r0.tv_sec < 20);
                 kill(sw, SIGKILL);
                 waitpid(sw, NULL, 0);
                 close(tfd);
@@ -566,6 +648,7 @@ static Suite *suite(void) {
         Suite *s = suite_create("state");
         TCase *tc = tcase_create("records");
         tcase_add_test(tc, test_durable_write);
+        tcase_add_test(tc, test_durable_spares);
         tcase_add_test(tc, test_meta_round_trip);
         tcase_add_test(tc, test_meta_outcome);
         tcase_add_test(tc, test_reserve_spare);
