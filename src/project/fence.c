@@ -44,6 +44,11 @@ bool nsr_fence_raise_floor(int dirfd, const struct timespec *t) {
                 return false;
         _cleanup_close_ int fd =
                 openat(dirfd, FLOOR_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600);
+        /* A floor file made read-only still raises the floor; it only
+         * cannot keep the proof, which every run then makes. */
+        bool writable = fd >= 0;
+        if (fd < 0 && errno == EACCES)
+                fd = openat(dirfd, FLOOR_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         struct stat st;
         if (fd < 0 && (errno == ELOOP || errno == EISDIR)) {
                 /* Not the file this makes (a symlink is never followed):
@@ -87,7 +92,7 @@ bool nsr_fence_raise_floor(int dirfd, const struct timespec *t) {
                 return false;
         if (!after(&pst.st_ctim, t) || after(&st.st_ctim, &pst.st_ctim))
                 return false;
-        if (keyed && pwrite(fd, key, (size_t) klen, 0) == klen)
+        if (keyed && writable && pwrite(fd, key, (size_t) klen, 0) == klen)
                 (void) ftruncate(fd, klen);
         return true;
 }

@@ -4,10 +4,12 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,6 +132,50 @@ START_TEST(test_floor_proof_kept) {
 }
 END_TEST
 
+/* A floor file its owner made read-only (a caller other than root cannot
+ * open it for writing): the floor is still raised and proved; the proof
+ * is kept from the next run on. */
+START_TEST(test_floor_file_read_only) {
+        if (!kernel_has_floor() || geteuid() != 0)
+                return; /* needs root to become another uid; a 6.13+ kernel to be raised */
+        char path[64];
+        int dirfd = tmpdir(path, getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        ck_assert_int_eq(fchown(dirfd, 65534, 65534), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                        _exit(10);
+                int fd = openat(dirfd, "ctime-floor", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0400);
+                if (fd < 0)
+                        _exit(11);
+                close(fd);
+                struct timespec t;
+                clock_gettime(CLOCK_REALTIME, &t);
+                if (!nsr_fence_raise_floor(dirfd, &t))
+                        _exit(12);
+                /* Raised and proved, not kept; the raise's fchmod made it
+                 * 0600 again, so the next run keeps it. */
+                struct stat st;
+                if (fstatat(dirfd, "ctime-floor", &st, 0) < 0 || st.st_size != 0)
+                        _exit(13);
+                clock_gettime(CLOCK_REALTIME, &t);
+                if (!nsr_fence_raise_floor(dirfd, &t))
+                        _exit(14);
+                if (fstatat(dirfd, "ctime-floor", &st, 0) < 0 || st.st_size == 0)
+                        _exit(15);
+                _exit(0);
+        }
+        int status = 0;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "as uid 65534: step %d failed",
+                      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        close(dirfd);
+        nsr_error e = { 0 };
+        ck_assert_int_eq(nsr_rm_rf_at(AT_FDCWD, path, &e), 0);
+}
+END_TEST
+
 /* The floor never goes past the present: a T ahead of now is refused (the
  * caller waits for the coarse clock), as are a floor file that is not a
  * regular file and a file system that does not stamp from the kernel. */
@@ -169,6 +215,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_floor_tmpfs);
         tcase_add_test(tc, test_floor_refused);
         tcase_add_test(tc, test_floor_proof_kept);
+        tcase_add_test(tc, test_floor_file_read_only);
         suite_add_tcase(s, tc);
         return s;
 }
