@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,7 +88,53 @@ static void drop_stale_temps(int statefd) {
         }
 }
 
-void nsr_run_make_spare(int statefd) {
+/* The one extended attribute overlayfs leaves on an upper dir's root (the
+ * layer's uuid, from Linux 6.6 on): the next mount writes its own. */
+#define OVERLAY_UUID_XATTR "user.overlay.uuid"
+
+/* An empty dir of ours that only we may write, with no special mode bits
+ * and no extended attributes but an overlay's uuid, which goes (any other
+ * overlay xattr would change what the next run's overlay shows): as good
+ * as a new one. */
+static bool empty_plain_dir(int at, const char *name) {
+        _cleanup_close_ int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 07022) ||
+            st.st_nlink != 2)
+                return false;
+        char names[64];
+        ssize_t n = flistxattr(fd, names, sizeof(names));
+        if (n == (ssize_t) sizeof(OVERLAY_UUID_XATTR) && memcmp(names, OVERLAY_UUID_XATTR, (size_t) n) == 0)
+                n = fremovexattr(fd, OVERLAY_UUID_XATTR) == 0 ? flistxattr(fd, NULL, 0) : -1;
+        return n == 0 && dir_is(at, name, NULL, false);
+}
+
+/* Moves what the last run left in old_fd/trash (txn/state.h,
+ * nsr_state_trash_background) into the spare being made, when it is
+ * exactly what this code would make: its emptied upper and work dirs, the
+ * trash dir itself, its first meta (a file of ours with one link, emptied)
+ * as a spare file. Each one reused is an inode neither freed nor made:
+ * on ext4 without a journal every inode freed makes each later allocation
+ * in its group slower for a minute or more (base/durable.h). Nothing in
+ * old_fd/trash is followed; what is not taken stays for the caller to
+ * remove. */
+static bool adopt(int old_fd, const char *from, int fd, const char *to, mode_t mode) {
+        return old_fd >= 0 && empty_plain_dir(old_fd, from) && renameat(old_fd, from, fd, to) == 0 &&
+               fchmodat(fd, to, mode, 0) == 0;
+}
+
+static void adopt_meta(int old_fd, int fd) {
+        _cleanup_close_ int m =
+                old_fd >= 0 ? openat(old_fd, "trash/meta", O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+                            : -1;
+        struct stat st;
+        if (m < 0 || fstat(m, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1 ||
+            ftruncate(m, 0) < 0 || fchmod(m, 0600) < 0)
+                return;
+        (void) renameat(old_fd, "trash/meta", fd, NSR_DURABLE_SPARE_PREFIX "0");
+}
+
+void nsr_run_make_spare(int statefd, int old_fd) {
         struct stat st;
         if (fstatat(statefd, NSR_RUN_SPARE, &st, AT_SYMLINK_NOFOLLOW) == 0)
                 return;
@@ -97,11 +144,29 @@ void nsr_run_make_spare(int statefd) {
         if (mkdirat(statefd, tmp, 0700) < 0)
                 return;
         _cleanup_close_ int fd = openat(statefd, tmp, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        bool ok = fd >= 0 && mkdirat(fd, "p0", 0700) == 0 && mkdirat(fd, "p0/upper", 0755) == 0 &&
-                  mkdirat(fd, "p0/work", 0700) == 0 && mkdirat(fd, "trash", 0700) == 0;
+        bool ok = fd >= 0 && mkdirat(fd, "p0", 0700) == 0;
+        /* overlayfs leaves its own work dir in the work dir; empty, it
+         * goes (the next mount makes it again anyway). */
+        if (ok && old_fd >= 0)
+                (void) unlinkat(old_fd, "trash/p0-work/work", AT_REMOVEDIR);
+        ok = ok && (adopt(old_fd, "trash/p0-upper", fd, "p0/upper", 0755) || mkdirat(fd, "p0/upper", 0755) == 0);
+        ok = ok && (adopt(old_fd, "trash/p0-work", fd, "p0/work", 0700) || mkdirat(fd, "p0/work", 0700) == 0);
         /* The files the run writes first go in as renames of these. */
-        if (ok)
+        if (ok) {
+                adopt_meta(old_fd, fd);
                 (void) nsr_durable_spares_make(fd);
+        }
+        /* The trash dir last, once nothing else in it is wanted. */
+        if (ok && old_fd >= 0) {
+                nsr_error e = { 0 };
+                _cleanup_closedir_ DIR *d = NULL;
+                if (nsr_opendir_at(old_fd, "trash", O_NOFOLLOW, &d) >= 0) {
+                        FOREACH_DIRENT(de, d, break) {
+                                (void) nsr_rm_rf_at(dirfd(d), de->d_name, &e);
+                        }
+                }
+        }
+        ok = ok && (adopt(old_fd, "trash", fd, "trash", 0700) || mkdirat(fd, "trash", 0700) == 0);
         if (ok && renameat2(statefd, tmp, statefd, NSR_RUN_SPARE, RENAME_NOREPLACE) == 0)
                 return;
         nsr_error e = { 0 };

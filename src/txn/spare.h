@@ -14,7 +14,8 @@
  * the expected names and nothing else (the spares are optional, each an
  * empty regular file of ours with one link); anything else is removed and
  * the run makes its dirs as before. The spares a run does not take are
- * removed by its background process. */
+ * removed by its background process, which builds the next spare from
+ * the last run's emptied layers where it can (nsr_run_make_spare). */
 #pragma once
 
 #include <stddef.h>
@@ -28,8 +29,12 @@ int nsr_run_take_spare(int statefd, const char *rel, size_t n_projects);
 
 /* Makes STATE/run.spare when there is none: built under a temporary name
  * and renamed into place, so a spare is whole or absent. Best effort, for
- * a background process. */
-void nsr_run_make_spare(int statefd);
+ * a background process. It reuses what the last run left in old_fd/trash
+ * (that run's dir, or -1) where it is exactly what this would make: its
+ * emptied upper and work dirs, the trash dir, its first meta as a spare
+ * file. The sandbox's mounts must be gone (the upper dir then serves the
+ * next run's overlay). What is not reused stays in old_fd/trash. */
+void nsr_run_make_spare(int statefd, int old_fd);
 
 /* Removes the spare (and what a killed maker left): space for a full
  * state dir. */

@@ -809,13 +809,12 @@ void nsr_state_trash_background(const char *state_dir, const char *run_dir, int 
                 return;
         }
         int fd = open(run_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (fd >= 0) {
-                nsr_error e = { 0 };
-                (void) nsr_rm_rf_at(fd, "trash", &e);
+        if (fd >= 0)
                 nsr_durable_spares_drop(fd);
-        }
         /* The sandbox's mounts go (the overlay syncs), then the next run's
-         * dir is made ahead (txn/spare.h). */
+         * dir is made ahead (txn/spare.h), from what the trash holds where
+         * it can: the layers are reused only once no mount holds them. What
+         * is left in the trash goes last. */
         if (n_keep == 2) {
                 char c;
                 while (read(4, &c, 1) < 0 && errno == EINTR)
@@ -824,7 +823,11 @@ void nsr_state_trash_background(const char *state_dir, const char *run_dir, int 
         close(3);
         int statefd = state_dir ? open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
         if (statefd >= 0 && nsr_state_free(statefd) >= 2 * NSR_STATE_MIN_FREE)
-                nsr_run_make_spare(statefd);
+                nsr_run_make_spare(statefd, hold_fd >= 0 ? fd : -1);
+        if (fd >= 0) {
+                nsr_error e = { 0 };
+                (void) nsr_rm_rf_at(fd, "trash", &e);
+        }
         _exit(0);
 }
 

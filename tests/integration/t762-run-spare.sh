@@ -40,6 +40,39 @@ is "$taken" "3" "... p0/root, meta and report.json are three of the four spare f
 is "$(find "$newest" -maxdepth 1 -name '.spare-*' | wc -l)" "0" "... and the one it did not take is gone"
 is "$(head -c 10 "$newest/p0/root")" "nsrun-root" "... p0/root holds the record"
 
+# The layers a no-op run leaves serve the next run (the same inodes: none
+# freed, none made), emptied of what overlayfs left in them; a run that
+# changed something leaves a full upper dir, which is never reused.
+upper_ino=$(stat -c %i "$spare/p0/upper")
+work_ino=$(stat -c %i "$spare/p0/work")
+trash_ino=$(stat -c %i "$spare/trash")
+# Held open, a dir that is removed keeps its inode number: a new dir
+# cannot come back under it by chance.
+exec 7<"$spare/p0/upper" 8<"$spare/p0/work" 9<"$spare/trash"
+run "$NSRUN" -p "$d/p" --state-dir "$S" --quiet -- true
+is "$rc" 0 "a no-op run takes the spare"
+wait_background
+wait_until 30 test -d "$spare/p0/work"
+exec 7<&- 8<&- 9<&-
+is "$(stat -c %i "$spare/p0/upper"):$(stat -c %i "$spare/p0/work"):$(stat -c %i "$spare/trash")" \
+	"$upper_ino:$work_ino:$trash_ino" "... its upper, work and trash dirs are the next spare's"
+is "$(find "$spare/p0" "$spare/trash" -mindepth 1 | sort | tr '\n' ' ')" "$spare/p0/upper $spare/p0/work " \
+	"... and hold nothing (overlayfs's own work dir is gone)"
+is "$(stat -c %a "$spare/p0/upper"):$(stat -c %a "$spare/p0/work")" "755:700" "... with the modes of new ones"
+if command -v python3 >/dev/null; then
+	is "$(python3 -c 'import os, sys; print(os.listxattr(sys.argv[1]))' "$spare/p0/upper")" "[]" \
+		"... and no overlay xattr left on the upper dir"
+fi
+upper_ino=$(stat -c %i "$spare/p0/upper")
+exec 7<"$spare/p0/upper"
+run "$NSRUN" -p "$d/p" --state-dir "$S" --quiet -- sh -c 'echo c > f; echo m > more'
+is "$rc:$(cat "$d/p/more")" "0:m" "a run that changes files"
+wait_background
+wait_until 30 test -d "$spare/p0/work"
+exec 7<&-
+check "... its upper dir, which held the changes, is not the next spare's" test "$(stat -c %i "$spare/p0/upper")" != "$upper_ino"
+is "$(find "$spare/p0/upper" -mindepth 1 | wc -l)" "0" "... which is empty"
+
 # What is not taken. Each time the run still works, applies nothing it did
 # not write, and the planted spare is gone.
 plant() { # what to plant, then a run that writes one file
