@@ -134,6 +134,25 @@ static void adopt_meta(int old_fd, int fd) {
         (void) renameat(old_fd, "trash/meta", fd, NSR_DURABLE_SPARE_PREFIX "0");
 }
 
+void nsr_run_trash_trim(int run_fd) {
+        static const char *const work[] = { "work", NULL };
+        _cleanup_closedir_ DIR *d = NULL;
+        if (nsr_opendir_at(run_fd, "trash", O_NOFOLLOW, &d) < 0)
+                return;
+        int t = dirfd(d);
+        FOREACH_DIRENT(de, d, break) {
+                /* overlayfs's own work dir (mode 0) is not read here: when it
+                 * is not empty, the work dir is not reused and goes later. */
+                bool wanted = streq(de->d_name, "meta") ||
+                              (streq(de->d_name, "p0-upper") && dir_is(t, "p0-upper", NULL, false)) ||
+                              (streq(de->d_name, "p0-work") && dir_is(t, "p0-work", work, false));
+                if (wanted)
+                        continue;
+                nsr_error e = { 0 };
+                (void) nsr_rm_rf_at(t, de->d_name, &e);
+        }
+}
+
 void nsr_run_make_spare(int statefd, int old_fd) {
         struct stat st;
         if (fstatat(statefd, NSR_RUN_SPARE, &st, AT_SYMLINK_NOFOLLOW) == 0)

@@ -36,6 +36,11 @@ int nsr_run_take_spare(int statefd, const char *rel, size_t n_projects);
  * next run's overlay). What is not reused stays in old_fd/trash. */
 void nsr_run_make_spare(int statefd, int old_fd);
 
+/* Removes from run_fd/trash, at once, what nsr_run_make_spare could not
+ * reuse (a changed run's upper dir, snapshots): their space is free before
+ * the sandbox's mounts are gone, as a state dir that filled up needs. */
+void nsr_run_trash_trim(int run_fd);
+
 /* Removes the spare (and what a killed maker left): space for a full
  * state dir. */
 void nsr_run_drop_spare(int statefd);

@@ -809,8 +809,10 @@ void nsr_state_trash_background(const char *state_dir, const char *run_dir, int 
                 return;
         }
         int fd = open(run_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (fd >= 0)
+        if (fd >= 0) {
                 nsr_durable_spares_drop(fd);
+                nsr_run_trash_trim(fd);
+        }
         /* The sandbox's mounts go (the overlay syncs), then the next run's
          * dir is made ahead (txn/spare.h), from what the trash holds where
          * it can: the layers are reused only once no mount holds them. What
