@@ -42,16 +42,16 @@
 /* Take a temporary made ahead of time when dirfd holds one: the first of
  * NSR_DURABLE_SPARE_PREFIX "0" .. "N-1" (NSR_DURABLE_SPARES) still there is
  * renamed to the temporary's name (so two writers never share one) and
- * used if it is an empty regular file of ours with one link (else it goes,
- * and a new temporary is made as without the flag). Each new inode costs an allocation on the run's path;
- * on ext4 without a journal that allocation first walks past every inode
- * freed in the last minutes (ext4's recently_deleted(), about 0.5 ms when
- * runs come back to back; bench/README.md, "Twelfth pass"). A run dir made
- * ahead (txn/spare.h) carries these, made by the last run's background
- * process; a writer whose dir has none, or none left, creates its own. A
- * spare's name is fixed, not random: the spare lives in the user's own
- * state dir, which no sandbox can reach (as txn/spare.h says), and one
- * that is not what nsr_durable_spares_make makes is left alone. */
+ * used if it is an empty regular file of ours with one link; else it is
+ * removed, and a new temporary is made as without the flag. A new inode
+ * is an allocation on the run's path, and on ext4 without a journal that
+ * allocation first walks past every inode freed in the last minutes
+ * (ext4's recently_deleted(), up to 0.5 ms when runs come back to back;
+ * bench/README.md, "Twelfth pass"). A run dir made ahead (txn/spare.h)
+ * carries these, made by the last run's background process; a writer
+ * whose dir has none, or none left, creates its own. A spare's name is
+ * fixed, not random: it lives in the user's own state dir, which no
+ * sandbox can reach (as txn/spare.h says). */
 #define NSR_DURABLE_SPARE        (1u << 2)
 #define NSR_DURABLE_SPARE_PREFIX ".spare-"
 #define NSR_DURABLE_SPARES       4
