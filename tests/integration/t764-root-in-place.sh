@@ -17,8 +17,10 @@ echo a >"$d/p/f"
 echo data >"$d/data"
 
 hooks() { [ -n "${NSR_TEST_HOOKS:-}" ]; }
-# The mounts the command sees: mount point, per-mount options, type.
-MOUNTS="awk '{print \$5, \$6, \$(NF-2)}' /proc/self/mountinfo"
+# The mounts the command sees: mount point, per-mount options, type. The
+# host's own mounts under /tmp come and go with the tests that run beside
+# this one (t803 mounts a small tmpfs there): only this test's are listed.
+MOUNTS="awk -v own='$d' '{ if (index(\$5, \"/tmp/\") == 1 && index(\$5, own) != 1) next; print \$5, \$6, \$(NF-2) }' /proc/self/mountinfo"
 full="--ro-bind / / --unshare-all --dev /dev --proc /proc --tmpfs /tmp --die-with-parent"
 
 # 1. What the command sees, and what it may do.
