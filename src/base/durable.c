@@ -42,6 +42,11 @@ void nsr_durable_done(nsr_durable *d) {
         *d = (nsr_durable) NSR_DURABLE_INIT;
 }
 
+/* NSR_DURABLE_SPARE_PREFIX "k", in a buffer of its own. */
+#define SPARE_NAME(buf, k)                                                                                             \
+        char buf[sizeof(NSR_DURABLE_SPARE_PREFIX) + 8];                                                                \
+        snprintf(buf, sizeof(buf), NSR_DURABLE_SPARE_PREFIX "%u", (k))
+
 static bool spare_stat_ok(const struct stat *st) {
         return S_ISREG(st->st_mode) && st->st_uid == geteuid() && st->st_nlink == 1 && st->st_size == 0 &&
                !(st->st_mode & 022);
@@ -55,8 +60,7 @@ bool nsr_durable_spare_is(int dirfd, const char *name) {
 bool nsr_durable_spares_make(int dirfd) {
         bool all = true;
         for (unsigned k = 0; k < NSR_DURABLE_SPARES; k++) {
-                char name[sizeof(NSR_DURABLE_SPARE_PREFIX) + 8];
-                snprintf(name, sizeof(name), NSR_DURABLE_SPARE_PREFIX "%u", k);
+                SPARE_NAME(name, k);
                 int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
                 if (fd < 0)
                         all = false;
@@ -67,8 +71,7 @@ bool nsr_durable_spares_make(int dirfd) {
 
 void nsr_durable_spares_drop(int dirfd) {
         for (unsigned k = 0; k < NSR_DURABLE_SPARES; k++) {
-                char name[sizeof(NSR_DURABLE_SPARE_PREFIX) + 8];
-                snprintf(name, sizeof(name), NSR_DURABLE_SPARE_PREFIX "%u", k);
+                SPARE_NAME(name, k);
                 if (nsr_durable_spare_is(dirfd, name))
                         (void) unlinkat(dirfd, name, 0);
         }
@@ -81,8 +84,7 @@ void nsr_durable_spares_drop(int dirfd) {
  * still holds, or one with content, is not taken, and goes). */
 static int take_spare(int dirfd, const char *tmp) {
         for (unsigned k = 0; k < NSR_DURABLE_SPARES; k++) {
-                char name[sizeof(NSR_DURABLE_SPARE_PREFIX) + 8];
-                snprintf(name, sizeof(name), NSR_DURABLE_SPARE_PREFIX "%u", k);
+                SPARE_NAME(name, k);
                 if (renameat2(dirfd, name, dirfd, tmp, RENAME_NOREPLACE) < 0)
                         continue;
                 int fd = openat(dirfd, tmp, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);

@@ -416,17 +416,21 @@ static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
 }
 
 void nsr_boot_id(char ret[40]) {
-        ret[0] = '\0';
-        _cleanup_close_ int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return;
-        int n = nsr_read_full(fd, ret, 39);
-        if (n < 0)
-                n = 0;
-        ret[n] = '\0';
-        char *nl = strchr(ret, '\n');
-        if (nl)
-                *nl = '\0';
+        /* It cannot change while a process lives: read once (a project
+         * run asks for it in its fence and for its meta). */
+        static char boot[40];
+        static bool read_once;
+        if (!read_once) {
+                _cleanup_close_ int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+                int n = fd >= 0 ? nsr_read_full(fd, boot, sizeof(boot) - 1) : -1;
+                boot[n > 0 ? n : 0] = '\0';
+                char *nl = strchr(boot, '\n');
+                if (nl)
+                        *nl = '\0';
+                /* A failed read is tried again next time. */
+                read_once = boot[0] != '\0';
+        }
+        memcpy(ret, boot, sizeof(boot));
 }
 
 bool nsr_kernel_at_least(unsigned maj, unsigned min) {

@@ -179,7 +179,7 @@ const char *nsr_datadir(void);
 char *nsr_hex_encode(const void *data, size_t len);
 
 /* The kernel's boot id (/proc/sys/kernel/random/boot_id, without its
- * newline); "" when it cannot be read. */
+ * newline), read once per process; "" when it cannot be read. */
 void nsr_boot_id(char ret[40]);
 
 /* Whether the running kernel's release is maj.min or later (false when

@@ -97,16 +97,23 @@ static void drop_stale_temps(int statefd) {
  * overlay xattr would change what the next run's overlay shows): as good
  * as a new one. */
 static bool empty_plain_dir(int at, const char *name) {
-        _cleanup_close_ int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_closedir_ DIR *d = NULL;
+        if (nsr_opendir_at(at, name, O_NOFOLLOW, &d) < 0)
+                return false;
+        int fd = dirfd(d);
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 07022) ||
+        if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 07022) ||
             st.st_nlink != 2)
                 return false;
+        FOREACH_DIRENT(de, d, return false) {
+                (void) de;
+                return false;
+        }
         char names[64];
         ssize_t n = flistxattr(fd, names, sizeof(names));
         if (n == (ssize_t) sizeof(OVERLAY_UUID_XATTR) && memcmp(names, OVERLAY_UUID_XATTR, (size_t) n) == 0)
                 n = fremovexattr(fd, OVERLAY_UUID_XATTR) == 0 ? flistxattr(fd, NULL, 0) : -1;
-        return n == 0 && dir_is(at, name, NULL, false);
+        return n == 0;
 }
 
 /* Moves what the last run left in old_fd/trash (txn/state.h,
@@ -134,7 +141,9 @@ static void adopt_meta(int old_fd, int fd) {
         (void) renameat(old_fd, "trash/meta", fd, NSR_DURABLE_SPARE_PREFIX "0");
 }
 
-void nsr_run_trash_trim(int run_fd) {
+/* Removes what run_fd/trash holds; with keep_reusable, not what
+ * nsr_run_make_spare may still reuse. */
+static void trash_clear(int run_fd, bool keep_reusable) {
         static const char *const work[] = { "work", NULL };
         _cleanup_closedir_ DIR *d = NULL;
         if (nsr_opendir_at(run_fd, "trash", O_NOFOLLOW, &d) < 0)
@@ -143,14 +152,18 @@ void nsr_run_trash_trim(int run_fd) {
         FOREACH_DIRENT(de, d, break) {
                 /* overlayfs's own work dir (mode 0) is not read here: when it
                  * is not empty, the work dir is not reused and goes later. */
-                bool wanted = streq(de->d_name, "meta") ||
-                              (streq(de->d_name, "p0-upper") && dir_is(t, "p0-upper", NULL, false)) ||
-                              (streq(de->d_name, "p0-work") && dir_is(t, "p0-work", work, false));
+                bool wanted = keep_reusable && (streq(de->d_name, "meta") ||
+                                                (streq(de->d_name, "p0-upper") && dir_is(t, "p0-upper", NULL, false)) ||
+                                                (streq(de->d_name, "p0-work") && dir_is(t, "p0-work", work, false)));
                 if (wanted)
                         continue;
                 nsr_error e = { 0 };
                 (void) nsr_rm_rf_at(t, de->d_name, &e);
         }
+}
+
+void nsr_run_trash_trim(int run_fd) {
+        trash_clear(run_fd, true);
 }
 
 void nsr_run_make_spare(int statefd, int old_fd) {
@@ -176,15 +189,8 @@ void nsr_run_make_spare(int statefd, int old_fd) {
                 (void) nsr_durable_spares_make(fd);
         }
         /* The trash dir last, once nothing else in it is wanted. */
-        if (ok && old_fd >= 0) {
-                nsr_error e = { 0 };
-                _cleanup_closedir_ DIR *d = NULL;
-                if (nsr_opendir_at(old_fd, "trash", O_NOFOLLOW, &d) >= 0) {
-                        FOREACH_DIRENT(de, d, break) {
-                                (void) nsr_rm_rf_at(dirfd(d), de->d_name, &e);
-                        }
-                }
-        }
+        if (ok && old_fd >= 0)
+                trash_clear(old_fd, false);
         ok = ok && (adopt(old_fd, "trash", fd, "trash", 0700) || mkdirat(fd, "trash", 0700) == 0);
         if (ok && renameat2(statefd, tmp, statefd, NSR_RUN_SPARE, RENAME_NOREPLACE) == 0)
                 return;

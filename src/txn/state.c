@@ -887,19 +887,18 @@ static unsigned long long proc_start_time(pid_t pid) {
 }
 
 void nsr_run_meta_set_owner(nsr_run_meta *m) {
-        /* A run writes its meta twice, from one process: its start time and
-         * the boot's id are read once (per process: a fork reads its own). */
+        /* A run writes its meta twice, from one process: its start time is
+         * read once (per process: a fork reads its own), as is the boot's
+         * id (nsr_boot_id). */
         static pid_t pid;
         static unsigned long long start;
-        static char boot[sizeof(m->boot)];
         if (pid != getpid()) {
                 pid = getpid();
                 start = proc_start_time(pid);
-                nsr_boot_id(boot);
         }
         m->pid = pid;
         m->pid_start = start;
-        memcpy(m->boot, boot, sizeof(boot));
+        nsr_boot_id(m->boot);
 }
 
 bool nsr_run_meta_is_orphan(const nsr_run_meta *m) {
