@@ -4,7 +4,10 @@
 # monitor's memory until that execve (CLONE_VM | CLONE_VFORK), on the CPU
 # the monitor leaves; the command, the monitor and everything after them
 # get the caller's CPU set back, exactly; what the child changes (its fds,
-# the environment it builds) never shows in the monitor.
+# the environment it builds) never shows in the monitor. A project run's
+# monitor and child each work on CPUs of their own until the root's
+# hidden paths and run dir are done, and every process gets the caller's
+# set back after.
 . "$NSR_TESTS/lib.sh"
 export NSRUN_DATADIR="$NSR_STAGE"
 d=$(scratch)
@@ -32,6 +35,9 @@ if [ "$ncpu" -lt 2 ]; then
 	skip "the monitor gets the caller's CPUs back" "one CPU online"
 	skip "a caller's narrower CPU set is kept" "one CPU online"
 	skip "--as-pid-1 gets the caller's CPUs" "one CPU online"
+	skip "project mode: the command and pid 1 get the caller's CPUs" "one CPU online"
+	skip "project mode: a caller's own CPU set is what pid 1 and the command get" "one CPU online"
+	skip "project mode: the monitor has the caller's CPUs back while the command runs" "one CPU online"
 else
 	# 20 launches: the CPU the setup ran on changes from run to run, and
 	# a set left pinned shows as that one CPU.
@@ -53,6 +59,29 @@ else
 		[ "$got" = "$mine" ] || bad=$((bad + 1))
 	done
 	is "$bad" 0 "--as-pid-1 gets the caller's CPUs, 10 of 10"
+
+	# Project mode: the monitor and its child work on CPUs of their own
+	# while the monitor looks up the hidden paths and makes the run dir
+	# (base/affinity.h); pid 1 and the command get the caller's set back,
+	# and so does the monitor before the command runs.
+	bad=0
+	for i in $(seq 20); do
+		got=$("$NSRUN" -p "$d/p" --state-dir "$d/s" --quiet -- sh -c 'sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status /proc/1/status | tr "\n" " "')
+		[ "$got" = "$mine $mine " ] || bad=$((bad + 1))
+	done
+	is "$bad" 0 "project mode: the command and pid 1 get the caller's CPUs ($mine), 20 of 20"
+	narrow=$(taskset -c 0,1 "$NSRUN" -p "$d/p" --state-dir "$d/s" --quiet -- sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status /proc/1/status | tr '\n' ' ')
+	one=$(taskset -c 1 "$NSRUN" -p "$d/p" --state-dir "$d/s" --quiet -- sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status /proc/1/status | tr '\n' ' ')
+	is "$narrow/$one" "0-1 0-1 /1 1 " "project mode: a caller's own CPU set is what pid 1 and the command get (0-1, then 1)"
+	# The monitor, seen from the host while the command waits.
+	mkfifo "$d/ready"
+	"$NSRUN" -p "$d/p" --state-dir "$d/s" --quiet -- sh -c 'echo ready; exec sleep 30' >"$d/ready" 2>"$d/ready.err" &
+	mon=$!
+	read -r line <"$d/ready"
+	got=$(cpus_of /proc/$mon/status)
+	kill $mon
+	wait $mon 2>/dev/null
+	is "$line/$got" "ready/$mine" "project mode: the monitor has the caller's CPUs back while the command runs"
 fi
 
 # What the child builds stays the child's: the environment the command
