@@ -44,14 +44,13 @@ void nsr_affinity_save(nsr_affinity *a) {
         a->pinned = sched_getaffinity(0, sizeof(a->saved), &a->saved) == 0 && CPU_COUNT(&a->saved) >= 2;
 }
 
-void nsr_affinity_split(nsr_affinity *self, pid_t pid) {
-        nsr_affinity_pin_here(self);
-        if (!self->pinned || pid <= 0)
-                return;
-        cpu_set_t rest = self->saved;
+int nsr_affinity_keep_off(const nsr_affinity *a, pid_t pid) {
         int cpu = sched_getcpu();
-        if (cpu >= 0 && cpu < CPU_SETSIZE)
-                CPU_CLR(cpu, &rest);
-        if (CPU_COUNT(&rest) > 0)
-                (void) sched_setaffinity(pid, sizeof(rest), &rest);
+        if (!a->pinned || pid <= 0 || cpu < 0 || cpu >= CPU_SETSIZE)
+                return 0;
+        cpu_set_t rest = a->saved;
+        CPU_CLR(cpu, &rest);
+        if (CPU_COUNT(&rest) == 0)
+                return 0;
+        return sched_setaffinity(pid, sizeof(rest), &rest) == 0 ? 0 : -errno;
 }

@@ -39,21 +39,25 @@ int nsr_affinity_restore_other(const nsr_affinity *a, pid_t pid);
 
 /* The other case: a monitor that goes on working beside its child (project
  * mode looks up the hidden paths and makes the run dir while the child
- * makes its namespaces). A wake-up from a pipe puts the woken process on
- * the waker's CPU when that one runs nothing else, expecting the waker to
- * sleep; a monitor that goes on working then keeps its child off the CPU
- * until it stops (0.2 to 0.5 ms of a project run here). So each gets a CPU
- * of its own while both work: nsr_affinity_save before the clone (the
- * child gets the copy and puts it back with nsr_affinity_restore once it
- * waits for the monitor no more), nsr_affinity_split after it (the monitor
- * stays on its CPU, the child gets the others), and the monitor's own
- * nsr_affinity_restore when its part is done. */
+ * makes its namespaces). A wake-up puts the woken child on the monitor's
+ * CPU when that one runs nothing else, expecting the waker to sleep; this
+ * monitor goes on working and keeps its child off the CPU until it stops
+ * (0.2 to 0.5 ms of a project run here). So the child keeps off the
+ * monitor's CPU while both work: nsr_affinity_save before the clone (the
+ * child gets the copy), nsr_affinity_keep_off right after it (the new
+ * child is most often still queued, and moving a queued task costs
+ * nothing), and nsr_affinity_restore in the child once it waits for the
+ * monitor no more. Measured against the alternatives, interleaved, on a
+ * project no-op (bench/README.md, "Thirteenth pass"): pinning the monitor
+ * too, after the clone, cost it up to 0.2 ms whenever the new child ran
+ * first on its CPU; the child moving itself as its first step paid a
+ * migration of a running task. */
 
 /* Saves the caller's set in *a, marked for a restore when it holds more
  * than one CPU (nothing to split otherwise). */
 void nsr_affinity_save(nsr_affinity *a);
 
-/* Pins the caller to the CPU it runs on (*self, as nsr_affinity_pin_here)
- * and gives pid the other CPUs of the caller's set. Nothing is changed
- * when the set holds one CPU or the pin fails. */
-void nsr_affinity_split(nsr_affinity *self, pid_t pid);
+/* Gives pid the CPUs of the saved set but the one the caller runs on, when
+ * *a is marked (nsr_affinity_save) and that leaves a CPU. Returns 0 or
+ * -errno (nothing changed). */
+int nsr_affinity_keep_off(const nsr_affinity *a, pid_t pid);

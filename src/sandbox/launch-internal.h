@@ -78,7 +78,6 @@ typedef struct launch {
         nsr_outq events_q;                 /* --events-fd: the monitor's lines (timeout, refused calls) */
         nsr_affinity cpus;                 /* the caller's CPU set while the setup runs on one CPU */
         bool cpus_split;                   /* ... or on CPUs other than the monitor's (base/affinity.h) */
-        nsr_affinity monitor_cpus;         /* the monitor's own set while the child has the others */
         pid_t monitor_pid;                 /* the monitor as the child names it, or 0 (a new pid namespace) */
         struct child_leftovers *leftovers; /* shared memory: what the child allocated, for the monitor to free */
 } launch;

@@ -566,8 +566,11 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         pid_t child;
         bool shared = child_may_share_vm(l);
         /* The monitor works beside its child until the root's slots and
-         * gate are done: each on a CPU of its own (base/affinity.h). */
-        l->cpus_split = !shared && l->extra && (l->extra->fill_slots || l->extra->after_clone);
+         * gate are done: the child keeps off the monitor's CPU meanwhile
+         * (base/affinity.h). Only with slots: the child reads them, which
+         * the monitor sends after it moved the child, before it takes the
+         * caller's set back. */
+        l->cpus_split = !shared && l->extra && l->extra->fill_slots;
         if (l->cpus_split)
                 nsr_affinity_save(&l->cpus);
         if (shared)
@@ -580,8 +583,8 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         if (child < 0)
                 return clone_error(p, errno, err);
         nsr_timing_mark_now(p->timing, shared ? "monitor: clone, shared until the execve" : "monitor: clone");
-        if (l->cpus_split && l->cpus.pinned)
-                nsr_affinity_split(&l->monitor_cpus, child);
+        if (l->cpus_split)
+                (void) nsr_affinity_keep_off(&l->cpus, child);
 
         l->err_pipe[1] = safe_close(l->err_pipe[1]);
         l->status_pipe[1] = safe_close(l->status_pipe[1]);
@@ -673,7 +676,6 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
                 tell_child(l->gate_pipe[1]);
                 l->gate_pipe[1] = safe_close(l->gate_pipe[1]);
         }
-        (void) nsr_affinity_restore(&l->monitor_cpus);
         /* Otherwise the helper is forked when the sandbox first uses the
          * network (monitor.c): a connection, a query or a connect waits
          * for it in the backlog, the socket's queue or the listener. A
@@ -727,8 +729,6 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
                 sigaddset(&block, SIGCHLD);
                 sigprocmask(SIG_BLOCK, &block, &l.old_mask);
                 r = run(&l, &res, err);
-                /* A run that failed before the monitor's part was done. */
-                (void) nsr_affinity_restore(&l.monitor_cpus);
                 sigprocmask(SIG_SETMASK, &l.old_mask, NULL);
         }
         if (r >= 0 && l.cgroup)

@@ -5,9 +5,9 @@
 # the monitor leaves; the command, the monitor and everything after them
 # get the caller's CPU set back, exactly; what the child changes (its fds,
 # the environment it builds) never shows in the monitor. A project run's
-# monitor and child each work on CPUs of their own until the root's
-# hidden paths and run dir are done, and every process gets the caller's
-# set back after.
+# child keeps off the monitor's CPU while the monitor looks up the hidden
+# paths and makes the run dir, and every process has the caller's set
+# when the command runs.
 . "$NSR_TESTS/lib.sh"
 export NSRUN_DATADIR="$NSR_STAGE"
 d=$(scratch)
@@ -37,7 +37,7 @@ if [ "$ncpu" -lt 2 ]; then
 	skip "--as-pid-1 gets the caller's CPUs" "one CPU online"
 	skip "project mode: the command and pid 1 get the caller's CPUs" "one CPU online"
 	skip "project mode: a caller's own CPU set is what pid 1 and the command get" "one CPU online"
-	skip "project mode: the monitor has the caller's CPUs back while the command runs" "one CPU online"
+	skip "project mode: the monitor has the caller's CPUs while the command runs" "one CPU online"
 else
 	# 20 launches: the CPU the setup ran on changes from run to run, and
 	# a set left pinned shows as that one CPU.
@@ -60,10 +60,10 @@ else
 	done
 	is "$bad" 0 "--as-pid-1 gets the caller's CPUs, 10 of 10"
 
-	# Project mode: the monitor and its child work on CPUs of their own
-	# while the monitor looks up the hidden paths and makes the run dir
-	# (base/affinity.h); pid 1 and the command get the caller's set back,
-	# and so does the monitor before the command runs.
+	# Project mode: the child keeps off the monitor's CPU while the
+	# monitor looks up the hidden paths and makes the run dir
+	# (base/affinity.h); it takes the caller's set back before pid 1 and
+	# the command are forked, and the monitor never leaves it.
 	bad=0
 	for i in $(seq 20); do
 		got=$("$NSRUN" -p "$d/p" --state-dir "$d/s" --quiet -- sh -c 'sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status /proc/1/status | tr "\n" " "')
@@ -81,7 +81,7 @@ else
 	got=$(cpus_of /proc/$mon/status)
 	kill $mon
 	wait $mon 2>/dev/null
-	is "$line/$got" "ready/$mine" "project mode: the monitor has the caller's CPUs back while the command runs"
+	is "$line/$got" "ready/$mine" "project mode: the monitor has the caller's CPUs while the command runs"
 fi
 
 # What the child builds stays the child's: the environment the command
