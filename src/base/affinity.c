@@ -2,7 +2,10 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/affinity.h"
 
@@ -44,6 +47,24 @@ void nsr_affinity_save(nsr_affinity *a) {
         a->pinned = sched_getaffinity(0, sizeof(a->saved), &a->saved) == 0 && CPU_COUNT(&a->saved) >= 2;
 }
 
+/* The number of runnable tasks on the machine now (/proc/loadavg's
+ * fourth field), or -1. */
+static int runnable_now(void) {
+        char buf[128];
+        int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -1;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return -1;
+        buf[n] = '\0';
+        int running = -1;
+        if (sscanf(buf, "%*s %*s %*s %d/", &running) != 1)
+                return -1;
+        return running;
+}
+
 int nsr_affinity_keep_off(const nsr_affinity *a, pid_t pid) {
         int cpu = sched_getcpu();
         if (!a->pinned || pid <= 0 || cpu < 0 || cpu >= CPU_SETSIZE)
@@ -51,6 +72,11 @@ int nsr_affinity_keep_off(const nsr_affinity *a, pid_t pid) {
         cpu_set_t rest = a->saved;
         CPU_CLR(cpu, &rest);
         if (CPU_COUNT(&rest) == 0)
+                return 0;
+        /* Only when every CPU is free for one of the two: a CPU the child
+         * gets may be busy, and a busy CPU's time slice is milliseconds. */
+        int running = runnable_now();
+        if (running < 0 || running > CPU_COUNT(&a->saved))
                 return 0;
         return sched_setaffinity(pid, sizeof(rest), &rest) == 0 ? 0 : -errno;
 }

@@ -43,21 +43,25 @@ int nsr_affinity_restore_other(const nsr_affinity *a, pid_t pid);
  * CPU when that one runs nothing else, expecting the waker to sleep; this
  * monitor goes on working and keeps its child off the CPU until it stops
  * (0.2 to 0.5 ms of a project run here). So the child keeps off the
- * monitor's CPU while both work: nsr_affinity_save before the clone (the
- * child gets the copy), nsr_affinity_keep_off right after it (the new
- * child is most often still queued, and moving a queued task costs
- * nothing), and nsr_affinity_restore in the child once it waits for the
- * monitor no more. Measured against the alternatives, interleaved, on a
- * project no-op (bench/README.md, "Thirteenth pass"): pinning the monitor
- * too, after the clone, cost it up to 0.2 ms whenever the new child ran
- * first on its CPU; the child moving itself as its first step paid a
- * migration of a running task. */
+ * monitor's CPU while the monitor looks the hidden paths up:
+ * nsr_affinity_save before the clone (the child gets the copy),
+ * nsr_affinity_keep_off right after it (the new child is most often still
+ * queued, and moving a queued task costs nothing), and
+ * nsr_affinity_restore in the child as soon as it has what the monitor
+ * looked up. Only while every CPU is free for one of the two: with a CPU
+ * hog on the other CPU, a child sent there waited for the hog's time slice
+ * (a project no-op took 11 ms instead of 6). Measured against the
+ * alternatives, interleaved (bench/README.md, "Thirteenth pass"): pinning
+ * the monitor too, after the clone, cost it up to 0.2 ms whenever the new
+ * child ran first on its CPU; the child moving itself as its first step
+ * paid a migration of a running task. */
 
 /* Saves the caller's set in *a, marked for a restore when it holds more
  * than one CPU (nothing to split otherwise). */
 void nsr_affinity_save(nsr_affinity *a);
 
 /* Gives pid the CPUs of the saved set but the one the caller runs on, when
- * *a is marked (nsr_affinity_save) and that leaves a CPU. Returns 0 or
- * -errno (nothing changed). */
+ * *a is marked (nsr_affinity_save), that leaves a CPU, and no more tasks
+ * are runnable on the machine than the set has CPUs (/proc/loadavg, the
+ * caller and pid included). Returns 0 or -errno (nothing changed). */
 int nsr_affinity_keep_off(const nsr_affinity *a, pid_t pid);

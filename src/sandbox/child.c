@@ -699,6 +699,10 @@ _noreturn_ void launch_child_main(launch *l) {
         nsr_timing_mark_now(p->timing, "child: network (loopback, relay)");
 
         take_slots(l);
+        /* The monitor's long part is done: the caller's CPUs again
+         * (base/affinity.h), before pid 1 and the command are forked. */
+        if (l->cpus_split)
+                (void) nsr_affinity_restore(&l->cpus);
         nsr_timing_mark_now(p->timing, "child: slots taken");
         mode_t old_umask = umask(0);
         nsr_mount_ctx mctx = { .host_tty = l->host_tty,
@@ -711,10 +715,6 @@ _noreturn_ void launch_child_main(launch *l) {
         if (nsr_mount_build_root(p, &mctx, &e) < 0)
                 child_fail(l, &e);
         l->gate_pipe[0] = safe_close(l->gate_pipe[0]);
-        /* The monitor's part is done: the caller's CPUs again, before
-         * pid 1 and the command are forked (base/affinity.h). */
-        if (l->cpus_split)
-                (void) nsr_affinity_restore(&l->cpus);
         nsr_timing_mark_now(p->timing, "child: mounts (root, hidden paths)");
 
         nest_userns(l, procfd, ns_uid, ns_gid);

@@ -6,8 +6,8 @@
 # get the caller's CPU set back, exactly; what the child changes (its fds,
 # the environment it builds) never shows in the monitor. A project run's
 # child keeps off the monitor's CPU while the monitor looks up the hidden
-# paths and makes the run dir, and every process has the caller's set
-# when the command runs.
+# paths (when the machine has a CPU free for each), and every process has
+# the caller's set when the command runs.
 . "$NSR_TESTS/lib.sh"
 export NSRUN_DATADIR="$NSR_STAGE"
 d=$(scratch)
@@ -61,9 +61,9 @@ else
 	is "$bad" 0 "--as-pid-1 gets the caller's CPUs, 10 of 10"
 
 	# Project mode: the child keeps off the monitor's CPU while the
-	# monitor looks up the hidden paths and makes the run dir
-	# (base/affinity.h); it takes the caller's set back before pid 1 and
-	# the command are forked, and the monitor never leaves it.
+	# monitor looks up the hidden paths (base/affinity.h); it takes the
+	# caller's set back before pid 1 and the command are forked, and the
+	# monitor never leaves it.
 	bad=0
 	for i in $(seq 20); do
 		got=$("$NSRUN" -p "$d/p" --state-dir "$d/s" --quiet -- sh -c 'sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status /proc/1/status | tr "\n" " "')
