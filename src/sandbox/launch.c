@@ -565,11 +565,11 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
 
         pid_t child;
         bool shared = child_may_share_vm(l);
-        /* The monitor works beside its child until the root's slots and
-         * gate are done: the child keeps off the monitor's CPU meanwhile
-         * (base/affinity.h). Only with slots: the child reads them, which
-         * the monitor sends after it moved the child, before it takes the
-         * caller's set back. */
+        /* The monitor looks up the hidden paths (the plan's slots) beside
+         * its child: the child keeps off the monitor's CPU meanwhile
+         * (base/affinity.h). Only with slots: the child takes the caller's
+         * set back once it has read them, and the monitor sends them after
+         * it moved the child, so the move never comes after the restore. */
         l->cpus_split = !shared && l->extra && l->extra->fill_slots;
         if (l->cpus_split)
                 nsr_affinity_save(&l->cpus);
