@@ -35,11 +35,11 @@ typedef enum nsr_op_type {
         NSR_OP_SYMLINK,
         NSR_OP_CHMOD,
         NSR_OP_HOSTNAME,
-        /* Never parsed nor traced: a place that nsr_plan_fill_slots()
-         * replaces with ops found later (project mode's hidden paths,
-         * looked up while the sandbox child makes its namespaces:
-         * project/profile.h). The mount code refuses a plan that still
-         * holds one. */
+        /* Never parsed nor traced: a place for ops found later (project
+         * mode's hidden paths, looked up while the sandbox child makes its
+         * namespaces: project/profile.h). nsr_plan_fill_slots() puts them
+         * there; the mount code takes them when it reaches the place
+         * (sandbox/rootfs.h, take_slots), or builds no root. */
         NSR_OP_SLOT,
         _NSR_OP_TYPE_MAX,
         _NSR_OP_TYPE_INVALID = -EINVAL,
@@ -232,6 +232,10 @@ typedef struct nsr_plan {
         /* Map the caller's whole id range (project mode, real root), so
          * that overlay copy-up works for files of every owner. */
         bool map_all_ids;
+        /* Project mode: a --hide names "/" or a path right below it, so
+         * a slot may hold a mount on "/" or /proc, which a root built in
+         * place cannot take (sandbox/rootfs.c, root_in_place). */
+        bool slots_near_root;
         /* Scope abstract unix sockets and signals with Landlock (ABI 6). */
         bool landlock_scope;
         /* --allow-host/--deny-host: the egress relay's rules (empty: off),

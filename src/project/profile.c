@@ -464,6 +464,17 @@ static int expand_hide(char *const *hide, const nsr_profile_ctx *c, char ***ret,
         return 0;
 }
 
+/* Whether a --hide path (or pattern) is "/" or right below it: its slot
+ * may then mount on "/" or /proc (cli/plan.h, slots_near_root). */
+static bool hides_near_root(char *const *hide_x) {
+        for (size_t i = 0; hide_x && hide_x[i]; i++) {
+                _cleanup_free_ char *n = nsr_path_normalize_dotdot(hide_x[i]);
+                if (n[0] != '/' || !strchr(n + 1, '/'))
+                        return true;
+        }
+        return false;
+}
+
 /* The paths to hide that exist now: hide.list's (*ret_listed) and those
  * of hide_x, --hide's expanded (*ret_asked), globbed, read once per
  * launch. */
@@ -1160,6 +1171,7 @@ int nsr_profile_build(nsr_plan *user, const nsr_profile_ctx *c, nsr_plan **ret, 
         r = expand_hide(p->proj.hide, c, &hide_x, err);
         if (r < 0)
                 return r;
+        p->slots_near_root = hides_near_root(hide_x);
         slot(&b, SLOT_HOLDERS);
 
         add_projects(&b);

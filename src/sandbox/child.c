@@ -631,31 +631,36 @@ static void wait_pid1(launch *l) {
         l->pid1_ready = safe_close(l->pid1_ready);
 }
 
-/* The ops the monitor found for the plan's slots (extra->fill_slots), into
- * this process's own copy of the plan (never a shared one: such a launch
- * does not share the monitor's memory). Nothing mounts without them: a
- * monitor that died or sent bytes that do not unpack ends the child, and
- * a plan with a slot left builds no root (rootfs.c). */
-static void take_slots(launch *l) {
-        if (l->slot_pipe[0] < 0)
+/* Once the slots came (or the build ended without them): the CPUs the
+ * monitor kept this process off while it looked them up (launch.c, run),
+ * given back. */
+static void slots_done(launch *l) {
+        if (!l->cpus_split)
                 return;
-        nsr_error e = { 0 };
+        (void) nsr_affinity_restore(&l->cpus);
+        l->cpus_split = false;
+}
+
+/* The ops the monitor found for the plan's slots (extra->fill_slots), for
+ * the build, which asks for them when it reaches the first slot
+ * (nsr_mount_ctx.take_slots). Nothing of the sandbox runs without them: a
+ * monitor that died or sent bytes that do not unpack fails the build. */
+static int take_slots(void *data, nsr_plan ***ret, size_t *ret_n, nsr_error *err) {
+        launch *l = data;
         _cleanup_free_ char *buf = NULL;
-        size_t len = 0, n = 0;
-        nsr_plan **slots = NULL;
-        int r = nsr_read_all(l->slot_pipe[0], SLOTS_MAX, &buf, &len);
+        size_t len = 0;
+        int r = l->slot_pipe[0] < 0 ? -EBADF : nsr_read_all(l->slot_pipe[0], SLOTS_MAX, &buf, &len);
         l->slot_pipe[0] = safe_close(l->slot_pipe[0]);
         if (r >= 0)
-                r = len ? nsr_plan_slots_unpack(buf, len, &slots, &n) : -EPROTO;
-        if (r >= 0)
-                r = nsr_plan_fill_slots((nsr_plan *) l->plan, slots, n);
-        nsr_plan_slots_free(slots, n);
-        if (r < 0) {
-                nsr_error_setx(&e, -r, "the hidden paths did not come from the monitor: nothing was mounted");
-                child_fail(l, &e);
-        }
-        /* Their binds count too. */
-        launch_raise_nofile(l);
+                r = len ? nsr_plan_slots_unpack(buf, len, ret, ret_n) : -EPROTO;
+        /* The monitor's long part is done: the caller's CPUs again
+         * (base/affinity.h), before pid 1 and the command are forked. */
+        slots_done(l);
+        nsr_timing_mark_now(l->plan->timing, "child: slots taken");
+        if (r < 0)
+                return nsr_error_setx(err, -r,
+                                      "the hidden paths did not come from the monitor: the command did not run");
+        return 0;
 }
 
 _noreturn_ void launch_child_main(launch *l) {
@@ -698,12 +703,6 @@ _noreturn_ void launch_child_main(launch *l) {
                 child_fail(l, &e);
         nsr_timing_mark_now(p->timing, "child: network (loopback, relay)");
 
-        take_slots(l);
-        /* The monitor's long part is done: the caller's CPUs again
-         * (base/affinity.h), before pid 1 and the command are forked. */
-        if (l->cpus_split)
-                (void) nsr_affinity_restore(&l->cpus);
-        nsr_timing_mark_now(p->timing, "child: slots taken");
         mode_t old_umask = umask(0);
         nsr_mount_ctx mctx = { .host_tty = l->host_tty,
                                .fresh_proc = p->unshare_pid || p->pidns_fd != -1,
@@ -711,8 +710,12 @@ _noreturn_ void launch_child_main(launch *l) {
                                .gate_fd = l->gate_pipe[0],
                                .gate_under = l->extra ? l->extra->after_clone_under : NULL,
                                .proc_after = nests_userns(l, ns_uid, ns_gid) ? &procfd : NULL,
-                               .detached_out = l->detached };
-        if (nsr_mount_build_root(p, &mctx, &e) < 0)
+                               .detached_out = l->detached,
+                               .take_slots = l->slot_pipe[0] >= 0 ? take_slots : NULL,
+                               .take_slots_data = l };
+        r = nsr_mount_build_root(p, &mctx, &e);
+        slots_done(l);
+        if (r < 0)
                 child_fail(l, &e);
         l->gate_pipe[0] = safe_close(l->gate_pipe[0]);
         nsr_timing_mark_now(p->timing, "child: mounts (root, hidden paths)");

@@ -107,9 +107,10 @@ typedef struct nsr_launch_extra {
          * after the clone and the id maps, before after_clone: fill_slots
          * fills them in the caller's plan (the one given to nsr_launch)
          * and returns their ops packed (nsr_plan_slots_pack). The child
-         * makes its namespaces meanwhile, then takes them into its copy of
-         * the plan before it mounts anything. A failure kills the child:
-         * nothing ran, and nsr_launch returns it. */
+         * makes its namespaces and the root's first mounts meanwhile, and
+         * takes them when its build reaches the first slot (rootfs.h,
+         * take_slots). A failure kills the child: nothing ran, and
+         * nsr_launch returns it. */
         int (*fill_slots)(void *userdata, char **ret_packed, size_t *ret_len, nsr_error *err);
         void *fill_slots_data;
 } nsr_launch_extra;

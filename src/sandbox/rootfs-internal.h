@@ -23,6 +23,7 @@ typedef struct prepared {
         int src_fd;     /* a bind's source (O_PATH), named only in a message */
         ssize_t src_of; /* or the op whose src_fd it shares (same_source), or -1 */
         bool src_kept;  /* src_fd is shared: kept until the end */
+        bool from_null; /* a hidden file's bind: its tree is a clone of builder.null_src */
         bool fold_ro;   /* the next op is a --remount-ro of this one's dest (rootfs.c, remount_follows) */
         bool ro_done;   /* ... and it was set with the clone (a file bind) */
         /* --dev: the host's nodes (rootfs-kernfs.c), then the terminal for
@@ -52,8 +53,17 @@ typedef struct builder {
          * clone of that tree bound on it, pivoted into (rootfs.c,
          * root_in_place). scratch and shared are then detached mounts. */
         bool in_place;
-        bool fold_ro; /* the op being run has prepared.fold_ro: its mount gets the --remount-ro */
-        bool folded;  /* ... and got it */
+        /* The ops of the plan's slots (nsr_mount_ctx.take_slots), once
+         * taken, and the host's /dev/null, opened with the other sources
+         * before any op ran: each hidden file's bind is a clone of it. */
+        bool has_slots, slots_taken;
+        nsr_plan **slots;
+        size_t n_slots;
+        size_t slot_at;      /* the op of the slot being run (rootfs.c, filled_number) */
+        int null_src;        /* or -errno */
+        unsigned null_attrs; /* what a clone of it gets */
+        bool fold_ro;        /* the op being run has prepared.fold_ro: its mount gets the --remount-ro */
+        bool folded;         /* ... and got it */
 } builder;
 
 typedef enum dest_kind {

@@ -348,11 +348,18 @@ static const char *below_gate(const builder *b, const char *path) {
         return path + n + 1;
 }
 
-/* The monitor's byte on ctx->gate_fd, once. */
+static int take_slots(builder *b, nsr_error *err);
+
+/* The monitor's byte on ctx->gate_fd, once. The monitor sends the slots
+ * first: they are taken before, so that it never waits on a full pipe
+ * while this waits for it. */
 static int pass_gate(builder *b, nsr_error *err) {
         char c;
         if (b->ctx->gate_fd < 0 || b->gate_passed)
                 return 0;
+        int r = take_slots(b, err);
+        if (r < 0)
+                return r;
         if (nsr_read_full(b->ctx->gate_fd, &c, 1) != 1)
                 return nsr_error_setx(err, EIO, "the monitor did not make the sandbox's layers");
         b->gate_passed = true;
@@ -595,7 +602,9 @@ static int do_bind(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
                 return r;
         r = rootfs_attach(pr->tree, target);
         if (r < 0) {
-                _cleanup_free_ char *real = fd_real_path(pr->src_of >= 0 ? b->prep[pr->src_of].src_fd : pr->src_fd);
+                _cleanup_free_ char *real =
+                        pr->from_null ? nsr_strdup("/dev/null")
+                                      : fd_real_path(pr->src_of >= 0 ? b->prep[pr->src_of].src_fd : pr->src_fd);
                 return rootfs_bind_error(err, -r, real, op->dest);
         }
         pr->tree = safe_close(pr->tree);
@@ -923,9 +932,9 @@ static int do_hostname(const nsr_op *op, nsr_error *err) {
         return 0;
 }
 
-static int run_op(builder *b, size_t i, nsr_error *err) {
-        const nsr_op *op = &b->plan->ops[i];
-        prepared *pr = &b->prep[i];
+static int run_slot(builder *b, const nsr_op *op, nsr_error *err);
+
+static int run_op(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
         switch (op->type) {
         case NSR_OP_BIND:
         case NSR_OP_RO_BIND:
@@ -960,12 +969,142 @@ static int run_op(builder *b, size_t i, nsr_error *err) {
                 return rootfs_do_chmod(b, op, err);
         case NSR_OP_HOSTNAME:
                 return do_hostname(op, err);
-        case NSR_OP_SLOT: /* nsr_mount_build_root refused the plan */
+        case NSR_OP_SLOT:
+                return run_slot(b, op, err);
         case _NSR_OP_TYPE_MAX:
         case _NSR_OP_TYPE_INVALID:
                 break;
         }
         return nsr_error_setx(err, EINVAL, "Unexpected type %d", (int) op->type);
+}
+
+/* Whether a slot's op is one a path's hiding makes (project/profile.c,
+ * hide and mask_dir): an empty tmpfs, /dev/null bound and then made
+ * read-only, a read-only remount, each on an absolute path; in place, never on "/" or /proc,
+ * which root_in_place would have refused (a --hide that may name them
+ * makes the plan say so: nsr_plan.slots_near_root). */
+static bool slot_op_fits(const builder *b, const nsr_plan *sp, size_t j) {
+        const nsr_op *op = &sp->ops[j];
+        if (!op->dest || op->dest[0] != '/' || (op->flags & (NSR_OPF_TRY | NSR_OPF_VERIFY)))
+                return false;
+        if (op->type == NSR_OP_DEV_BIND) {
+                /* Read-only at once (builder.null_src). */
+                if (!op->source || !streq(op->source, "/dev/null") || !remount_follows(sp, j))
+                        return false;
+        } else if (op->type != NSR_OP_TMPFS && op->type != NSR_OP_REMOUNT_RO)
+                return false;
+        if (!b->in_place)
+                return true;
+        _cleanup_free_ char *d = nsr_path_normalize_dotdot(op->dest);
+        return !streq(d, "/") && !streq(d, "/proc");
+}
+
+/* The hidden files' source, while the host's /dev is as it was: in place,
+ * a detached clone of its /dev/null, nosuid and read-only, as each of
+ * their binds is (the flags the root gets later do not reach it); for the
+ * pivot, which leaves the host's tree alone, the file itself, each clone
+ * flagged as it is made. A failure is told only if a bind needs it. */
+static void open_null_src(builder *b) {
+        unsigned attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_RDONLY;
+        int fd = open("/dev/null", O_PATH | O_CLOEXEC);
+        if (fd < 0) {
+                b->null_src = -errno;
+                return;
+        }
+        if (!b->in_place) {
+                b->null_src = fd;
+                b->null_attrs = attrs;
+                return;
+        }
+        b->null_src = rootfs_clone_tree(fd, "", true, attrs);
+        close(fd);
+}
+
+/* Which op of the plan, counted from 1, op i is (and, in a slot, the op
+ * it was running there, builder.slot_at) with the slots filled: as the
+ * monitor holds the plan, which an error names an op of by that number
+ * (project/launching.c). Ops before the first slot keep theirs. */
+static unsigned filled_number(const builder *b, size_t i) {
+        size_t n = 0;
+        for (size_t k = 0; k < i; k++) {
+                const nsr_op *op = &b->plan->ops[k];
+                if (op->type != NSR_OP_SLOT)
+                        n++;
+                else if (op->slot < b->n_slots)
+                        n += b->slots[op->slot]->n_ops;
+        }
+        if (b->plan->ops[i].type == NSR_OP_SLOT)
+                n += b->slot_at;
+        return (unsigned) (n + 1);
+}
+
+/* The slots' ops (nsr_mount_ctx.take_slots), once: each checked before
+ * any of them is mounted. */
+static int take_slots(builder *b, nsr_error *err) {
+        if (!b->has_slots || b->slots_taken)
+                return 0;
+        b->slots_taken = true;
+        int r = b->ctx->take_slots(b->ctx->take_slots_data, &b->slots, &b->n_slots, err);
+        if (r < 0)
+                return r;
+        for (size_t k = 0; k < b->n_slots; k++)
+                for (size_t j = 0; j < b->slots[k]->n_ops; j++) {
+                        const nsr_op *op = &b->slots[k]->ops[j];
+                        if (!slot_op_fits(b, b->slots[k], j))
+                                return nsr_error_setx(err, EINVAL,
+                                                      "a hidden path's mount (%s on %s) does not fit the sandbox's "
+                                                      "root: the command did not run",
+                                                      nsr_op_type_to_string(op->type), op->dest ? op->dest : "nothing");
+                }
+        return 0;
+}
+
+/* A slot's ops, where the plan holds it. Each is prepared as it runs (a
+ * hidden file's bind is a clone of builder.null_src), so thousands of
+ * them hold no more fds than one. */
+static int run_slot(builder *b, const nsr_op *slot, nsr_error *err) {
+        b->slot_at = 0;
+        int r = take_slots(b, err);
+        if (r < 0)
+                return r;
+        if (slot->slot >= b->n_slots)
+                return nsr_error_setx(err, EINVAL, "the plan's hidden paths have no place: the command did not run");
+        const nsr_plan *sp = b->slots[slot->slot];
+        for (size_t j = 0; j < sp->n_ops; j++) {
+                const nsr_op *op = &sp->ops[j];
+                b->slot_at = j;
+                prepared pr = { .tree = -1, .upper_fd = -1, .work_fd = -1, .src_fd = -1, .src_of = -1 };
+                for (size_t k = 0; k < ROOTFS_KERN_MAX; k++)
+                        pr.kern[k] = -1;
+                b->fold_ro = pr.fold_ro = remount_follows(sp, j);
+                b->folded = false;
+                if (op->type == NSR_OP_DEV_BIND) {
+                        if (b->null_src < 0)
+                                return nsr_error_set(err, -b->null_src, "Can't find source path /dev/null");
+                        /* As prepare_sources clones a file's source, its
+                         * --remount-ro folded in (slot_op_fits). */
+                        pr.from_null = pr.ro_done = true;
+                        pr.tree = rootfs_clone_tree(b->null_src, "", true, b->null_attrs);
+                        if (pr.tree < 0)
+                                return rootfs_mount_error(err, -pr.tree, "Can't bind mount /dev/null on %s", op->dest);
+                }
+                r = run_op(b, op, &pr, err);
+                safe_close(pr.tree);
+                if (r < 0)
+                        return r;
+                /* The pivot's root, covered by a mount on "/" (--hide /). */
+                if (op_targets_root(op->dest)) {
+                        safe_close(b->root);
+                        b->root = open_root(b);
+                        if (b->root < 0)
+                                return nsr_error_set(err, errno, "Creating newroot failed");
+                }
+                if (b->folded)
+                        j++; /* its --remount-ro is done */
+        }
+        /* The slot op itself folds nothing into the op after it. */
+        b->fold_ro = b->folded = false;
+        return 0;
 }
 
 /* The sandbox's /etc/resolv.conf, after every op: a file of nsrun's,
@@ -1047,7 +1186,9 @@ static bool root_in_place(const builder *b, bool *ret_gated) {
         /* A test hook: the pivot whatever the plan, to compare the two. */
         if (nsr_test_hook_on("NSRUN_TEST_ROOT_PIVOT"))
                 return false;
-        if (plan->n_ops == 0)
+        /* A slot whose ops may land on "/" or /proc (checked as they
+         * come: slot_op_fits). */
+        if (plan->n_ops == 0 || plan->slots_near_root)
                 return false;
         const nsr_op *first = &plan->ops[0];
         if (first->type != NSR_OP_BIND && first->type != NSR_OP_RO_BIND && first->type != NSR_OP_DEV_BIND)
@@ -1130,14 +1271,17 @@ static int place_scratch(builder *b, int mnt, nsr_error *err) {
 }
 
 int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_error *err) {
-        builder b = { .plan = plan, .ctx = ctx, .scratch = -1, .root = -1, .shared = -1, .gate_dir = -1 };
+        builder b = {
+                .plan = plan, .ctx = ctx, .scratch = -1, .root = -1, .shared = -1, .gate_dir = -1, .null_src = -EBADF
+        };
         _cleanup_close_ int scratch = -1;
         bool shared = false, files = plan_needs_files(plan, ctx, &shared), gated = false, needs_scratch;
         int r;
 
         /* What a slot stands for is unknown (a hidden path, say): no root
          * without it. */
-        if (nsr_plan_has_slots(plan))
+        b.has_slots = nsr_plan_has_slots(plan);
+        if (b.has_slots && !ctx->take_slots)
                 return nsr_error_setx(err, EINVAL, "the plan's hidden paths were never looked up: nothing was mounted");
         b.prep = nsr_malloc0((plan->n_ops + 1) * sizeof(prepared));
         for (size_t i = 0; i < plan->n_ops; i++) {
@@ -1161,7 +1305,7 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
         }
 
         b.in_place = root_in_place(&b, &gated);
-        if (b.in_place && (files || shared || gated))
+        if (b.in_place && (files || shared || gated || b.has_slots))
                 b.in_place = detached_usable();
 
         /* The scratch tmpfs, when an op needs room for files of its own,
@@ -1188,6 +1332,8 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
         r = prepare_sources(&b, err);
         if (r < 0)
                 goto out;
+        if (b.has_slots)
+                open_null_src(&b);
 
         if (needs_scratch && !b.in_place)
                 r = place_scratch(&b, scratch, err);
@@ -1227,10 +1373,10 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
         for (size_t i = b.in_place ? 1 : 0; i < plan->n_ops; i++) {
                 b.fold_ro = b.prep[i].fold_ro;
                 b.folded = false;
-                r = run_op(&b, i, err);
+                r = run_op(&b, &plan->ops[i], &b.prep[i], err);
                 if (r < 0) {
                         if (err)
-                                err->op = (unsigned) i + 1;
+                                err->op = filled_number(&b, i);
                         goto out;
                 }
                 /* A mount on "/" covers the root we hold an fd to; lookups
@@ -1291,6 +1437,9 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
         }
 out:
         prepared_free(b.prep, plan->n_ops);
+        nsr_plan_slots_free(b.slots, b.n_slots);
+        if (b.null_src >= 0)
+                close(b.null_src);
         free(b.src_first);
         safe_close(b.gate_dir);
         safe_close(b.shared);

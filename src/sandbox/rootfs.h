@@ -36,6 +36,15 @@ typedef struct nsr_mount_ctx {
          * caller to close when that costs least: each costs an RCU grace
          * period as it goes (0.03 to 0.04 ms). NULL: closed on return. */
         int *detached_out;
+        /* Or NULL: the ops of the plan's slots (NSR_OP_SLOT: project mode's
+         * hidden paths, which the monitor looks up beside the child), as
+         * nsr_plan_slots_unpack() gives them; called once, when the build
+         * first needs them: at the first slot, or at the gate (the monitor
+         * sends them before it opens that), so that the mounts before them
+         * go on meanwhile. A plan with slots and no take_slots builds no
+         * root. */
+        int (*take_slots)(void *data, nsr_plan ***ret_slots, size_t *ret_n, nsr_error *err);
+        void *take_slots_data;
 } nsr_mount_ctx;
 
 #define NSR_MOUNT_DETACHED_MAX 3

@@ -392,6 +392,49 @@ START_TEST(test_hide_order) {
 }
 END_TEST
 
+START_TEST(test_slots_near_root) {
+        /* A --hide that is "/" or right below it (a pattern too, or a path
+         * that gets there through "..") may put a slot's mount on "/" or
+         * /proc: the plan says so, and the sandbox then builds its root by
+         * the pivot. Deeper paths leave the root in place. */
+        _cleanup_free_ char *d = tmpdir_new();
+        _cleanup_free_ char *profiles = nsr_path_join(d, "profiles");
+        _cleanup_free_ char *proj = nsr_path_join(d, "proj");
+        ck_assert_int_eq(mkdir(profiles, 0755), 0);
+        ck_assert_int_eq(mkdir(proj, 0755), 0);
+        write_file(profiles, "hide.list", "/etc/shadow\n");
+        write_file(profiles, "env-deny.list", "");
+        _cleanup_free_ char *deep = nsr_path_join(d, "proj/.env");
+        const struct {
+                const char *hide;
+                bool near;
+        } cases[] = {
+                { NULL, false }, { deep, false },  { "/etc/x", false }, { "/proc", true },      { "/", true },
+                { "/p*", true }, { "/opt", true }, { "//proc/", true }, { "/a/../proc", true }, { "/a/b/../c", false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                fixture f;
+                fixture_init(&f, proj, NULL, d, "/nonexistent-state", NULL);
+                nsr_plan *user = nsr_plan_new();
+                nsr_strv_extend(&user->argv, "true");
+                if (cases[i].hide)
+                        nsr_strv_extend(&user->proj.hide, cases[i].hide);
+                nsr_plan *p = NULL;
+                nsr_profile_later *later = NULL;
+                nsr_error err = { 0 };
+                ck_assert_int_eq(nsr_profile_build(user, &f.ctx, &p, &later, &err), 0);
+                ck_assert_msg(p->slots_near_root == cases[i].near, "--hide %s: slots_near_root is %d",
+                              cases[i].hide ? cases[i].hide : "(none)", p->slots_near_root);
+                ck_assert(nsr_plan_has_slots(p));
+                nsr_profile_later_free(later);
+                nsr_plan_free(p);
+                nsr_plan_free(user);
+        }
+        _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", d);
+        ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(test_build_user_wins) {
         /* --share-net after the profile's --unshare-net; the user's policy
          * replaces the profile's; cwd inside the project is kept. */
@@ -765,6 +808,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_env_value_secret);
         tcase_add_test(tc, test_build);
         tcase_add_test(tc, test_build_user_wins);
+        tcase_add_test(tc, test_slots_near_root);
         tcase_add_test(tc, test_hide_order);
         tcase_add_test(tc, test_fill_later);
         tcase_add_test(tc, test_fill_fails);
