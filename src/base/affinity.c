@@ -45,6 +45,18 @@ int nsr_affinity_restore_other(const nsr_affinity *a, pid_t pid) {
 void nsr_affinity_save(nsr_affinity *a) {
         CPU_ZERO(&a->saved);
         a->pinned = sched_getaffinity(0, sizeof(a->saved), &a->saved) == 0 && CPU_COUNT(&a->saved) >= 2;
+        a->split = a->pinned;
+}
+
+int nsr_affinity_reassert(const nsr_affinity *a) {
+        if (!a->split)
+                return 0;
+        cpu_set_t now;
+        CPU_ZERO(&now);
+        if (sched_getaffinity(0, sizeof(now), &now) == 0 && CPU_EQUAL(&now, &a->saved))
+                return 0;
+        nsr_affinity again = { .saved = a->saved, .pinned = true };
+        return nsr_affinity_restore(&again);
 }
 
 /* The number of runnable tasks on the machine now (/proc/loadavg's

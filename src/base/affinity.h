@@ -22,6 +22,7 @@
 typedef struct nsr_affinity {
         cpu_set_t saved;
         bool pinned;
+        bool split; /* nsr_affinity_save marked it: the child may be kept off the monitor's CPU */
 } nsr_affinity;
 
 /* Pins the caller to the CPU it runs on, saving its set in *a, when the
@@ -47,8 +48,9 @@ int nsr_affinity_restore_other(const nsr_affinity *a, pid_t pid);
  * nsr_affinity_save before the clone (the child gets the copy),
  * nsr_affinity_keep_off right after it (the new child is most often still
  * queued, and moving a queued task costs nothing), and
- * nsr_affinity_restore in the child as soon as it has what the monitor
- * looked up. Only while every CPU is free for one of the two: with a CPU
+ * nsr_affinity_restore in the child as soon as it stops waiting for the
+ * monitor (made its namespaces), nsr_affinity_reassert once the monitor
+ * has certainly moved it (its hidden paths came). Only while every CPU is free for one of the two: with a CPU
  * hog on the other CPU, a child sent there waited for the hog's time slice
  * (a project no-op took 11 ms instead of 6). Measured against the
  * alternatives, interleaved (bench/README.md, "Thirteenth pass"): pinning
@@ -65,3 +67,12 @@ void nsr_affinity_save(nsr_affinity *a);
  * are runnable on the machine than the set has CPUs (/proc/loadavg, the
  * caller and pid included). Returns 0 or -errno (nothing changed). */
 int nsr_affinity_keep_off(const nsr_affinity *a, pid_t pid);
+
+/* In the child of a split (*a as nsr_affinity_save left it, restored or
+ * not): the saved set again, unless it is the set already. The child gives
+ * its CPUs back with nsr_affinity_restore as soon as its waits for the
+ * monitor are over, and this once more at a point the monitor reaches
+ * only after its nsr_affinity_keep_off: a move that came after the first
+ * restore (a monitor slow to make it) is undone there. Returns 0 or
+ * -errno. */
+int nsr_affinity_reassert(const nsr_affinity *a);
