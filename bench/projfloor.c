@@ -32,7 +32,7 @@
  *                     abstract sockets;
  *   after it          the mount namespace held for a background process
  *                     to drop; the upper dir read (empty: nothing
- *                     changed); the record rewritten; the layers renamed
+ *                     changed); the record appended; the layers renamed
  *                     into the run's trash; a detached process that
  *                     removes the trash and makes the next spare.
  *
@@ -61,8 +61,8 @@
 #include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
-#include <net/if.h>
 #include <linux/seccomp.h>
+#include <net/if.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -107,13 +107,20 @@ static void put(const char *path, const char *text) {
         close(fd);
 }
 
-/* The run's record: a small file replaced by a rename, as a run's meta. */
-static void record(int run_fd, const char *state) {
+/* The run's record, as a run's meta: the first a small file put in place
+ * by a rename, the final one appended to it. */
+static void record(int run_fd, const char *state, bool append) {
         char text[512];
         int n = snprintf(text, sizeof(text),
                          "version 1\nstate %s\nkind run\nstart 1764201600.000000000\nowner %d\nproject %s/proj\n"
-                         "argv /bin/true\n",
+                         "argv /bin/true\nend\n",
                          state, (int) getpid(), dir);
+        if (append) {
+                int fd = openat(run_fd, "meta", O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0 || write(fd, text, (size_t) n) != n || close(fd) < 0)
+                        die("record");
+                return;
+        }
         int fd = openat(run_fd, "meta.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         if (fd < 0 || write(fd, text, (size_t) n) != n || close(fd) < 0 ||
             renameat(run_fd, "meta.tmp", run_fd, "meta") < 0)
@@ -191,8 +198,10 @@ static void loopback_up(void) {
         struct {
                 struct nlmsghdr nh;
                 struct ifinfomsg ifi;
-        } req = { .nh = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_NEWLINK,
-                          .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK, .nlmsg_seq = 1 },
+        } req = { .nh = { .nlmsg_len = sizeof(req),
+                          .nlmsg_type = RTM_NEWLINK,
+                          .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK,
+                          .nlmsg_seq = 1 },
                   .ifi = { .ifi_family = AF_UNSPEC, .ifi_index = 1, .ifi_flags = IFF_UP, .ifi_change = IFF_UP } };
         char ack[256] __attribute__((aligned(NLMSG_ALIGNTO)));
         int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
@@ -221,7 +230,7 @@ static void dev_mounts(void) {
                 close(fd);
                 mnt(h, p, NULL, MS_BIND, NULL);
         }
-        static const char *const links[][2] = { { "/proc/self/fd/0", "stdin" }, { "/proc/self/fd/1", "stdout" },
+        static const char *const links[][2] = { { "/proc/self/fd/0", "stdin" },  { "/proc/self/fd/1", "stdout" },
                                                 { "/proc/self/fd/2", "stderr" }, { "/proc/self/fd", "fd" },
                                                 { "/proc/kcore", "core" },       { "pts/ptmx", "ptmx" } };
         for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
@@ -410,7 +419,7 @@ int main(int argc, char **argv) {
                 run_fd = openat(dfd, run_name, O_PATH | O_DIRECTORY | O_CLOEXEC);
                 if (run_fd < 0)
                         die("run");
-                record(run_fd, "running");
+                record(run_fd, "running", false);
         }
         int go[2];
         if (pipe2(go, O_CLOEXEC) < 0)
@@ -460,7 +469,7 @@ int main(int argc, char **argv) {
                 if (mkdirat(run_fd, "trash", 0700) < 0 || renameat(run_fd, "p0/work", run_fd, "trash/work") < 0 ||
                     renameat(run_fd, "p0/upper", run_fd, "trash/upper") < 0)
                         die("trash");
-                record(run_fd, "committed");
+                record(run_fd, "committed", true);
                 background(dfd, mnt_fd);
                 close(mnt_fd);
         }

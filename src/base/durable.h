@@ -3,7 +3,8 @@
  * old file, never a torn one and never a leftover temporary.
  *
  * What nsrun writes and does not write through it, and why:
- * - through it: run meta, report.json, a project's path note, the
+ * - through it: run meta (but for a run's final record, appended to its
+ *   first: txn/state.h, nsr_run_meta_append), report.json, a project's path note, the
  *   fingerprints (applied/pN), a session's base time and conflict list,
  *   the gc stamp, seccomp cache entries, a reduced .git/config;
  * - the journal (txn/txn.c) is an append-only log: the transaction keeps
@@ -54,7 +55,9 @@
  * sandbox can reach (as txn/spare.h says). */
 #define NSR_DURABLE_SPARE        (1u << 2)
 #define NSR_DURABLE_SPARE_PREFIX ".spare-"
-#define NSR_DURABLE_SPARES       4
+/* A no-op run writes three files whole: p0/root, its first meta (its
+ * final record is appended to that one: txn/state.h), report.json. */
+#define NSR_DURABLE_SPARES 3
 
 /* Makes the NSR_DURABLE_SPARES empty files in dirfd; true when all exist. */
 bool nsr_durable_spares_make(int dirfd);

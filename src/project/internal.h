@@ -129,9 +129,10 @@ int project_create_run(run_ctx *c, nsr_error *err);
  * is built (project_launch), rather than before the launch? */
 bool project_run_dir_deferred(const run_ctx *c);
 
-/* project.c: the run's meta file. */
+/* project.c: the run's meta file, written whole, or (append) its final
+ * record after the first (txn/state.h, nsr_run_meta_append). */
 int project_write_meta(nsr_project *pj, int run_fd, nsr_outcome state, const struct timespec *start, int wait_status,
-                       bool ran, nsr_error *err);
+                       bool ran, bool append, nsr_error *err);
 
 /* launching.c: what confines the command, and the command run. */
 int project_choose_confinement(run_ctx *c, nsr_error *err);

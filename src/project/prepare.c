@@ -478,7 +478,7 @@ static int create_run_dir(run_ctx *c, nsr_error *err) {
 
         /* Without its meta a run is invisible to history, undo and gc:
          * nothing may run that could not be recorded. */
-        return project_write_meta(pj, run_fd, NSR_OUTCOME_RUNNING, &c->run_start, 0, false, err);
+        return project_write_meta(pj, run_fd, NSR_OUTCOME_RUNNING, &c->run_start, 0, false, false, err);
 }
 
 /* A run dir that could not be made whole goes again: nothing ran, and a

@@ -198,7 +198,7 @@ static int capture_project(project_entry *e, int run_fd, size_t i, nsr_error *er
 /* The run's meta file: what the run was, for history, diff, commit and
  * undo. */
 int project_write_meta(nsr_project *pj, int run_fd, nsr_outcome state, const struct timespec *start, int wait_status,
-                       bool ran, nsr_error *err) {
+                       bool ran, bool append, nsr_error *err) {
         nsr_run_meta m = {
                 .state = state,
                 .kind = (char *) "run",
@@ -221,7 +221,7 @@ int project_write_meta(nsr_project *pj, int run_fd, nsr_outcome state, const str
                         m.counts[i][k] = nsr_changeset_count(pj->p[i].changes, (nsr_change_kind) k);
         }
         m.projects = paths;
-        int r = nsr_run_meta_write(run_fd, &m, err);
+        int r = append ? nsr_run_meta_append(run_fd, &m, err) : nsr_run_meta_write(run_fd, &m, err);
         free(paths);
         free(m.counts);
         free(m.ids);
@@ -663,13 +663,10 @@ static void record(run_ctx *c, nsr_outcome run_outcome) {
          * "nsrun commit RUN" can finish it. */
         bool kept_failed = (c->capture_failed || c->apply_failed) && !pj->live;
         c->kept_failed = kept_failed;
-        /* The meta written when the run began is replaced by a rename: a
-         * second link in the trash keeps its blocks until then too. */
-        if (trashed)
-                (void) linkat(run_fd, "meta", run_fd, "trash/meta", 0);
+        /* After the record written when the run began (txn/state.h). */
         nsr_error me = { 0 };
         int mr = project_write_meta(pj, run_fd, kept_failed ? NSR_OUTCOME_KEPT : run_outcome, &c->run_start,
-                                    c->lr.wait_status, true, &me);
+                                    c->lr.wait_status, true, true, &me);
         /* What is left of the layers and snapshots goes off the run's path,
          * and so do the sandbox's mounts (release_mounts): in the
          * background, once the report is written (nsr_project_run). */

@@ -118,9 +118,8 @@ static bool empty_plain_dir(int at, const char *name) {
 
 /* Moves what the last run left in old_fd/trash (txn/state.h,
  * nsr_state_trash_background) into the spare being made, when it is
- * exactly what this code would make: its emptied upper and work dirs, the
- * trash dir itself, its first meta (a file of ours with one link, emptied)
- * as a spare file. Each one reused is an inode neither freed nor made:
+ * exactly what this code would make: its emptied upper and work dirs and
+ * the trash dir itself. Each one reused is an inode neither freed nor made:
  * on ext4 without a journal every inode freed makes each later allocation
  * in its group slower for a minute or more (base/durable.h). Nothing in
  * old_fd/trash is followed; what is not taken stays for the caller to
@@ -128,17 +127,6 @@ static bool empty_plain_dir(int at, const char *name) {
 static bool adopt(int old_fd, const char *from, int fd, const char *to, mode_t mode) {
         return old_fd >= 0 && empty_plain_dir(old_fd, from) && renameat(old_fd, from, fd, to) == 0 &&
                fchmodat(fd, to, mode, 0) == 0;
-}
-
-static void adopt_meta(int old_fd, int fd) {
-        _cleanup_close_ int m =
-                old_fd >= 0 ? openat(old_fd, "trash/meta", O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
-                            : -1;
-        struct stat st;
-        if (m < 0 || fstat(m, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1 ||
-            ftruncate(m, 0) < 0 || fchmod(m, 0600) < 0)
-                return;
-        (void) renameat(old_fd, "trash/meta", fd, NSR_DURABLE_SPARE_PREFIX "0");
 }
 
 /* Removes what run_fd/trash holds; with keep_reusable, not what
@@ -152,8 +140,7 @@ static void trash_clear(int run_fd, bool keep_reusable) {
         FOREACH_DIRENT(de, d, break) {
                 /* overlayfs's own work dir (mode 0) is not read here: when it
                  * is not empty, the work dir is not reused and goes later. */
-                bool wanted = keep_reusable && (streq(de->d_name, "meta") ||
-                                                (streq(de->d_name, "p0-upper") && dir_is(t, "p0-upper", NULL, false)) ||
+                bool wanted = keep_reusable && ((streq(de->d_name, "p0-upper") && dir_is(t, "p0-upper", NULL, false)) ||
                                                 (streq(de->d_name, "p0-work") && dir_is(t, "p0-work", work, false)));
                 if (wanted)
                         continue;
@@ -184,10 +171,8 @@ void nsr_run_make_spare(int statefd, int old_fd) {
         ok = ok && (adopt(old_fd, "trash/p0-upper", fd, "p0/upper", 0755) || mkdirat(fd, "p0/upper", 0755) == 0);
         ok = ok && (adopt(old_fd, "trash/p0-work", fd, "p0/work", 0700) || mkdirat(fd, "p0/work", 0700) == 0);
         /* The files the run writes first go in as renames of these. */
-        if (ok) {
-                adopt_meta(old_fd, fd);
+        if (ok)
                 (void) nsr_durable_spares_make(fd);
-        }
         /* The trash dir last, once nothing else in it is wanted. */
         if (ok && old_fd >= 0)
                 trash_clear(old_fd, false);

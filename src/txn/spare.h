@@ -3,7 +3,7 @@
  * STATE/run.spare (p0 with empty upper and work dirs, an empty trash, and
  * the durable writers' empty spares, base/durable.h), and the next run with
  * one project takes it by one rename instead of creating four dirs on its
- * path, and writes its first files (p0/root, meta twice, report.json) as
+ * path, and writes its first files (p0/root, meta, report.json) as
  * renames of the spares (on ext4 each new inode costs tens of microseconds,
  * and on a file system without a journal up to 0.5 ms; issue 28).
  *
@@ -31,8 +31,7 @@ int nsr_run_take_spare(int statefd, const char *rel, size_t n_projects);
  * and renamed into place, so a spare is whole or absent. Best effort, for
  * a background process. It reuses what the last run left in old_fd/trash
  * (that run's dir, or -1) where it is exactly what this would make: its
- * emptied upper and work dirs, the trash dir, its first meta as a spare
- * file. The sandbox's mounts must be gone (the upper dir then serves the
+ * emptied upper and work dirs and the trash dir. The sandbox's mounts must be gone (the upper dir then serves the
  * next run's overlay). What is not reused stays in old_fd/trash. */
 void nsr_run_make_spare(int statefd, int old_fd);
 

@@ -393,12 +393,13 @@ void nsr_run_meta_done(nsr_run_meta *m) {
         memset(m, 0, sizeof(*m));
 }
 
-int nsr_run_meta_write(int run_fd, const nsr_run_meta *m, nsr_error *err) {
+/* One record: "version 1", a line per field, "end". */
+static char *meta_format(const nsr_run_meta *m, size_t *ret_len) {
         char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
         if (!f)
-                return nsr_error_set(err, ENOMEM, "run meta");
+                return NULL;
         fprintf(f, "version 1\nrun %s\nkind %s\nstate %s\nstart %lld.%09ld\n", m->run_id, m->kind ? m->kind : "run",
                 nsr_outcome_to_string(m->state) ?: "unknown", (long long) m->start.tv_sec, m->start.tv_nsec);
         if (m->undoes)
@@ -423,10 +424,20 @@ int nsr_run_meta_write(int run_fd, const nsr_run_meta *m, nsr_error *err) {
                 _cleanup_free_ char *hex = nsr_hex_encode(m->argv[i], strlen(m->argv[i]));
                 fprintf(f, "arg %s\n", hex);
         }
+        fputs("end\n", f);
         if (fclose(f) != 0) {
                 free(buf);
-                return nsr_error_set(err, ENOMEM, "run meta");
+                return NULL;
         }
+        *ret_len = len;
+        return buf;
+}
+
+int nsr_run_meta_write(int run_fd, const nsr_run_meta *m, nsr_error *err) {
+        size_t len = 0;
+        char *buf = meta_format(m, &len);
+        if (!buf)
+                return nsr_error_set(err, ENOMEM, "run meta");
         /* No fsync: the journals carry what a recovery needs; a meta lost
          * in a crash leaves the older state, which gc and undo handle. */
         int r = nsr_durable_write(run_fd, "meta", buf, len, 0600, NSR_DURABLE_SPARE, err);
@@ -434,6 +445,61 @@ int nsr_run_meta_write(int run_fd, const nsr_run_meta *m, nsr_error *err) {
         if (r < 0)
                 return nsr_error_prefix(err, "cannot write the run's meta file");
         return 0;
+}
+
+/* The most a meta may hold before an append rewrites it whole instead. */
+#define META_APPEND_MAX (64u << 10)
+
+int nsr_run_meta_append(int run_fd, const nsr_run_meta *m, nsr_error *err) {
+        _cleanup_close_ int fd =
+                openat(run_fd, "meta", O_RDWR | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        struct stat st;
+        char tail[6] = "";
+        /* A file of ours, alone (no other link reads it as another run's),
+         * that ends in a whole record: else the whole file is written
+         * anew. */
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1 ||
+            st.st_size < 5 || st.st_size > (off_t) META_APPEND_MAX || pread(fd, tail, 5, st.st_size - 5) != 5 ||
+            !streq(tail, "\nend\n"))
+                return nsr_run_meta_write(run_fd, m, err);
+        size_t len = 0;
+        _cleanup_free_ char *buf = meta_format(m, &len);
+        if (!buf)
+                return nsr_error_set(err, ENOMEM, "run meta");
+        /* No fsync, as for a whole write. A crash may keep a part of it,
+         * or zeros in its place: without its "end" line it is no record,
+         * and the one before stands (nsr_run_meta_read). */
+        ssize_t w = write(fd, buf, len);
+        if (w == (ssize_t) len)
+                return 0;
+        /* What did go in ends in no "end": the whole file, written anew,
+         * says it all, or the error does. */
+        return nsr_run_meta_write(run_fd, m, err);
+}
+
+/* The record a meta holds: its last whole one, from a "version" line to an
+ * "end" line; a part an append left without its end (a crash, a full
+ * disk) or anything after a NUL byte does not count. A file with no whole
+ * record (written before records ended in "end") is read whole. Returns
+ * where it starts, with the file cut after it. */
+static char *meta_record(char *data) {
+        char *start = NULL, *best = NULL, *best_end = NULL;
+        for (char *line = data; line && *line;) {
+                char *nl = strchr(line, '\n');
+                size_t n = nl ? (size_t) (nl - line) : strlen(line);
+                if (n > 8 && strncmp(line, "version ", 8) == 0)
+                        start = line;
+                else if (n == 3 && strncmp(line, "end", 3) == 0 && nl && start) {
+                        best = start;
+                        best_end = nl + 1;
+                        start = NULL;
+                }
+                line = nl ? nl + 1 : NULL;
+        }
+        if (!best)
+                return data;
+        *best_end = '\0';
+        return best;
 }
 
 int nsr_run_meta_read(int run_fd, nsr_run_meta *ret, nsr_error *err) {
@@ -447,7 +513,7 @@ int nsr_run_meta_read(int run_fd, nsr_run_meta *ret, nsr_error *err) {
         nsr_run_meta m = { .exit_code = -1 };
         bool have_state = false;
         size_t n_proj = 0;
-        for (char *line = data, *next; line && *line; line = next) {
+        for (char *line = meta_record(data), *next; line && *line; line = next) {
                 next = strchr(line, '\n');
                 if (next)
                         *next++ = '\0';

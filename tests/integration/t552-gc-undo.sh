@@ -12,7 +12,8 @@ d=$(scratch)
 S=$d/state
 NS="--state-dir $S"
 runs() { ls "$S/runs" 2>/dev/null | wc -l | tr -d ' '; }
-state_of() { sed -n 's/^state //p' "$S/runs/$1/meta" 2>/dev/null; }
+# The last record's state (a run's outcome is appended to its first one).
+state_of() { sed -n 's/^state //p' "$S/runs/$1/meta" 2>/dev/null | tail -n 1; }
 newest_run() { ls "$S/runs" | LC_ALL=C sort | tail -1; }
 deep=$(i=0; while [ $i -lt 300 ]; do printf 'd/'; i=$((i + 1)); done)
 

@@ -19,9 +19,9 @@ run "$NSRUN" -p "$d/p" --state-dir "$S" --quiet -- true
 is "$rc" 0 "a no-op project run"
 wait_until 30 test -d "$spare/p0/work"
 check "its background process made the next run's dir" test -d "$spare/p0/upper" -a -d "$spare/trash" -a ! -L "$spare"
-is "$(stat -c %a "$spare"):$(find "$spare" -mindepth 1 | wc -l)" "700:8" "... mode 0700, holding p0, p0/upper, p0/work, trash and four spare files only"
+is "$(stat -c %a "$spare"):$(find "$spare" -mindepth 1 | wc -l)" "700:7" "... mode 0700, holding p0, p0/upper, p0/work, trash and three spare files only"
 is "$(cd "$spare" && stat -c '%n %F %s %a %h' .spare-* | tr '\n' ' ')" \
-	".spare-0 regular empty file 0 600 1 .spare-1 regular empty file 0 600 1 .spare-2 regular empty file 0 600 1 .spare-3 regular empty file 0 600 1 " \
+	".spare-0 regular empty file 0 600 1 .spare-1 regular empty file 0 600 1 .spare-2 regular empty file 0 600 1 " \
 	"... the spare files are empty regular files of mode 0600 with one link"
 ino=$(stat -c %i "$spare")
 spare_inos=$(stat -c %i "$spare"/.spare-* | sort | tr '\n' ' ')
@@ -31,13 +31,16 @@ newest=$(ls -d "$S"/runs/*/ | sort | tail -n 1)
 is "$(stat -c %i "$newest")" "$ino" "... its run dir is the spare (same inode)"
 wait_background
 # Its first files are the spare files renamed (no new inode on the run's
-# path): p0/root and report.json, and the meta of its second write.
+# path): p0/root, the meta (its final record appended to the first one,
+# in the same file) and report.json.
 taken=0
 for i in $(stat -c %i "$newest/p0/root" "$newest/meta" "$newest/report.json" | sort -u); do
 	case " $spare_inos" in *" $i "*) taken=$((taken + 1)) ;; esac
 done
-is "$taken" "3" "... p0/root, meta and report.json are three of the four spare files"
-is "$(find "$newest" -maxdepth 1 -name '.spare-*' | wc -l)" "0" "... and the one it did not take is gone"
+is "$taken" "3" "... p0/root, meta and report.json are the three spare files"
+is "$(find "$newest" -maxdepth 1 -name '.spare-*' | wc -l)" "0" "... and none is left"
+is "$(grep -c '^end$' "$newest/meta"):$(sed -n 's/^state //p' "$newest/meta" | tr '\n' ' ')" "2:running committed " \
+	"... the meta holds the record of the run's start, then its outcome"
 is "$(head -c 10 "$newest/p0/root")" "nsrun-root" "... p0/root holds the record"
 
 # The layers a no-op run leaves serve the next run (the same inodes: none

@@ -172,7 +172,8 @@ START_TEST(test_durable_spares) {
         ck_assert(!nsr_durable_spares_make(dir)); /* O_EXCL: none made over one there */
         ck_assert_uint_eq(count_entries(dir), NSR_DURABLE_SPARES);
         ck_assert(nsr_durable_spare_is(dir, ".spare-0"));
-        ino_t s0 = ino_at(dir, ".spare-0"), s1 = ino_at(dir, ".spare-1"), s3 = ino_at(dir, ".spare-3");
+        ck_assert_uint_eq(NSR_DURABLE_SPARES, 3);
+        ino_t s0 = ino_at(dir, ".spare-0"), s2 = ino_at(dir, ".spare-2");
         ck_assert_int_eq(mkdirat(dir, "sub", 0700), 0);
         ck_assert_int_eq(nsr_durable_write(dir, "sub/a", "a\n", 2, 0640, NSR_DURABLE_SPARE, &err), 0);
         ck_assert_uint_eq(ino_at(dir, "sub/a"), s0);
@@ -181,20 +182,20 @@ START_TEST(test_durable_spares) {
         ck_assert_uint_eq(st.st_mode & 07777, 0640);
         _cleanup_free_ char *a = slurp(dir, "sub/a");
         ck_assert_str_eq(a, "a\n");
-        ck_assert_int_eq(nsr_durable_write(dir, "b", "b", 1, 0600, NSR_DURABLE_SPARE, &err), 0);
-        ck_assert_uint_eq(ino_at(dir, "b"), s1);
-        /* .spare-2 holds content: not written through (its bytes would
-         * show after the "c"), and gone. */
-        int fd = openat(dir, ".spare-2", O_WRONLY | O_CLOEXEC);
+        /* .spare-1 holds content: not written through (its bytes would
+         * show after the "b"), and gone. */
+        int fd = openat(dir, ".spare-1", O_WRONLY | O_CLOEXEC);
         ck_assert_int_ge(fd, 0);
         ck_assert_int_eq(nsr_write_all(fd, "planted", 7), 0);
         close(fd);
+        ck_assert_int_eq(nsr_durable_write(dir, "b", "b", 1, 0600, NSR_DURABLE_SPARE, &err), 0);
+        ck_assert_int_eq(faccessat(dir, ".spare-1", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+        _cleanup_free_ char *b = slurp(dir, "b");
+        ck_assert_str_eq(b, "b");
         ck_assert_int_eq(nsr_durable_write(dir, "c", "c", 1, 0600, NSR_DURABLE_SPARE, &err), 0);
-        ck_assert_int_eq(faccessat(dir, ".spare-2", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+        ck_assert_uint_eq(ino_at(dir, "c"), s2);
         _cleanup_free_ char *c = slurp(dir, "c");
         ck_assert_str_eq(c, "c");
-        ck_assert_int_eq(nsr_durable_write(dir, "d", "d", 1, 0600, NSR_DURABLE_SPARE, &err), 0);
-        ck_assert_uint_eq(ino_at(dir, "d"), s3);
         /* None left: a temporary of its own, and nothing left behind. */
         size_t before = count_entries(dir);
         ck_assert_int_eq(nsr_durable_write(dir, "e", "e", 1, 0600, NSR_DURABLE_SPARE, &err), 0);
@@ -216,12 +217,12 @@ START_TEST(test_durable_spares) {
 
         /* Dropped: the spares only, never another file. */
         ck_assert(nsr_durable_spares_make(dir));
-        ck_assert_int_eq(fd = openat(dir, ".spare-3", O_WRONLY | O_CLOEXEC), fd);
+        ck_assert_int_eq(fd = openat(dir, ".spare-2", O_WRONLY | O_CLOEXEC), fd);
         ck_assert_int_eq(nsr_write_all(fd, "x", 1), 0);
         close(fd);
         nsr_durable_spares_drop(dir);
         ck_assert_int_eq(faccessat(dir, ".spare-0", F_OK, AT_SYMLINK_NOFOLLOW), -1);
-        ck_assert_int_eq(faccessat(dir, ".spare-3", F_OK, AT_SYMLINK_NOFOLLOW), 0);
+        ck_assert_int_eq(faccessat(dir, ".spare-2", F_OK, AT_SYMLINK_NOFOLLOW), 0);
         nsr_error e2 = { 0 };
         ck_assert_int_eq(nsr_rm_rf_at(AT_FDCWD, path, &e2), 0);
         close(dir);
@@ -329,6 +330,124 @@ START_TEST(test_meta_outcome) {
         static const char bare[] = "version 1\nrun R1\nkind run\n";
         ck_assert_int_eq(nsr_durable_write(dir, "meta", bare, strlen(bare), 0600, 0, &err), 0);
         ck_assert_int_eq(nsr_run_meta_read(dir, &r, &err), -EINVAL);
+
+        nsr_error e2 = { 0 };
+        ck_assert_int_eq(nsr_rm_rf_at(AT_FDCWD, path, &e2), 0);
+        close(dir);
+}
+END_TEST
+
+/* A run's final record is appended to the one it wrote when it began
+ * (nsr_run_meta_append): the reader takes the last whole record, a part
+ * a crash or a full disk cut short (no "end" line, or zeros in its place)
+ * leaves the first one standing, and a file that is not as a run leaves it
+ * (a record without "end", a second link) is written whole instead. */
+static void write_raw(int dir, const char *name, const char *data, size_t len) {
+        int fd = openat(dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, data, len), (ssize_t) len);
+        close(fd);
+}
+
+static char *read_raw(int dir, const char *name) {
+        int fd = openat(dir, name, O_RDONLY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        char *data = NULL;
+        ck_assert_int_ge(nsr_read_all(fd, 1 << 20, &data, NULL), 0);
+        close(fd);
+        return data;
+}
+
+static nsr_outcome state_read(int dir) {
+        nsr_run_meta r = { 0 };
+        nsr_error err = { 0 };
+        ck_assert_int_eq(nsr_run_meta_read(dir, &r, &err), 0);
+        nsr_outcome o = r.state;
+        nsr_run_meta_done(&r);
+        return o;
+}
+
+START_TEST(test_meta_append) {
+        char path[64];
+        int dir = tmpdir(path);
+        char *projects[] = { (char *) "/p/a", NULL };
+        unsigned long counts[2][5] = { { 0 } };
+        nsr_run_meta m = { .state = NSR_OUTCOME_RUNNING,
+                           .kind = (char *) "run",
+                           .start = { .tv_sec = 1764000000, .tv_nsec = 5 },
+                           .projects = projects,
+                           .exit_code = -1,
+                           .counts = counts };
+        snprintf(m.run_id, sizeof(m.run_id), "20261127T000000.000Z-abcdef");
+        nsr_error err = { 0 };
+        ck_assert_int_eq(nsr_run_meta_write(dir, &m, &err), 0);
+        struct stat before, after;
+        ck_assert_int_eq(fstatat(dir, "meta", &before, 0), 0);
+        _cleanup_free_ char *first = read_raw(dir, "meta");
+        ck_assert(nsr_endswith(first, "\nend\n"));
+
+        /* The final record goes after the first, in the same file. */
+        m.state = NSR_OUTCOME_COMMITTED;
+        m.exit_code = 0;
+        counts[0][1] = 4;
+        ck_assert_int_eq(nsr_run_meta_append(dir, &m, &err), 0);
+        ck_assert_int_eq(fstatat(dir, "meta", &after, 0), 0);
+        ck_assert_uint_eq(after.st_ino, before.st_ino);
+        nsr_run_meta r = { 0 };
+        ck_assert_int_eq(nsr_run_meta_read(dir, &r, &err), 0);
+        ck_assert_int_eq(r.state, NSR_OUTCOME_COMMITTED);
+        ck_assert_int_eq(r.exit_code, 0);
+        ck_assert_uint_eq(nsr_strv_length(r.projects), 1);
+        ck_assert_uint_eq(r.counts[0][1], 4);
+        nsr_run_meta_done(&r);
+        _cleanup_free_ char *both = read_raw(dir, "meta");
+        ck_assert_uint_eq(count_entries(dir), 1);
+
+        /* An append cut short: every prefix of the second record that is
+         * not all of it, and zeros in its place, read as the first. */
+        size_t n1 = strlen(first), n2 = strlen(both);
+        for (size_t cut = n1; cut < n2; cut++) {
+                write_raw(dir, "meta", both, cut);
+                ck_assert_msg(state_read(dir) == NSR_OUTCOME_RUNNING, "cut at %zu of %zu", cut, n2);
+        }
+        _cleanup_free_ char *zeros = nsr_malloc0(n2);
+        memcpy(zeros, both, n1);
+        write_raw(dir, "meta", zeros, n2);
+        ck_assert_int_eq(state_read(dir), NSR_OUTCOME_RUNNING);
+        /* ... and an append after such a file writes it whole. */
+        write_raw(dir, "meta", both, n2 - 2);
+        ck_assert_int_eq(nsr_run_meta_append(dir, &m, &err), 0);
+        _cleanup_free_ char *whole = read_raw(dir, "meta");
+        ck_assert_str_eq(whole, both + n1);
+        ck_assert_int_eq(state_read(dir), NSR_OUTCOME_COMMITTED);
+
+        /* A meta written before records ended in "end" reads whole, and an
+         * append to it writes it whole. */
+        static const char old[] = "version 1\nrun R1\nkind run\nstate kept\nstart 1.000000002\n";
+        write_raw(dir, "meta", old, strlen(old));
+        ck_assert_int_eq(state_read(dir), NSR_OUTCOME_KEPT);
+        ck_assert_int_eq(nsr_run_meta_append(dir, &m, &err), 0);
+        _cleanup_free_ char *rewritten = read_raw(dir, "meta");
+        ck_assert_str_eq(rewritten, both + n1);
+
+        /* A second link (another name reads it too): written whole, under
+         * a new inode, and the other name keeps the first record. */
+        m.state = NSR_OUTCOME_RUNNING;
+        ck_assert_int_eq(nsr_run_meta_write(dir, &m, &err), 0);
+        ck_assert_int_eq(linkat(dir, "meta", dir, "other", 0), 0);
+        _cleanup_free_ char *linked = read_raw(dir, "other");
+        m.state = NSR_OUTCOME_DISCARDED;
+        ck_assert_int_eq(nsr_run_meta_append(dir, &m, &err), 0);
+        ck_assert_int_eq(state_read(dir), NSR_OUTCOME_DISCARDED);
+        _cleanup_free_ char *other = read_raw(dir, "other");
+        ck_assert_str_eq(other, linked);
+        _cleanup_free_ char *single = read_raw(dir, "meta");
+        ck_assert_ptr_null(strstr(single, "state running"));
+
+        /* No meta at all: written whole. */
+        ck_assert_int_eq(unlinkat(dir, "meta", 0), 0);
+        ck_assert_int_eq(nsr_run_meta_append(dir, &m, &err), 0);
+        ck_assert_int_eq(state_read(dir), NSR_OUTCOME_DISCARDED);
 
         nsr_error e2 = { 0 };
         ck_assert_int_eq(nsr_rm_rf_at(AT_FDCWD, path, &e2), 0);
@@ -651,6 +770,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_durable_spares);
         tcase_add_test(tc, test_meta_round_trip);
         tcase_add_test(tc, test_meta_outcome);
+        tcase_add_test(tc, test_meta_append);
         tcase_add_test(tc, test_reserve_spare);
         suite_add_tcase(s, tc);
         TCase *rm = tcase_create("rm");
