@@ -980,9 +980,9 @@ static int run_op(builder *b, const nsr_op *op, prepared *pr, nsr_error *err) {
 
 /* Whether a slot's op is one a path's hiding makes (project/profile.c,
  * hide and mask_dir): an empty tmpfs, /dev/null bound and then made
- * read-only, a read-only remount, each on an absolute path; in place, never on "/" or /proc,
- * which root_in_place would have refused (a --hide that may name them
- * makes the plan say so: nsr_plan.slots_near_root). */
+ * read-only, a read-only remount, each on an absolute path; in place,
+ * never on "/" or /proc, which root_in_place would have refused (a --hide
+ * that may name them makes the plan say so: nsr_plan.slots_near_root). */
 static bool slot_op_fits(const builder *b, const nsr_plan *sp, size_t j) {
         const nsr_op *op = &sp->ops[j];
         if (!op->dest || op->dest[0] != '/' || (op->flags & (NSR_OPF_TRY | NSR_OPF_VERIFY)))

@@ -349,15 +349,6 @@ static void write_raw(int dir, const char *name, const char *data, size_t len) {
         close(fd);
 }
 
-static char *read_raw(int dir, const char *name) {
-        int fd = openat(dir, name, O_RDONLY | O_CLOEXEC);
-        ck_assert_int_ge(fd, 0);
-        char *data = NULL;
-        ck_assert_int_ge(nsr_read_all(fd, 1 << 20, &data, NULL), 0);
-        close(fd);
-        return data;
-}
-
 static nsr_outcome state_read(int dir) {
         nsr_run_meta r = { 0 };
         nsr_error err = { 0 };
@@ -383,7 +374,7 @@ START_TEST(test_meta_append) {
         ck_assert_int_eq(nsr_run_meta_write(dir, &m, &err), 0);
         struct stat before, after;
         ck_assert_int_eq(fstatat(dir, "meta", &before, 0), 0);
-        _cleanup_free_ char *first = read_raw(dir, "meta");
+        _cleanup_free_ char *first = slurp(dir, "meta");
         ck_assert(nsr_endswith(first, "\nend\n"));
 
         /* The final record goes after the first, in the same file. */
@@ -400,7 +391,7 @@ START_TEST(test_meta_append) {
         ck_assert_uint_eq(nsr_strv_length(r.projects), 1);
         ck_assert_uint_eq(r.counts[0][1], 4);
         nsr_run_meta_done(&r);
-        _cleanup_free_ char *both = read_raw(dir, "meta");
+        _cleanup_free_ char *both = slurp(dir, "meta");
         ck_assert_uint_eq(count_entries(dir), 1);
 
         /* An append cut short: every prefix of the second record that is
@@ -417,7 +408,7 @@ START_TEST(test_meta_append) {
         /* ... and an append after such a file writes it whole. */
         write_raw(dir, "meta", both, n2 - 2);
         ck_assert_int_eq(nsr_run_meta_append(dir, &m, &err), 0);
-        _cleanup_free_ char *whole = read_raw(dir, "meta");
+        _cleanup_free_ char *whole = slurp(dir, "meta");
         ck_assert_str_eq(whole, both + n1);
         ck_assert_int_eq(state_read(dir), NSR_OUTCOME_COMMITTED);
 
@@ -427,7 +418,7 @@ START_TEST(test_meta_append) {
         write_raw(dir, "meta", old, strlen(old));
         ck_assert_int_eq(state_read(dir), NSR_OUTCOME_KEPT);
         ck_assert_int_eq(nsr_run_meta_append(dir, &m, &err), 0);
-        _cleanup_free_ char *rewritten = read_raw(dir, "meta");
+        _cleanup_free_ char *rewritten = slurp(dir, "meta");
         ck_assert_str_eq(rewritten, both + n1);
 
         /* A second link (another name reads it too): written whole, under
@@ -435,13 +426,13 @@ START_TEST(test_meta_append) {
         m.state = NSR_OUTCOME_RUNNING;
         ck_assert_int_eq(nsr_run_meta_write(dir, &m, &err), 0);
         ck_assert_int_eq(linkat(dir, "meta", dir, "other", 0), 0);
-        _cleanup_free_ char *linked = read_raw(dir, "other");
+        _cleanup_free_ char *linked = slurp(dir, "other");
         m.state = NSR_OUTCOME_DISCARDED;
         ck_assert_int_eq(nsr_run_meta_append(dir, &m, &err), 0);
         ck_assert_int_eq(state_read(dir), NSR_OUTCOME_DISCARDED);
-        _cleanup_free_ char *other = read_raw(dir, "other");
+        _cleanup_free_ char *other = slurp(dir, "other");
         ck_assert_str_eq(other, linked);
-        _cleanup_free_ char *single = read_raw(dir, "meta");
+        _cleanup_free_ char *single = slurp(dir, "meta");
         ck_assert_ptr_null(strstr(single, "state running"));
 
         /* No meta at all: written whole. */
