@@ -371,6 +371,7 @@ static void close_monitor_ends(launch *l) {
         l->slot_pipe[1] = safe_close(l->slot_pipe[1]);
         l->pid_pipe[0] = safe_close(l->pid_pipe[0]);
         l->notify_sock[0] = safe_close(l->notify_sock[0]);
+        l->detach_sock[0] = safe_close(l->detach_sock[0]);
         /* Both ends of the monitor's socket to the egress helper. */
         l->direct_sock = safe_close(l->direct_sock);
         l->direct = nsr_direct_free(l->direct);
@@ -510,6 +511,27 @@ static void close_detached(launch *l) {
                 l->detached[i] = safe_close(l->detached[i]);
 }
 
+/* Project mode: the root's detached mounts go to the monitor too, before
+ * pid 1 and the command let go of theirs (launch-internal.h, held). Each
+ * tree costs an RCU grace period when its last reference goes (30 to
+ * 40 us); pid 1's closes were the last, and the command waited for them.
+ * Now the monitor's are, once the command runs. Best effort: unsent, pid
+ * 1's close is the last one, as before. */
+static void hand_detached(launch *l) {
+        if (l->detach_sock[1] < 0)
+                return;
+        int fds[ELEMENTSOF(l->detached)];
+        size_t n = 0;
+        for (size_t i = 0; i < ELEMENTSOF(l->detached); i++)
+                if (l->detached[i] >= 0)
+                        fds[n++] = l->detached[i];
+        char tag = 'd';
+        struct iovec iov = { .iov_base = &tag, .iov_len = 1 };
+        if (n > 0)
+                (void) nsr_sockmsg_send(l->detach_sock[1], &iov, 1, fds, n);
+        l->detach_sock[1] = safe_close(l->detach_sock[1]);
+}
+
 static bool has_detached(const launch *l) {
         for (size_t i = 0; i < ELEMENTSOF(l->detached); i++)
                 if (l->detached[i] >= 0)
@@ -553,8 +575,10 @@ static uint64_t start_pid1(launch *l, uint64_t bound) {
                 (void) setpgid(cmd > 0 ? cmd : 0, cmd > 0 ? cmd : 0);
         /* The root's detached mounts: the command lets go of its copies at
          * once and says so, and pid 1 waits for that before it closes its
-         * own, so that its close is the last one and waits for the grace
-         * periods while the command loads its filter. */
+         * own, so that its close is the last one in the sandbox: it waits
+         * for the grace periods while the command loads its filter, or, in
+         * project mode, drops a reference the monitor still holds
+         * (hand_detached). */
         if (cmd == 0) {
                 close_detached(l);
                 if (let_go[1] >= 0)
@@ -739,6 +763,7 @@ _noreturn_ void launch_child_main(launch *l) {
         if (take_locks(p, &e) < 0)
                 child_fail(l, &e);
 
+        hand_detached(l);
         /* What is still in the bounding set. */
         uint64_t bound = nsr_caps_all();
         if (need_reaper(p))

@@ -55,6 +55,12 @@ typedef struct launch {
         /* The root's detached mounts and a clone of /proc (rootfs.h), -1
          * where none: closed by pid 1 beside the command's confinement. */
         int detached[NSR_MOUNT_DETACHED_MAX + 1];
+        /* Project mode: the same handed to the monitor before pid 1 and
+         * the command let go of theirs (child.c, hand_detached), so that
+         * theirs are not the last references: the monitor holds them until
+         * the command runs, and its closes pay the grace periods. */
+        int detach_sock[2];
+        int held[NSR_MOUNT_DETACHED_MAX + 1];
         nsr_relay *relay;          /* --allow-host: the egress relay, or NULL */
         nsr_dns *dns;              /* --allow-host: the DNS answerer, or NULL */
         nsr_egress_helper *helper; /* the process that serves it */

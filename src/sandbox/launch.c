@@ -149,8 +149,12 @@ static void launch_done(launch *l) {
         l->cgroup = nsr_cgroup_destroy(l->cgroup);
         free(l->notify_prog);
         l->listener = safe_close(l->listener);
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < 2; i++) {
                 safe_close(l->notify_sock[i]);
+                safe_close(l->detach_sock[i]);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(l->held); i++)
+                safe_close(l->held[i]);
         for (size_t i = 0; i < l->n_progs; i++)
                 free(l->progs[i].data);
         free(l->progs);
@@ -308,6 +312,8 @@ static int prepare(launch *l, nsr_error *err) {
         if (extra && extra->refused && extra->refused->prog && l->n_progs > 0 && n_extra > 0 &&
             nsr_refused_notify_prog(l->progs[0].data, l->progs[0].len, &l->notify_prog, &l->notify_len) >= 0 &&
             socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, l->notify_sock) < 0)
+                return nsr_error_set(err, errno, "socketpair()");
+        if (extra && extra->hold_mounts && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, l->detach_sock) < 0)
                 return nsr_error_set(err, errno, "socketpair()");
         if (l->relay && p->unshare_net) {
                 int r = prepare_direct(l, err);
@@ -600,6 +606,7 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         l->gate_pipe[0] = safe_close(l->gate_pipe[0]);
         l->slot_pipe[0] = safe_close(l->slot_pipe[0]);
         l->pid_pipe[1] = safe_close(l->pid_pipe[1]);
+        l->detach_sock[1] = safe_close(l->detach_sock[1]);
         /* The egress helper is forked when the sandbox first uses the
          * network (below), or now, before --userns2 would put it in that
          * namespace. The child's ends of the relay's and the answerer's
@@ -722,6 +729,8 @@ int nsr_launch(const nsr_plan *p, const nsr_launch_extra *extra, nsr_launch_resu
                 .pid1_ready = -1,
                 .detached = { -1, -1, -1, -1 },
                 .notify_sock = { -1, -1 },
+                .detach_sock = { -1, -1 },
+                .held = { -1, -1, -1, -1 },
                 .listener = -1,
                 .direct_sock = -1,
                 .events_q = { .fd = -1 },

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
+#include "base/sockmsg.h"
 #include "base/timing.h"
 #include "sandbox/launch-internal.h"
 #include "sandbox/reaper.h"
@@ -108,7 +109,7 @@ typedef struct mon {
         nsr_evloop *loop;
         int sfd;
         nsr_deadline deadline;
-        nsr_evsrc *s_err, *s_status, *s_deadline, *s_notify, *s_listener, *s_direct;
+        nsr_evsrc *s_err, *s_status, *s_deadline, *s_notify, *s_listener, *s_direct, *s_detach;
         /* The egress helper's wake-up (launch.c): the relay's and the
          * answerer's control sockets until their sockets come, then
          * those sockets. */
@@ -318,6 +319,32 @@ static void on_notify_sock(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
         }
 }
 
+/* The root's detached mounts the child handed over (child.c,
+ * hand_detached): held until the command runs, when pid 1 and the command
+ * have let go of theirs, and these closes pay the grace periods. */
+static void drop_held(launch *l) {
+        for (size_t i = 0; i < ELEMENTSOF(l->held); i++)
+                l->held[i] = safe_close(l->held[i]);
+}
+
+static void on_detach_sock(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
+        mon *m = data;
+        launch *l = m->l;
+        (void) s;
+        (void) ev;
+        char tag;
+        struct iovec iov = { .iov_base = &tag, .iov_len = 1 };
+        nsr_sockmsg_info info;
+        ssize_t n = nsr_sockmsg_recv(fd, &iov, 1, MSG_DONTWAIT, l->held, ELEMENTSOF(l->held), &info);
+        if (n == -EAGAIN || n == -EINTR)
+                return;
+        /* One message, once; the command may be running already. */
+        if (m->err_eof)
+                drop_held(l);
+        m->s_detach = nsr_evloop_del(m->s_detach);
+        l->detach_sock[0] = safe_close(l->detach_sock[0]);
+}
+
 /* A signal to the monitor: SIGCHLD reaps (the child's status, unless pid 1
  * reported it already); any other goes on to the sandbox. */
 static void on_signal(int sfd, pid_t child, bool *child_gone, bool *have_status, int *status, nsr_launch_result *res) {
@@ -415,6 +442,7 @@ static void on_err_pipe(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
                 m->err_eof = true;
                 m->s_err = nsr_evloop_del(m->s_err);
                 nsr_timing_mark_now(m->l->plan->timing, "monitor: command started");
+                drop_held(m->l);
         }
 }
 
@@ -456,6 +484,8 @@ static int monitor_sources(mon *m, nsr_error *err) {
                 r = nsr_evloop_add(m->loop, l->notify_sock[0], EPOLLIN, on_notify_sock, m, &m->s_notify);
         if (r >= 0 && l->direct_sock >= 0)
                 r = nsr_evloop_add(m->loop, l->direct_sock, EPOLLIN, on_direct_sock, m, &m->s_direct);
+        if (r >= 0 && l->detach_sock[0] >= 0)
+                r = nsr_evloop_add(m->loop, l->detach_sock[0], EPOLLIN, on_detach_sock, m, &m->s_detach);
         if (r >= 0)
                 r = wake_sources(m);
         if (r >= 0 && ses && ses->attach)

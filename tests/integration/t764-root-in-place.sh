@@ -130,6 +130,37 @@ else
 fi
 check "the host's home was never written" test ! -e "$HOME/nsrun-t764"
 
+# The root's detached mounts (the scratch and shared tmpfs, the gate's
+# clone of the state dir, a clone of /proc) reach host dirs: while the
+# command runs, nothing holds them. The child hands them to the monitor
+# before pid 1 and the command let go of theirs, and the monitor lets go
+# as the command starts. A detached tree's fd reads as "/".
+roots_held() { # the fds of process $1 that read as "/"
+	for f in /proc/"$1"/fd/*; do
+		if [ "$(readlink "$f" 2>/dev/null)" = / ]; then echo "$f"; fi
+	done
+}
+mkfifo "$d/go" "$d/ready"
+# The fifos are opened on the host's side: the command's stdin and stdout.
+"$NSRUN" -p "$d/p" --state-dir "$S" --quiet -- sh -c 'echo ready; read x' <"$d/go" >"$d/ready" &
+mon=$!
+exec 6>"$d/go"
+read -r line <"$d/ready"
+pid1=$(pgrep -P "$mon" | head -n1)
+held_mon=$(roots_held "$mon")
+held_pid1=$( [ -n "$pid1" ] && [ -r "/proc/$pid1/fd" ] && ls "/proc/$pid1/fd" >/dev/null 2>&1 && roots_held "$pid1" || echo unreadable)
+echo go >&6
+exec 6>&-
+wait "$mon"
+rc=$?
+wait_background
+is "$rc:$line:$held_mon" "0:ready:" "while the command runs, the monitor holds none of the root's detached mounts"
+if [ "$held_pid1" = unreadable ]; then
+	skip "... nor does pid 1" "pid 1's fds cannot be read as uid $(id -u)"
+else
+	is "$held_pid1" "" "... nor does pid 1"
+fi
+
 # 6. Not in place: a plan whose first op is not the whole root, or a later
 # op on "/", still builds (by the pivot).
 run "$NSRUN" $MINROOT -- /bin/sh -c 'test ! -e /etc/passwd && echo empty'
