@@ -558,6 +558,26 @@ int nsr_fds_cloexec_above_stdio(int keep) {
         return r < 0 ? r : cloexec_range((unsigned) keep + 1, ~0U);
 }
 
+static int cmp_fd(const void *a, const void *b) {
+        int x = *(const int *) a, y = *(const int *) b;
+        return (x > y) - (x < y);
+}
+
+int nsr_close_all_but(int from, int *keep, size_t n) {
+        qsort(keep, n, sizeof(int), cmp_fd);
+        unsigned lo = from < 0 ? 0 : (unsigned) from;
+        for (size_t i = 0; i < n; i++) {
+                if (keep[i] < 0 || (unsigned) keep[i] < lo)
+                        continue;
+                if ((unsigned) keep[i] > lo && syscall(SYS_close_range, lo, (unsigned) keep[i] - 1, 0u) < 0)
+                        return -errno;
+                lo = (unsigned) keep[i] + 1;
+        }
+        if (syscall(SYS_close_range, lo, ~0U, 0u) < 0)
+                return -errno;
+        return 0;
+}
+
 size_t nsr_edit_distance(const char *a, const char *b) {
         size_t la = strlen(a), lb = strlen(b);
         if (la > 32 || lb > 32)

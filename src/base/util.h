@@ -169,6 +169,9 @@ int nsr_read_full(int fd, void *buf, size_t len); /* returns bytes read, short o
 /* Marks every fd from 3 up close-on-exec, except keep (-1 for none), so
  * that what a caller left open does not reach an exec'd program. */
 int nsr_fds_cloexec_above_stdio(int keep);
+/* Closes every fd from `from` up but those in keep[0..n) (negative ones
+ * are skipped; keep is sorted in place). Returns 0 or -errno. */
+int nsr_close_all_but(int from, int *keep, size_t n);
 int nsr_write_file_at(int dirfd, const char *path, const char *data);
 
 /* Where nsrun's data files live: $NSRUN_DATADIR when set (tests run

@@ -340,31 +340,6 @@ typedef struct agent_cmd {
         uint32_t id;
 } agent_cmd;
 
-/* Closes every fd from 3 up but the n in keep (-1s are skipped). */
-static int close_all_but(const int *keep, size_t n) {
-        int v[8];
-        size_t k = 0;
-        for (size_t i = 0; i < n && k < ELEMENTSOF(v); i++)
-                if (keep[i] > 2)
-                        v[k++] = keep[i];
-        /* A handful: insertion sort. */
-        for (size_t i = 1; i < k; i++)
-                for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
-                        int t = v[j];
-                        v[j] = v[j - 1];
-                        v[j - 1] = t;
-                }
-        unsigned lo = 3;
-        for (size_t i = 0; i < k; i++) {
-                if ((unsigned) v[i] > lo && syscall(SYS_close_range, lo, (unsigned) v[i] - 1, 0u) < 0)
-                        return -errno;
-                lo = (unsigned) v[i] + 1;
-        }
-        if (syscall(SYS_close_range, lo, ~0U, 0u) < 0)
-                return -errno;
-        return 0;
-}
-
 /* The request's --rlimit words, parsed again (the client parsed them
  * first). */
 static int step_rlimits(const nsr_session_exec *x, nsr_runctl *rc, nsr_error *e) {
@@ -691,7 +666,7 @@ _noreturn_ void nsr_session_agent_run(nsr_session_agent *a) {
         int keep[2 + NSR_SESSION_CONFINE_FDS] = { a->sock, a->setup_fd };
         for (size_t i = 0; i < NSR_SESSION_CONFINE_FDS; i++)
                 keep[2 + i] = a->confine_fds[i];
-        if (close_all_but(keep, ELEMENTSOF(keep)) < 0)
+        if (nsr_close_all_but(3, keep, ELEMENTSOF(keep)) < 0)
                 _exit(125);
         /* The daemon ignores SIGPIPE and SIGHUP; an ignored signal stays
          * ignored across execve, and no command may start that way. */

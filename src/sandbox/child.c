@@ -267,14 +267,18 @@ static void choose_cwd(launch *l, nsr_error *err, int *r) {
         *r = 0;
 }
 
-static int take_locks(const nsr_plan *p, nsr_error *err) {
-        for (size_t i = 0; p->lock_files && p->lock_files[i]; i++) {
+static int take_locks(launch *l, nsr_error *err) {
+        const nsr_plan *p = l->plan;
+        size_t n = nsr_strv_length(p->lock_files);
+        l->lock_fds = n ? nsr_realloc_array(NULL, n, sizeof(int)) : NULL;
+        for (size_t i = 0; i < n; i++) {
                 /* Held by the process that becomes pid 1; POSIX locks belong
                  * to the process, so the command's copy of the fd (closed
                  * on exec) does not release it. */
                 int fd = open(p->lock_files[i], O_RDONLY | O_CLOEXEC);
                 if (fd < 0)
                         return nsr_error_set(err, errno, "Unable to open lock file %s", p->lock_files[i]);
+                l->lock_fds[l->n_lock_fds++] = fd;
                 struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
                 if (fcntl(fd, F_SETLK, &fl) < 0)
                         return nsr_error_set(err, errno, "Unable to lock file %s", p->lock_files[i]);
@@ -539,6 +543,40 @@ static bool has_detached(const launch *l) {
         return false;
 }
 
+/* Project mode: pid 1 keeps only the fds it works with (and stdio, which
+ * the command has too). The others are the monitor's: the projects' dirs,
+ * the state dir, the fds the caller left open, which the command never
+ * gets. pid 1 held them while the command ran, and a command that can
+ * read pid 1's fds (/proc/1/fd: the same user, and only a Landlock scope,
+ * ABI 6 or later, stood between them) wrote to the host's project dir
+ * past the overlay, and reached the state dir. */
+static int pid1_close_others(launch *l, const int *ready, const int *let_go, nsr_error *err) {
+        if (!l->extra)
+                return 0;
+        const nsr_launch_session *ses = l->extra->session;
+        int keep[16 + ELEMENTSOF(l->detached) + ELEMENTSOF(ses->sandbox_close)];
+        size_t n = 0;
+        keep[n++] = ready[1];
+        keep[n++] = let_go[0];
+        keep[n++] = let_go[1];
+        keep[n++] = l->status_pipe[1];
+        keep[n++] = l->err_pipe[1];
+        keep[n++] = l->notify_sock[1];
+        keep[n++] = l->plan->sync_fd;
+        for (size_t i = 0; i < ELEMENTSOF(l->detached); i++)
+                keep[n++] = l->detached[i];
+        if (ses) {
+                keep[n++] = ses->agent_fd;
+                for (size_t i = 0; i < ELEMENTSOF(ses->sandbox_close); i++)
+                        keep[n++] = ses->sandbox_close[i];
+        }
+        _cleanup_free_ int *all = nsr_realloc_array(NULL, n + l->n_lock_fds, sizeof(int));
+        memcpy(all, keep, n * sizeof(int));
+        memcpy(all + n, l->lock_fds, l->n_lock_fds * sizeof(int));
+        int r = nsr_close_all_but(3, all, n + l->n_lock_fds);
+        return r < 0 ? nsr_error_set(err, -r, "pid 1: cannot close the monitor's fds") : 0;
+}
+
 /* A pid 1 of nsrun's own (the reaper) forks the command's process and
  * stays; what is still in the bounding set returned to the command. */
 static uint64_t start_pid1(launch *l, uint64_t bound) {
@@ -596,10 +634,11 @@ static uint64_t start_pid1(launch *l, uint64_t bound) {
                         rflags |= NSR_REAPER_RESUME;
                 if (set_parent_death(l, &e) < 0)
                         _exit(1);
-                /* pid 1: keep only what it needs. Every step fails
+                /* pid 1: keep only what it needs (its fds first: its
+                 * filter refuses close_range). Every step fails
                  * closed: the command is killed before it starts
                  * and the error goes to the monitor. */
-                if (confine_pid1(l, bound, &e) < 0) {
+                if (pid1_close_others(l, ready, let_go, &e) < 0 || confine_pid1(l, bound, &e) < 0) {
                         (void) kill(cmd, SIGKILL);
                         child_fail(l, &e);
                 }
@@ -760,7 +799,7 @@ _noreturn_ void launch_child_main(launch *l) {
         if (p->new_session && setsid() < 0)
                 child_fail(l, (nsr_error_set(&e, errno, "setsid"), &e));
 
-        if (take_locks(p, &e) < 0)
+        if (take_locks(l, &e) < 0)
                 child_fail(l, &e);
 
         hand_detached(l);

@@ -56,27 +56,6 @@ pid_t nsr_egress_helper_pid(const nsr_egress_helper *h) {
 
 /* ---- the helper's side ------------------------------------------------ */
 
-static int cmp_int(const void *a, const void *b) {
-        return *(const int *) a - *(const int *) b;
-}
-
-/* Every fd but keep[] goes, stdio too: nothing of the monitor's (run
- * dirs, the state dir, the caller's terminal) stays in reach. */
-static int close_all_but(int *keep, size_t n) {
-        qsort(keep, n, sizeof(int), cmp_int);
-        unsigned lo = 0;
-        for (size_t i = 0; i <= n; i++) {
-                unsigned hi = i < n ? (unsigned) keep[i] : ~0U;
-                if (i < n && keep[i] < 0)
-                        continue;
-                if (hi > lo && syscall(SYS_close_range, lo, i < n ? hi - 1 : hi, 0u) < 0)
-                        return -errno;
-                if (i < n)
-                        lo = hi + 1;
-        }
-        return 0;
-}
-
 /* The resolver's files, and where their links lead (Landlock does not
  * follow a link named in a rule). */
 static int confine_fs(nsr_error *err) {
@@ -302,7 +281,9 @@ static _Noreturn void helper_main(nsr_relay *relay, nsr_dns *dns, nsr_direct *di
                 n += nsr_dns_fds(dns, keep + n, KEEP_MAX - 1 - n);
         n += nsr_direct_fds(direct, keep + n, KEEP_MAX - 1 - n);
         keep[n++] = sock;
-        if (close_all_but(keep, n) < 0)
+        /* Every fd but these goes, stdio too: nothing of the monitor's
+         * (run dirs, the state dir, the caller's terminal) stays in reach. */
+        if (nsr_close_all_but(0, keep, n) < 0)
                 _exit(1);
         /* The resolver loads what it needs now, while it still can. */
         struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;

@@ -61,6 +61,9 @@ typedef struct launch {
          * the command runs, and its closes pay the grace periods. */
         int detach_sock[2];
         int held[NSR_MOUNT_DETACHED_MAX + 1];
+        /* --lock-file: the fds whose locks pid 1 holds (child.c). */
+        int *lock_fds;
+        size_t n_lock_fds;
         nsr_relay *relay;          /* --allow-host: the egress relay, or NULL */
         nsr_dns *dns;              /* --allow-host: the DNS answerer, or NULL */
         nsr_egress_helper *helper; /* the process that serves it */

@@ -119,6 +119,33 @@ is "$out" "0 1 2 3 " "fds the caller left open above 2 do not reach the command"
 is "$(cat "$d/leak")" "host" "... so a leaked fd cannot write the host file behind it"
 run "$NSRUN" --ro-bind / / -- sh -c 'test -e /proc/self/fd/7 && echo passed' 7<"$d/leak"
 is "$out" "passed" "bwrap mode still passes inherited fds, as bwrap does"
+
+# Nor do they, or the monitor's own (the project's dir, the state dir),
+# stay with pid 1 while the command runs: a command that can read pid 1's
+# fds (the same user; only a Landlock scope of ABI 6 stands between them)
+# would reach the host's project dir past the overlay through them. Seen
+# from the host, where pid 1's fds can be read.
+mkfifo "$d/go" "$d/ready"
+"$NSRUN" -p "$P" $NS -- sh -c 'echo ready; read x' <"$d/go" >"$d/ready" 7<"$d/leak" 8<"$d" &
+mon=$!
+exec 6>"$d/go"
+read -r line <"$d/ready"
+pid1=$(pgrep -P "$mon" | head -n1)
+reach=
+for f in /proc/"$pid1"/fd/*; do
+	case "${f##*/}" in 0 | 1 | 2) continue ;; esac # stdio: the command's too
+	t=$(readlink "$f" 2>/dev/null) || continue
+	case "$t" in "$d" | "$d"/*) reach="$reach ${f##*/}:$t" ;; esac
+done
+listed=$(ls "/proc/$pid1/fd" 2>/dev/null | wc -l)
+echo go >&6
+exec 6>&-
+wait "$mon"
+rc=$?
+rm -f "$d/go" "$d/ready"
+is "$rc:$line" "0:ready" "a project run whose command waits"
+check "... pid 1's fds can be read from the host ($listed of them)" test "$listed" -gt 0
+is "$reach" "" "... and none of pid 1's reaches the project's dir, the state dir or a leaked fd's file"
 run "$NSRUN" -p "$P" $NS -- sh -c 'touch /run/x 2>&1; test -w /run && echo writable'
 like "$out" "Read-only file system" "/run inside is read-only"
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -971,6 +972,38 @@ START_TEST(test_paths_exist_big_dir) {
 }
 END_TEST
 
+/* nsr_close_all_but: every fd from `from` up goes but the kept ones,
+ * whatever their order, negatives skipped, stdio left below `from`. Run in
+ * a child, whose fds are its own. */
+START_TEST(test_close_all_but) {
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                int fds[6];
+                for (int i = 0; i < 6; i++)
+                        if ((fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+                                _exit(10);
+                int keep[] = { fds[4], -1, fds[1], 1, fds[4] };
+                if (nsr_close_all_but(3, keep, 5) < 0)
+                        _exit(11);
+                for (int i = 0; i < 6; i++) {
+                        bool open_now = fcntl(fds[i], F_GETFD) >= 0;
+                        if (open_now != (i == 1 || i == 4))
+                                _exit(20 + i);
+                }
+                if (fcntl(0, F_GETFD) < 0 || fcntl(2, F_GETFD) < 0)
+                        _exit(30);
+                int none[] = { -1 };
+                if (nsr_close_all_but(3, none, 1) < 0 || fcntl(fds[1], F_GETFD) >= 0 || fcntl(fds[4], F_GETFD) >= 0)
+                        _exit(31);
+                _exit(0);
+        }
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("util");
         TCase *tc = tcase_create("parse");
@@ -1019,6 +1052,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_error_sanitize);
         tcase_add_test(tc, test_error_truncation);
         tcase_add_test(tc, test_error_fixed_size);
+        tcase_add_test(tc, test_close_all_but);
         suite_add_tcase(s, tc);
         return s;
 }
