@@ -572,7 +572,8 @@ static int pid1_close_others(launch *l, const int *ready, const int *let_go, nsr
         }
         _cleanup_free_ int *all = nsr_realloc_array(NULL, n + l->n_lock_fds, sizeof(int));
         memcpy(all, keep, n * sizeof(int));
-        memcpy(all + n, l->lock_fds, l->n_lock_fds * sizeof(int));
+        if (l->n_lock_fds)
+                memcpy(all + n, l->lock_fds, l->n_lock_fds * sizeof(int));
         int r = nsr_close_all_but(3, all, n + l->n_lock_fds);
         return r < 0 ? nsr_error_set(err, -r, "pid 1: cannot close the monitor's fds") : 0;
 }
