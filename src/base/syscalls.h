@@ -3,6 +3,7 @@
  * from the 6.1 kernel headers Debian 12 ships. */
 #pragma once
 
+#include <errno.h>
 #include <linux/openat2.h>
 #include <sched.h>
 #include <signal.h>
@@ -30,14 +31,22 @@
 #define PR_SET_NO_NEW_PRIVS 38
 #endif
 
-static inline int nsr_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve) {
-        struct open_how how = { .flags = flags, .mode = 0, .resolve = resolve };
-        return (int) syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-}
-
+/* openat2, tried again while it says EAGAIN: with RESOLVE_IN_ROOT,
+ * RESOLVE_BENEATH or RESOLVE_NO_XDEV, a lookup through ".." that a rename
+ * or a mount anywhere on the machine may have raced is refused, and the
+ * kernel asks the caller to try again (a path with ".." failed a project
+ * run's build beside other sandboxes' mounts). */
 static inline int nsr_openat2_mode(int dirfd, const char *path, uint64_t flags, mode_t mode, uint64_t resolve) {
         struct open_how how = { .flags = flags, .mode = mode, .resolve = resolve };
-        return (int) syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+        for (unsigned tries = 0;; tries++) {
+                int fd = (int) syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+                if (fd >= 0 || errno != EAGAIN || tries >= 64)
+                        return fd;
+        }
+}
+
+static inline int nsr_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve) {
+        return nsr_openat2_mode(dirfd, path, flags, 0, resolve);
 }
 
 static inline int nsr_pivot_root(const char *new_root, const char *put_old) {

@@ -50,9 +50,9 @@ int nsr_txnfs_open(int rootfd, const char *path, int flags) {
                 int fd = nsr_openat2(rootfd, path, (uint64_t) (flags | O_CLOEXEC), RESOLVE_FLAGS);
                 if (fd >= 0)
                         return fd;
-                /* EAGAIN: a rename raced with the lookup; the kernel asks
-                 * us to try again rather than risk a wrong answer. */
-                if ((errno == EAGAIN || errno == EINTR) && tries < 64)
+                /* EAGAIN (a rename raced with the lookup) is retried by
+                 * nsr_openat2 itself. */
+                if (errno == EINTR && tries < 64)
                         continue;
                 return -errno;
         }
