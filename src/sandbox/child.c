@@ -554,7 +554,8 @@ static int pid1_close_others(launch *l, const int *ready, const int *let_go, nsr
         if (!l->extra)
                 return 0;
         const nsr_launch_session *ses = l->extra->session;
-        int keep[16 + ELEMENTSOF(l->detached) + ELEMENTSOF(ses->sandbox_close)];
+        _cleanup_free_ int *keep = nsr_realloc_array(
+                NULL, 7 + ELEMENTSOF(l->detached) + 1 + ELEMENTSOF(ses->sandbox_close) + l->n_lock_fds, sizeof(int));
         size_t n = 0;
         keep[n++] = ready[1];
         keep[n++] = let_go[0];
@@ -570,11 +571,9 @@ static int pid1_close_others(launch *l, const int *ready, const int *let_go, nsr
                 for (size_t i = 0; i < ELEMENTSOF(ses->sandbox_close); i++)
                         keep[n++] = ses->sandbox_close[i];
         }
-        _cleanup_free_ int *all = nsr_realloc_array(NULL, n + l->n_lock_fds, sizeof(int));
-        memcpy(all, keep, n * sizeof(int));
-        if (l->n_lock_fds)
-                memcpy(all + n, l->lock_fds, l->n_lock_fds * sizeof(int));
-        int r = nsr_close_all_but(3, all, n + l->n_lock_fds);
+        for (size_t i = 0; i < l->n_lock_fds; i++)
+                keep[n++] = l->lock_fds[i];
+        int r = nsr_close_all_but(3, keep, n);
         return r < 0 ? nsr_error_set(err, -r, "pid 1: cannot close the monitor's fds") : 0;
 }
 

@@ -574,8 +574,9 @@ static int run(launch *l, nsr_launch_result *res, nsr_error *err) {
         /* The monitor looks up the hidden paths (the plan's slots) beside
          * its child: the child keeps off the monitor's CPU meanwhile
          * (base/affinity.h). Only with slots: the child takes the caller's
-         * set back once it has read them, and the monitor sends them after
-         * it moved the child, so the move never comes after the restore. */
+         * set back once it has made its namespaces, and once more when the
+         * slots came, which the monitor sends after it moved the child, so
+         * a move that came after the first restore is undone then. */
         l->cpus_split = !shared && l->extra && l->extra->fill_slots;
         if (l->cpus_split)
                 nsr_affinity_save(&l->cpus);
