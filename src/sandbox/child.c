@@ -765,12 +765,15 @@ _noreturn_ void launch_child_main(launch *l) {
                 (void) nsr_affinity_restore(&l->cpus);
 
         mode_t old_umask = umask(0);
+        bool proc_fresh = false;
         nsr_mount_ctx mctx = { .host_tty = l->host_tty,
                                .fresh_proc = p->unshare_pid || p->pidns_fd != -1,
                                .resolv_conf = l->dns ? NSR_DNS_RESOLV_CONF : NULL,
                                .gate_fd = l->gate_pipe[0],
                                .gate_under = l->extra ? l->extra->after_clone_under : NULL,
                                .proc_after = nests_userns(l, ns_uid, ns_gid) ? &procfd : NULL,
+                               .proc_after_ids_only = !p->disable_userns,
+                               .proc_after_fresh = &proc_fresh,
                                .detached_out = l->detached,
                                .take_slots = l->slot_pipe[0] >= 0 ? take_slots : NULL,
                                .take_slots_data = l };
@@ -781,8 +784,12 @@ _noreturn_ void launch_child_main(launch *l) {
 
         nest_userns(l, procfd, ns_uid, ns_gid);
         /* /proc's fd (a detached clone when the root was built in place,
-         * rootfs.h) goes with the root's detached mounts. */
-        l->detached[NSR_MOUNT_DETACHED_MAX] = TAKE_FD(procfd);
+         * rootfs.h) goes with the root's detached mounts; the sandbox's
+         * own procfs, attached, goes now. */
+        if (proc_fresh)
+                procfd = safe_close(procfd);
+        else
+                l->detached[NSR_MOUNT_DETACHED_MAX] = TAKE_FD(procfd);
 
         if (p->block_fd != -1) {
                 char c;

@@ -1233,11 +1233,51 @@ static int gate_detached(builder *b, nsr_error *err) {
         return 0;
 }
 
+/* The fresh procfs a --proc op mounts, when the caller's writes through
+ * ctx.proc_after (its nested namespace's id maps, which need a procfs of
+ * its own pid namespace) may go through it: nothing mounted after it may
+ * land in it or make it read-only, and no hidden path (a slot, unknown
+ * until taken) may either. Its fd, or -1. The build attaches it, so the
+ * caller's close of the dup costs nothing; a clone of the host's /proc
+ * would be a detached tree, whose last close waits for an RCU grace
+ * period (rootfs.h). */
+static int fresh_proc_for_ids(const builder *b) {
+        const nsr_plan *plan = b->plan;
+        if (!b->ctx->proc_after_ids_only || b->has_slots)
+                return -1;
+        ssize_t at = -1;
+        for (size_t i = 1; i < plan->n_ops; i++) {
+                const nsr_op *op = &plan->ops[i];
+                if (op->type == NSR_OP_REMOUNT_RO)
+                        return -1;
+                if (at < 0 && op->type == NSR_OP_PROC && b->prep[i].proc_fresh && b->prep[i].kern[0] >= 0 && op->dest) {
+                        at = (ssize_t) i;
+                        continue;
+                }
+                if (at >= 0 && op->dest) {
+                        _cleanup_free_ char *procdir = nsr_path_normalize(plan->ops[at].dest);
+                        _cleanup_free_ char *d = nsr_path_normalize(op->dest);
+                        if (nsr_path_under(d, procdir))
+                                return -1;
+                }
+        }
+        return at < 0 ? -1 : b->prep[at].kern[0];
+}
+
 /* The first op's flags on the namespace's tree, the root from then on. */
 static int root_attrs_in_place(builder *b, nsr_error *err) {
         const nsr_op *op = &b->plan->ops[0];
         int *proc = b->ctx->proc_after;
-        if (proc && *proc >= 0) {
+        int fresh = proc && *proc >= 0 ? fresh_proc_for_ids(b) : -1;
+        if (fresh >= 0) {
+                int c = fcntl(fresh, F_DUPFD_CLOEXEC, 3);
+                if (c < 0)
+                        return nsr_error_set(err, errno, "Can't access /proc");
+                safe_close(*proc);
+                *proc = c;
+                if (b->ctx->proc_after_fresh)
+                        *b->ctx->proc_after_fresh = true;
+        } else if (proc && *proc >= 0) {
                 /* Recursive: a read-only /proc/sys of a container's stays so. */
                 int c = rootfs_clone_tree(*proc, "", true, 0);
                 if (c < 0)

@@ -31,6 +31,13 @@ typedef struct nsr_mount_ctx {
          * place makes the host's tree read-only, /proc with it: the fd is
          * then swapped for one of a clone made before. */
         int *proc_after;
+        /* ... and it serves only the nested namespace's own uid_map and
+         * gid_map (no sysctl): then a fresh procfs of a --proc op may stand
+         * in for that clone (rootfs.c, fresh_proc_for_ids). */
+        bool proc_after_ids_only;
+        /* Or NULL: set when the fd became that fresh procfs's, which the
+         * build attaches: the caller may close it at any time, for free. */
+        bool *proc_after_fresh;
         /* Or NULL: where a root built in place leaves the detached mounts
          * it made (NSR_MOUNT_DETACHED_MAX fds, -1 where none), for the
          * caller to close when that costs least: each costs an RCU grace

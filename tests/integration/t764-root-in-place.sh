@@ -66,6 +66,17 @@ run "$NSRUN" --ro-bind / / --unshare-user --uid 4321 --gid 4322 --dev /dev -- sh
 is "$rc" 0 "a nested user namespace under a root in place works"
 is "$out" "4321
 4322" "... with the requested ids"
+# With a fresh /proc of the sandbox's own (--proc in a new pid namespace),
+# the maps go through it; a later op that lands in it (even on the very
+# file the maps are written to), a --remount-ro, or --disable-userns (a
+# sysctl, which that /proc may cover read-only) takes the clone of the
+# host's /proc instead. Each way maps the same ids.
+nested="--ro-bind / / --unshare-user --unshare-pid --uid 4321 --gid 4322 --dev /dev --proc /proc"
+for extra in "" "--tmpfs /proc/tty" "--ro-bind /dev/null /proc/1/uid_map" "--remount-ro /proc" "--disable-userns"; do
+	run "$NSRUN" $nested $extra -- sh -c 'id -u; id -g; cat /proc/self/uid_map' 2>&1
+	is "$rc:$(echo "$out" | head -n2 | tr '\n' ' ')" "0:4321 4322 " "--proc and a nested namespace${extra:+, with $extra}: the requested ids"
+	like "$out" "^ *4321 +0 +1\$" "... mapped onto root of the first namespace"
+done
 
 # 4. Detached mounts: --tmp-overlay's layers and --bind-data's file live in
 # the scratch, which is never attached.
