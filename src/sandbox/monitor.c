@@ -399,6 +399,13 @@ static void command_done(launch *l, pid_t child, bool child_gone, int status, ns
                 /* The listener never came (EBUSY: one above took the place). */
                 ret->net.direct_no_listener = l->notify_connect && l->listener < 0 && !ret->direct_on;
         }
+        /* SIGKILL to pid 1 takes the whole pid namespace down. Sent
+         * first, so that the sandbox's teardown goes on while the counters
+         * are read (their fds hold the network namespace, whoever is left
+         * in it) and the status goes out; reaped last. */
+        bool reap = l->extra && l->extra->kill_leftovers && !child_gone;
+        if (reap)
+                (void) kill(child, SIGKILL);
         ret->exec_done = true;
         ret->wait_status = status;
         ret->exit_code = ret->timed_out ? NSR_EXIT_TIMEOUT : nsr_exit_code_from_status(status);
@@ -409,11 +416,8 @@ static void command_done(launch *l, pid_t child, bool child_gone, int status, ns
         write_exit_status(p, ret->exit_code);
         nsr_outq_finish(&l->events_q, NSR_OUTQ_FINISH_MS);
         ret->events_dropped = l->events_q.dropped;
-        if (l->extra && l->extra->kill_leftovers && !child_gone) {
-                /* SIGKILL to pid 1 takes the whole pid namespace down. */
-                (void) kill(child, SIGKILL);
+        if (reap)
                 (void) waitpid(child, NULL, 0);
-        }
 }
 
 static void on_sfd(nsr_evsrc *s, int fd, uint32_t ev, void *data) {
