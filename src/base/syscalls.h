@@ -49,6 +49,17 @@ static inline int nsr_openat2(int dirfd, const char *path, uint64_t flags, uint6
         return nsr_openat2_mode(dirfd, path, flags, 0, resolve);
 }
 
+/* open_tree_attr(2), Linux 6.15: open_tree(2) with OPEN_TREE_CLONE that
+ * also sets the clone's flags, as mount_setattr(2) would. The same number
+ * on every architecture. Older kernels: ENOSYS (or a seccomp filter's
+ * errno, such as Docker's EPERM). */
+#ifndef __NR_open_tree_attr
+#define __NR_open_tree_attr 467
+#endif
+static inline int nsr_open_tree_attr(int dirfd, const char *path, unsigned flags, struct mount_attr *attr) {
+        return (int) syscall(__NR_open_tree_attr, dirfd, path, flags, attr, sizeof(*attr));
+}
+
 static inline int nsr_pivot_root(const char *new_root, const char *put_old) {
         return (int) syscall(SYS_pivot_root, new_root, put_old);
 }

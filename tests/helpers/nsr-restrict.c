@@ -22,6 +22,10 @@
  *                       open_tree and mount_setattr fail with EPERM
  *   --deny-landlock     the filter makes the landlock_* calls fail with
  *                       ENOSYS
+ *   --deny-open-tree-attr ERRNO
+ *                       the filter makes open_tree_attr (Linux 6.15) fail
+ *                       with ERRNO: ENOSYS as on an older kernel, EPERM as
+ *                       under a filter that refuses what it does not know
  *
  * The namespaces come first, then the filter (with no_new_privs), then
  * exec. Plain C without libnsrun, linked statically. */
@@ -132,7 +136,7 @@ static void rule(prog *p, long nr, unsigned flag, int e) {
 int main(int argc, char **argv) {
         long max_userns = -1;
         int deny_userns = 0;
-        int nest = 0, deny_mount = 0, deny_landlock = 0;
+        int nest = 0, deny_mount = 0, deny_landlock = 0, deny_tree_attr = 0;
         const char *fakes[MAX_FAKES];
         int n_fakes = 0;
         int i = 1;
@@ -149,6 +153,8 @@ int main(int argc, char **argv) {
                         deny_mount = 1;
                 else if (strcmp(argv[i], "--deny-landlock") == 0)
                         deny_landlock = 1;
+                else if (strcmp(argv[i], "--deny-open-tree-attr") == 0 && i + 1 < argc)
+                        deny_tree_attr = parse_errno(argv[++i]);
                 else {
                         fprintf(stderr, "nsr-restrict: unknown option %s\n", argv[i]);
                         return 125;
@@ -197,7 +203,7 @@ int main(int argc, char **argv) {
                 }
                 fprintf(stderr, "nsr-restrict: nested %d user namespaces, then: %s\n", levels, strerror(-r));
         }
-        if (deny_userns || deny_mount || deny_landlock) {
+        if (deny_userns || deny_mount || deny_landlock || deny_tree_attr) {
                 if (ARCH_NR == 0) {
                         fprintf(stderr, "nsr-restrict: no seccomp filter for this architecture\n");
                         return 125;
@@ -219,6 +225,8 @@ int main(int argc, char **argv) {
                         rule(&p, SYS_open_tree, 0, EPERM);
                         rule(&p, SYS_mount_setattr, 0, EPERM);
                 }
+                if (deny_tree_attr)
+                        rule(&p, 467 /* open_tree_attr */, 0, deny_tree_attr);
                 if (deny_landlock) {
                         rule(&p, SYS_landlock_create_ruleset, 0, ENOSYS);
                         rule(&p, SYS_landlock_add_rule, 0, ENOSYS);

@@ -78,6 +78,27 @@ for extra in "" "--tmpfs /proc/tty" "--ro-bind /dev/null /proc/1/uid_map" "--rem
 	like "$out" "^ *4321 +0 +1\$" "... mapped onto root of the first namespace"
 done
 
+# A clone and its flags are one call (open_tree_attr, Linux 6.15) where the
+# kernel has it. A kernel without it (ENOSYS) or a filter that refuses what
+# it does not know (EPERM, as Docker's profile does) gets the two calls of
+# old: the same flags on /dev's nodes and on a bind either way.
+R=$NSR_HELPERS/nsr-restrict
+NODE_FLAGS="awk '\$5 == \"/dev/null\" || \$5 == \"/mnt\" { print \$5, \$6 }' /proc/self/mountinfo"
+run "$NSRUN" --ro-bind / / --unshare-all --dev /dev --proc /proc --ro-bind /tmp /mnt -- sh -c "$NODE_FLAGS"
+is "$rc" 0 "a launch with --dev and a --ro-bind works"
+like "$out" "^/dev/null [^ ]*nosuid" "... /dev/null is nosuid"
+like "$out" "^/mnt ro,nosuid,nodev(,| |\$)" "... and the bind of a host dir (rw, suid) read-only, nosuid and nodev"
+flags_here=$out
+for e in ENOSYS EPERM; do
+	if [ -x "$R" ]; then
+		run "$R" --deny-open-tree-attr $e -- "$NSRUN" --ro-bind / / --unshare-all --dev /dev --proc /proc \
+			--ro-bind /tmp /mnt -- sh -c "$NODE_FLAGS"
+		is "$rc:$out" "0:$flags_here" "... the same where open_tree_attr fails with $e"
+	else
+		skip "... the same where open_tree_attr fails with $e" "the nsr-restrict helper was not built"
+	fi
+done
+
 # 4. Detached mounts: --tmp-overlay's layers and --bind-data's file live in
 # the scratch, which is never attached.
 detached_case() {
