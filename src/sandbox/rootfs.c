@@ -1495,6 +1495,11 @@ int nsr_mount_build_root(const nsr_plan *plan, const nsr_mount_ctx *ctx, nsr_err
                 out[1] = TAKE_FD(b.shared);
                 if (gated)
                         out[2] = TAKE_FD(b.gate_dir);
+                /* The hidden files' source, a detached clone in place
+                 * (open_null_src): its close here was an RCU grace period
+                 * on the child's way to the command. */
+                if (b.null_src >= 0)
+                        out[3] = TAKE_FD(b.null_src);
         }
 out:
         prepared_free(b.prep, plan->n_ops);

@@ -39,9 +39,11 @@ typedef struct nsr_mount_ctx {
          * build attaches: the caller may close it at any time, for free. */
         bool *proc_after_fresh;
         /* Or NULL: where a root built in place leaves the detached mounts
-         * it made (NSR_MOUNT_DETACHED_MAX fds, -1 where none), for the
-         * caller to close when that costs least: each costs an RCU grace
-         * period as it goes (0.03 to 0.04 ms). NULL: closed on return. */
+         * it made (NSR_MOUNT_DETACHED_MAX fds, -1 where none: the scratch,
+         * the shared tmpfs, the gate's clone, the hidden files' /dev/null),
+         * for the caller to close when that costs least: each costs an RCU
+         * grace period as it goes (0.03 to 0.04 ms). NULL: closed on
+         * return. */
         int *detached_out;
         /* Or NULL: the ops of the plan's slots (NSR_OP_SLOT: project mode's
          * hidden paths, which the monitor looks up beside the child), as
@@ -54,7 +56,7 @@ typedef struct nsr_mount_ctx {
         void *take_slots_data;
 } nsr_mount_ctx;
 
-#define NSR_MOUNT_DETACHED_MAX 3
+#define NSR_MOUNT_DETACHED_MAX 4
 
 /* Builds the root described by the plan's ops and pivots into it. On
  * return the old root is detached and the cwd is the new "/". */
