@@ -662,7 +662,7 @@ static void probe_cgroup(const void *arg, nsr_check *out, size_t n) {
         const char *why = NULL;
         if (!nsr_mountlib_available(&why)) {
                 check_fail(out, "cannot read the mount table: %s", why);
-                check_fix(out, "install libmount (Debian: libmount1)");
+                check_fix(out, "%s", nsr_mountlib_fix());
                 return;
         }
         struct libmnt_table *tb = mnt_new_table_from_file("/proc/self/mountinfo");

@@ -22,6 +22,11 @@
 #include <errno.h>
 #include <libmount/libmount.h>
 #include <pthread.h>
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/util.h"
 #include "sandbox/libmount.h"
@@ -55,8 +60,46 @@ static struct {
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static bool loaded;
 static char load_error[256];
+static const char *load_fix = "install libmount (Debian: libmount1)";
+
+/* Whether this process may dlopen libmount. A static nsrun (configure.ac,
+ * --disable-static-pie) loads it with the C library on disk, which must be
+ * the one linked in: when they differ (libc6 upgraded since nsrun was
+ * built), glibc can abort the whole process inside dlopen. So a child
+ * tries first, unable to dump core, and its failure is libmount's. A
+ * dynamic nsrun has an interpreter (AT_BASE), and nothing to check. The
+ * test hook makes the child abort, in any build (t400). */
+static bool load_is_safe(void) {
+        bool abort_child = nsr_test_hook_on("NSRUN_TEST_LIBMOUNT_ABORT");
+        if (getauxval(AT_BASE) != 0 && !abort_child)
+                return true;
+        pid_t pid = fork();
+        if (pid < 0)
+                return false;
+        if (pid == 0) {
+                struct rlimit none = { 0, 0 };
+                (void) setrlimit(RLIMIT_CORE, &none);
+                (void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+                if (abort_child)
+                        abort();
+                void *h = dlopen(MOUNTLIB_SONAME, RTLD_NOW | RTLD_LOCAL);
+                _exit(h && dlsym(h, "mnt_new_table_from_file") ? 0 : 1);
+        }
+        int st = 0;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR)
+                        return false;
+        return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
 
 static void load(void) {
+        if (!load_is_safe()) {
+                snprintf(load_error, sizeof(load_error),
+                         "this static nsrun cannot load " MOUNTLIB_SONAME
+                         " with the C library installed now, not the one it was built with");
+                load_fix = "rebuild nsrun, or configure it with --disable-static-pie";
+                return;
+        }
         void *h = dlopen(MOUNTLIB_SONAME, RTLD_NOW | RTLD_LOCAL);
         if (!h) {
                 const char *e = dlerror();
@@ -74,6 +117,10 @@ static void load(void) {
 #undef X
         /* The handle stays open for the life of the process, on purpose. */
         loaded = true;
+}
+
+const char *nsr_mountlib_fix(void) {
+        return load_fix;
 }
 
 bool nsr_mountlib_available(const char **ret_error) {

@@ -8,3 +8,5 @@
  * for why). Callers include <libmount/libmount.h> and call libmount as
  * usual; this tells whether the library could be loaded, and if not, why. */
 bool nsr_mountlib_available(const char **ret_error);
+/* What fixes that, once nsr_mountlib_available() said false. */
+const char *nsr_mountlib_fix(void);

@@ -160,5 +160,22 @@ run env NSRUN_DATADIR="$NSR_STAGE" "$R" --max-userns 0 -- "$NSRUN" --project "$d
 is "$rc:$err" "125:nsrun: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC); run \"nsrun doctor\" for details; --sandbox=best-effort runs without user namespaces (Landlock and seccomp)" \
 	"project mode's launch failure points to nsrun doctor and best-effort mode"
 
+# A static nsrun (configure's default) loads libmount with the C library on
+# disk; when that is not the one it was built with, glibc can abort inside
+# dlopen. A child tries first: the hook makes it abort, and doctor must
+# then say why the mount table cannot be read, and what fixes it, instead
+# of dying.
+if [ -n "${NSR_TEST_HOOKS:-}" ]; then
+	run env NSRUN_TEST_LIBMOUNT_ABORT=1 "$NSRUN" doctor
+	is "$rc" 0 "a libmount that cannot be loaded does not end doctor"
+	like "$out" "^FAILED  cgroup: \[optional\] cannot read the mount table: this static nsrun cannot load libmount.so.1 with the C library installed now, not the one it was built with — fix: rebuild nsrun, or configure it with --disable-static-pie$" \
+		"... its check says why, and what fixes it"
+	unlike "$err" "Abort|core dumped" "... and the child that tried left no trace"
+else
+	for c in "doctor goes on" "its check says why" "no trace"; do
+		skip "libmount that cannot be loaded: $c" "NSRUN_TEST_LIBMOUNT_ABORT needs a build with --enable-test-hooks (NSR_TEST_HOOKS=1)"
+	done
+fi
+
 cd / && rm -rf "$d"
 done_testing
