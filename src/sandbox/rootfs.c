@@ -1267,16 +1267,17 @@ static int fresh_proc_for_ids(const builder *b) {
         if (!b->ctx->proc_after_ids_only || b->has_slots)
                 return -1;
         ssize_t at = -1;
+        _cleanup_free_ char *procdir = NULL;
         for (size_t i = 1; i < plan->n_ops; i++) {
                 const nsr_op *op = &plan->ops[i];
                 if (op->type == NSR_OP_REMOUNT_RO)
                         return -1;
                 if (at < 0 && op->type == NSR_OP_PROC && b->prep[i].proc_fresh && b->prep[i].kern[0] >= 0 && op->dest) {
                         at = (ssize_t) i;
+                        procdir = nsr_path_normalize(op->dest);
                         continue;
                 }
                 if (at >= 0 && op->dest) {
-                        _cleanup_free_ char *procdir = nsr_path_normalize(plan->ops[at].dest);
                         _cleanup_free_ char *d = nsr_path_normalize(op->dest);
                         if (nsr_path_under(d, procdir))
                                 return -1;

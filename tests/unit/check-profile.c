@@ -188,6 +188,11 @@ static char *tmpdir_new(void) {
         return nsr_strdup(tmpl);
 }
 
+static void tmpdir_remove(const char *d) {
+        _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", d);
+        ck_assert_int_eq(system(cmd), 0);
+}
+
 static void write_file(const char *dir, const char *name, const char *text) {
         _cleanup_free_ char *p = nsr_path_join(dir, name);
         FILE *f = fopen(p, "w");
@@ -297,8 +302,7 @@ START_TEST(test_build) {
         ck_assert(verified);
         nsr_plan_free(p);
         nsr_plan_free(user);
-        _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", d);
-        ck_assert_int_eq(system(cmd), 0);
+        tmpdir_remove(d);
 }
 END_TEST
 
@@ -387,8 +391,7 @@ START_TEST(test_hide_order) {
         ck_assert(at(t, gh_tmpfs) < at(t, ro_hosts));
         nsr_plan_free(p);
         nsr_plan_free(user);
-        _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", d);
-        ck_assert_int_eq(system(cmd), 0);
+        tmpdir_remove(d);
 }
 END_TEST
 
@@ -430,8 +433,7 @@ START_TEST(test_slots_near_root) {
                 nsr_plan_free(p);
                 nsr_plan_free(user);
         }
-        _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", d);
-        ck_assert_int_eq(system(cmd), 0);
+        tmpdir_remove(d);
 }
 END_TEST
 
@@ -477,8 +479,7 @@ START_TEST(test_build_user_wins) {
         ck_assert_int_eq(p->caps[1].cap, CAP_SETFCAP);
         nsr_plan_free(p);
         nsr_plan_free(user);
-        _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", d);
-        ck_assert_int_eq(system(cmd), 0);
+        tmpdir_remove(d);
 }
 END_TEST
 
@@ -573,8 +574,7 @@ START_TEST(test_fill_later) {
                 nsr_plan_free(p[i]);
                 nsr_plan_free(u[i]);
         }
-        _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", d);
-        ck_assert_int_eq(system(cmd), 0);
+        tmpdir_remove(d);
 }
 END_TEST
 
@@ -742,8 +742,7 @@ START_TEST(test_meta_roundtrip) {
         ck_assert_uint_eq(r.counts[0][4], 5);
         ck_assert_uint_eq(r.counts[1][2], 7);
         nsr_run_meta_done(&r);
-        _cleanup_free_ char *cmd = nsr_asprintf("rm -rf '%s'", d);
-        ck_assert_int_eq(system(cmd), 0);
+        tmpdir_remove(d);
 }
 END_TEST
 
