@@ -24,6 +24,7 @@
 #include "project/report.h"
 #include "sandbox/launch.h"
 #include "seccomp/compile.h"
+#include "txn/state.h"
 
 #define BWRAP_VERSION "bubblewrap 0.12.0"
 
@@ -266,6 +267,8 @@ static int run_project(ctx *c, nsr_plan *user) {
 
         nsr_project_outcome o = { 0 };
         nsr_project_set_notify(pj, print_note, c);
+        /* The run's background process starts as nsrun ends (main). */
+        nsr_state_background_defer();
         if (nsr_project_run(pj, &o, &err) < 0)
                 return project_failed(c, user, &report, &err);
         for (size_t i = 0; o.messages && o.messages[i]; i++)
@@ -603,5 +606,8 @@ int main(int argc, char **argv) {
         }
         if (!close_stdout(&c) && rc == 0)
                 rc = c.project_mode ? NSR_EXIT_FAILURE : 1;
+        /* Nothing is written after this: a project run's background
+         * process starts, and this one ends. */
+        nsr_state_background_exit(rc);
         return rc;
 }

@@ -743,7 +743,8 @@ int nsr_project_run(nsr_project *pj, nsr_project_outcome *out, nsr_error *err) {
          * it, the background's removal of RUN/trash ran beside this
          * process's last steps, in the same run dir, and every page this
          * process wrote after the fork was copied first (bench/README.md,
-         * "Tenth pass"). */
+         * "Tenth pass"). A one-shot run starts it later still, as nsrun
+         * ends (nsr_state_background_defer). */
         if (c.trash_pending)
                 nsr_state_trash_background(pj->state_dir, pj->run_dir, TAKE_FD(c.lr.mnt_ns));
 

@@ -3,10 +3,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -19,6 +22,17 @@
 #include "txn/spare.h"
 #include "txn/state.h"
 #include "txn/txnfs.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define NSR_LSAN_CHECK 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NSR_LSAN_CHECK 1
+#endif
+#endif
+#ifdef NSR_LSAN_CHECK
+#include <sanitizer/lsan_interface.h>
+#endif
 
 static const char *env_get(char *const *env, const char *name) {
         size_t l = strlen(name);
@@ -820,30 +834,21 @@ int nsr_state_gc(int statefd, long keep_days, uint64_t backup_limit, nsr_gc_stat
         return r < 0 ? r : 0;
 }
 
-/* A child in its own session, with no fd of the caller's once it runs
- * and a low priority: whoever reads nsrun's output must not wait for its
- * work. Returns false in the caller, true in the child. The caller goes
- * on at once: it does not wait for a middle process to
- * fork and exit, as a fresh process can wait milliseconds for a CPU on a
- * busy machine (0.01 to 17 ms, 2 ms typical, on the VM of
- * bench/README.md). Both callers, a run's monitor and a session's, exit
- * soon after; the child, reparented then, is never a zombie for long.
- * In the child, keep[i] (n at most 2) is fd 3 + i, and no other fd past 2
- * is open; a child that cannot arrange that does nothing. */
-static bool detach(const int *keep, size_t n) {
-        pid_t pid = fork();
-        if (pid != 0)
-                return false;
+/* The child's side of a background process: its own session, no fd of
+ * the caller's, a low priority. keep[i] (n at most 2) becomes fd 3 + i and
+ * no other fd past 2 stays open; false when that cannot be arranged (the
+ * child then does nothing). */
+static bool detached_setup(const int *keep, size_t n) {
         if (setsid() < 0 || n > 2)
-                _exit(0);
+                return false;
         int moved[2];
         /* Out of the way of the dup2s first. */
         for (size_t i = 0; i < n; i++)
                 if ((moved[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, 10)) < 0)
-                        _exit(0);
+                        return false;
         for (size_t i = 0; i < n; i++)
                 if (dup2(moved[i], 3 + (int) i) < 0)
-                        _exit(0);
+                        return false;
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null >= 0) {
                 dup2(null, 0);
@@ -858,22 +863,29 @@ static bool detach(const int *keep, size_t n) {
         return true;
 }
 
-void nsr_state_trash_background(const char *state_dir, const char *run_dir, int hold_fd) {
-        /* The caller's copy of hold_fd must go first: should the child
-         * close its own before, the caller's close would be the last, and
-         * the caller would wait for the mounts' teardown (an overlay's sync,
-         * milliseconds). The child waits for the end of this pipe. */
-        int order[2] = { -1, -1 };
-        if (hold_fd >= 0 && pipe2(order, O_CLOEXEC) < 0)
-                order[0] = order[1] = -1;
-        int keep[2] = { hold_fd, order[0] };
-        size_t n_keep = hold_fd < 0 ? 0 : order[0] < 0 ? 1 : 2;
-        if (!detach(keep, n_keep)) {
-                safe_close(hold_fd);
-                safe_close(order[0]);
-                safe_close(order[1]);
-                return;
-        }
+/* A child in its own session, with no fd of the caller's once it runs
+ * and a low priority: whoever reads nsrun's output must not wait for its
+ * work. Returns false in the caller, true in the child. The caller goes
+ * on at once: it does not wait for a middle process to
+ * fork and exit, as a fresh process can wait milliseconds for a CPU on a
+ * busy machine (0.01 to 17 ms, 2 ms typical, on the VM of
+ * bench/README.md). Both callers, a run's monitor and a session's, exit
+ * soon after; the child, reparented then, is never a zombie for long.
+ * In the child, keep[i] (n at most 2) is fd 3 + i, and no other fd past 2
+ * is open; a child that cannot arrange that does nothing. */
+static bool detach(const int *keep, size_t n) {
+        pid_t pid = fork();
+        if (pid != 0)
+                return false;
+        if (!detached_setup(keep, n))
+                _exit(0);
+        return true;
+}
+
+/* The trash's removal and the next spare, in the background process: fd 3
+ * holds the sandbox's mounts when hold, fd 4 (when ordered) ends once the
+ * caller's copy of fd 3 is closed. */
+static void trash_work(const char *state_dir, const char *run_dir, bool hold, bool ordered) {
         int fd = open(run_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fd >= 0) {
                 nsr_durable_spares_drop(fd);
@@ -883,7 +895,7 @@ void nsr_state_trash_background(const char *state_dir, const char *run_dir, int 
          * dir is made ahead (txn/spare.h), from what the trash holds where
          * it can: the layers are reused only once no mount holds them. What
          * is left in the trash goes last. */
-        if (n_keep == 2) {
+        if (ordered) {
                 char c;
                 while (read(4, &c, 1) < 0 && errno == EINTR)
                         ;
@@ -891,11 +903,68 @@ void nsr_state_trash_background(const char *state_dir, const char *run_dir, int 
         close(3);
         int statefd = state_dir ? open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
         if (statefd >= 0 && nsr_state_free(statefd) >= 2 * NSR_STATE_MIN_FREE)
-                nsr_run_make_spare(statefd, hold_fd >= 0 ? fd : -1);
+                nsr_run_make_spare(statefd, hold ? fd : -1);
         if (fd >= 0) {
                 nsr_error e = { 0 };
                 (void) nsr_rm_rf_at(fd, "trash", &e);
         }
+        safe_close(statefd);
+        safe_close(fd);
+}
+
+static void gc_work(const char *state_dir, long keep_days, uint64_t backup_limit) {
+        int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (statefd >= 0) {
+                nsr_error e = { 0 };
+                (void) nsr_state_gc(statefd, keep_days, backup_limit, NULL, &e);
+                close(statefd);
+        }
+}
+
+/* What nsr_state_background_defer() keeps for nsr_state_background_exit(). */
+static struct {
+        bool defer, trash, gc;
+        char *state_dir, *run_dir, *gc_dir;
+        int hold_fd;
+        long keep_days;
+        uint64_t backup_limit;
+} kept = { .hold_fd = -1 };
+
+void nsr_state_background_defer(void) {
+        kept.defer = true;
+}
+
+/* The caller's copy of hold_fd must go first: should the child close its
+ * own before, the caller's close would be the last, and the caller would
+ * wait for the mounts' teardown (an overlay's sync, milliseconds). The
+ * child waits for the end of order[0]. Returns how many of keep the child
+ * takes. */
+static size_t trash_keep(int hold_fd, int order[2], int keep[2]) {
+        order[0] = order[1] = -1;
+        if (hold_fd >= 0 && pipe2(order, O_CLOEXEC) < 0)
+                order[0] = order[1] = -1;
+        keep[0] = hold_fd;
+        keep[1] = order[0];
+        return hold_fd < 0 ? 0 : order[0] < 0 ? 1 : 2;
+}
+
+void nsr_state_trash_background(const char *state_dir, const char *run_dir, int hold_fd) {
+        if (kept.defer && !kept.trash) {
+                kept.trash = true;
+                kept.state_dir = state_dir ? nsr_strdup(state_dir) : NULL;
+                kept.run_dir = nsr_strdup(run_dir);
+                kept.hold_fd = hold_fd;
+                return;
+        }
+        int order[2], keep[2];
+        size_t n_keep = trash_keep(hold_fd, order, keep);
+        if (!detach(keep, n_keep)) {
+                safe_close(hold_fd);
+                safe_close(order[0]);
+                safe_close(order[1]);
+                return;
+        }
+        trash_work(state_dir, run_dir, n_keep >= 1, n_keep == 2);
         _exit(0);
 }
 
@@ -908,14 +977,107 @@ void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t bac
                 return;
         /* Only its mtime counts: a new empty file says when gc last ran. */
         nsr_error se = { 0 };
-        if (nsr_durable_write(AT_FDCWD, stamp, "", 0, 0600, 0, &se) < 0 || !detach(NULL, 0))
+        if (nsr_durable_write(AT_FDCWD, stamp, "", 0, 0600, 0, &se) < 0)
                 return;
-        int statefd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (statefd >= 0) {
-                nsr_error e = { 0 };
-                (void) nsr_state_gc(statefd, keep_days, backup_limit, NULL, &e);
+        if (kept.defer && !kept.gc) {
+                kept.gc = true;
+                kept.gc_dir = nsr_strdup(state_dir);
+                kept.keep_days = keep_days;
+                kept.backup_limit = backup_limit;
+                return;
         }
+        if (!detach(NULL, 0))
+                return;
+        gc_work(state_dir, keep_days, backup_limit);
         _exit(0);
+}
+
+#ifdef NSR_TEST_HOOKS
+/* NSRUN_TEST_BG_HOLD=FILE: the background process waits (30 s at most)
+ * until FILE exists before its work, so that a test sees it run (t765). */
+static void test_hold(void) {
+        const char *f = getenv("NSRUN_TEST_BG_HOLD");
+        for (int i = 0; f && i < 3000 && access(f, F_OK) < 0; i++)
+                (void) poll(NULL, 0, 10);
+}
+/* NSRUN_TEST_BG_NO_CLONE=1: the clone fails, as ENOMEM would make it. */
+static bool test_no_clone(void) {
+        return getenv("NSRUN_TEST_BG_NO_CLONE") != NULL;
+}
+#else
+static void test_hold(void) {
+}
+static bool test_no_clone(void) {
+        return false;
+}
+#endif
+
+/* The kept work, in a child that shares the exiting caller's memory. It
+ * returns, and clone's wrapper ends the process: a call to a noreturn
+ * function such as _exit on a stack the sanitizers did not make would have
+ * them warn. */
+static int kept_main(void *arg) {
+        const int *keep = arg;
+        size_t n = kept.trash ? (size_t) keep[2] : 0;
+        if (detached_setup(keep, n)) {
+                test_hold();
+                if (kept.trash)
+                        trash_work(kept.state_dir, kept.run_dir, n >= 1, n == 2);
+                if (kept.gc)
+                        gc_work(kept.gc_dir, kept.keep_days, kept.backup_limit);
+        }
+        return 0;
+}
+
+#define KEPT_STACK (8u << 20)
+
+void nsr_state_background_exit(int rc) {
+        if (!kept.trash && !kept.gc)
+                return;
+        /* keep[2] is how many of keep[0..1] the child takes. */
+        static int keep[3];
+        int order[2] = { -1, -1 };
+        keep[2] = kept.trash ? (int) trash_keep(kept.hold_fd, order, keep) : 0;
+        /* A fork would copy this process's page tables, and its exit would
+         * tear them down, both on the caller's path (0.1 ms each in a
+         * project no-op, bench/README.md "Sixteenth pass"). The child shares
+         * the memory instead, and this process does nothing after the
+         * clone but end: no allocation, no write, so the two never touch
+         * the same data at once; the memory goes with the child. The
+         * caller's copy of the held fd closes as it exits. */
+        void *stack = mmap(NULL, KEPT_STACK, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+        if (stack != MAP_FAILED && !test_no_clone()) {
+#ifdef NSR_LSAN_CHECK
+                /* The sanitizers' leak check runs at exit, which _exit
+                 * skips: run it now, when everything is freed but this. */
+                __lsan_do_leak_check();
+#endif
+                pid_t pid = clone(kept_main, (char *) stack + KEPT_STACK, CLONE_VM | SIGCHLD, keep);
+                if (pid > 0) {
+                        /* The held fd first, as the fork's caller does
+                         * (a valid fd: close leaves errno, which the two
+                         * share, alone). */
+                        if (kept.hold_fd >= 0)
+                                close(kept.hold_fd);
+                        _exit(rc);
+                }
+        }
+        /* No clone: a fork, as without deferral. */
+        if (stack != MAP_FAILED)
+                (void) munmap(stack, KEPT_STACK);
+        pid_t pid = fork();
+        if (pid == 0)
+                _exit(kept_main(keep));
+        safe_close(kept.hold_fd);
+        safe_close(order[0]);
+        safe_close(order[1]);
+        kept.trash = kept.gc = false;
+        kept.hold_fd = -1;
+        free(kept.state_dir);
+        free(kept.run_dir);
+        free(kept.gc_dir);
+        kept.state_dir = kept.run_dir = kept.gc_dir = NULL;
 }
 
 /* The start time of a process (0 when it is gone), and whether it has

@@ -144,6 +144,16 @@ void nsr_state_trash_background(const char *state_dir, const char *run_dir, int 
 /* Runs nsr_state_gc() in a detached background process, at most once an
  * hour, so retention never sits on a run's critical path. */
 void nsr_state_gc_background(const char *state_dir, long keep_days, uint64_t backup_limit);
+/* From now on, the two above keep what they are asked (once each) for
+ * nsr_state_background_exit() instead of forking: for a process that ends
+ * right after its run (a one-shot project run), not for a session's. */
+void nsr_state_background_defer(void);
+/* Starts what was kept, if anything, in one detached process and ends this
+ * one with rc, having done nothing else. The child shares this process's
+ * memory (clone with CLONE_VM, not fork), so neither a copy of the page
+ * tables nor their teardown at exit is on the caller's path; a fork is the
+ * fallback. Returns at once when nothing was kept, or after that fork. */
+void nsr_state_background_exit(int rc);
 
 /* A new run id from the time and random bytes. */
 void nsr_run_id_new(char ret[NSR_RUN_ID_MAX]);
