@@ -193,6 +193,17 @@ bool nsr_kernel_at_least(unsigned maj, unsigned min);
  * a build without --enable-test-hooks. */
 bool nsr_test_hook_on(const char *name);
 
+/* NSR_ASAN: defined in a build with AddressSanitizer (gcc's or clang's
+ * spelling), for the few places that must tell its runtime about a stack of
+ * their own or run its leak check early. */
+#if defined(__SANITIZE_ADDRESS__)
+#define NSR_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NSR_ASAN 1
+#endif
+#endif
+
 struct tm;
 /* gmtime_r without glibc's time zone setup: its first call reads
  * /etc/localtime (seven system calls) even for UTC, and a run needs UTC

@@ -506,13 +506,6 @@ static int shared_vm_child(void *arg) {
         launch_child_main_shared(arg);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define NSR_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NSR_ASAN 1
-#endif
-#endif
 #ifdef NSR_ASAN
 #include <sanitizer/asan_interface.h>
 #endif

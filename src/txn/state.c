@@ -23,14 +23,7 @@
 #include "txn/state.h"
 #include "txn/txnfs.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define NSR_LSAN_CHECK 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NSR_LSAN_CHECK 1
-#endif
-#endif
-#ifdef NSR_LSAN_CHECK
+#ifdef NSR_ASAN
 #include <sanitizer/lsan_interface.h>
 #endif
 
@@ -934,18 +927,22 @@ void nsr_state_background_defer(void) {
         kept.defer = true;
 }
 
+/* The fds a trash's background process takes (its fds 3 and 4): the held
+ * mounts and the read end of order, n of them. */
+typedef struct kept_fds {
+        int fd[2];
+        size_t n;
+} kept_fds;
+
 /* The caller's copy of hold_fd must go first: should the child close its
  * own before, the caller's close would be the last, and the caller would
  * wait for the mounts' teardown (an overlay's sync, milliseconds). The
- * child waits for the end of order[0]. Returns how many of keep the child
- * takes. */
-static size_t trash_keep(int hold_fd, int order[2], int keep[2]) {
+ * child waits for the end of order[0]. */
+static kept_fds trash_keep(int hold_fd, int order[2]) {
         order[0] = order[1] = -1;
         if (hold_fd >= 0 && pipe2(order, O_CLOEXEC) < 0)
                 order[0] = order[1] = -1;
-        keep[0] = hold_fd;
-        keep[1] = order[0];
-        return hold_fd < 0 ? 0 : order[0] < 0 ? 1 : 2;
+        return (kept_fds){ .fd = { hold_fd, order[0] }, .n = hold_fd < 0 ? 0 : order[0] < 0 ? 1 : 2 };
 }
 
 void nsr_state_trash_background(const char *state_dir, const char *run_dir, int hold_fd) {
@@ -956,15 +953,15 @@ void nsr_state_trash_background(const char *state_dir, const char *run_dir, int 
                 kept.hold_fd = hold_fd;
                 return;
         }
-        int order[2], keep[2];
-        size_t n_keep = trash_keep(hold_fd, order, keep);
-        if (!detach(keep, n_keep)) {
+        int order[2];
+        kept_fds k = trash_keep(hold_fd, order);
+        if (!detach(k.fd, k.n)) {
                 safe_close(hold_fd);
                 safe_close(order[0]);
                 safe_close(order[1]);
                 return;
         }
-        trash_work(state_dir, run_dir, n_keep >= 1, n_keep == 2);
+        trash_work(state_dir, run_dir, k.n >= 1, k.n == 2);
         _exit(0);
 }
 
@@ -1000,15 +997,8 @@ static void test_hold(void) {
         for (int i = 0; f && i < 3000 && access(f, F_OK) < 0; i++)
                 (void) poll(NULL, 0, 10);
 }
-/* NSRUN_TEST_BG_NO_CLONE=1: the clone fails, as ENOMEM would make it. */
-static bool test_no_clone(void) {
-        return getenv("NSRUN_TEST_BG_NO_CLONE") != NULL;
-}
 #else
 static void test_hold(void) {
-}
-static bool test_no_clone(void) {
-        return false;
 }
 #endif
 
@@ -1017,9 +1007,9 @@ static bool test_no_clone(void) {
  * function such as _exit on a stack the sanitizers did not make would have
  * them warn. */
 static int kept_main(void *arg) {
-        const int *keep = arg;
-        size_t n = kept.trash ? (size_t) keep[2] : 0;
-        if (detached_setup(keep, n)) {
+        const kept_fds *k = arg;
+        size_t n = kept.trash ? k->n : 0;
+        if (detached_setup(k->fd, n)) {
                 test_hold();
                 if (kept.trash)
                         trash_work(kept.state_dir, kept.run_dir, n >= 1, n == 2);
@@ -1034,10 +1024,10 @@ static int kept_main(void *arg) {
 void nsr_state_background_exit(int rc) {
         if (!kept.trash && !kept.gc)
                 return;
-        /* keep[2] is how many of keep[0..1] the child takes. */
-        static int keep[3];
+        static kept_fds k;
         int order[2] = { -1, -1 };
-        keep[2] = kept.trash ? (int) trash_keep(kept.hold_fd, order, keep) : 0;
+        if (kept.trash)
+                k = trash_keep(kept.hold_fd, order);
         /* A fork would copy this process's page tables, and its exit would
          * tear them down, both on the caller's path (0.1 ms each in a
          * project no-op, bench/README.md "Sixteenth pass"). The child shares
@@ -1047,13 +1037,14 @@ void nsr_state_background_exit(int rc) {
          * caller's copy of the held fd closes as it exits. */
         void *stack = mmap(NULL, KEPT_STACK, PROT_READ | PROT_WRITE,
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
-        if (stack != MAP_FAILED && !test_no_clone()) {
-#ifdef NSR_LSAN_CHECK
+        /* NSRUN_TEST_BG_NO_CLONE=1: the clone fails, as ENOMEM would make it. */
+        if (stack != MAP_FAILED && !nsr_test_hook_on("NSRUN_TEST_BG_NO_CLONE")) {
+#ifdef NSR_ASAN
                 /* The sanitizers' leak check runs at exit, which _exit
                  * skips: run it now, when everything is freed but this. */
                 __lsan_do_leak_check();
 #endif
-                pid_t pid = clone(kept_main, (char *) stack + KEPT_STACK, CLONE_VM | SIGCHLD, keep);
+                pid_t pid = clone(kept_main, (char *) stack + KEPT_STACK, CLONE_VM | SIGCHLD, &k);
                 if (pid > 0) {
                         /* The held fd first, as the fork's caller does
                          * (a valid fd: close leaves errno, which the two
@@ -1068,7 +1059,7 @@ void nsr_state_background_exit(int rc) {
                 (void) munmap(stack, KEPT_STACK);
         pid_t pid = fork();
         if (pid == 0)
-                _exit(kept_main(keep));
+                _exit(kept_main(&k));
         safe_close(kept.hold_fd);
         safe_close(order[0]);
         safe_close(order[1]);
